@@ -1,0 +1,160 @@
+/* nacre.h - libnacre, the nacre client library.
+ *
+ * A program (nacre-mount, the CLI, an MPI-IO layer, a benchmark) mounts a file system with
+ * nacre_fs_mount() and then uses FID-based namespace calls and file handles. Every call
+ * returns 0 (or a byte count) on success and a negative errno or NACRE_E* code on failure.
+ * All calls are thread-safe unless noted: many threads may share one nacre_fs and issue
+ * requests at once; they are pipelined on one connection per server.
+ *
+ * Credentials: every namespace call takes the caller's nacre_cred; the MDS checks POSIX
+ * permissions with it. NULL means root (uid 0, gid 0).
+ */
+#ifndef NACRE_H
+#define NACRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "nacre_errno.h"
+#include "nacre_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct nacre_fs;
+struct nacre_file;
+
+/* Log sink: libnacre never prints; it calls this (if set) with a level (LOG_ERR=3 ..
+ * LOG_DEBUG=7, syslog values) and a formatted line without a trailing newline. */
+typedef void (*nacre_log_fn)(int level, const char *line, void *arg);
+
+struct nacre_mount_opts {
+	const char *key_file;   /* cluster key file; NULL = $NACRE_KEY_FILE, else none */
+	int timeout_ms;         /* per request, including waits for a missing server; 0 = 30000 */
+	int connect_timeout_ms; /* first contact with the MDS; 0 = 10000 */
+	const char *client_name;/* shown in server logs; NULL = hostname */
+	nacre_log_fn log_fn;
+	void *log_arg;
+};
+
+/* Parses a mount spec: "host[:port]:/fsname[/subdir]" or Lustre's "host[@tcp][:port]:/fsname
+ * [/subdir]". Writes "host:port" to addr (port defaults to NACRE_DEFAULT_PORT_MDS), the fsname
+ * and the subdirectory ("" for none, else starting with '/'). On error returns -EINVAL and
+ * writes a sentence saying what is wrong to err (if err_len > 0). Thread-safe. */
+int nacre_parse_spec(const char *spec, char *addr, size_t addr_len, char *fsname,
+		     size_t fsname_len, char *subdir, size_t subdir_len, char *err, size_t err_len);
+
+/* Connects to the MDS named by spec (see nacre_parse_spec), authenticates with the cluster
+ * key and resolves the subdirectory. On success *out owns the connection; release it with
+ * nacre_fs_umount(). On failure writes a message naming the server and the cause to err. */
+int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *opts, struct nacre_fs **out,
+		   char *err, size_t err_len);
+/* Closes every connection and frees fs. Open files must be closed first. NULL is fine. */
+void nacre_fs_umount(struct nacre_fs *fs);
+
+/* FID of the mounted root (the subdirectory for a subdirectory mount). */
+struct nacre_fid nacre_fs_root(const struct nacre_fs *fs);
+const char *nacre_fs_name(const struct nacre_fs *fs);
+
+/* Formats fid as "[0x200000400:0x1:0x0]" into buf (NACRE_FID_STR_MAX bytes); returns buf. */
+char *nacre_fid_format(const struct nacre_fid *fid, char *buf, size_t len);
+/* Parses "[0x..:0x..:0x..]" (brackets optional). Returns 0 or -EINVAL. */
+int nacre_fid_parse(const char *s, struct nacre_fid *fid);
+int nacre_fid_eq(const struct nacre_fid *a, const struct nacre_fid *b);
+
+/* ---- namespace (FID based) ---- */
+int nacre_lookup(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *parent,
+		 const char *name, struct nacre_attr *out);
+int nacre_getattr(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		  struct nacre_attr *out);
+/* A size change truncates or extends the file (the MDS punches the objects). */
+int nacre_setattr(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		  const struct nacre_setattr *sa, struct nacre_attr *out);
+/* Creates a regular file (layout NULL = inherit). flags: O_EXCL honoured. */
+int nacre_create(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *parent,
+		 const char *name, uint32_t mode, uint32_t flags, const struct nacre_layout *layout,
+		 struct nacre_attr *out);
+int nacre_mkdir(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *parent,
+		const char *name, uint32_t mode, struct nacre_attr *out);
+int nacre_mknod(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *parent,
+		const char *name, uint32_t mode, uint32_t rdev, struct nacre_attr *out);
+int nacre_symlink(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *parent,
+		  const char *name, const char *target, struct nacre_attr *out);
+/* Writes the NUL-terminated target into buf (len >= NACRE_PATH_MAX + 1 is always enough). */
+int nacre_readlink(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		   char *buf, size_t len);
+int nacre_unlink(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *parent,
+		 const char *name);
+int nacre_rmdir(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *parent,
+		const char *name);
+/* flags: 0, or RENAME_NOREPLACE / RENAME_EXCHANGE values from <linux/fs.h> (1, 2). */
+int nacre_rename(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *sparent,
+		 const char *sname, const struct nacre_fid *dparent, const char *dname,
+		 uint32_t flags);
+int nacre_link(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
+	       const struct nacre_fid *newparent, const char *newname, struct nacre_attr *out);
+
+/* Reads up to max entries after cookie (0 = from the start). Returns the number of entries
+ * written to ents (0 with *eof = 1 at the end). "." and ".." are not returned. */
+int nacre_readdir(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *dir,
+		  uint64_t cookie, struct nacre_dirent *ents, int max, int *eof);
+
+/* xattrs. get/list return the value length; with size 0 they only return the length. */
+int nacre_getxattr(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		   const char *name, void *value, size_t size);
+/* flags: 0, XATTR_CREATE (1) or XATTR_REPLACE (2). */
+int nacre_setxattr(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		   const char *name, const void *value, size_t size, int flags);
+/* Names NUL-separated, as listxattr(2). */
+int nacre_listxattr(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		    char *list, size_t size);
+int nacre_removexattr(struct nacre_fs *fs, const struct nacre_cred *cr,
+		      const struct nacre_fid *fid, const char *name);
+
+/* Layout of a file, or the default layout of a directory (-ENODATA if it has none). */
+int nacre_layout_get(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		     struct nacre_layout *out);
+/* On a directory: sets its default. On a regular file: allowed only while it holds no data
+ * (size 0); the MDS allocates OSTs and bumps the generation. Writes the result to out. */
+int nacre_layout_set(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		     const struct nacre_layout *layout, struct nacre_layout *out);
+
+/* Sum over all OSTs (space) and the MDT (inodes). */
+int nacre_statfs(struct nacre_fs *fs, struct nacre_statfs *out);
+/* Every registered target, MDT first, then OSTs by index. Returns the count written (at most
+ * max), or a negative error. */
+int nacre_targets(struct nacre_fs *fs, struct nacre_target *out, int max);
+/* Path of fid relative to the file system root, "/" separated, starting with '/'. */
+int nacre_fid2path(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		   char *buf, size_t len);
+/* Resolves a path relative to the mount root ("/a/b" or "a/b"), following no symlinks. */
+int nacre_resolve(struct nacre_fs *fs, const struct nacre_cred *cr, const char *path,
+		  struct nacre_attr *out);
+
+/* ---- file I/O ---- */
+/* Opens fid with open(2) flags (O_ACCMODE, O_TRUNC, O_APPEND honoured; O_CREAT is not:
+ * create first). *out is owned by the caller until nacre_close(). */
+int nacre_open(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
+	       int flags, struct nacre_file **out);
+/* Reads up to len bytes at off. Returns bytes read (short only at end of file). Stripes are
+ * read from their OSTs in parallel. Safe from many threads on one file. */
+ssize_t nacre_pread(struct nacre_file *f, void *buf, size_t len, uint64_t off);
+/* Writes len bytes at off (with O_APPEND, at the end: off is ignored). Returns len or an
+ * error. Stripes are written in parallel. */
+ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len, uint64_t off);
+/* Makes written data durable on the OSTs and the size known to the MDS. */
+int nacre_fsync(struct nacre_file *f, int datasync);
+/* Flushes size/mtime to the MDS and frees f. Returns the first deferred error, if any. */
+int nacre_close(struct nacre_file *f);
+/* The file's attributes as this client knows them (size includes its own unflushed writes). */
+int nacre_file_attr(struct nacre_file *f, struct nacre_attr *out);
+/* The highest end offset written through f (0 if none). */
+uint64_t nacre_file_written_size(const struct nacre_file *f);
+const struct nacre_layout *nacre_file_layout(const struct nacre_file *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

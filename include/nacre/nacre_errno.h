@@ -1,0 +1,26 @@
+/* nacre_errno.h - nacre's own error codes, in a range that cannot collide with errno.
+ *
+ * Every function returns 0 or a negative error: -errno (Linux values) or -NACRE_E*.
+ * nacre_strerror() describes both.
+ */
+#ifndef NACRE_ERRNO_H
+#define NACRE_ERRNO_H
+
+enum {
+	NACRE_EBASE = 4000,
+	NACRE_EPROTO_VERSION = 4001, /* peer speaks no protocol version we speak */
+	NACRE_EAUTH = 4002,          /* cluster key rejected, or peer proved no key */
+	NACRE_EFSNAME = 4003,        /* server serves another file system */
+	NACRE_ESTALE_LAYOUT = 4004,  /* layout generation changed under the caller */
+	NACRE_EBADMAGIC = 4005,      /* not a nacre frame, superblock or record */
+	NACRE_EFORMAT = 4006,        /* on-disk format version we do not know */
+	NACRE_ENOTARGET = 4007,      /* no such target registered */
+	NACRE_ETIMEDOUT_SRV = 4008,  /* server did not answer within the timeout */
+	NACRE_ELAST = 4009,
+};
+
+/* Returns a static string for a negative (or positive) errno or NACRE_E* code.
+ * Thread-safe. Never NULL. */
+const char *nacre_strerror(int err);
+
+#endif

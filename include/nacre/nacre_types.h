@@ -1,0 +1,153 @@
+/* nacre_types.h - public value types of libnacre: FIDs, attributes, layouts, credentials.
+ *
+ * These are in-memory types. They never go on the wire as structs: src/proto encodes them
+ * field by field.
+ */
+#ifndef NACRE_TYPES_H
+#define NACRE_TYPES_H
+
+#include <stdint.h>
+
+#define NACRE_NAME_MAX 255   /* bytes in one path component */
+#define NACRE_PATH_MAX 4096  /* bytes in a path or symlink target */
+#define NACRE_XATTR_MAX 65536 /* bytes in one xattr value */
+#define NACRE_MAX_GROUPS 32  /* supplementary groups carried per request */
+#define NACRE_MAX_STRIPES 128
+#define NACRE_FSNAME_MAX 8   /* as Lustre: fsname is 1..8 chars [A-Za-z0-9_-] */
+#define NACRE_ADDR_MAX 63    /* "host:port" of a server */
+
+#define NACRE_DEFAULT_PORT_MDS 9400
+#define NACRE_DEFAULT_PORT_OSS 9410
+#define NACRE_STRIPE_SIZE_MIN 65536u
+#define NACRE_STRIPE_SIZE_DEFAULT 1048576u
+
+/* File identifier, printed as Lustre prints it: [0x200000400:0x1:0x0]. */
+struct nacre_fid {
+	uint64_t seq;
+	uint32_t oid;
+	uint32_t ver;
+};
+
+/* The root directory's fixed FID (Lustre's FID_SEQ_ROOT). */
+#define NACRE_ROOT_SEQ 0x200000007ULL
+#define NACRE_ROOT_OID 1u
+/* Sequence of the first normal FID allocated by an MDT. */
+#define NACRE_FIRST_SEQ 0x200000400ULL
+
+/* Print buffer size for a FID: "[0x" 16 ":0x" 8 ":0x" 8 "]" NUL. */
+#define NACRE_FID_STR_MAX 48
+
+struct nacre_time {
+	int64_t sec;
+	uint32_t nsec;
+};
+
+/* HSM state bits: Lustre's values so `hsm_state` output matches `lfs hsm_state`. */
+enum {
+	NACRE_HS_EXISTS = 0x1,
+	NACRE_HS_DIRTY = 0x2,
+	NACRE_HS_RELEASED = 0x4,
+	NACRE_HS_ARCHIVED = 0x8,
+	NACRE_HS_NORELEASE = 0x10,
+	NACRE_HS_NOARCHIVE = 0x20,
+	NACRE_HS_LOST = 0x40,
+};
+
+/* Attributes of one inode as the MDS holds them. mode includes the S_IFMT type bits. */
+struct nacre_attr {
+	struct nacre_fid fid;
+	uint32_t mode;
+	uint32_t nlink;
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t rdev;
+	uint32_t blksize; /* the stripe size for regular files */
+	uint64_t size;
+	uint64_t blocks; /* 512-byte units */
+	struct nacre_time atime;
+	struct nacre_time mtime;
+	struct nacre_time ctime;
+	uint32_t hsm_state;
+	uint32_t archive_id;
+};
+
+/* Which fields of a setattr are meant (bit mask in nacre_setattr.valid). */
+enum {
+	NACRE_SET_MODE = 1 << 0,
+	NACRE_SET_UID = 1 << 1,
+	NACRE_SET_GID = 1 << 2,
+	NACRE_SET_SIZE = 1 << 3,
+	NACRE_SET_ATIME = 1 << 4,
+	NACRE_SET_MTIME = 1 << 5,
+	NACRE_SET_ATIME_NOW = 1 << 6,
+	NACRE_SET_MTIME_NOW = 1 << 7,
+	NACRE_SET_CTIME = 1 << 8,
+	NACRE_SET_ALL_ = (1 << 9) - 1,
+};
+
+struct nacre_setattr {
+	uint32_t valid;
+	uint32_t mode; /* permission bits only (07777) */
+	uint32_t uid;
+	uint32_t gid;
+	uint64_t size;
+	struct nacre_time atime;
+	struct nacre_time mtime;
+	struct nacre_time ctime;
+};
+
+enum { NACRE_PATTERN_RAID0 = 1 };
+
+/* A RAID0 layout. For a directory default, stripe_count may be 0 (file system default) or
+ * -1 (every OST), stripe_offset -1 (MDS chooses) and nosts is 0. For a file, nosts ==
+ * stripe_count and ost_idx[] lists the OST of each stripe. A file's objects are named by
+ * (fid, stripe index, gen): a new gen means new objects. */
+struct nacre_layout {
+	uint32_t pattern;
+	uint32_t stripe_size;
+	int32_t stripe_count;
+	int32_t stripe_offset;
+	uint32_t gen;
+	uint32_t nosts;
+	uint32_t ost_idx[NACRE_MAX_STRIPES];
+};
+
+/* Who is asking: the MDS checks permissions with these. */
+struct nacre_cred {
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t ngroups;
+	uint32_t groups[NACRE_MAX_GROUPS];
+};
+
+/* One directory entry from readdir. cookie resumes the listing after this entry. */
+struct nacre_dirent {
+	uint64_t cookie;
+	struct nacre_fid fid;
+	uint32_t type; /* S_IFMT bits */
+	char name[NACRE_NAME_MAX + 1];
+};
+
+/* Space of one target (or the sum over all OSTs), in KiB and inodes, as `lfs df` shows it. */
+struct nacre_statfs {
+	uint64_t kb_total;
+	uint64_t kb_free;
+	uint64_t kb_avail;
+	uint64_t files;
+	uint64_t ffree;
+	uint32_t bsize;
+	uint32_t namemax;
+};
+
+/* One target in the cluster registry. */
+struct nacre_target {
+	uint32_t type; /* NACRE_TGT_MDT or NACRE_TGT_OST */
+	uint32_t index;
+	uint32_t up;   /* 1 while its server is connected to the MDS */
+	char addr[NACRE_ADDR_MAX + 1];
+	struct nacre_statfs st;
+};
+
+enum { NACRE_TGT_MDT = 1, NACRE_TGT_OST = 2 };
+
+#endif

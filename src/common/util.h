@@ -1,0 +1,25 @@
+/* util.h - small helpers shared by every program: safe string copy, number parsing with
+ * suffixes, time. Thread-safe. */
+#ifndef NACRE_UTIL_H
+#define NACRE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nacre/nacre_types.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Copies src into dst (len bytes), always NUL-terminating. Returns strlen(src) so the caller
+ * can detect truncation (>= len). */
+size_t str_copy(char *dst, const char *src, size_t len);
+/* Parses a decimal integer (optionally negative) in [min, max]. 0 or -EINVAL/-ERANGE. */
+int parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+/* Parses a size with optional base-2 suffix K, M, G, T (k/m/g/t too). 0 or -EINVAL. */
+int parse_size(const char *s, uint64_t *out);
+/* Current time (CLOCK_REALTIME). */
+struct nacre_time time_now(void);
+/* Checks a file system name: 1..8 of [A-Za-z0-9_-]. 1 if valid. */
+int fsname_valid(const char *s);
+
+#endif

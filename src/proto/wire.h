@@ -1,0 +1,305 @@
+/* wire.h - the nacre wire protocol: the single source of truth.
+ *
+ * Every connection carries frames. A frame is a fixed 36-byte little-endian header, then
+ * body_len bytes of body, then bulk_len bytes of bulk data (file contents), whose CRC-32C is
+ * in the header. Replies echo the request's opcode and xid, set WIRE_FLAG_REPLY and carry a
+ * status (0 or a negative Linux errno / NACRE_E* code). Many requests may be in flight on one
+ * connection; replies may come out of order and are matched by xid.
+ *
+ * Bodies are sequences of fields encoded by the functions below over a bounded cursor
+ * (cursor.h); a struct never goes on the wire. Opcode values are never renumbered. New
+ * fields go at the end of a body, behind a feature bit negotiated in CONNECT.
+ *
+ *   header (36 bytes)                      version 1
+ *     u32 magic       WIRE_MAGIC
+ *     u16 version     WIRE_VERSION
+ *     u16 opcode
+ *     u32 flags       WIRE_FLAG_*
+ *     u32 body_len    <= WIRE_BODY_MAX
+ *     u64 xid         request id, chosen by the sender of the request
+ *     i32 status      replies only; 0 in requests
+ *     u32 bulk_len    <= WIRE_BULK_MAX
+ *     u32 bulk_crc    crc32c of the bulk bytes (0 when bulk_len is 0)
+ */
+#ifndef NACRE_WIRE_H
+#define NACRE_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nacre/nacre_types.h"
+#include "proto/cursor.h"
+
+#define WIRE_MAGIC 0x5243414eu /* "NACR" in little-endian bytes */
+#define WIRE_VERSION 1
+#define WIRE_HDR_LEN 36
+#define WIRE_BODY_MAX (64u * 1024u)
+#define WIRE_BULK_MAX (16u * 1024u * 1024u)
+#define WIRE_NONCE_LEN 16
+#define WIRE_PROOF_LEN 32 /* HMAC-SHA256 */
+#define WIRE_READDIR_MAX_BYTES (60u * 1024u)
+
+enum {
+	WIRE_FLAG_REPLY = 1u << 0,
+};
+
+/* Feature bits negotiated in CONNECT (none yet beyond the base protocol). */
+#define WIRE_FEATURES_SUPPORTED 0ull
+
+/* Opcodes. Never renumber; add at the end of a family. */
+enum wire_opcode {
+	/* any server */
+	WIRE_OP_CONNECT = 1, /* req: connect_req; rep: connect_rep */
+	WIRE_OP_AUTH = 2,    /* req: auth_req; rep: empty */
+	WIRE_OP_PING = 3,    /* req/rep: empty */
+
+	/* MDS; every request body starts with a wire_cred */
+	WIRE_OP_MDS_STATFS = 16,      /* req: cred; rep: statfs */
+	WIRE_OP_MDS_LOOKUP = 17,      /* req: name_req; rep: attr */
+	WIRE_OP_MDS_GETATTR = 18,     /* req: fid_req; rep: attr */
+	WIRE_OP_MDS_SETATTR = 19,     /* req: setattr_req; rep: attr */
+	WIRE_OP_MDS_CREATE = 20,      /* req: create_req; rep: attr, layout */
+	WIRE_OP_MDS_MKDIR = 21,       /* req: create_req; rep: attr */
+	WIRE_OP_MDS_MKNOD = 22,       /* req: create_req; rep: attr */
+	WIRE_OP_MDS_UNLINK = 23,      /* req: name_req; rep: empty */
+	WIRE_OP_MDS_RMDIR = 24,       /* req: name_req; rep: empty */
+	WIRE_OP_MDS_RENAME = 25,      /* req: rename_req; rep: empty */
+	WIRE_OP_MDS_LINK = 26,        /* req: link_req; rep: attr */
+	WIRE_OP_MDS_SYMLINK = 27,     /* req: create_req (target set); rep: attr */
+	WIRE_OP_MDS_READLINK = 28,    /* req: fid_req; rep: str target */
+	WIRE_OP_MDS_READDIR = 29,     /* req: readdir_req; rep: readdir_rep */
+	WIRE_OP_MDS_OPEN = 30,        /* req: open_req; rep: open_rep */
+	WIRE_OP_MDS_CLOSE = 31,       /* req: close_req; rep: attr */
+	WIRE_OP_MDS_SIZE_UPDATE = 32, /* req: close_req (handle stays open); rep: attr */
+	WIRE_OP_MDS_GETXATTR = 33,    /* req: xattr_req; rep: bytes value (or u32 len if size 0) */
+	WIRE_OP_MDS_SETXATTR = 34,    /* req: xattr_req; rep: empty */
+	WIRE_OP_MDS_LISTXATTR = 35,   /* req: xattr_req (name empty); rep: bytes list */
+	WIRE_OP_MDS_REMOVEXATTR = 36, /* req: xattr_req; rep: empty */
+	WIRE_OP_MDS_LAYOUT_GET = 37,  /* req: fid_req; rep: layout */
+	WIRE_OP_MDS_LAYOUT_SET = 38,  /* req: layout_set_req; rep: layout */
+	WIRE_OP_MDS_TARGETS = 39,     /* req: cred; rep: targets_rep */
+	WIRE_OP_MDS_FID2PATH = 40,    /* req: fid_req; rep: str path */
+	WIRE_OP_MDS_TARGET_REGISTER = 41, /* req: target_reg (from an OSS, no cred); rep: empty */
+	WIRE_OP_MDS_TARGET_HEARTBEAT = 42, /* req: target_reg; rep: empty */
+	/* 48..63 reserved for HSM (request/state/action, agent register/poll/progress) */
+
+	/* OSS; no cred: OSS requests come from authenticated nodes */
+	WIRE_OP_OST_WRITE = 64,   /* req: ost_io_req + bulk; rep: empty */
+	WIRE_OP_OST_READ = 65,    /* req: ost_io_req; rep: bulk (short at object end) */
+	WIRE_OP_OST_PUNCH = 66,   /* req: ost_io_req (offset = new object size); rep: empty */
+	WIRE_OP_OST_DESTROY = 67, /* req: ost_io_req; rep: empty (missing object is fine) */
+	WIRE_OP_OST_GETATTR = 68, /* req: ost_io_req; rep: ost_attr_rep */
+	WIRE_OP_OST_STATFS = 69,  /* req: ost_io_req (only ost_idx); rep: statfs */
+	WIRE_OP_OST_SYNC = 70,    /* req: ost_io_req (offset/len: range, len 0 = all); rep: empty */
+
+	WIRE_OP_MAX_ = 128,
+};
+
+/* Returns a static name for an opcode ("MDS_LOOKUP"), or "UNKNOWN". Thread-safe. */
+const char *wire_opcode_name(uint16_t opcode);
+
+/* ---- frame header ---- */
+struct wire_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t opcode;
+	uint32_t flags;
+	uint32_t body_len;
+	uint64_t xid;
+	int32_t status;
+	uint32_t bulk_len;
+	uint32_t bulk_crc;
+};
+
+/* Writes the 36-byte header to out. */
+void wire_hdr_encode(const struct wire_hdr *h, uint8_t out[WIRE_HDR_LEN]);
+/* Decodes and validates a header: magic, version, body and bulk limits.
+ * Returns 0, -NACRE_EBADMAGIC, -NACRE_EPROTO_VERSION or -EPROTO (a length over its limit). */
+int wire_hdr_decode(const uint8_t in[WIRE_HDR_LEN], struct wire_hdr *h);
+
+/* ---- shared field groups ---- */
+void wire_fid_put(struct wire_cursor *c, const struct nacre_fid *fid);
+void wire_fid_get(struct wire_cursor *c, struct nacre_fid *fid);
+void wire_cred_put(struct wire_cursor *c, const struct nacre_cred *cr);
+void wire_cred_get(struct wire_cursor *c, struct nacre_cred *cr); /* ngroups <= MAX checked */
+void wire_attr_put(struct wire_cursor *c, const struct nacre_attr *a);
+void wire_attr_get(struct wire_cursor *c, struct nacre_attr *a);
+void wire_statfs_put(struct wire_cursor *c, const struct nacre_statfs *s);
+void wire_statfs_get(struct wire_cursor *c, struct nacre_statfs *s);
+/* Layout encoding leaves room for composite layouts and mirrors: u16 component count, then
+ * per component u64 extent start, u64 extent end, u16 mirror id, u32 pattern, u32 stripe
+ * size, i32 stripe count, i32 stripe offset, u32 gen, u32 nosts, u32 ost[nosts]. Version 1
+ * has exactly one component [0, EOF) in mirror 0; get() fails the cursor on anything else,
+ * on nosts > NACRE_MAX_STRIPES and on an unknown pattern. */
+void wire_layout_put(struct wire_cursor *c, const struct nacre_layout *l);
+void wire_layout_get(struct wire_cursor *c, struct nacre_layout *l);
+/* A name: u16 length then bytes. get() checks 1..NACRE_NAME_MAX bytes, no NUL, no '/', not
+ * "." or "..", and writes a NUL-terminated copy to out (NACRE_NAME_MAX + 1 bytes). */
+void wire_name_put(struct wire_cursor *c, const char *name);
+void wire_name_get(struct wire_cursor *c, char out[NACRE_NAME_MAX + 1]);
+/* A path or symlink target: u16 length then bytes, 0..max bytes (max <= NACRE_PATH_MAX), no
+ * NUL; copied NUL-terminated to out (max + 1 bytes). */
+void wire_path_put(struct wire_cursor *c, const char *path);
+void wire_path_get(struct wire_cursor *c, char *out, size_t max);
+
+/* ---- connection setup ----
+ * CONNECT: the client proposes versions and a nonce; the server answers with its nonce and a
+ * proof that it holds the cluster key: HMAC-SHA256(key, "nacre-server" || cnonce || snonce).
+ * AUTH: the client proves the key: HMAC-SHA256(key, "nacre-client" || snonce || cnonce).
+ * Until AUTH succeeds a server answers every other opcode with -NACRE_EAUTH and closes. */
+struct wire_connect_req {
+	uint16_t version_min;
+	uint16_t version_max;
+	uint64_t features;
+	uint8_t nonce[WIRE_NONCE_LEN];
+	char fsname[NACRE_FSNAME_MAX + 1]; /* str; must match the server's */
+	char name[NACRE_NAME_MAX + 1];     /* name: the peer's name for logs */
+};
+struct wire_connect_rep {
+	uint16_t version;
+	uint64_t features;
+	uint8_t nonce[WIRE_NONCE_LEN];
+	uint8_t proof[WIRE_PROOF_LEN];
+	char server_name[NACRE_NAME_MAX + 1]; /* e.g. "nacre-MDT0000" or "oss@host:port" */
+};
+struct wire_auth_req {
+	uint8_t proof[WIRE_PROOF_LEN];
+};
+
+/* ---- MDS requests ---- */
+struct wire_fid_req { /* GETATTR, READLINK, LAYOUT_GET, FID2PATH */
+	struct nacre_cred cred;
+	struct nacre_fid fid;
+};
+struct wire_name_req { /* LOOKUP, UNLINK, RMDIR */
+	struct nacre_cred cred;
+	struct nacre_fid parent;
+	char name[NACRE_NAME_MAX + 1];
+};
+struct wire_setattr_req {
+	struct nacre_cred cred;
+	struct nacre_fid fid;
+	struct nacre_setattr sa; /* valid masked to NACRE_SET_ALL_ */
+};
+struct wire_create_req { /* CREATE, MKDIR, MKNOD, SYMLINK */
+	struct nacre_cred cred;
+	struct nacre_fid parent;
+	char name[NACRE_NAME_MAX + 1];
+	uint32_t mode;  /* type bits + permissions; the MDS applies no umask (the client did) */
+	uint32_t rdev;
+	uint32_t flags; /* O_EXCL */
+	uint8_t has_layout;
+	struct nacre_layout layout;             /* CREATE with has_layout */
+	char target[NACRE_PATH_MAX + 1];        /* SYMLINK; encoded as a path, "" otherwise */
+};
+struct wire_rename_req {
+	struct nacre_cred cred;
+	struct nacre_fid sparent;
+	char sname[NACRE_NAME_MAX + 1];
+	struct nacre_fid dparent;
+	char dname[NACRE_NAME_MAX + 1];
+	uint32_t flags; /* RENAME_NOREPLACE 1, RENAME_EXCHANGE 2 */
+};
+struct wire_link_req {
+	struct nacre_cred cred;
+	struct nacre_fid fid;
+	struct nacre_fid parent;
+	char name[NACRE_NAME_MAX + 1];
+};
+struct wire_readdir_req {
+	struct nacre_cred cred;
+	struct nacre_fid fid;
+	uint64_t cookie;
+	uint32_t max_bytes; /* of encoded entries; capped at WIRE_READDIR_MAX_BYTES */
+};
+struct wire_open_req {
+	struct nacre_cred cred;
+	struct nacre_fid fid;
+	uint32_t flags; /* open(2) flags */
+};
+struct wire_open_rep {
+	struct nacre_attr attr;
+	struct nacre_layout layout; /* nosts 0 for non-regular files */
+	uint64_t handle;
+};
+struct wire_close_req { /* CLOSE, SIZE_UPDATE */
+	struct nacre_cred cred;
+	struct nacre_fid fid;
+	uint64_t handle;
+	uint64_t size;      /* highest end offset written; the MDS keeps max(size, stored) */
+	uint8_t has_mtime;  /* 1 if the client wrote: set mtime and ctime */
+	struct nacre_time mtime;
+};
+struct wire_xattr_req {
+	struct nacre_cred cred;
+	struct nacre_fid fid;
+	char name[NACRE_NAME_MAX + 1]; /* any bytes but NUL, 1..255; "" for LISTXATTR */
+	uint32_t flags;                /* SETXATTR: XATTR_CREATE 1 / XATTR_REPLACE 2 */
+	uint32_t size;                 /* GET/LIST: caller's buffer size, 0 = length only */
+	const uint8_t *value;          /* SETXATTR: view into the receive buffer */
+	uint32_t value_len;            /* <= NACRE_XATTR_MAX */
+};
+struct wire_layout_set_req {
+	struct nacre_cred cred;
+	struct nacre_fid fid;
+	struct nacre_layout layout;
+};
+struct wire_target_reg { /* TARGET_REGISTER, TARGET_HEARTBEAT: one OST each */
+	char fsname[NACRE_FSNAME_MAX + 1];
+	uint32_t type; /* NACRE_TGT_OST */
+	uint32_t index;
+	char addr[NACRE_ADDR_MAX + 1]; /* where the OSS serves it: "host:port" */
+	struct nacre_statfs st;
+};
+
+/* ---- OSS requests ---- */
+struct wire_ost_io_req {
+	uint32_t ost_idx;
+	struct nacre_fid fid;
+	uint32_t stripe_idx;
+	uint32_t layout_gen;
+	uint64_t offset;
+	uint64_t len; /* WRITE: must equal the bulk length; READ: <= WIRE_BULK_MAX */
+};
+struct wire_ost_attr_rep {
+	uint64_t size;
+	uint64_t blocks;
+};
+
+/* Encoders append to c; decoders read from c and leave it failed (wire_cursor_ok() false) on
+ * any violation. After a decode, callers check wire_cursor_ok() and wire_cursor_left() == 0
+ * (trailing bytes are allowed only behind a feature bit). */
+#define WIRE_MSG(name)                                                                      \
+	void wire_##name##_encode(struct wire_cursor *c, const struct wire_##name *m);      \
+	void wire_##name##_decode(struct wire_cursor *c, struct wire_##name *m)
+WIRE_MSG(connect_req);
+WIRE_MSG(connect_rep);
+WIRE_MSG(auth_req);
+WIRE_MSG(fid_req);
+WIRE_MSG(name_req);
+WIRE_MSG(setattr_req);
+WIRE_MSG(create_req);
+WIRE_MSG(rename_req);
+WIRE_MSG(link_req);
+WIRE_MSG(readdir_req);
+WIRE_MSG(open_req);
+WIRE_MSG(open_rep);
+WIRE_MSG(close_req);
+WIRE_MSG(xattr_req);
+WIRE_MSG(layout_set_req);
+WIRE_MSG(target_reg);
+WIRE_MSG(ost_io_req);
+WIRE_MSG(ost_attr_rep);
+#undef WIRE_MSG
+
+/* READDIR reply: u32 count, u8 eof, then count entries {u64 cookie, fid, u32 type, name}.
+ * The server writes the header with a placeholder count and patches it at the end. */
+void wire_dirent_put(struct wire_cursor *c, const struct nacre_dirent *d);
+void wire_dirent_get(struct wire_cursor *c, struct nacre_dirent *d);
+
+/* TARGETS reply: u32 count, then count targets {u32 type, u32 index, u8 up, str addr,
+ * statfs}. count is checked against the bytes present before any allocation. */
+void wire_target_put(struct wire_cursor *c, const struct nacre_target *t);
+void wire_target_get(struct wire_cursor *c, struct nacre_target *t);
+
+#endif
