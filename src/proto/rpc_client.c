@@ -1,0 +1,714 @@
+/* rpc_client.c - the client side of the transport: one connection to one server, shared by
+ * many threads, requests pipelined and replies matched by xid (see rpc.h).
+ *
+ * Locking: c->lock protects the connection state (fd, gen, connecting), the pending table
+ * and every pending's state. c->send_lock serializes writes to the socket so frames do not
+ * interleave; it is taken before c->lock is released-and-retaken, never while waiting.
+ * Lock order: send_lock, then lock.
+ *
+ * Each live socket has one receiver thread. When the socket fails, the receiver marks every
+ * request sent on it: idempotent ones go back to UNSENT (their waiter resends after a
+ * reconnect), the others fail with -ECONNRESET because the server may have executed them.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/crc32c.h"
+#include "common/log.h"
+#include "common/net.h"
+#include "common/util.h"
+#include "nacre/nacre_errno.h"
+#include "proto/rpc.h"
+
+#define SUBSYS "rpc"
+#define PENDING_BUCKETS 256
+#define RECONNECT_PAUSE_MS 200
+
+enum pend_state { P_UNSENT, P_SENT, P_DONE };
+
+struct rpc_pending {
+	struct rpc_pending *hnext; /* hash chain, protected by c->lock */
+	struct rpc_conn *conn;
+	uint64_t xid;
+	enum pend_state state; /* protected by c->lock */
+	uint64_t sent_gen;     /* connection generation it was sent on */
+	int status;            /* result when DONE */
+	struct rpc_msg *reply; /* when DONE and status came from a reply */
+	pthread_cond_t cond;
+	int64_t deadline_ms;
+	struct rpc_call_args args;
+	uint8_t *body_copy;  /* the request body, kept for resends */
+	int in_table;
+	int receiving; /* the receiver is reading bulk into args.reply_bulk; protected by lock */
+};
+
+struct rpc_conn {
+	char addr[NACRE_ADDR_MAX + 1];
+	char fsname[NACRE_FSNAME_MAX + 1];
+	char name[NACRE_NAME_MAX + 1];
+	struct nacre_key key;
+	int timeout_ms;
+
+	pthread_mutex_t lock;
+	pthread_mutex_t send_lock;
+	pthread_cond_t state_cond; /* connection state changes */
+	int fd;                    /* -1 when disconnected; protected by lock */
+	uint64_t gen;              /* bumped per established socket; protected by lock */
+	int connecting;            /* a thread is connecting; protected by lock */
+	int receivers;             /* live receiver threads; protected by lock */
+	int shutting_down;         /* protected by lock */
+	uint64_t next_xid;         /* protected by lock */
+	char server_name[NACRE_NAME_MAX + 1]; /* protected by lock */
+	int last_err;              /* last connect error, for messages; protected by lock */
+	struct rpc_pending *table[PENDING_BUCKETS];
+};
+
+struct receiver_arg {
+	struct rpc_conn *c;
+	int fd;
+	uint64_t gen;
+};
+
+void rpc_msg_free(struct rpc_msg *m)
+{
+	if (!m)
+		return;
+	free(m->body);
+	if (m->bulk_owned)
+		free(m->bulk);
+	free(m);
+}
+
+static void table_add(struct rpc_conn *c, struct rpc_pending *p)
+{
+	struct rpc_pending **b = &c->table[p->xid % PENDING_BUCKETS];
+
+	p->hnext = *b;
+	*b = p;
+	p->in_table = 1;
+}
+
+static void table_del(struct rpc_conn *c, struct rpc_pending *p)
+{
+	struct rpc_pending **b = &c->table[p->xid % PENDING_BUCKETS];
+
+	if (!p->in_table)
+		return;
+	for (; *b; b = &(*b)->hnext) {
+		if (*b == p) {
+			*b = p->hnext;
+			break;
+		}
+	}
+	p->in_table = 0;
+}
+
+static struct rpc_pending *table_find(struct rpc_conn *c, uint64_t xid)
+{
+	struct rpc_pending *p = c->table[xid % PENDING_BUCKETS];
+
+	while (p && p->xid != xid)
+		p = p->hnext;
+	return p;
+}
+
+static void pending_finish(struct rpc_pending *p, int status, struct rpc_msg *reply)
+{
+	p->state = P_DONE;
+	p->status = status;
+	p->reply = reply;
+	pthread_cond_signal(&p->cond);
+}
+
+/* Reads n bytes before deadline on a blocking fd. */
+static int read_deadline(int fd, void *buf, size_t n, int64_t deadline)
+{
+	uint8_t *p = buf;
+
+	while (n > 0) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int64_t left = deadline - net_now_ms();
+		ssize_t r;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		r = poll(&pfd, 1, (int)left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -ETIMEDOUT;
+		r = read(fd, p, n);
+		if (r == 0)
+			return -ECONNRESET;
+		if (r < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			return -errno;
+		}
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int send_frame(int fd, uint16_t opcode, uint64_t xid, const void *body, uint32_t body_len,
+		      const struct iovec *bulk, int bulk_iovcnt)
+{
+	struct iovec iov[2 + 64];
+	uint8_t hdr_buf[WIRE_HDR_LEN];
+	struct wire_hdr h = {
+		.magic = WIRE_MAGIC,
+		.version = WIRE_VERSION,
+		.opcode = opcode,
+		.body_len = body_len,
+		.xid = xid,
+	};
+	int i, n = 0;
+	uint32_t crc = 0;
+	size_t bulk_len = 0;
+
+	if (bulk_iovcnt > 64)
+		return -EINVAL;
+	for (i = 0; i < bulk_iovcnt; i++) {
+		crc = crc32c(crc, bulk[i].iov_base, bulk[i].iov_len);
+		bulk_len += bulk[i].iov_len;
+	}
+	if (bulk_len > WIRE_BULK_MAX || body_len > WIRE_BODY_MAX)
+		return -E2BIG;
+	h.bulk_len = (uint32_t)bulk_len;
+	h.bulk_crc = bulk_len ? crc : 0;
+	wire_hdr_encode(&h, hdr_buf);
+	iov[n].iov_base = hdr_buf;
+	iov[n++].iov_len = WIRE_HDR_LEN;
+	if (body_len) {
+		iov[n].iov_base = (void *)body;
+		iov[n++].iov_len = body_len;
+	}
+	for (i = 0; i < bulk_iovcnt; i++)
+		if (bulk[i].iov_len)
+			iov[n++] = bulk[i];
+	return net_writev_full(fd, iov, n);
+}
+
+/* Reads one reply frame on the handshake (no receiver thread yet). */
+static int handshake_reply(int fd, uint64_t xid, int64_t deadline, uint8_t *body, size_t cap,
+			   uint32_t *body_len)
+{
+	uint8_t hb[WIRE_HDR_LEN];
+	struct wire_hdr h;
+	int rc;
+
+	rc = read_deadline(fd, hb, sizeof(hb), deadline);
+	if (rc < 0)
+		return rc;
+	rc = wire_hdr_decode(hb, &h);
+	if (rc < 0)
+		return rc;
+	if (h.xid != xid || !(h.flags & WIRE_FLAG_REPLY) || h.body_len > cap || h.bulk_len)
+		return -EPROTO;
+	rc = read_deadline(fd, body, h.body_len, deadline);
+	if (rc < 0)
+		return rc;
+	*body_len = h.body_len;
+	return h.status;
+}
+
+static void describe(char *err, size_t err_len, const struct rpc_conn *c, int rc)
+{
+	const char *hint = "";
+
+	if (!err || !err_len)
+		return;
+	switch (rc) {
+	case -ECONNREFUSED:
+		hint = " (is the server running and listening there?)";
+		break;
+	case -ETIMEDOUT:
+		hint = " (no answer: check the address and the network)";
+		break;
+	case -NACRE_EAUTH:
+		hint = ": check that both sides use the same --key-file";
+		break;
+	case -NACRE_EFSNAME:
+		hint = ": check the fsname in the mount string or --fsname";
+		break;
+	default:
+		break;
+	}
+	if (rc == -NACRE_EAUTH)
+		snprintf(err, err_len, "cluster key rejected by %s%s", c->addr, hint);
+	else if (rc == -NACRE_EFSNAME)
+		snprintf(err, err_len, "%s does not serve file system '%s'%s", c->addr, c->fsname,
+			 hint);
+	else
+		snprintf(err, err_len, "cannot reach %s: %s%s", c->addr, nacre_strerror(rc), hint);
+}
+
+/* Opens a socket and runs CONNECT + AUTH. Returns the fd or a negative error. */
+static int dial(struct rpc_conn *c, int64_t deadline, char *server_name, size_t sn_len)
+{
+	struct wire_connect_req req = { .version_min = 1, .version_max = WIRE_VERSION };
+	struct wire_connect_rep rep;
+	struct wire_auth_req auth;
+	struct wire_cursor cur;
+	uint8_t buf[1024], expect[WIRE_PROOF_LEN];
+	uint32_t len = 0;
+	int64_t left = deadline - net_now_ms();
+	int fd, rc;
+
+	if (left <= 0)
+		return -ETIMEDOUT;
+	fd = net_connect(c->addr, (int)left);
+	if (fd < 0)
+		return fd;
+	req.features = WIRE_FEATURES_SUPPORTED;
+	rc = key_random(req.nonce, sizeof(req.nonce));
+	if (rc < 0)
+		goto out_close;
+	str_copy(req.fsname, c->fsname, sizeof(req.fsname));
+	str_copy(req.name, c->name, sizeof(req.name));
+	wire_cursor_init_write(&cur, buf, sizeof(buf));
+	wire_connect_req_encode(&cur, &req);
+	rc = send_frame(fd, WIRE_OP_CONNECT, 1, buf, (uint32_t)cur.pos, NULL, 0);
+	if (rc < 0)
+		goto out_close;
+	rc = handshake_reply(fd, 1, deadline, buf, sizeof(buf), &len);
+	if (rc < 0)
+		goto out_close;
+	wire_cursor_init_read(&cur, buf, len);
+	wire_connect_rep_decode(&cur, &rep);
+	if (!wire_cursor_ok(&cur) || rep.version < 1 || rep.version > WIRE_VERSION) {
+		rc = -EPROTO;
+		goto out_close;
+	}
+	key_proof(&c->key, "nacre-server", req.nonce, rep.nonce, WIRE_NONCE_LEN, expect);
+	if (!key_proof_eq(expect, rep.proof, WIRE_PROOF_LEN)) {
+		rc = -NACRE_EAUTH; /* the server does not hold our key */
+		goto out_close;
+	}
+	key_proof(&c->key, "nacre-client", rep.nonce, req.nonce, WIRE_NONCE_LEN, auth.proof);
+	wire_cursor_init_write(&cur, buf, sizeof(buf));
+	wire_auth_req_encode(&cur, &auth);
+	rc = send_frame(fd, WIRE_OP_AUTH, 2, buf, (uint32_t)cur.pos, NULL, 0);
+	if (rc < 0)
+		goto out_close;
+	rc = handshake_reply(fd, 2, deadline, buf, sizeof(buf), &len);
+	if (rc < 0)
+		goto out_close;
+	str_copy(server_name, rep.server_name, sn_len);
+	return fd;
+
+out_close:
+	close(fd);
+	return rc;
+}
+
+/* Called by the receiver when its socket died: requeue or fail what was sent on it. */
+static void socket_failed(struct rpc_conn *c, int fd, uint64_t gen)
+{
+	int i;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->gen == gen && c->fd == fd) {
+		c->fd = -1;
+		LOG_INFO(SUBSYS, "connection to %s lost", c->addr);
+	}
+	for (i = 0; i < PENDING_BUCKETS; i++) {
+		struct rpc_pending *p;
+		for (p = c->table[i]; p; p = p->hnext) {
+			if (p->state != P_SENT || p->sent_gen != gen)
+				continue;
+			if (p->args.flags & RPC_IDEMPOTENT) {
+				p->state = P_UNSENT;
+				pthread_cond_signal(&p->cond);
+			} else {
+				pending_finish(p, -ECONNRESET, NULL);
+			}
+		}
+	}
+	pthread_cond_broadcast(&c->state_cond);
+	pthread_mutex_unlock(&c->lock);
+	/* No writer can be using fd: they check c->fd under send_lock before writing. */
+	pthread_mutex_lock(&c->send_lock);
+	close(fd);
+	pthread_mutex_unlock(&c->send_lock);
+}
+
+static void receive_done(struct rpc_conn *c, uint64_t xid)
+{
+	struct rpc_pending *p;
+
+	pthread_mutex_lock(&c->lock);
+	p = table_find(c, xid);
+	if (p) {
+		p->receiving = 0;
+		pthread_cond_signal(&p->cond);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void *receiver_main(void *arg)
+{
+	struct receiver_arg ra = *(struct receiver_arg *)arg;
+	struct rpc_conn *c = ra.c;
+	uint8_t hb[WIRE_HDR_LEN];
+
+	free(arg);
+	for (;;) {
+		struct wire_hdr h;
+		struct rpc_pending *p;
+		struct rpc_msg *m;
+		uint8_t *bulk_dst;
+		int rc;
+
+		rc = net_read_full(ra.fd, hb, sizeof(hb));
+		if (rc < 0)
+			break;
+		rc = wire_hdr_decode(hb, &h);
+		if (rc < 0 || !(h.flags & WIRE_FLAG_REPLY)) {
+			LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "bad frame from %s; reconnecting",
+					c->addr);
+			break;
+		}
+		m = calloc(1, sizeof(*m));
+		if (!m)
+			break;
+		m->hdr = h;
+		m->body_len = h.body_len;
+		m->body = malloc(h.body_len + 1);
+		if (!m->body || net_read_full(ra.fd, m->body, h.body_len) < 0) {
+			rpc_msg_free(m);
+			break;
+		}
+		/* Where to put the bulk: straight into the caller's buffer if it fits. */
+		pthread_mutex_lock(&c->lock);
+		p = table_find(c, h.xid);
+		bulk_dst = NULL;
+		if (p && p->state == P_SENT && p->args.reply_bulk &&
+		    h.bulk_len <= p->args.reply_bulk_cap) {
+			bulk_dst = p->args.reply_bulk;
+			p->receiving = 1; /* holds the waiter (and its buffer) until we are done */
+		}
+		pthread_mutex_unlock(&c->lock);
+		m->bulk_len = h.bulk_len;
+		if (h.bulk_len) {
+			if (bulk_dst) {
+				m->bulk = bulk_dst;
+			} else {
+				m->bulk = malloc(h.bulk_len);
+				m->bulk_owned = 1;
+			}
+			rc = m->bulk ? net_read_full(ra.fd, m->bulk, h.bulk_len) : -ENOMEM;
+			if (rc == 0 && crc32c(0, m->bulk, h.bulk_len) != h.bulk_crc) {
+				LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+						"bulk checksum mismatch from %s; reconnecting",
+						c->addr);
+				rc = -EPROTO;
+			}
+			if (rc < 0) {
+				if (bulk_dst)
+					receive_done(c, h.xid);
+				rpc_msg_free(m);
+				break;
+			}
+		}
+		if (bulk_dst)
+			receive_done(c, h.xid);
+		pthread_mutex_lock(&c->lock);
+		p = table_find(c, h.xid);
+		if (p && p->state == P_SENT) {
+			table_del(c, p);
+			pending_finish(p, h.status, m);
+			m = NULL;
+		}
+		pthread_mutex_unlock(&c->lock);
+		rpc_msg_free(m); /* a reply nobody waits for any more */
+	}
+	socket_failed(c, ra.fd, ra.gen);
+	pthread_mutex_lock(&c->lock);
+	c->receivers--;
+	pthread_cond_broadcast(&c->state_cond);
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+/* Makes sure a socket is up. Called with c->lock held; may drop and retake it.
+ * Returns 0 when c->fd is valid, or a negative error. */
+static int ensure_connected(struct rpc_conn *c, int64_t deadline)
+{
+	while (c->fd < 0) {
+		char sname[NACRE_NAME_MAX + 1] = "";
+		struct receiver_arg *ra;
+		pthread_t tid;
+		int fd;
+
+		if (c->shutting_down)
+			return -ESHUTDOWN;
+		if (net_now_ms() >= deadline)
+			return c->last_err ? c->last_err : -ETIMEDOUT;
+		if (c->connecting) {
+			struct timespec ts;
+			int64_t until = deadline;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			until -= net_now_ms();
+			ts.tv_sec += until / 1000;
+			ts.tv_nsec += (until % 1000) * 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&c->state_cond, &c->lock, &ts);
+			continue;
+		}
+		c->connecting = 1;
+		pthread_mutex_unlock(&c->lock);
+		fd = dial(c, deadline, sname, sizeof(sname));
+		pthread_mutex_lock(&c->lock);
+		c->connecting = 0;
+		pthread_cond_broadcast(&c->state_cond);
+		if (fd < 0) {
+			if (c->last_err != fd)
+				LOG_INFO(SUBSYS, "cannot connect to %s: %s", c->addr,
+					 nacre_strerror(fd));
+			c->last_err = fd;
+			/* Authentication and fsname errors will not heal by waiting. */
+			if (fd == -NACRE_EAUTH || fd == -NACRE_EFSNAME ||
+			    fd == -NACRE_EPROTO_VERSION)
+				return fd;
+			pthread_mutex_unlock(&c->lock);
+			int64_t left = deadline - net_now_ms();
+			usleep((useconds_t)(left < RECONNECT_PAUSE_MS ? (left > 0 ? left : 0)
+								      : RECONNECT_PAUSE_MS) *
+			       1000);
+			pthread_mutex_lock(&c->lock);
+			continue;
+		}
+		ra = malloc(sizeof(*ra));
+		if (!ra) {
+			close(fd);
+			return -ENOMEM;
+		}
+		c->gen++;
+		ra->c = c;
+		ra->fd = fd;
+		ra->gen = c->gen;
+		if (pthread_create(&tid, NULL, receiver_main, ra) != 0) {
+			free(ra);
+			close(fd);
+			return -EAGAIN;
+		}
+		pthread_detach(tid);
+		c->receivers++;
+		c->fd = fd;
+		c->last_err = 0;
+		str_copy(c->server_name, sname, sizeof(c->server_name));
+		LOG_INFO(SUBSYS, "connected to %s (%s)", c->addr, sname);
+	}
+	return 0;
+}
+
+/* Sends p on the current socket. Called with c->lock held (dropped while writing). */
+static int send_pending(struct rpc_conn *c, struct rpc_pending *p)
+{
+	int fd, rc;
+	uint64_t gen;
+
+	rc = ensure_connected(c, p->deadline_ms);
+	if (rc < 0)
+		return rc;
+	fd = c->fd;
+	gen = c->gen;
+	p->state = P_SENT;
+	p->sent_gen = gen;
+	pthread_mutex_unlock(&c->lock);
+
+	pthread_mutex_lock(&c->send_lock);
+	pthread_mutex_lock(&c->lock);
+	/* The socket may have died while we waited for send_lock. */
+	if (c->fd != fd || c->gen != gen) {
+		if (p->state == P_SENT && p->sent_gen == gen)
+			p->state = P_UNSENT;
+		pthread_mutex_unlock(&c->send_lock);
+		return 0; /* the waiter resends */
+	}
+	pthread_mutex_unlock(&c->lock);
+	rc = send_frame(fd, p->args.opcode, p->xid, p->body_copy, p->args.body_len,
+			p->args.bulk, p->args.bulk_iovcnt);
+	if (rc < 0)
+		shutdown(fd, SHUT_RDWR); /* the receiver notices and requeues */
+	pthread_mutex_unlock(&c->send_lock);
+	pthread_mutex_lock(&c->lock);
+	return rc == -E2BIG || rc == -EINVAL ? rc : 0;
+}
+
+int rpc_conn_create(const struct rpc_conn_conf *conf, struct rpc_conn **out)
+{
+	struct rpc_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	if (str_copy(c->addr, conf->addr, sizeof(c->addr)) >= sizeof(c->addr)) {
+		free(c);
+		return -EINVAL;
+	}
+	str_copy(c->fsname, conf->fsname ? conf->fsname : "", sizeof(c->fsname));
+	str_copy(c->name, conf->name ? conf->name : "client", sizeof(c->name));
+	if (conf->key)
+		c->key = *conf->key;
+	c->timeout_ms = conf->timeout_ms > 0 ? conf->timeout_ms : 30000;
+	c->fd = -1;
+	c->next_xid = 16; /* 1 and 2 are the handshake's */
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->send_lock, NULL);
+	pthread_cond_init(&c->state_cond, NULL);
+	*out = c;
+	return 0;
+}
+
+int rpc_conn_connect(struct rpc_conn *c, int timeout_ms, char *err, size_t err_len)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
+	c->last_err = 0;
+	rc = ensure_connected(c, net_now_ms() + (timeout_ms > 0 ? timeout_ms : c->timeout_ms));
+	pthread_mutex_unlock(&c->lock);
+	if (rc < 0)
+		describe(err, err_len, c, rc);
+	return rc;
+}
+
+void rpc_conn_destroy(struct rpc_conn *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->shutting_down = 1;
+	if (c->fd >= 0)
+		shutdown(c->fd, SHUT_RDWR);
+	while (c->receivers > 0 || c->connecting)
+		pthread_cond_wait(&c->state_cond, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->send_lock);
+	pthread_cond_destroy(&c->state_cond);
+	free(c);
+}
+
+const char *rpc_conn_addr(const struct rpc_conn *c)
+{
+	return c->addr;
+}
+
+const char *rpc_conn_server_name(const struct rpc_conn *c)
+{
+	return c->server_name;
+}
+
+int rpc_start(struct rpc_conn *c, const struct rpc_call_args *a, struct rpc_pending **out)
+{
+	struct rpc_pending *p;
+	int rc;
+
+	if (a->body_len > WIRE_BODY_MAX || a->bulk_iovcnt > 64)
+		return -E2BIG;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->conn = c;
+	p->args = *a;
+	p->body_copy = malloc(a->body_len + 1);
+	if (!p->body_copy) {
+		free(p);
+		return -ENOMEM;
+	}
+	if (a->body_len)
+		memcpy(p->body_copy, a->body, a->body_len);
+	pthread_cond_init(&p->cond, NULL);
+	p->deadline_ms = net_now_ms() + (a->timeout_ms > 0 ? a->timeout_ms : c->timeout_ms);
+
+	pthread_mutex_lock(&c->lock);
+	p->xid = c->next_xid++;
+	p->state = P_UNSENT;
+	table_add(c, p);
+	rc = send_pending(c, p);
+	if (rc < 0 && p->state != P_DONE)
+		pending_finish(p, rc, NULL);
+	if (p->state == P_DONE)
+		table_del(c, p);
+	pthread_mutex_unlock(&c->lock);
+	*out = p;
+	return 0;
+}
+
+int rpc_wait(struct rpc_pending *p, struct rpc_msg **reply)
+{
+	struct rpc_conn *c = p->conn;
+	int status;
+
+	*reply = NULL;
+	pthread_mutex_lock(&c->lock);
+	while (p->state != P_DONE) {
+		struct timespec ts;
+		int64_t left = p->deadline_ms - net_now_ms();
+
+		if (left <= 0 && p->receiving) {
+			/* bulk is landing in the caller's buffer: wait for the receiver */
+			pthread_cond_wait(&p->cond, &c->lock);
+			continue;
+		}
+		if (left <= 0) {
+			pending_finish(p, c->last_err && c->fd < 0 ? c->last_err : -ETIMEDOUT,
+				       NULL);
+			table_del(c, p);
+			break;
+		}
+		if (p->state == P_UNSENT) {
+			int rc = send_pending(c, p);
+			if (rc < 0 && p->state != P_DONE) {
+				pending_finish(p, rc, NULL);
+				table_del(c, p);
+			}
+			continue;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += left / 1000;
+		ts.tv_nsec += (left % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&p->cond, &c->lock, &ts);
+	}
+	table_del(c, p);
+	pthread_mutex_unlock(&c->lock);
+	status = p->status;
+	if (status == -ETIMEDOUT)
+		LOG_WARN(SUBSYS, "%s to %s timed out", wire_opcode_name(p->args.opcode), c->addr);
+	*reply = p->reply;
+	pthread_cond_destroy(&p->cond);
+	free(p->body_copy);
+	free(p);
+	return status;
+}
+
+int rpc_call(struct rpc_conn *c, const struct rpc_call_args *a, struct rpc_msg **reply)
+{
+	struct rpc_pending *p;
+	int rc = rpc_start(c, a, &p);
+
+	if (rc < 0) {
+		*reply = NULL;
+		return rc;
+	}
+	return rpc_wait(p, reply);
+}

@@ -1,0 +1,863 @@
+/* rpc_server.c - the server side of the transport: one epoll thread for all sockets, a
+ * bounded pool of worker threads for handlers (see rpc.h).
+ *
+ * Threading: the event thread owns every struct sconn and its socket; workers never touch
+ * a connection's socket or tx queue. A worker gets a job (a request copied out of the rx
+ * buffer), runs the handler, and hands the encoded reply back through done_q + eventfd.
+ * A connection's memory stays alive while jobs for it are in flight (inflight counter,
+ * event thread only), so workers can read its immutable peer strings.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include "common/crc32c.h"
+#include "common/log.h"
+#include "common/net.h"
+#include "common/util.h"
+#include "nacre/nacre_errno.h"
+#include "proto/rpc.h"
+
+#define SUBSYS "rpc"
+#define CONN_MAX_INFLIGHT 32 /* per connection; reading pauses beyond it (backpressure) */
+#define EPOLL_BATCH 64
+
+struct tx_frame {
+	struct tx_frame *next;
+	struct iovec iov[3];
+	int iovcnt;
+	int iov_idx;      /* first iov not fully written */
+	uint8_t *head;    /* header + body, freed after send */
+	void *bulk;       /* freed after send */
+	int close_after;  /* close the connection once this frame is out */
+};
+
+enum rx_state { RX_HDR, RX_PAYLOAD };
+
+struct sconn {
+	struct sconn *next, *prev; /* all connections, event thread only */
+	int fd;
+	uint64_t id;
+	char peer[64];
+	char peer_name[NACRE_NAME_MAX + 1];
+	int authed;
+	int connected; /* CONNECT answered: nonces valid */
+	uint8_t cnonce[WIRE_NONCE_LEN];
+	uint8_t snonce[WIRE_NONCE_LEN];
+
+	enum rx_state rx;
+	uint8_t hdr_buf[WIRE_HDR_LEN];
+	size_t hdr_got;
+	struct wire_hdr hdr;
+	uint8_t *payload; /* body then bulk */
+	size_t payload_len, payload_got;
+
+	struct tx_frame *tx_head, *tx_tail;
+	int want_out;   /* EPOLLOUT registered */
+	int paused;     /* EPOLLIN removed for backpressure */
+	int inflight;   /* jobs at workers */
+	int closing;    /* socket closed; free when inflight reaches 0 */
+	int reaped;     /* on the dead list */
+	struct sconn *dead_next;
+};
+
+enum job_kind { JOB_REQUEST, JOB_DISCONNECT };
+
+struct job {
+	struct job *next;
+	enum job_kind kind;
+	struct sconn *conn;
+	uint64_t conn_id;
+	struct wire_hdr hdr;
+	uint8_t *payload; /* owned */
+	/* result, for done_q */
+	struct tx_frame *reply;
+};
+
+struct job_queue {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct job *head, *tail; /* protected by lock */
+	int stop;                /* protected by lock */
+};
+
+struct rpc_server {
+	struct rpc_server_conf conf;
+	char fsname[NACRE_FSNAME_MAX + 1];
+	char server_name[NACRE_NAME_MAX + 1];
+	struct nacre_key key;
+	int listen_fd;
+	uint16_t port;
+	int epfd;
+	int evfd;               /* wakes the loop: done jobs or stop */
+	volatile int stop_flag; /* set by rpc_server_stop (signal-safe) */
+
+	struct sconn *conns;    /* event thread only */
+	struct sconn *dead;     /* closed, no jobs left: freed after the current batch */
+	uint64_t next_conn_id;  /* event thread only */
+
+	struct job_queue work_q;
+	pthread_mutex_t done_lock;
+	struct job *done_head, *done_tail; /* protected by done_lock */
+
+	pthread_t *workers;
+	int nworkers;
+};
+
+static void queue_push(struct job_queue *q, struct job *j)
+{
+	j->next = NULL;
+	pthread_mutex_lock(&q->lock);
+	if (q->tail)
+		q->tail->next = j;
+	else
+		q->head = j;
+	q->tail = j;
+	pthread_cond_signal(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+}
+
+static struct job *queue_pop(struct job_queue *q)
+{
+	struct job *j;
+
+	pthread_mutex_lock(&q->lock);
+	while (!q->head && !q->stop)
+		pthread_cond_wait(&q->cond, &q->lock);
+	j = q->head;
+	if (j) {
+		q->head = j->next;
+		if (!q->head)
+			q->tail = NULL;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return j;
+}
+
+static void wake_loop(struct rpc_server *s)
+{
+	uint64_t one = 1;
+	ssize_t r = write(s->evfd, &one, sizeof(one));
+	(void)r; /* a full eventfd counter still wakes the loop */
+}
+
+/* Builds a reply frame. Takes ownership of bulk. */
+static struct tx_frame *frame_build(const struct wire_hdr *req, int status, const void *body,
+				    uint32_t body_len, void *bulk, uint32_t bulk_len)
+{
+	struct tx_frame *f = calloc(1, sizeof(*f));
+	struct wire_hdr h = {
+		.magic = WIRE_MAGIC,
+		.version = WIRE_VERSION,
+		.opcode = req->opcode,
+		.flags = WIRE_FLAG_REPLY,
+		.body_len = body_len,
+		.xid = req->xid,
+		.status = status,
+		.bulk_len = bulk_len,
+		.bulk_crc = bulk_len ? crc32c(0, bulk, bulk_len) : 0,
+	};
+
+	if (!f)
+		goto out_free_bulk;
+	f->head = malloc(WIRE_HDR_LEN + body_len);
+	if (!f->head)
+		goto out_free_frame;
+	wire_hdr_encode(&h, f->head);
+	if (body_len)
+		memcpy(f->head + WIRE_HDR_LEN, body, body_len);
+	f->iov[0].iov_base = f->head;
+	f->iov[0].iov_len = WIRE_HDR_LEN + body_len;
+	f->iovcnt = 1;
+	if (bulk_len) {
+		f->bulk = bulk;
+		f->iov[1].iov_base = bulk;
+		f->iov[1].iov_len = bulk_len;
+		f->iovcnt = 2;
+	} else {
+		free(bulk);
+	}
+	return f;
+
+out_free_frame:
+	free(f);
+out_free_bulk:
+	free(bulk);
+	return NULL;
+}
+
+static void frame_free(struct tx_frame *f)
+{
+	if (!f)
+		return;
+	free(f->head);
+	free(f->bulk);
+	free(f);
+}
+
+/* ---------------- worker side ---------------- */
+
+static void run_request(struct rpc_server *s, struct job *j)
+{
+	struct rpc_request req = {
+		.hdr = &j->hdr,
+		.body = j->payload,
+		.body_len = j->hdr.body_len,
+		.bulk = j->payload + j->hdr.body_len,
+		.bulk_len = j->hdr.bulk_len,
+		.conn_id = j->conn_id,
+		.peer = j->conn->peer,
+		.peer_name = j->conn->peer_name,
+	};
+	struct rpc_reply rep = { 0 };
+	int status;
+
+	wire_cursor_init_dyn(&rep.body, WIRE_BODY_MAX);
+	status = s->conf.handler(s->conf.arg, &req, &rep);
+	if (!wire_cursor_ok(&rep.body)) {
+		LOG_ERR(SUBSYS, "reply to %s from %s overflowed its body limit",
+			wire_opcode_name(j->hdr.opcode), req.peer);
+		status = -EPROTO;
+		rep.body.pos = 0;
+	}
+	if (status < 0 && rep.bulk) {
+		free(rep.bulk);
+		rep.bulk = NULL;
+		rep.bulk_len = 0;
+	}
+	j->reply = frame_build(&j->hdr, status, rep.body.buf, (uint32_t)rep.body.pos, rep.bulk,
+			       rep.bulk_len);
+	wire_cursor_fini(&rep.body);
+	free(j->payload);
+	j->payload = NULL;
+}
+
+static void *worker_main(void *arg)
+{
+	struct rpc_server *s = arg;
+	struct job *j;
+
+	while ((j = queue_pop(&s->work_q)) != NULL) {
+		if (j->kind == JOB_DISCONNECT) {
+			if (s->conf.on_disconnect)
+				s->conf.on_disconnect(s->conf.arg, j->conn_id);
+			free(j);
+			continue;
+		}
+		run_request(s, j);
+		pthread_mutex_lock(&s->done_lock);
+		j->next = NULL;
+		if (s->done_tail)
+			s->done_tail->next = j;
+		else
+			s->done_head = j;
+		s->done_tail = j;
+		pthread_mutex_unlock(&s->done_lock);
+		wake_loop(s);
+	}
+	return NULL;
+}
+
+/* ---------------- event thread ---------------- */
+
+static void conn_update_events(struct rpc_server *s, struct sconn *c)
+{
+	struct epoll_event ev = { .data.ptr = c };
+
+	if (c->closing)
+		return;
+	ev.events = (c->paused ? 0 : EPOLLIN) | (c->want_out ? EPOLLOUT : 0) | EPOLLRDHUP;
+	epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+static void conn_free(struct rpc_server *s, struct sconn *c)
+{
+	struct tx_frame *f, *nf;
+	struct job *j;
+
+	for (f = c->tx_head; f; f = nf) {
+		nf = f->next;
+		frame_free(f);
+	}
+	free(c->payload);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	if (c->authed && s->conf.on_disconnect) {
+		j = calloc(1, sizeof(*j));
+		if (j) {
+			j->kind = JOB_DISCONNECT;
+			j->conn_id = c->id;
+			queue_push(&s->work_q, j);
+		}
+	}
+	free(c);
+}
+
+/* Queues a closed connection with no jobs left for freeing at the end of the event batch,
+ * so no caller up the stack holds a dangling pointer. */
+static void conn_maybe_reap(struct rpc_server *s, struct sconn *c)
+{
+	if (!c->closing || c->inflight > 0 || c->reaped)
+		return;
+	c->reaped = 1;
+	c->dead_next = s->dead;
+	s->dead = c;
+}
+
+static void reap_dead(struct rpc_server *s)
+{
+	while (s->dead) {
+		struct sconn *c = s->dead;
+		s->dead = c->dead_next;
+		conn_free(s, c);
+	}
+}
+
+/* Closes the socket now; the struct goes when no job for it is left at the workers. */
+static void conn_close(struct rpc_server *s, struct sconn *c)
+{
+	if (c->closing)
+		return;
+	LOG_DEBUG(SUBSYS, "connection %llu from %s (%s) closed", (unsigned long long)c->id,
+		  c->peer, c->peer_name);
+	epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	c->fd = -1;
+	c->closing = 1;
+	conn_maybe_reap(s, c);
+}
+
+static void conn_flush(struct rpc_server *s, struct sconn *c)
+{
+	while (c->tx_head && !c->closing) {
+		struct tx_frame *f = c->tx_head;
+		ssize_t n;
+		int close_after;
+
+		n = writev(c->fd, f->iov + f->iov_idx, f->iovcnt - f->iov_idx);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				if (!c->want_out) {
+					c->want_out = 1;
+					conn_update_events(s, c);
+				}
+				return;
+			}
+			conn_close(s, c);
+			return;
+		}
+		while (n > 0 && f->iov_idx < f->iovcnt) {
+			struct iovec *v = &f->iov[f->iov_idx];
+			if ((size_t)n >= v->iov_len) {
+				n -= (ssize_t)v->iov_len;
+				v->iov_len = 0;
+				f->iov_idx++;
+			} else {
+				v->iov_base = (uint8_t *)v->iov_base + n;
+				v->iov_len -= (size_t)n;
+				n = 0;
+			}
+		}
+		if (f->iov_idx < f->iovcnt)
+			continue;
+		c->tx_head = f->next;
+		if (!c->tx_head)
+			c->tx_tail = NULL;
+		close_after = f->close_after;
+		frame_free(f);
+		if (close_after) {
+			conn_close(s, c);
+			return;
+		}
+	}
+	if (c->want_out && !c->closing) {
+		c->want_out = 0;
+		conn_update_events(s, c);
+	}
+}
+
+static void conn_send(struct rpc_server *s, struct sconn *c, struct tx_frame *f)
+{
+	if (!f) {
+		conn_close(s, c); /* out of memory for a reply: the peer times out and retries */
+		return;
+	}
+	if (c->closing) {
+		frame_free(f);
+		return;
+	}
+	f->next = NULL;
+	if (c->tx_tail)
+		c->tx_tail->next = f;
+	else
+		c->tx_head = f;
+	c->tx_tail = f;
+	conn_flush(s, c);
+}
+
+static void send_status(struct rpc_server *s, struct sconn *c, int status, int close_after)
+{
+	struct tx_frame *f = frame_build(&c->hdr, status, NULL, 0, NULL, 0);
+
+	if (f)
+		f->close_after = close_after;
+	conn_send(s, c, f);
+}
+
+static void handle_connect(struct rpc_server *s, struct sconn *c, const uint8_t *body)
+{
+	struct wire_cursor cur;
+	struct wire_connect_req req;
+	struct wire_connect_rep rep = { 0 };
+	uint8_t buf[512];
+
+	wire_cursor_init_read(&cur, body, c->hdr.body_len);
+	wire_connect_req_decode(&cur, &req);
+	if (!wire_cursor_ok(&cur)) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "malformed CONNECT from %s", c->peer);
+		send_status(s, c, -EPROTO, 1);
+		return;
+	}
+	str_copy(c->peer_name, req.name, sizeof(c->peer_name));
+	if (req.version_min > WIRE_VERSION || req.version_max < 1) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+				"%s (%s) speaks protocol %u..%u, we speak %u", c->peer,
+				c->peer_name, req.version_min, req.version_max, WIRE_VERSION);
+		send_status(s, c, -NACRE_EPROTO_VERSION, 1);
+		return;
+	}
+	if (strcmp(req.fsname, s->fsname) != 0) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+				"%s (%s) asked for file system '%s'; this server serves '%s'",
+				c->peer, c->peer_name, req.fsname, s->fsname);
+		send_status(s, c, -NACRE_EFSNAME, 1);
+		return;
+	}
+	memcpy(c->cnonce, req.nonce, WIRE_NONCE_LEN);
+	if (key_random(c->snonce, WIRE_NONCE_LEN) < 0) {
+		send_status(s, c, -EIO, 1);
+		return;
+	}
+	rep.version = req.version_max < WIRE_VERSION ? req.version_max : WIRE_VERSION;
+	rep.features = req.features & WIRE_FEATURES_SUPPORTED;
+	memcpy(rep.nonce, c->snonce, WIRE_NONCE_LEN);
+	key_proof(&s->key, "nacre-server", c->cnonce, c->snonce, WIRE_NONCE_LEN, rep.proof);
+	str_copy(rep.server_name, s->server_name, sizeof(rep.server_name));
+	wire_cursor_init_write(&cur, buf, sizeof(buf));
+	wire_connect_rep_encode(&cur, &rep);
+	c->connected = 1;
+	conn_send(s, c, frame_build(&c->hdr, 0, buf, (uint32_t)cur.pos, NULL, 0));
+}
+
+static void handle_auth(struct rpc_server *s, struct sconn *c, const uint8_t *body)
+{
+	struct wire_cursor cur;
+	struct wire_auth_req req;
+	uint8_t expect[WIRE_PROOF_LEN];
+
+	wire_cursor_init_read(&cur, body, c->hdr.body_len);
+	wire_auth_req_decode(&cur, &req);
+	if (!wire_cursor_ok(&cur) || !c->connected) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "malformed or early AUTH from %s", c->peer);
+		send_status(s, c, -EPROTO, 1);
+		return;
+	}
+	key_proof(&s->key, "nacre-client", c->snonce, c->cnonce, WIRE_NONCE_LEN, expect);
+	if (!key_proof_eq(expect, req.proof, WIRE_PROOF_LEN)) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+				"refused %s (%s): wrong cluster key", c->peer, c->peer_name);
+		send_status(s, c, -NACRE_EAUTH, 1);
+		return;
+	}
+	c->authed = 1;
+	LOG_INFO(SUBSYS, "connection %llu from %s (%s) authenticated",
+		 (unsigned long long)c->id, c->peer, c->peer_name);
+	send_status(s, c, 0, 0);
+}
+
+/* A complete frame arrived on c: answer the handshake here, queue the rest for workers.
+ * Takes ownership of c->payload. */
+static void conn_dispatch(struct rpc_server *s, struct sconn *c)
+{
+	uint8_t *payload = c->payload;
+	struct job *j;
+
+	c->payload = NULL;
+	if (c->hdr.flags & WIRE_FLAG_REPLY) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "unexpected reply frame from %s", c->peer);
+		free(payload);
+		conn_close(s, c);
+		return;
+	}
+	if (c->hdr.bulk_len &&
+	    crc32c(0, payload + c->hdr.body_len, c->hdr.bulk_len) != c->hdr.bulk_crc) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "bulk checksum mismatch in %s from %s",
+				wire_opcode_name(c->hdr.opcode), c->peer);
+		free(payload);
+		send_status(s, c, -EPROTO, 1);
+		return;
+	}
+	if (c->hdr.opcode == WIRE_OP_CONNECT) {
+		handle_connect(s, c, payload);
+		free(payload);
+		return;
+	}
+	if (c->hdr.opcode == WIRE_OP_AUTH) {
+		handle_auth(s, c, payload);
+		free(payload);
+		return;
+	}
+	if (!c->authed) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "%s sent %s before authenticating",
+				c->peer, wire_opcode_name(c->hdr.opcode));
+		free(payload);
+		send_status(s, c, -NACRE_EAUTH, 1);
+		return;
+	}
+	if (c->hdr.opcode == WIRE_OP_PING) {
+		free(payload);
+		send_status(s, c, 0, 0);
+		return;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		free(payload);
+		send_status(s, c, -ENOMEM, 0);
+		return;
+	}
+	j->kind = JOB_REQUEST;
+	j->conn = c;
+	j->conn_id = c->id;
+	j->hdr = c->hdr;
+	j->payload = payload;
+	c->inflight++;
+	if (c->inflight >= CONN_MAX_INFLIGHT && !c->paused) {
+		c->paused = 1;
+		conn_update_events(s, c);
+	}
+	queue_push(&s->work_q, j);
+}
+
+/* Reads what the socket has; returns when it would block or the connection closed. */
+static void conn_read(struct rpc_server *s, struct sconn *c)
+{
+	for (;;) {
+		ssize_t n;
+		int rc;
+
+		if (c->closing || c->paused)
+			return;
+		if (c->rx == RX_HDR) {
+			n = read(c->fd, c->hdr_buf + c->hdr_got, WIRE_HDR_LEN - c->hdr_got);
+		} else {
+			n = read(c->fd, c->payload + c->payload_got,
+				 c->payload_len - c->payload_got);
+		}
+		if (n == 0) {
+			conn_close(s, c);
+			return;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				conn_close(s, c);
+			return;
+		}
+		if (c->rx == RX_HDR) {
+			c->hdr_got += (size_t)n;
+			if (c->hdr_got < WIRE_HDR_LEN)
+				continue;
+			rc = wire_hdr_decode(c->hdr_buf, &c->hdr);
+			if (rc < 0) {
+				LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+						"bad frame header from %s: %s; closing", c->peer,
+						nacre_strerror(rc));
+				conn_close(s, c);
+				return;
+			}
+			c->hdr_got = 0;
+			c->payload_len = (size_t)c->hdr.body_len + c->hdr.bulk_len;
+			c->payload_got = 0;
+			/* +1 so a zero-length payload still has a distinct buffer */
+			c->payload = malloc(c->payload_len + 1);
+			if (!c->payload) {
+				conn_close(s, c);
+				return;
+			}
+			c->rx = RX_PAYLOAD;
+		} else {
+			c->payload_got += (size_t)n;
+		}
+		if (c->rx == RX_PAYLOAD && c->payload_got == c->payload_len) {
+			c->rx = RX_HDR;
+			conn_dispatch(s, c);
+		}
+	}
+}
+
+static void accept_all(struct rpc_server *s)
+{
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		struct epoll_event ev;
+		struct sconn *c;
+		char host[INET6_ADDRSTRLEN] = "?";
+		uint16_t port = 0;
+		int one = 1;
+		int fd;
+
+		fd = accept4(s->listen_fd, (struct sockaddr *)&ss, &sl,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "accept: %s",
+						strerror(errno));
+			return;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		if (ss.ss_family == AF_INET) {
+			struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+			inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+			port = ntohs(a->sin_port);
+		} else if (ss.ss_family == AF_INET6) {
+			struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+			inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+			port = ntohs(a->sin6_port);
+		}
+		snprintf(c->peer, sizeof(c->peer), "%s:%u", host, port);
+		str_copy(c->peer_name, "?", sizeof(c->peer_name));
+		c->fd = fd;
+		c->id = ++s->next_conn_id;
+		c->next = s->conns;
+		if (s->conns)
+			s->conns->prev = c;
+		s->conns = c;
+		ev.events = EPOLLIN | EPOLLRDHUP;
+		ev.data.ptr = c;
+		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			c->closing = 1;
+			close(fd);
+			conn_maybe_reap(s, c);
+		}
+	}
+}
+
+/* Replies from workers: queue them on their connections. */
+static void drain_done(struct rpc_server *s)
+{
+	struct job *j, *next;
+	uint64_t cnt;
+	ssize_t r = read(s->evfd, &cnt, sizeof(cnt));
+
+	(void)r;
+	pthread_mutex_lock(&s->done_lock);
+	j = s->done_head;
+	s->done_head = s->done_tail = NULL;
+	pthread_mutex_unlock(&s->done_lock);
+	for (; j; j = next) {
+		struct sconn *c = j->conn;
+
+		next = j->next;
+		c->inflight--;
+		if (c->closing) {
+			frame_free(j->reply);
+			conn_maybe_reap(s, c);
+		} else {
+			conn_send(s, c, j->reply);
+			if (!c->closing && c->paused && c->inflight < CONN_MAX_INFLIGHT / 2) {
+				c->paused = 0;
+				conn_update_events(s, c);
+				conn_read(s, c); /* data may be waiting in the socket already */
+			}
+		}
+		free(j);
+	}
+}
+
+int rpc_server_create(const struct rpc_server_conf *conf, struct rpc_server **out, char *err,
+		      size_t err_len)
+{
+	struct rpc_server *s;
+	struct epoll_event ev = { .events = EPOLLIN };
+	int rc;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->conf = *conf;
+	str_copy(s->fsname, conf->fsname ? conf->fsname : "", sizeof(s->fsname));
+	str_copy(s->server_name, conf->server_name ? conf->server_name : "nacre",
+		 sizeof(s->server_name));
+	if (conf->key)
+		s->key = *conf->key;
+	s->conf.key = &s->key;
+	s->conf.listen_addr = NULL; /* not kept: the caller's string */
+	s->conf.fsname = s->fsname;
+	s->conf.server_name = s->server_name;
+	s->nworkers = conf->nworkers > 0 ? conf->nworkers : 8;
+	s->listen_fd = s->epfd = s->evfd = -1;
+	pthread_mutex_init(&s->work_q.lock, NULL);
+	pthread_cond_init(&s->work_q.cond, NULL);
+	pthread_mutex_init(&s->done_lock, NULL);
+
+	rc = net_listen(conf->listen_addr, &s->port);
+	if (rc < 0) {
+		snprintf(err, err_len, "cannot listen on %s: %s%s", conf->listen_addr,
+			 strerror(-rc),
+			 rc == -EADDRINUSE ? " (another server uses that port: choose another)"
+					   : "");
+		goto out_free;
+	}
+	s->listen_fd = rc;
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	s->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (s->epfd < 0 || s->evfd < 0) {
+		rc = -errno;
+		snprintf(err, err_len, "cannot create event loop: %s", strerror(-rc));
+		goto out_free;
+	}
+	ev.data.ptr = &s->listen_fd;
+	epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->listen_fd, &ev);
+	ev.data.ptr = &s->evfd;
+	epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->evfd, &ev);
+	*out = s;
+	return 0;
+
+out_free:
+	rpc_server_destroy(s);
+	return rc;
+}
+
+uint16_t rpc_server_port(const struct rpc_server *s)
+{
+	return s->port;
+}
+
+int rpc_server_run(struct rpc_server *s)
+{
+	struct epoll_event evs[EPOLL_BATCH];
+	int i, n, rc = 0;
+
+	s->workers = calloc((size_t)s->nworkers, sizeof(*s->workers));
+	if (!s->workers)
+		return -ENOMEM;
+	for (i = 0; i < s->nworkers; i++) {
+		if (pthread_create(&s->workers[i], NULL, worker_main, s) != 0) {
+			s->nworkers = i;
+			rc = -EAGAIN;
+			goto out_stop;
+		}
+	}
+	while (!s->stop_flag) {
+		n = epoll_wait(s->epfd, evs, EPOLL_BATCH, 1000);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			void *p = evs[i].data.ptr;
+			struct sconn *c;
+
+			if (p == &s->listen_fd) {
+				accept_all(s);
+				continue;
+			}
+			if (p == &s->evfd) {
+				drain_done(s);
+				continue;
+			}
+			c = p;
+			if (c->closing)
+				continue;
+			if (evs[i].events & EPOLLOUT)
+				conn_flush(s, c);
+			if (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+				conn_read(s, c);
+		}
+		reap_dead(s);
+	}
+
+out_stop:
+	pthread_mutex_lock(&s->work_q.lock);
+	s->work_q.stop = 1;
+	pthread_cond_broadcast(&s->work_q.cond);
+	pthread_mutex_unlock(&s->work_q.lock);
+	for (i = 0; i < s->nworkers; i++)
+		pthread_join(s->workers[i], NULL);
+	return rc;
+}
+
+void rpc_server_stop(struct rpc_server *s)
+{
+	s->stop_flag = 1;
+	wake_loop(s);
+}
+
+void rpc_server_destroy(struct rpc_server *s)
+{
+	struct job *j, *nj;
+
+	if (!s)
+		return;
+	/* Workers have stopped: jobs left in the queues are ours to free. */
+	for (j = s->work_q.head; j; j = nj) {
+		nj = j->next;
+		free(j->payload);
+		free(j);
+	}
+	for (j = s->done_head; j; j = nj) {
+		nj = j->next;
+		frame_free(j->reply);
+		free(j);
+	}
+	s->dead = NULL; /* every dead connection is still on the conns list */
+	while (s->conns) {
+		struct sconn *c = s->conns;
+		if (!c->closing)
+			close(c->fd);
+		s->conns = c->next;
+		for (struct tx_frame *f = c->tx_head, *nf; f; f = nf) {
+			nf = f->next;
+			frame_free(f);
+		}
+		free(c->payload);
+		free(c);
+	}
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
+	if (s->epfd >= 0)
+		close(s->epfd);
+	if (s->evfd >= 0)
+		close(s->evfd);
+	pthread_mutex_destroy(&s->work_q.lock);
+	pthread_cond_destroy(&s->work_q.cond);
+	pthread_mutex_destroy(&s->done_lock);
+	free(s->workers);
+	free(s);
+}
