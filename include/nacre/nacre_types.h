@@ -10,7 +10,7 @@
 
 #define NACRE_NAME_MAX 255   /* bytes in one path component */
 #define NACRE_PATH_MAX 4096  /* bytes in a path or symlink target */
-#define NACRE_XATTR_MAX 65536 /* bytes in one xattr value */
+#define NACRE_XATTR_MAX 64000 /* bytes in one xattr value: it must fit a 64 KiB request body */
 #define NACRE_MAX_GROUPS 32  /* supplementary groups carried per request */
 #define NACRE_MAX_STRIPES 128
 #define NACRE_FSNAME_MAX 8   /* as Lustre: fsname is 1..8 chars [A-Za-z0-9_-] */

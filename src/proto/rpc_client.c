@@ -320,7 +320,7 @@ static void socket_failed(struct rpc_conn *c, int fd, uint64_t gen)
 	pthread_mutex_lock(&c->lock);
 	if (c->gen == gen && c->fd == fd) {
 		c->fd = -1;
-		LOG_INFO(SUBSYS, "connection to %s lost", c->addr);
+		LOG_DEBUG(SUBSYS, "connection to %s lost", c->addr);
 	}
 	for (i = 0; i < PENDING_BUCKETS; i++) {
 		struct rpc_pending *p;
@@ -443,7 +443,7 @@ static void *receiver_main(void *arg)
 
 /* Makes sure a socket is up. Called with c->lock held; may drop and retake it.
  * Returns 0 when c->fd is valid, or a negative error. */
-static int ensure_connected(struct rpc_conn *c, int64_t deadline)
+static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 {
 	while (c->fd < 0) {
 		char sname[NACRE_NAME_MAX + 1] = "";
@@ -477,11 +477,11 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline)
 		pthread_cond_broadcast(&c->state_cond);
 		if (fd < 0) {
 			if (c->last_err != fd)
-				LOG_INFO(SUBSYS, "cannot connect to %s: %s", c->addr,
+				LOG_DEBUG(SUBSYS, "cannot connect to %s: %s", c->addr,
 					 nacre_strerror(fd));
 			c->last_err = fd;
 			/* Authentication and fsname errors will not heal by waiting. */
-			if (fd == -NACRE_EAUTH || fd == -NACRE_EFSNAME ||
+			if (!retry || fd == -NACRE_EAUTH || fd == -NACRE_EFSNAME ||
 			    fd == -NACRE_EPROTO_VERSION)
 				return fd;
 			pthread_mutex_unlock(&c->lock);
@@ -511,7 +511,7 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline)
 		c->fd = fd;
 		c->last_err = 0;
 		str_copy(c->server_name, sname, sizeof(c->server_name));
-		LOG_INFO(SUBSYS, "connected to %s (%s)", c->addr, sname);
+		LOG_DEBUG(SUBSYS, "connected to %s (%s)", c->addr, sname);
 	}
 	return 0;
 }
@@ -522,7 +522,7 @@ static int send_pending(struct rpc_conn *c, struct rpc_pending *p)
 	int fd, rc;
 	uint64_t gen;
 
-	rc = ensure_connected(c, p->deadline_ms);
+	rc = ensure_connected(c, p->deadline_ms, 1);
 	if (rc < 0)
 		return rc;
 	fd = c->fd;
@@ -580,7 +580,9 @@ int rpc_conn_connect(struct rpc_conn *c, int timeout_ms, char *err, size_t err_l
 
 	pthread_mutex_lock(&c->lock);
 	c->last_err = 0;
-	rc = ensure_connected(c, net_now_ms() + (timeout_ms > 0 ? timeout_ms : c->timeout_ms));
+	/* An explicit connect reports the first failure at once (a mount should not hang on a
+	 * refused connection); calls keep retrying until their deadline. */
+	rc = ensure_connected(c, net_now_ms() + (timeout_ms > 0 ? timeout_ms : c->timeout_ms), 0);
 	pthread_mutex_unlock(&c->lock);
 	if (rc < 0)
 		describe(err, err_len, c, rc);
@@ -693,7 +695,7 @@ int rpc_wait(struct rpc_pending *p, struct rpc_msg **reply)
 	pthread_mutex_unlock(&c->lock);
 	status = p->status;
 	if (status == -ETIMEDOUT)
-		LOG_WARN(SUBSYS, "%s to %s timed out", wire_opcode_name(p->args.opcode), c->addr);
+		LOG_DEBUG(SUBSYS, "%s to %s timed out", wire_opcode_name(p->args.opcode), c->addr);
 	*reply = p->reply;
 	pthread_cond_destroy(&p->cond);
 	free(p->body_copy);

@@ -99,7 +99,7 @@ struct rpc_server {
 	uint16_t port;
 	int epfd;
 	int evfd;               /* wakes the loop: done jobs or stop */
-	volatile int stop_flag; /* set by rpc_server_stop (signal-safe) */
+	int stop_flag;          /* set by rpc_server_stop (signal-safe); atomic access */
 
 	struct sconn *conns;    /* event thread only */
 	struct sconn *dead;     /* closed, no jobs left: freed after the current batch */
@@ -772,7 +772,7 @@ int rpc_server_run(struct rpc_server *s)
 			goto out_stop;
 		}
 	}
-	while (!s->stop_flag) {
+	while (!__atomic_load_n(&s->stop_flag, __ATOMIC_ACQUIRE)) {
 		n = epoll_wait(s->epfd, evs, EPOLL_BATCH, 1000);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -815,7 +815,7 @@ out_stop:
 
 void rpc_server_stop(struct rpc_server *s)
 {
-	s->stop_flag = 1;
+	__atomic_store_n(&s->stop_flag, 1, __ATOMIC_RELEASE);
 	wake_loop(s);
 }
 

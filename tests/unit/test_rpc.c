@@ -13,6 +13,7 @@
 #include "common/net.h"
 #include "nacre/nacre_errno.h"
 #include "proto/rpc.h"
+#include "common/util.h"
 #include "unit.h"
 
 #define OP_ECHO 200 /* test-only opcode: reply body = request body, bulk = request bulk */
@@ -249,5 +250,5 @@ int main(void)
 	test_pipelined();
 	test_refusals();
 	test_unreachable_and_restart();
-	return unit_report();
+	return unit_done();
 }

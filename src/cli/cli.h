@@ -1,0 +1,72 @@
+/* cli.h - the `nacre` command: a table of subcommands, one file per group, and the helpers
+ * they share (virtual xattrs on a mounted path, mount discovery, option parsing).
+ *
+ * Path-based commands never talk to a server: they ask the FUSE mount through the virtual
+ * xattrs of docs/CONTRACTS.md, as lfs asks the kernel through ioctls, so they need no key.
+ * Only `up`/`down` start processes and use libnacre directly. Single-threaded.
+ */
+#ifndef NACRE_CLI_H
+#define NACRE_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "nacre/nacre_types.h"
+
+#define CLI_XATTR_LAYOUT "nacre.layout"
+#define CLI_XATTR_FID "nacre.fid"
+#define CLI_XATTR_TARGETS "nacre.targets"
+#define CLI_XATTR_FSNAME "nacre.fsname"
+#define CLI_XATTR_FID2PATH "nacre.fid2path."
+
+/* A subcommand: run() gets argv with argv[0] = the verb; returns the exit code. */
+struct cli_cmd {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary; /* one line for `nacre help` */
+	const char *usage;   /* printed by `nacre VERB --help` and on usage errors */
+};
+
+/* Prints "nacre: " + message + newline to stderr. */
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints the usage of the named verb to f. */
+void cli_usage(FILE *f, const char *verb);
+/* 1 if argv[i] is -h/--help for a verb that has no -h option of its own. */
+int cli_is_help(const char *arg);
+
+/* Reads a virtual xattr of path into buf as a NUL-terminated string (trailing newline
+ * kept). Returns the length or -errno. */
+int cli_getxattr(const char *path, const char *name, char *buf, size_t len);
+/* Checks that path exists and is on a nacre mount (reads nacre.fid). On failure prints a
+ * message naming path ("... is not on a nacre file system") and returns -errno. The FID
+ * text is written to fid (NACRE_FID_STR_MAX bytes) when fid is not NULL. */
+int cli_check_nacre(const char *path, char *fid, size_t fid_len);
+/* Finds the root of the mount holding path: the highest ancestor on the same device.
+ * Writes its absolute path to root (len bytes). Returns 0 or -errno. */
+int cli_mount_root(const char *path, char *root, size_t len);
+
+/* Mount table entries of type fuse.nacre, from /proc/self/mounts. */
+struct cli_mount {
+	char source[NACRE_PATH_MAX];
+	char dir[NACRE_PATH_MAX];
+};
+/* Fills at most max entries; returns the count or -errno. */
+int cli_list_mounts(struct cli_mount *out, int max);
+/* 1 if dir (an absolute path) is a mount point of any type in /proc/self/mounts. */
+int cli_is_mounted(const char *dir);
+
+/* Stripe size as lfs reads it: K/M/G suffixes base 2, a bare value below 4096 is KiB;
+ * must be a multiple of 64 KiB and below 4 GiB. Returns 0 or -EINVAL with a reason in err. */
+int cli_parse_stripe_size(const char *s, uint32_t *out, char *err, size_t err_len);
+
+/* Subcommands, one group per file. */
+int cli_setstripe(int argc, char **argv);   /* stripe.c */
+int cli_getstripe(int argc, char **argv);   /* stripe.c */
+int cli_df(int argc, char **argv);          /* df.c */
+int cli_path2fid(int argc, char **argv);    /* fid.c */
+int cli_fid2path(int argc, char **argv);    /* fid.c */
+int cli_up(int argc, char **argv);          /* cluster.c */
+int cli_down(int argc, char **argv);        /* cluster.c */
+
+#endif

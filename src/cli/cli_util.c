@@ -1,0 +1,235 @@
+/* cli_util.c - helpers shared by the subcommands: messages, virtual xattrs, mount lookup,
+ * stripe size parsing. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "common/util.h"
+
+void cli_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("nacre: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli_is_help(const char *arg)
+{
+	return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
+int cli_getxattr(const char *path, const char *name, char *buf, size_t len)
+{
+	if (len == 0)
+		return -EINVAL;
+	ssize_t n = getxattr(path, name, buf, len - 1);
+
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return (int)n;
+}
+
+int cli_check_nacre(const char *path, char *fid, size_t fid_len)
+{
+	char buf[NACRE_FID_STR_MAX + 16];
+	struct stat st;
+
+	if (lstat(path, &st) < 0) {
+		int err = errno;
+
+		cli_err("cannot access %s: %s", path, strerror(err));
+		return -err;
+	}
+	int n = cli_getxattr(path, CLI_XATTR_FID, buf, sizeof(buf));
+
+	if (n < 0) {
+		/* Another file system has no handler for our names (ENOTSUP) or no such
+		 * attribute (ENODATA); both mean "not nacre". */
+		if (n == -ENOTSUP || n == -ENODATA)
+			cli_err("%s is not on a nacre file system", path);
+		else
+			cli_err("cannot read the FID of %s: %s", path, strerror(-n));
+		return n;
+	}
+	buf[strcspn(buf, "\n")] = '\0';
+	if (fid)
+		str_copy(fid, buf, fid_len);
+	return 0;
+}
+
+/* Directory part of p (absolute, no trailing '/'), in place; "/" stays "/". */
+static void parent_dir(char *p)
+{
+	char *slash = strrchr(p, '/');
+
+	if (!slash || slash == p)
+		p[1] = '\0';
+	else
+		*slash = '\0';
+}
+
+int cli_mount_root(const char *path, char *root, size_t len)
+{
+	char cur[PATH_MAX];
+	struct stat st, pst;
+
+	if (!realpath(path, cur))
+		return -errno;
+	if (stat(cur, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		parent_dir(cur);
+	/* Walk up while the parent is on the same device: the last one is the mount point. */
+	while (strcmp(cur, "/") != 0) {
+		char up[PATH_MAX];
+
+		str_copy(up, cur, sizeof(up));
+		parent_dir(up);
+		if (stat(up, &pst) < 0 || pst.st_dev != st.st_dev)
+			break;
+		str_copy(cur, up, sizeof(cur));
+	}
+	if (str_copy(root, cur, len) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* /proc/self/mounts escapes space, tab, newline and backslash as \ooo. */
+static void unescape_mount_field(char *s)
+{
+	char *w = s;
+
+	for (char *r = s; *r; r++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '7' && r[2] >= '0' && r[2] <= '7' &&
+		    r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 3;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+}
+
+/* Returns the next space-separated field of *p (NUL-terminated in place), or NULL. */
+static char *next_field(char **p)
+{
+	char *s = *p + strspn(*p, " \n");
+
+	if (*s == '\0')
+		return NULL;
+	char *e = s + strcspn(s, " \n");
+
+	if (*e)
+		*e++ = '\0';
+	*p = e;
+	return s;
+}
+
+/* Calls fn for each line of /proc/self/mounts split into source, dir, type. Stops when fn
+ * returns non-zero and returns that value; 0 at the end, -errno if unreadable. */
+static int each_mount(int (*fn)(char *src, char *dir, const char *type, void *arg), void *arg)
+{
+	FILE *f = fopen("/proc/self/mounts", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	int rc = 0;
+
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		char *p = line;
+		char *src = next_field(&p);
+		char *dir = next_field(&p);
+		char *type = next_field(&p);
+
+		if (!src || !dir || !type)
+			continue;
+		unescape_mount_field(src);
+		unescape_mount_field(dir);
+		rc = fn(src, dir, type, arg);
+		if (rc)
+			break;
+	}
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+struct list_ctx {
+	struct cli_mount *out;
+	int max;
+	int n;
+};
+
+static int add_nacre_mount(char *src, char *dir, const char *type, void *arg)
+{
+	struct list_ctx *c = arg;
+
+	if (strcmp(type, "fuse.nacre") != 0 && strcmp(type, "nacre") != 0)
+		return 0;
+	if (c->n >= c->max)
+		return 1;
+	str_copy(c->out[c->n].source, src, sizeof(c->out[c->n].source));
+	str_copy(c->out[c->n].dir, dir, sizeof(c->out[c->n].dir));
+	c->n++;
+	return 0;
+}
+
+int cli_list_mounts(struct cli_mount *out, int max)
+{
+	struct list_ctx c = {out, max, 0};
+	int rc = each_mount(add_nacre_mount, &c);
+
+	return rc < 0 ? rc : c.n;
+}
+
+static int match_dir(char *src, char *dir, const char *type, void *arg)
+{
+	(void)src;
+	(void)type;
+	return strcmp(dir, (const char *)arg) == 0;
+}
+
+int cli_is_mounted(const char *dir)
+{
+	return each_mount(match_dir, (void *)dir) == 1;
+}
+
+int cli_parse_stripe_size(const char *s, uint32_t *out, char *err, size_t err_len)
+{
+	uint64_t v;
+	size_t n = strlen(s);
+
+	if (n == 0 || parse_size(s, &v) < 0) {
+		snprintf(err, err_len, "invalid stripe size '%s': use a number with K, M or G", s);
+		return -EINVAL;
+	}
+	/* lfs compatibility: "-S 64" means 64 KiB, a bare number that small is never bytes. */
+	if (s[n - 1] >= '0' && s[n - 1] <= '9' && v < 4096)
+		v *= 1024;
+	if (v == 0 || v % NACRE_STRIPE_SIZE_MIN != 0) {
+		snprintf(err, err_len,
+			 "invalid stripe size '%s': it must be a multiple of 64K (e.g. 64K, 1M)",
+			 s);
+		return -EINVAL;
+	}
+	if (v > UINT32_MAX - (NACRE_STRIPE_SIZE_MIN - 1)) {
+		snprintf(err, err_len, "invalid stripe size '%s': it must be below 4G", s);
+		return -EINVAL;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}

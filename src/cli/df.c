@@ -1,0 +1,246 @@
+/* df.c - `nacre df`: per-target space and inodes, in the column format of `lfs df`.
+ *
+ * The mount serves the cluster registry as the nacre.targets xattr of its root, one line
+ * per target: "TYPE INDEX UP ADDR KB_TOTAL KB_FREE KB_AVAIL FILES FFREE". */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/util.h"
+
+#define DF_MAX_MOUNTS 64
+#define DF_MAX_TARGETS 1024
+#define TARGETS_TEXT_MAX (DF_MAX_TARGETS * 160)
+
+struct df_target {
+	char type[8];
+	unsigned index;
+	unsigned up;
+	unsigned long long total, free, avail, files, ffree;
+};
+
+struct df_opts {
+	int human;
+	int inodes;
+};
+
+/* Formats one number column: raw (11 wide) or, with -h, base-2 units as lfs cooks them. */
+static void fmt_num(char *buf, size_t len, unsigned long long v, int human)
+{
+	if (human) {
+		double d = (double)v;
+		int radix = 0;
+
+		while (d > 1024.0 && radix < 8) {
+			d /= 1024.0;
+			radix++;
+		}
+		if (radix > 0) {
+			snprintf(buf, len, "%8.1f%c", d, "KMGTPEZY"[radix - 1]);
+			return;
+		}
+	}
+	snprintf(buf, len, "%11llu", v);
+}
+
+/* Use% rounded up, as df(1) and lfs do. */
+static int ratio(unsigned long long used, unsigned long long avail)
+{
+	double r = 0;
+
+	if (used + avail > 0)
+		r = (double)used / (double)(used + avail) * 100.0;
+	return (r - (int)r) > 0 ? (int)r + 1 : (int)r;
+}
+
+static void print_row(const char *uuid, const struct df_opts *o, unsigned long long total,
+		      unsigned long long used, unsigned long long avail, const char *mnt,
+		      const char *type, unsigned index)
+{
+	char t[32], u[32], a[32], r[16];
+	int scale = o->human && !o->inodes ? 1024 : 1; /* KiB -> bytes for -h */
+
+	fmt_num(t, sizeof(t), total * scale, o->human);
+	fmt_num(u, sizeof(u), used * scale, o->human);
+	fmt_num(a, sizeof(a), avail * scale, o->human);
+	snprintf(r, sizeof(r), "%3d%%", ratio(used, avail));
+	printf("%-20s %11s %11s %11s %4s %s", uuid, t, u, a, r, mnt);
+	if (type)
+		printf("[%s:%u]", type, index);
+	printf("\n");
+}
+
+static int parse_targets(char *text, struct df_target *t, int max)
+{
+	int n = 0;
+	char *line = text;
+
+	while (line && *line && n < max) {
+		char *nl = strchr(line, '\n');
+		char addr[NACRE_ADDR_MAX + 1];
+
+		if (nl)
+			*nl = '\0';
+		if (sscanf(line, "%7s %u %u %63s %llu %llu %llu %llu %llu", t[n].type, &t[n].index,
+			   &t[n].up, addr, &t[n].total, &t[n].free, &t[n].avail, &t[n].files,
+			   &t[n].ffree) == 9)
+			n++;
+		line = nl ? nl + 1 : NULL;
+	}
+	return n;
+}
+
+/* Prints the table of the file system mounted at root (a mount point). */
+static int df_mount(const char *root, const struct df_opts *o)
+{
+	char fsname[64];
+	char *text = malloc(TARGETS_TEXT_MAX);
+	struct df_target *t = calloc(DF_MAX_TARGETS, sizeof(*t));
+	int rc = 1;
+
+	if (!text || !t) {
+		cli_err("out of memory");
+		goto out_free;
+	}
+	int n = cli_getxattr(root, CLI_XATTR_FSNAME, fsname, sizeof(fsname));
+
+	if (n < 0) {
+		if (n == -ENOTSUP || n == -ENODATA)
+			cli_err("%s is not the root of a nacre mount", root);
+		else
+			cli_err("cannot read the file system name of %s: %s", root, strerror(-n));
+		goto out_free;
+	}
+	fsname[strcspn(fsname, "\n")] = '\0';
+	n = cli_getxattr(root, CLI_XATTR_TARGETS, text, TARGETS_TEXT_MAX);
+	if (n < 0) {
+		cli_err("cannot read the targets of %s: %s (is the MDS reachable?)", root,
+			strerror(-n));
+		goto out_free;
+	}
+	int nt = parse_targets(text, t, DF_MAX_TARGETS);
+
+	if (o->inodes)
+		printf("%-20s %11s %11s %11s %4s %s\n", "UUID", "Inodes", "IUsed", "IFree",
+		       "IUse%", "Mounted on");
+	else
+		printf("%-20s %11s %11s %11s %4s %s\n", "UUID", o->human ? "bytes" : "1K-blocks",
+		       "Used", o->human ? "Avail" : "Available", "Use%", "Mounted on");
+
+	unsigned long long s_total = 0, s_used = 0, s_avail = 0;
+
+	/* MDTs first, then OSTs: the registry order, whatever order the lines came in. */
+	for (int pass = 0; pass < 2; pass++) {
+		const char *want = pass == 0 ? "MDT" : "OST";
+
+		for (int i = 0; i < nt; i++) {
+			char uuid[96];
+
+			if (strcmp(t[i].type, want) != 0)
+				continue;
+			if (!t[i].up) {
+				char shortname[16];
+
+				snprintf(shortname, sizeof(shortname), "%s%04x", want, t[i].index);
+				printf("%-20s: inactive device\n", shortname);
+				continue;
+			}
+			snprintf(uuid, sizeof(uuid), "%s-%s%04x_UUID", fsname, want, t[i].index);
+			unsigned long long total, used, avail;
+
+			if (o->inodes) {
+				total = t[i].files;
+				used = t[i].files - (t[i].ffree < t[i].files ? t[i].ffree : t[i].files);
+				avail = t[i].ffree;
+			} else {
+				total = t[i].total;
+				used = t[i].total - (t[i].free < t[i].total ? t[i].free : t[i].total);
+				avail = t[i].avail;
+			}
+			print_row(uuid, o, total, used, avail, root, want, t[i].index);
+			/* The summary counts space on OSTs and inodes on MDTs, as lfs. */
+			if ((pass == 1) != (o->inodes != 0)) {
+				s_total += total;
+				s_used += used;
+				s_avail += avail;
+			}
+		}
+	}
+	printf("\n");
+	print_row("filesystem_summary:", o, s_total, s_used, s_avail, root, NULL, 0);
+	printf("\n");
+	rc = 0;
+out_free:
+	free(text);
+	free(t);
+	return rc;
+}
+
+int cli_df(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"human-readable", no_argument, NULL, 'h'},
+		{"inodes", no_argument, NULL, 'i'},
+		{NULL, 0, NULL, 0},
+	};
+	struct df_opts o = {0, 0};
+	int opt, rc = 0;
+
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "hi", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'h': o.human = 1; break;
+		case 'i': o.inodes = 1; break;
+		default:
+			cli_err("df: unknown option '%s'", argv[optind - 1]);
+			cli_usage(stderr, "df");
+			return 1;
+		}
+	}
+	if (optind < argc) {
+		for (int i = optind; i < argc; i++) {
+			char root[PATH_MAX];
+
+			if (cli_check_nacre(argv[i], NULL, 0) < 0) {
+				rc = 1;
+				continue;
+			}
+			int r = cli_mount_root(argv[i], root, sizeof(root));
+
+			if (r < 0) {
+				cli_err("cannot find the mount point of %s: %s", argv[i],
+					strerror(-r));
+				rc = 1;
+				continue;
+			}
+			rc |= df_mount(root, &o);
+		}
+		return rc;
+	}
+
+	struct cli_mount *m = calloc(DF_MAX_MOUNTS, sizeof(*m));
+
+	if (!m) {
+		cli_err("out of memory");
+		return 1;
+	}
+	int n = cli_list_mounts(m, DF_MAX_MOUNTS);
+
+	if (n < 0) {
+		cli_err("cannot read /proc/self/mounts: %s", strerror(-n));
+		rc = 1;
+	} else if (n == 0) {
+		cli_err("no nacre file system is mounted (mount one with nacre-mount, or start a "
+			"test cluster with `nacre up --dir DIR`)");
+		rc = 1;
+	}
+	for (int i = 0; i < n; i++)
+		rc |= df_mount(m[i].dir, &o);
+	free(m);
+	return rc;
+}

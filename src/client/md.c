@@ -1,0 +1,798 @@
+/* md.c - the namespace calls of nacre.h, one MDS RPC each.
+ *
+ * Each call encodes a wire message into a growable cursor, sends it with cl_mds_call() and
+ * decodes the reply body, which must be consumed exactly. Calls that only read are sent
+ * RPC_IDEMPOTENT so the rpc layer may resend them after a reconnect; anything that changes
+ * the namespace is not (a resent unlink or create would answer ENOENT or EEXIST).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "client/cl_export.h"
+#include "client/cl_internal.h"
+#include "proto/wire.h"
+
+/* Smallest encoded sizes, to check peer counts against the bytes present. */
+#define DIRENT_WIRE_MIN (8 + 16 + 4 + 2 + 1)
+#define DIRENT_WIRE_MAX (8 + 16 + 4 + 2 + NACRE_NAME_MAX)
+#define TARGET_WIRE_MIN (4 + 4 + 1 + 2)
+
+/* A component name the MDS will take: 1..NACRE_NAME_MAX bytes, no '/'. */
+static int check_name(const char *name)
+{
+	size_t n;
+
+	if (!name)
+		return -EINVAL;
+	n = strnlen(name, NACRE_NAME_MAX + 1);
+	if (n == 0)
+		return -ENOENT;
+	if (n > NACRE_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (memchr(name, '/', n))
+		return -EINVAL;
+	return 0;
+}
+
+/* cl_mds_call that also frees the request cursor. */
+static int mds_rpc(struct nacre_fs *fs, uint16_t op, uint32_t flags, struct wire_cursor *req,
+		   struct rpc_msg **rep)
+{
+	int rc = cl_mds_call(fs, op, flags, req, rep);
+
+	wire_cursor_fini(req);
+	return rc;
+}
+
+/* Decodes an attr-only reply into out (may be NULL) and frees the reply. */
+static int attr_reply(struct rpc_msg *m, struct nacre_attr *out)
+{
+	struct wire_cursor c;
+	struct nacre_attr a;
+	int rc;
+
+	wire_cursor_init_read(&c, m->body, m->body_len);
+	wire_attr_get(&c, &a);
+	rc = cl_decode_end(&c);
+	rpc_msg_free(m);
+	if (rc == 0 && out)
+		*out = a;
+	return rc;
+}
+
+/* Frees a reply that must be empty. */
+static int empty_reply(struct rpc_msg *m)
+{
+	int rc = m->body_len == 0 ? 0 : -EPROTO;
+
+	rpc_msg_free(m);
+	return rc;
+}
+
+/* fid_req calls: GETATTR, READLINK, LAYOUT_GET, FID2PATH. */
+static int fid_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_t op,
+		    const struct nacre_fid *fid, struct rpc_msg **rep)
+{
+	struct wire_fid_req m;
+	struct wire_cursor c;
+	struct nacre_cred root;
+
+	if (!fs || !fid)
+		return -EINVAL;
+	memset(&m, 0, sizeof(m));
+	m.cred = *cl_cred(cr, &root);
+	m.fid = *fid;
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_fid_req_encode(&c, &m);
+	return mds_rpc(fs, op, RPC_IDEMPOTENT, &c, rep);
+}
+
+/* name_req calls: LOOKUP, UNLINK, RMDIR. */
+static int name_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_t op,
+		     uint32_t flags, const struct nacre_fid *parent, const char *name,
+		     struct rpc_msg **rep)
+{
+	struct wire_name_req m;
+	struct wire_cursor c;
+	struct nacre_cred root;
+	int rc;
+
+	if (!fs || !parent)
+		return -EINVAL;
+	rc = check_name(name);
+	if (rc)
+		return rc;
+	memset(&m, 0, sizeof(m));
+	m.cred = *cl_cred(cr, &root);
+	m.parent = *parent;
+	memcpy(m.name, name, strlen(name) + 1);
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_name_req_encode(&c, &m);
+	return mds_rpc(fs, op, flags, &c, rep);
+}
+
+NACRE_API int nacre_lookup(struct nacre_fs *fs, const struct nacre_cred *cr,
+			   const struct nacre_fid *parent, const char *name, struct nacre_attr *out)
+{
+	struct rpc_msg *m;
+	int rc;
+
+	if (name && strcmp(name, ".") == 0)
+		return nacre_getattr(fs, cr, parent, out);
+	if (name && strcmp(name, "..") == 0)
+		return -EINVAL; /* the MDS keeps no parent pointers to answer this */
+	rc = name_call(fs, cr, WIRE_OP_MDS_LOOKUP, RPC_IDEMPOTENT, parent, name, &m);
+	if (rc)
+		return rc;
+	return attr_reply(m, out);
+}
+
+NACRE_API int nacre_getattr(struct nacre_fs *fs, const struct nacre_cred *cr,
+			    const struct nacre_fid *fid, struct nacre_attr *out)
+{
+	struct rpc_msg *m;
+	int rc = fid_call(fs, cr, WIRE_OP_MDS_GETATTR, fid, &m);
+
+	if (rc)
+		return rc;
+	return attr_reply(m, out);
+}
+
+NACRE_API int nacre_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
+			    const struct nacre_fid *fid, const struct nacre_setattr *sa,
+			    struct nacre_attr *out)
+{
+	struct wire_setattr_req req;
+	struct wire_cursor c;
+	struct nacre_cred root;
+	struct rpc_msg *m;
+	int rc;
+
+	if (!fs || !fid || !sa)
+		return -EINVAL;
+	memset(&req, 0, sizeof(req));
+	req.cred = *cl_cred(cr, &root);
+	req.fid = *fid;
+	req.sa = *sa;
+	req.sa.valid &= NACRE_SET_ALL_;
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_setattr_req_encode(&c, &req);
+	rc = mds_rpc(fs, WIRE_OP_MDS_SETATTR, 0, &c, &m);
+	if (rc)
+		return rc;
+	rc = attr_reply(m, out);
+	/* Open handles must not report their old written end at close: that would undo it. */
+	if (rc == 0 && (req.sa.valid & NACRE_SET_SIZE))
+		cl_files_set_size(fs, fid, sa->size);
+	return rc;
+}
+
+/* CREATE, MKDIR, MKNOD, SYMLINK. layout_out receives CREATE's layout (NULL otherwise). */
+static int create_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_t op,
+		       const struct nacre_fid *parent, const char *name, uint32_t mode,
+		       uint32_t rdev, uint32_t flags, const struct nacre_layout *layout,
+		       const char *target, struct nacre_attr *out)
+{
+	struct wire_create_req *req;
+	struct wire_cursor c, rc_cur;
+	struct nacre_cred root;
+	struct nacre_attr a;
+	struct nacre_layout l;
+	struct rpc_msg *m;
+	int rc;
+
+	if (!fs || !parent)
+		return -EINVAL;
+	rc = check_name(name);
+	if (rc)
+		return rc;
+	req = calloc(1, sizeof(*req)); /* holds a 4 KiB target: keep it off the stack */
+	if (!req)
+		return -ENOMEM;
+	req->cred = *cl_cred(cr, &root);
+	req->parent = *parent;
+	memcpy(req->name, name, strlen(name) + 1);
+	req->mode = mode;
+	req->rdev = rdev;
+	req->flags = flags;
+	if (layout) {
+		req->has_layout = 1;
+		req->layout = *layout;
+	}
+	if (target)
+		memcpy(req->target, target, strlen(target) + 1); /* length checked by caller */
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_create_req_encode(&c, req);
+	free(req);
+	rc = mds_rpc(fs, op, 0, &c, &m);
+	if (rc)
+		return rc;
+	if (op != WIRE_OP_MDS_CREATE)
+		return attr_reply(m, out);
+	wire_cursor_init_read(&rc_cur, m->body, m->body_len);
+	wire_attr_get(&rc_cur, &a);
+	wire_layout_get(&rc_cur, &l);
+	rc = cl_decode_end(&rc_cur);
+	rpc_msg_free(m);
+	if (rc == 0 && out)
+		*out = a;
+	return rc;
+}
+
+NACRE_API int nacre_create(struct nacre_fs *fs, const struct nacre_cred *cr,
+			   const struct nacre_fid *parent, const char *name, uint32_t mode,
+			   uint32_t flags, const struct nacre_layout *layout, struct nacre_attr *out)
+{
+	return create_call(fs, cr, WIRE_OP_MDS_CREATE, parent, name, S_IFREG | (mode & 07777), 0,
+			   flags & O_EXCL, layout, NULL, out);
+}
+
+NACRE_API int nacre_mkdir(struct nacre_fs *fs, const struct nacre_cred *cr,
+			  const struct nacre_fid *parent, const char *name, uint32_t mode,
+			  struct nacre_attr *out)
+{
+	return create_call(fs, cr, WIRE_OP_MDS_MKDIR, parent, name, S_IFDIR | (mode & 07777), 0, 0,
+			   NULL, NULL, out);
+}
+
+NACRE_API int nacre_mknod(struct nacre_fs *fs, const struct nacre_cred *cr,
+			  const struct nacre_fid *parent, const char *name, uint32_t mode,
+			  uint32_t rdev, struct nacre_attr *out)
+{
+	if ((mode & S_IFMT) == 0)
+		mode |= S_IFREG; /* mknod(2): a zero type means a regular file */
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+	case S_IFCHR:
+	case S_IFBLK:
+	case S_IFIFO:
+	case S_IFSOCK:
+		break;
+	default:
+		return -EINVAL;
+	}
+	return create_call(fs, cr, WIRE_OP_MDS_MKNOD, parent, name, mode & (S_IFMT | 07777), rdev,
+			   0, NULL, NULL, out);
+}
+
+NACRE_API int nacre_symlink(struct nacre_fs *fs, const struct nacre_cred *cr,
+			    const struct nacre_fid *parent, const char *name, const char *target,
+			    struct nacre_attr *out)
+{
+	size_t n;
+
+	if (!target)
+		return -EINVAL;
+	n = strnlen(target, NACRE_PATH_MAX + 1);
+	if (n == 0)
+		return -ENOENT;
+	if (n > NACRE_PATH_MAX)
+		return -ENAMETOOLONG;
+	return create_call(fs, cr, WIRE_OP_MDS_SYMLINK, parent, name, S_IFLNK | 0777, 0, 0, NULL,
+			   target, out);
+}
+
+/* Copies a wire_path reply (READLINK, FID2PATH) into buf; -ERANGE if it does not fit. */
+static int path_reply(struct rpc_msg *m, char *buf, size_t len)
+{
+	struct wire_cursor c;
+	char *path;
+	size_t n;
+	int rc;
+
+	path = malloc(NACRE_PATH_MAX + 1);
+	if (!path) {
+		rpc_msg_free(m);
+		return -ENOMEM;
+	}
+	wire_cursor_init_read(&c, m->body, m->body_len);
+	wire_path_get(&c, path, NACRE_PATH_MAX);
+	rc = cl_decode_end(&c);
+	rpc_msg_free(m);
+	if (rc == 0) {
+		n = strlen(path);
+		if (n >= len)
+			rc = -ERANGE;
+		else
+			memcpy(buf, path, n + 1);
+	}
+	free(path);
+	return rc;
+}
+
+NACRE_API int nacre_readlink(struct nacre_fs *fs, const struct nacre_cred *cr,
+			     const struct nacre_fid *fid, char *buf, size_t len)
+{
+	struct rpc_msg *m;
+	int rc;
+
+	if (!buf)
+		return -EINVAL;
+	rc = fid_call(fs, cr, WIRE_OP_MDS_READLINK, fid, &m);
+	if (rc)
+		return rc;
+	return path_reply(m, buf, len);
+}
+
+NACRE_API int nacre_unlink(struct nacre_fs *fs, const struct nacre_cred *cr,
+			   const struct nacre_fid *parent, const char *name)
+{
+	struct rpc_msg *m;
+	int rc = name_call(fs, cr, WIRE_OP_MDS_UNLINK, 0, parent, name, &m);
+
+	if (rc)
+		return rc;
+	return empty_reply(m);
+}
+
+NACRE_API int nacre_rmdir(struct nacre_fs *fs, const struct nacre_cred *cr,
+			  const struct nacre_fid *parent, const char *name)
+{
+	struct rpc_msg *m;
+	int rc = name_call(fs, cr, WIRE_OP_MDS_RMDIR, 0, parent, name, &m);
+
+	if (rc)
+		return rc;
+	return empty_reply(m);
+}
+
+NACRE_API int nacre_rename(struct nacre_fs *fs, const struct nacre_cred *cr,
+			   const struct nacre_fid *sparent, const char *sname,
+			   const struct nacre_fid *dparent, const char *dname, uint32_t flags)
+{
+	struct wire_rename_req req;
+	struct wire_cursor c;
+	struct nacre_cred root;
+	struct rpc_msg *m;
+	int rc;
+
+	if (!fs || !sparent || !dparent)
+		return -EINVAL;
+	if ((rc = check_name(sname)) || (rc = check_name(dname)))
+		return rc;
+	if (flags & ~3u)
+		return -EINVAL;
+	memset(&req, 0, sizeof(req));
+	req.cred = *cl_cred(cr, &root);
+	req.sparent = *sparent;
+	memcpy(req.sname, sname, strlen(sname) + 1);
+	req.dparent = *dparent;
+	memcpy(req.dname, dname, strlen(dname) + 1);
+	req.flags = flags;
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_rename_req_encode(&c, &req);
+	rc = mds_rpc(fs, WIRE_OP_MDS_RENAME, 0, &c, &m);
+	if (rc)
+		return rc;
+	return empty_reply(m);
+}
+
+NACRE_API int nacre_link(struct nacre_fs *fs, const struct nacre_cred *cr,
+			 const struct nacre_fid *fid, const struct nacre_fid *newparent,
+			 const char *newname, struct nacre_attr *out)
+{
+	struct wire_link_req req;
+	struct wire_cursor c;
+	struct nacre_cred root;
+	struct rpc_msg *m;
+	int rc;
+
+	if (!fs || !fid || !newparent)
+		return -EINVAL;
+	rc = check_name(newname);
+	if (rc)
+		return rc;
+	memset(&req, 0, sizeof(req));
+	req.cred = *cl_cred(cr, &root);
+	req.fid = *fid;
+	req.parent = *newparent;
+	memcpy(req.name, newname, strlen(newname) + 1);
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_link_req_encode(&c, &req);
+	rc = mds_rpc(fs, WIRE_OP_MDS_LINK, 0, &c, &m);
+	if (rc)
+		return rc;
+	return attr_reply(m, out);
+}
+
+NACRE_API int nacre_readdir(struct nacre_fs *fs, const struct nacre_cred *cr,
+			    const struct nacre_fid *dir, uint64_t cookie, struct nacre_dirent *ents,
+			    int max, int *eof)
+{
+	struct wire_readdir_req req;
+	struct wire_cursor c;
+	struct nacre_cred root;
+	struct nacre_dirent extra;
+	struct rpc_msg *m;
+	uint32_t count, i;
+	int rc, more = 0, at_end;
+
+	if (!fs || !dir || !ents || max <= 0)
+		return -EINVAL;
+	memset(&req, 0, sizeof(req));
+	req.cred = *cl_cred(cr, &root);
+	req.fid = *dir;
+	req.cookie = cookie;
+	/* Ask for about max entries' worth; the server caps it anyway. */
+	uint64_t want = (uint64_t)max * DIRENT_WIRE_MAX;
+	req.max_bytes = want < WIRE_READDIR_MAX_BYTES ? (uint32_t)want : WIRE_READDIR_MAX_BYTES;
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_readdir_req_encode(&c, &req);
+	rc = mds_rpc(fs, WIRE_OP_MDS_READDIR, RPC_IDEMPOTENT, &c, &m);
+	if (rc)
+		return rc;
+
+	wire_cursor_init_read(&c, m->body, m->body_len);
+	count = wire_get_u32(&c);
+	at_end = wire_get_u8(&c) != 0;
+	if (!wire_cursor_ok(&c) || count > wire_cursor_left(&c) / DIRENT_WIRE_MIN) {
+		rpc_msg_free(m);
+		return -EPROTO;
+	}
+	for (i = 0; i < count; i++) {
+		if (i < (uint32_t)max) {
+			wire_dirent_get(&c, &ents[i]);
+		} else {
+			/* More than asked for: drop them; the caller resumes from our last cookie. */
+			wire_dirent_get(&c, &extra);
+			more = 1;
+		}
+	}
+	rc = cl_decode_end(&c);
+	rpc_msg_free(m);
+	if (rc)
+		return rc;
+	if (eof)
+		*eof = at_end && !more;
+	return (int)(count < (uint32_t)max ? count : (uint32_t)max);
+}
+
+/* GETXATTR and LISTXATTR share the reply form: the u32 length when size is 0, else the
+ * value bytes. Returns the length. */
+static int xattr_read(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_t op,
+		      const struct nacre_fid *fid, const char *name, void *value, size_t size)
+{
+	struct wire_xattr_req req;
+	struct wire_cursor c;
+	struct nacre_cred root;
+	struct rpc_msg *m;
+	int rc;
+
+	if (!fs || !fid || (size > 0 && !value))
+		return -EINVAL;
+	if (size > NACRE_XATTR_MAX)
+		size = NACRE_XATTR_MAX;
+	memset(&req, 0, sizeof(req));
+	req.cred = *cl_cred(cr, &root);
+	req.fid = *fid;
+	if (name)
+		memcpy(req.name, name, strlen(name) + 1);
+	req.size = (uint32_t)size;
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_xattr_req_encode(&c, &req);
+	rc = mds_rpc(fs, op, RPC_IDEMPOTENT, &c, &m);
+	if (rc)
+		return rc;
+	if (size == 0) {
+		uint32_t len;
+
+		wire_cursor_init_read(&c, m->body, m->body_len);
+		len = wire_get_u32(&c);
+		rc = cl_decode_end(&c);
+		if (rc == 0)
+			rc = len <= NACRE_XATTR_MAX ? (int)len : -EPROTO;
+	} else if (m->body_len > size) {
+		rc = -ERANGE;
+	} else {
+		memcpy(value, m->body, m->body_len);
+		rc = (int)m->body_len;
+	}
+	rpc_msg_free(m);
+	return rc;
+}
+
+static int check_xattr_name(const char *name)
+{
+	size_t n;
+
+	if (!name)
+		return -EINVAL;
+	n = strnlen(name, NACRE_NAME_MAX + 1);
+	if (n == 0)
+		return -EINVAL;
+	return n > NACRE_NAME_MAX ? -ERANGE : 0; /* getxattr(2) answers ERANGE for long names */
+}
+
+NACRE_API int nacre_getxattr(struct nacre_fs *fs, const struct nacre_cred *cr,
+			     const struct nacre_fid *fid, const char *name, void *value, size_t size)
+{
+	int rc = check_xattr_name(name);
+
+	if (rc)
+		return rc;
+	return xattr_read(fs, cr, WIRE_OP_MDS_GETXATTR, fid, name, value, size);
+}
+
+NACRE_API int nacre_listxattr(struct nacre_fs *fs, const struct nacre_cred *cr,
+			      const struct nacre_fid *fid, char *list, size_t size)
+{
+	return xattr_read(fs, cr, WIRE_OP_MDS_LISTXATTR, fid, "", list, size);
+}
+
+NACRE_API int nacre_setxattr(struct nacre_fs *fs, const struct nacre_cred *cr,
+			     const struct nacre_fid *fid, const char *name, const void *value,
+			     size_t size, int flags)
+{
+	struct wire_xattr_req req;
+	struct wire_cursor c;
+	struct nacre_cred root;
+	struct rpc_msg *m;
+	int rc;
+
+	if (!fs || !fid || (size > 0 && !value) || (flags & ~3))
+		return -EINVAL;
+	rc = check_xattr_name(name);
+	if (rc)
+		return rc;
+	if (size > NACRE_XATTR_MAX)
+		return -E2BIG;
+	memset(&req, 0, sizeof(req));
+	req.cred = *cl_cred(cr, &root);
+	req.fid = *fid;
+	memcpy(req.name, name, strlen(name) + 1);
+	req.flags = (uint32_t)flags;
+	req.value = value;
+	req.value_len = (uint32_t)size;
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_xattr_req_encode(&c, &req);
+	rc = mds_rpc(fs, WIRE_OP_MDS_SETXATTR, 0, &c, &m);
+	if (rc)
+		return rc;
+	return empty_reply(m);
+}
+
+NACRE_API int nacre_removexattr(struct nacre_fs *fs, const struct nacre_cred *cr,
+				const struct nacre_fid *fid, const char *name)
+{
+	struct wire_xattr_req req;
+	struct wire_cursor c;
+	struct nacre_cred root;
+	struct rpc_msg *m;
+	int rc;
+
+	if (!fs || !fid)
+		return -EINVAL;
+	rc = check_xattr_name(name);
+	if (rc)
+		return rc;
+	memset(&req, 0, sizeof(req));
+	req.cred = *cl_cred(cr, &root);
+	req.fid = *fid;
+	memcpy(req.name, name, strlen(name) + 1);
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_xattr_req_encode(&c, &req);
+	rc = mds_rpc(fs, WIRE_OP_MDS_REMOVEXATTR, 0, &c, &m);
+	if (rc)
+		return rc;
+	return empty_reply(m);
+}
+
+static int layout_reply(struct rpc_msg *m, struct nacre_layout *out)
+{
+	struct wire_cursor c;
+	struct nacre_layout l;
+	int rc;
+
+	wire_cursor_init_read(&c, m->body, m->body_len);
+	wire_layout_get(&c, &l);
+	rc = cl_decode_end(&c);
+	rpc_msg_free(m);
+	if (rc == 0 && out)
+		*out = l;
+	return rc;
+}
+
+NACRE_API int nacre_layout_get(struct nacre_fs *fs, const struct nacre_cred *cr,
+			       const struct nacre_fid *fid, struct nacre_layout *out)
+{
+	struct rpc_msg *m;
+	int rc = fid_call(fs, cr, WIRE_OP_MDS_LAYOUT_GET, fid, &m);
+
+	if (rc)
+		return rc;
+	return layout_reply(m, out);
+}
+
+NACRE_API int nacre_layout_set(struct nacre_fs *fs, const struct nacre_cred *cr,
+			       const struct nacre_fid *fid, const struct nacre_layout *layout,
+			       struct nacre_layout *out)
+{
+	struct wire_layout_set_req req;
+	struct wire_cursor c;
+	struct nacre_cred root;
+	struct rpc_msg *m;
+	int rc;
+
+	if (!fs || !fid || !layout)
+		return -EINVAL;
+	memset(&req, 0, sizeof(req));
+	req.cred = *cl_cred(cr, &root);
+	req.fid = *fid;
+	req.layout = *layout;
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_layout_set_req_encode(&c, &req);
+	rc = mds_rpc(fs, WIRE_OP_MDS_LAYOUT_SET, 0, &c, &m);
+	if (rc)
+		return rc;
+	return layout_reply(m, out);
+}
+
+/* Requests whose body is only the caller's credentials (STATFS, TARGETS). */
+static int cred_call(struct nacre_fs *fs, uint16_t op, struct rpc_msg **rep)
+{
+	struct wire_cursor c;
+	struct nacre_cred root;
+
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_cred_put(&c, cl_cred(NULL, &root));
+	return mds_rpc(fs, op, RPC_IDEMPOTENT, &c, rep);
+}
+
+NACRE_API int nacre_statfs(struct nacre_fs *fs, struct nacre_statfs *out)
+{
+	struct wire_cursor c;
+	struct nacre_statfs st;
+	struct rpc_msg *m;
+	int rc;
+
+	if (!fs || !out)
+		return -EINVAL;
+	rc = cred_call(fs, WIRE_OP_MDS_STATFS, &m);
+	if (rc)
+		return rc;
+	wire_cursor_init_read(&c, m->body, m->body_len);
+	wire_statfs_get(&c, &st);
+	rc = cl_decode_end(&c);
+	rpc_msg_free(m);
+	if (rc == 0)
+		*out = st;
+	return rc;
+}
+
+int cl_targets_fetch(struct nacre_fs *fs, struct nacre_target **out, int *count)
+{
+	struct wire_cursor c;
+	struct nacre_target *t = NULL;
+	struct rpc_msg *m;
+	uint32_t n, i;
+	int rc;
+
+	*out = NULL;
+	*count = 0;
+	rc = cred_call(fs, WIRE_OP_MDS_TARGETS, &m);
+	if (rc)
+		return rc;
+	wire_cursor_init_read(&c, m->body, m->body_len);
+	n = wire_get_u32(&c);
+	/* A count is believed only as far as the bytes present can hold it. */
+	if (!wire_cursor_ok(&c) || n > wire_cursor_left(&c) / TARGET_WIRE_MIN) {
+		rc = -EPROTO;
+		goto out_free_msg;
+	}
+	if (n > 0) {
+		t = calloc(n, sizeof(*t));
+		if (!t) {
+			rc = -ENOMEM;
+			goto out_free_msg;
+		}
+	}
+	for (i = 0; i < n; i++)
+		wire_target_get(&c, &t[i]);
+	rc = cl_decode_end(&c);
+	if (rc) {
+		free(t);
+		goto out_free_msg;
+	}
+	*out = t;
+	*count = (int)n;
+out_free_msg:
+	rpc_msg_free(m);
+	return rc;
+}
+
+NACRE_API int nacre_targets(struct nacre_fs *fs, struct nacre_target *out, int max)
+{
+	struct nacre_target *t;
+	int n, rc;
+
+	if (!fs || (max > 0 && !out) || max < 0)
+		return -EINVAL;
+	rc = cl_targets_fetch(fs, &t, &n);
+	if (rc)
+		return rc;
+	if (n > max)
+		n = max;
+	if (n > 0)
+		memcpy(out, t, (size_t)n * sizeof(*t));
+	free(t);
+	return n;
+}
+
+NACRE_API int nacre_fid2path(struct nacre_fs *fs, const struct nacre_cred *cr,
+			     const struct nacre_fid *fid, char *buf, size_t len)
+{
+	struct rpc_msg *m;
+	int rc;
+
+	if (!buf)
+		return -EINVAL;
+	rc = fid_call(fs, cr, WIRE_OP_MDS_FID2PATH, fid, &m);
+	if (rc)
+		return rc;
+	return path_reply(m, buf, len);
+}
+
+NACRE_API int nacre_resolve(struct nacre_fs *fs, const struct nacre_cred *cr, const char *path,
+			    struct nacre_attr *out)
+{
+	struct nacre_fid *stack; /* the directories walked, so ".." can go back up */
+	struct nacre_attr a;
+	char name[NACRE_NAME_MAX + 1];
+	size_t depth = 0, len;
+	const char *p = path;
+	int rc;
+
+	if (!fs || !path)
+		return -EINVAL;
+	len = strnlen(path, NACRE_PATH_MAX + 1);
+	if (len > NACRE_PATH_MAX)
+		return -ENAMETOOLONG;
+	rc = nacre_getattr(fs, cr, &fs->root, &a);
+	if (rc)
+		return rc;
+	stack = malloc((len / 2 + 2) * sizeof(*stack)); /* a component takes >= 2 bytes */
+	if (!stack)
+		return -ENOMEM;
+	stack[0] = fs->root;
+	while (*p) {
+		while (*p == '/')
+			p++;
+		const char *c = p;
+		while (*p && *p != '/')
+			p++;
+		size_t n = (size_t)(p - c);
+		if (n == 0 || (n == 1 && c[0] == '.'))
+			continue;
+		if (!S_ISDIR(a.mode)) {
+			rc = -ENOTDIR;
+			goto out_free;
+		}
+		if (n == 2 && c[0] == '.' && c[1] == '.') {
+			/* Never above the mount root, as on a chrooted path. */
+			if (depth > 0)
+				depth--;
+			rc = nacre_getattr(fs, cr, &stack[depth], &a);
+			if (rc)
+				goto out_free;
+			continue;
+		}
+		if (n > NACRE_NAME_MAX) {
+			rc = -ENAMETOOLONG;
+			goto out_free;
+		}
+		memcpy(name, c, n);
+		name[n] = '\0';
+		rc = nacre_lookup(fs, cr, &stack[depth], name, &a);
+		if (rc)
+			goto out_free;
+		stack[++depth] = a.fid;
+	}
+	if (out)
+		*out = a;
+out_free:
+	free(stack);
+	return rc;
+}

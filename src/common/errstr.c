@@ -1,0 +1,34 @@
+/* errstr.c - nacre_strerror(): one description for errno values and NACRE_E* codes. */
+#include <string.h>
+
+#include "nacre/nacre_errno.h"
+
+static const char *const nacre_errs[NACRE_ELAST - NACRE_EBASE] = {
+	[0] = "nacre error base",
+	[NACRE_EPROTO_VERSION - NACRE_EBASE] = "no common nacre protocol version with the peer",
+	[NACRE_EAUTH - NACRE_EBASE] = "cluster key rejected",
+	[NACRE_EFSNAME - NACRE_EBASE] = "server serves another file system",
+	[NACRE_ESTALE_LAYOUT - NACRE_EBASE] = "file layout changed",
+	[NACRE_EBADMAGIC - NACRE_EBASE] = "not nacre data (bad magic)",
+	[NACRE_EFORMAT - NACRE_EBASE] = "unknown on-disk format version",
+	[NACRE_ENOTARGET - NACRE_EBASE] = "no such target",
+	[NACRE_ETIMEDOUT_SRV - NACRE_EBASE] = "server did not answer in time",
+};
+
+/* Exported from the shared libnacre, which is built with -fvisibility=hidden. */
+__attribute__((visibility("default"))) const char *nacre_strerror(int err)
+{
+	const char *s;
+
+	/* Negating INT_MIN would overflow; it is no valid code anyway. */
+	if (err < 0 && err != (-2147483647 - 1))
+		err = -err;
+	if (err == 0)
+		return "Success";
+	if (err >= NACRE_EBASE && err < NACRE_ELAST)
+		return nacre_errs[err - NACRE_EBASE];
+	/* strerrordesc_np returns a static, untranslated string: thread-safe, unlike
+	 * strerror(). */
+	s = strerrordesc_np(err);
+	return s ? s : "Unknown error";
+}

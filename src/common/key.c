@@ -1,0 +1,208 @@
+/* key.c - the cluster key: loading, generating, HMAC-SHA256 proofs. */
+#include "common/key.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "nacre/nacre_errno.h"
+
+#define KEY_HEX_MIN 64
+#define KEY_HEX_MAX (2 * KEY_MAX_BYTES)
+#define KEY_GEN_BYTES 32
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static void set_err(char *err, size_t err_len, const char *path, const char *what)
+{
+	if (err && err_len > 0)
+		snprintf(err, err_len, "key file %s: %s", path, what);
+}
+
+int key_load(const char *path, struct nacre_key *key, char *err, size_t err_len)
+{
+	/* Room for the longest key, a line ending and a little slack to detect longer. */
+	char buf[KEY_HEX_MAX + 8];
+	size_t n = 0;
+	int fd, rc = 0;
+
+	memset(key, 0, sizeof(*key));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		set_err(err, err_len, path, nacre_strerror(rc));
+		return rc;
+	}
+	while (n < sizeof(buf)) {
+		ssize_t r = read(fd, buf + n, sizeof(buf) - n);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			set_err(err, err_len, path, "read failed");
+			goto out_close;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	/* An optional line ending (or trailing blanks) after the hex digits. */
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' ||
+			 buf[n - 1] == '\t'))
+		n--;
+	if (n < KEY_HEX_MIN || n > KEY_HEX_MAX || n % 2 != 0) {
+		rc = -EINVAL;
+		set_err(err, err_len, path,
+			"expected an even number of 64 to 256 hex digits (make one with "
+			"`nacre up`, or `openssl rand -hex 32 > FILE`)");
+		goto out_close;
+	}
+	for (size_t i = 0; i < n; i += 2) {
+		int hi = hexval(buf[i]), lo = hexval(buf[i + 1]);
+
+		if (hi < 0 || lo < 0) {
+			rc = -EINVAL;
+			set_err(err, err_len, path, "contains a character that is not a hex digit");
+			OPENSSL_cleanse(key, sizeof(*key));
+			goto out_close;
+		}
+		key->bytes[i / 2] = (uint8_t)(hi << 4 | lo);
+	}
+	key->len = n / 2;
+	key->present = 1;
+out_close:
+	OPENSSL_cleanse(buf, sizeof(buf));
+	close(fd);
+	return rc;
+}
+
+int key_random(void *buf, size_t n)
+{
+	uint8_t *p = buf;
+
+	while (n > 0) {
+		ssize_t r = getrandom(p, n, 0);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+int key_generate(const char *path)
+{
+	static const char hex[] = "0123456789abcdef";
+	uint8_t raw[KEY_GEN_BYTES];
+	char text[2 * KEY_GEN_BYTES + 1];
+	size_t off = 0;
+	int fd, rc;
+
+	rc = key_random(raw, sizeof(raw));
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < sizeof(raw); i++) {
+		text[2 * i] = hex[raw[i] >> 4];
+		text[2 * i + 1] = hex[raw[i] & 0xf];
+	}
+	text[sizeof(text) - 1] = '\n';
+	OPENSSL_cleanse(raw, sizeof(raw));
+
+	/* O_EXCL: never overwrite a key (other nodes may be using it). */
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		rc = -errno;
+		goto out_wipe;
+	}
+	while (off < sizeof(text)) {
+		ssize_t w = write(fd, text + off, sizeof(text) - off);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			goto out_unlink;
+		}
+		off += (size_t)w;
+	}
+	if (fsync(fd) < 0) {
+		rc = -errno;
+		goto out_unlink;
+	}
+	if (close(fd) < 0) {
+		rc = -errno;
+		fd = -1;
+		goto out_unlink;
+	}
+	rc = 0;
+	goto out_wipe;
+
+out_unlink:
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+out_wipe:
+	OPENSSL_cleanse(text, sizeof(text));
+	return rc;
+}
+
+void key_proof(const struct nacre_key *key, const char *label, const uint8_t *a,
+	       const uint8_t *b, size_t nonce_len, uint8_t out[32])
+{
+	/* Labels are short constants and nonces 16 bytes: a stack buffer almost always fits. */
+	uint8_t small[256];
+	uint8_t *msg = small;
+	size_t llen = strlen(label);
+	size_t mlen = llen + 2 * nonce_len;
+	static const uint8_t nokey[1];
+	unsigned int outlen = 32;
+
+	if (mlen > sizeof(small)) {
+		msg = malloc(mlen);
+		if (!msg) {
+			/* Cannot compute it: a random proof is one no peer accepts. */
+			if (key_random(out, 32) < 0)
+				memset(out, 0xa5, 32);
+			return;
+		}
+	}
+	memcpy(msg, label, llen);
+	memcpy(msg + llen, a, nonce_len);
+	memcpy(msg + llen + nonce_len, b, nonce_len);
+
+	/* An absent key is HMAC with an empty key: no keyed peer (>= 32 key bytes) matches. */
+	if (!HMAC(EVP_sha256(), key && key->present ? key->bytes : nokey,
+		  key && key->present ? (int)key->len : 0, msg, mlen, out, &outlen)) {
+		if (key_random(out, 32) < 0)
+			memset(out, 0xa5, 32);
+	}
+	if (msg != small)
+		free(msg);
+}
+
+int key_proof_eq(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	return CRYPTO_memcmp(a, b, n) == 0;
+}

@@ -1,0 +1,192 @@
+/* attr.c - attributes: getattr, setattr, access, statfs. */
+#include <errno.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "fuse/fz.h"
+
+#define STATFS_BSIZE 4096
+
+/* Replies a's attributes, with the size raised to what files open here wrote. */
+static void reply_attr(fuse_req_t req, struct fz_inode *in, const struct nacre_attr *a)
+{
+	struct stat st;
+	uint64_t size = a->size;
+
+	fz_attr_to_stat(a, &st);
+	fz_inode_merge_size(in, &size);
+	st.st_size = (off_t)size;
+	fuse_reply_attr(req, &st, fz_mnt(req)->attr_timeout);
+}
+
+void fz_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *in = fz_inode_get(m, ino);
+	struct nacre_cred cr;
+	struct nacre_attr a;
+	int rc;
+
+	(void)fi;
+	fz_cred(req, &cr);
+	rc = nacre_getattr(m->fs, &cr, &in->fid, &a);
+	if (rc < 0) {
+		fz_reply_rc(req, rc);
+		return;
+	}
+	reply_attr(req, in, &a);
+}
+
+static void time_from(struct nacre_time *t, const struct timespec *ts)
+{
+	t->sec = ts->tv_sec;
+	t->nsec = (uint32_t)ts->tv_nsec;
+}
+
+void fz_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		   struct fuse_file_info *fi)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *in = fz_inode_get(m, ino);
+	struct nacre_setattr sa;
+	struct nacre_cred cr;
+	struct nacre_attr a;
+	int rc;
+
+	if (fz_check_ro(req))
+		return;
+	memset(&sa, 0, sizeof(sa));
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		sa.valid |= NACRE_SET_MODE;
+		sa.mode = attr->st_mode & 07777;
+	}
+	if (to_set & FUSE_SET_ATTR_UID) {
+		sa.valid |= NACRE_SET_UID;
+		sa.uid = attr->st_uid;
+	}
+	if (to_set & FUSE_SET_ATTR_GID) {
+		sa.valid |= NACRE_SET_GID;
+		sa.gid = attr->st_gid;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		sa.valid |= NACRE_SET_SIZE;
+		sa.size = (uint64_t)attr->st_size;
+	}
+	/* The kernel sets ATIME together with ATIME_NOW; "now" is the server's clock. */
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+		sa.valid |= NACRE_SET_ATIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_ATIME) {
+		sa.valid |= NACRE_SET_ATIME;
+		time_from(&sa.atime, &attr->st_atim);
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+		sa.valid |= NACRE_SET_MTIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_MTIME) {
+		sa.valid |= NACRE_SET_MTIME;
+		time_from(&sa.mtime, &attr->st_mtim);
+	}
+	if (to_set & FUSE_SET_ATTR_CTIME) {
+		sa.valid |= NACRE_SET_CTIME;
+		time_from(&sa.ctime, &attr->st_ctim);
+	}
+	fz_cred(req, &cr);
+	/* ftruncate: data still buffered in this handle must land before the cut, not after
+	 * it (where it would extend the file again). */
+	if ((sa.valid & NACRE_SET_SIZE) && fi && fi->fh) {
+		struct fz_file *f = (struct fz_file *)(uintptr_t)fi->fh;
+
+		rc = nacre_fsync(f->nf, 1);
+		if (rc < 0) {
+			fz_reply_rc(req, rc);
+			return;
+		}
+	}
+	rc = nacre_setattr(m->fs, &cr, &in->fid, &sa, &a);
+	if (rc < 0) {
+		fz_reply_rc(req, rc);
+		return;
+	}
+	if (sa.valid & NACRE_SET_SIZE)
+		fz_inode_clamp_size(in, sa.size);
+	reply_attr(req, in, &a);
+}
+
+static int in_group(const struct nacre_cred *cr, uint32_t gid)
+{
+	uint32_t i;
+
+	if (cr->gid == gid)
+		return 1;
+	for (i = 0; i < cr->ngroups; i++)
+		if (cr->groups[i] == gid)
+			return 1;
+	return 0;
+}
+
+void fz_op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *in = fz_inode_get(m, ino);
+	struct nacre_cred cr;
+	struct nacre_attr a;
+	uint32_t bits;
+	int rc;
+
+	fz_cred(req, &cr);
+	rc = nacre_getattr(m->fs, &cr, &in->fid, &a);
+	if (rc < 0) {
+		fz_reply_rc(req, rc);
+		return;
+	}
+	if (mask == F_OK) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	if ((mask & W_OK) && m->ro && !S_ISCHR(a.mode) && !S_ISBLK(a.mode) &&
+	    !S_ISFIFO(a.mode) && !S_ISSOCK(a.mode)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (cr.uid == 0) {
+		/* root may read and write anything, and execute what anyone may execute. */
+		if ((mask & X_OK) && !S_ISDIR(a.mode) && !(a.mode & 0111))
+			fuse_reply_err(req, EACCES);
+		else
+			fuse_reply_err(req, 0);
+		return;
+	}
+	if (cr.uid == a.uid)
+		bits = (a.mode >> 6) & 7;
+	else if (in_group(&cr, a.gid))
+		bits = (a.mode >> 3) & 7;
+	else
+		bits = a.mode & 7;
+	fuse_reply_err(req, ((uint32_t)mask & bits) == (uint32_t)mask ? 0 : EACCES);
+}
+
+void fz_op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct nacre_statfs s;
+	struct statvfs st;
+	int rc;
+
+	(void)ino;
+	rc = nacre_statfs(fz_mnt(req)->fs, &s);
+	if (rc < 0) {
+		fz_reply_rc(req, rc);
+		return;
+	}
+	memset(&st, 0, sizeof(st));
+	st.f_bsize = STATFS_BSIZE;
+	st.f_frsize = STATFS_BSIZE;
+	st.f_blocks = s.kb_total / (STATFS_BSIZE / 1024);
+	st.f_bfree = s.kb_free / (STATFS_BSIZE / 1024);
+	st.f_bavail = s.kb_avail / (STATFS_BSIZE / 1024);
+	st.f_files = s.files;
+	st.f_ffree = s.ffree;
+	st.f_favail = s.ffree;
+	st.f_namemax = NACRE_NAME_MAX;
+	fuse_reply_statfs(req, &st);
+}

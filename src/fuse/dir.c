@@ -1,0 +1,355 @@
+/* dir.c - namespace operations: lookup, create-like calls, unlink, rename, link, and
+ * directory listing.
+ *
+ * Listing: the kernel gives back the offset of the last entry it consumed. Offsets are the
+ * MDS cookies (which never use 1 and 2), "." has next-offset 1 and ".." next-offset 2, so
+ * any offset resumes exactly where the previous reply stopped.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "fuse/fz.h"
+
+#define DIR_BATCH 128 /* entries fetched from the MDS per READDIR RPC */
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+/* An open directory (fi->fh): the last batch read from the MDS, so that consecutive
+ * readdir calls do not refetch entries the previous reply had no room for. */
+struct fz_dir {
+	pthread_mutex_t lock;     /* serializes readdir on this handle */
+	struct nacre_dirent *ents; /* lock: the batch */
+	int nents;                /* lock */
+	int eof;                  /* lock: the batch ends the directory */
+	int valid;                /* lock: ents holds a batch */
+	uint64_t from;            /* lock: cookie the batch was read after */
+};
+
+void fz_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *p = fz_inode_get(m, parent);
+	struct nacre_cred cr;
+	struct nacre_attr a;
+	int rc;
+
+	if (fz_check_name(req, name))
+		return;
+	fz_cred(req, &cr);
+	rc = nacre_lookup(m->fs, &cr, &p->fid, name, &a);
+	if (rc < 0) {
+		/* No negative caching: another client may create the name at any time. */
+		fz_reply_rc(req, rc);
+		return;
+	}
+	fz_reply_entry(req, &a, &p->fid);
+}
+
+void fz_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *p = fz_inode_get(m, parent);
+	struct nacre_cred cr;
+	struct nacre_attr a;
+	int rc;
+
+	if (fz_check_ro(req) || fz_check_name(req, name))
+		return;
+	fz_cred(req, &cr);
+	rc = nacre_mkdir(m->fs, &cr, &p->fid, name, mode & 07777, &a);
+	if (rc < 0) {
+		fz_reply_rc(req, rc);
+		return;
+	}
+	fz_reply_entry(req, &a, &p->fid);
+}
+
+void fz_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *p = fz_inode_get(m, parent);
+	struct nacre_cred cr;
+	struct nacre_attr a;
+	int rc;
+
+	if (fz_check_ro(req) || fz_check_name(req, name))
+		return;
+	fz_cred(req, &cr);
+	/* The type bits go along: mknod makes fifos, sockets, devices and regular files. */
+	rc = nacre_mknod(m->fs, &cr, &p->fid, name, mode, (uint32_t)rdev, &a);
+	if (rc < 0) {
+		fz_reply_rc(req, rc);
+		return;
+	}
+	fz_reply_entry(req, &a, &p->fid);
+}
+
+void fz_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *p = fz_inode_get(m, parent);
+	struct nacre_cred cr;
+	struct nacre_attr a;
+	int rc;
+
+	if (fz_check_ro(req) || fz_check_name(req, name))
+		return;
+	if (strlen(link) > NACRE_PATH_MAX) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	fz_cred(req, &cr);
+	rc = nacre_symlink(m->fs, &cr, &p->fid, name, link, &a);
+	if (rc < 0) {
+		fz_reply_rc(req, rc);
+		return;
+	}
+	fz_reply_entry(req, &a, &p->fid);
+}
+
+void fz_op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *in = fz_inode_get(m, ino);
+	struct nacre_cred cr;
+	char *buf = malloc(NACRE_PATH_MAX + 1);
+	int rc;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fz_cred(req, &cr);
+	rc = nacre_readlink(m->fs, &cr, &in->fid, buf, NACRE_PATH_MAX + 1);
+	if (rc < 0)
+		fz_reply_rc(req, rc);
+	else
+		fuse_reply_readlink(req, buf);
+	free(buf);
+}
+
+void fz_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct nacre_cred cr;
+
+	if (fz_check_ro(req))
+		return;
+	fz_cred(req, &cr);
+	fuse_reply_err(req, fz_errno_or_ok(nacre_unlink(m->fs, &cr, &fz_inode_get(m, parent)->fid,
+							 name)));
+}
+
+void fz_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct nacre_cred cr;
+
+	if (fz_check_ro(req))
+		return;
+	fz_cred(req, &cr);
+	fuse_reply_err(req, fz_errno_or_ok(nacre_rmdir(m->fs, &cr, &fz_inode_get(m, parent)->fid,
+							name)));
+}
+
+void fz_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		  const char *newname, unsigned int flags)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct nacre_cred cr;
+	int rc;
+
+	if (fz_check_ro(req) || fz_check_name(req, newname))
+		return;
+	/* RENAME_WHITEOUT is for overlay file systems; nacre has no whiteouts. */
+	if (flags & ~(unsigned int)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	fz_cred(req, &cr);
+	rc = nacre_rename(m->fs, &cr, &fz_inode_get(m, parent)->fid, name,
+			  &fz_inode_get(m, newparent)->fid, newname, flags);
+	fuse_reply_err(req, fz_errno_or_ok(rc));
+}
+
+void fz_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *p = fz_inode_get(m, newparent);
+	struct nacre_cred cr;
+	struct nacre_attr a;
+	int rc;
+
+	if (fz_check_ro(req) || fz_check_name(req, newname))
+		return;
+	fz_cred(req, &cr);
+	rc = nacre_link(m->fs, &cr, &fz_inode_get(m, ino)->fid, &p->fid, newname, &a);
+	if (rc < 0) {
+		fz_reply_rc(req, rc);
+		return;
+	}
+	fz_reply_entry(req, &a, &p->fid);
+}
+
+void fz_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fz_dir *d = calloc(1, sizeof(*d));
+
+	(void)ino;
+	if (!d) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	d->ents = malloc(DIR_BATCH * sizeof(*d->ents));
+	if (!d->ents) {
+		free(d);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	pthread_mutex_init(&d->lock, NULL);
+	fi->fh = (uint64_t)(uintptr_t)d;
+	/* Entries change under us from other clients: the kernel must not keep a listing. */
+	fi->cache_readdir = 0;
+	if (fuse_reply_open(req, fi) != 0) {
+		pthread_mutex_destroy(&d->lock);
+		free(d->ents);
+		free(d);
+	}
+}
+
+/* Adds one entry to buf; returns 0 if it did not fit. */
+static int add_entry(fuse_req_t req, char *buf, size_t size, size_t *pos, const char *name,
+		     const struct nacre_fid *fid, uint32_t type, uint64_t next)
+{
+	struct stat st;
+	size_t len;
+
+	memset(&st, 0, sizeof(st));
+	st.st_ino = (ino_t)fz_fid_ino(fid);
+	st.st_mode = type & S_IFMT;
+	len = fuse_add_direntry(req, buf + *pos, size - *pos, name, &st, (off_t)next);
+	if (len > size - *pos)
+		return 0;
+	*pos += len;
+	return 1;
+}
+
+/* Makes d->ents hold the entries after cookie (fetching if the batch does not cover it) and
+ * returns the index of the first one, or a negative error. Called with d->lock held. */
+static int dir_seek(struct fz_mount *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		    struct fz_dir *d, uint64_t cookie)
+{
+	int i, n;
+
+	if (d->valid) {
+		if (d->from == cookie && (d->nents > 0 || d->eof))
+			return 0;
+		/* A batch used up to its end says nothing of what follows, unless at eof. */
+		for (i = 0; i < d->nents; i++)
+			if (d->ents[i].cookie == cookie) {
+				if (i + 1 < d->nents || d->eof)
+					return i + 1;
+				break;
+			}
+	}
+	d->valid = 0;
+	n = nacre_readdir(m->fs, cr, fid, cookie, d->ents, DIR_BATCH, &d->eof);
+	if (n < 0)
+		return n;
+	if (n > DIR_BATCH)
+		n = DIR_BATCH;
+	d->nents = n;
+	d->from = cookie;
+	d->valid = 1;
+	return 0;
+}
+
+void fz_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		   struct fuse_file_info *fi)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *in = fz_inode_get(m, ino);
+	struct fz_dir *d = (struct fz_dir *)(uintptr_t)fi->fh;
+	struct nacre_cred cr;
+	struct nacre_fid parent;
+	uint64_t cookie = off > 2 ? (uint64_t)off : 0;
+	size_t pos = 0;
+	char *buf;
+	int rc = 0;
+
+	buf = malloc(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fz_cred(req, &cr);
+	pthread_mutex_lock(&d->lock);
+	if (off == 0) {
+		/* rewinddir: show what is there now, not the batch read before. */
+		d->valid = 0;
+		if (!add_entry(req, buf, size, &pos, ".", &in->fid, S_IFDIR, 1))
+			goto out_reply;
+	}
+	if (off <= 1) {
+		parent = in == &m->itab.root ? in->fid : fz_inode_parent(m, in);
+		if (!add_entry(req, buf, size, &pos, "..", &parent, S_IFDIR, 2))
+			goto out_reply;
+	}
+	for (;;) {
+		int i = dir_seek(m, &cr, &in->fid, d, cookie);
+
+		if (i < 0) {
+			rc = i;
+			break;
+		}
+		for (; i < d->nents; i++) {
+			const struct nacre_dirent *de = &d->ents[i];
+
+			if (de->cookie <= 2)
+				LOG_RATELIMITED(LOG_LVL_WARN, "dir", "MDS sent reserved cookie %llu",
+						(unsigned long long)de->cookie);
+			if (!add_entry(req, buf, size, &pos, de->name, &de->fid, de->type,
+				       de->cookie))
+				goto out_reply;
+		}
+		/* Batch used up: the next one starts after its last entry. */
+		if (d->eof || d->nents == 0)
+			break;
+		cookie = d->ents[d->nents - 1].cookie;
+	}
+out_reply:
+	pthread_mutex_unlock(&d->lock);
+	/* Entries already placed are worth more than the error; the next call retries. */
+	if (rc < 0 && pos == 0)
+		fz_reply_rc(req, rc);
+	else
+		fuse_reply_buf(req, buf, pos);
+	free(buf);
+}
+
+void fz_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fz_dir *d = (struct fz_dir *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	pthread_mutex_destroy(&d->lock);
+	free(d->ents);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+void fz_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	/* Every namespace change is committed on the MDS before it is answered. */
+	(void)ino;
+	(void)datasync;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}

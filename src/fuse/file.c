@@ -1,0 +1,241 @@
+/* file.c - regular file operations: create, open, read, write, flush, fsync, release.
+ *
+ * The kernel page cache is used for reads only (no writeback cache): every write arrives
+ * here and goes to libnacre, which buffers and stripes it. Each open file records the end
+ * of what it wrote so that getattr reports the size this client knows before the MDS does.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "fuse/fz.h"
+
+/* open(2) flags libnacre does not take: creation is a separate call, the rest is the
+ * kernel's business. */
+#define OPEN_FLAGS_DROP (O_CREAT | O_EXCL | O_NOCTTY)
+
+static struct fz_file *file_of(struct fuse_file_info *fi)
+{
+	return (struct fz_file *)(uintptr_t)fi->fh;
+}
+
+/* Wraps nf in an fz_file linked to in; NULL on ENOMEM (nf is then still the caller's). */
+static struct fz_file *file_create(struct fz_inode *in, struct nacre_file *nf, int flags)
+{
+	struct fz_file *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->nf = nf;
+	f->inode = in;
+	f->append = (flags & O_APPEND) != 0;
+	/* O_TRUNC cut the file at the MDS: other handles here wrote nothing past 0 any more. */
+	if (flags & O_TRUNC)
+		fz_inode_clamp_size(in, 0);
+	fz_inode_add_file(in, f);
+	return f;
+}
+
+int fz_file_close(struct fz_file *f)
+{
+	int rc;
+
+	if (!f)
+		return 0;
+	/* Close before unlinking: until the MDS has the size, getattr must still see it. */
+	rc = nacre_close(f->nf);
+	fz_inode_del_file(f->inode, f);
+	free(f);
+	return rc;
+}
+
+static void set_open_flags(struct fuse_file_info *fi)
+{
+	fi->direct_io = 0;
+	/* Close-to-open: drop cached pages on open, as another client may have written. */
+	fi->keep_cache = 0;
+}
+
+void fz_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		  struct fuse_file_info *fi)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *p = fz_inode_get(m, parent);
+	struct fuse_entry_param e;
+	struct nacre_file *nf;
+	struct nacre_cred cr;
+	struct nacre_attr a;
+	struct fz_inode *in;
+	struct fz_file *f;
+	int rc;
+
+	if (fz_check_ro(req) || fz_check_name(req, name))
+		return;
+	fz_cred(req, &cr);
+	rc = nacre_create(m->fs, &cr, &p->fid, name, mode & 07777, (uint32_t)(fi->flags & O_EXCL),
+			  NULL, &a);
+	if (rc < 0)
+		goto out_err;
+	rc = nacre_open(m->fs, &cr, &a.fid, fi->flags & ~OPEN_FLAGS_DROP, &nf);
+	/* open(O_CREAT|O_WRONLY, 0444) must succeed for the creator. The owner may chmod the
+	 * file at will anyway, so opening on its behalf bypasses nothing. */
+	if (rc == -EACCES && a.uid == cr.uid)
+		rc = nacre_open(m->fs, NULL, &a.fid, fi->flags & ~OPEN_FLAGS_DROP, &nf);
+	if (rc < 0)
+		goto out_err;
+	rc = fz_entry_prepare(req, &a, &p->fid, &e, &in);
+	if (rc < 0)
+		goto out_close;
+	f = file_create(in, nf, fi->flags);
+	if (!f) {
+		rc = -ENOMEM;
+		goto out_forget;
+	}
+	fi->fh = (uint64_t)(uintptr_t)f;
+	set_open_flags(fi);
+	/* If the kernel dropped the reply, it holds neither the lookup nor the file. */
+	if (fuse_reply_create(req, &e, fi) != 0) {
+		fz_file_close(f);
+		fz_inode_forget(m, in, 1);
+	}
+	return;
+
+out_forget:
+	fz_inode_forget(m, in, 1);
+out_close:
+	nacre_close(nf);
+out_err:
+	fz_reply_rc(req, rc);
+}
+
+void fz_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *in = fz_inode_get(m, ino);
+	struct nacre_file *nf;
+	struct nacre_cred cr;
+	struct fz_file *f;
+	int rc;
+
+	if (m->ro && ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	fz_cred(req, &cr);
+	/* O_TRUNC arrives here (atomic O_TRUNC) and libnacre truncates at the MDS. */
+	rc = nacre_open(m->fs, &cr, &in->fid, fi->flags & ~OPEN_FLAGS_DROP, &nf);
+	if (rc < 0) {
+		fz_reply_rc(req, rc);
+		return;
+	}
+	f = file_create(in, nf, fi->flags);
+	if (!f) {
+		nacre_close(nf);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)f;
+	set_open_flags(fi);
+	if (fuse_reply_open(req, fi) != 0)
+		fz_file_close(f);
+}
+
+void fz_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi)
+{
+	struct fz_file *f = file_of(fi);
+	ssize_t n;
+	char *buf;
+
+	(void)ino;
+	if (size == 0) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	buf = malloc(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = nacre_pread(f->nf, buf, size, (uint64_t)off);
+	if (n < 0)
+		fz_reply_rc(req, (int)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+void fz_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		 struct fuse_file_info *fi)
+{
+	struct fz_file *f = file_of(fi);
+	struct fz_inode *in = f->inode;
+	uint64_t end;
+	ssize_t n;
+
+	(void)ino;
+	n = nacre_pwrite(f->nf, buf, size, (uint64_t)off);
+	if (n < 0) {
+		fz_reply_rc(req, (int)n);
+		return;
+	}
+	/* With O_APPEND libnacre chose the offset; it knows where the data ended. */
+	end = f->append ? nacre_file_written_size(f->nf) : (uint64_t)off + (uint64_t)n;
+	pthread_mutex_lock(&in->lock);
+	if (end > f->written_end)
+		f->written_end = end;
+	f->dirty = 1;
+	pthread_mutex_unlock(&in->lock);
+	fuse_reply_write(req, (size_t)n);
+}
+
+/* Pushes f's writes to the OSTs and its size to the MDS if it wrote since the last push. */
+static int file_push(struct fz_file *f, int datasync, int force)
+{
+	struct fz_inode *in = f->inode;
+	int dirty, rc;
+
+	pthread_mutex_lock(&in->lock);
+	dirty = f->dirty;
+	f->dirty = 0;
+	pthread_mutex_unlock(&in->lock);
+	if (!dirty && !force)
+		return 0;
+	rc = nacre_fsync(f->nf, datasync);
+	if (rc < 0) {
+		pthread_mutex_lock(&in->lock);
+		f->dirty = 1;
+		pthread_mutex_unlock(&in->lock);
+	}
+	return rc;
+}
+
+void fz_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	/* close(2) returns before release reaches us, so release alone would leave a window
+	 * where another client opens the file and sees neither the data nor the size
+	 * (close-to-open, as NFS). Pushing here also reports write-behind errors to close(2).
+	 * Only files written since the last push pay for it. */
+	fuse_reply_err(req, fz_errno_or_ok(file_push(file_of(fi), 0, 0)));
+}
+
+void fz_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)ino;
+	fuse_reply_err(req, fz_errno_or_ok(file_push(file_of(fi), datasync, 1)));
+}
+
+void fz_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int rc = fz_file_close(file_of(fi));
+
+	(void)ino;
+	/* Nobody waits for release: the error can only be logged. */
+	if (rc < 0)
+		LOG_RATELIMITED(LOG_LVL_WARN, "file", "close of inode %llu: %s",
+				(unsigned long long)ino, nacre_strerror(rc));
+	fuse_reply_err(req, 0);
+}

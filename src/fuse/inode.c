@@ -1,0 +1,248 @@
+/* inode.c - the inode table: kernel inode numbers <-> FIDs, with lookup counts.
+ *
+ * The kernel names an inode by a 64-bit number it got from us in a lookup-like reply and
+ * gives back the count of those replies with forget. As in libfuse's passthrough_ll, the
+ * number is the address of our inode object (FUSE_ROOT_ID for the root), and the object lives
+ * until forget brings its count to zero. One FID always maps to one object, so that hard
+ * links and repeated lookups give the kernel one inode.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "fuse/fz.h"
+
+#define ITABLE_INITIAL 1024
+
+static size_t fid_hash(const struct nacre_fid *fid)
+{
+	uint64_t h = fid->seq * 0x9e3779b97f4a7c15ULL;
+
+	h ^= ((uint64_t)fid->oid << 32 | fid->ver) * 0xc2b2ae3d27d4eb4fULL;
+	return (size_t)(h ^ (h >> 29));
+}
+
+static void inode_init(struct fz_inode *in, const struct nacre_fid *fid)
+{
+	memset(in, 0, sizeof(*in));
+	in->fid = *fid;
+	in->parent = *fid;
+	pthread_mutex_init(&in->lock, NULL);
+}
+
+int fz_itable_init(struct fz_itable *t, const struct nacre_fid *root)
+{
+	memset(t, 0, sizeof(*t));
+	t->nbuckets = ITABLE_INITIAL;
+	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
+	if (!t->buckets)
+		return -ENOMEM;
+	pthread_mutex_init(&t->lock, NULL);
+	inode_init(&t->root, root);
+	t->root.ino = FUSE_ROOT_ID;
+	/* The kernel holds the root without a lookup; never let forget reach zero. */
+	t->root.nlookup = 2;
+	t->buckets[fid_hash(root) & (t->nbuckets - 1)] = &t->root;
+	t->count = 1;
+	return 0;
+}
+
+void fz_itable_fini(struct fz_itable *t)
+{
+	size_t i;
+
+	if (!t->buckets)
+		return;
+	for (i = 0; i < t->nbuckets; i++) {
+		struct fz_inode *in = t->buckets[i];
+
+		while (in) {
+			struct fz_inode *next = in->hnext;
+
+			/* The kernel connection is gone: no release will come for these. */
+			while (in->files) {
+				int rc = fz_file_close(in->files);
+
+				if (rc < 0)
+					LOG_WARN("inode", "close at unmount: %s", nacre_strerror(rc));
+			}
+			pthread_mutex_destroy(&in->lock);
+			if (in != &t->root)
+				free(in);
+			in = next;
+		}
+	}
+	free(t->buckets);
+	t->buckets = NULL;
+	pthread_mutex_destroy(&t->lock);
+}
+
+struct fz_inode *fz_inode_get(struct fz_mount *m, fuse_ino_t ino)
+{
+	if (ino == FUSE_ROOT_ID)
+		return &m->itab.root;
+	return (struct fz_inode *)(uintptr_t)ino;
+}
+
+/* Doubles the bucket array; on ENOMEM keeps the old one (chains just get longer). Called
+ * with t->lock held. */
+static void itable_grow(struct fz_itable *t)
+{
+	size_t n = t->nbuckets * 2, i;
+	struct fz_inode **nb = calloc(n, sizeof(*nb));
+
+	if (!nb)
+		return;
+	for (i = 0; i < t->nbuckets; i++) {
+		struct fz_inode *in = t->buckets[i];
+
+		while (in) {
+			struct fz_inode *next = in->hnext;
+			size_t b = fid_hash(&in->fid) & (n - 1);
+
+			in->hnext = nb[b];
+			nb[b] = in;
+			in = next;
+		}
+	}
+	free(t->buckets);
+	t->buckets = nb;
+	t->nbuckets = n;
+}
+
+struct fz_inode *fz_inode_ref(struct fz_mount *m, const struct nacre_fid *fid,
+			      const struct nacre_fid *parent)
+{
+	struct fz_itable *t = &m->itab;
+	struct fz_inode *in;
+	size_t b;
+
+	pthread_mutex_lock(&t->lock);
+	b = fid_hash(fid) & (t->nbuckets - 1);
+	for (in = t->buckets[b]; in; in = in->hnext)
+		if (nacre_fid_eq(&in->fid, fid))
+			break;
+	if (!in) {
+		in = malloc(sizeof(*in));
+		if (!in) {
+			pthread_mutex_unlock(&t->lock);
+			return NULL;
+		}
+		inode_init(in, fid);
+		in->ino = (fuse_ino_t)(uintptr_t)in;
+		in->hnext = t->buckets[b];
+		t->buckets[b] = in;
+		if (++t->count > t->nbuckets * 2)
+			itable_grow(t);
+	}
+	in->nlookup++;
+	if (parent && in != &t->root)
+		in->parent = *parent;
+	pthread_mutex_unlock(&t->lock);
+	return in;
+}
+
+void fz_inode_forget(struct fz_mount *m, struct fz_inode *in, uint64_t n)
+{
+	struct fz_itable *t = &m->itab;
+	struct fz_inode **pp;
+
+	pthread_mutex_lock(&t->lock);
+	if (n > in->nlookup) {
+		LOG_WARN("inode", "forget of %llu lookups, only %llu held",
+			 (unsigned long long)n, (unsigned long long)in->nlookup);
+		n = in->nlookup;
+	}
+	in->nlookup -= n;
+	if (in->nlookup > 0 || in == &t->root) {
+		pthread_mutex_unlock(&t->lock);
+		return;
+	}
+	pp = &t->buckets[fid_hash(&in->fid) & (t->nbuckets - 1)];
+	while (*pp && *pp != in)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = in->hnext;
+	t->count--;
+	pthread_mutex_unlock(&t->lock);
+	/* The kernel releases every file before it forgets the inode. */
+	if (in->files)
+		LOG_WARN("inode", "inode forgotten with open files");
+	pthread_mutex_destroy(&in->lock);
+	free(in);
+}
+
+struct nacre_fid fz_inode_parent(struct fz_mount *m, struct fz_inode *in)
+{
+	struct nacre_fid p;
+
+	pthread_mutex_lock(&m->itab.lock);
+	p = in->parent;
+	pthread_mutex_unlock(&m->itab.lock);
+	return p;
+}
+
+void fz_inode_add_file(struct fz_inode *in, struct fz_file *f)
+{
+	pthread_mutex_lock(&in->lock);
+	f->prev = NULL;
+	f->next = in->files;
+	if (in->files)
+		in->files->prev = f;
+	in->files = f;
+	pthread_mutex_unlock(&in->lock);
+}
+
+void fz_inode_del_file(struct fz_inode *in, struct fz_file *f)
+{
+	pthread_mutex_lock(&in->lock);
+	if (f->prev)
+		f->prev->next = f->next;
+	else
+		in->files = f->next;
+	if (f->next)
+		f->next->prev = f->prev;
+	f->next = f->prev = NULL;
+	pthread_mutex_unlock(&in->lock);
+}
+
+void fz_inode_merge_size(struct fz_inode *in, uint64_t *size)
+{
+	struct fz_file *f;
+
+	pthread_mutex_lock(&in->lock);
+	for (f = in->files; f; f = f->next)
+		if (f->written_end > *size)
+			*size = f->written_end;
+	pthread_mutex_unlock(&in->lock);
+}
+
+void fz_inode_clamp_size(struct fz_inode *in, uint64_t size)
+{
+	struct fz_file *f;
+
+	pthread_mutex_lock(&in->lock);
+	for (f = in->files; f; f = f->next)
+		if (f->written_end > size)
+			f->written_end = size;
+	pthread_mutex_unlock(&in->lock);
+}
+
+void fz_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct fz_mount *m = fz_mnt(req);
+
+	fz_inode_forget(m, fz_inode_get(m, ino), nlookup);
+	fuse_reply_none(req);
+}
+
+void fz_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	struct fz_mount *m = fz_mnt(req);
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		fz_inode_forget(m, fz_inode_get(m, forgets[i].ino), forgets[i].nlookup);
+	fuse_reply_none(req);
+}

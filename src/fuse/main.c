@@ -1,0 +1,513 @@
+/* main.c - nacre-mount (also mount.nacre): arguments, mounting, daemonizing, the FUSE loop.
+ *
+ *   nacre-mount SPEC MOUNTPOINT [-o opt,...] [-f] [-d]
+ *   mount.nacre SPEC MOUNTPOINT [-sfnv] [-o opts]       (as mount(8) runs it)
+ *
+ * The file system is contacted first, and the FUSE mount made only once that worked, so a
+ * failed mount leaves nothing behind and mount(8) returns only when the mount works.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* syslog.h's priority macros clash with log.h's logging macros; only openlog's flags and
+ * syslog() are used here, with log.h's levels (which are syslog's values). */
+#include <syslog.h>
+#undef LOG_ERR
+#undef LOG_INFO
+#undef LOG_DEBUG
+
+#include "common/log.h"
+#include "common/util.h"
+#include "fuse/fz.h"
+
+#define MAX_IDLE_THREADS 16
+#define FUSE_OPTS_MAX 2048
+
+struct args {
+	const char *prog;       /* name for messages */
+	int helper;             /* run as mount.nacre: -f means "fake" */
+	const char *spec;
+	const char *mountpoint;
+	int foreground;
+	int fuse_debug;         /* -d: libfuse traces every request */
+	int fake;               /* mount -f: check everything, mount nothing */
+	int ro;
+	int debug;              /* -o debug: our own debug log */
+	const char *key_file;   /* points into an -o string kept for the process lifetime */
+	double attr_timeout;
+	double entry_timeout;
+	double timeout;
+	char vfs_flags[256];    /* mount flags passed on to the kernel mount (",noexec"...) */
+};
+
+/* Options mount(8), fstab and systemd add that mean nothing to nacre. */
+static const char *const ignored_opts[] = {
+	"rw", "defaults", "auto", "noauto", "user", "users", "nouser", "owner", "group",
+	"_netdev", "nofail", "allow_other", "silent", "loud", "nosymfollow",
+	/* atime variants libfuse 3.14 does not pass on; atime lives on the MDS anyway */
+	"diratime", "nodiratime", "relatime", "norelatime", "strictatime", "nostrictatime",
+	"lazytime", "nolazytime",
+};
+
+/* Generic VFS flags the kernel applies to the FUSE mount itself (libfuse knows these). */
+static const char *const vfs_opts[] = {
+	"suid", "nosuid", "dev", "nodev", "exec", "noexec", "atime", "noatime",
+	"sync", "async", "dirsync",
+};
+
+static void usage(FILE *out, const char *prog)
+{
+	fprintf(out,
+		"usage: %s SPEC MOUNTPOINT [-o opt[,opt...]] [-f] [-d]\n"
+		"  SPEC: host[:port]:/fsname[/subdir] or host@tcp[:port]:/fsname[/subdir]\n"
+		"  -f                foreground (do not daemonize)\n"
+		"  -d                foreground, with a trace of every FUSE request\n"
+		"  -o ro             read-only mount\n"
+		"  -o key_file=PATH  cluster key (default $NACRE_KEY_FILE)\n"
+		"  -o attr_timeout=SECS, entry_timeout=SECS   kernel cache times (default 1.0)\n"
+		"  -o timeout=SECS   request timeout (default 30)\n"
+		"  -o debug          debug logging\n",
+		prog);
+}
+
+static int in_list(const char *s, const char *const *list, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(s, list[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* Parses SECS for option name into *out: a finite number in [min, 1 day]. */
+static int parse_secs(const struct args *a, const char *name, const char *val, double min,
+		      double *out)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(val, &end);
+	if (errno || end == val || *end || !isfinite(d) || d < min || d > 86400.0) {
+		fprintf(stderr, "%s: bad value '%s' for option %s: give seconds, e.g. %s=1.5\n",
+			a->prog, val, name, name);
+		return -1;
+	}
+	*out = d;
+	return 0;
+}
+
+/* Parses one comma-separated -o list, in place (opts stays allocated: key_file points in). */
+static int parse_opts(struct args *a, char *opts)
+{
+	char *opt = opts;
+
+	while (opt) {
+		char *comma = strchr(opt, ',');
+		char *val;
+
+		if (comma)
+			*comma = '\0';
+		val = strchr(opt, '=');
+		if (val)
+			*val++ = '\0';
+		if (*opt == '\0') {
+			/* empty item from ",," */
+		} else if (!val && strcmp(opt, "ro") == 0) {
+			a->ro = 1;
+		} else if (!val && strcmp(opt, "rw") == 0) {
+			a->ro = 0;
+		} else if (!val && strcmp(opt, "debug") == 0) {
+			a->debug = 1;
+		} else if (val && strcmp(opt, "key_file") == 0) {
+			a->key_file = val;
+		} else if (val && strcmp(opt, "attr_timeout") == 0) {
+			if (parse_secs(a, opt, val, 0.0, &a->attr_timeout) < 0)
+				return -1;
+		} else if (val && strcmp(opt, "entry_timeout") == 0) {
+			if (parse_secs(a, opt, val, 0.0, &a->entry_timeout) < 0)
+				return -1;
+		} else if (val && strcmp(opt, "timeout") == 0) {
+			if (parse_secs(a, opt, val, 0.001, &a->timeout) < 0)
+				return -1;
+		} else if (!val && in_list(opt, ignored_opts, ARRAY_SIZE(ignored_opts))) {
+			/* generic, nothing to do */
+		} else if (strncmp(opt, "x-", 2) == 0 || strcmp(opt, "comment") == 0) {
+			/* fstab annotations for other tools (x-systemd.*) */
+		} else if (!val && in_list(opt, vfs_opts, ARRAY_SIZE(vfs_opts))) {
+			size_t len = strlen(a->vfs_flags);
+
+			if (len + strlen(opt) + 2 > sizeof(a->vfs_flags)) {
+				fprintf(stderr, "%s: too many mount options\n", a->prog);
+				return -1;
+			}
+			snprintf(a->vfs_flags + len, sizeof(a->vfs_flags) - len, ",%s", opt);
+		} else {
+			fprintf(stderr,
+				"%s: unknown mount option '%s%s%s' (known: ro, key_file=PATH, "
+				"attr_timeout=SECS, entry_timeout=SECS, timeout=SECS, debug)\n",
+				a->prog, opt, val ? "=" : "", val ? val : "");
+			return -1;
+		}
+		opt = comma ? comma + 1 : NULL;
+	}
+	return 0;
+}
+
+/* Takes an -o argument: copies it (freed at exit by the OS) and parses it. */
+static int take_opts(struct args *a, const char *s)
+{
+	char *copy = strdup(s);
+
+	if (!copy) {
+		fprintf(stderr, "%s: out of memory\n", a->prog);
+		return -1;
+	}
+	return parse_opts(a, copy);
+}
+
+/* Returns 0 to go on, 1 to exit 0 (help), -1 to exit 1. */
+static int parse_args(struct args *a, int argc, char **argv)
+{
+	int i, npos = 0;
+
+	for (i = 1; i < argc; i++) {
+		const char *s = argv[i];
+
+		if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
+			usage(stdout, a->prog);
+			return 1;
+		} else if (strcmp(s, "-o") == 0) {
+			if (++i >= argc) {
+				fprintf(stderr, "%s: -o needs a list of options\n", a->prog);
+				return -1;
+			}
+			if (take_opts(a, argv[i]) < 0)
+				return -1;
+		} else if (strncmp(s, "-o", 2) == 0) {
+			if (take_opts(a, s + 2) < 0)
+				return -1;
+		} else if (strcmp(s, "-f") == 0) {
+			/* mount(8) passes -f for "fake"; for us it is foreground. */
+			if (a->helper)
+				a->fake = 1;
+			else
+				a->foreground = 1;
+		} else if (strcmp(s, "-d") == 0) {
+			a->fuse_debug = 1;
+			a->foreground = 1;
+			a->debug = 1;
+		} else if (a->helper && (strcmp(s, "-s") == 0 || strcmp(s, "-n") == 0 ||
+					 strcmp(s, "-v") == 0)) {
+			/* sloppy, no mtab, verbose: nothing to do */
+		} else if (a->helper && (strcmp(s, "-t") == 0 || strcmp(s, "-N") == 0)) {
+			if (++i >= argc) {
+				fprintf(stderr, "%s: %s needs a value\n", a->prog, s);
+				return -1;
+			}
+			if (s[1] == 'N') {
+				fprintf(stderr, "%s: -N (mount namespace) is not supported\n", a->prog);
+				return -1;
+			}
+		} else if (s[0] == '-' && s[1] != '\0') {
+			fprintf(stderr, "%s: unknown argument '%s'\n", a->prog, s);
+			usage(stderr, a->prog);
+			return -1;
+		} else if (npos == 0) {
+			a->spec = s;
+			npos++;
+		} else if (npos == 1) {
+			a->mountpoint = s;
+			npos++;
+		} else {
+			fprintf(stderr, "%s: unexpected argument '%s'\n", a->prog, s);
+			return -1;
+		}
+	}
+	if (npos < 2) {
+		fprintf(stderr, "%s: %s\n", a->prog,
+			npos == 0 ? "missing SPEC and MOUNTPOINT" : "missing MOUNTPOINT");
+		usage(stderr, a->prog);
+		return -1;
+	}
+	return 0;
+}
+
+/* fsname=SPEC inside a libfuse -o list: commas and backslashes need a backslash. */
+static int append_escaped(char *buf, size_t len, const char *s)
+{
+	size_t pos = strlen(buf);
+
+	for (; *s; s++) {
+		if (*s == ',' || *s == '\\') {
+			if (pos + 1 >= len)
+				return -1;
+			buf[pos++] = '\\';
+		}
+		if (pos + 1 >= len)
+			return -1;
+		buf[pos++] = *s;
+	}
+	buf[pos] = '\0';
+	return 0;
+}
+
+static void nacre_log(int level, const char *line, void *arg)
+{
+	(void)arg;
+	LOG_AT(level, "nacre", "%s", line);
+}
+
+static void syslog_sink(int level, const char *line, void *arg)
+{
+	(void)arg;
+	syslog(level, "%s", line);
+}
+
+/* Tells the waiting parent how the mount went (0 = mounted) and lets it exit. */
+static void notify_parent(int *fd, unsigned char status)
+{
+	ssize_t n;
+
+	if (*fd < 0)
+		return;
+	do {
+		n = write(*fd, &status, 1);
+	} while (n < 0 && errno == EINTR);
+	close(*fd);
+	*fd = -1;
+}
+
+/* The daemon's remaining setup once the parent is gone: its own session, no cwd pinned,
+ * no terminal, logs to syslog. */
+static void detach(void)
+{
+	int fd;
+
+	if (setsid() < 0)
+		LOG_WARN("main", "setsid: %s", strerror(errno));
+	if (chdir("/") < 0)
+		LOG_WARN("main", "chdir /: %s", strerror(errno));
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		dup2(fd, STDIN_FILENO);
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+		if (fd > STDERR_FILENO)
+			close(fd);
+	}
+	openlog("nacre-mount", LOG_PID, LOG_DAEMON);
+	log_set_sink(syslog_sink, NULL);
+}
+
+/* Mounts and serves until unmounted or signalled. *status_fd (or -1) gets 0 once mounted
+ * and is then closed (set to -1). Returns the exit code. */
+static int run(const struct args *a, const char *mnt, const char *addr, int *status_fd)
+{
+	struct nacre_mount_opts mo;
+	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_loop_config *cfg;
+	struct fuse_session *se;
+	struct nacre_fid root;
+	struct fz_mount m;
+	char fopts[FUSE_OPTS_MAX];
+	char err[512];
+	int rc, ret = 1;
+
+	memset(&mo, 0, sizeof(mo));
+	mo.key_file = a->key_file;
+	mo.timeout_ms = (int)(a->timeout * 1000.0);
+	if (mo.timeout_ms < 1)
+		mo.timeout_ms = 1;
+	mo.log_fn = nacre_log;
+
+	memset(&m, 0, sizeof(m));
+	m.attr_timeout = a->attr_timeout;
+	m.entry_timeout = a->entry_timeout;
+	m.ro = a->ro;
+	err[0] = '\0';
+	rc = nacre_fs_mount(a->spec, &mo, &m.fs, err, sizeof(err));
+	if (rc < 0) {
+		/* Name the MDS, unless libnacre's sentence already does. */
+		if (err[0] && strstr(err, addr))
+			fprintf(stderr, "%s: cannot mount %s: %s\n", a->prog, a->spec, err);
+		else
+			fprintf(stderr, "%s: cannot mount %s from the MDS at %s: %s\n", a->prog,
+				a->spec, addr, err[0] ? err : nacre_strerror(rc));
+		goto out;
+	}
+	root = nacre_fs_root(m.fs);
+	if (fz_itable_init(&m.itab, &root) < 0) {
+		fprintf(stderr, "%s: out of memory\n", a->prog);
+		goto out_umount_fs;
+	}
+
+	/* No default_permissions: the MDS checks permissions with each caller's credentials. */
+	snprintf(fopts, sizeof(fopts), "allow_other,subtype=nacre,fsname=");
+	if (append_escaped(fopts, sizeof(fopts), a->spec) < 0 ||
+	    strlen(fopts) + strlen(a->vfs_flags) + 4 >= sizeof(fopts)) {
+		fprintf(stderr, "%s: SPEC too long\n", a->prog);
+		goto out_itable;
+	}
+	if (a->ro)
+		snprintf(fopts + strlen(fopts), sizeof(fopts) - strlen(fopts), ",ro");
+	snprintf(fopts + strlen(fopts), sizeof(fopts) - strlen(fopts), "%s", a->vfs_flags);
+	if (fuse_opt_add_arg(&fargs, a->prog) < 0 || fuse_opt_add_arg(&fargs, "-o") < 0 ||
+	    fuse_opt_add_arg(&fargs, fopts) < 0 ||
+	    (a->fuse_debug && fuse_opt_add_arg(&fargs, "-d") < 0)) {
+		fprintf(stderr, "%s: out of memory\n", a->prog);
+		goto out_args;
+	}
+	se = fuse_session_new(&fargs, &fz_ops, sizeof(fz_ops), &m);
+	if (!se) {
+		fprintf(stderr, "%s: cannot set up the FUSE session (options %s)\n", a->prog, fopts);
+		goto out_args;
+	}
+	if (fuse_set_signal_handlers(se) < 0) {
+		fprintf(stderr, "%s: cannot install signal handlers\n", a->prog);
+		goto out_session;
+	}
+	if (fuse_session_mount(se, mnt) < 0) {
+		fprintf(stderr, "%s: cannot mount FUSE on %s (is /dev/fuse there, and are you root "
+				"or is user_allow_other set in /etc/fuse.conf?)\n",
+			a->prog, mnt);
+		goto out_signals;
+	}
+	LOG_INFO("main", "mounted %s on %s%s", a->spec, mnt, a->ro ? " read-only" : "");
+	if (*status_fd >= 0) {
+		notify_parent(status_fd, 0);
+		detach();
+	}
+
+	cfg = fuse_loop_cfg_create();
+	if (!cfg) {
+		LOG_ERR("main", "out of memory");
+		goto out_unmount;
+	}
+	fuse_loop_cfg_set_clone_fd(cfg, 1);
+	fuse_loop_cfg_set_idle_threads(cfg, MAX_IDLE_THREADS);
+	rc = fuse_session_loop_mt(se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	if (rc != 0)
+		LOG_ERR("main", "FUSE loop ended with %d", rc);
+	else
+		ret = 0;
+	LOG_INFO("main", "unmounting %s", mnt);
+
+out_unmount:
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
+out_args:
+	fuse_opt_free_args(&fargs);
+out_itable:
+	fz_itable_fini(&m.itab);
+out_umount_fs:
+	nacre_fs_umount(m.fs);
+out:
+	return ret;
+}
+
+/* Forks: the parent waits for the child's verdict on the mount and exits with it, which
+ * is what mount(8) waits for. Forking here, before libnacre starts its threads, keeps them
+ * alive in the daemon (fuse_daemonize would fork after the mount and lose them). Returns
+ * the pipe's write end in the child. */
+static int fork_daemon(const char *prog)
+{
+	int pfd[2];
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		fprintf(stderr, "%s: pipe: %s\n", prog, strerror(errno));
+		exit(1);
+	}
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "%s: fork: %s\n", prog, strerror(errno));
+		exit(1);
+	}
+	if (pid > 0) {
+		unsigned char status = 1;
+		ssize_t n;
+
+		close(pfd[1]);
+		do {
+			n = read(pfd[0], &status, 1);
+		} while (n < 0 && errno == EINTR);
+		if (n != 1) {
+			/* The child failed before mounting (it printed why) or died. */
+			int ws;
+
+			waitpid(pid, &ws, 0);
+			exit(1);
+		}
+		exit(status ? 1 : 0);
+	}
+	close(pfd[0]);
+	return pfd[1];
+}
+
+int main(int argc, char **argv)
+{
+	char addr[NACRE_ADDR_MAX + 1], fsname[NACRE_FSNAME_MAX + 1], subdir[NACRE_PATH_MAX + 1];
+	char err[256];
+	struct args a;
+	struct stat st;
+	char *mnt;
+	int rc, status_fd = -1, ret;
+
+	memset(&a, 0, sizeof(a));
+	a.prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	a.helper = strncmp(a.prog, "mount.", 6) == 0;
+	a.attr_timeout = 1.0;
+	a.entry_timeout = 1.0;
+	a.timeout = 30.0;
+	rc = parse_args(&a, argc, argv);
+	if (rc != 0)
+		return rc > 0 ? 0 : 1;
+
+	rc = nacre_parse_spec(a.spec, addr, sizeof(addr), fsname, sizeof(fsname), subdir,
+			      sizeof(subdir), err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s\n", a.prog, err);
+		return 1;
+	}
+	if (stat(a.mountpoint, &st) < 0) {
+		fprintf(stderr, "%s: mount point %s: %s%s\n", a.prog, a.mountpoint, strerror(errno),
+			errno == ENOTCONN ? " (a dead FUSE mount: run umount on it first)" : "");
+		return 1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "%s: mount point %s is not a directory\n", a.prog, a.mountpoint);
+		return 1;
+	}
+	mnt = realpath(a.mountpoint, NULL);
+	if (!mnt) {
+		fprintf(stderr, "%s: mount point %s: %s\n", a.prog, a.mountpoint, strerror(errno));
+		return 1;
+	}
+	if (a.fake) {
+		free(mnt);
+		return 0;
+	}
+
+	log_init("mount", a.debug ? LOG_LVL_DEBUG : LOG_LVL_INFO);
+	if (!a.foreground)
+		status_fd = fork_daemon(a.prog);
+	ret = run(&a, mnt, addr, &status_fd);
+	/* Mount failed in the child: it printed why; the parent exits 1 on the closed pipe. */
+	if (status_fd >= 0)
+		notify_parent(&status_fd, 1);
+	free(mnt);
+	return ret;
+}

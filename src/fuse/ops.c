@@ -1,0 +1,57 @@
+/* ops.c - the FUSE operation table and the connection setup (init). */
+#include "common/log.h"
+#include "fuse/fz.h"
+
+#define FZ_MAX_IO (1024 * 1024) /* largest read/write request: 1 MiB */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/* libfuse derives max_pages from max_write (256 pages = 1 MiB). */
+	conn->max_write = FZ_MAX_IO;
+	conn->max_readahead = FZ_MAX_IO;
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/* Writes must reach us one by one (sizes and close-to-open depend on it); the kernel
+	 * applies the umask; the kernel clears suid/sgid on write and chown (the MDS does not);
+	 * splice gains nothing for buffers we copy anyway. */
+	conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_DONT_MASK |
+				  FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_SPLICE_READ |
+				  FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+	LOG_INFO("fuse", "kernel protocol %u.%u, max_write %u, capable 0x%x, want 0x%x",
+		 conn->proto_major, conn->proto_minor, conn->max_write, conn->capable, conn->want);
+}
+
+const struct fuse_lowlevel_ops fz_ops = {
+	.init = op_init,
+	.lookup = fz_op_lookup,
+	.forget = fz_op_forget,
+	.forget_multi = fz_op_forget_multi,
+	.getattr = fz_op_getattr,
+	.setattr = fz_op_setattr,
+	.readlink = fz_op_readlink,
+	.mknod = fz_op_mknod,
+	.mkdir = fz_op_mkdir,
+	.unlink = fz_op_unlink,
+	.rmdir = fz_op_rmdir,
+	.symlink = fz_op_symlink,
+	.rename = fz_op_rename,
+	.link = fz_op_link,
+	.open = fz_op_open,
+	.read = fz_op_read,
+	.write = fz_op_write,
+	.flush = fz_op_flush,
+	.release = fz_op_release,
+	.fsync = fz_op_fsync,
+	.opendir = fz_op_opendir,
+	.readdir = fz_op_readdir,
+	.releasedir = fz_op_releasedir,
+	.fsyncdir = fz_op_fsyncdir,
+	.statfs = fz_op_statfs,
+	.setxattr = fz_op_setxattr,
+	.getxattr = fz_op_getxattr,
+	.listxattr = fz_op_listxattr,
+	.removexattr = fz_op_removexattr,
+	.access = fz_op_access,
+	.create = fz_op_create,
+};

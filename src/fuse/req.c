@@ -1,0 +1,132 @@
+/* req.c - what every request handler needs: the caller's credentials, error mapping,
+ * attribute conversion and entry replies. */
+#include <errno.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "common/log.h"
+#include "fuse/fz.h"
+
+void fz_cred(fuse_req_t req, struct nacre_cred *cr)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	gid_t groups[NACRE_MAX_GROUPS];
+	int n, i;
+
+	memset(cr, 0, sizeof(*cr));
+	cr->uid = ctx->uid;
+	cr->gid = ctx->gid;
+	/* Returns the full count, which may exceed what fits: carry what we can. It fails
+	 * (-ENOSYS/-ESRCH) when the caller is gone or /proc is missing: then primary only. */
+	n = fuse_req_getgroups(req, (int)NACRE_MAX_GROUPS, groups);
+	if (n < 0)
+		return;
+	if (n > NACRE_MAX_GROUPS)
+		n = NACRE_MAX_GROUPS;
+	for (i = 0; i < n; i++)
+		cr->groups[i] = groups[i];
+	cr->ngroups = (uint32_t)n;
+}
+
+int fz_errno(int rc)
+{
+	int e = rc < 0 ? -rc : rc;
+
+	/* The kernel refuses error values from 512 up; our own codes and server timeouts are
+	 * I/O errors to applications. */
+	if (e == 0 || e >= 512 || e == ETIMEDOUT)
+		return EIO;
+	return e;
+}
+
+int fz_errno_or_ok(int rc)
+{
+	return rc < 0 ? fz_errno(rc) : 0;
+}
+
+void fz_reply_rc(fuse_req_t req, int rc)
+{
+	fuse_reply_err(req, fz_errno(rc));
+}
+
+uint64_t fz_fid_ino(const struct nacre_fid *fid)
+{
+	/* Lustre's flattening: distinct for the first 2^24 objects of each sequence, and the
+	 * same on every client, so tools comparing st_ino agree across mounts. */
+	uint64_t ino = (fid->seq << 24) + ((fid->seq >> 24) & 0xffffff0000ULL) + fid->oid;
+
+	return ino ? ino : fid->oid;
+}
+
+void fz_attr_to_stat(const struct nacre_attr *a, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = (ino_t)fz_fid_ino(&a->fid);
+	st->st_mode = a->mode;
+	st->st_nlink = a->nlink;
+	st->st_uid = a->uid;
+	st->st_gid = a->gid;
+	st->st_rdev = a->rdev;
+	st->st_size = (off_t)a->size;
+	st->st_blksize = a->blksize ? (blksize_t)a->blksize : 4096;
+	st->st_blocks = (blkcnt_t)a->blocks;
+	st->st_atim.tv_sec = a->atime.sec;
+	st->st_atim.tv_nsec = a->atime.nsec;
+	st->st_mtim.tv_sec = a->mtime.sec;
+	st->st_mtim.tv_nsec = a->mtime.nsec;
+	st->st_ctim.tv_sec = a->ctime.sec;
+	st->st_ctim.tv_nsec = a->ctime.nsec;
+}
+
+int fz_entry_prepare(fuse_req_t req, const struct nacre_attr *a, const struct nacre_fid *parent,
+		     struct fuse_entry_param *e, struct fz_inode **out)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *in = fz_inode_ref(m, &a->fid, parent);
+	uint64_t size;
+
+	if (!in)
+		return -ENOMEM;
+	memset(e, 0, sizeof(*e));
+	e->ino = in->ino;
+	e->generation = 0;
+	e->attr_timeout = m->attr_timeout;
+	e->entry_timeout = m->entry_timeout;
+	fz_attr_to_stat(a, &e->attr);
+	size = a->size;
+	fz_inode_merge_size(in, &size);
+	e->attr.st_size = (off_t)size;
+	*out = in;
+	return 0;
+}
+
+void fz_reply_entry(fuse_req_t req, const struct nacre_attr *a, const struct nacre_fid *parent)
+{
+	struct fuse_entry_param e;
+	struct fz_inode *in;
+	int rc = fz_entry_prepare(req, a, parent, &e, &in);
+
+	if (rc < 0) {
+		fz_reply_rc(req, rc);
+		return;
+	}
+	/* An interrupted request's reply is dropped by the kernel, and with it the lookup. */
+	if (fuse_reply_entry(req, &e) != 0)
+		fz_inode_forget(fz_mnt(req), in, 1);
+}
+
+int fz_check_ro(fuse_req_t req)
+{
+	if (!fz_mnt(req)->ro)
+		return 0;
+	fuse_reply_err(req, EROFS);
+	return 1;
+}
+
+int fz_check_name(fuse_req_t req, const char *name)
+{
+	if (strlen(name) <= NACRE_NAME_MAX)
+		return 0;
+	fuse_reply_err(req, ENAMETOOLONG);
+	return 1;
+}

@@ -1,0 +1,301 @@
+/* xattr.c - extended attributes. Ordinary names go to the MDS. The "nacre." names are
+ * virtual (docs/CONTRACTS.md): served here through libnacre, never stored on the MDS and
+ * never listed. The CLI (setstripe, getstripe, df, fid2path) talks to the mount this way.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/layout.h"
+#include "common/log.h"
+#include "fuse/fz.h"
+
+#define VPREFIX "nacre."
+#define FID2PATH_PREFIX "nacre.fid2path."
+#define LAYOUT_TEXT_MAX 4096
+#define TARGETS_MAX 65537 /* the MDT and every possible OST index */
+
+static int is_virtual(const char *name)
+{
+	return strncmp(name, VPREFIX, strlen(VPREFIX)) == 0;
+}
+
+/* Replies value (len bytes) with getxattr's size rules: size 0 asks for the length. */
+static void reply_value(fuse_req_t req, const void *value, size_t len, size_t size)
+{
+	if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (len > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, value, len);
+}
+
+/* "TYPE INDEX UP ADDR KB_TOTAL KB_FREE KB_AVAIL FILES FFREE\n" per target into a new buffer
+ * (*out, *len). 0 or a negative error. */
+static int format_targets(struct nacre_fs *fs, char **out, size_t *len)
+{
+	struct nacre_target *t = NULL;
+	int max = 64, n, i;
+	size_t cap, pos = 0;
+	char *buf;
+
+	/* Grow until the answer is not cut by our array. */
+	for (;;) {
+		struct nacre_target *nt = realloc(t, (size_t)max * sizeof(*t));
+
+		if (!nt) {
+			free(t);
+			return -ENOMEM;
+		}
+		t = nt;
+		n = nacre_targets(fs, t, max);
+		if (n < 0) {
+			free(t);
+			return n;
+		}
+		if (n < max || max >= TARGETS_MAX)
+			break;
+		max = max * 4 > TARGETS_MAX ? TARGETS_MAX : max * 4;
+	}
+	cap = (size_t)n * (NACRE_ADDR_MAX + 128) + 1;
+	buf = malloc(cap);
+	if (!buf) {
+		free(t);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		const struct nacre_target *g = &t[i];
+		int w = snprintf(buf + pos, cap - pos, "%s %u %u %s %llu %llu %llu %llu %llu\n",
+				 g->type == NACRE_TGT_MDT ? "MDT" : "OST", g->index, g->up ? 1u : 0u,
+				 g->addr[0] ? g->addr : "-", (unsigned long long)g->st.kb_total,
+				 (unsigned long long)g->st.kb_free, (unsigned long long)g->st.kb_avail,
+				 (unsigned long long)g->st.files, (unsigned long long)g->st.ffree);
+
+		if (w < 0 || (size_t)w >= cap - pos)
+			break;
+		pos += (size_t)w;
+	}
+	free(t);
+	*out = buf;
+	*len = pos;
+	return 0;
+}
+
+static void get_virtual(fuse_req_t req, struct fz_inode *in, const char *name, size_t size)
+{
+	struct fz_mount *m = fz_mnt(req);
+	int is_root = in == &m->itab.root;
+	struct nacre_cred cr;
+	int rc;
+
+	fz_cred(req, &cr);
+	if (strcmp(name, "nacre.layout") == 0) {
+		struct nacre_layout l;
+		char text[LAYOUT_TEXT_MAX];
+		int len;
+
+		rc = nacre_layout_get(m->fs, &cr, &in->fid, &l);
+		if (rc < 0) {
+			fz_reply_rc(req, rc);
+			return;
+		}
+		len = layout_format(&l, text, sizeof(text));
+		if (len < 0 || (size_t)len >= sizeof(text)) {
+			fuse_reply_err(req, EIO);
+			return;
+		}
+		reply_value(req, text, (size_t)len, size);
+	} else if (strcmp(name, "nacre.fid") == 0) {
+		char text[NACRE_FID_STR_MAX];
+
+		nacre_fid_format(&in->fid, text, sizeof(text));
+		reply_value(req, text, strlen(text), size);
+	} else if (is_root && strcmp(name, "nacre.fsname") == 0) {
+		const char *fsname = nacre_fs_name(m->fs);
+
+		reply_value(req, fsname, strlen(fsname), size);
+	} else if (is_root && strcmp(name, "nacre.targets") == 0) {
+		char *text;
+		size_t len;
+
+		rc = format_targets(m->fs, &text, &len);
+		if (rc < 0) {
+			fz_reply_rc(req, rc);
+			return;
+		}
+		reply_value(req, text, len, size);
+		free(text);
+	} else if (is_root && strncmp(name, FID2PATH_PREFIX, strlen(FID2PATH_PREFIX)) == 0) {
+		struct nacre_fid fid;
+		char *path;
+
+		if (nacre_fid_parse(name + strlen(FID2PATH_PREFIX), &fid) < 0) {
+			fuse_reply_err(req, EINVAL);
+			return;
+		}
+		path = malloc(NACRE_PATH_MAX + 1);
+		if (!path) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		rc = nacre_fid2path(m->fs, &cr, &fid, path, NACRE_PATH_MAX + 1);
+		if (rc < 0)
+			fz_reply_rc(req, rc);
+		else
+			reply_value(req, path, strlen(path), size);
+		free(path);
+	} else {
+		fuse_reply_err(req, ENODATA);
+	}
+}
+
+void fz_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *in = fz_inode_get(m, ino);
+	struct nacre_cred cr;
+	char *buf = NULL;
+	int rc;
+
+	if (is_virtual(name)) {
+		get_virtual(req, in, name, size);
+		return;
+	}
+	fz_cred(req, &cr);
+	if (size > NACRE_XATTR_MAX)
+		size = NACRE_XATTR_MAX;
+	if (size > 0) {
+		buf = malloc(size);
+		if (!buf) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+	}
+	rc = nacre_getxattr(m->fs, &cr, &in->fid, name, buf, size);
+	if (rc < 0)
+		fz_reply_rc(req, rc);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)rc);
+	else if ((size_t)rc > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, buf, (size_t)rc);
+	free(buf);
+}
+
+static void set_layout(fuse_req_t req, struct fz_inode *in, const char *value, size_t size)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct nacre_layout l, out;
+	struct nacre_cred cr;
+	char err[128];
+	int rc;
+
+	if (layout_parse(value, size, &l) < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (layout_check_request(&l, err, sizeof(err)) < 0) {
+		LOG_DEBUG("xattr", "layout refused: %s", err);
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	fz_cred(req, &cr);
+	rc = nacre_layout_set(m->fs, &cr, &in->fid, &l, &out);
+	fuse_reply_err(req, fz_errno_or_ok(rc));
+}
+
+void fz_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+		    size_t size, int flags)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *in = fz_inode_get(m, ino);
+	struct nacre_cred cr;
+
+	if (fz_check_ro(req))
+		return;
+	if (is_virtual(name)) {
+		if (strcmp(name, "nacre.layout") == 0)
+			set_layout(req, in, value, size);
+		else
+			fuse_reply_err(req, EPERM); /* read-only facts, nothing to store */
+		return;
+	}
+	fz_cred(req, &cr);
+	fuse_reply_err(req,
+		       fz_errno_or_ok(nacre_setxattr(m->fs, &cr, &in->fid, name, value, size, flags)));
+}
+
+void fz_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *in = fz_inode_get(m, ino);
+	struct nacre_cred cr;
+	char *buf = NULL;
+	int rc;
+
+	fz_cred(req, &cr);
+	if (size > NACRE_XATTR_MAX)
+		size = NACRE_XATTR_MAX;
+	if (size > 0) {
+		buf = malloc(size);
+		if (!buf) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+	}
+	rc = nacre_listxattr(m->fs, &cr, &in->fid, buf, size);
+	if (rc < 0)
+		fz_reply_rc(req, rc);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)rc);
+	else if ((size_t)rc > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, buf, (size_t)rc);
+	free(buf);
+}
+
+void fz_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *in = fz_inode_get(m, ino);
+	struct nacre_cred cr;
+	struct nacre_attr a;
+	int rc;
+
+	if (fz_check_ro(req))
+		return;
+	fz_cred(req, &cr);
+	if (!is_virtual(name)) {
+		fuse_reply_err(req, fz_errno_or_ok(nacre_removexattr(m->fs, &cr, &in->fid, name)));
+		return;
+	}
+	if (strcmp(name, "nacre.layout") != 0) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	/* Only a directory's default can go away (setstripe -d); a file keeps its layout. */
+	rc = nacre_getattr(m->fs, &cr, &in->fid, &a);
+	if (rc < 0) {
+		fz_reply_rc(req, rc);
+		return;
+	}
+	if (!S_ISDIR(a.mode)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	{
+		struct nacre_layout l, out;
+
+		memset(&l, 0, sizeof(l));
+		l.pattern = NACRE_PATTERN_RAID0;
+		l.stripe_count = 0;
+		l.stripe_size = 0;
+		l.stripe_offset = -1; /* with count 0 and size 0: "clear the default" */
+		rc = nacre_layout_set(m->fs, &cr, &in->fid, &l, &out);
+	}
+	fuse_reply_err(req, fz_errno_or_ok(rc));
+}

@@ -1,0 +1,234 @@
+/* alloc.c - OST allocation for new files and the LAYOUT_GET / LAYOUT_SET operations. */
+#include "mds/alloc.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/layout.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "mds/ns.h"
+#include "mds/perm.h"
+#include "mds/targets.h"
+#include "mds/writer.h"
+
+/* OSTs considered for one allocation (the first ones by index). */
+#define MDS_ALLOC_MAX_OSTS 1024
+
+/* Where the next round-robin file starts; any thread may advance it. */
+static atomic_uint rr_next;
+
+/* Fills the unset fields of l (count 0, size 0, offset -1) from def. */
+static void merge(struct nacre_layout *l, const struct nacre_layout *def)
+{
+	if (l->stripe_count == 0)
+		l->stripe_count = def->stripe_count;
+	if (l->stripe_size == 0)
+		l->stripe_size = def->stripe_size;
+	if (l->stripe_offset == -1)
+		l->stripe_offset = def->stripe_offset;
+}
+
+/* Chooses the OSTs of l: count and offset resolved as documented in alloc.h. */
+static int choose(struct mds *m, struct nacre_layout *l)
+{
+	struct mds_ost_info up[MDS_ALLOC_MAX_OSTS];
+	int nup = mds_targets_up(m->targets, up, MDS_ALLOC_MAX_OSTS);
+	if (nup == 0) {
+		LOG_RATELIMITED(LOG_LVL_ERR, "alloc", "cannot create a file: no OST is up");
+		return -ENOSPC;
+	}
+	/* skip OSTs with under 0.5% free; an OST that reported no size yet is usable */
+	int n = 0;
+	for (int i = 0; i < nup; i++)
+		if (up[i].kb_total == 0 || up[i].kb_avail * 200 >= up[i].kb_total)
+			up[n++] = up[i];
+	if (n == 0) {
+		LOG_RATELIMITED(LOG_LVL_ERR, "alloc", "cannot create a file: every up OST is full");
+		return -ENOSPC;
+	}
+	int count = l->stripe_count;
+	if (count < 0 || count > n)
+		count = n;
+	if (count > NACRE_MAX_STRIPES)
+		count = NACRE_MAX_STRIPES;
+	int start;
+	if (l->stripe_offset < 0) {
+		start = (int)(atomic_fetch_add(&rr_next, 1) % (unsigned)n);
+	} else {
+		/* the asked OST, or the next usable one after it */
+		start = 0;
+		while (start < n && up[start].index < (uint32_t)l->stripe_offset)
+			start++;
+		if (start == n)
+			start = 0;
+	}
+	for (int i = 0; i < count; i++)
+		l->ost_idx[i] = up[(start + i) % n].index;
+	l->nosts = (uint32_t)count;
+	l->stripe_count = count;
+	return 0;
+}
+
+static int resolve(struct mds *m, struct mds_txn *txn, const struct mds_inode *parent,
+		   const struct nacre_layout *req, struct nacre_layout *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->stripe_offset = -1;
+	if (req) {
+		char err[128];
+		if (layout_check_request(req, err, sizeof(err))) {
+			LOG_RATELIMITED(LOG_LVL_INFO, "alloc", "layout refused: %s", err);
+			return -EINVAL;
+		}
+		out->stripe_count = req->stripe_count;
+		out->stripe_size = req->stripe_size;
+		out->stripe_offset = req->stripe_offset;
+	}
+	if (parent && S_ISDIR(parent->mode) && parent->has_layout)
+		merge(out, &parent->layout);
+	struct nacre_fid root = mds_root_fid();
+	if (!parent || !mds_fid_eq(&parent->fid, &root)) {
+		struct mds_inode *r = malloc(sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		int rc = mds_db_inode_get(txn, &root, r);
+		if (!rc && r->has_layout)
+			merge(out, &r->layout);
+		free(r);
+		if (rc && rc != -ENOENT)
+			return rc;
+	}
+	struct nacre_layout builtin = {.stripe_count = 1,
+				       .stripe_size = NACRE_STRIPE_SIZE_DEFAULT,
+				       .stripe_offset = -1};
+	merge(out, &builtin);
+	out->pattern = NACRE_PATTERN_RAID0;
+	out->gen = 0;
+	return choose(m, out);
+}
+
+int mds_alloc_file_layout(struct mds *m, struct mds_txn *txn, const struct mds_inode *parent,
+			  const struct nacre_layout *req, struct nacre_layout *out)
+{
+	return resolve(m, txn, parent, req, out);
+}
+
+void mds_alloc_inherit_default(const struct mds_inode *parent, struct mds_inode *child)
+{
+	child->has_layout = parent->has_layout;
+	if (parent->has_layout)
+		child->layout = parent->layout;
+}
+
+int mds_layout_get(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		   struct nacre_layout *out)
+{
+	(void)cr;
+	struct mds_txn *txn;
+	struct mds_inode *ino = malloc(sizeof(*ino));
+	if (!ino)
+		return -ENOMEM;
+	int rc = mds_txn_begin_read(m->db, &txn);
+	if (!rc) {
+		rc = mds_db_inode_get(txn, fid, ino);
+		mds_txn_abort(txn);
+	}
+	if (!rc && !ino->has_layout)
+		rc = -ENODATA;
+	if (!rc)
+		*out = ino->layout;
+	free(ino);
+	return rc;
+}
+
+struct set_arg {
+	struct mds *m;
+	const struct nacre_cred *cr;
+	const struct nacre_fid *fid;
+	const struct nacre_layout *req;
+	struct nacre_layout *out;
+};
+
+static int set_dir_default(struct mds_inode *ino, const struct nacre_layout *req,
+			   struct nacre_layout *out)
+{
+	if (req->stripe_count == 0 && req->stripe_size == 0 && req->stripe_offset == -1) {
+		ino->has_layout = 0; /* the "clear" request (setstripe -d) */
+		memset(&ino->layout, 0, sizeof(ino->layout));
+		ino->layout.stripe_offset = -1;
+		*out = ino->layout;
+		return 0;
+	}
+	char err[128];
+	if (layout_check_request(req, err, sizeof(err))) {
+		LOG_RATELIMITED(LOG_LVL_INFO, "alloc", "default layout refused: %s", err);
+		return -EINVAL;
+	}
+	memset(&ino->layout, 0, sizeof(ino->layout));
+	ino->layout.pattern = NACRE_PATTERN_RAID0;
+	ino->layout.stripe_count = req->stripe_count;
+	ino->layout.stripe_size = req->stripe_size;
+	ino->layout.stripe_offset = req->stripe_offset;
+	ino->has_layout = 1;
+	*out = ino->layout;
+	return 0;
+}
+
+static int layout_set_op(struct mds_txn *txn, void *arg)
+{
+	struct set_arg *a = arg;
+	struct mds_inode ino, parent, *pp = NULL;
+	struct nacre_fid pfid;
+	char name[NACRE_NAME_MAX + 1];
+	int rc = mds_db_inode_get(txn, a->fid, &ino);
+	if (rc)
+		return rc;
+	if (S_ISDIR(ino.mode)) {
+		if (!mds_perm_is_root(a->cr) && a->cr->uid != ino.uid)
+			return -EPERM;
+		rc = set_dir_default(&ino, a->req, a->out);
+	} else if (S_ISREG(ino.mode)) {
+		rc = mds_perm_check(a->cr, &ino, MDS_MAY_WRITE);
+		if (rc)
+			return rc;
+		/* objects may hold data: a new layout would lose it (migration needs a copy) */
+		if (ino.size != 0)
+			return -EBUSY;
+		if (mds_db_link_first(txn, a->fid, &pfid, name) == 0 &&
+		    mds_db_inode_get(txn, &pfid, &parent) == 0)
+			pp = &parent;
+		struct nacre_layout nl;
+		rc = resolve(a->m, txn, pp, a->req, &nl);
+		if (rc)
+			return rc;
+		if (ino.has_layout && ino.layout.nosts > 0) {
+			rc = mds_db_destroy_add(txn, &ino.fid, &ino.layout);
+			if (rc)
+				return rc;
+			nl.gen = ino.layout.gen + 1;
+		}
+		ino.layout = nl;
+		ino.has_layout = 1;
+		*a->out = nl;
+	} else {
+		return -EINVAL;
+	}
+	if (rc)
+		return rc;
+	ino.ctime = time_now();
+	return mds_db_inode_put(txn, &ino);
+}
+
+int mds_layout_set(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		   const struct nacre_layout *l, struct nacre_layout *out)
+{
+	struct set_arg a = {m, cr, fid, l, out};
+	int rc = mds_writer_submit(m->writer, layout_set_op, &a);
+	if (!rc)
+		mds_ns_kick_destroy(m);
+	return rc;
+}

@@ -1,0 +1,954 @@
+/* db.c - the LMDB store of the MDS. The only file that includes lmdb.h. */
+#include "mds/db.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <lmdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "nacre/nacre_errno.h"
+#include "common/util.h"
+#include "proto/cursor.h"
+#include "proto/wire.h"
+
+#define INODE_REC_VERSION 1
+#define DESTROY_REC_VERSION 1
+#define MAPSIZE (8ull << 30)
+
+struct mds_db {
+	MDB_env *env; /* LMDB is thread-safe; the handles below are set once at open */
+	MDB_dbi meta, inodes, dentries, links, xattrs, destroy, targets;
+	char fsname[NACRE_FSNAME_MAX + 1];
+	char dir[512];
+};
+
+struct mds_txn {
+	MDB_txn *t;
+	struct mds_db *db;
+};
+
+static int map_err(int rc, const char *what)
+{
+	switch (rc) {
+	case 0:
+		return 0;
+	case MDB_NOTFOUND:
+		return -ENOENT;
+	case MDB_MAP_FULL:
+		LOG_ERR("db", "metadata store is full (map size %llu bytes) during %s",
+			(unsigned long long)MAPSIZE, what);
+		return -ENOSPC;
+	case MDB_KEYEXIST:
+		return -EEXIST;
+	default:
+		LOG_ERR("db", "%s failed: %s", what, mdb_strerror(rc));
+		return rc > 0 && rc < 4096 ? -rc : -EIO;
+	}
+}
+
+/* ---------------- keys ---------------- */
+
+static void be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--) {
+		p[i] = (uint8_t)v;
+		v >>= 8;
+	}
+}
+
+static void be32(uint8_t *p, uint32_t v)
+{
+	for (int i = 3; i >= 0; i--) {
+		p[i] = (uint8_t)v;
+		v >>= 8;
+	}
+}
+
+static uint64_t rd_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint32_t rd_be32(const uint8_t *p)
+{
+	uint32_t v = 0;
+	for (int i = 0; i < 4; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+void mds_fid_to_key(const struct nacre_fid *fid, uint8_t out[16])
+{
+	be64(out, fid->seq);
+	be32(out + 8, fid->oid);
+	be32(out + 12, fid->ver);
+}
+
+static void key_to_fid(const uint8_t *k, struct nacre_fid *fid)
+{
+	fid->seq = rd_be64(k);
+	fid->oid = rd_be32(k + 8);
+	fid->ver = rd_be32(k + 12);
+}
+
+int mds_fid_eq(const struct nacre_fid *a, const struct nacre_fid *b)
+{
+	return a->seq == b->seq && a->oid == b->oid && a->ver == b->ver;
+}
+
+char *mds_fid_str(const struct nacre_fid *fid, char *buf, size_t len)
+{
+	snprintf(buf, len, "[0x%" PRIx64 ":0x%" PRIx32 ":0x%" PRIx32 "]", fid->seq, fid->oid,
+		 fid->ver);
+	return buf;
+}
+
+/* FNV-1a with a final mix, folded to 63 bits; 0..2 are reserved cookies. On-disk format:
+ * never change it without a schema version bump. */
+uint64_t mds_db_name_hash(const char *name, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < len; i++) {
+		h ^= (uint8_t)name[i];
+		h *= 0x100000001b3ull;
+	}
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h &= 0x7fffffffffffffffull;
+	if (h < 3)
+		h += 3;
+	return h;
+}
+
+/* ---------------- open / format ---------------- */
+
+static int dir_state(const char *dir, int *has_db, int *empty)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	struct dirent *e;
+	*has_db = 0;
+	*empty = 1;
+	while ((e = readdir(d)) != NULL) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		*empty = 0;
+		if (!strcmp(e->d_name, "data.mdb"))
+			*has_db = 1;
+	}
+	closedir(d);
+	return 0;
+}
+
+static int put_raw(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl, const void *v, size_t vl)
+{
+	MDB_val key = {kl, (void *)k}, val = {vl, (void *)v};
+	return mdb_put(t, dbi, &key, &val, 0);
+}
+
+static int encode_inode(const struct mds_inode *ino, struct wire_cursor *c)
+{
+	wire_put_u16(c, INODE_REC_VERSION);
+	wire_put_u32(c, ino->mode);
+	wire_put_u32(c, ino->nlink);
+	wire_put_u32(c, ino->uid);
+	wire_put_u32(c, ino->gid);
+	wire_put_u32(c, ino->rdev);
+	wire_put_u64(c, ino->size);
+	const struct nacre_time *t[3] = {&ino->atime, &ino->mtime, &ino->ctime};
+	for (int i = 0; i < 3; i++) {
+		wire_put_i64(c, t[i]->sec);
+		wire_put_u32(c, t[i]->nsec);
+	}
+	wire_put_u32(c, ino->hsm_state);
+	wire_put_u32(c, ino->archive_id);
+	wire_put_u64(c, ino->nentries);
+	wire_put_u8(c, ino->has_layout ? 1 : 0);
+	if (ino->has_layout)
+		wire_layout_put(c, &ino->layout);
+	wire_path_put(c, ino->target);
+	return c->err;
+}
+
+static int decode_inode(const void *buf, size_t len, struct mds_inode *ino)
+{
+	struct wire_cursor c;
+	wire_cursor_init_read(&c, buf, len);
+	uint16_t ver = wire_get_u16(&c);
+	if (wire_cursor_ok(&c) && ver != INODE_REC_VERSION)
+		return -NACRE_EFORMAT;
+	ino->mode = wire_get_u32(&c);
+	ino->nlink = wire_get_u32(&c);
+	ino->uid = wire_get_u32(&c);
+	ino->gid = wire_get_u32(&c);
+	ino->rdev = wire_get_u32(&c);
+	ino->size = wire_get_u64(&c);
+	struct nacre_time *t[3] = {&ino->atime, &ino->mtime, &ino->ctime};
+	for (int i = 0; i < 3; i++) {
+		t[i]->sec = wire_get_i64(&c);
+		t[i]->nsec = wire_get_u32(&c);
+	}
+	ino->hsm_state = wire_get_u32(&c);
+	ino->archive_id = wire_get_u32(&c);
+	ino->nentries = wire_get_u64(&c);
+	ino->has_layout = wire_get_u8(&c);
+	memset(&ino->layout, 0, sizeof(ino->layout));
+	if (ino->has_layout)
+		wire_layout_get(&c, &ino->layout);
+	wire_path_get(&c, ino->target, NACRE_PATH_MAX);
+	if (!wire_cursor_ok(&c) || wire_cursor_left(&c) != 0)
+		return -EIO;
+	return 0;
+}
+
+static int put_inode_raw(MDB_txn *t, MDB_dbi dbi, const struct mds_inode *ino)
+{
+	uint8_t k[16];
+	struct wire_cursor c;
+	wire_cursor_init_dyn(&c, 16384);
+	if (encode_inode(ino, &c)) {
+		wire_cursor_fini(&c);
+		return EINVAL;
+	}
+	mds_fid_to_key(&ino->fid, k);
+	int rc = put_raw(t, dbi, k, 16, c.buf, wire_cursor_pos(&c));
+	wire_cursor_fini(&c);
+	return rc;
+}
+
+static int open_dbis(struct mds_db *db, MDB_txn *t, unsigned flags)
+{
+	struct {
+		const char *name;
+		MDB_dbi *dbi;
+	} tab[] = {{"meta", &db->meta},       {"inodes", &db->inodes}, {"dentries", &db->dentries},
+		   {"links", &db->links},     {"xattrs", &db->xattrs}, {"destroy", &db->destroy},
+		   {"targets", &db->targets}};
+	for (size_t i = 0; i < ARRAY_SIZE(tab); i++) {
+		int rc = mdb_dbi_open(t, tab[i].name, flags, tab[i].dbi);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int format_tables(struct mds_db *db, MDB_txn *t, const char *fsname)
+{
+	uint8_t schema[8];
+	be32(schema, MDS_DB_SCHEMA_MAGIC);
+	be32(schema + 4, MDS_DB_SCHEMA_VERSION);
+	int rc = put_raw(t, db->meta, "schema", 6, schema, sizeof(schema));
+	if (!rc)
+		rc = put_raw(t, db->meta, "fsname", 6, fsname, strlen(fsname));
+	uint8_t next[12];
+	be64(next, NACRE_FIRST_SEQ);
+	be32(next + 8, 1);
+	if (!rc)
+		rc = put_raw(t, db->meta, "next_fid", 8, next, sizeof(next));
+	if (rc)
+		return rc;
+
+	struct mds_inode *root = calloc(1, sizeof(*root));
+	if (!root)
+		return ENOMEM;
+	root->fid.seq = NACRE_ROOT_SEQ;
+	root->fid.oid = NACRE_ROOT_OID;
+	root->mode = S_IFDIR | 0755;
+	root->nlink = 2;
+	root->atime = root->mtime = root->ctime = time_now();
+	rc = put_inode_raw(t, db->inodes, root);
+	free(root);
+	return rc;
+}
+
+static int check_schema(struct mds_db *db, MDB_txn *t, const char *fsname, char *err,
+			size_t err_len)
+{
+	MDB_val k = {6, "schema"}, v;
+	int rc = mdb_get(t, db->meta, &k, &v);
+	if (rc || v.mv_size != 8 || rd_be32(v.mv_data) != MDS_DB_SCHEMA_MAGIC) {
+		snprintf(err, err_len,
+			 "%s holds an LMDB environment that is not a nacre MDT (no schema record): "
+			 "point --data at a nacre MDT directory",
+			 db->dir);
+		return -NACRE_EBADMAGIC;
+	}
+	uint32_t ver = rd_be32((const uint8_t *)v.mv_data + 4);
+	if (ver != MDS_DB_SCHEMA_VERSION) {
+		snprintf(err, err_len,
+			 "%s has metadata schema version %u, this nacre-mds knows only version %u: "
+			 "run a nacre-mds that matches the data",
+			 db->dir, ver, MDS_DB_SCHEMA_VERSION);
+		return -NACRE_EFORMAT;
+	}
+	MDB_val fk = {6, "fsname"};
+	rc = mdb_get(t, db->meta, &fk, &v);
+	if (rc || v.mv_size == 0 || v.mv_size > NACRE_FSNAME_MAX) {
+		snprintf(err, err_len, "%s has no valid fsname record: the MDT is damaged", db->dir);
+		return -NACRE_EFORMAT;
+	}
+	memcpy(db->fsname, v.mv_data, v.mv_size);
+	db->fsname[v.mv_size] = 0;
+	if (fsname && strcmp(fsname, db->fsname)) {
+		snprintf(err, err_len,
+			 "%s holds file system '%s', not '%s': use --fsname %s or another --data",
+			 db->dir, db->fsname, fsname, db->fsname);
+		return -NACRE_EFSNAME;
+	}
+	return 0;
+}
+
+int mds_db_open(const char *dir, const char *fsname, int format, struct mds_db **out,
+		char *err, size_t err_len)
+{
+	int has_db = 0, empty = 1, rc;
+	*out = NULL;
+	if (format) {
+		if (mkdir(dir, 0700) && errno != EEXIST) {
+			rc = -errno;
+			snprintf(err, err_len, "cannot create data directory %s: %s", dir,
+				 strerror(-rc));
+			return rc;
+		}
+	}
+	rc = dir_state(dir, &has_db, &empty);
+	if (rc) {
+		if (rc == -ENOENT && !format)
+			snprintf(err, err_len,
+				 "no nacre MDT in %s: run with --format to create one", dir);
+		else
+			snprintf(err, err_len, "cannot read data directory %s: %s", dir,
+				 strerror(-rc));
+		return rc;
+	}
+	if (format && !empty) {
+		snprintf(err, err_len,
+			 "%s is not empty%s: --format needs an empty or missing directory", dir,
+			 has_db ? " (it already holds an MDT; drop --format to use it)" : "");
+		return -EEXIST;
+	}
+	if (!format && !has_db) {
+		snprintf(err, err_len, "no nacre MDT in %s: run with --format to create one", dir);
+		return -ENOENT;
+	}
+
+	struct mds_db *db = calloc(1, sizeof(*db));
+	if (!db)
+		return -ENOMEM;
+	str_copy(db->dir, dir, sizeof(db->dir));
+	MDB_txn *t = NULL;
+	const char *step = "mdb_env_create";
+	rc = mdb_env_create(&db->env);
+	if (!rc) {
+		step = "mdb_env_set_mapsize";
+		rc = mdb_env_set_mapsize(db->env, MAPSIZE);
+	}
+	if (!rc) {
+		step = "mdb_env_set_maxdbs";
+		rc = mdb_env_set_maxdbs(db->env, 16);
+	}
+	if (!rc) {
+		step = "mdb_env_open";
+		rc = mdb_env_open(db->env, dir, MDB_NOTLS, 0600);
+	}
+	if (!rc) {
+		step = "mdb_txn_begin";
+		rc = mdb_txn_begin(db->env, NULL, 0, &t);
+	}
+	if (!rc) {
+		step = "opening tables";
+		rc = open_dbis(db, t, format ? MDB_CREATE : 0);
+		if (rc == MDB_NOTFOUND) {
+			snprintf(err, err_len,
+				 "%s holds an LMDB environment without nacre tables: point --data "
+				 "at a nacre MDT directory",
+				 dir);
+			rc = -NACRE_EBADMAGIC;
+			goto out_abort;
+		}
+	}
+	if (!rc && format) {
+		step = "formatting";
+		rc = format_tables(db, t, fsname);
+	}
+	if (rc) {
+		snprintf(err, err_len, "cannot open metadata store in %s (%s): %s", dir, step,
+			 mdb_strerror(rc));
+		rc = rc > 0 && rc < 4096 ? -rc : -EIO;
+		goto out_abort;
+	}
+	rc = check_schema(db, t, fsname, err, err_len);
+	if (rc)
+		goto out_abort;
+	rc = mdb_txn_commit(t);
+	t = NULL;
+	if (rc) {
+		snprintf(err, err_len, "cannot commit to metadata store in %s: %s", dir,
+			 mdb_strerror(rc));
+		rc = -EIO;
+		goto out_close;
+	}
+	*out = db;
+	return 0;
+
+out_abort:
+	if (t)
+		mdb_txn_abort(t);
+out_close:
+	if (db->env)
+		mdb_env_close(db->env);
+	free(db);
+	return rc;
+}
+
+void mds_db_close(struct mds_db *db)
+{
+	if (!db)
+		return;
+	mdb_env_close(db->env);
+	free(db);
+}
+
+const char *mds_db_fsname(const struct mds_db *db)
+{
+	return db->fsname;
+}
+
+uint64_t mds_db_inode_count(struct mds_db *db)
+{
+	MDB_txn *t;
+	MDB_stat st;
+	if (mdb_txn_begin(db->env, NULL, MDB_RDONLY, &t))
+		return 0;
+	int rc = mdb_stat(t, db->inodes, &st);
+	mdb_txn_abort(t);
+	return rc ? 0 : st.ms_entries;
+}
+
+int mds_db_set_schema_version(struct mds_db *db, uint32_t version)
+{
+	MDB_txn *t;
+	uint8_t schema[8];
+	be32(schema, MDS_DB_SCHEMA_MAGIC);
+	be32(schema + 4, version);
+	int rc = mdb_txn_begin(db->env, NULL, 0, &t);
+	if (rc)
+		return map_err(rc, "txn begin");
+	rc = put_raw(t, db->meta, "schema", 6, schema, sizeof(schema));
+	if (rc) {
+		mdb_txn_abort(t);
+		return map_err(rc, "schema put");
+	}
+	return map_err(mdb_txn_commit(t), "commit");
+}
+
+/* ---------------- transactions ---------------- */
+
+static int txn_begin(struct mds_db *db, MDB_txn *parent, unsigned flags, struct mds_txn **out)
+{
+	struct mds_txn *x = malloc(sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	int rc = mdb_txn_begin(db->env, parent, flags, &x->t);
+	if (rc) {
+		free(x);
+		return map_err(rc, "txn begin");
+	}
+	x->db = db;
+	*out = x;
+	return 0;
+}
+
+int mds_txn_begin_read(struct mds_db *db, struct mds_txn **out)
+{
+	return txn_begin(db, NULL, MDB_RDONLY, out);
+}
+
+int mds_txn_begin_write(struct mds_db *db, struct mds_txn **out)
+{
+	return txn_begin(db, NULL, 0, out);
+}
+
+int mds_txn_begin_nested(struct mds_txn *parent, struct mds_txn **out)
+{
+	return txn_begin(parent->db, parent->t, 0, out);
+}
+
+int mds_txn_commit(struct mds_txn *txn)
+{
+	if (!txn)
+		return 0;
+	int rc = mdb_txn_commit(txn->t);
+	free(txn);
+	return map_err(rc, "commit");
+}
+
+void mds_txn_abort(struct mds_txn *txn)
+{
+	if (!txn)
+		return;
+	mdb_txn_abort(txn->t);
+	free(txn);
+}
+
+/* ---------------- FIDs ---------------- */
+
+int mds_db_fid_alloc(struct mds_txn *txn, struct nacre_fid *out)
+{
+	MDB_val k = {8, "next_fid"}, v;
+	int rc = mdb_get(txn->t, txn->db->meta, &k, &v);
+	if (rc || v.mv_size != 12)
+		return rc ? map_err(rc, "next_fid get") : -EIO;
+	uint64_t seq = rd_be64(v.mv_data);
+	uint32_t oid = rd_be32((const uint8_t *)v.mv_data + 8);
+	out->seq = seq;
+	out->oid = oid;
+	out->ver = 0;
+	/* oid 0 is never used; a full sequence moves to the next one */
+	if (oid == UINT32_MAX) {
+		seq++;
+		oid = 1;
+	} else {
+		oid++;
+	}
+	uint8_t next[12];
+	be64(next, seq);
+	be32(next + 8, oid);
+	return map_err(put_raw(txn->t, txn->db->meta, "next_fid", 8, next, 12), "next_fid put");
+}
+
+/* ---------------- inodes ---------------- */
+
+int mds_db_inode_get(struct mds_txn *txn, const struct nacre_fid *fid, struct mds_inode *out)
+{
+	uint8_t kb[16];
+	mds_fid_to_key(fid, kb);
+	MDB_val k = {16, kb}, v;
+	int rc = mdb_get(txn->t, txn->db->inodes, &k, &v);
+	if (rc)
+		return map_err(rc, "inode get");
+	rc = decode_inode(v.mv_data, v.mv_size, out);
+	if (rc) {
+		char fs[NACRE_FID_STR_MAX];
+		LOG_ERR("db", "corrupt inode record for %s (%zu bytes)",
+			mds_fid_str(fid, fs, sizeof(fs)), v.mv_size);
+		return -EIO;
+	}
+	out->fid = *fid;
+	return 0;
+}
+
+int mds_db_inode_put(struct mds_txn *txn, const struct mds_inode *ino)
+{
+	return map_err(put_inode_raw(txn->t, txn->db->inodes, ino), "inode put");
+}
+
+int mds_db_inode_del(struct mds_txn *txn, const struct nacre_fid *fid)
+{
+	uint8_t kb[16];
+	mds_fid_to_key(fid, kb);
+	MDB_val k = {16, kb};
+	return map_err(mdb_del(txn->t, txn->db->inodes, &k, NULL), "inode del");
+}
+
+int mds_db_inode_iter(struct mds_txn *txn, int (*fn)(void *arg, const struct mds_inode *ino),
+		      void *arg)
+{
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn->t, txn->db->inodes, &cur);
+	if (rc)
+		return map_err(rc, "cursor open");
+	struct mds_inode *ino = malloc(sizeof(*ino));
+	if (!ino) {
+		mdb_cursor_close(cur);
+		return -ENOMEM;
+	}
+	MDB_val k, v;
+	int ret = 0;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		if (k.mv_size != 16 || decode_inode(v.mv_data, v.mv_size, ino)) {
+			LOG_ERR("db", "skipping a corrupt inode record");
+			continue;
+		}
+		key_to_fid(k.mv_data, &ino->fid);
+		ret = fn(arg, ino);
+		if (ret)
+			break;
+	}
+	if (rc && rc != MDB_NOTFOUND)
+		ret = map_err(rc, "inode iter");
+	free(ino);
+	mdb_cursor_close(cur);
+	return ret;
+}
+
+/* ---------------- dentries ---------------- */
+
+static size_t dentry_key(uint8_t *k, const struct nacre_fid *parent, const char *name)
+{
+	size_t n = strlen(name);
+	mds_fid_to_key(parent, k);
+	be64(k + 16, mds_db_name_hash(name, n));
+	memcpy(k + 24, name, n);
+	return 24 + n;
+}
+
+int mds_db_dentry_get(struct mds_txn *txn, const struct nacre_fid *parent, const char *name,
+		      struct nacre_fid *child, uint32_t *type)
+{
+	uint8_t kb[24 + NACRE_NAME_MAX];
+	if (strlen(name) > NACRE_NAME_MAX)
+		return -ENAMETOOLONG;
+	MDB_val k = {dentry_key(kb, parent, name), kb}, v;
+	int rc = mdb_get(txn->t, txn->db->dentries, &k, &v);
+	if (rc)
+		return map_err(rc, "dentry get");
+	if (v.mv_size != 20)
+		return -EIO;
+	key_to_fid(v.mv_data, child);
+	if (type)
+		*type = rd_be32((const uint8_t *)v.mv_data + 16);
+	return 0;
+}
+
+int mds_db_dentry_put(struct mds_txn *txn, const struct nacre_fid *parent, const char *name,
+		      const struct nacre_fid *child, uint32_t type)
+{
+	uint8_t kb[24 + NACRE_NAME_MAX], vb[20];
+	if (strlen(name) > NACRE_NAME_MAX)
+		return -ENAMETOOLONG;
+	size_t kl = dentry_key(kb, parent, name);
+	mds_fid_to_key(child, vb);
+	be32(vb + 16, type);
+	return map_err(put_raw(txn->t, txn->db->dentries, kb, kl, vb, 20), "dentry put");
+}
+
+int mds_db_dentry_del(struct mds_txn *txn, const struct nacre_fid *parent, const char *name)
+{
+	uint8_t kb[24 + NACRE_NAME_MAX];
+	if (strlen(name) > NACRE_NAME_MAX)
+		return -ENAMETOOLONG;
+	MDB_val k = {dentry_key(kb, parent, name), kb};
+	return map_err(mdb_del(txn->t, txn->db->dentries, &k, NULL), "dentry del");
+}
+
+int mds_db_dentry_iter(struct mds_txn *txn, const struct nacre_fid *parent, uint64_t start,
+		       int (*fn)(void *arg, const struct nacre_dirent *d), void *arg)
+{
+	uint8_t kb[24];
+	mds_fid_to_key(parent, kb);
+	be64(kb + 16, start);
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn->t, txn->db->dentries, &cur);
+	if (rc)
+		return map_err(rc, "cursor open");
+	struct nacre_dirent *d = malloc(sizeof(*d));
+	if (!d) {
+		mdb_cursor_close(cur);
+		return -ENOMEM;
+	}
+	MDB_val k = {24, kb}, v;
+	int ret = 0;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); !rc;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		if (k.mv_size < 25 || memcmp(k.mv_data, kb, 16))
+			break; /* past this directory */
+		size_t nl = k.mv_size - 24;
+		if (nl > NACRE_NAME_MAX || v.mv_size != 20) {
+			LOG_ERR("db", "skipping a corrupt directory entry");
+			continue;
+		}
+		d->cookie = rd_be64((const uint8_t *)k.mv_data + 16);
+		memcpy(d->name, (const uint8_t *)k.mv_data + 24, nl);
+		d->name[nl] = 0;
+		key_to_fid(v.mv_data, &d->fid);
+		d->type = rd_be32((const uint8_t *)v.mv_data + 16);
+		ret = fn(arg, d);
+		if (ret)
+			break;
+	}
+	if (rc && rc != MDB_NOTFOUND)
+		ret = map_err(rc, "dentry iter");
+	free(d);
+	mdb_cursor_close(cur);
+	return ret;
+}
+
+/* ---------------- links ---------------- */
+
+static size_t link_key(uint8_t *k, const struct nacre_fid *child, const struct nacre_fid *parent,
+		       const char *name)
+{
+	size_t n = strlen(name);
+	mds_fid_to_key(child, k);
+	mds_fid_to_key(parent, k + 16);
+	memcpy(k + 32, name, n);
+	return 32 + n;
+}
+
+int mds_db_link_put(struct mds_txn *txn, const struct nacre_fid *child,
+		    const struct nacre_fid *parent, const char *name)
+{
+	uint8_t kb[32 + NACRE_NAME_MAX];
+	if (strlen(name) > NACRE_NAME_MAX)
+		return -ENAMETOOLONG;
+	size_t kl = link_key(kb, child, parent, name);
+	return map_err(put_raw(txn->t, txn->db->links, kb, kl, "", 0), "link put");
+}
+
+int mds_db_link_del(struct mds_txn *txn, const struct nacre_fid *child,
+		    const struct nacre_fid *parent, const char *name)
+{
+	uint8_t kb[32 + NACRE_NAME_MAX];
+	if (strlen(name) > NACRE_NAME_MAX)
+		return -ENAMETOOLONG;
+	MDB_val k = {link_key(kb, child, parent, name), kb};
+	return map_err(mdb_del(txn->t, txn->db->links, &k, NULL), "link del");
+}
+
+int mds_db_link_first(struct mds_txn *txn, const struct nacre_fid *child,
+		      struct nacre_fid *parent, char *name)
+{
+	uint8_t kb[16];
+	mds_fid_to_key(child, kb);
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn->t, txn->db->links, &cur);
+	if (rc)
+		return map_err(rc, "cursor open");
+	MDB_val k = {16, kb}, v;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	int ret;
+	if (rc)
+		ret = map_err(rc, "link get");
+	else if (k.mv_size <= 32 || k.mv_size > 32 + NACRE_NAME_MAX || memcmp(k.mv_data, kb, 16))
+		ret = -ENOENT;
+	else {
+		key_to_fid((const uint8_t *)k.mv_data + 16, parent);
+		memcpy(name, (const uint8_t *)k.mv_data + 32, k.mv_size - 32);
+		name[k.mv_size - 32] = 0;
+		ret = 0;
+	}
+	mdb_cursor_close(cur);
+	return ret;
+}
+
+/* ---------------- xattrs ---------------- */
+
+static size_t xattr_key(uint8_t *k, const struct nacre_fid *fid, const char *name)
+{
+	size_t n = strlen(name);
+	mds_fid_to_key(fid, k);
+	memcpy(k + 16, name, n);
+	return 16 + n;
+}
+
+int mds_db_xattr_get(struct mds_txn *txn, const struct nacre_fid *fid, const char *name,
+		     void *value, size_t size)
+{
+	uint8_t kb[16 + NACRE_NAME_MAX];
+	if (strlen(name) > NACRE_NAME_MAX)
+		return -ERANGE;
+	MDB_val k = {xattr_key(kb, fid, name), kb}, v;
+	int rc = mdb_get(txn->t, txn->db->xattrs, &k, &v);
+	if (rc)
+		return rc == MDB_NOTFOUND ? -ENODATA : map_err(rc, "xattr get");
+	if (size)
+		memcpy(value, v.mv_data, v.mv_size < size ? v.mv_size : size);
+	return (int)v.mv_size;
+}
+
+int mds_db_xattr_put(struct mds_txn *txn, const struct nacre_fid *fid, const char *name,
+		     const void *value, size_t len)
+{
+	uint8_t kb[16 + NACRE_NAME_MAX];
+	if (strlen(name) > NACRE_NAME_MAX)
+		return -ERANGE;
+	size_t kl = xattr_key(kb, fid, name);
+	return map_err(put_raw(txn->t, txn->db->xattrs, kb, kl, len ? value : "", len),
+		       "xattr put");
+}
+
+int mds_db_xattr_del(struct mds_txn *txn, const struct nacre_fid *fid, const char *name)
+{
+	uint8_t kb[16 + NACRE_NAME_MAX];
+	if (strlen(name) > NACRE_NAME_MAX)
+		return -ERANGE;
+	MDB_val k = {xattr_key(kb, fid, name), kb};
+	int rc = mdb_del(txn->t, txn->db->xattrs, &k, NULL);
+	return rc == MDB_NOTFOUND ? -ENODATA : map_err(rc, "xattr del");
+}
+
+/* Walks the xattrs of fid; del = 1 deletes each one instead of calling fn. */
+static int xattr_walk(struct mds_txn *txn, const struct nacre_fid *fid, int del,
+		      int (*fn)(void *arg, const char *name), void *arg)
+{
+	uint8_t kb[16];
+	char name[NACRE_NAME_MAX + 1];
+	mds_fid_to_key(fid, kb);
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn->t, txn->db->xattrs, &cur);
+	if (rc)
+		return map_err(rc, "cursor open");
+	MDB_val k = {16, kb}, v;
+	int ret = 0;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); !rc;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		if (k.mv_size <= 16 || memcmp(k.mv_data, kb, 16))
+			break;
+		if (del) {
+			rc = mdb_cursor_del(cur, 0);
+			if (rc)
+				break;
+			continue;
+		}
+		size_t nl = k.mv_size - 16;
+		if (nl > NACRE_NAME_MAX)
+			continue;
+		memcpy(name, (const uint8_t *)k.mv_data + 16, nl);
+		name[nl] = 0;
+		ret = fn(arg, name);
+		if (ret)
+			break;
+	}
+	if (rc && rc != MDB_NOTFOUND)
+		ret = map_err(rc, "xattr walk");
+	mdb_cursor_close(cur);
+	return ret;
+}
+
+int mds_db_xattr_iter(struct mds_txn *txn, const struct nacre_fid *fid,
+		      int (*fn)(void *arg, const char *name), void *arg)
+{
+	return xattr_walk(txn, fid, 0, fn, arg);
+}
+
+int mds_db_xattr_del_all(struct mds_txn *txn, const struct nacre_fid *fid)
+{
+	return xattr_walk(txn, fid, 1, NULL, NULL);
+}
+
+/* ---------------- destroy log ---------------- */
+
+int mds_db_destroy_add(struct mds_txn *txn, const struct nacre_fid *fid,
+		       const struct nacre_layout *l)
+{
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn->t, txn->db->destroy, &cur);
+	if (rc)
+		return map_err(rc, "cursor open");
+	MDB_val k, v;
+	uint64_t seq = 1;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
+	if (!rc && k.mv_size == 8)
+		seq = rd_be64(k.mv_data) + 1;
+	mdb_cursor_close(cur);
+	if (rc && rc != MDB_NOTFOUND)
+		return map_err(rc, "destroy last");
+
+	uint8_t kb[8];
+	be64(kb, seq);
+	struct wire_cursor c;
+	wire_cursor_init_dyn(&c, 4096);
+	wire_put_u16(&c, DESTROY_REC_VERSION);
+	wire_fid_put(&c, fid);
+	wire_layout_put(&c, l);
+	if (!wire_cursor_ok(&c)) {
+		wire_cursor_fini(&c);
+		return -EINVAL;
+	}
+	rc = put_raw(txn->t, txn->db->destroy, kb, 8, c.buf, wire_cursor_pos(&c));
+	wire_cursor_fini(&c);
+	return map_err(rc, "destroy put");
+}
+
+int mds_db_destroy_next(struct mds_txn *txn, uint64_t from, uint64_t *seq,
+			struct nacre_fid *fid, struct nacre_layout *l)
+{
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn->t, txn->db->destroy, &cur);
+	if (rc)
+		return map_err(rc, "cursor open");
+	uint8_t kb[8];
+	be64(kb, from);
+	MDB_val k = {8, kb}, v;
+	int ret = -ENOENT;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); !rc;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		if (k.mv_size != 8)
+			continue;
+		struct wire_cursor c;
+		wire_cursor_init_read(&c, v.mv_data, v.mv_size);
+		uint16_t ver = wire_get_u16(&c);
+		wire_fid_get(&c, fid);
+		wire_layout_get(&c, l);
+		*seq = rd_be64(k.mv_data);
+		if (ver != DESTROY_REC_VERSION || !wire_cursor_ok(&c)) {
+			LOG_ERR("db", "skipping a corrupt destroy record %" PRIu64, *seq);
+			continue;
+		}
+		ret = 0;
+		break;
+	}
+	if (rc && rc != MDB_NOTFOUND)
+		ret = map_err(rc, "destroy next");
+	mdb_cursor_close(cur);
+	return ret;
+}
+
+int mds_db_destroy_del(struct mds_txn *txn, uint64_t seq)
+{
+	uint8_t kb[8];
+	be64(kb, seq);
+	MDB_val k = {8, kb};
+	return map_err(mdb_del(txn->t, txn->db->destroy, &k, NULL), "destroy del");
+}
+
+/* ---------------- targets ---------------- */
+
+int mds_db_target_put(struct mds_txn *txn, uint32_t type, uint32_t index, const char *addr)
+{
+	uint8_t kb[8];
+	be32(kb, type);
+	be32(kb + 4, index);
+	return map_err(put_raw(txn->t, txn->db->targets, kb, 8, addr, strlen(addr)),
+		       "target put");
+}
+
+int mds_db_target_iter(struct mds_txn *txn,
+		       int (*fn)(void *arg, uint32_t type, uint32_t index, const char *addr),
+		       void *arg)
+{
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn->t, txn->db->targets, &cur);
+	if (rc)
+		return map_err(rc, "cursor open");
+	MDB_val k, v;
+	char addr[NACRE_ADDR_MAX + 1];
+	int ret = 0;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		if (k.mv_size != 8 || v.mv_size > NACRE_ADDR_MAX)
+			continue;
+		memcpy(addr, v.mv_data, v.mv_size);
+		addr[v.mv_size] = 0;
+		ret = fn(arg, rd_be32(k.mv_data), rd_be32((const uint8_t *)k.mv_data + 4), addr);
+		if (ret)
+			break;
+	}
+	if (rc && rc != MDB_NOTFOUND)
+		ret = map_err(rc, "target iter");
+	mdb_cursor_close(cur);
+	return ret;
+}

@@ -1,0 +1,141 @@
+/* db.h - the MDS metadata store: typed access to the LMDB environment in the data directory.
+ *
+ * This module is the only one that sees LMDB. Tables (named LMDB databases):
+ *   meta      "schema" -> u32 magic, u32 version; "fsname" -> bytes; "next_fid" -> u64 seq,
+ *             u32 oid (the next FID to hand out; FIDs are never reused)
+ *   inodes    FID (16 bytes big-endian) -> versioned inode record (struct mds_inode)
+ *   dentries  parent FID + u64 BE name hash + name -> child FID + u32 type
+ *   links     child FID + parent FID + name -> empty (fid2path, hard links, loop checks)
+ *   xattrs    FID + name -> value bytes
+ *   destroy   u64 BE sequence -> FID + layout (objects to destroy on the OSTs)
+ *   targets   u32 BE type + u32 BE index -> addr
+ * The name hash (63 bits, >= 3) is the readdir cookie; cookies 0..2 are reserved (0 = start,
+ * 1 and 2 for "." and ".." in clients). Entries with equal hashes are returned in one batch.
+ *
+ * Transactions: read-only ones may be used from any thread (MDB_NOTLS) and must be short;
+ * write transactions are opened only by the writer thread (writer.c). Functions return 0 or
+ * a negative errno: -ENOENT for a missing key, -ENOSPC when the map is full, -EIO for a
+ * corrupt record or LMDB failure (logged).
+ */
+#ifndef NACRE_MDS_DB_H
+#define NACRE_MDS_DB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nacre/nacre_types.h"
+
+#define MDS_DB_SCHEMA_MAGIC 0x4e4d4453u /* "NMDS" */
+#define MDS_DB_SCHEMA_VERSION 1u
+
+struct mds_db;
+struct mds_txn;
+
+/* An inode as stored. The symlink target lives inline (NUL-terminated). */
+struct mds_inode {
+	struct nacre_fid fid;
+	uint32_t mode;
+	uint32_t nlink;
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t rdev;
+	uint64_t size;
+	struct nacre_time atime;
+	struct nacre_time mtime;
+	struct nacre_time ctime;
+	uint32_t hsm_state;
+	uint32_t archive_id;
+	uint64_t nentries;         /* directories: number of entries (no "." / "..") */
+	uint8_t has_layout;        /* file: layout is set; directory: default layout is set */
+	struct nacre_layout layout;
+	char target[NACRE_PATH_MAX + 1]; /* symlinks */
+};
+
+/* Opens (format = 0) or creates (format = 1) the MDT in dir. Formatting needs an empty or
+ * missing dir and writes the schema, fsname and the root directory (0755, root:root, no
+ * default layout). Opening checks the schema magic and version and that the stored fsname
+ * equals fsname (NULL = accept any). On error writes a sentence naming dir and the fix to err.
+ * *out is owned by the caller (mds_db_close). */
+int mds_db_open(const char *dir, const char *fsname, int format, struct mds_db **out,
+		char *err, size_t err_len);
+void mds_db_close(struct mds_db *db); /* NULL is fine */
+/* The fsname recorded at format time; valid while db is open. */
+const char *mds_db_fsname(const struct mds_db *db);
+/* Number of inodes (for statfs). Thread-safe. */
+uint64_t mds_db_inode_count(struct mds_db *db);
+/* Test hook: overwrites the schema version record. */
+int mds_db_set_schema_version(struct mds_db *db, uint32_t version);
+
+/* Transactions. A read txn may be used by one thread at a time, from any thread. */
+int mds_txn_begin_read(struct mds_db *db, struct mds_txn **out);
+int mds_txn_begin_write(struct mds_db *db, struct mds_txn **out);
+/* A nested write txn inside parent; parent must not be used until it ends. */
+int mds_txn_begin_nested(struct mds_txn *parent, struct mds_txn **out);
+/* Both free txn. commit returns 0 or -errno (the txn is gone either way). NULL is fine. */
+int mds_txn_commit(struct mds_txn *txn);
+void mds_txn_abort(struct mds_txn *txn);
+
+/* Allocates the next FID (write txn). */
+int mds_db_fid_alloc(struct mds_txn *txn, struct nacre_fid *out);
+
+/* inodes */
+int mds_db_inode_get(struct mds_txn *txn, const struct nacre_fid *fid, struct mds_inode *out);
+int mds_db_inode_put(struct mds_txn *txn, const struct mds_inode *ino);
+int mds_db_inode_del(struct mds_txn *txn, const struct nacre_fid *fid);
+/* Calls fn for every inode; fn returns nonzero to stop (that value is returned). */
+int mds_db_inode_iter(struct mds_txn *txn, int (*fn)(void *arg, const struct mds_inode *ino),
+		      void *arg);
+
+/* dentries */
+uint64_t mds_db_name_hash(const char *name, size_t len);
+int mds_db_dentry_get(struct mds_txn *txn, const struct nacre_fid *parent, const char *name,
+		      struct nacre_fid *child, uint32_t *type);
+int mds_db_dentry_put(struct mds_txn *txn, const struct nacre_fid *parent, const char *name,
+		      const struct nacre_fid *child, uint32_t type);
+int mds_db_dentry_del(struct mds_txn *txn, const struct nacre_fid *parent, const char *name);
+/* Calls fn for each entry of parent whose hash is >= start, in hash order. d->cookie is the
+ * entry's hash. fn returns nonzero to stop; that value is returned. */
+int mds_db_dentry_iter(struct mds_txn *txn, const struct nacre_fid *parent, uint64_t start,
+		       int (*fn)(void *arg, const struct nacre_dirent *d), void *arg);
+
+/* links (reverse entries) */
+int mds_db_link_put(struct mds_txn *txn, const struct nacre_fid *child,
+		    const struct nacre_fid *parent, const char *name);
+int mds_db_link_del(struct mds_txn *txn, const struct nacre_fid *child,
+		    const struct nacre_fid *parent, const char *name);
+/* The first (parent, name) naming child; name has NACRE_NAME_MAX + 1 bytes. -ENOENT if none. */
+int mds_db_link_first(struct mds_txn *txn, const struct nacre_fid *child,
+		      struct nacre_fid *parent, char *name);
+
+/* xattrs. get copies up to size bytes to value (size 0: none) and returns the full length. */
+int mds_db_xattr_get(struct mds_txn *txn, const struct nacre_fid *fid, const char *name,
+		     void *value, size_t size);
+int mds_db_xattr_put(struct mds_txn *txn, const struct nacre_fid *fid, const char *name,
+		     const void *value, size_t len);
+int mds_db_xattr_del(struct mds_txn *txn, const struct nacre_fid *fid, const char *name);
+/* Calls fn(name) for each xattr of fid; fn returns nonzero to stop. */
+int mds_db_xattr_iter(struct mds_txn *txn, const struct nacre_fid *fid,
+		      int (*fn)(void *arg, const char *name), void *arg);
+int mds_db_xattr_del_all(struct mds_txn *txn, const struct nacre_fid *fid);
+
+/* destroy log */
+int mds_db_destroy_add(struct mds_txn *txn, const struct nacre_fid *fid,
+		       const struct nacre_layout *l);
+/* The first record with sequence >= from. -ENOENT if none. */
+int mds_db_destroy_next(struct mds_txn *txn, uint64_t from, uint64_t *seq,
+			struct nacre_fid *fid, struct nacre_layout *l);
+int mds_db_destroy_del(struct mds_txn *txn, uint64_t seq);
+
+/* targets registry */
+int mds_db_target_put(struct mds_txn *txn, uint32_t type, uint32_t index, const char *addr);
+int mds_db_target_iter(struct mds_txn *txn,
+		       int (*fn)(void *arg, uint32_t type, uint32_t index, const char *addr),
+		       void *arg);
+
+/* FID keys, shared with tests. */
+void mds_fid_to_key(const struct nacre_fid *fid, uint8_t out[16]);
+int mds_fid_eq(const struct nacre_fid *a, const struct nacre_fid *b);
+/* "[0x200000400:0x1:0x0]" into buf (NACRE_FID_STR_MAX bytes); returns buf. */
+char *mds_fid_str(const struct nacre_fid *fid, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,418 @@
+/* dispatch.c - the MDS request handler: decode, route, encode the reply. */
+#include "mds/dispatch.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+
+#include "common/log.h"
+#include "mds/alloc.h"
+#include "mds/db.h"
+#include "mds/ns.h"
+#include "mds/open.h"
+#include "mds/targets.h"
+
+/* Encoded size of one readdir entry: cookie, fid, type, u16 name length, name. */
+#define DIRENT_FIXED (8 + 16 + 4 + 2)
+
+/* A decoded body must be whole and exactly consumed. */
+static int finish_decode(const struct rpc_request *req, const struct wire_cursor *c)
+{
+	if (wire_cursor_ok(c) && wire_cursor_left(c) == 0)
+		return 0;
+	LOG_RATELIMITED(LOG_LVL_WARN, "dispatch", "malformed %s request from %s (%s): %s",
+			wire_opcode_name(req->hdr->opcode), req->peer,
+			req->peer_name ? req->peer_name : "?",
+			wire_cursor_ok(c) ? "trailing bytes" : "bad field");
+	return -EPROTO;
+}
+
+#define DECODE(msg, var)                                                                    \
+	struct wire_##msg var;                                                              \
+	do {                                                                                \
+		struct wire_cursor dc_;                                                     \
+		wire_cursor_init_read(&dc_, req->body, req->body_len);                      \
+		wire_##msg##_decode(&dc_, &var);                                            \
+		int drc_ = finish_decode(req, &dc_);                                        \
+		if (drc_)                                                                   \
+			return drc_;                                                        \
+	} while (0)
+
+static int decode_cred(const struct rpc_request *req, struct nacre_cred *cr)
+{
+	struct wire_cursor c;
+	wire_cursor_init_read(&c, req->body, req->body_len);
+	wire_cred_get(&c, cr);
+	return finish_decode(req, &c);
+}
+
+/* The MDT's own space and inode figures, from the file system holding the data dir. */
+static void mdt_statfs(struct mds *m, struct nacre_statfs *st)
+{
+	struct statvfs sv;
+	memset(st, 0, sizeof(*st));
+	st->bsize = 4096;
+	st->namemax = NACRE_NAME_MAX;
+	uint64_t used = mds_db_inode_count(m->db);
+	if (statvfs(m->data_dir, &sv) == 0) {
+		st->kb_total = (uint64_t)sv.f_blocks * sv.f_frsize / 1024;
+		st->kb_free = (uint64_t)sv.f_bfree * sv.f_frsize / 1024;
+		st->kb_avail = (uint64_t)sv.f_bavail * sv.f_frsize / 1024;
+	}
+	/* an inode with its entry and link takes about 512 bytes of LMDB pages */
+	st->ffree = st->kb_avail * 2;
+	st->files = used + st->ffree;
+}
+
+/* ---------------- reads ---------------- */
+
+static int do_lookup(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	DECODE(name_req, r);
+	struct nacre_attr a;
+	int rc = mds_ns_lookup(m, &r.cred, &r.parent, r.name, &a);
+	if (!rc)
+		wire_attr_put(&rep->body, &a);
+	return rc;
+}
+
+static int do_getattr(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	DECODE(fid_req, r);
+	struct nacre_attr a;
+	int rc = mds_ns_getattr(m, &r.cred, &r.fid, &a);
+	if (!rc)
+		wire_attr_put(&rep->body, &a);
+	return rc;
+}
+
+static int do_readlink(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	DECODE(fid_req, r);
+	char *t = malloc(NACRE_PATH_MAX + 1);
+	if (!t)
+		return -ENOMEM;
+	int rc = mds_ns_readlink(m, &r.cred, &r.fid, t);
+	if (!rc)
+		wire_path_put(&rep->body, t);
+	free(t);
+	return rc;
+}
+
+static int do_fid2path(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	DECODE(fid_req, r);
+	char *p = malloc(NACRE_PATH_MAX + 1);
+	if (!p)
+		return -ENOMEM;
+	int rc = mds_ns_fid2path(m, &r.cred, &r.fid, p, NACRE_PATH_MAX + 1);
+	if (!rc)
+		wire_path_put(&rep->body, p);
+	free(p);
+	return rc;
+}
+
+struct readdir_enc {
+	struct wire_cursor *c;
+	uint32_t max;        /* bytes of entries allowed */
+	uint32_t used;       /* bytes of entries written */
+	uint32_t count;      /* entries written */
+	uint64_t last_hash;  /* cookie of the last entry written */
+	size_t group_pos;    /* body position where the last hash group started */
+	uint32_t group_used; /* used and count at that point */
+	uint32_t group_count;
+	int full;
+};
+
+static int readdir_one(void *arg, const struct nacre_dirent *d)
+{
+	struct readdir_enc *e = arg;
+	uint32_t sz = DIRENT_FIXED + (uint32_t)strlen(d->name);
+	if (e->used + sz > e->max) {
+		/* entries sharing a hash share a cookie: never split them between replies */
+		if (e->count > 0 && d->cookie == e->last_hash && e->group_count > 0) {
+			e->c->pos = e->group_pos;
+			e->used = e->group_used;
+			e->count = e->group_count;
+		}
+		e->full = 1;
+		return 1;
+	}
+	if (e->count == 0 || d->cookie != e->last_hash) {
+		e->group_pos = wire_cursor_pos(e->c);
+		e->group_used = e->used;
+		e->group_count = e->count;
+	}
+	wire_dirent_put(e->c, d);
+	e->used += sz;
+	e->count++;
+	e->last_hash = d->cookie;
+	return 0;
+}
+
+static int do_readdir(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	DECODE(readdir_req, r);
+	struct readdir_enc e = {.c = &rep->body};
+	e.max = r.max_bytes < WIRE_READDIR_MAX_BYTES ? r.max_bytes : WIRE_READDIR_MAX_BYTES;
+	if (e.max < DIRENT_FIXED + NACRE_NAME_MAX)
+		return -EINVAL; /* too small for one entry: the caller could never progress */
+	size_t count_pos = wire_cursor_pos(&rep->body);
+	wire_put_u32(&rep->body, 0);
+	wire_put_u8(&rep->body, 0);
+	int rc = mds_ns_readdir(m, &r.cred, &r.fid, r.cookie, readdir_one, &e);
+	if (rc)
+		return rc;
+	wire_patch_u32(&rep->body, count_pos, e.count);
+	if (!e.full)
+		rep->body.buf[count_pos + 4] = 1; /* eof */
+	return wire_cursor_ok(&rep->body) ? 0 : -EOVERFLOW;
+}
+
+static int do_layout_get(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	DECODE(fid_req, r);
+	struct nacre_layout l;
+	int rc = mds_layout_get(m, &r.cred, &r.fid, &l);
+	if (!rc)
+		wire_layout_put(&rep->body, &l);
+	return rc;
+}
+
+static int do_getxattr(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep,
+		       int list)
+{
+	DECODE(xattr_req, r);
+	if (!list && !r.name[0])
+		return -EINVAL;
+	size_t size = r.size < NACRE_XATTR_MAX ? r.size : NACRE_XATTR_MAX;
+	void *buf = size ? malloc(size) : NULL;
+	if (size && !buf)
+		return -ENOMEM;
+	int rc = list ? mds_xattr_list(m, &r.cred, &r.fid, buf, size)
+		      : mds_xattr_get(m, &r.cred, &r.fid, r.name, buf, size);
+	if (rc >= 0) {
+		if (size == 0)
+			wire_put_u32(&rep->body, (uint32_t)rc);
+		else
+			wire_put_bytes(&rep->body, buf, (size_t)rc);
+		rc = wire_cursor_ok(&rep->body) ? 0 : -E2BIG;
+	}
+	free(buf);
+	return rc;
+}
+
+static int do_statfs(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	struct nacre_cred cr;
+	int rc = decode_cred(req, &cr);
+	if (rc)
+		return rc;
+	struct nacre_statfs mdt, sum = {0};
+	mdt_statfs(m, &mdt);
+	mds_targets_space(m->targets, &sum);
+	sum.files = mdt.files;
+	sum.ffree = mdt.ffree;
+	sum.bsize = 4096;
+	sum.namemax = NACRE_NAME_MAX;
+	wire_statfs_put(&rep->body, &sum);
+	return 0;
+}
+
+static int do_targets(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	struct nacre_cred cr;
+	int rc = decode_cred(req, &cr);
+	if (rc)
+		return rc;
+	struct nacre_target *osts = NULL;
+	int n = mds_targets_list(m->targets, &osts);
+	if (n < 0)
+		return n;
+	struct nacre_target mdt = {.type = NACRE_TGT_MDT, .index = 0, .up = 1};
+	mdt_statfs(m, &mdt.st);
+	wire_put_u32(&rep->body, (uint32_t)n + 1);
+	wire_target_put(&rep->body, &mdt);
+	for (int i = 0; i < n; i++)
+		wire_target_put(&rep->body, &osts[i]);
+	free(osts);
+	return wire_cursor_ok(&rep->body) ? 0 : -E2BIG;
+}
+
+/* ---------------- mutations ---------------- */
+
+static int do_setattr(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	DECODE(setattr_req, r);
+	struct nacre_attr a;
+	int rc = mds_ns_setattr(m, &r.cred, &r.fid, &r.sa, &a);
+	if (!rc)
+		wire_attr_put(&rep->body, &a);
+	return rc;
+}
+
+static int do_create(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	struct wire_create_req *r = malloc(sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	struct wire_cursor c;
+	wire_cursor_init_read(&c, req->body, req->body_len);
+	wire_create_req_decode(&c, r);
+	int rc = finish_decode(req, &c);
+	if (!rc) {
+		struct nacre_attr a;
+		struct nacre_layout l;
+		uint16_t op = req->hdr->opcode;
+		rc = mds_ns_create(m, op, r, &a, &l);
+		if (!rc) {
+			wire_attr_put(&rep->body, &a);
+			if (op == WIRE_OP_MDS_CREATE)
+				wire_layout_put(&rep->body, &l);
+		}
+	}
+	free(r);
+	return rc;
+}
+
+static int do_unlink(struct mds *m, const struct rpc_request *req, int is_rmdir)
+{
+	DECODE(name_req, r);
+	return mds_ns_unlink(m, &r.cred, &r.parent, r.name, is_rmdir);
+}
+
+static int do_rename(struct mds *m, const struct rpc_request *req)
+{
+	DECODE(rename_req, r);
+	return mds_ns_rename(m, &r);
+}
+
+static int do_link(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	DECODE(link_req, r);
+	struct nacre_attr a;
+	int rc = mds_ns_link(m, &r.cred, &r.fid, &r.parent, r.name, &a);
+	if (!rc)
+		wire_attr_put(&rep->body, &a);
+	return rc;
+}
+
+static int do_open(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	DECODE(open_req, r);
+	struct wire_open_rep *o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	int rc = mds_ns_open(m, req->conn_id, &r, o);
+	if (!rc)
+		wire_open_rep_encode(&rep->body, o);
+	free(o);
+	return rc;
+}
+
+static int do_close(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep,
+		    int is_close)
+{
+	DECODE(close_req, r);
+	struct nacre_attr a;
+	int rc = mds_ns_close(m, req->conn_id, &r, is_close, &a);
+	if (!rc)
+		wire_attr_put(&rep->body, &a);
+	return rc;
+}
+
+static int do_setxattr(struct mds *m, const struct rpc_request *req, int remove)
+{
+	DECODE(xattr_req, r);
+	if (!r.name[0])
+		return -EINVAL;
+	if (remove)
+		return mds_xattr_remove(m, &r.cred, &r.fid, r.name);
+	return mds_xattr_set(m, &r.cred, &r.fid, r.name, r.value, r.value_len, r.flags);
+}
+
+static int do_layout_set(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	DECODE(layout_set_req, r);
+	struct nacre_layout l;
+	int rc = mds_layout_set(m, &r.cred, &r.fid, &r.layout, &l);
+	if (!rc)
+		wire_layout_put(&rep->body, &l);
+	return rc;
+}
+
+static int do_target(struct mds *m, const struct rpc_request *req, int heartbeat)
+{
+	DECODE(target_reg, r);
+	return mds_targets_register(m, &r, heartbeat);
+}
+
+int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	struct mds *m = arg;
+	switch (req->hdr->opcode) {
+	case WIRE_OP_PING:
+		return 0;
+	case WIRE_OP_MDS_STATFS:
+		return do_statfs(m, req, rep);
+	case WIRE_OP_MDS_LOOKUP:
+		return do_lookup(m, req, rep);
+	case WIRE_OP_MDS_GETATTR:
+		return do_getattr(m, req, rep);
+	case WIRE_OP_MDS_SETATTR:
+		return do_setattr(m, req, rep);
+	case WIRE_OP_MDS_CREATE:
+	case WIRE_OP_MDS_MKDIR:
+	case WIRE_OP_MDS_MKNOD:
+	case WIRE_OP_MDS_SYMLINK:
+		return do_create(m, req, rep);
+	case WIRE_OP_MDS_UNLINK:
+		return do_unlink(m, req, 0);
+	case WIRE_OP_MDS_RMDIR:
+		return do_unlink(m, req, 1);
+	case WIRE_OP_MDS_RENAME:
+		return do_rename(m, req);
+	case WIRE_OP_MDS_LINK:
+		return do_link(m, req, rep);
+	case WIRE_OP_MDS_READLINK:
+		return do_readlink(m, req, rep);
+	case WIRE_OP_MDS_READDIR:
+		return do_readdir(m, req, rep);
+	case WIRE_OP_MDS_OPEN:
+		return do_open(m, req, rep);
+	case WIRE_OP_MDS_CLOSE:
+		return do_close(m, req, rep, 1);
+	case WIRE_OP_MDS_SIZE_UPDATE:
+		return do_close(m, req, rep, 0);
+	case WIRE_OP_MDS_GETXATTR:
+		return do_getxattr(m, req, rep, 0);
+	case WIRE_OP_MDS_LISTXATTR:
+		return do_getxattr(m, req, rep, 1);
+	case WIRE_OP_MDS_SETXATTR:
+		return do_setxattr(m, req, 0);
+	case WIRE_OP_MDS_REMOVEXATTR:
+		return do_setxattr(m, req, 1);
+	case WIRE_OP_MDS_LAYOUT_GET:
+		return do_layout_get(m, req, rep);
+	case WIRE_OP_MDS_LAYOUT_SET:
+		return do_layout_set(m, req, rep);
+	case WIRE_OP_MDS_TARGETS:
+		return do_targets(m, req, rep);
+	case WIRE_OP_MDS_FID2PATH:
+		return do_fid2path(m, req, rep);
+	case WIRE_OP_MDS_TARGET_REGISTER:
+		return do_target(m, req, 0);
+	case WIRE_OP_MDS_TARGET_HEARTBEAT:
+		return do_target(m, req, 1);
+	default:
+		LOG_RATELIMITED(LOG_LVL_INFO, "dispatch", "unsupported opcode %u (%s) from %s",
+				req->hdr->opcode, wire_opcode_name(req->hdr->opcode), req->peer);
+		return -EOPNOTSUPP;
+	}
+}
+
+void mds_on_disconnect(void *arg, uint64_t conn_id)
+{
+	mds_open_disconnect(arg, conn_id);
+}

@@ -1,0 +1,17 @@
+/* dispatch.h - the MDS request handler for the rpc server. */
+#ifndef NACRE_MDS_DISPATCH_H
+#define NACRE_MDS_DISPATCH_H
+
+#include <stdint.h>
+
+#include "mds/mds.h"
+#include "proto/rpc.h"
+
+/* rpc_handler_fn with arg = struct mds *. Decodes the body (a malformed one is answered
+ * -EPROTO and logged, rate-limited, with the peer), runs the operation and encodes the
+ * reply. Unknown opcodes answer -EOPNOTSUPP. Runs on worker threads. */
+int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep);
+/* rpc_disconnect_fn: closes the handles the connection left open. */
+void mds_on_disconnect(void *arg, uint64_t conn_id);
+
+#endif

@@ -1,0 +1,208 @@
+/* main.c - nacre-mds: options, startup, signals, shutdown. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/key.h"
+#include "common/log.h"
+#include "common/net.h"
+#include "common/util.h"
+#include "mds/db.h"
+#include "mds/destroy.h"
+#include "mds/dispatch.h"
+#include "mds/mds.h"
+#include "mds/open.h"
+#include "mds/oss_pool.h"
+#include "mds/targets.h"
+#include "mds/writer.h"
+#include "nacre/nacre_errno.h"
+#include "proto/rpc.h"
+
+struct opts {
+	const char *fsname;
+	const char *data;
+	const char *listen;
+	const char *key_file;
+	const char *log_file;
+	const char *log_level;
+	int format;
+	int workers;
+};
+
+/* Set before signals are enabled; the handler only reads it. */
+static struct rpc_server *volatile g_server;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	if (g_server)
+		rpc_server_stop(g_server);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: nacre-mds --fsname NAME --data DIR --listen HOST:PORT --key-file FILE\n"
+		   "                 [--format] [--log FILE] [--log-level err|warn|info|debug]\n"
+		   "                 [--workers N]\n");
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{"fsname", required_argument, NULL, 'f'},  {"data", required_argument, NULL, 'd'},
+		{"listen", required_argument, NULL, 'l'},  {"key-file", required_argument, NULL, 'k'},
+		{"format", no_argument, NULL, 'F'},        {"log", required_argument, NULL, 'L'},
+		{"log-level", required_argument, NULL, 'v'},
+		{"workers", required_argument, NULL, 'w'}, {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	int c;
+	int64_t v;
+	memset(o, 0, sizeof(*o));
+	o->log_level = "info";
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f': o->fsname = optarg; break;
+		case 'd': o->data = optarg; break;
+		case 'l': o->listen = optarg; break;
+		case 'k': o->key_file = optarg; break;
+		case 'F': o->format = 1; break;
+		case 'L': o->log_file = optarg; break;
+		case 'v': o->log_level = optarg; break;
+		case 'w':
+			if (parse_i64(optarg, 1, 1024, &v)) {
+				fprintf(stderr, "nacre-mds: --workers %s: expected a number 1..1024\n",
+					optarg);
+				return -1;
+			}
+			o->workers = (int)v;
+			break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "nacre-mds: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return -1;
+	}
+	const char *missing = !o->fsname ? "--fsname" : !o->data ? "--data"
+			      : !o->listen ? "--listen" : !o->key_file ? "--key-file" : NULL;
+	if (missing) {
+		fprintf(stderr, "nacre-mds: %s is required\n", missing);
+		usage(stderr);
+		return -1;
+	}
+	if (!fsname_valid(o->fsname)) {
+		fprintf(stderr, "nacre-mds: --fsname '%s' is not valid: use 1..8 of A-Z a-z 0-9 _ -\n",
+			o->fsname);
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	char err[512];
+	struct mds m;
+	struct nacre_key key;
+	struct rpc_server *srv = NULL;
+	enum log_level lvl;
+	int rc, status = 1;
+
+	if (parse_opts(argc, argv, &o))
+		return 1;
+	if (log_level_parse(o.log_level, &lvl)) {
+		fprintf(stderr, "nacre-mds: --log-level %s: expected err, warn, info or debug\n",
+			o.log_level);
+		return 1;
+	}
+	log_init("mds", lvl);
+	if (o.log_file && (rc = log_open_file(o.log_file))) {
+		fprintf(stderr, "nacre-mds: --log %s: %s\n", o.log_file, strerror(-rc));
+		return 1;
+	}
+	if (key_load(o.key_file, &key, err, sizeof(err))) {
+		fprintf(stderr, "nacre-mds: --key-file: %s\n", err);
+		return 1;
+	}
+
+	memset(&m, 0, sizeof(m));
+	str_copy(m.fsname, o.fsname, sizeof(m.fsname));
+	m.data_dir = o.data;
+	if (mds_db_open(o.data, o.fsname, o.format, &m.db, err, sizeof(err))) {
+		fprintf(stderr, "nacre-mds: --data: %s\n", err);
+		return 1;
+	}
+	if ((rc = mds_writer_create(m.db, &m.writer)) || (rc = mds_targets_create(&m.targets)) ||
+	    (rc = mds_open_table_create(&m.open)) ||
+	    (rc = mds_oss_pool_create(o.fsname, &key, &m.oss))) {
+		fprintf(stderr, "nacre-mds: cannot start: %s\n", nacre_strerror(rc));
+		goto out;
+	}
+	if ((rc = mds_targets_load(&m))) {
+		fprintf(stderr, "nacre-mds: cannot load the target registry from %s: %s\n", o.data,
+			nacre_strerror(rc));
+		goto out;
+	}
+	if ((rc = mds_reap_orphans(&m)))
+		LOG_WARN("mds", "orphan cleanup failed: %s", nacre_strerror(rc));
+	if ((rc = mds_destroyer_start(&m, &m.destroyer))) {
+		fprintf(stderr, "nacre-mds: cannot start the destroy thread: %s\n",
+			nacre_strerror(rc));
+		goto out;
+	}
+
+	char server_name[32];
+	snprintf(server_name, sizeof(server_name), "%s-MDT0000", o.fsname);
+	struct rpc_server_conf conf = {.listen_addr = o.listen,
+				       .fsname = o.fsname,
+				       .server_name = server_name,
+				       .key = &key,
+				       .nworkers = o.workers,
+				       .handler = mds_dispatch,
+				       .on_disconnect = mds_on_disconnect,
+				       .arg = &m};
+	if (rpc_server_create(&conf, &srv, err, sizeof(err))) {
+		fprintf(stderr, "nacre-mds: --listen: %s\n", err);
+		goto out;
+	}
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	g_server = srv;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	char host[256];
+	uint16_t port = 0;
+	if (net_parse_addr(o.listen, NACRE_DEFAULT_PORT_MDS, host, sizeof(host), &port))
+		str_copy(host, o.listen, sizeof(host));
+	fprintf(stderr, "nacre-mds: serving %s on %s:%u\n", o.fsname, host, rpc_server_port(srv));
+	LOG_INFO("mds", "serving %s on %s:%u from %s", o.fsname, host, rpc_server_port(srv),
+		 o.data);
+	rc = rpc_server_run(srv);
+	if (rc)
+		LOG_ERR("mds", "server loop failed: %s", nacre_strerror(rc));
+	else
+		status = 0;
+	LOG_INFO("mds", "stopping");
+
+out:
+	g_server = NULL;
+	rpc_server_destroy(srv);
+	mds_destroyer_stop(m.destroyer);
+	mds_writer_destroy(m.writer);
+	mds_oss_pool_destroy(m.oss);
+	mds_open_table_destroy(m.open);
+	mds_targets_destroy(m.targets);
+	mds_db_close(m.db);
+	return status;
+}

@@ -1,0 +1,28 @@
+/* mds.h - the metadata server's shared context: one struct mds per process, handed to every
+ * module. Its pointers are set at startup and not changed until shutdown, so reading them
+ * needs no lock; each module protects its own state. */
+#ifndef NACRE_MDS_MDS_H
+#define NACRE_MDS_MDS_H
+
+#include "common/key.h"
+#include "nacre/nacre_types.h"
+
+struct mds_db;
+struct mds_writer;
+struct mds_targets;
+struct mds_open_table;
+struct mds_oss_pool;
+struct mds_destroyer;
+
+struct mds {
+	struct mds_db *db;
+	struct mds_writer *writer;
+	struct mds_targets *targets;
+	struct mds_open_table *open;
+	struct mds_oss_pool *oss;          /* NULL in unit tests: no OSS is contacted */
+	struct mds_destroyer *destroyer;   /* NULL in unit tests */
+	const char *data_dir;
+	char fsname[NACRE_FSNAME_MAX + 1];
+};
+
+#endif

@@ -1,0 +1,574 @@
+/* ns.c - namespace operations: lookup, getattr, setattr, create family, readlink, unlink,
+ * rmdir, link, readdir, fid2path. Rename is in rename.c, xattrs in xattr.c. */
+#include "mds/ns.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "mds/alloc.h"
+#include "mds/destroy.h"
+#include "mds/open.h"
+#include "mds/oss_pool.h"
+#include "mds/perm.h"
+#include "mds/writer.h"
+
+struct nacre_fid mds_root_fid(void)
+{
+	struct nacre_fid f = {NACRE_ROOT_SEQ, NACRE_ROOT_OID, 0};
+	return f;
+}
+
+void mds_inode_to_attr(const struct mds_inode *ino, struct nacre_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->fid = ino->fid;
+	a->mode = ino->mode;
+	a->nlink = ino->nlink;
+	a->uid = ino->uid;
+	a->gid = ino->gid;
+	a->rdev = ino->rdev;
+	if (S_ISREG(ino->mode) && ino->has_layout && ino->layout.stripe_size)
+		a->blksize = ino->layout.stripe_size;
+	else
+		a->blksize = S_ISREG(ino->mode) ? NACRE_STRIPE_SIZE_DEFAULT : 4096;
+	a->size = ino->size;
+	a->blocks = (ino->size + 511) / 512;
+	a->atime = ino->atime;
+	a->mtime = ino->mtime;
+	a->ctime = ino->ctime;
+	a->hsm_state = ino->hsm_state;
+	a->archive_id = ino->archive_id;
+}
+
+void mds_ns_kick_destroy(struct mds *m)
+{
+	mds_destroyer_kick(m->destroyer);
+}
+
+int mds_ns_get_dir(struct mds_txn *txn, const struct nacre_fid *fid, struct mds_inode *dir)
+{
+	int rc = mds_db_inode_get(txn, fid, dir);
+	if (rc)
+		return rc;
+	if (!S_ISDIR(dir->mode))
+		return -ENOTDIR;
+	if (dir->nlink == 0)
+		return -ENOENT; /* removed while someone still held its FID */
+	return 0;
+}
+
+int mds_ns_destroy_inode(struct mds_txn *txn, const struct mds_inode *ino)
+{
+	int rc = 0;
+	if (S_ISREG(ino->mode) && ino->has_layout && ino->layout.nosts > 0)
+		rc = mds_db_destroy_add(txn, &ino->fid, &ino->layout);
+	if (!rc)
+		rc = mds_db_xattr_del_all(txn, &ino->fid);
+	if (!rc)
+		rc = mds_db_inode_del(txn, &ino->fid);
+	return rc;
+}
+
+int mds_ns_drop_name(struct mds *m, struct mds_txn *txn, struct mds_inode *ino,
+		     struct nacre_time now)
+{
+	if (S_ISDIR(ino->mode))
+		return mds_ns_destroy_inode(txn, ino);
+	if (ino->nlink > 0)
+		ino->nlink--;
+	ino->ctime = now;
+	if (ino->nlink > 0 || mds_open_count(m->open, &ino->fid) > 0)
+		return mds_db_inode_put(txn, ino); /* still named, or an orphan until last close */
+	return mds_ns_destroy_inode(txn, ino);
+}
+
+/* ---------------- reads ---------------- */
+
+int mds_ns_lookup(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *parent,
+		  const char *name, struct nacre_attr *out)
+{
+	struct mds_txn *txn;
+	struct mds_inode ino;
+	struct nacre_fid child;
+	int rc = mds_txn_begin_read(m->db, &txn);
+	if (rc)
+		return rc;
+	rc = mds_ns_get_dir(txn, parent, &ino);
+	if (!rc)
+		rc = mds_perm_check(cr, &ino, MDS_MAY_EXEC);
+	if (!rc)
+		rc = mds_db_dentry_get(txn, parent, name, &child, NULL);
+	if (!rc)
+		rc = mds_db_inode_get(txn, &child, &ino);
+	mds_txn_abort(txn);
+	if (!rc)
+		mds_inode_to_attr(&ino, out);
+	return rc;
+}
+
+int mds_ns_getattr(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		   struct nacre_attr *out)
+{
+	(void)cr; /* stat needs search permission on the path, checked by lookups */
+	struct mds_txn *txn;
+	struct mds_inode ino;
+	int rc = mds_txn_begin_read(m->db, &txn);
+	if (rc)
+		return rc;
+	rc = mds_db_inode_get(txn, fid, &ino);
+	mds_txn_abort(txn);
+	if (!rc)
+		mds_inode_to_attr(&ino, out);
+	return rc;
+}
+
+int mds_ns_readlink(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		    char *target)
+{
+	(void)cr;
+	struct mds_txn *txn;
+	struct mds_inode ino;
+	int rc = mds_txn_begin_read(m->db, &txn);
+	if (rc)
+		return rc;
+	rc = mds_db_inode_get(txn, fid, &ino);
+	mds_txn_abort(txn);
+	if (rc)
+		return rc;
+	if (!S_ISLNK(ino.mode))
+		return -EINVAL;
+	str_copy(target, ino.target, NACRE_PATH_MAX + 1);
+	return 0;
+}
+
+int mds_ns_readdir(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *dir,
+		   uint64_t cookie, int (*fn)(void *arg, const struct nacre_dirent *d),
+		   void *arg)
+{
+	struct mds_txn *txn;
+	struct mds_inode ino;
+	if (cookie >= (1ull << 63))
+		return 0; /* past every hash: end of directory */
+	int rc = mds_txn_begin_read(m->db, &txn);
+	if (rc)
+		return rc;
+	rc = mds_ns_get_dir(txn, dir, &ino);
+	if (!rc)
+		rc = mds_perm_check(cr, &ino, MDS_MAY_READ);
+	if (!rc)
+		rc = mds_db_dentry_iter(txn, dir, cookie ? cookie + 1 : 0, fn, arg);
+	mds_txn_abort(txn);
+	return rc < 0 ? rc : 0;
+}
+
+int mds_ns_fid2path(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		    char *buf, size_t len)
+{
+	(void)cr;
+	struct nacre_fid root = mds_root_fid(), cur = *fid, parent;
+	char name[NACRE_NAME_MAX + 1];
+	char *tmp = malloc(NACRE_PATH_MAX + 1);
+	if (!tmp)
+		return -ENOMEM;
+	size_t pos = NACRE_PATH_MAX; /* the path grows leftwards from the end of tmp */
+	tmp[pos] = 0;
+	struct mds_txn *txn;
+	int rc = mds_txn_begin_read(m->db, &txn);
+	if (rc)
+		goto out_free;
+	struct mds_inode *ino = malloc(sizeof(*ino));
+	if (!ino) {
+		rc = -ENOMEM;
+		goto out_abort;
+	}
+	rc = mds_db_inode_get(txn, fid, ino);
+	free(ino);
+	/* a directory chain is at most PATH_MAX/2 deep; the bound stops a corrupt loop */
+	for (int depth = 0; !rc && !mds_fid_eq(&cur, &root); depth++) {
+		if (depth > NACRE_PATH_MAX) {
+			rc = -ELOOP;
+			break;
+		}
+		rc = mds_db_link_first(txn, &cur, &parent, name);
+		if (rc)
+			break;
+		size_t nl = strlen(name);
+		if (nl + 1 > pos) {
+			rc = -ERANGE;
+			break;
+		}
+		pos -= nl;
+		memcpy(tmp + pos, name, nl);
+		tmp[--pos] = '/';
+		cur = parent;
+	}
+out_abort:
+	mds_txn_abort(txn);
+	if (!rc) {
+		const char *p = tmp[pos] ? tmp + pos : "/";
+		if (str_copy(buf, p, len) >= len)
+			rc = -ERANGE;
+	}
+out_free:
+	free(tmp);
+	return rc;
+}
+
+/* ---------------- setattr ---------------- */
+
+struct setattr_arg {
+	struct mds *m;
+	const struct nacre_cred *cr;
+	const struct nacre_fid *fid;
+	const struct nacre_setattr *sa;
+	struct nacre_attr *out;
+};
+
+static int setattr_op(struct mds_txn *txn, void *arg)
+{
+	struct setattr_arg *a = arg;
+	const struct nacre_setattr *sa = a->sa;
+	struct mds_inode ino;
+	int rc = mds_db_inode_get(txn, a->fid, &ino);
+	if (rc)
+		return rc;
+	if (sa->valid & NACRE_SET_SIZE) {
+		if (S_ISDIR(ino.mode))
+			return -EISDIR;
+		if (!S_ISREG(ino.mode))
+			return -EINVAL;
+	}
+	rc = mds_perm_setattr(a->cr, &ino, sa);
+	if (rc)
+		return rc;
+	struct nacre_time now = time_now();
+	if (sa->valid & NACRE_SET_SIZE) {
+		if (sa->size != ino.size && !(sa->valid & (NACRE_SET_MTIME | NACRE_SET_MTIME_NOW)))
+			ino.mtime = now;
+		ino.size = sa->size;
+	}
+	if (sa->valid & NACRE_SET_ATIME_NOW)
+		ino.atime = now;
+	else if (sa->valid & NACRE_SET_ATIME)
+		ino.atime = sa->atime;
+	if (sa->valid & NACRE_SET_MTIME_NOW)
+		ino.mtime = now;
+	else if (sa->valid & NACRE_SET_MTIME)
+		ino.mtime = sa->mtime;
+	ino.ctime = (sa->valid & NACRE_SET_CTIME) ? sa->ctime : now;
+	rc = mds_db_inode_put(txn, &ino);
+	if (!rc)
+		mds_inode_to_attr(&ino, a->out);
+	return rc;
+}
+
+int mds_ns_setattr(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		   const struct nacre_setattr *sa, struct nacre_attr *out)
+{
+	if (sa->valid & NACRE_SET_SIZE) {
+		/* objects are cut before the size is committed, so a crash leaves a file no
+		 * longer than its size says */
+		struct mds_txn *txn;
+		struct mds_inode ino;
+		int rc = mds_txn_begin_read(m->db, &txn);
+		if (rc)
+			return rc;
+		rc = mds_db_inode_get(txn, fid, &ino);
+		mds_txn_abort(txn);
+		if (rc)
+			return rc;
+		if (S_ISDIR(ino.mode))
+			return -EISDIR;
+		if (!S_ISREG(ino.mode))
+			return -EINVAL;
+		struct mds_inode check = ino;
+		rc = mds_perm_setattr(cr, &check, sa);
+		if (rc)
+			return rc;
+		if (ino.has_layout && ino.layout.nosts > 0 && m->oss &&
+		    !(ino.hsm_state & NACRE_HS_RELEASED)) {
+			rc = mds_oss_punch(m, fid, &ino.layout, sa->size);
+			if (rc)
+				return rc;
+		}
+	}
+	struct setattr_arg a = {m, cr, fid, sa, out};
+	return mds_writer_submit(m->writer, setattr_op, &a);
+}
+
+/* ---------------- create family ---------------- */
+
+struct create_arg {
+	struct mds *m;
+	uint16_t opcode;
+	const struct wire_create_req *req;
+	struct nacre_attr *out;
+	struct nacre_layout *layout_out;
+};
+
+/* The type a create opcode makes, or -EINVAL for a mode that does not fit it. */
+static int create_mode(uint16_t opcode, uint32_t mode, uint32_t *out)
+{
+	uint32_t type = mode & S_IFMT, perm = mode & 07777;
+	switch (opcode) {
+	case WIRE_OP_MDS_CREATE:
+		if (type && type != S_IFREG)
+			return -EINVAL;
+		*out = S_IFREG | perm;
+		return 0;
+	case WIRE_OP_MDS_MKDIR:
+		if (type && type != S_IFDIR)
+			return -EINVAL;
+		*out = S_IFDIR | (perm & 07777);
+		return 0;
+	case WIRE_OP_MDS_MKNOD:
+		if (type == 0)
+			type = S_IFREG;
+		if (type != S_IFREG && type != S_IFCHR && type != S_IFBLK && type != S_IFIFO &&
+		    type != S_IFSOCK)
+			return -EINVAL;
+		*out = type | perm;
+		return 0;
+	case WIRE_OP_MDS_SYMLINK:
+		*out = S_IFLNK | 0777;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+static int create_op(struct mds_txn *txn, void *arg)
+{
+	struct create_arg *a = arg;
+	const struct wire_create_req *req = a->req;
+	struct mds_inode dir, *ino = &(struct mds_inode){0};
+	struct nacre_fid existing;
+	uint32_t mode;
+	int rc = create_mode(a->opcode, req->mode, &mode);
+	if (rc)
+		return rc;
+	rc = mds_ns_get_dir(txn, &req->parent, &dir);
+	if (rc)
+		return rc;
+	rc = mds_perm_check(&req->cred, &dir, MDS_MAY_WRITE | MDS_MAY_EXEC);
+	if (rc)
+		return rc;
+	rc = mds_db_dentry_get(txn, &req->parent, req->name, &existing, NULL);
+	if (rc == 0) {
+		/* open(O_CREAT) without O_EXCL of an existing file opens it */
+		if (a->opcode != WIRE_OP_MDS_CREATE || (req->flags & O_EXCL))
+			return -EEXIST;
+		rc = mds_db_inode_get(txn, &existing, ino);
+		if (rc)
+			return rc;
+		if (S_ISDIR(ino->mode))
+			return -EISDIR;
+		if (!S_ISREG(ino->mode))
+			return -EEXIST;
+		mds_inode_to_attr(ino, a->out);
+		if (a->layout_out)
+			*a->layout_out = ino->layout;
+		return 0;
+	}
+	if (rc != -ENOENT)
+		return rc;
+
+	struct nacre_time now = time_now();
+	rc = mds_db_fid_alloc(txn, &ino->fid);
+	if (rc)
+		return rc;
+	ino->mode = mode;
+	ino->uid = req->cred.uid;
+	ino->gid = req->cred.gid;
+	if (dir.mode & S_ISGID) {
+		/* BSD group semantics in setgid directories */
+		ino->gid = dir.gid;
+		if (S_ISDIR(mode))
+			ino->mode |= S_ISGID;
+	}
+	if (!S_ISDIR(mode) && (ino->mode & S_ISGID) && (ino->mode & S_IXGRP) &&
+	    !mds_perm_is_root(&req->cred) && !mds_perm_in_group(&req->cred, ino->gid))
+		ino->mode &= ~(uint32_t)S_ISGID;
+	ino->nlink = S_ISDIR(mode) ? 2 : 1;
+	ino->atime = ino->mtime = ino->ctime = now;
+	if (S_ISREG(mode) && a->opcode == WIRE_OP_MDS_CREATE) {
+		rc = mds_alloc_file_layout(a->m, txn, &dir, req->has_layout ? &req->layout : NULL,
+					   &ino->layout);
+		if (rc)
+			return rc;
+		ino->has_layout = 1;
+	} else if (S_ISREG(mode)) {
+		/* mknod of a regular file: it gets a layout like any other */
+		rc = mds_alloc_file_layout(a->m, txn, &dir, NULL, &ino->layout);
+		if (rc)
+			return rc;
+		ino->has_layout = 1;
+	} else if (S_ISDIR(mode)) {
+		mds_alloc_inherit_default(&dir, ino);
+	} else if (S_ISLNK(mode)) {
+		str_copy(ino->target, req->target, sizeof(ino->target));
+		ino->size = strlen(ino->target);
+	} else {
+		ino->rdev = req->rdev;
+	}
+	rc = mds_db_inode_put(txn, ino);
+	if (!rc)
+		rc = mds_db_dentry_put(txn, &req->parent, req->name, &ino->fid, mode & S_IFMT);
+	if (!rc)
+		rc = mds_db_link_put(txn, &ino->fid, &req->parent, req->name);
+	if (rc)
+		return rc;
+	if (S_ISDIR(mode))
+		dir.nlink++;
+	dir.nentries++;
+	dir.mtime = dir.ctime = now;
+	rc = mds_db_inode_put(txn, &dir);
+	if (rc)
+		return rc;
+	mds_inode_to_attr(ino, a->out);
+	if (a->layout_out) {
+		if (ino->has_layout)
+			*a->layout_out = ino->layout;
+		else
+			memset(a->layout_out, 0, sizeof(*a->layout_out));
+	}
+	return 0;
+}
+
+int mds_ns_create(struct mds *m, uint16_t opcode, const struct wire_create_req *req,
+		  struct nacre_attr *out, struct nacre_layout *layout_out)
+{
+	if (opcode == WIRE_OP_MDS_SYMLINK && !req->target[0])
+		return -ENOENT; /* as symlink(2) with an empty target */
+	struct create_arg a = {m, opcode, req, out, layout_out};
+	return mds_writer_submit(m->writer, create_op, &a);
+}
+
+/* ---------------- unlink / rmdir ---------------- */
+
+struct unlink_arg {
+	struct mds *m;
+	const struct nacre_cred *cr;
+	const struct nacre_fid *parent;
+	const char *name;
+	int is_rmdir;
+};
+
+static int unlink_op(struct mds_txn *txn, void *arg)
+{
+	struct unlink_arg *a = arg;
+	struct mds_inode dir, ino;
+	struct nacre_fid child;
+	int rc = mds_ns_get_dir(txn, a->parent, &dir);
+	if (rc)
+		return rc;
+	rc = mds_perm_check(a->cr, &dir, MDS_MAY_WRITE | MDS_MAY_EXEC);
+	if (rc)
+		return rc;
+	rc = mds_db_dentry_get(txn, a->parent, a->name, &child, NULL);
+	if (rc)
+		return rc;
+	rc = mds_db_inode_get(txn, &child, &ino);
+	if (rc)
+		return rc;
+	if (a->is_rmdir) {
+		if (!S_ISDIR(ino.mode))
+			return -ENOTDIR;
+		if (ino.nentries > 0)
+			return -ENOTEMPTY;
+	} else if (S_ISDIR(ino.mode)) {
+		return -EISDIR;
+	}
+	rc = mds_perm_sticky(a->cr, &dir, &ino);
+	if (rc)
+		return rc;
+	struct nacre_time now = time_now();
+	rc = mds_db_dentry_del(txn, a->parent, a->name);
+	if (!rc)
+		rc = mds_db_link_del(txn, &child, a->parent, a->name);
+	if (!rc)
+		rc = mds_ns_drop_name(a->m, txn, &ino, now);
+	if (rc)
+		return rc;
+	if (S_ISDIR(ino.mode) && dir.nlink > 2)
+		dir.nlink--;
+	if (dir.nentries > 0)
+		dir.nentries--;
+	dir.mtime = dir.ctime = now;
+	return mds_db_inode_put(txn, &dir);
+}
+
+int mds_ns_unlink(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *parent,
+		  const char *name, int is_rmdir)
+{
+	struct unlink_arg a = {m, cr, parent, name, is_rmdir};
+	int rc = mds_writer_submit(m->writer, unlink_op, &a);
+	if (!rc)
+		mds_ns_kick_destroy(m);
+	return rc;
+}
+
+/* ---------------- link ---------------- */
+
+struct link_arg {
+	const struct nacre_cred *cr;
+	const struct nacre_fid *fid;
+	const struct nacre_fid *parent;
+	const char *name;
+	struct nacre_attr *out;
+};
+
+static int link_op(struct mds_txn *txn, void *arg)
+{
+	struct link_arg *a = arg;
+	struct mds_inode dir, ino;
+	struct nacre_fid existing;
+	int rc = mds_db_inode_get(txn, a->fid, &ino);
+	if (rc)
+		return rc;
+	if (S_ISDIR(ino.mode))
+		return -EPERM;
+	if (ino.nlink == 0)
+		return -ENOENT; /* linkat of an unlinked open file, as Linux without O_TMPFILE */
+	if (ino.nlink >= 65000)
+		return -EMLINK;
+	rc = mds_ns_get_dir(txn, a->parent, &dir);
+	if (rc)
+		return rc;
+	rc = mds_perm_check(a->cr, &dir, MDS_MAY_WRITE | MDS_MAY_EXEC);
+	if (rc)
+		return rc;
+	rc = mds_db_dentry_get(txn, a->parent, a->name, &existing, NULL);
+	if (rc == 0)
+		return -EEXIST;
+	if (rc != -ENOENT)
+		return rc;
+	struct nacre_time now = time_now();
+	ino.nlink++;
+	ino.ctime = now;
+	rc = mds_db_inode_put(txn, &ino);
+	if (!rc)
+		rc = mds_db_dentry_put(txn, a->parent, a->name, a->fid, ino.mode & S_IFMT);
+	if (!rc)
+		rc = mds_db_link_put(txn, a->fid, a->parent, a->name);
+	if (rc)
+		return rc;
+	dir.nentries++;
+	dir.mtime = dir.ctime = now;
+	rc = mds_db_inode_put(txn, &dir);
+	if (!rc)
+		mds_inode_to_attr(&ino, a->out);
+	return rc;
+}
+
+int mds_ns_link(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		const struct nacre_fid *parent, const char *name, struct nacre_attr *out)
+{
+	struct link_arg a = {cr, fid, parent, name, out};
+	return mds_writer_submit(m->writer, link_op, &a);
+}

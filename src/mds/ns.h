@@ -1,0 +1,79 @@
+/* ns.h - namespace operations: the POSIX semantics of the MDS over the db, with permission
+ * checks by the caller's credentials. Reads run in short read-only transactions on the
+ * calling thread; mutations go to the writer (group commit) and block until committed.
+ * Every function is thread-safe and returns 0 (or a length) or a negative errno. */
+#ifndef NACRE_MDS_NS_H
+#define NACRE_MDS_NS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mds/db.h"
+#include "mds/mds.h"
+#include "proto/wire.h"
+
+#define MDS_RENAME_NOREPLACE 1u
+#define MDS_RENAME_EXCHANGE 2u
+
+/* Attributes as sent to clients: blksize is the stripe size (directories 4096), blocks is
+ * (size + 511) / 512. */
+void mds_inode_to_attr(const struct mds_inode *ino, struct nacre_attr *a);
+struct nacre_fid mds_root_fid(void);
+
+int mds_ns_lookup(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *parent,
+		  const char *name, struct nacre_attr *out);
+int mds_ns_getattr(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		   struct nacre_attr *out);
+/* A size change on a regular file punches its objects first (-EIO if an OSS cannot be
+ * reached), then commits. */
+int mds_ns_setattr(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		   const struct nacre_setattr *sa, struct nacre_attr *out);
+/* CREATE, MKDIR, MKNOD or SYMLINK (opcode). layout_out (may be NULL) gets the new file's
+ * layout (nosts 0 for other types). CREATE without O_EXCL of an existing regular file
+ * answers with that file, as open(O_CREAT) does. */
+int mds_ns_create(struct mds *m, uint16_t opcode, const struct wire_create_req *req,
+		  struct nacre_attr *out, struct nacre_layout *layout_out);
+/* target gets NACRE_PATH_MAX + 1 bytes. */
+int mds_ns_readlink(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		    char *target);
+/* UNLINK (is_rmdir 0) or RMDIR (1). */
+int mds_ns_unlink(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *parent,
+		  const char *name, int is_rmdir);
+int mds_ns_rename(struct mds *m, const struct wire_rename_req *r);
+int mds_ns_link(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		const struct nacre_fid *parent, const char *name, struct nacre_attr *out);
+/* Calls fn for the entries of dir after cookie (0 = from the start) in cookie order, inside
+ * one read txn; fn returns nonzero to stop. Needs read permission on dir. */
+int mds_ns_readdir(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *dir,
+		   uint64_t cookie, int (*fn)(void *arg, const struct nacre_dirent *d),
+		   void *arg);
+/* Path of fid from the root, starting with '/', into buf. -ENOENT for an unlinked FID,
+ * -ERANGE if it does not fit. */
+int mds_ns_fid2path(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		    char *buf, size_t len);
+
+/* xattrs (xattr.c). get/list copy into buf when size > 0 and return the length (-ERANGE if
+ * size is too small); size 0 returns the length only. flags: XATTR_CREATE 1, REPLACE 2. */
+int mds_xattr_get(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		  const char *name, void *buf, size_t size);
+int mds_xattr_set(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		  const char *name, const void *value, size_t len, uint32_t flags);
+int mds_xattr_list(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		   char *buf, size_t size);
+int mds_xattr_remove(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		     const char *name);
+
+/* ---- helpers shared by the ns files (writer thread, inside an operation) ---- */
+/* Reads a directory inode: -ENOENT if missing or being removed, -ENOTDIR if not a dir. */
+int mds_ns_get_dir(struct mds_txn *txn, const struct nacre_fid *fid, struct mds_inode *dir);
+/* Drops one name of ino (already removed from its directory): directories go at once;
+ * other inodes at nlink 0 become orphans while open, else are deleted with their objects
+ * queued for destruction. Writes ino back if it stays. */
+int mds_ns_drop_name(struct mds *m, struct mds_txn *txn, struct mds_inode *ino,
+		     struct nacre_time now);
+/* Deletes an inode, its xattrs, and queues its objects in the destroy log. */
+int mds_ns_destroy_inode(struct mds_txn *txn, const struct mds_inode *ino);
+/* Wakes the destroy thread after a commit that may have queued objects. */
+void mds_ns_kick_destroy(struct mds *m);
+
+#endif

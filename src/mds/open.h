@@ -1,0 +1,31 @@
+/* open.h - OPEN/CLOSE/SIZE_UPDATE, the in-memory table of open handles (per FID and per
+ * connection) and orphan handling (an unlinked inode lives while it is open).
+ * Thread-safe: the table has one mutex, a leaf lock taken inside writer operations too. */
+#ifndef NACRE_MDS_OPEN_H
+#define NACRE_MDS_OPEN_H
+
+#include <stdint.h>
+
+#include "mds/mds.h"
+#include "proto/wire.h"
+
+int mds_open_table_create(struct mds_open_table **out);
+void mds_open_table_destroy(struct mds_open_table *t); /* NULL is fine */
+/* Number of open handles on fid. */
+int mds_open_count(struct mds_open_table *t, const struct nacre_fid *fid);
+
+/* OPEN: checks access for the O_ACCMODE of flags (directories: read only), truncates on
+ * O_TRUNC (as SETATTR size 0), registers a handle for conn_id. */
+int mds_ns_open(struct mds *m, uint64_t conn_id, const struct wire_open_req *r,
+		struct wire_open_rep *rep);
+/* CLOSE (is_close 1) or SIZE_UPDATE: size = max(stored, reported) for regular files,
+ * has_mtime sets mtime and ctime. CLOSE drops the handle; the last close of an orphan
+ * destroys it. An unknown handle is not an error (the size update still applies). */
+int mds_ns_close(struct mds *m, uint64_t conn_id, const struct wire_close_req *r, int is_close,
+		 struct nacre_attr *out);
+/* Closes every handle of a connection that went away. */
+void mds_open_disconnect(struct mds *m, uint64_t conn_id);
+/* At startup: destroys every inode with nlink 0 (left over from open unlinked files). */
+int mds_reap_orphans(struct mds *m);
+
+#endif

@@ -1,0 +1,242 @@
+/* rename.c - RENAME: plain, RENAME_NOREPLACE, RENAME_EXCHANGE, and replacing a target. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/util.h"
+#include "mds/ns.h"
+#include "mds/perm.h"
+#include "mds/writer.h"
+
+/* 1 if anc is fid or one of its ancestors, walking the links table up to the root. */
+static int is_ancestor(struct mds_txn *txn, const struct nacre_fid *anc,
+		       const struct nacre_fid *fid, int *err)
+{
+	struct nacre_fid root = mds_root_fid(), cur = *fid, parent;
+	char name[NACRE_NAME_MAX + 1];
+	for (int depth = 0; depth <= NACRE_PATH_MAX; depth++) {
+		if (mds_fid_eq(&cur, anc))
+			return 1;
+		if (mds_fid_eq(&cur, &root))
+			return 0;
+		int rc = mds_db_link_first(txn, &cur, &parent, name);
+		if (rc) {
+			*err = rc == -ENOENT ? -ENOENT : rc;
+			return 0;
+		}
+		cur = parent;
+	}
+	*err = -ELOOP;
+	return 0;
+}
+
+struct rename_ctx {
+	struct mds *m;
+	const struct wire_rename_req *r;
+	struct mds_inode sp_store, dp_store, src, dst;
+	struct mds_inode *sp, *dp; /* dp == sp when both parents are the same directory */
+	int have_dst;
+	struct nacre_time now;
+};
+
+/* Moving a directory to another parent rewrites its "..": Linux needs write access to it. */
+static int check_moved_dir(struct rename_ctx *c, const struct mds_inode *ino)
+{
+	if (!S_ISDIR(ino->mode) || c->sp == c->dp)
+		return 0;
+	return mds_perm_check(&c->r->cred, ino, MDS_MAY_WRITE);
+}
+
+static int load(struct mds_txn *txn, struct rename_ctx *c)
+{
+	const struct wire_rename_req *r = c->r;
+	struct nacre_fid sfid, dfid;
+	int rc = mds_ns_get_dir(txn, &r->sparent, &c->sp_store);
+	if (rc)
+		return rc;
+	c->sp = &c->sp_store;
+	if (mds_fid_eq(&r->sparent, &r->dparent)) {
+		c->dp = c->sp;
+	} else {
+		rc = mds_ns_get_dir(txn, &r->dparent, &c->dp_store);
+		if (rc)
+			return rc;
+		c->dp = &c->dp_store;
+	}
+	rc = mds_perm_check(&r->cred, c->sp, MDS_MAY_WRITE | MDS_MAY_EXEC);
+	if (!rc && c->dp != c->sp)
+		rc = mds_perm_check(&r->cred, c->dp, MDS_MAY_WRITE | MDS_MAY_EXEC);
+	if (rc)
+		return rc;
+	rc = mds_db_dentry_get(txn, &r->sparent, r->sname, &sfid, NULL);
+	if (!rc)
+		rc = mds_db_inode_get(txn, &sfid, &c->src);
+	if (rc)
+		return rc;
+	rc = mds_db_dentry_get(txn, &r->dparent, r->dname, &dfid, NULL);
+	if (rc == 0) {
+		c->have_dst = 1;
+		rc = mds_db_inode_get(txn, &dfid, &c->dst);
+	} else if (rc == -ENOENT) {
+		rc = 0;
+	}
+	return rc;
+}
+
+/* Every check Linux makes, in its order where it matters. */
+static int check(struct mds_txn *txn, struct rename_ctx *c)
+{
+	const struct wire_rename_req *r = c->r;
+	int rc = mds_perm_sticky(&r->cred, c->sp, &c->src);
+	if (rc)
+		return rc;
+	if (c->have_dst) {
+		rc = mds_perm_sticky(&r->cred, c->dp, &c->dst);
+		if (rc)
+			return rc;
+	}
+	if (r->flags & MDS_RENAME_EXCHANGE) {
+		if (!c->have_dst)
+			return -ENOENT;
+	} else if (c->have_dst) {
+		if (r->flags & MDS_RENAME_NOREPLACE)
+			return -EEXIST;
+		if (S_ISDIR(c->src.mode) && !S_ISDIR(c->dst.mode))
+			return -ENOTDIR;
+		if (!S_ISDIR(c->src.mode) && S_ISDIR(c->dst.mode))
+			return -EISDIR;
+		if (S_ISDIR(c->dst.mode) && c->dst.nentries > 0)
+			return -ENOTEMPTY;
+	}
+	/* a directory cannot move below itself */
+	if (S_ISDIR(c->src.mode)) {
+		int err = 0;
+		if (is_ancestor(txn, &c->src.fid, &r->dparent, &err))
+			return -EINVAL;
+		if (err)
+			return err;
+	}
+	if ((r->flags & MDS_RENAME_EXCHANGE) && S_ISDIR(c->dst.mode)) {
+		int err = 0;
+		if (is_ancestor(txn, &c->dst.fid, &r->sparent, &err))
+			return -EINVAL;
+		if (err)
+			return err;
+	}
+	rc = check_moved_dir(c, &c->src);
+	if (!rc && (r->flags & MDS_RENAME_EXCHANGE))
+		rc = check_moved_dir(c, &c->dst);
+	return rc;
+}
+
+static int do_exchange(struct mds_txn *txn, struct rename_ctx *c)
+{
+	const struct wire_rename_req *r = c->r;
+	int rc = mds_db_dentry_put(txn, &r->sparent, r->sname, &c->dst.fid, c->dst.mode & S_IFMT);
+	if (!rc)
+		rc = mds_db_dentry_put(txn, &r->dparent, r->dname, &c->src.fid,
+				       c->src.mode & S_IFMT);
+	if (!rc)
+		rc = mds_db_link_del(txn, &c->src.fid, &r->sparent, r->sname);
+	if (!rc)
+		rc = mds_db_link_del(txn, &c->dst.fid, &r->dparent, r->dname);
+	if (!rc)
+		rc = mds_db_link_put(txn, &c->src.fid, &r->dparent, r->dname);
+	if (!rc)
+		rc = mds_db_link_put(txn, &c->dst.fid, &r->sparent, r->sname);
+	if (rc)
+		return rc;
+	if (c->sp != c->dp) {
+		/* a directory moving between parents carries one parent link with it */
+		int sdir = S_ISDIR(c->src.mode), ddir = S_ISDIR(c->dst.mode);
+		if (sdir && !ddir) {
+			c->sp->nlink--;
+			c->dp->nlink++;
+		} else if (!sdir && ddir) {
+			c->sp->nlink++;
+			c->dp->nlink--;
+		}
+	}
+	c->src.ctime = c->dst.ctime = c->now;
+	rc = mds_db_inode_put(txn, &c->src);
+	if (!rc)
+		rc = mds_db_inode_put(txn, &c->dst);
+	return rc;
+}
+
+static int do_move(struct mds_txn *txn, struct rename_ctx *c)
+{
+	const struct wire_rename_req *r = c->r;
+	int rc;
+	if (c->have_dst) {
+		rc = mds_db_link_del(txn, &c->dst.fid, &r->dparent, r->dname);
+		if (!rc)
+			rc = mds_ns_drop_name(c->m, txn, &c->dst, c->now);
+		if (rc)
+			return rc;
+		if (S_ISDIR(c->dst.mode))
+			c->dp->nlink--;
+		c->dp->nentries--;
+	}
+	rc = mds_db_dentry_del(txn, &r->sparent, r->sname);
+	if (!rc)
+		rc = mds_db_dentry_put(txn, &r->dparent, r->dname, &c->src.fid,
+				       c->src.mode & S_IFMT);
+	if (!rc)
+		rc = mds_db_link_del(txn, &c->src.fid, &r->sparent, r->sname);
+	if (!rc)
+		rc = mds_db_link_put(txn, &c->src.fid, &r->dparent, r->dname);
+	if (rc)
+		return rc;
+	if (S_ISDIR(c->src.mode) && c->sp != c->dp) {
+		c->sp->nlink--;
+		c->dp->nlink++;
+	}
+	c->sp->nentries--;
+	c->dp->nentries++;
+	c->src.ctime = c->now;
+	return mds_db_inode_put(txn, &c->src);
+}
+
+static int rename_op(struct mds_txn *txn, void *arg)
+{
+	struct rename_ctx *c = arg;
+	int rc = load(txn, c);
+	if (rc)
+		return rc;
+	/* two names of one inode: rename(2) does nothing */
+	if (c->have_dst && mds_fid_eq(&c->src.fid, &c->dst.fid))
+		return 0;
+	rc = check(txn, c);
+	if (rc)
+		return rc;
+	c->now = time_now();
+	rc = (c->r->flags & MDS_RENAME_EXCHANGE) ? do_exchange(txn, c) : do_move(txn, c);
+	if (rc)
+		return rc;
+	c->sp->mtime = c->sp->ctime = c->now;
+	c->dp->mtime = c->dp->ctime = c->now;
+	rc = mds_db_inode_put(txn, c->sp);
+	if (!rc && c->dp != c->sp)
+		rc = mds_db_inode_put(txn, c->dp);
+	return rc;
+}
+
+int mds_ns_rename(struct mds *m, const struct wire_rename_req *r)
+{
+	if (r->flags & ~(MDS_RENAME_NOREPLACE | MDS_RENAME_EXCHANGE))
+		return -EINVAL;
+	if ((r->flags & MDS_RENAME_NOREPLACE) && (r->flags & MDS_RENAME_EXCHANGE))
+		return -EINVAL;
+	struct rename_ctx *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->m = m;
+	c->r = r;
+	int rc = mds_writer_submit(m->writer, rename_op, c);
+	free(c);
+	if (!rc)
+		mds_ns_kick_destroy(m);
+	return rc;
+}

@@ -1,0 +1,40 @@
+/* targets.h - the cluster registry: OSTs, their addresses (persisted) and liveness (memory).
+ * An OST is up while its heartbeats arrive: the last one at most MDS_TARGET_UP_MS ago.
+ * Thread-safe (one mutex inside, a leaf lock). */
+#ifndef NACRE_MDS_TARGETS_H
+#define NACRE_MDS_TARGETS_H
+
+#include <stdint.h>
+
+#include "mds/mds.h"
+#include "proto/wire.h"
+
+#define MDS_TARGET_UP_MS 6000
+#define MDS_OST_INDEX_MAX 65535u
+
+/* One up OST as the allocator sees it. */
+struct mds_ost_info {
+	uint32_t index;
+	uint64_t kb_total;
+	uint64_t kb_avail;
+};
+
+int mds_targets_create(struct mds_targets **out);
+void mds_targets_destroy(struct mds_targets *t); /* NULL is fine */
+/* Loads the persisted index -> addr records (all down until they heartbeat). */
+int mds_targets_load(struct mds *m);
+/* TARGET_REGISTER (heartbeat 0) or TARGET_HEARTBEAT (1): checks fsname, type, index, then
+ * marks the OST up at addr; a new or changed address is persisted through the writer.
+ * Returns 0, -NACRE_EFSNAME, -EINVAL, or -EADDRINUSE (index held by another up address). */
+int mds_targets_register(struct mds *m, const struct wire_target_reg *r, int heartbeat);
+/* Fills out with up to max up OSTs, by index. Returns how many. */
+int mds_targets_up(struct mds_targets *t, struct mds_ost_info *out, int max);
+/* Copies the address of OST index into addr (NACRE_ADDR_MAX + 1 bytes); *up tells whether it
+ * is up. Returns 0 or -ENOENT (never registered). */
+int mds_targets_addr(struct mds_targets *t, uint32_t index, char *addr, int *up);
+/* Every known OST by index, malloc'd (caller frees). Returns the count or -ENOMEM. */
+int mds_targets_list(struct mds_targets *t, struct nacre_target **out);
+/* Sum of the space of up OSTs. */
+void mds_targets_space(struct mds_targets *t, struct nacre_statfs *sum);
+
+#endif

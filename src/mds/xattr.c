@@ -1,0 +1,165 @@
+/* xattr.c - extended attributes: get/set/list/remove with Linux's namespace rules.
+ * user.* needs read/write permission and exists only on regular files and directories;
+ * trusted.* is root's; security.* is readable by all and writable by the owner or root;
+ * system.* (POSIX ACLs) and unknown namespaces are not supported. */
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/util.h"
+#include "mds/ns.h"
+#include "mds/perm.h"
+#include "mds/writer.h"
+
+#define XATTR_CREATE_ 1u
+#define XATTR_REPLACE_ 2u
+
+enum ns_kind { NS_USER, NS_TRUSTED, NS_SECURITY, NS_OTHER };
+
+static enum ns_kind ns_of(const char *name)
+{
+	if (!strncmp(name, "user.", 5) && name[5])
+		return NS_USER;
+	if (!strncmp(name, "trusted.", 8) && name[8])
+		return NS_TRUSTED;
+	if (!strncmp(name, "security.", 9) && name[9])
+		return NS_SECURITY;
+	return NS_OTHER;
+}
+
+/* Linux's xattr_permission: 0, or the error the call must fail with. */
+static int may_access(const struct nacre_cred *cr, const struct mds_inode *ino,
+		      const char *name, int write)
+{
+	switch (ns_of(name)) {
+	case NS_USER:
+		if (!S_ISREG(ino->mode) && !S_ISDIR(ino->mode))
+			return write ? -EPERM : -ENODATA;
+		return mds_perm_check(cr, ino, write ? MDS_MAY_WRITE : MDS_MAY_READ);
+	case NS_TRUSTED:
+		return mds_perm_is_root(cr) ? 0 : (write ? -EPERM : -ENODATA);
+	case NS_SECURITY:
+		if (!write || mds_perm_is_root(cr) || cr->uid == ino->uid)
+			return 0;
+		return -EPERM;
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+int mds_xattr_get(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		  const char *name, void *buf, size_t size)
+{
+	struct mds_txn *txn;
+	struct mds_inode ino;
+	int rc = mds_txn_begin_read(m->db, &txn);
+	if (rc)
+		return rc;
+	rc = mds_db_inode_get(txn, fid, &ino);
+	if (!rc)
+		rc = may_access(cr, &ino, name, 0);
+	if (!rc) {
+		rc = mds_db_xattr_get(txn, fid, name, buf, size);
+		if (rc >= 0 && size && (size_t)rc > size)
+			rc = -ERANGE;
+	}
+	mds_txn_abort(txn);
+	return rc;
+}
+
+struct list_arg {
+	const struct nacre_cred *cr;
+	char *buf;
+	size_t size;
+	size_t len; /* total bytes of the list, even past size */
+};
+
+static int list_one(void *arg, const char *name)
+{
+	struct list_arg *a = arg;
+	if (ns_of(name) == NS_TRUSTED && !mds_perm_is_root(a->cr))
+		return 0;
+	size_t n = strlen(name) + 1;
+	if (a->size && a->len + n <= a->size)
+		memcpy(a->buf + a->len, name, n);
+	a->len += n;
+	return 0;
+}
+
+int mds_xattr_list(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		   char *buf, size_t size)
+{
+	struct mds_txn *txn;
+	struct mds_inode ino;
+	struct list_arg a = {cr, buf, size, 0};
+	int rc = mds_txn_begin_read(m->db, &txn);
+	if (rc)
+		return rc;
+	rc = mds_db_inode_get(txn, fid, &ino);
+	if (!rc)
+		rc = mds_db_xattr_iter(txn, fid, list_one, &a);
+	mds_txn_abort(txn);
+	if (rc)
+		return rc;
+	if (a.len > (size_t)NACRE_XATTR_MAX)
+		return -E2BIG;
+	if (size && a.len > size)
+		return -ERANGE;
+	return (int)a.len;
+}
+
+struct set_arg {
+	const struct nacre_cred *cr;
+	const struct nacre_fid *fid;
+	const char *name;
+	const void *value;
+	size_t len;
+	uint32_t flags;
+	int remove;
+};
+
+static int set_op(struct mds_txn *txn, void *arg)
+{
+	struct set_arg *a = arg;
+	struct mds_inode ino;
+	int rc = mds_db_inode_get(txn, a->fid, &ino);
+	if (rc)
+		return rc;
+	rc = may_access(a->cr, &ino, a->name, 1);
+	if (rc)
+		return rc;
+	if (a->remove) {
+		rc = mds_db_xattr_del(txn, a->fid, a->name);
+	} else {
+		int have = mds_db_xattr_get(txn, a->fid, a->name, NULL, 0);
+		if (have < 0 && have != -ENODATA)
+			return have;
+		if ((a->flags & XATTR_CREATE_) && have >= 0)
+			return -EEXIST;
+		if ((a->flags & XATTR_REPLACE_) && have < 0)
+			return -ENODATA;
+		rc = mds_db_xattr_put(txn, a->fid, a->name, a->value, a->len);
+	}
+	if (rc)
+		return rc;
+	ino.ctime = time_now();
+	return mds_db_inode_put(txn, &ino);
+}
+
+int mds_xattr_set(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		  const char *name, const void *value, size_t len, uint32_t flags)
+{
+	if (flags & ~(XATTR_CREATE_ | XATTR_REPLACE_))
+		return -EINVAL;
+	if (len > NACRE_XATTR_MAX)
+		return -E2BIG;
+	struct set_arg a = {cr, fid, name, value, len, flags, 0};
+	return mds_writer_submit(m->writer, set_op, &a);
+}
+
+int mds_xattr_remove(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		     const char *name)
+{
+	struct set_arg a = {cr, fid, name, NULL, 0, 0, 1};
+	return mds_writer_submit(m->writer, set_op, &a);
+}

@@ -1,0 +1,164 @@
+/* dispatch.c - OST request handler: decode, validate, call the store, encode the reply. */
+#include "oss/dispatch.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "nacre/nacre_errno.h"
+#include "oss/store.h"
+#include "proto/cursor.h"
+#include "proto/wire.h"
+
+struct oss_target *oss_ctx_find(const struct oss_ctx *ctx, uint32_t index)
+{
+	for (int i = 0; i < ctx->ntargets; i++)
+		if (ctx->targets[i]->index == index)
+			return ctx->targets[i];
+	return NULL;
+}
+
+static int fid_is_zero(const struct nacre_fid *f)
+{
+	return f->seq == 0 && f->oid == 0 && f->ver == 0;
+}
+
+static int do_write(struct oss_target *t, const struct oss_obj_id *id,
+		    const struct wire_ost_io_req *m, const struct rpc_request *req)
+{
+	int rc = oss_store_write(t, id, m->offset, req->bulk, req->bulk_len);
+	if (rc == 0)
+		atomic_fetch_add_explicit(&t->stats.write_bytes, m->len, memory_order_relaxed);
+	return rc;
+}
+
+static int do_read(struct oss_target *t, const struct oss_obj_id *id,
+		   const struct wire_ost_io_req *m, struct rpc_reply *rep)
+{
+	if (m->len > WIRE_BULK_MAX)
+		return -EINVAL;
+	if (m->len == 0)
+		return 0;
+	void *buf = malloc((size_t)m->len);
+	if (!buf)
+		return -ENOMEM;
+	size_t got = 0;
+	int rc = oss_store_read(t, id, m->offset, buf, (size_t)m->len, &got);
+	if (rc || got == 0) {
+		free(buf);
+		return rc;
+	}
+	rep->bulk = buf; /* the transport frees it after sending */
+	rep->bulk_len = (uint32_t)got;
+	atomic_fetch_add_explicit(&t->stats.read_bytes, got, memory_order_relaxed);
+	return 0;
+}
+
+static int do_getattr(struct oss_target *t, const struct oss_obj_id *id, struct rpc_reply *rep)
+{
+	struct wire_ost_attr_rep a;
+	int rc = oss_store_getattr(t, id, &a.size, &a.blocks);
+	if (rc)
+		return rc;
+	wire_ost_attr_rep_encode(&rep->body, &a);
+	return wire_cursor_ok(&rep->body) ? 0 : -EPROTO;
+}
+
+static int do_statfs(struct oss_target *t, struct rpc_reply *rep)
+{
+	struct nacre_statfs st;
+	int rc = oss_store_statfs(t, &st);
+	if (rc)
+		return rc;
+	wire_statfs_put(&rep->body, &st);
+	return wire_cursor_ok(&rep->body) ? 0 : -EPROTO;
+}
+
+/* Logs an error the disk gave us; the client sees the status, the admin sees which OST. */
+static void log_store_error(const struct oss_target *t, uint16_t op, const struct oss_obj_id *id,
+			    int rc)
+{
+	if (rc == -ENOSPC || rc == -EDQUOT) {
+		LOG_RATELIMITED(LOG_LVL_WARN, "dispatch", "%s: %s: %s is full", t->name,
+				wire_opcode_name(op), t->dir);
+		return;
+	}
+	char name[OSS_OBJ_NAME_MAX] = "-";
+	if (id)
+		oss_store_obj_name(id, name);
+	LOG_RATELIMITED(LOG_LVL_ERR, "dispatch", "%s: %s of %s/%s/%s failed: %s", t->name,
+			wire_opcode_name(op), t->dir, OSS_OBJ_DIR, name, strerror(-rc));
+}
+
+int oss_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	const struct oss_ctx *ctx = arg;
+	uint16_t op = req->hdr->opcode;
+	struct wire_ost_io_req m;
+	struct wire_cursor c;
+
+	if (op < WIRE_OP_OST_WRITE || op > WIRE_OP_OST_SYNC)
+		return -EOPNOTSUPP;
+
+	memset(&m, 0, sizeof(m));
+	wire_cursor_init_read(&c, req->body, req->body_len);
+	wire_ost_io_req_decode(&c, &m);
+	if (!wire_cursor_ok(&c) || wire_cursor_left(&c) != 0 ||
+	    (op == WIRE_OP_OST_WRITE ? m.len != req->bulk_len : req->bulk_len != 0)) {
+		LOG_RATELIMITED(LOG_LVL_WARN, "dispatch",
+				"malformed %s request from %s (%s): body %u bytes, bulk %u bytes",
+				wire_opcode_name(op), req->peer, req->peer_name ? req->peer_name : "?",
+				req->body_len, req->bulk_len);
+		return -EPROTO;
+	}
+
+	struct oss_target *t = oss_ctx_find(ctx, m.ost_idx);
+	if (!t) {
+		LOG_RATELIMITED(LOG_LVL_WARN, "dispatch", "%s from %s for OST%04x, not served here",
+				wire_opcode_name(op), req->peer, m.ost_idx);
+		return -NACRE_ENOTARGET;
+	}
+	unsigned slot = (unsigned)(op - WIRE_OP_OST_WRITE);
+	atomic_fetch_add_explicit(&t->stats.ops[slot], 1, memory_order_relaxed);
+
+	int rc;
+	if (m.offset > (uint64_t)INT64_MAX || m.len > (uint64_t)INT64_MAX - m.offset) {
+		rc = -EFBIG; /* offset + len must fit an off_t */
+		goto out;
+	}
+	struct oss_obj_id id = { .fid = m.fid, .stripe = m.stripe_idx, .gen = m.layout_gen };
+	const struct oss_obj_id *idp = &id;
+	switch (op) {
+	case WIRE_OP_OST_WRITE:
+		rc = do_write(t, idp, &m, req);
+		break;
+	case WIRE_OP_OST_READ:
+		rc = do_read(t, idp, &m, rep);
+		break;
+	case WIRE_OP_OST_PUNCH:
+		rc = oss_store_punch(t, idp, m.offset);
+		break;
+	case WIRE_OP_OST_DESTROY:
+		rc = oss_store_destroy(t, idp);
+		break;
+	case WIRE_OP_OST_GETATTR:
+		rc = do_getattr(t, idp, rep);
+		break;
+	case WIRE_OP_OST_STATFS:
+		idp = NULL;
+		rc = do_statfs(t, rep);
+		break;
+	default: /* WIRE_OP_OST_SYNC */
+		if (fid_is_zero(&m.fid))
+			idp = NULL; /* the whole OST */
+		rc = oss_store_sync(t, idp);
+		break;
+	}
+	if (rc && rc != -EINVAL)
+		log_store_error(t, op, idp, rc);
+out:
+	if (rc)
+		atomic_fetch_add_explicit(&t->stats.errors[slot], 1, memory_order_relaxed);
+	return rc;
+}

@@ -1,0 +1,26 @@
+/* dispatch.h - the OSS request handler: decodes OST requests, runs them on the store,
+ * encodes replies. Runs on the rpc server's worker threads, which double as the disk pool. */
+#ifndef NACRE_OSS_DISPATCH_H
+#define NACRE_OSS_DISPATCH_H
+
+#include <stdint.h>
+
+#include "oss/target.h"
+#include "proto/rpc.h"
+
+/* The OSTs one process serves. Set up before the server runs and read-only afterwards, so
+ * workers read it without a lock. */
+struct oss_ctx {
+	struct oss_target **targets; /* owned by main */
+	int ntargets;
+};
+
+/* The OST with this index, or NULL. Thread-safe (ctx is read-only). */
+struct oss_target *oss_ctx_find(const struct oss_ctx *ctx, uint32_t index);
+
+/* rpc_handler_fn with arg = struct oss_ctx *. Returns the reply status: 0, -EPROTO for a
+ * malformed request, -EOPNOTSUPP for an unknown opcode, -NACRE_ENOTARGET for an OST not
+ * served here, -EINVAL/-EFBIG for bad ranges, or the store's -errno (ENOSPC, EIO...). */
+int oss_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep);
+
+#endif

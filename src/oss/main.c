@@ -1,0 +1,367 @@
+/* main.c - nacre-oss: serves OSTs (directories of stripe objects) and registers them with
+ * the MDS. Options per docs/CONTRACTS.md. The rpc server's worker pool is the disk pool:
+ * handlers pread/pwrite directly. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/key.h"
+#include "common/log.h"
+#include "common/net.h"
+#include "common/util.h"
+#include "nacre/nacre_errno.h"
+#include "nacre/nacre_types.h"
+#include "oss/dispatch.h"
+#include "oss/register.h"
+#include "oss/target.h"
+#include "proto/rpc.h"
+
+#define OSS_MAX_OSTS 64
+#define OSS_DEFAULT_WORKERS 16
+#define OSS_MAX_WORKERS 1024
+
+struct ost_arg {
+	uint32_t index;
+	const char *dir;
+};
+
+struct opts {
+	const char *fsname;
+	const char *mds;
+	const char *listen;
+	const char *key_file;
+	const char *log_file;
+	enum log_level level;
+	int format;
+	int workers;
+	struct ost_arg osts[OSS_MAX_OSTS];
+	int nosts;
+};
+
+static struct rpc_server *g_server; /* set before the handlers are installed */
+static int g_log_to_file;            /* log lines go to --log FILE, not stderr */
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	if (g_server)
+		rpc_server_stop(g_server);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: nacre-oss --fsname NAME --mds HOST[:PORT] --listen HOST[:PORT]\n"
+		"                 --key-file FILE --ost IDX:DIR [--ost IDX:DIR ...]\n"
+		"                 [--format] [--log FILE] [--log-level err|warn|info|debug]\n"
+		"                 [--workers N]\n"
+		"Serves object storage targets (OSTs) of the nacre file system NAME.\n"
+		"  --fsname NAME     file system name (1-8 of A-Z a-z 0-9 _ -)\n"
+		"  --mds HOST:PORT   the MDS to register with (default port %d)\n"
+		"  --listen HOST:PORT address to serve on, registered with the MDS for clients;\n"
+		"                    must be a concrete address (port 0 = any free port, default %d)\n"
+		"  --key-file FILE   the cluster key (nacre up writes DIR/cluster.key)\n"
+		"  --ost IDX:DIR     serve OST index IDX from directory DIR (repeatable)\n"
+		"  --format          create an OST in each empty or missing DIR\n"
+		"  --workers N       I/O worker threads (default %d)\n",
+		NACRE_DEFAULT_PORT_MDS, NACRE_DEFAULT_PORT_OSS, OSS_DEFAULT_WORKERS);
+}
+
+/* Startup errors: to stderr (what the operator sees) and to the log file if there is one. */
+__attribute__((format(printf, 1, 2))) static void fail(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "nacre-oss: %s\n", msg);
+	if (g_log_to_file)
+		LOG_ERR("main", "%s", msg);
+}
+
+static int parse_ost(const char *s, struct opts *o)
+{
+	const char *colon = strchr(s, ':');
+	char idx[16];
+	int64_t v;
+
+	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(idx) || !colon[1]) {
+		fail("bad --ost \"%s\": expected IDX:DIR, e.g. --ost 0:/data/ost0", s);
+		return -EINVAL;
+	}
+	memcpy(idx, s, (size_t)(colon - s));
+	idx[colon - s] = '\0';
+	if (parse_i64(idx, 0, 0xffff, &v) != 0) {
+		fail("bad OST index \"%s\" in --ost %s: expected 0..65535", idx, s);
+		return -EINVAL;
+	}
+	if (o->nosts == OSS_MAX_OSTS) {
+		fail("too many --ost options: one nacre-oss serves at most %d OSTs",
+		     OSS_MAX_OSTS);
+		return -EINVAL;
+	}
+	for (int i = 0; i < o->nosts; i++) {
+		if (o->osts[i].index == (uint32_t)v) {
+			fail("OST index %u is given twice in --ost", (unsigned)v);
+			return -EINVAL;
+		}
+		if (strcmp(o->osts[i].dir, colon + 1) == 0) {
+			fail("directory %s is given twice in --ost", colon + 1);
+			return -EINVAL;
+		}
+	}
+	o->osts[o->nosts].index = (uint32_t)v;
+	o->osts[o->nosts].dir = colon + 1;
+	o->nosts++;
+	return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	enum { O_FSNAME = 256, O_MDS, O_LISTEN, O_KEY, O_OST, O_FORMAT, O_LOG, O_LEVEL,
+	       O_WORKERS, O_HELP };
+	static const struct option lopts[] = {
+		{ "fsname", required_argument, NULL, O_FSNAME },
+		{ "mds", required_argument, NULL, O_MDS },
+		{ "listen", required_argument, NULL, O_LISTEN },
+		{ "key-file", required_argument, NULL, O_KEY },
+		{ "ost", required_argument, NULL, O_OST },
+		{ "format", no_argument, NULL, O_FORMAT },
+		{ "log", required_argument, NULL, O_LOG },
+		{ "log-level", required_argument, NULL, O_LEVEL },
+		{ "workers", required_argument, NULL, O_WORKERS },
+		{ "help", no_argument, NULL, O_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	int64_t v;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->level = LOG_LVL_INFO;
+	o->workers = OSS_DEFAULT_WORKERS;
+	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+		switch (c) {
+		case O_FSNAME: o->fsname = optarg; break;
+		case O_MDS: o->mds = optarg; break;
+		case O_LISTEN: o->listen = optarg; break;
+		case O_KEY: o->key_file = optarg; break;
+		case O_FORMAT: o->format = 1; break;
+		case O_LOG: o->log_file = optarg; break;
+		case O_OST:
+			if (parse_ost(optarg, o))
+				return -EINVAL;
+			break;
+		case O_LEVEL:
+			if (log_level_parse(optarg, &o->level)) {
+				fail("bad --log-level \"%s\": use err, warn, info or debug", optarg);
+				return -EINVAL;
+			}
+			break;
+		case O_WORKERS:
+			if (parse_i64(optarg, 1, OSS_MAX_WORKERS, &v)) {
+				fail("bad --workers \"%s\": expected 1..%d", optarg, OSS_MAX_WORKERS);
+				return -EINVAL;
+			}
+			o->workers = (int)v;
+			break;
+		case O_HELP:
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fail("unexpected argument \"%s\" (see --help)", argv[optind]);
+		return -EINVAL;
+	}
+	if (!o->fsname) {
+		fail("missing --fsname: name the file system these OSTs belong to");
+		return -EINVAL;
+	}
+	if (!fsname_valid(o->fsname)) {
+		fail("bad --fsname \"%s\": 1 to %d characters of A-Z a-z 0-9 _ -", o->fsname,
+		     NACRE_FSNAME_MAX);
+		return -EINVAL;
+	}
+	if (!o->mds) {
+		fail("missing --mds HOST:PORT: the MDS this OSS registers with");
+		return -EINVAL;
+	}
+	if (!o->listen) {
+		fail("missing --listen HOST:PORT: the address clients reach this OSS at");
+		return -EINVAL;
+	}
+	if (!o->key_file) {
+		fail("missing --key-file: every nacre process needs the cluster key "
+		     "(nacre up writes DIR/cluster.key)");
+		return -EINVAL;
+	}
+	if (o->nosts == 0) {
+		fail("no --ost IDX:DIR given: name at least one OST to serve");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Writes "host:port" (with brackets for IPv6) to out. */
+static int join_addr(const char *host, uint16_t port, char *out, size_t len)
+{
+	int n = strchr(host, ':') ? snprintf(out, len, "[%s]:%u", host, port)
+				  : snprintf(out, len, "%s:%u", host, port);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static int wildcard_host(const char *h)
+{
+	return !h[0] || !strcmp(h, "0.0.0.0") || !strcmp(h, "::") || !strcmp(h, "*");
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	struct nacre_key key;
+	struct oss_target *targets[OSS_MAX_OSTS];
+	int ntargets = 0, rc, status = 1;
+	char err[1024], host[256], listen_addr[NACRE_ADDR_MAX + 1], mds_addr[NACRE_ADDR_MAX + 1];
+	char reg_addr[NACRE_ADDR_MAX + 1];
+	uint16_t port;
+	struct rpc_server *srv = NULL;
+	struct oss_register *reg = NULL;
+
+	log_init("oss", LOG_LVL_INFO);
+	if (parse_opts(argc, argv, &o))
+		return 1;
+	log_set_level(o.level);
+	if (o.log_file && (rc = log_open_file(o.log_file)) != 0) {
+		fail("cannot open --log %s: %s", o.log_file, strerror(-rc));
+		return 1;
+	}
+	g_log_to_file = o.log_file != NULL;
+
+	if (net_parse_addr(o.listen, NACRE_DEFAULT_PORT_OSS, host, sizeof(host), &port) ||
+	    join_addr(host, port, listen_addr, sizeof(listen_addr))) {
+		fail("bad --listen \"%s\": expected HOST:PORT", o.listen);
+		return 1;
+	}
+	if (wildcard_host(host)) {
+		fail("--listen %s is not an address clients can reach: nacre-oss registers it "
+		     "with the MDS, so listen on a concrete host name or IP (e.g. --listen "
+		     "10.0.0.5:%u)", o.listen, port);
+		return 1;
+	}
+	char mds_host[256];
+	uint16_t mds_port;
+	if (net_parse_addr(o.mds, NACRE_DEFAULT_PORT_MDS, mds_host, sizeof(mds_host),
+			   &mds_port) ||
+	    join_addr(mds_host, mds_port, mds_addr, sizeof(mds_addr))) {
+		fail("bad --mds \"%s\": expected HOST:PORT", o.mds);
+		return 1;
+	}
+	if ((rc = key_load(o.key_file, &key, err, sizeof(err))) != 0) {
+		fail("%s: check --key-file", err);
+		return 1;
+	}
+
+	for (int i = 0; i < o.nosts; i++) {
+		rc = oss_target_open(o.osts[i].dir, o.fsname, o.osts[i].index, o.format,
+				     &targets[ntargets], err, sizeof(err));
+		if (rc) {
+			fail("%s", err);
+			goto out_close;
+		}
+		ntargets++;
+	}
+
+	struct oss_ctx ctx = { .targets = targets, .ntargets = ntargets };
+	char server_name[NACRE_NAME_MAX + 1];
+	snprintf(server_name, sizeof(server_name), "oss@%s", listen_addr);
+	struct rpc_server_conf sc = {
+		.listen_addr = listen_addr,
+		.fsname = o.fsname,
+		.server_name = server_name,
+		.key = &key,
+		.nworkers = o.workers,
+		.handler = oss_dispatch,
+		.arg = &ctx,
+	};
+	rc = rpc_server_create(&sc, &srv, err, sizeof(err));
+	if (rc) {
+		fail("%s (--listen %s)", err, o.listen);
+		goto out_close;
+	}
+	/* Port 0 means "any": register the port actually bound. */
+	if (join_addr(host, rpc_server_port(srv), reg_addr, sizeof(reg_addr))) {
+		fail("--listen %s is too long for a registered address (max %d bytes)", o.listen,
+		     NACRE_ADDR_MAX);
+		goto out_close;
+	}
+
+	g_server = srv;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+
+	struct oss_register_conf rc_conf = {
+		.mds_addr = mds_addr,
+		.fsname = o.fsname,
+		.addr = reg_addr,
+		.key = &key,
+		.targets = targets,
+		.ntargets = ntargets,
+	};
+	rc = oss_register_create(&rc_conf, &reg);
+	if (rc) {
+		fail("cannot set up the connection to MDS %s: %s", mds_addr, nacre_strerror(rc));
+		goto out_close;
+	}
+	/* The first attempt decides whether the MDS refuses us outright (wrong key or file
+	 * system): then exit. An unreachable MDS is normal at cluster start: keep trying. */
+	rc = oss_register_first(reg, err, sizeof(err));
+	if (rc) {
+		fail("%s", err);
+		goto out_close;
+	}
+	rc = oss_register_start(reg);
+	if (rc) {
+		fail("cannot start the registration thread: %s", strerror(-rc));
+		goto out_close;
+	}
+
+	char names[OSS_MAX_OSTS * 9 + 1] = "";
+	size_t pos = 0;
+	for (int i = 0; i < ntargets && pos < sizeof(names); i++)
+		pos += (size_t)snprintf(names + pos, sizeof(names) - pos, "%s%s", i ? "," : "",
+					targets[i]->name);
+	fprintf(stderr, "nacre-oss: serving %s %s on %s\n", o.fsname, names, reg_addr);
+	LOG_INFO("main", "serving %s %s on %s, MDS %s, %d workers", o.fsname, names, reg_addr,
+		 mds_addr, o.workers);
+
+	rc = rpc_server_run(srv);
+	if (rc)
+		LOG_ERR("main", "server loop failed: %s", nacre_strerror(rc));
+	else
+		LOG_INFO("main", "stopping");
+	status = rc ? 1 : 0;
+
+out_close:
+	oss_register_destroy(reg);
+	g_server = NULL;
+	rpc_server_destroy(srv);
+	for (int i = 0; i < ntargets; i++)
+		oss_target_close(targets[i]);
+	memset(&key, 0, sizeof(key));
+	return status;
+}

@@ -1,0 +1,854 @@
+/* wire.c - encoders and decoders of every nacre message, field by field.
+ *
+ * Conventions, all little-endian:
+ *   fid     = u64 seq, u32 oid, u32 ver                                  (16 bytes)
+ *   time    = i64 sec, u32 nsec (< 1e9)                                   (12 bytes)
+ *   name    = u16 len (1..255), bytes: no NUL, no '/', not "." or ".."
+ *   str     = u16 len, bytes: no NUL; the maximum depends on the field (path: 4096)
+ *   blob    = u32 len, bytes
+ * Decoders start by zeroing the output struct, so a decoded struct has no stale bytes. Any
+ * violation fails the cursor with -EPROTO; encoders fail it with -ENAMETOOLONG / -EINVAL on
+ * a string they cannot represent, or -E2BIG when the buffer is full.
+ */
+#include "proto/wire.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/util.h"
+#include "nacre/nacre_errno.h"
+
+#define NSEC_PER_SEC 1000000000u
+#define MODE_BITS 0177777u /* S_IFMT | 07777 */
+#define HSM_BITS 0x7fu
+#define LAYOUT_EXT_EOF UINT64_MAX
+
+static const char *const opcode_names[WIRE_OP_MAX_] = {
+	[WIRE_OP_CONNECT] = "CONNECT",
+	[WIRE_OP_AUTH] = "AUTH",
+	[WIRE_OP_PING] = "PING",
+	[WIRE_OP_MDS_STATFS] = "MDS_STATFS",
+	[WIRE_OP_MDS_LOOKUP] = "MDS_LOOKUP",
+	[WIRE_OP_MDS_GETATTR] = "MDS_GETATTR",
+	[WIRE_OP_MDS_SETATTR] = "MDS_SETATTR",
+	[WIRE_OP_MDS_CREATE] = "MDS_CREATE",
+	[WIRE_OP_MDS_MKDIR] = "MDS_MKDIR",
+	[WIRE_OP_MDS_MKNOD] = "MDS_MKNOD",
+	[WIRE_OP_MDS_UNLINK] = "MDS_UNLINK",
+	[WIRE_OP_MDS_RMDIR] = "MDS_RMDIR",
+	[WIRE_OP_MDS_RENAME] = "MDS_RENAME",
+	[WIRE_OP_MDS_LINK] = "MDS_LINK",
+	[WIRE_OP_MDS_SYMLINK] = "MDS_SYMLINK",
+	[WIRE_OP_MDS_READLINK] = "MDS_READLINK",
+	[WIRE_OP_MDS_READDIR] = "MDS_READDIR",
+	[WIRE_OP_MDS_OPEN] = "MDS_OPEN",
+	[WIRE_OP_MDS_CLOSE] = "MDS_CLOSE",
+	[WIRE_OP_MDS_SIZE_UPDATE] = "MDS_SIZE_UPDATE",
+	[WIRE_OP_MDS_GETXATTR] = "MDS_GETXATTR",
+	[WIRE_OP_MDS_SETXATTR] = "MDS_SETXATTR",
+	[WIRE_OP_MDS_LISTXATTR] = "MDS_LISTXATTR",
+	[WIRE_OP_MDS_REMOVEXATTR] = "MDS_REMOVEXATTR",
+	[WIRE_OP_MDS_LAYOUT_GET] = "MDS_LAYOUT_GET",
+	[WIRE_OP_MDS_LAYOUT_SET] = "MDS_LAYOUT_SET",
+	[WIRE_OP_MDS_TARGETS] = "MDS_TARGETS",
+	[WIRE_OP_MDS_FID2PATH] = "MDS_FID2PATH",
+	[WIRE_OP_MDS_TARGET_REGISTER] = "MDS_TARGET_REGISTER",
+	[WIRE_OP_MDS_TARGET_HEARTBEAT] = "MDS_TARGET_HEARTBEAT",
+	[WIRE_OP_OST_WRITE] = "OST_WRITE",
+	[WIRE_OP_OST_READ] = "OST_READ",
+	[WIRE_OP_OST_PUNCH] = "OST_PUNCH",
+	[WIRE_OP_OST_DESTROY] = "OST_DESTROY",
+	[WIRE_OP_OST_GETATTR] = "OST_GETATTR",
+	[WIRE_OP_OST_STATFS] = "OST_STATFS",
+	[WIRE_OP_OST_SYNC] = "OST_SYNC",
+};
+
+const char *wire_opcode_name(uint16_t opcode)
+{
+	if (opcode < WIRE_OP_MAX_ && opcode_names[opcode])
+		return opcode_names[opcode];
+	return "UNKNOWN";
+}
+
+/* ---- frame header: see the layout in wire.h (since version 1) ---- */
+
+static void le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint16_t rd16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+	return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
+}
+
+void wire_hdr_encode(const struct wire_hdr *h, uint8_t out[WIRE_HDR_LEN])
+{
+	le32(out + 0, h->magic);
+	le16(out + 4, h->version);
+	le16(out + 6, h->opcode);
+	le32(out + 8, h->flags);
+	le32(out + 12, h->body_len);
+	le64(out + 16, h->xid);
+	le32(out + 24, (uint32_t)h->status);
+	le32(out + 28, h->bulk_len);
+	le32(out + 32, h->bulk_crc);
+}
+
+int wire_hdr_decode(const uint8_t in[WIRE_HDR_LEN], struct wire_hdr *h)
+{
+	/* Every field is filled before validation, so a caller can still log the opcode and
+	 * answer the xid of a rejected frame. */
+	h->magic = rd32(in + 0);
+	h->version = rd16(in + 4);
+	h->opcode = rd16(in + 6);
+	h->flags = rd32(in + 8);
+	h->body_len = rd32(in + 12);
+	h->xid = rd64(in + 16);
+	h->status = (int32_t)rd32(in + 24);
+	h->bulk_len = rd32(in + 28);
+	h->bulk_crc = rd32(in + 32);
+
+	if (h->magic != WIRE_MAGIC)
+		return -NACRE_EBADMAGIC;
+	if (h->version < 1 || h->version > WIRE_VERSION)
+		return -NACRE_EPROTO_VERSION;
+	if (h->body_len > WIRE_BODY_MAX || h->bulk_len > WIRE_BULK_MAX)
+		return -EPROTO;
+	/* Unknown flag bits would only be sent after a feature negotiated them. */
+	if (h->flags & ~(uint32_t)WIRE_FLAG_REPLY)
+		return -EPROTO;
+	if (h->bulk_len == 0 && h->bulk_crc != 0)
+		return -EPROTO;
+	if (!(h->flags & WIRE_FLAG_REPLY) && h->status != 0)
+		return -EPROTO;
+	return 0;
+}
+
+/* ---- shared field groups (since version 1) ---- */
+
+static void time_put(struct wire_cursor *c, const struct nacre_time *t)
+{
+	wire_put_i64(c, t->sec);
+	wire_put_u32(c, t->nsec);
+}
+
+static void time_get(struct wire_cursor *c, struct nacre_time *t)
+{
+	t->sec = wire_get_i64(c);
+	t->nsec = wire_get_u32(c);
+	if (t->nsec >= NSEC_PER_SEC)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* A str: u16 length, then the bytes (no NUL). */
+static void str_put(struct wire_cursor *c, const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (n > max) {
+		wire_cursor_fail(c, -ENAMETOOLONG);
+		return;
+	}
+	wire_put_u16(c, (uint16_t)n);
+	wire_put_bytes(c, s, n);
+}
+
+/* Reads a str of min..max bytes into out (max + 1 bytes), NUL-terminated. Returns its
+ * length, or -1 with the cursor failed. */
+static int str_get(struct wire_cursor *c, char *out, size_t min, size_t max)
+{
+	uint16_t n = wire_get_u16(c);
+	const uint8_t *p;
+
+	out[0] = '\0';
+	if (!wire_cursor_ok(c))
+		return -1;
+	if (n < min || n > max) {
+		wire_cursor_fail(c, -EPROTO);
+		return -1;
+	}
+	p = wire_get_view(c, n);
+	if (!p)
+		return -1;
+	if (memchr(p, '\0', n)) {
+		wire_cursor_fail(c, -EPROTO);
+		return -1;
+	}
+	memcpy(out, p, n);
+	out[n] = '\0';
+	return n;
+}
+
+void wire_fid_put(struct wire_cursor *c, const struct nacre_fid *fid)
+{
+	wire_put_u64(c, fid->seq);
+	wire_put_u32(c, fid->oid);
+	wire_put_u32(c, fid->ver);
+}
+
+void wire_fid_get(struct wire_cursor *c, struct nacre_fid *fid)
+{
+	fid->seq = wire_get_u64(c);
+	fid->oid = wire_get_u32(c);
+	fid->ver = wire_get_u32(c);
+}
+
+/* cred: u32 uid, u32 gid, u32 ngroups (<= NACRE_MAX_GROUPS), u32 groups[ngroups] */
+void wire_cred_put(struct wire_cursor *c, const struct nacre_cred *cr)
+{
+	if (cr->ngroups > NACRE_MAX_GROUPS) {
+		wire_cursor_fail(c, -EINVAL);
+		return;
+	}
+	wire_put_u32(c, cr->uid);
+	wire_put_u32(c, cr->gid);
+	wire_put_u32(c, cr->ngroups);
+	for (uint32_t i = 0; i < cr->ngroups; i++)
+		wire_put_u32(c, cr->groups[i]);
+}
+
+void wire_cred_get(struct wire_cursor *c, struct nacre_cred *cr)
+{
+	memset(cr, 0, sizeof(*cr));
+	cr->uid = wire_get_u32(c);
+	cr->gid = wire_get_u32(c);
+	cr->ngroups = wire_get_u32(c);
+	if (cr->ngroups > NACRE_MAX_GROUPS) {
+		cr->ngroups = 0;
+		wire_cursor_fail(c, -EPROTO);
+		return;
+	}
+	for (uint32_t i = 0; i < cr->ngroups; i++)
+		cr->groups[i] = wire_get_u32(c);
+}
+
+/* attr: fid, u32 mode, u32 nlink, u32 uid, u32 gid, u32 rdev, u32 blksize, u64 size,
+ * u64 blocks, time atime, time mtime, time ctime, u32 hsm_state, u32 archive_id
+ * (100 bytes) */
+void wire_attr_put(struct wire_cursor *c, const struct nacre_attr *a)
+{
+	wire_fid_put(c, &a->fid);
+	wire_put_u32(c, a->mode);
+	wire_put_u32(c, a->nlink);
+	wire_put_u32(c, a->uid);
+	wire_put_u32(c, a->gid);
+	wire_put_u32(c, a->rdev);
+	wire_put_u32(c, a->blksize);
+	wire_put_u64(c, a->size);
+	wire_put_u64(c, a->blocks);
+	time_put(c, &a->atime);
+	time_put(c, &a->mtime);
+	time_put(c, &a->ctime);
+	wire_put_u32(c, a->hsm_state);
+	wire_put_u32(c, a->archive_id);
+}
+
+void wire_attr_get(struct wire_cursor *c, struct nacre_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	wire_fid_get(c, &a->fid);
+	a->mode = wire_get_u32(c);
+	a->nlink = wire_get_u32(c);
+	a->uid = wire_get_u32(c);
+	a->gid = wire_get_u32(c);
+	a->rdev = wire_get_u32(c);
+	a->blksize = wire_get_u32(c);
+	a->size = wire_get_u64(c);
+	a->blocks = wire_get_u64(c);
+	time_get(c, &a->atime);
+	time_get(c, &a->mtime);
+	time_get(c, &a->ctime);
+	a->hsm_state = wire_get_u32(c);
+	a->archive_id = wire_get_u32(c);
+	if ((a->mode & ~MODE_BITS) || (a->hsm_state & ~HSM_BITS))
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* statfs: u64 kb_total, u64 kb_free, u64 kb_avail, u64 files, u64 ffree, u32 bsize,
+ * u32 namemax (48 bytes) */
+void wire_statfs_put(struct wire_cursor *c, const struct nacre_statfs *s)
+{
+	wire_put_u64(c, s->kb_total);
+	wire_put_u64(c, s->kb_free);
+	wire_put_u64(c, s->kb_avail);
+	wire_put_u64(c, s->files);
+	wire_put_u64(c, s->ffree);
+	wire_put_u32(c, s->bsize);
+	wire_put_u32(c, s->namemax);
+}
+
+void wire_statfs_get(struct wire_cursor *c, struct nacre_statfs *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->kb_total = wire_get_u64(c);
+	s->kb_free = wire_get_u64(c);
+	s->kb_avail = wire_get_u64(c);
+	s->files = wire_get_u64(c);
+	s->ffree = wire_get_u64(c);
+	s->bsize = wire_get_u32(c);
+	s->namemax = wire_get_u32(c);
+}
+
+/* layout: u16 ncomp (1), then one component: u64 ext_start (0), u64 ext_end (UINT64_MAX),
+ * u16 mirror_id (0), u32 pattern, u32 stripe_size, i32 stripe_count, i32 stripe_offset,
+ * u32 gen, u32 nosts, u32 ost[nosts]. pattern is RAID0, or 0 for "not set" (a directory
+ * without a default, a non-regular file); stripe_count is -1..NACRE_MAX_STRIPES and
+ * stripe_offset >= -1; whether the values make a usable layout is layout_check_*()'s job. */
+void wire_layout_put(struct wire_cursor *c, const struct nacre_layout *l)
+{
+	if (l->nosts > NACRE_MAX_STRIPES) {
+		wire_cursor_fail(c, -EINVAL);
+		return;
+	}
+	wire_put_u16(c, 1);
+	wire_put_u64(c, 0);
+	wire_put_u64(c, LAYOUT_EXT_EOF);
+	wire_put_u16(c, 0);
+	wire_put_u32(c, l->pattern);
+	wire_put_u32(c, l->stripe_size);
+	wire_put_i32(c, l->stripe_count);
+	wire_put_i32(c, l->stripe_offset);
+	wire_put_u32(c, l->gen);
+	wire_put_u32(c, l->nosts);
+	for (uint32_t i = 0; i < l->nosts; i++)
+		wire_put_u32(c, l->ost_idx[i]);
+}
+
+void wire_layout_get(struct wire_cursor *c, struct nacre_layout *l)
+{
+	uint16_t ncomp, mirror;
+	uint64_t start, end;
+
+	memset(l, 0, sizeof(*l));
+	ncomp = wire_get_u16(c);
+	start = wire_get_u64(c);
+	end = wire_get_u64(c);
+	mirror = wire_get_u16(c);
+	l->pattern = wire_get_u32(c);
+	l->stripe_size = wire_get_u32(c);
+	l->stripe_count = wire_get_i32(c);
+	l->stripe_offset = wire_get_i32(c);
+	l->gen = wire_get_u32(c);
+	l->nosts = wire_get_u32(c);
+	if (!wire_cursor_ok(c) || ncomp != 1 || start != 0 || end != LAYOUT_EXT_EOF ||
+	    mirror != 0 || (l->pattern != 0 && l->pattern != NACRE_PATTERN_RAID0) ||
+	    l->stripe_count < -1 || l->stripe_count > NACRE_MAX_STRIPES ||
+	    l->stripe_offset < -1 || l->nosts > NACRE_MAX_STRIPES) {
+		l->nosts = 0;
+		wire_cursor_fail(c, -EPROTO);
+		return;
+	}
+	for (uint32_t i = 0; i < l->nosts; i++)
+		l->ost_idx[i] = wire_get_u32(c);
+}
+
+void wire_name_put(struct wire_cursor *c, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0) {
+		wire_cursor_fail(c, -EINVAL);
+		return;
+	}
+	str_put(c, name, NACRE_NAME_MAX);
+}
+
+void wire_name_get(struct wire_cursor *c, char out[NACRE_NAME_MAX + 1])
+{
+	int n = str_get(c, out, 1, NACRE_NAME_MAX);
+
+	if (n < 0)
+		return;
+	if (memchr(out, '/', (size_t)n) || strcmp(out, ".") == 0 || strcmp(out, "..") == 0) {
+		out[0] = '\0';
+		wire_cursor_fail(c, -EPROTO);
+	}
+}
+
+void wire_path_put(struct wire_cursor *c, const char *path)
+{
+	str_put(c, path, NACRE_PATH_MAX);
+}
+
+void wire_path_get(struct wire_cursor *c, char *out, size_t max)
+{
+	str_get(c, out, 0, max < NACRE_PATH_MAX ? max : NACRE_PATH_MAX);
+}
+
+/* ---- connection setup ---- */
+
+/* connect_req (since version 1):
+ *   u16 version_min, u16 version_max (1 <= min <= max), u64 features (unknown bits are
+ *   ignored: the server answers with the intersection), u8 nonce[16],
+ *   str fsname (0..8 bytes; "" or a valid fsname), name name */
+void wire_connect_req_encode(struct wire_cursor *c, const struct wire_connect_req *m)
+{
+	wire_put_u16(c, m->version_min);
+	wire_put_u16(c, m->version_max);
+	wire_put_u64(c, m->features);
+	wire_put_bytes(c, m->nonce, WIRE_NONCE_LEN);
+	str_put(c, m->fsname, NACRE_FSNAME_MAX);
+	wire_name_put(c, m->name);
+}
+
+void wire_connect_req_decode(struct wire_cursor *c, struct wire_connect_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->version_min = wire_get_u16(c);
+	m->version_max = wire_get_u16(c);
+	m->features = wire_get_u64(c);
+	wire_get_bytes(c, m->nonce, WIRE_NONCE_LEN);
+	if (str_get(c, m->fsname, 0, NACRE_FSNAME_MAX) > 0 && !fsname_valid(m->fsname))
+		wire_cursor_fail(c, -EPROTO);
+	wire_name_get(c, m->name);
+	if (m->version_min < 1 || m->version_min > m->version_max)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* connect_rep (since version 1):
+ *   u16 version, u64 features, u8 nonce[16], u8 proof[32], name server_name */
+void wire_connect_rep_encode(struct wire_cursor *c, const struct wire_connect_rep *m)
+{
+	wire_put_u16(c, m->version);
+	wire_put_u64(c, m->features);
+	wire_put_bytes(c, m->nonce, WIRE_NONCE_LEN);
+	wire_put_bytes(c, m->proof, WIRE_PROOF_LEN);
+	wire_name_put(c, m->server_name);
+}
+
+void wire_connect_rep_decode(struct wire_cursor *c, struct wire_connect_rep *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->version = wire_get_u16(c);
+	m->features = wire_get_u64(c);
+	wire_get_bytes(c, m->nonce, WIRE_NONCE_LEN);
+	wire_get_bytes(c, m->proof, WIRE_PROOF_LEN);
+	wire_name_get(c, m->server_name);
+	if (m->version < 1)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* auth_req (since version 1): u8 proof[32] */
+void wire_auth_req_encode(struct wire_cursor *c, const struct wire_auth_req *m)
+{
+	wire_put_bytes(c, m->proof, WIRE_PROOF_LEN);
+}
+
+void wire_auth_req_decode(struct wire_cursor *c, struct wire_auth_req *m)
+{
+	wire_get_bytes(c, m->proof, WIRE_PROOF_LEN);
+}
+
+/* ---- MDS requests ---- */
+
+/* fid_req (since version 1): cred, fid */
+void wire_fid_req_encode(struct wire_cursor *c, const struct wire_fid_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_fid_put(c, &m->fid);
+}
+
+void wire_fid_req_decode(struct wire_cursor *c, struct wire_fid_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	wire_fid_get(c, &m->fid);
+}
+
+/* name_req (since version 1): cred, fid parent, name name */
+void wire_name_req_encode(struct wire_cursor *c, const struct wire_name_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_fid_put(c, &m->parent);
+	wire_name_put(c, m->name);
+}
+
+void wire_name_req_decode(struct wire_cursor *c, struct wire_name_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	wire_fid_get(c, &m->parent);
+	wire_name_get(c, m->name);
+}
+
+/* setattr_req (since version 1):
+ *   cred, fid, u32 valid (no bit outside NACRE_SET_ALL_), u32 mode (07777 only), u32 uid,
+ *   u32 gid, u64 size, time atime, time mtime, time ctime */
+void wire_setattr_req_encode(struct wire_cursor *c, const struct wire_setattr_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_fid_put(c, &m->fid);
+	wire_put_u32(c, m->sa.valid);
+	wire_put_u32(c, m->sa.mode);
+	wire_put_u32(c, m->sa.uid);
+	wire_put_u32(c, m->sa.gid);
+	wire_put_u64(c, m->sa.size);
+	time_put(c, &m->sa.atime);
+	time_put(c, &m->sa.mtime);
+	time_put(c, &m->sa.ctime);
+}
+
+void wire_setattr_req_decode(struct wire_cursor *c, struct wire_setattr_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	wire_fid_get(c, &m->fid);
+	m->sa.valid = wire_get_u32(c);
+	m->sa.mode = wire_get_u32(c);
+	m->sa.uid = wire_get_u32(c);
+	m->sa.gid = wire_get_u32(c);
+	m->sa.size = wire_get_u64(c);
+	time_get(c, &m->sa.atime);
+	time_get(c, &m->sa.mtime);
+	time_get(c, &m->sa.ctime);
+	if ((m->sa.valid & ~(uint32_t)NACRE_SET_ALL_) || (m->sa.mode & ~07777u))
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* create_req (since version 1):
+ *   cred, fid parent, name name, u32 mode (type + permission bits), u32 rdev, u32 flags
+ *   (open(2) flags; the MDS honours O_EXCL), u8 has_layout (0 or 1),
+ *   layout (present only when has_layout is 1), str target (0..4096 bytes; "" unless
+ *   SYMLINK) */
+void wire_create_req_encode(struct wire_cursor *c, const struct wire_create_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_fid_put(c, &m->parent);
+	wire_name_put(c, m->name);
+	wire_put_u32(c, m->mode);
+	wire_put_u32(c, m->rdev);
+	wire_put_u32(c, m->flags);
+	wire_put_u8(c, m->has_layout ? 1 : 0);
+	if (m->has_layout)
+		wire_layout_put(c, &m->layout);
+	wire_path_put(c, m->target);
+}
+
+void wire_create_req_decode(struct wire_cursor *c, struct wire_create_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	wire_fid_get(c, &m->parent);
+	wire_name_get(c, m->name);
+	m->mode = wire_get_u32(c);
+	m->rdev = wire_get_u32(c);
+	m->flags = wire_get_u32(c);
+	m->has_layout = wire_get_u8(c);
+	if (m->has_layout > 1 || (m->mode & ~MODE_BITS)) {
+		wire_cursor_fail(c, -EPROTO);
+		return;
+	}
+	if (m->has_layout)
+		wire_layout_get(c, &m->layout);
+	wire_path_get(c, m->target, NACRE_PATH_MAX);
+}
+
+/* rename_req (since version 1):
+ *   cred, fid sparent, name sname, fid dparent, name dname, u32 flags (RENAME_NOREPLACE 1 |
+ *   RENAME_EXCHANGE 2; other bits fail) */
+void wire_rename_req_encode(struct wire_cursor *c, const struct wire_rename_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_fid_put(c, &m->sparent);
+	wire_name_put(c, m->sname);
+	wire_fid_put(c, &m->dparent);
+	wire_name_put(c, m->dname);
+	wire_put_u32(c, m->flags);
+}
+
+void wire_rename_req_decode(struct wire_cursor *c, struct wire_rename_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	wire_fid_get(c, &m->sparent);
+	wire_name_get(c, m->sname);
+	wire_fid_get(c, &m->dparent);
+	wire_name_get(c, m->dname);
+	m->flags = wire_get_u32(c);
+	if (m->flags & ~3u)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* link_req (since version 1): cred, fid fid, fid parent, name name */
+void wire_link_req_encode(struct wire_cursor *c, const struct wire_link_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_fid_put(c, &m->fid);
+	wire_fid_put(c, &m->parent);
+	wire_name_put(c, m->name);
+}
+
+void wire_link_req_decode(struct wire_cursor *c, struct wire_link_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	wire_fid_get(c, &m->fid);
+	wire_fid_get(c, &m->parent);
+	wire_name_get(c, m->name);
+}
+
+/* readdir_req (since version 1): cred, fid, u64 cookie, u32 max_bytes. The decoder caps
+ * max_bytes at WIRE_READDIR_MAX_BYTES so a server cannot be asked for more. */
+void wire_readdir_req_encode(struct wire_cursor *c, const struct wire_readdir_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_fid_put(c, &m->fid);
+	wire_put_u64(c, m->cookie);
+	wire_put_u32(c, m->max_bytes);
+}
+
+void wire_readdir_req_decode(struct wire_cursor *c, struct wire_readdir_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	wire_fid_get(c, &m->fid);
+	m->cookie = wire_get_u64(c);
+	m->max_bytes = wire_get_u32(c);
+	if (m->max_bytes > WIRE_READDIR_MAX_BYTES)
+		m->max_bytes = WIRE_READDIR_MAX_BYTES;
+}
+
+/* open_req (since version 1): cred, fid, u32 flags (open(2) flags, passed through) */
+void wire_open_req_encode(struct wire_cursor *c, const struct wire_open_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_fid_put(c, &m->fid);
+	wire_put_u32(c, m->flags);
+}
+
+void wire_open_req_decode(struct wire_cursor *c, struct wire_open_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	wire_fid_get(c, &m->fid);
+	m->flags = wire_get_u32(c);
+}
+
+/* open_rep (since version 1): attr, layout, u64 handle */
+void wire_open_rep_encode(struct wire_cursor *c, const struct wire_open_rep *m)
+{
+	wire_attr_put(c, &m->attr);
+	wire_layout_put(c, &m->layout);
+	wire_put_u64(c, m->handle);
+}
+
+void wire_open_rep_decode(struct wire_cursor *c, struct wire_open_rep *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_attr_get(c, &m->attr);
+	wire_layout_get(c, &m->layout);
+	m->handle = wire_get_u64(c);
+}
+
+/* close_req (since version 1): cred, fid, u64 handle, u64 size, u8 has_mtime (0 or 1),
+ * time mtime (always present; meaningful when has_mtime is 1) */
+void wire_close_req_encode(struct wire_cursor *c, const struct wire_close_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_fid_put(c, &m->fid);
+	wire_put_u64(c, m->handle);
+	wire_put_u64(c, m->size);
+	wire_put_u8(c, m->has_mtime ? 1 : 0);
+	time_put(c, &m->mtime);
+}
+
+void wire_close_req_decode(struct wire_cursor *c, struct wire_close_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	wire_fid_get(c, &m->fid);
+	m->handle = wire_get_u64(c);
+	m->size = wire_get_u64(c);
+	m->has_mtime = wire_get_u8(c);
+	time_get(c, &m->mtime);
+	if (m->has_mtime > 1)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* xattr_req (since version 1):
+ *   cred, fid, str name (0..255 bytes, no NUL; '/' and '.' allowed: an xattr name is not a
+ *   path component; "" for LISTXATTR), u32 flags (XATTR_CREATE 1 | XATTR_REPLACE 2),
+ *   u32 size, blob value (0..NACRE_XATTR_MAX bytes; decoded as a view) */
+void wire_xattr_req_encode(struct wire_cursor *c, const struct wire_xattr_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_fid_put(c, &m->fid);
+	str_put(c, m->name, NACRE_NAME_MAX);
+	wire_put_u32(c, m->flags);
+	wire_put_u32(c, m->size);
+	if (m->value_len > NACRE_XATTR_MAX) {
+		wire_cursor_fail(c, -E2BIG);
+		return;
+	}
+	wire_put_blob(c, m->value, m->value_len);
+}
+
+void wire_xattr_req_decode(struct wire_cursor *c, struct wire_xattr_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	wire_fid_get(c, &m->fid);
+	str_get(c, m->name, 0, NACRE_NAME_MAX);
+	m->flags = wire_get_u32(c);
+	m->size = wire_get_u32(c);
+	m->value = wire_get_blob(c, NACRE_XATTR_MAX, &m->value_len);
+	if (m->flags & ~3u)
+		wire_cursor_fail(c, -EPROTO);
+	if (!wire_cursor_ok(c)) {
+		m->value = NULL;
+		m->value_len = 0;
+	}
+}
+
+/* layout_set_req (since version 1): cred, fid, layout */
+void wire_layout_set_req_encode(struct wire_cursor *c, const struct wire_layout_set_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_fid_put(c, &m->fid);
+	wire_layout_put(c, &m->layout);
+}
+
+void wire_layout_set_req_decode(struct wire_cursor *c, struct wire_layout_set_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	wire_fid_get(c, &m->fid);
+	wire_layout_get(c, &m->layout);
+}
+
+/* target_reg (since version 1):
+ *   str fsname (a valid fsname, 1..8 bytes), u32 type (NACRE_TGT_MDT or NACRE_TGT_OST),
+ *   u32 index (0..65535), str addr (1..63 bytes), statfs */
+void wire_target_reg_encode(struct wire_cursor *c, const struct wire_target_reg *m)
+{
+	str_put(c, m->fsname, NACRE_FSNAME_MAX);
+	wire_put_u32(c, m->type);
+	wire_put_u32(c, m->index);
+	str_put(c, m->addr, NACRE_ADDR_MAX);
+	wire_statfs_put(c, &m->st);
+}
+
+void wire_target_reg_decode(struct wire_cursor *c, struct wire_target_reg *m)
+{
+	memset(m, 0, sizeof(*m));
+	if (str_get(c, m->fsname, 1, NACRE_FSNAME_MAX) > 0 && !fsname_valid(m->fsname))
+		wire_cursor_fail(c, -EPROTO);
+	m->type = wire_get_u32(c);
+	m->index = wire_get_u32(c);
+	str_get(c, m->addr, 1, NACRE_ADDR_MAX);
+	wire_statfs_get(c, &m->st);
+	if ((m->type != NACRE_TGT_MDT && m->type != NACRE_TGT_OST) || m->index > 65535)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* ---- OSS requests ---- */
+
+/* ost_io_req (since version 1):
+ *   u32 ost_idx (0..65535), fid, u32 stripe_idx (< NACRE_MAX_STRIPES), u32 layout_gen,
+ *   u64 offset, u64 len; offset + len must fit in an off_t. Per-opcode limits on len (READ
+ *   <= WIRE_BULK_MAX, WRITE == bulk length) are the server's to check. */
+void wire_ost_io_req_encode(struct wire_cursor *c, const struct wire_ost_io_req *m)
+{
+	wire_put_u32(c, m->ost_idx);
+	wire_fid_put(c, &m->fid);
+	wire_put_u32(c, m->stripe_idx);
+	wire_put_u32(c, m->layout_gen);
+	wire_put_u64(c, m->offset);
+	wire_put_u64(c, m->len);
+}
+
+void wire_ost_io_req_decode(struct wire_cursor *c, struct wire_ost_io_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ost_idx = wire_get_u32(c);
+	wire_fid_get(c, &m->fid);
+	m->stripe_idx = wire_get_u32(c);
+	m->layout_gen = wire_get_u32(c);
+	m->offset = wire_get_u64(c);
+	m->len = wire_get_u64(c);
+	if (m->ost_idx > 65535 || m->stripe_idx >= NACRE_MAX_STRIPES ||
+	    m->offset > (uint64_t)INT64_MAX || m->len > (uint64_t)INT64_MAX - m->offset)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* ost_attr_rep (since version 1): u64 size, u64 blocks */
+void wire_ost_attr_rep_encode(struct wire_cursor *c, const struct wire_ost_attr_rep *m)
+{
+	wire_put_u64(c, m->size);
+	wire_put_u64(c, m->blocks);
+}
+
+void wire_ost_attr_rep_decode(struct wire_cursor *c, struct wire_ost_attr_rep *m)
+{
+	m->size = wire_get_u64(c);
+	m->blocks = wire_get_u64(c);
+}
+
+/* dirent (since version 1): u64 cookie, fid, u32 type (S_IFMT bits only), name name.
+ * "." and ".." are not names, so a server does not send them (the client adds them). */
+void wire_dirent_put(struct wire_cursor *c, const struct nacre_dirent *d)
+{
+	wire_put_u64(c, d->cookie);
+	wire_fid_put(c, &d->fid);
+	wire_put_u32(c, d->type);
+	wire_name_put(c, d->name);
+}
+
+void wire_dirent_get(struct wire_cursor *c, struct nacre_dirent *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->cookie = wire_get_u64(c);
+	wire_fid_get(c, &d->fid);
+	d->type = wire_get_u32(c);
+	wire_name_get(c, d->name);
+	if (d->type & ~(uint32_t)S_IFMT)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* target (since version 1): u32 type (MDT or OST), u32 index, u8 up (0 or 1),
+ * str addr (0..63 bytes), statfs */
+void wire_target_put(struct wire_cursor *c, const struct nacre_target *t)
+{
+	wire_put_u32(c, t->type);
+	wire_put_u32(c, t->index);
+	wire_put_u8(c, t->up ? 1 : 0);
+	str_put(c, t->addr, NACRE_ADDR_MAX);
+	wire_statfs_put(c, &t->st);
+}
+
+void wire_target_get(struct wire_cursor *c, struct nacre_target *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->type = wire_get_u32(c);
+	t->index = wire_get_u32(c);
+	t->up = wire_get_u8(c);
+	str_get(c, t->addr, 0, NACRE_ADDR_MAX);
+	wire_statfs_get(c, &t->st);
+	if ((t->type != NACRE_TGT_MDT && t->type != NACRE_TGT_OST) || t->up > 1)
+		wire_cursor_fail(c, -EPROTO);
+}

@@ -1,0 +1,284 @@
+"""The nacre CLI: output shapes match lfs; up/down manage a whole cluster."""
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+from conftest import mounted_dirs
+
+FILE_HEAD = re.compile(
+    r"^(?P<path>.+)\n"
+    r"lmm_stripe_count:  (?P<count>-?\d+)\n"
+    r"lmm_stripe_size:   (?P<size>\d+)\n"
+    r"lmm_pattern:       raid0\n"
+    r"lmm_layout_gen:    (?P<gen>\d+)\n"
+    r"lmm_stripe_offset: (?P<offset>\d+)\n"
+    r"\tobdidx\t\t objid\t\t objid\t\t group\n"
+    r"(?P<rows>(?:\t[ \d]{6}\t[ \d]{14}\t[ 0-9a-fx]{13}\t {13}0\n)+)"
+    r"\n$")
+LFS_HDR = "%-20s %11s %11s %11s %4s %s"  # lfs.c: UUF" "CSF" "CSF" "CSF" "RSF" %-s"
+DIR_LINE = "stripe_count:  {c} stripe_size:   {s} pattern:       raid0 stripe_offset: {i}"
+
+
+def rows(m):
+    return [tuple(x.strip() for x in r.split("\t")[1:]) for r in m.group("rows").splitlines()]
+
+
+def fid_oid(fid):
+    return int(fid.strip("[]").split(":")[1], 16)
+
+
+def test_getstripe_plain_file(mnt, nacre_cli):
+    f = os.path.join(mnt, "cli-file")
+    nacre_cli("setstripe", "-c", 2, "-S", "128K", f, check=True)
+    out = nacre_cli("getstripe", f, check=True).stdout
+    m = FILE_HEAD.match(out)
+    assert m, f"getstripe output does not match lfs's format:\n{out!r}"
+    assert m.group("path") == f and m.group("count") == "2" and m.group("size") == "131072"
+    r = rows(m)
+    assert len(r) == 2
+    fid = nacre_cli("path2fid", f, check=True).stdout.strip()
+    oid = fid_oid(fid)
+    osts = [int(x[0]) for x in r]
+    assert len(set(osts)) == 2 and all(0 <= o < 4 for o in osts)
+    assert m.group("offset") == str(osts[0])
+    for idx, objid, hexid, group in r:
+        assert int(objid) == oid and int(hexid, 16) == oid and group == "0"
+    # Bare values.
+    assert nacre_cli("getstripe", "-c", f, check=True).stdout == "2\n"
+    assert nacre_cli("getstripe", "-S", f, check=True).stdout == "131072\n"
+    assert nacre_cli("getstripe", "-i", f, check=True).stdout == f"{osts[0]}\n"
+    # -v adds the identity lines.
+    v = nacre_cli("getstripe", "-v", f, check=True).stdout.splitlines()
+    seq = fid.strip("[]").split(":")[0]
+    assert v[1] == "lmm_magic:         0x0BD10BD0"
+    assert v[2] == f"lmm_seq:           {seq}"
+    assert v[3] == f"lmm_object_id:     {hex(oid)}"
+    assert v[4] == f"lmm_fid:           {fid}"
+    assert v[5] == "lmm_stripe_count:  2"
+    # YAML.
+    y = nacre_cli("getstripe", "-y", f, check=True).stdout.splitlines()
+    assert y[:3] == ["lmm_stripe_count:  2", "lmm_stripe_size:   131072",
+                     "lmm_pattern:       raid0"]
+    assert y[5] == "lmm_objects:"
+    assert y[6] == f"      - l_ost_idx: {osts[0]}"
+    assert y[7] == f"        l_fid:     {fid.strip('[]')}"
+
+
+def test_setstripe_sizes_and_errors(mnt, nacre_cli):
+    f = os.path.join(mnt, "cli-size")
+    nacre_cli("setstripe", "-S", "64", f, check=True)  # a bare value below 4096 is KiB
+    assert nacre_cli("getstripe", "-S", f, check=True).stdout == "65536\n"
+    r = nacre_cli("setstripe", "-S", "100K", os.path.join(mnt, "cli-bad"))
+    assert r.returncode != 0 and "64K" in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(mnt, "cli-bad"))
+    r = nacre_cli("setstripe", "-c", "abc", os.path.join(mnt, "cli-bad"))
+    assert r.returncode != 0 and "stripe count" in r.stderr, r.stderr
+    # An existing empty file may get a layout; one with data may not.
+    with open(f, "wb") as fh:
+        fh.write(b"data")
+    r = nacre_cli("setstripe", "-c", 2, f)
+    assert r.returncode != 0
+    assert f"cannot change the layout of {f}: it already has data (use a new file)" in r.stderr
+    e = os.path.join(mnt, "cli-empty")
+    open(e, "wb").close()
+    nacre_cli("setstripe", "-c", 3, e, check=True)
+    assert nacre_cli("getstripe", "-c", e, check=True).stdout == "3\n"
+    # Not nacre.
+    with tempfile.TemporaryDirectory() as d:
+        r = nacre_cli("getstripe", d)
+        assert r.returncode != 0 and f"{d} is not on a nacre file system" in r.stderr
+        r = nacre_cli("setstripe", "-c", 1, os.path.join(d, "x"))
+        assert r.returncode != 0 and "is not on a nacre file system" in r.stderr
+    r = nacre_cli("getstripe", os.path.join(mnt, "does-not-exist"))
+    assert r.returncode != 0 and "does-not-exist" in r.stderr
+
+
+def test_directory_default(mnt, nacre_cli):
+    d = os.path.join(mnt, "cli-dir")
+    os.mkdir(d)
+    # No default: the file system default.
+    out = nacre_cli("getstripe", "-d", d, check=True).stdout
+    assert out == f"{d}\n" + DIR_LINE.format(c=1, s=1048576, i=-1) + "\n"
+    nacre_cli("setstripe", "-c", 2, "-S", "256K", d, check=True)
+    out = nacre_cli("getstripe", "-d", d, check=True).stdout
+    assert out == f"{d}\n" + DIR_LINE.format(c=2, s=262144, i=-1) + "\n"
+    with open(os.path.join(d, "child"), "wb") as fh:
+        fh.write(b"x")
+    assert nacre_cli("getstripe", "-c", os.path.join(d, "child"), check=True).stdout == "2\n"
+    assert nacre_cli("getstripe", "-S", os.path.join(d, "child"),
+                     check=True).stdout == "262144\n"
+    # Without -d the entries follow.
+    out = nacre_cli("getstripe", d, check=True).stdout
+    assert out.startswith(f"{d}\n" + DIR_LINE.format(c=2, s=262144, i=-1) + "\n\n")
+    assert f"{d}/child\nlmm_stripe_count:  2\n" in out
+    # -r descends.
+    os.mkdir(os.path.join(d, "sub"))
+    with open(os.path.join(d, "sub", "deep"), "wb") as fh:
+        fh.write(b"y")
+    out = nacre_cli("getstripe", "-r", d, check=True).stdout
+    assert f"{d}/sub/deep\nlmm_stripe_count:  2\n" in out
+    # -d removes the default.
+    nacre_cli("setstripe", "-d", d, check=True)
+    out = nacre_cli("getstripe", "-d", d, check=True).stdout
+    assert out == f"{d}\n" + DIR_LINE.format(c=1, s=1048576, i=-1) + "\n"
+    # Several paths: each printed.
+    out = nacre_cli("getstripe", "-d", d, os.path.join(d, "child"), check=True).stdout
+    assert out.count("stripe_count:") == 2
+
+
+def test_df(cluster, mnt, nacre_cli):
+    out = nacre_cli("df", mnt, check=True).stdout
+    lines = out.split("\n")
+    assert lines[0] == "UUID                   1K-blocks        Used   Available Use% Mounted on"
+    assert re.match(r"^testfs-MDT0000_UUID +\d+ +\d+ +\d+ +\d+% " + re.escape(str(mnt)) +
+                    r"\[MDT:0\]$", lines[1]), lines[1]
+    total = 0
+    for i in range(4):
+        m = re.match(r"^testfs-OST%04x_UUID +(\d+) +(\d+) +(\d+) +(\d+)%% %s\[OST:%d\]$"
+                     % (i, re.escape(str(mnt)), i), lines[2 + i])
+        assert m, lines[2 + i]
+        total += int(m.group(1))
+    assert lines[6] == ""
+    m = re.match(r"^filesystem_summary: +(\d+) +(\d+) +(\d+) +(\d+)% " + re.escape(str(mnt)) +
+                 "$", lines[7])
+    assert m, lines[7]
+    assert int(m.group(1)) == total
+    # Columns are right-aligned to lfs's widths (UUF "%-20s", CDF "%11llu", RDF "%3d%%").
+    assert re.match(r"^testfs-OST0000_UUID  [ \d]{11} [ \d]{11} [ \d]{11} [ \d]{3}% ", lines[2])
+    h = nacre_cli("df", "-h", mnt, check=True).stdout.split("\n")
+    assert h[0] == LFS_HDR % ("UUID", "bytes", "Used", "Avail", "Use%", "Mounted on")
+    assert re.match(r"^testfs-OST0000_UUID +[\d.]+[KMGTP]? +[\d.]+[KMGTP]? +[\d.]+[KMGTP]? ",
+                    h[2]), h[2]
+    i = nacre_cli("df", "-i", mnt, check=True).stdout.split("\n")
+    assert i[0] == LFS_HDR % ("UUID", "Inodes", "IUsed", "IFree", "IUse%", "Mounted on")
+    # Without a path: every nacre mount, this one included.
+    out = nacre_cli("df", check=True).stdout
+    assert f"{mnt}[OST:0]" in out
+
+
+def test_df_inactive_ost(make_cluster, nacre_cli):
+    c = make_cluster(osts=2, oss=2)
+    m = c.mounts[0].path
+    c.oss[1].kill(signal.SIGKILL)
+    c.wait_ost_down(1)
+    out = nacre_cli("df", m, check=True).stdout
+    assert "OST0001             : inactive device\n" in out, out
+    assert f"testfs-OST0000_UUID" in out
+
+
+def test_path2fid_fid2path(mnt, nacre_cli):
+    os.makedirs(os.path.join(mnt, "p2f", "a"), exist_ok=True)
+    f = os.path.join(mnt, "p2f", "a", "file")
+    open(f, "wb").close()
+    fid = nacre_cli("path2fid", f, check=True).stdout.strip()
+    assert re.match(r"^\[0x[0-9a-f]+:0x[0-9a-f]+:0x[0-9a-f]+\]$", fid), fid
+    out = nacre_cli("path2fid", f, mnt, check=True).stdout.splitlines()
+    assert out[0] == f"{f}: {fid}"
+    assert out[1] == f"{mnt}: [0x200000007:0x1:0x0]"
+    assert nacre_cli("fid2path", mnt, fid, check=True).stdout == f"{f}\n"
+    assert nacre_cli("fid2path", mnt, fid.strip("[]"), check=True).stdout == f"{f}\n"
+    r = nacre_cli("fid2path", mnt, "[0x200000400:0xfffffff:0x0]")
+    assert r.returncode != 0 and "0xfffffff" in r.stderr
+    r = nacre_cli("fid2path", mnt, "junk")
+    assert r.returncode != 0 and "invalid FID" in r.stderr
+
+
+def test_help_and_version(nacre_cli):
+    r = nacre_cli("--version", check=True)
+    assert r.stdout.startswith("nacre ")
+    r = nacre_cli("help", check=True)
+    for verb in ("setstripe", "getstripe", "df", "path2fid", "fid2path", "up", "down"):
+        assert verb in r.stdout
+        h = nacre_cli(verb, "--help", check=True)
+        assert h.stdout.startswith("usage: nacre " + verb)
+    r = nacre_cli("frobnicate")
+    assert r.returncode != 0 and "nacre help" in r.stderr
+
+
+def _free_base_port(n):
+    """A base port with n+1 consecutive free ports."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + n >= 65000:
+            continue
+        ok = True
+        for p in range(base, base + n + 1):
+            with socket.socket() as t:
+                try:
+                    t.bind(("127.0.0.1", p))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return base
+    raise AssertionError("no free port range")
+
+
+def test_up_and_down(nacre_cli):
+    d = tempfile.mkdtemp(prefix="nacre-up-")
+    port = _free_base_port(3)
+    mnt = os.path.join(d, "mnt")
+    try:
+        r = nacre_cli("up", "--dir", d, "--osts", 2, "--port", port, "--fsname", "uptest",
+                      timeout=90)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert re.search(r"^\[\d+\.\ds\] MDS up on 127\.0\.0\.1:%d" % port, r.stdout, re.M), \
+            r.stdout
+        assert os.path.exists(os.path.join(d, "cluster.key"))
+        assert mnt in mounted_dirs()
+        with open(os.path.join(mnt, "hello"), "wb") as f:
+            f.write(b"hello nacre")
+        with open(os.path.join(mnt, "hello"), "rb") as f:
+            assert f.read() == b"hello nacre"
+        df = nacre_cli("df", mnt, check=True).stdout
+        assert "uptest-OST0001_UUID" in df
+        # Again: says so, changes nothing.
+        r = nacre_cli("up", "--dir", d, "--osts", 2, "--port", port, timeout=30)
+        assert r.returncode == 0 and "already running" in r.stdout, r.stdout + r.stderr
+        pids = [int(l.split()[1]) for l in open(os.path.join(d, "cluster.pids"))
+                if not l.startswith("mountpoint")]
+        r = nacre_cli("down", "--dir", d, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert mnt not in mounted_dirs()
+        time.sleep(0.2)
+        for pid in pids:
+            assert not _alive(pid), f"pid {pid} still running after nacre down"
+        # Down again is fine.
+        r = nacre_cli("down", "--dir", d, timeout=30)
+        assert r.returncode == 0, r.stderr
+        # Up again on the same directory keeps the data.
+        r = nacre_cli("up", "--dir", d, "--osts", 2, "--port", port, "--fsname", "uptest",
+                      timeout=90)
+        assert r.returncode == 0, r.stdout + r.stderr
+        with open(os.path.join(mnt, "hello"), "rb") as f:
+            assert f.read() == b"hello nacre"
+    finally:
+        nacre_cli("down", "--dir", d, timeout=60)
+        subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
+        subprocess.run(["rm", "-rf", d])
+
+
+def test_up_port_taken(nacre_cli):
+    d = tempfile.mkdtemp(prefix="nacre-up-")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = nacre_cli("up", "--dir", d, "--osts", 1, "--port", port, timeout=30)
+    subprocess.run(["rm", "-rf", d])
+    assert r.returncode != 0
+    assert str(port) in r.stderr and "--port" in r.stderr, r.stderr
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

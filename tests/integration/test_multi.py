@@ -1,0 +1,98 @@
+"""Two mounts of one file system: close-to-open consistency between them."""
+import errno
+import os
+import time
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def two(cluster):
+    # attr_timeout=0 so the kernel does not answer from its own cache: we test the servers.
+    a = cluster.mount(opts=["attr_timeout=0"], name="mnt-a")
+    b = cluster.mount(opts=["attr_timeout=0"], name="mnt-b")
+    yield a.path, b.path
+    for m in (a, b):
+        m.unmount()
+        cluster.mounts.remove(m)
+
+
+def retry(fn, timeout=3.0):
+    """Entry caches of a mount may lag by up to attr_timeout; allow a short grace."""
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            return fn()
+        except (AssertionError, OSError):
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.1)
+
+
+def test_write_close_then_read_elsewhere(two):
+    a, b = two
+    data = os.urandom(5 * 1024 * 1024 + 3)
+    with open(os.path.join(a, "shared"), "wb") as f:
+        f.write(data)
+    with open(os.path.join(b, "shared"), "rb") as f:
+        assert f.read() == data
+    # Overwrite part of it from B; A sees it on its next open.
+    with open(os.path.join(b, "shared"), "r+b") as f:
+        f.seek(1000)
+        f.write(b"B" * 100000)
+    want = data[:1000] + b"B" * 100000 + data[101000:]
+    with open(os.path.join(a, "shared"), "rb") as f:
+        assert f.read() == want
+
+
+def test_append_grows_size_everywhere(two):
+    a, b = two
+    pa, pb = os.path.join(a, "grow"), os.path.join(b, "grow")
+    with open(pa, "wb") as f:
+        f.write(b"a" * 1000)
+    with open(pb, "ab") as f:
+        f.write(b"b" * 3000)
+    assert os.stat(pa).st_size == 4000
+    with open(pa, "rb") as f:
+        assert f.read() == b"a" * 1000 + b"b" * 3000
+
+
+def test_namespace_changes_are_seen(two):
+    a, b = two
+    os.mkdir(os.path.join(a, "dir"))
+    for i in range(50):
+        with open(os.path.join(a, "dir", f"f{i}"), "wb") as f:
+            f.write(str(i).encode())
+    assert sorted(os.listdir(os.path.join(b, "dir"))) == sorted(f"f{i}" for i in range(50))
+    os.rename(os.path.join(b, "dir", "f0"), os.path.join(b, "dir", "renamed"))
+    os.unlink(os.path.join(b, "dir", "f1"))
+
+    def seen():
+        names = os.listdir(os.path.join(a, "dir"))
+        assert "renamed" in names and "f0" not in names and "f1" not in names
+        with open(os.path.join(a, "dir", "renamed"), "rb") as f:
+            assert f.read() == b"0"
+    retry(seen)
+
+    def gone():
+        try:
+            os.stat(os.path.join(a, "dir", "f1"))
+        except OSError as e:
+            assert e.errno == errno.ENOENT
+            return
+        raise AssertionError("f1 still visible on mount A")
+    retry(gone)
+
+
+def test_truncate_seen_elsewhere(two):
+    a, b = two
+    with open(os.path.join(a, "t"), "wb") as f:
+        f.write(os.urandom(300000))
+    os.truncate(os.path.join(b, "t"), 1000)
+    retry(lambda: (assert_eq(os.stat(os.path.join(a, "t")).st_size, 1000)))
+    with open(os.path.join(a, "t"), "rb") as f:
+        assert len(f.read()) == 1000
+
+
+def assert_eq(x, y):
+    assert x == y, f"{x} != {y}"

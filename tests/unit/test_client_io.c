@@ -1,0 +1,612 @@
+/* test_client_io.c - libnacre against a fake MDS and two fake OSSes built on the real rpc
+ * layer: mount errors, subdirectory resolution, striped writes coalesced into 4 MiB RPCs
+ * sent in parallel, reads with holes and short objects, fsync and close size reports. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/key.h"
+#include "nacre/nacre.h"
+#include "proto/rpc.h"
+#include "proto/wire.h"
+
+static int passed, failed;
+
+#define CHECK(cond, ...)                                                                    \
+	do {                                                                                \
+		if (cond) {                                                                 \
+			passed++;                                                           \
+		} else {                                                                    \
+			failed++;                                                           \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);               \
+			fprintf(stderr, __VA_ARGS__);                                       \
+			fprintf(stderr, "\n");                                              \
+		}                                                                           \
+	} while (0)
+
+#define MIB (1024u * 1024u)
+#define NSTRIPES 4
+#define OBJ_MAX (64u * MIB)
+
+static const struct nacre_fid sub_fid = {NACRE_FIRST_SEQ, 1, 0};
+static const struct nacre_fid file_fid = {NACRE_FIRST_SEQ, 2, 0};
+static const struct nacre_fid plain_fid = {NACRE_FIRST_SEQ, 3, 0};
+
+/* ---- the fake cluster ---- */
+
+struct fake {
+	pthread_mutex_t lock;
+	/* MDS */
+	uint64_t size;
+	int opens, closes, size_updates;
+	uint64_t last_reported;
+	/* OSS: object per stripe */
+	uint8_t *obj[NSTRIPES];
+	uint64_t obj_len[NSTRIPES];
+	int writes, reads, syncs, bad_requests;
+	uint64_t write_max;
+	int inflight, inflight_max;
+	int fail_write; /* status OST writes answer, 0 = succeed */
+	char oss_addr[2][NACRE_ADDR_MAX + 1];
+};
+
+static struct fake F;
+
+static struct nacre_layout file_layout(void)
+{
+	struct nacre_layout l;
+
+	memset(&l, 0, sizeof(l));
+	l.pattern = NACRE_PATTERN_RAID0;
+	l.stripe_size = MIB;
+	l.stripe_count = NSTRIPES;
+	l.stripe_offset = 0;
+	l.nosts = NSTRIPES;
+	for (uint32_t i = 0; i < NSTRIPES; i++)
+		l.ost_idx[i] = i;
+	return l;
+}
+
+static void fake_attr(const struct nacre_fid *fid, struct nacre_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->fid = *fid;
+	a->nlink = 1;
+	if (nacre_fid_eq(fid, &file_fid) || nacre_fid_eq(fid, &plain_fid)) {
+		a->mode = S_IFREG | 0644;
+		a->size = nacre_fid_eq(fid, &file_fid) ? F.size : 0;
+		a->blksize = MIB;
+	} else {
+		a->mode = S_IFDIR | 0755;
+		a->nlink = 2;
+	}
+}
+
+static int mds_handler(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	struct wire_cursor c;
+	struct nacre_attr a;
+	int rc = 0;
+
+	(void)arg;
+	wire_cursor_init_read(&c, req->body, req->body_len);
+	pthread_mutex_lock(&F.lock);
+	switch (req->hdr->opcode) {
+	case WIRE_OP_MDS_GETATTR: {
+		struct wire_fid_req m;
+		wire_fid_req_decode(&c, &m);
+		fake_attr(&m.fid, &a);
+		wire_attr_put(&rep->body, &a);
+		break;
+	}
+	case WIRE_OP_MDS_LOOKUP: {
+		struct wire_name_req m;
+		struct nacre_fid root = {NACRE_ROOT_SEQ, NACRE_ROOT_OID, 0};
+		wire_name_req_decode(&c, &m);
+		if (nacre_fid_eq(&m.parent, &root) && strcmp(m.name, "sub") == 0)
+			fake_attr(&sub_fid, &a);
+		else if (nacre_fid_eq(&m.parent, &root) && strcmp(m.name, "plain") == 0)
+			fake_attr(&plain_fid, &a);
+		else if (nacre_fid_eq(&m.parent, &sub_fid) && strcmp(m.name, "file") == 0)
+			fake_attr(&file_fid, &a);
+		else {
+			rc = -ENOENT;
+			break;
+		}
+		wire_attr_put(&rep->body, &a);
+		break;
+	}
+	case WIRE_OP_MDS_TARGETS: {
+		struct nacre_target t;
+		wire_put_u32(&rep->body, 1 + NSTRIPES);
+		memset(&t, 0, sizeof(t));
+		t.type = NACRE_TGT_MDT;
+		t.up = 1;
+		snprintf(t.addr, sizeof(t.addr), "127.0.0.1:1");
+		wire_target_put(&rep->body, &t);
+		for (uint32_t i = 0; i < NSTRIPES; i++) {
+			t.type = NACRE_TGT_OST;
+			t.index = i;
+			/* OSTs 0 and 2 on the first OSS, 1 and 3 on the second. */
+			snprintf(t.addr, sizeof(t.addr), "%s", F.oss_addr[i % 2]);
+			wire_target_put(&rep->body, &t);
+		}
+		break;
+	}
+	case WIRE_OP_MDS_OPEN: {
+		struct wire_open_req m;
+		struct wire_open_rep r;
+		wire_open_req_decode(&c, &m);
+		if (m.flags & O_TRUNC)
+			F.size = 0;
+		fake_attr(&m.fid, &r.attr);
+		r.layout = file_layout();
+		r.handle = 42;
+		F.opens++;
+		wire_open_rep_encode(&rep->body, &r);
+		break;
+	}
+	case WIRE_OP_MDS_CLOSE:
+	case WIRE_OP_MDS_SIZE_UPDATE: {
+		struct wire_close_req m;
+		wire_close_req_decode(&c, &m);
+		if (m.handle != 42)
+			F.bad_requests++;
+		if (m.size > F.size)
+			F.size = m.size;
+		F.last_reported = m.size;
+		if (req->hdr->opcode == WIRE_OP_MDS_CLOSE)
+			F.closes++;
+		else
+			F.size_updates++;
+		fake_attr(&m.fid, &a);
+		wire_attr_put(&rep->body, &a);
+		break;
+	}
+	case WIRE_OP_MDS_READDIR: {
+		struct wire_readdir_req m;
+		struct nacre_dirent d;
+		wire_readdir_req_decode(&c, &m);
+		/* Three entries "e0".."e2" with cookies 1..3; always all that follow cookie. */
+		uint32_t first = (uint32_t)m.cookie;
+		wire_put_u32(&rep->body, first < 3 ? 3 - first : 0);
+		wire_put_u8(&rep->body, 1);
+		for (uint32_t i = first; i < 3; i++) {
+			memset(&d, 0, sizeof(d));
+			d.cookie = i + 1;
+			d.fid = file_fid;
+			d.fid.ver = i;
+			d.type = S_IFREG;
+			snprintf(d.name, sizeof(d.name), "e%u", i);
+			wire_dirent_put(&rep->body, &d);
+		}
+		break;
+	}
+	case WIRE_OP_MDS_GETXATTR: {
+		struct wire_xattr_req m;
+		static const char val[] = "hello";
+		wire_xattr_req_decode(&c, &m);
+		if (strcmp(m.name, "user.greeting") != 0)
+			rc = -ENODATA;
+		else if (m.size == 0)
+			wire_put_u32(&rep->body, 5);
+		else if (m.size < 5)
+			rc = -ERANGE;
+		else
+			wire_put_bytes(&rep->body, val, 5);
+		break;
+	}
+	case WIRE_OP_MDS_SETATTR: {
+		struct wire_setattr_req m;
+		wire_setattr_req_decode(&c, &m);
+		if (m.sa.valid & NACRE_SET_SIZE)
+			F.size = m.sa.size;
+		fake_attr(&m.fid, &a);
+		wire_attr_put(&rep->body, &a);
+		break;
+	}
+	default:
+		rc = -EOPNOTSUPP;
+	}
+	if (!wire_cursor_ok(&c))
+		rc = -EPROTO;
+	pthread_mutex_unlock(&F.lock);
+	return rc;
+}
+
+static int oss_handler(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	int server = (int)(intptr_t)arg;
+	struct wire_ost_io_req m;
+	struct wire_cursor c;
+	int rc = 0;
+
+	wire_cursor_init_read(&c, req->body, req->body_len);
+	wire_ost_io_req_decode(&c, &m);
+	pthread_mutex_lock(&F.lock);
+	if (!wire_cursor_ok(&c) || m.stripe_idx >= NSTRIPES || m.ost_idx != m.stripe_idx ||
+	    (int)(m.ost_idx % 2) != server || !nacre_fid_eq(&m.fid, &file_fid) ||
+	    m.offset + m.len > OBJ_MAX) {
+		F.bad_requests++;
+		pthread_mutex_unlock(&F.lock);
+		return -EPROTO;
+	}
+	F.inflight++;
+	if (F.inflight > F.inflight_max)
+		F.inflight_max = F.inflight;
+	pthread_mutex_unlock(&F.lock);
+	usleep(20000); /* long enough for the client's other RPCs to arrive meanwhile */
+	pthread_mutex_lock(&F.lock);
+	F.inflight--;
+	uint32_t s = m.stripe_idx;
+	switch (req->hdr->opcode) {
+	case WIRE_OP_OST_WRITE:
+		if (F.fail_write) {
+			rc = F.fail_write;
+			break;
+		}
+		if (req->bulk_len != m.len) {
+			F.bad_requests++;
+			rc = -EPROTO;
+			break;
+		}
+		memcpy(F.obj[s] + m.offset, req->bulk, m.len);
+		if (m.offset + m.len > F.obj_len[s])
+			F.obj_len[s] = m.offset + m.len;
+		F.writes++;
+		if (m.len > F.write_max)
+			F.write_max = m.len;
+		break;
+	case WIRE_OP_OST_READ: {
+		uint64_t n = 0;
+		if (m.offset < F.obj_len[s])
+			n = F.obj_len[s] - m.offset < m.len ? F.obj_len[s] - m.offset : m.len;
+		F.reads++;
+		if (n > 0) {
+			rep->bulk = malloc(n);
+			memcpy(rep->bulk, F.obj[s] + m.offset, n);
+			rep->bulk_len = (uint32_t)n;
+		}
+		break;
+	}
+	case WIRE_OP_OST_SYNC:
+		F.syncs++;
+		break;
+	default:
+		rc = -EOPNOTSUPP;
+	}
+	pthread_mutex_unlock(&F.lock);
+	return rc;
+}
+
+struct server {
+	struct rpc_server *s;
+	pthread_t thread;
+	char addr[NACRE_ADDR_MAX + 1];
+};
+
+static void *server_main(void *arg)
+{
+	rpc_server_run(arg);
+	return NULL;
+}
+
+static int server_start(struct server *sv, const char *name, const struct nacre_key *key,
+			rpc_handler_fn fn, void *arg)
+{
+	struct rpc_server_conf conf;
+	char err[256];
+
+	memset(&conf, 0, sizeof(conf));
+	conf.listen_addr = "127.0.0.1:0";
+	conf.fsname = "fs";
+	conf.server_name = name;
+	conf.key = key;
+	conf.nworkers = 8;
+	conf.handler = fn;
+	conf.arg = arg;
+	if (rpc_server_create(&conf, &sv->s, err, sizeof(err)) != 0) {
+		fprintf(stderr, "server %s: %s\n", name, err);
+		return -1;
+	}
+	snprintf(sv->addr, sizeof(sv->addr), "127.0.0.1:%u", rpc_server_port(sv->s));
+	return pthread_create(&sv->thread, NULL, server_main, sv->s);
+}
+
+static void server_stop(struct server *sv)
+{
+	rpc_server_stop(sv->s);
+	pthread_join(sv->thread, NULL);
+	rpc_server_destroy(sv->s);
+}
+
+/* ---- tests ---- */
+
+static uint8_t pattern(uint64_t off)
+{
+	return (uint8_t)((off * 2654435761u) >> 13 ^ (off >> 20));
+}
+
+static void fill(uint8_t *p, uint64_t off, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = pattern(off + i);
+}
+
+static int same(const uint8_t *p, uint64_t off, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != pattern(off + i))
+			return 0;
+	return 1;
+}
+
+static int all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+static void test_mount_errors(const char *keyfile, const char *mds_addr)
+{
+	struct nacre_mount_opts o;
+	struct nacre_fs *fs;
+	char spec[128], err[512];
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	o.key_file = keyfile;
+	o.connect_timeout_ms = 2000;
+
+	snprintf(spec, sizeof(spec), "%s:/fs/nope", mds_addr);
+	rc = nacre_fs_mount(spec, &o, &fs, err, sizeof(err));
+	CHECK(rc == -ENOENT && strcmp(err, "no such directory /nope on fs") == 0,
+	      "missing subdir: %d '%s'", rc, err);
+
+	snprintf(spec, sizeof(spec), "%s:/fs/plain", mds_addr);
+	rc = nacre_fs_mount(spec, &o, &fs, err, sizeof(err));
+	CHECK(rc == -ENOTDIR && strstr(err, "not a directory"), "file as subdir: %d '%s'", rc, err);
+
+	/* A port nobody listens on (we just closed a listener there? use port 1). */
+	rc = nacre_fs_mount("127.0.0.1:1:/fs", &o, &fs, err, sizeof(err));
+	CHECK(rc == -ECONNREFUSED &&
+		      strcmp(err, "cannot reach MDS 127.0.0.1:1: connection refused (is nacre-mds "
+				  "running?)") == 0,
+	      "refused: %d '%s'", rc, err);
+
+	o.key_file = "/nonexistent/nacre.key";
+	snprintf(spec, sizeof(spec), "%s:/fs", mds_addr);
+	rc = nacre_fs_mount(spec, &o, &fs, err, sizeof(err));
+	CHECK(rc < 0 && strstr(err, "/nonexistent/nacre.key"), "missing key: %d '%s'", rc, err);
+
+	o.key_file = keyfile;
+	rc = nacre_fs_mount("mds:/bad.name", &o, &fs, err, sizeof(err));
+	CHECK(rc == -EINVAL && strstr(err, "bad character"), "bad spec: %d '%s'", rc, err);
+}
+
+static void test_io(struct nacre_fs *fs)
+{
+	struct nacre_fid root = nacre_fs_root(fs);
+	struct nacre_attr a;
+	struct nacre_file *f;
+	size_t big = 16 * MIB;
+	uint8_t *wbuf = malloc(big), *rbuf = malloc(big + MIB);
+	ssize_t n;
+	int rc;
+
+	CHECK(nacre_fid_eq(&root, &sub_fid), "root is the subdirectory");
+	rc = nacre_lookup(fs, NULL, &root, "file", &a);
+	CHECK(rc == 0 && nacre_fid_eq(&a.fid, &file_fid), "lookup file: %d", rc);
+	rc = nacre_resolve(fs, NULL, "/file", &a);
+	CHECK(rc == 0 && nacre_fid_eq(&a.fid, &file_fid), "resolve /file: %d", rc);
+	rc = nacre_resolve(fs, NULL, "x/../file", &a);
+	CHECK(rc == -ENOENT, "resolve through a missing name: %d", rc);
+	rc = nacre_resolve(fs, NULL, "./file/..", &a);
+	CHECK(rc == -ENOTDIR, "resolve through a file: %d", rc);
+
+	rc = nacre_open(fs, NULL, &file_fid, O_RDWR, &f);
+	CHECK(rc == 0, "open: %d", rc);
+	if (rc)
+		goto out;
+	CHECK(nacre_file_layout(f)->nosts == NSTRIPES, "layout");
+
+	/* 16 MiB over 4 stripes of 1 MiB: 4 RPCs of 4 MiB, sent together. */
+	fill(wbuf, 0, big);
+	F.writes = 0;
+	F.inflight_max = 0;
+	n = nacre_pwrite(f, wbuf, big, 0);
+	CHECK(n == (ssize_t)big, "pwrite 16 MiB: %zd", n);
+	CHECK(F.writes == 4 && F.write_max == 4 * MIB, "4 RPCs of 4 MiB: %d rpcs, max %llu",
+	      F.writes, (unsigned long long)F.write_max);
+	CHECK(F.inflight_max >= 2, "parallel writes: at most %d in flight", F.inflight_max);
+	for (int s = 0; s < NSTRIPES; s++)
+		CHECK(F.obj_len[s] == 4 * MIB, "object %d has %llu bytes", s,
+		      (unsigned long long)F.obj_len[s]);
+	/* Byte 5 MiB + 3 is in stripe 1, row 1: object offset 1 MiB + 3. */
+	CHECK(F.obj[1][MIB + 3] == pattern(5 * MIB + 3), "RAID0 placement");
+	CHECK(nacre_file_written_size(f) == big, "written size");
+
+	memset(rbuf, 0xee, big);
+	n = nacre_pread(f, rbuf, big, 0);
+	CHECK(n == (ssize_t)big && same(rbuf, 0, big), "read back 16 MiB: %zd", n);
+
+	/* Unaligned range across stripes. */
+	memset(rbuf, 0xee, big);
+	n = nacre_pread(f, rbuf, 3 * MIB + 12345, MIB - 77);
+	CHECK(n == 3 * MIB + 12345 && same(rbuf, MIB - 77, (size_t)n), "unaligned read: %zd", n);
+
+	/* Reads at and across the end. */
+	n = nacre_pread(f, rbuf, 100, big);
+	CHECK(n == 0, "read at EOF: %zd", n);
+	n = nacre_pread(f, rbuf, MIB, big - 10);
+	CHECK(n == 10 && same(rbuf, big - 10, 10), "read across EOF: %zd", n);
+
+	/* A small write far out leaves a hole that reads as zeros; objects are short. */
+	fill(wbuf, 20 * MIB, 100);
+	n = nacre_pwrite(f, wbuf, 100, 20 * MIB);
+	CHECK(n == 100, "write at 20 MiB: %zd", n);
+	memset(rbuf, 0xee, 5 * MIB);
+	n = nacre_pread(f, rbuf, 5 * MIB, 16 * MIB);
+	CHECK(n == 4 * MIB + 100, "read over the hole: %zd", n);
+	CHECK(all_zero(rbuf, 4 * MIB) && same(rbuf + 4 * MIB, 20 * MIB, 100), "hole is zeros");
+	rc = nacre_file_attr(f, &a);
+	CHECK(rc == 0 && a.size == 20 * MIB + 100, "file attr size %llu",
+	      (unsigned long long)a.size);
+
+	F.syncs = 0;
+	rc = nacre_fsync(f, 0);
+	CHECK(rc == 0 && F.syncs == NSTRIPES && F.size_updates == 1 &&
+		      F.last_reported == 20 * MIB + 100,
+	      "fsync: %d, %d syncs, %d updates, size %llu", rc, F.syncs, F.size_updates,
+	      (unsigned long long)F.last_reported);
+
+	rc = nacre_close(f);
+	CHECK(rc == 0 && F.closes == 1 && F.size == 20 * MIB + 100, "close: %d size %llu", rc,
+	      (unsigned long long)F.size);
+
+	/* A second open learns the size from the MDS, and O_APPEND writes at the end. */
+	rc = nacre_open(fs, NULL, &file_fid, O_WRONLY | O_APPEND, &f);
+	CHECK(rc == 0, "reopen: %d", rc);
+	if (rc)
+		goto out;
+	fill(wbuf, 20 * MIB + 100, 1000);
+	n = nacre_pwrite(f, wbuf, 1000, 0);
+	CHECK(n == 1000 && nacre_file_written_size(f) == 20 * MIB + 1100, "append: %zd, end %llu",
+	      n, (unsigned long long)nacre_file_written_size(f));
+	rc = nacre_close(f);
+	CHECK(rc == 0 && F.size == 20 * MIB + 1100, "close after append: %d", rc);
+
+	/* A truncate while a handle that wrote is open: its close must not undo it. */
+	rc = nacre_open(fs, NULL, &file_fid, O_RDWR, &f);
+	CHECK(rc == 0, "open rw: %d", rc);
+	if (rc)
+		goto out;
+	n = nacre_pwrite(f, wbuf, 1000, 20 * MIB + 100);
+	CHECK(n == 1000, "rewrite tail: %zd", n);
+	struct nacre_setattr sa = {.valid = NACRE_SET_SIZE, .size = 20 * MIB + 50};
+	rc = nacre_setattr(fs, NULL, &file_fid, &sa, &a);
+	CHECK(rc == 0 && a.size == 20 * MIB + 50, "truncate: %d", rc);
+	CHECK(nacre_file_written_size(f) == 20 * MIB + 50, "written end follows the truncate");
+	F.fail_write = -ENOSPC;
+	n = nacre_pwrite(f, wbuf, 3 * MIB, 0);
+	CHECK(n == -ENOSPC, "ENOSPC from an OST passes through: %zd", n);
+	F.fail_write = 0;
+	rc = nacre_close(f);
+	CHECK(rc == -ENOSPC && F.size == 20 * MIB + 50, "close reports the write error: %d", rc);
+	sa.size = 20 * MIB + 1100;
+	rc = nacre_setattr(fs, NULL, &file_fid, &sa, &a);
+	CHECK(rc == 0, "extend: %d", rc);
+
+	rc = nacre_open(fs, NULL, &file_fid, O_RDONLY, &f);
+	CHECK(rc == 0, "open read-only: %d", rc);
+	if (rc)
+		goto out;
+	n = nacre_pwrite(f, wbuf, 10, 0);
+	CHECK(n == -EBADF, "write on a read-only handle: %zd", n);
+	n = nacre_pread(f, rbuf, 2000, 20 * MIB);
+	CHECK(n == 1100 && same(rbuf, 20 * MIB, 1100), "read the appended tail: %zd", n);
+	rc = nacre_close(f);
+	CHECK(rc == 0, "close read-only: %d", rc);
+
+	/* Namespace calls. */
+	struct nacre_dirent ents[2];
+	int eof = -1;
+	rc = nacre_readdir(fs, NULL, &root, 0, ents, 2, &eof);
+	CHECK(rc == 2 && eof == 0 && strcmp(ents[1].name, "e1") == 0 && ents[1].cookie == 2,
+	      "readdir page 1: %d eof %d", rc, eof);
+	rc = nacre_readdir(fs, NULL, &root, ents[1].cookie, ents, 2, &eof);
+	CHECK(rc == 1 && eof == 1 && strcmp(ents[0].name, "e2") == 0, "readdir page 2: %d eof %d",
+	      rc, eof);
+	char val[16];
+	rc = nacre_getxattr(fs, NULL, &file_fid, "user.greeting", NULL, 0);
+	CHECK(rc == 5, "getxattr length: %d", rc);
+	rc = nacre_getxattr(fs, NULL, &file_fid, "user.greeting", val, sizeof(val));
+	CHECK(rc == 5 && memcmp(val, "hello", 5) == 0, "getxattr value: %d", rc);
+	rc = nacre_getxattr(fs, NULL, &file_fid, "user.greeting", val, 2);
+	CHECK(rc == -ERANGE, "getxattr small buffer: %d", rc);
+	rc = nacre_getxattr(fs, NULL, &file_fid, "user.none", val, sizeof(val));
+	CHECK(rc == -ENODATA, "getxattr missing: %d", rc);
+	rc = nacre_unlink(fs, NULL, &root, "file");
+	CHECK(rc == -EOPNOTSUPP, "an error status passes through: %d", rc);
+out:
+	free(wbuf);
+	free(rbuf);
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/nacre-test-client-XXXXXX", keyfile[128], err[512], spec[128];
+	struct server mds, oss[2];
+	struct nacre_mount_opts o;
+	struct nacre_key key;
+	struct nacre_fs *fs;
+	int rc;
+
+	pthread_mutex_init(&F.lock, NULL);
+	for (int s = 0; s < NSTRIPES; s++)
+		F.obj[s] = calloc(1, OBJ_MAX);
+	if (!mkdtemp(dir))
+		return 2;
+	snprintf(keyfile, sizeof(keyfile), "%s/cluster.key", dir);
+	if (key_generate(keyfile) || key_load(keyfile, &key, err, sizeof(err))) {
+		fprintf(stderr, "key: %s\n", err);
+		return 2;
+	}
+	if (server_start(&mds, "nacre-MDT0000", &key, mds_handler, NULL) ||
+	    server_start(&oss[0], "oss0", &key, oss_handler, (void *)(intptr_t)0) ||
+	    server_start(&oss[1], "oss1", &key, oss_handler, (void *)(intptr_t)1))
+		return 2;
+	snprintf(F.oss_addr[0], sizeof(F.oss_addr[0]), "%s", oss[0].addr);
+	snprintf(F.oss_addr[1], sizeof(F.oss_addr[1]), "%s", oss[1].addr);
+
+	test_mount_errors(keyfile, mds.addr);
+
+	memset(&o, 0, sizeof(o));
+	o.key_file = keyfile;
+	o.timeout_ms = 5000;
+	snprintf(spec, sizeof(spec), "%s:/fs/sub", mds.addr);
+	rc = nacre_fs_mount(spec, &o, &fs, err, sizeof(err));
+	CHECK(rc == 0, "mount %s: %d %s", spec, rc, err);
+	if (rc == 0) {
+		test_io(fs);
+		nacre_fs_umount(fs);
+	}
+	CHECK(F.bad_requests == 0, "%d malformed requests reached the servers", F.bad_requests);
+
+	/* An OSS that is gone: the write fails with EIO after the request timeout. */
+	server_stop(&oss[1]);
+	o.timeout_ms = 1000;
+	rc = nacre_fs_mount(spec, &o, &fs, err, sizeof(err));
+	CHECK(rc == 0, "second mount: %d %s", rc, err);
+	if (rc == 0) {
+		struct nacre_file *f;
+		char buf[4096];
+		memset(buf, 1, sizeof(buf));
+		rc = nacre_open(fs, NULL, &file_fid, O_RDWR, &f);
+		CHECK(rc == 0, "open: %d", rc);
+		if (rc == 0) {
+			ssize_t n = nacre_pwrite(f, buf, sizeof(buf), MIB); /* stripe 1: OSS 1 */
+			CHECK(n == -EIO, "write to a missing OSS: %zd", n);
+			n = nacre_pread(f, buf, sizeof(buf), 0); /* stripe 0: OSS 0 still up */
+			CHECK(n == (ssize_t)sizeof(buf), "read from the live OSS: %zd", n);
+			CHECK(nacre_close(f) == -EIO, "close reports the lost write");
+		}
+		nacre_fs_umount(fs);
+	}
+
+	server_stop(&oss[0]);
+	server_stop(&mds);
+	unlink(keyfile);
+	rmdir(dir);
+	for (int s = 0; s < NSTRIPES; s++)
+		free(F.obj[s]);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,292 @@
+/* test_mds_db.c - the MDS store and namespace without networking: format, namespace
+ * operations through ns/db/writer, persistence across reopen, schema checks. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "mds/db.h"
+#include "mds/mds.h"
+#include "mds/ns.h"
+#include "mds/open.h"
+#include "mds/targets.h"
+#include "mds/writer.h"
+#include "nacre/nacre_errno.h"
+
+static int passed, failed;
+
+#define CHECK(cond)                                                                         \
+	do {                                                                                \
+		if (cond) {                                                                 \
+			passed++;                                                           \
+		} else {                                                                    \
+			failed++;                                                           \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+		}                                                                           \
+	} while (0)
+#define CHECK_RC(expr, want)                                                                \
+	do {                                                                                \
+		int got_ = (expr);                                                          \
+		if (got_ == (want)) {                                                       \
+			passed++;                                                           \
+		} else {                                                                    \
+			failed++;                                                           \
+			fprintf(stderr, "%s:%d: %s = %d, want %d\n", __FILE__, __LINE__, #expr,  \
+				got_, (want));                                              \
+		}                                                                           \
+	} while (0)
+
+static struct nacre_cred root_cr = {0, 0, 0, {0}};
+static struct nacre_cred user_cr = {1000, 1000, 0, {0}};
+
+static int mds_up(struct mds *m, const char *dir, int format)
+{
+	char err[512];
+	memset(m, 0, sizeof(*m));
+	str_copy(m->fsname, "testfs", sizeof(m->fsname));
+	m->data_dir = dir;
+	int rc = mds_db_open(dir, "testfs", format, &m->db, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "open: %s\n", err);
+		return rc;
+	}
+	if ((rc = mds_writer_create(m->db, &m->writer)) || (rc = mds_targets_create(&m->targets)) ||
+	    (rc = mds_open_table_create(&m->open)) || (rc = mds_targets_load(m)))
+		return rc;
+	/* a fake OST so regular files get layouts */
+	struct wire_target_reg reg = {.type = NACRE_TGT_OST, .index = 0};
+	str_copy(reg.fsname, "testfs", sizeof(reg.fsname));
+	str_copy(reg.addr, "127.0.0.1:1", sizeof(reg.addr));
+	reg.st.kb_total = 1000000;
+	reg.st.kb_avail = 500000;
+	return mds_targets_register(m, &reg, 0);
+}
+
+static void mds_down(struct mds *m)
+{
+	mds_writer_destroy(m->writer);
+	mds_open_table_destroy(m->open);
+	mds_targets_destroy(m->targets);
+	mds_db_close(m->db);
+}
+
+static int make(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *parent,
+		const char *name, uint16_t op, uint32_t mode, const char *target,
+		struct nacre_attr *out)
+{
+	struct wire_create_req *r = calloc(1, sizeof(*r));
+	r->cred = *cr;
+	r->parent = *parent;
+	str_copy(r->name, name, sizeof(r->name));
+	r->mode = mode;
+	r->flags = O_EXCL;
+	if (target)
+		str_copy(r->target, target, sizeof(r->target));
+	struct nacre_layout l;
+	int rc = mds_ns_create(m, op, r, out, &l);
+	free(r);
+	return rc;
+}
+
+static int do_rename(struct mds *m, const struct nacre_fid *sp, const char *sn,
+		     const struct nacre_fid *dp, const char *dn, uint32_t flags)
+{
+	struct wire_rename_req r = {.cred = root_cr, .sparent = *sp, .dparent = *dp, .flags = flags};
+	str_copy(r.sname, sn, sizeof(r.sname));
+	str_copy(r.dname, dn, sizeof(r.dname));
+	return mds_ns_rename(m, &r);
+}
+
+struct names {
+	char v[64][NACRE_NAME_MAX + 1];
+	int n, max;
+	uint64_t last;
+};
+
+static int collect(void *arg, const struct nacre_dirent *d)
+{
+	struct names *s = arg;
+	if (s->n >= s->max)
+		return 1;
+	str_copy(s->v[s->n++], d->name, NACRE_NAME_MAX + 1);
+	s->last = d->cookie;
+	return 0;
+}
+
+static int count_entries(struct mds *m, const struct nacre_fid *dir)
+{
+	struct names *s = calloc(1, sizeof(*s));
+	s->max = 64;
+	int rc = mds_ns_readdir(m, &root_cr, dir, 0, collect, s);
+	int n = rc ? rc : s->n;
+	free(s);
+	return n;
+}
+
+int main(void)
+{
+	char tmpl[] = "/tmp/nacre-test-mds-XXXXXX";
+	char *base = mkdtemp(tmpl);
+	char dir[300], err[512];
+	struct mds m;
+	struct mds_db *db;
+	struct nacre_attr a, b, c, d;
+	struct nacre_fid root = mds_root_fid();
+
+	log_init("test", LOG_LVL_ERR);
+	if (!base) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(dir, sizeof(dir), "%s/mdt", base);
+
+	/* a missing MDT is refused without --format */
+	CHECK_RC(mds_db_open(dir, "testfs", 0, &db, err, sizeof(err)), -ENOENT);
+	CHECK(strstr(err, "--format") != NULL);
+
+	CHECK_RC(mds_up(&m, dir, 1), 0);
+	CHECK_RC(mds_ns_getattr(&m, &root_cr, &root, &a), 0);
+	CHECK(a.mode == (S_IFDIR | 0755) && a.nlink == 2 && a.uid == 0);
+
+	/* create family */
+	CHECK_RC(make(&m, &root_cr, &root, "a", WIRE_OP_MDS_MKDIR, 0755, NULL, &a), 0);
+	CHECK(S_ISDIR(a.mode) && a.nlink == 2 && a.fid.seq == NACRE_FIRST_SEQ && a.fid.oid == 1);
+	CHECK_RC(make(&m, &root_cr, &a.fid, "f1", WIRE_OP_MDS_CREATE, 0644, NULL, &b), 0);
+	CHECK(S_ISREG(b.mode) && b.nlink == 1 && b.blksize == 1048576);
+	CHECK_RC(make(&m, &root_cr, &a.fid, "f1", WIRE_OP_MDS_CREATE, 0644, NULL, &c), -EEXIST);
+	CHECK_RC(make(&m, &root_cr, &root, "ln", WIRE_OP_MDS_SYMLINK, 0, "a/f1", &c), 0);
+	char target[NACRE_PATH_MAX + 1];
+	CHECK_RC(mds_ns_readlink(&m, &root_cr, &c.fid, target), 0);
+	CHECK(!strcmp(target, "a/f1") && c.size == 4);
+	CHECK_RC(mds_ns_getattr(&m, &root_cr, &root, &d), 0);
+	CHECK(d.nlink == 3);
+
+	/* permissions: a user cannot write into root's 0755 directory */
+	CHECK_RC(make(&m, &user_cr, &root, "u", WIRE_OP_MDS_CREATE, 0644, NULL, &c), -EACCES);
+	CHECK_RC(mds_ns_lookup(&m, &user_cr, &a.fid, "f1", &c), 0);
+	CHECK_RC(mds_ns_lookup(&m, &root_cr, &a.fid, "nope", &c), -ENOENT);
+
+	/* readdir with resume by cookie */
+	char nm[16];
+	for (int i = 0; i < 20; i++) {
+		snprintf(nm, sizeof(nm), "e%d", i);
+		CHECK_RC(make(&m, &root_cr, &a.fid, nm, WIRE_OP_MDS_MKNOD, S_IFIFO | 0600, NULL, &c),
+			 0);
+	}
+	struct names *s = calloc(1, sizeof(*s));
+	s->max = 7;
+	int seen = 0;
+	uint64_t cookie = 0;
+	for (int round = 0; round < 10; round++) {
+		s->n = 0;
+		CHECK_RC(mds_ns_readdir(&m, &root_cr, &a.fid, cookie, collect, s), 0);
+		seen += s->n;
+		if (s->n < s->max)
+			break;
+		cookie = s->last;
+	}
+	CHECK(seen == 21);
+	free(s);
+
+	/* hard link, fid2path */
+	CHECK_RC(mds_ns_link(&m, &root_cr, &b.fid, &root, "hard", &c), 0);
+	CHECK(c.nlink == 2);
+	char path[NACRE_PATH_MAX + 1];
+	CHECK_RC(mds_ns_fid2path(&m, &root_cr, &a.fid, path, sizeof(path)), 0);
+	CHECK(!strcmp(path, "/a"));
+	CHECK_RC(mds_ns_fid2path(&m, &root_cr, &root, path, sizeof(path)), 0);
+	CHECK(!strcmp(path, "/"));
+
+	/* rename: move, loop refusal, replace, noreplace, exchange */
+	CHECK_RC(make(&m, &root_cr, &a.fid, "sub", WIRE_OP_MDS_MKDIR, 0755, NULL, &d), 0);
+	CHECK_RC(do_rename(&m, &root, "a", &d.fid, "x", 0), -EINVAL);
+	CHECK_RC(do_rename(&m, &a.fid, "f1", &root, "b.txt", 0), 0);
+	CHECK_RC(mds_ns_lookup(&m, &root_cr, &root, "b.txt", &c), 0);
+	CHECK(mds_fid_eq(&c.fid, &b.fid));
+	CHECK_RC(mds_ns_lookup(&m, &root_cr, &a.fid, "f1", &c), -ENOENT);
+	CHECK_RC(do_rename(&m, &root, "ln", &root, "b.txt", MDS_RENAME_NOREPLACE), -EEXIST);
+	CHECK_RC(do_rename(&m, &root, "ln", &root, "b.txt", MDS_RENAME_EXCHANGE), 0);
+	CHECK_RC(mds_ns_lookup(&m, &root_cr, &root, "ln", &c), 0);
+	CHECK(mds_fid_eq(&c.fid, &b.fid));
+	CHECK_RC(do_rename(&m, &root, "b.txt", &root, "ln", 0), 0); /* symlink over file */
+	CHECK_RC(mds_ns_lookup(&m, &root_cr, &root, "b.txt", &c), -ENOENT);
+	CHECK_RC(mds_ns_getattr(&m, &root_cr, &b.fid, &c), 0);
+	CHECK(c.nlink == 1); /* "hard" is left */
+	CHECK_RC(do_rename(&m, &a.fid, "sub", &root, "a", 0), -ENOTEMPTY);
+	CHECK_RC(do_rename(&m, &a.fid, "sub", &root, "sub2", 0), 0);
+	CHECK_RC(mds_ns_getattr(&m, &root_cr, &root, &c), 0);
+	CHECK(c.nlink == 4); /* a, sub2 */
+
+	/* unlink / rmdir */
+	CHECK_RC(mds_ns_unlink(&m, &root_cr, &root, "a", 1), -ENOTEMPTY);
+	CHECK_RC(mds_ns_unlink(&m, &root_cr, &root, "a", 0), -EISDIR);
+	CHECK_RC(mds_ns_unlink(&m, &root_cr, &root, "hard", 1), -ENOTDIR);
+	CHECK_RC(mds_ns_unlink(&m, &root_cr, &root, "hard", 0), 0);
+	CHECK_RC(mds_ns_getattr(&m, &root_cr, &b.fid, &c), -ENOENT);
+	CHECK_RC(mds_ns_unlink(&m, &root_cr, &root, "sub2", 1), 0);
+	CHECK_RC(mds_ns_getattr(&m, &root_cr, &root, &c), 0);
+	CHECK(c.nlink == 3);
+
+	/* xattrs */
+	char val[32];
+	CHECK_RC(mds_xattr_set(&m, &root_cr, &a.fid, "user.k", "v1", 2, 2), -ENODATA);
+	CHECK_RC(mds_xattr_set(&m, &root_cr, &a.fid, "user.k", "v1", 2, 1), 0);
+	CHECK_RC(mds_xattr_set(&m, &root_cr, &a.fid, "user.k", "v1", 2, 1), -EEXIST);
+	CHECK_RC(mds_xattr_get(&m, &root_cr, &a.fid, "user.k", NULL, 0), 2);
+	CHECK_RC(mds_xattr_get(&m, &root_cr, &a.fid, "user.k", val, 1), -ERANGE);
+	CHECK_RC(mds_xattr_get(&m, &root_cr, &a.fid, "user.k", val, sizeof(val)), 2);
+	CHECK_RC(mds_xattr_list(&m, &root_cr, &a.fid, val, sizeof(val)), 7);
+	CHECK_RC(mds_xattr_get(&m, &root_cr, &a.fid, "user.none", val, sizeof(val)), -ENODATA);
+
+	/* orphan: unlink of an open file keeps the inode until the last close */
+	CHECK_RC(make(&m, &root_cr, &root, "o", WIRE_OP_MDS_CREATE, 0644, NULL, &d), 0);
+	struct wire_open_req orq = {.cred = root_cr, .fid = d.fid, .flags = O_RDWR};
+	struct wire_open_rep orp;
+	CHECK_RC(mds_ns_open(&m, 7, &orq, &orp), 0);
+	CHECK(orp.layout.nosts == 1);
+	CHECK_RC(mds_ns_unlink(&m, &root_cr, &root, "o", 0), 0);
+	CHECK_RC(mds_ns_getattr(&m, &root_cr, &d.fid, &c), 0);
+	CHECK(c.nlink == 0);
+	struct wire_close_req crq = {.cred = root_cr, .fid = d.fid, .handle = orp.handle,
+				     .size = 100};
+	CHECK_RC(mds_ns_close(&m, 7, &crq, 1, &c), 0);
+	CHECK(c.size == 100);
+	CHECK_RC(mds_ns_getattr(&m, &root_cr, &d.fid, &c), -ENOENT);
+
+	struct nacre_fid last_fid = d.fid;
+	mds_down(&m);
+
+	/* everything persisted */
+	CHECK_RC(mds_up(&m, dir, 0), 0);
+	CHECK_RC(mds_ns_lookup(&m, &root_cr, &root, "a", &c), 0);
+	CHECK(mds_fid_eq(&c.fid, &a.fid));
+	CHECK_RC(mds_ns_lookup(&m, &root_cr, &root, "ln", &c), 0);
+	CHECK(S_ISLNK(c.mode));
+	CHECK(count_entries(&m, &a.fid) == 20);
+	CHECK(count_entries(&m, &root) == 2);
+	CHECK_RC(mds_xattr_get(&m, &root_cr, &a.fid, "user.k", val, sizeof(val)), 2);
+	CHECK_RC(make(&m, &root_cr, &root, "new", WIRE_OP_MDS_MKDIR, 0755, NULL, &c), 0);
+	CHECK(c.fid.seq == last_fid.seq && c.fid.oid == last_fid.oid + 1); /* never reused */
+	mds_down(&m);
+
+	/* wrong fsname, unknown schema version, --format over an MDT */
+	CHECK_RC(mds_db_open(dir, "other", 0, &db, err, sizeof(err)), -NACRE_EFSNAME);
+	CHECK_RC(mds_db_open(dir, "testfs", 1, &db, err, sizeof(err)), -EEXIST);
+	CHECK_RC(mds_db_open(dir, "testfs", 0, &db, err, sizeof(err)), 0);
+	CHECK_RC(mds_db_set_schema_version(db, 99), 0);
+	mds_db_close(db);
+	CHECK_RC(mds_db_open(dir, "testfs", 0, &db, err, sizeof(err)), -NACRE_EFORMAT);
+	CHECK(strstr(err, "version 99") != NULL);
+
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", base);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

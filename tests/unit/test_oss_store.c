@@ -1,0 +1,399 @@
+/* test_oss_store.c - OST format/open checks, the object store, and the OSS dispatcher, on
+ * real temporary directories. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nacre/nacre_errno.h"
+#include "oss/dispatch.h"
+#include "oss/store.h"
+#include "oss/target.h"
+#include "proto/cursor.h"
+#include "proto/rpc.h"
+#include "proto/wire.h"
+#include "unit.h"
+
+static char root[256];
+
+static void path_in(char *out, size_t len, const char *name)
+{
+	snprintf(out, len, "%s/%s", root, name);
+}
+
+static int exists_at(const char *dir, const char *rel)
+{
+	char p[1024];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	return stat(p, &st) == 0;
+}
+
+static void rm_rf(const char *p)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", p);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cleanup of %s failed\n", p);
+}
+
+/* Overwrites bytes of the superblock in dir. */
+static void poke_sb(const char *dir, off_t off, const void *bytes, size_t n)
+{
+	char p[1024];
+	snprintf(p, sizeof(p), "%s/%s", dir, OSS_SB_NAME);
+	int fd = open(p, O_WRONLY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	CHECK(pwrite(fd, bytes, n, off) == (ssize_t)n);
+	close(fd);
+}
+
+static void test_format_and_open(void)
+{
+	char dir[512], err[1024];
+	struct oss_target *t = NULL, *t2 = NULL;
+
+	/* A missing directory without --format is not an OST. */
+	path_in(dir, sizeof(dir), "a/ost0");
+	CHECK_EQ(oss_target_open(dir, "test1", 0, 0, &t, err, sizeof(err)), -ENOENT);
+	CHECK(strstr(err, "is not a nacre OST (no nacre-ost.sb): run nacre-oss with --format") !=
+	      NULL);
+	CHECK(t == NULL);
+
+	/* --format creates the directory with parents, the superblock and 256 hash dirs. */
+	CHECK(oss_target_open(dir, "test1", 0, 1, &t, err, sizeof(err)) == 0);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	CHECK(exists_at(dir, OSS_SB_NAME));
+	CHECK(exists_at(dir, "O/00") && exists_at(dir, "O/7f") && exists_at(dir, "O/ff"));
+	CHECK(!exists_at(dir, OSS_SB_NAME ".tmp"));
+	CHECK(strcmp(t->name, "OST0000") == 0);
+	CHECK(strcmp(t->fsname, "test1") == 0);
+	uint8_t uuid[OSS_UUID_LEN];
+	memcpy(uuid, t->uuid, sizeof(uuid));
+	char us[37];
+	oss_target_uuid_str(t, us);
+	CHECK(strlen(us) == 36 && us[14] == '4');
+
+	/* A second process (here: a second open) cannot serve the same directory. */
+	CHECK_EQ(oss_target_open(dir, "test1", 0, 0, &t2, err, sizeof(err)), -EBUSY);
+	CHECK(strstr(err, "already served by another nacre-oss") != NULL);
+	oss_target_close(t);
+
+	/* Reopen, with or without --format: same OST, same uuid. */
+	CHECK(oss_target_open(dir, "test1", 0, 0, &t, err, sizeof(err)) == 0);
+	CHECK(t && memcmp(t->uuid, uuid, sizeof(uuid)) == 0);
+	oss_target_close(t);
+	t = NULL;
+	CHECK(oss_target_open(dir, "test1", 0, 1, &t, err, sizeof(err)) == 0);
+	CHECK(t && memcmp(t->uuid, uuid, sizeof(uuid)) == 0);
+	oss_target_close(t);
+	t = NULL;
+
+	/* Mismatches name the directory, the found and the expected values. */
+	CHECK_EQ(oss_target_open(dir, "other", 0, 0, &t, err, sizeof(err)), -NACRE_EFSNAME);
+	CHECK(strstr(err, "belongs to file system test1, not other") != NULL);
+	CHECK(strstr(err, dir) != NULL);
+	CHECK_EQ(oss_target_open(dir, "test1", 3, 1, &t, err, sizeof(err)), -NACRE_ENOTARGET);
+	CHECK(strstr(err, "is OST0000, not OST0003 as --ost says") != NULL);
+	CHECK(t == NULL);
+
+	/* A newer format version is refused as such. */
+	uint8_t v2[4] = { 2, 0, 0, 0 }, v1[4] = { 1, 0, 0, 0 };
+	poke_sb(dir, 8, v2, 4);
+	CHECK_EQ(oss_target_open(dir, "test1", 0, 0, &t, err, sizeof(err)), -NACRE_EFORMAT);
+	CHECK(strstr(err, "version 2") != NULL);
+	poke_sb(dir, 8, v1, 4);
+	CHECK(oss_target_open(dir, "test1", 0, 0, &t, err, sizeof(err)) == 0);
+	oss_target_close(t);
+	t = NULL;
+
+	/* A flipped byte is caught by the checksum; a wrong magic is not a superblock. */
+	uint8_t x = 'X';
+	poke_sb(dir, 40, &x, 1);
+	CHECK_EQ(oss_target_open(dir, "test1", 0, 0, &t, err, sizeof(err)), -NACRE_EBADMAGIC);
+	CHECK(strstr(err, "checksum") != NULL);
+	poke_sb(dir, 0, "XXXXXXXX", 8);
+	CHECK_EQ(oss_target_open(dir, "test1", 0, 1, &t, err, sizeof(err)), -NACRE_EBADMAGIC);
+	CHECK(strstr(err, "bad magic") != NULL);
+	CHECK(t == NULL);
+
+	/* --format on a non-empty directory without a superblock is refused. */
+	char full[512];
+	path_in(full, sizeof(full), "full");
+	CHECK(mkdir(full, 0755) == 0);
+	char f[600];
+	snprintf(f, sizeof(f), "%s/precious", full);
+	int fd = open(f, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK_EQ(oss_target_open(full, "test1", 1, 1, &t, err, sizeof(err)), -ENOTEMPTY);
+	CHECK(strstr(err, "is not empty; refusing to format") != NULL);
+	CHECK(!exists_at(full, OSS_SB_NAME));
+	CHECK_EQ(oss_target_open(full, "test1", 1, 0, &t, err, sizeof(err)), -ENOENT);
+
+	/* A fresh file system root (only lost+found) is fine to format. */
+	char lf[512];
+	path_in(lf, sizeof(lf), "mnt");
+	CHECK(mkdir(lf, 0755) == 0);
+	snprintf(f, sizeof(f), "%s/lost+found", lf);
+	CHECK(mkdir(f, 0700) == 0);
+	CHECK(oss_target_open(lf, "test1", 10, 1, &t, err, sizeof(err)) == 0);
+	CHECK(t && strcmp(t->name, "OST000a") == 0);
+	oss_target_close(t);
+	t = NULL;
+
+	/* A file is not a directory. */
+	snprintf(f, sizeof(f), "%s/precious", full);
+	CHECK_EQ(oss_target_open(f, "test1", 0, 1, &t, err, sizeof(err)), -ENOTDIR);
+}
+
+static void test_store(void)
+{
+	char dir[512], err[1024], name[OSS_OBJ_NAME_MAX];
+	struct oss_target *t = NULL;
+	uint64_t size, blocks;
+	size_t got;
+	char buf[256];
+
+	path_in(dir, sizeof(dir), "store");
+	CHECK(oss_target_open(dir, "test1", 1, 1, &t, err, sizeof(err)) == 0);
+	if (!t)
+		return;
+
+	struct oss_obj_id id = { .fid = { 0x200000400ull, 1, 0 }, .stripe = 2, .gen = 0 };
+	oss_store_obj_name(&id, name);
+	CHECK(strcmp(name, "03/200000400-1-0-2-0") == 0);
+
+	/* Missing object: reads empty, getattr 0/0, punch/destroy/sync succeed. */
+	CHECK(oss_store_read(t, &id, 0, buf, sizeof(buf), &got) == 0 && got == 0);
+	CHECK(oss_store_getattr(t, &id, &size, &blocks) == 0 && size == 0 && blocks == 0);
+	CHECK(oss_store_punch(t, &id, 0) == 0);
+	CHECK(oss_store_sync(t, &id) == 0);
+	CHECK(oss_store_destroy(t, &id) == 0);
+	CHECK(!exists_at(dir, "O/03/200000400-1-0-2-0")); /* punch did not create it */
+
+	/* Write creates; read is short at the end. */
+	CHECK(oss_store_write(t, &id, 0, "hello", 5) == 0);
+	CHECK(exists_at(dir, "O/03/200000400-1-0-2-0"));
+	memset(buf, 0, sizeof(buf));
+	CHECK(oss_store_read(t, &id, 0, buf, sizeof(buf), &got) == 0 && got == 5);
+	CHECK(memcmp(buf, "hello", 5) == 0);
+	CHECK(oss_store_read(t, &id, 3, buf, 10, &got) == 0 && got == 2 && !memcmp(buf, "lo", 2));
+	CHECK(oss_store_read(t, &id, 5, buf, 10, &got) == 0 && got == 0);
+	CHECK(oss_store_read(t, &id, 1000, buf, 10, &got) == 0 && got == 0);
+
+	/* A sparse write past the end; the hole reads as zeroes. */
+	CHECK(oss_store_write(t, &id, 1 << 20, "tail", 4) == 0);
+	CHECK(oss_store_getattr(t, &id, &size, &blocks) == 0);
+	CHECK(size == (1u << 20) + 4);
+	CHECK(blocks > 0);
+	CHECK(oss_store_read(t, &id, 100, buf, 8, &got) == 0 && got == 8);
+	CHECK(buf[0] == 0 && buf[7] == 0);
+
+	/* Punch only shrinks. */
+	CHECK(oss_store_punch(t, &id, 3) == 0);
+	CHECK(oss_store_getattr(t, &id, &size, &blocks) == 0 && size == 3);
+	CHECK(oss_store_punch(t, &id, 1 << 30) == 0);
+	CHECK(oss_store_getattr(t, &id, &size, &blocks) == 0 && size == 3);
+	CHECK(oss_store_read(t, &id, 0, buf, sizeof(buf), &got) == 0 && got == 3);
+	CHECK(oss_store_punch(t, &id, 0) == 0);
+	CHECK(oss_store_getattr(t, &id, &size, &blocks) == 0 && size == 0);
+
+	/* Other stripes and generations are other objects. */
+	struct oss_obj_id id2 = id;
+	id2.gen = 1;
+	CHECK(oss_store_write(t, &id2, 0, "gen1", 4) == 0);
+	CHECK(oss_store_read(t, &id, 0, buf, sizeof(buf), &got) == 0 && got == 0);
+
+	CHECK(oss_store_sync(t, &id2) == 0);
+	CHECK(oss_store_sync(t, NULL) == 0);
+	CHECK(oss_store_destroy(t, &id2) == 0);
+	CHECK(oss_store_destroy(t, &id2) == 0);
+	CHECK(oss_store_getattr(t, &id2, &size, &blocks) == 0 && size == 0);
+
+	/* Zero-length writes do not create; absurd offsets are refused. */
+	CHECK(oss_store_write(t, &id2, 0, "", 0) == 0);
+	CHECK(oss_store_getattr(t, &id2, &size, &blocks) == 0 && size == 0);
+	CHECK(oss_store_write(t, &id2, UINT64_MAX - 1, "ab", 2) == -EFBIG);
+
+	struct nacre_statfs st;
+	CHECK(oss_store_statfs(t, &st) == 0);
+	CHECK(st.kb_total > 0 && st.kb_free <= st.kb_total && st.bsize > 0 && st.namemax > 0);
+
+	oss_target_close(t);
+}
+
+/* ---- dispatcher: requests built with the wire encoders, as a client would ---- */
+
+struct call {
+	struct wire_hdr hdr;
+	struct rpc_request req;
+	struct rpc_reply rep;
+	uint8_t body[256];
+};
+
+static int dispatch(struct oss_ctx *ctx, struct call *cl, uint16_t op,
+		    const struct wire_ost_io_req *m, int extra_bytes, int cut_bytes,
+		    const void *bulk, uint32_t bulk_len)
+{
+	struct wire_cursor c;
+	memset(cl, 0, sizeof(*cl));
+	wire_cursor_init_write(&c, cl->body, sizeof(cl->body));
+	wire_ost_io_req_encode(&c, m);
+	for (int i = 0; i < extra_bytes; i++)
+		wire_put_u8(&c, 0);
+	cl->hdr.opcode = op;
+	cl->req.hdr = &cl->hdr;
+	cl->req.body = cl->body;
+	cl->req.body_len = (uint32_t)(wire_cursor_pos(&c) - (size_t)cut_bytes);
+	cl->req.bulk = bulk;
+	cl->req.bulk_len = bulk_len;
+	cl->req.peer = "127.0.0.1:1";
+	cl->req.peer_name = "test";
+	wire_cursor_init_dyn(&cl->rep.body, WIRE_BODY_MAX);
+	return oss_dispatch(ctx, &cl->req, &cl->rep);
+}
+
+static void call_fini(struct call *cl)
+{
+	wire_cursor_fini(&cl->rep.body);
+	free(cl->rep.bulk);
+	cl->rep.bulk = NULL;
+}
+
+static void test_dispatch(void)
+{
+	char dir[512], err[1024];
+	struct oss_target *t = NULL;
+	struct call cl;
+
+	path_in(dir, sizeof(dir), "disp");
+	CHECK(oss_target_open(dir, "test1", 5, 1, &t, err, sizeof(err)) == 0);
+	if (!t)
+		return;
+	struct oss_target *tv[1] = { t };
+	struct oss_ctx ctx = { .targets = tv, .ntargets = 1 };
+	struct wire_ost_io_req m = { .ost_idx = 5, .fid = { 0x200000400ull, 7, 0 },
+				     .stripe_idx = 0, .layout_gen = 0, .offset = 4096,
+				     .len = 6 };
+
+	CHECK_EQ(dispatch(&ctx, &cl, WIRE_OP_OST_WRITE, &m, 0, 0, "abcdef", 6), 0);
+	call_fini(&cl);
+	CHECK(atomic_load(&t->stats.write_bytes) == 6);
+
+	m.offset = 4094;
+	m.len = 100;
+	CHECK_EQ(dispatch(&ctx, &cl, WIRE_OP_OST_READ, &m, 0, 0, NULL, 0), 0);
+	CHECK(cl.rep.bulk_len == 8 && cl.rep.bulk && !memcmp(cl.rep.bulk, "\0\0abcdef", 8));
+	call_fini(&cl);
+
+	/* Missing object: no bulk, status 0. */
+	struct wire_ost_io_req miss = m;
+	miss.fid.oid = 99;
+	CHECK_EQ(dispatch(&ctx, &cl, WIRE_OP_OST_READ, &miss, 0, 0, NULL, 0), 0);
+	CHECK(cl.rep.bulk_len == 0 && cl.rep.bulk == NULL);
+	call_fini(&cl);
+
+	CHECK_EQ(dispatch(&ctx, &cl, WIRE_OP_OST_GETATTR, &m, 0, 0, NULL, 0), 0);
+	struct wire_cursor rc;
+	struct wire_ost_attr_rep a;
+	wire_cursor_init_read(&rc, cl.rep.body.buf, wire_cursor_pos(&cl.rep.body));
+	wire_ost_attr_rep_decode(&rc, &a);
+	CHECK(wire_cursor_ok(&rc) && wire_cursor_left(&rc) == 0 && a.size == 4102);
+	call_fini(&cl);
+
+	CHECK_EQ(dispatch(&ctx, &cl, WIRE_OP_OST_STATFS, &m, 0, 0, NULL, 0), 0);
+	struct nacre_statfs st;
+	wire_cursor_init_read(&rc, cl.rep.body.buf, wire_cursor_pos(&cl.rep.body));
+	wire_statfs_get(&rc, &st);
+	CHECK(wire_cursor_ok(&rc) && wire_cursor_left(&rc) == 0 && st.kb_total > 0);
+	call_fini(&cl);
+
+	m.offset = 4097;
+	CHECK_EQ(dispatch(&ctx, &cl, WIRE_OP_OST_PUNCH, &m, 0, 0, NULL, 0), 0);
+	call_fini(&cl);
+	m.len = 0;
+	CHECK_EQ(dispatch(&ctx, &cl, WIRE_OP_OST_SYNC, &m, 0, 0, NULL, 0), 0);
+	call_fini(&cl);
+	struct wire_ost_io_req all = { .ost_idx = 5 };
+	CHECK_EQ(dispatch(&ctx, &cl, WIRE_OP_OST_SYNC, &all, 0, 0, NULL, 0), 0);
+	call_fini(&cl);
+	CHECK_EQ(dispatch(&ctx, &cl, WIRE_OP_OST_GETATTR, &m, 0, 0, NULL, 0), 0);
+	wire_cursor_init_read(&rc, cl.rep.body.buf, wire_cursor_pos(&cl.rep.body));
+	wire_ost_attr_rep_decode(&rc, &a);
+	CHECK(a.size == 4097);
+	call_fini(&cl);
+	CHECK_EQ(dispatch(&ctx, &cl, WIRE_OP_OST_DESTROY, &m, 0, 0, NULL, 0), 0);
+	call_fini(&cl);
+	CHECK_EQ(dispatch(&ctx, &cl, WIRE_OP_OST_DESTROY, &m, 0, 0, NULL, 0), 0);
+	call_fini(&cl);
+
+	/* Violations: answered with an error, never a crash. */
+	m.offset = 0;
+	m.len = 4;
+	CHECK_EQ(dispatch(&ctx, &cl, WIRE_OP_OST_WRITE, &m, 1, 0, "abcd", 4), -EPROTO);
+	call_fini(&cl);
+	CHECK_EQ(dispatch(&ctx, &cl, WIRE_OP_OST_WRITE, &m, 0, 1, "abcd", 4), -EPROTO);
+	call_fini(&cl);
+	CHECK_EQ(dispatch(&ctx, &cl, WIRE_OP_OST_WRITE, &m, 0, 0, "abc", 3), -EPROTO);
+	call_fini(&cl);
+	CHECK_EQ(dispatch(&ctx, &cl, WIRE_OP_OST_READ, &m, 0, 0, "abcd", 4), -EPROTO);
+	call_fini(&cl);
+	CHECK_EQ(dispatch(&ctx, &cl, WIRE_OP_MDS_LOOKUP, &m, 0, 0, NULL, 0), -EOPNOTSUPP);
+	call_fini(&cl);
+	CHECK_EQ(dispatch(&ctx, &cl, 127, &m, 0, 0, NULL, 0), -EOPNOTSUPP);
+	call_fini(&cl);
+	struct wire_ost_io_req bad = m;
+	bad.ost_idx = 6;
+	CHECK_EQ(dispatch(&ctx, &cl, WIRE_OP_OST_WRITE, &bad, 0, 0, "abcd", 4), -NACRE_ENOTARGET);
+	call_fini(&cl);
+	bad = m;
+	bad.len = WIRE_BULK_MAX + 1;
+	CHECK_EQ(dispatch(&ctx, &cl, WIRE_OP_OST_READ, &bad, 0, 0, NULL, 0), -EINVAL);
+	CHECK(cl.rep.bulk == NULL);
+	call_fini(&cl);
+	bad = m;
+	bad.offset = UINT64_MAX - 1; /* the decoder or the dispatcher refuses it */
+	int r = dispatch(&ctx, &cl, WIRE_OP_OST_WRITE, &bad, 0, 0, "abcd", 4);
+	CHECK(r == -EPROTO || r == -EFBIG);
+	call_fini(&cl);
+	CHECK_EQ(dispatch(&ctx, &cl, WIRE_OP_OST_STATFS, &m, 0, 30, NULL, 0), -EPROTO);
+	call_fini(&cl);
+
+	/* A file system error passes through as the status (EFBIG via RLIMIT_FSIZE stands in
+	 * for ENOSPC, which needs a full file system). */
+	struct rlimit old, lim = { .rlim_cur = 65536, .rlim_max = RLIM_INFINITY };
+	signal(SIGXFSZ, SIG_IGN);
+	CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0);
+	lim.rlim_max = old.rlim_max;
+	CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+	m.offset = 1 << 20;
+	CHECK_EQ(dispatch(&ctx, &cl, WIRE_OP_OST_WRITE, &m, 0, 0, "abcd", 4), -EFBIG);
+	call_fini(&cl);
+	CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
+	CHECK(atomic_load(&t->stats.errors[0]) >= 1);
+	CHECK(atomic_load(&t->stats.ops[WIRE_OP_OST_READ - WIRE_OP_OST_WRITE]) >= 2);
+
+	oss_target_close(t);
+}
+
+int main(void)
+{
+	snprintf(root, sizeof(root), "/tmp/nacre-test-oss-XXXXXX");
+	if (!mkdtemp(root)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	test_format_and_open();
+	test_store();
+	test_dispatch();
+	rm_rf(root);
+	return unit_done();
+}

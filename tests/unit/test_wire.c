@@ -1,0 +1,1051 @@
+/* test_wire.c - the wire protocol: pinned opcodes, golden bytes, round trips, rejections. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "nacre/nacre_errno.h"
+#include "proto/cursor.h"
+#include "proto/wire.h"
+#include "unit.h"
+
+/* ---- opcodes: values are protocol and must never change ---- */
+static void test_opcodes(void)
+{
+	CHECK_EQ(WIRE_OP_CONNECT, 1);
+	CHECK_EQ(WIRE_OP_AUTH, 2);
+	CHECK_EQ(WIRE_OP_PING, 3);
+	CHECK_EQ(WIRE_OP_MDS_STATFS, 16);
+	CHECK_EQ(WIRE_OP_MDS_LOOKUP, 17);
+	CHECK_EQ(WIRE_OP_MDS_GETATTR, 18);
+	CHECK_EQ(WIRE_OP_MDS_SETATTR, 19);
+	CHECK_EQ(WIRE_OP_MDS_CREATE, 20);
+	CHECK_EQ(WIRE_OP_MDS_MKDIR, 21);
+	CHECK_EQ(WIRE_OP_MDS_MKNOD, 22);
+	CHECK_EQ(WIRE_OP_MDS_UNLINK, 23);
+	CHECK_EQ(WIRE_OP_MDS_RMDIR, 24);
+	CHECK_EQ(WIRE_OP_MDS_RENAME, 25);
+	CHECK_EQ(WIRE_OP_MDS_LINK, 26);
+	CHECK_EQ(WIRE_OP_MDS_SYMLINK, 27);
+	CHECK_EQ(WIRE_OP_MDS_READLINK, 28);
+	CHECK_EQ(WIRE_OP_MDS_READDIR, 29);
+	CHECK_EQ(WIRE_OP_MDS_OPEN, 30);
+	CHECK_EQ(WIRE_OP_MDS_CLOSE, 31);
+	CHECK_EQ(WIRE_OP_MDS_SIZE_UPDATE, 32);
+	CHECK_EQ(WIRE_OP_MDS_GETXATTR, 33);
+	CHECK_EQ(WIRE_OP_MDS_SETXATTR, 34);
+	CHECK_EQ(WIRE_OP_MDS_LISTXATTR, 35);
+	CHECK_EQ(WIRE_OP_MDS_REMOVEXATTR, 36);
+	CHECK_EQ(WIRE_OP_MDS_LAYOUT_GET, 37);
+	CHECK_EQ(WIRE_OP_MDS_LAYOUT_SET, 38);
+	CHECK_EQ(WIRE_OP_MDS_TARGETS, 39);
+	CHECK_EQ(WIRE_OP_MDS_FID2PATH, 40);
+	CHECK_EQ(WIRE_OP_MDS_TARGET_REGISTER, 41);
+	CHECK_EQ(WIRE_OP_MDS_TARGET_HEARTBEAT, 42);
+	CHECK_EQ(WIRE_OP_OST_WRITE, 64);
+	CHECK_EQ(WIRE_OP_OST_READ, 65);
+	CHECK_EQ(WIRE_OP_OST_PUNCH, 66);
+	CHECK_EQ(WIRE_OP_OST_DESTROY, 67);
+	CHECK_EQ(WIRE_OP_OST_GETATTR, 68);
+	CHECK_EQ(WIRE_OP_OST_STATFS, 69);
+	CHECK_EQ(WIRE_OP_OST_SYNC, 70);
+	CHECK_EQ(WIRE_FLAG_REPLY, 1);
+	CHECK_EQ(WIRE_MAGIC, 0x5243414e);
+	CHECK_EQ(WIRE_HDR_LEN, 36);
+
+	CHECK_STR(wire_opcode_name(WIRE_OP_MDS_LOOKUP), "MDS_LOOKUP");
+	CHECK_STR(wire_opcode_name(WIRE_OP_OST_SYNC), "OST_SYNC");
+	CHECK_STR(wire_opcode_name(WIRE_OP_CONNECT), "CONNECT");
+	CHECK_STR(wire_opcode_name(0), "UNKNOWN");
+	CHECK_STR(wire_opcode_name(50), "UNKNOWN");
+	CHECK_STR(wire_opcode_name(WIRE_OP_MAX_), "UNKNOWN");
+	CHECK_STR(wire_opcode_name(0xffff), "UNKNOWN");
+}
+
+/* ---- frame header ---- */
+static const uint8_t golden_hdr[WIRE_HDR_LEN] = {
+	0x4e, 0x41, 0x43, 0x52,                         /* magic "NACR" */
+	0x01, 0x00,                                     /* version 1 */
+	0x14, 0x00,                                     /* opcode 20 MDS_CREATE */
+	0x01, 0x00, 0x00, 0x00,                         /* flags REPLY */
+	0x02, 0x01, 0x00, 0x00,                         /* body_len 0x102 */
+	0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, /* xid */
+	0xfe, 0xff, 0xff, 0xff,                         /* status -2 */
+	0x10, 0x00, 0x00, 0x00,                         /* bulk_len 16 */
+	0x83, 0x92, 0x06, 0xe3,                         /* bulk_crc */
+};
+
+static struct wire_hdr sample_hdr(void)
+{
+	struct wire_hdr h = {
+		.magic = WIRE_MAGIC,
+		.version = 1,
+		.opcode = WIRE_OP_MDS_CREATE,
+		.flags = WIRE_FLAG_REPLY,
+		.body_len = 0x102,
+		.xid = 0x1122334455667788ull,
+		.status = -2,
+		.bulk_len = 16,
+		.bulk_crc = 0xe3069283u,
+	};
+	return h;
+}
+
+static void test_hdr(void)
+{
+	struct wire_hdr h = sample_hdr(), d;
+	uint8_t out[WIRE_HDR_LEN];
+
+	wire_hdr_encode(&h, out);
+	CHECK_MEM(out, golden_hdr, WIRE_HDR_LEN);
+	CHECK_EQ(wire_hdr_decode(golden_hdr, &d), 0);
+	CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+
+	memcpy(out, golden_hdr, sizeof(out));
+	out[0] ^= 1;
+	CHECK_EQ(wire_hdr_decode(out, &d), -NACRE_EBADMAGIC);
+
+	h = sample_hdr();
+	h.version = 2;
+	wire_hdr_encode(&h, out);
+	CHECK_EQ(wire_hdr_decode(out, &d), -NACRE_EPROTO_VERSION);
+	h.version = 0;
+	wire_hdr_encode(&h, out);
+	CHECK_EQ(wire_hdr_decode(out, &d), -NACRE_EPROTO_VERSION);
+
+	h = sample_hdr();
+	h.body_len = WIRE_BODY_MAX;
+	wire_hdr_encode(&h, out);
+	CHECK_EQ(wire_hdr_decode(out, &d), 0);
+	h.body_len = WIRE_BODY_MAX + 1;
+	wire_hdr_encode(&h, out);
+	CHECK_EQ(wire_hdr_decode(out, &d), -EPROTO);
+	CHECK_EQ(d.xid, 0x1122334455667788ull); /* filled even when rejected */
+
+	h = sample_hdr();
+	h.bulk_len = WIRE_BULK_MAX;
+	wire_hdr_encode(&h, out);
+	CHECK_EQ(wire_hdr_decode(out, &d), 0);
+	h.bulk_len = WIRE_BULK_MAX + 1;
+	wire_hdr_encode(&h, out);
+	CHECK_EQ(wire_hdr_decode(out, &d), -EPROTO);
+
+	h = sample_hdr();
+	h.flags = 2;
+	wire_hdr_encode(&h, out);
+	CHECK_EQ(wire_hdr_decode(out, &d), -EPROTO);
+
+	h = sample_hdr();
+	h.bulk_len = 0;
+	wire_hdr_encode(&h, out);
+	CHECK_EQ(wire_hdr_decode(out, &d), -EPROTO); /* crc without bulk */
+	h.bulk_crc = 0;
+	wire_hdr_encode(&h, out);
+	CHECK_EQ(wire_hdr_decode(out, &d), 0);
+
+	h.flags = 0; /* a request carries no status */
+	wire_hdr_encode(&h, out);
+	CHECK_EQ(wire_hdr_decode(out, &d), -EPROTO);
+	h.status = 0;
+	wire_hdr_encode(&h, out);
+	CHECK_EQ(wire_hdr_decode(out, &d), 0);
+}
+
+/* ---- helpers ---- */
+
+/* Encodes with enc into a fresh dynamic cursor; the caller frees *c. */
+#define ENCODE(c, enc, m)                                                                   \
+	do {                                                                                \
+		wire_cursor_init_dyn((c), WIRE_BODY_MAX);                                   \
+		enc((c), (m));                                                              \
+		CHECK(wire_cursor_ok(c));                                                   \
+	} while (0)
+
+/* Decodes buf/len with dec into out; 1 if ok and everything was consumed. */
+#define DECODE_OK(dec, buf, len, out)                                                       \
+	({                                                                                  \
+		struct wire_cursor r_;                                                      \
+		wire_cursor_init_read(&r_, (buf), (len));                                   \
+		dec(&r_, (out));                                                            \
+		wire_cursor_ok(&r_) && wire_cursor_left(&r_) == 0;                          \
+	})
+
+/* Round trip: encode, decode equal, and every shorter prefix fails to decode. */
+#define ROUNDTRIP(type, m)                                                                  \
+	do {                                                                                \
+		struct wire_cursor c_;                                                      \
+		struct wire_##type *d_ = malloc(sizeof(*d_));                               \
+		size_t n_, bad_ = 0;                                                        \
+		ENCODE(&c_, wire_##type##_encode, (m));                                     \
+		n_ = wire_cursor_pos(&c_);                                                  \
+		CHECK(DECODE_OK(wire_##type##_decode, c_.buf, n_, d_));                     \
+		fixup_##type(d_, (m));                                                      \
+		CHECK_MEM(d_, (m), sizeof(*d_));                                            \
+		for (size_t k_ = 0; k_ < n_; k_++)                                          \
+			bad_ += DECODE_OK(wire_##type##_decode, c_.buf, k_, d_);            \
+		CHECK_EQ(bad_, 0);                                                          \
+		free(d_);                                                                   \
+		wire_cursor_fini(&c_);                                                      \
+	} while (0)
+
+/* Pointers into the receive buffer differ by nature: compare contents, then align them. */
+#define NOFIX(type)                                                                         \
+	static void fixup_##type(struct wire_##type *d, const struct wire_##type *m)        \
+	{                                                                                   \
+		(void)d;                                                                    \
+		(void)m;                                                                    \
+	}
+NOFIX(connect_req)
+NOFIX(connect_rep)
+NOFIX(auth_req)
+NOFIX(fid_req)
+NOFIX(name_req)
+NOFIX(setattr_req)
+NOFIX(create_req)
+NOFIX(rename_req)
+NOFIX(link_req)
+NOFIX(readdir_req)
+NOFIX(open_req)
+NOFIX(open_rep)
+NOFIX(close_req)
+NOFIX(layout_set_req)
+NOFIX(target_reg)
+NOFIX(ost_io_req)
+NOFIX(ost_attr_rep)
+
+static void fixup_xattr_req(struct wire_xattr_req *d, const struct wire_xattr_req *m)
+{
+	CHECK_EQ(d->value_len, m->value_len);
+	if (d->value_len == m->value_len && m->value_len > 0)
+		CHECK_MEM(d->value, m->value, m->value_len);
+	d->value = m->value;
+}
+
+static void sample_cred(struct nacre_cred *cr)
+{
+	cr->uid = 1000;
+	cr->gid = 100;
+	cr->ngroups = 3;
+	cr->groups[0] = 10;
+	cr->groups[1] = 20;
+	cr->groups[2] = 0xfffffffe;
+}
+
+static void sample_fid(struct nacre_fid *f, uint32_t oid)
+{
+	f->seq = NACRE_FIRST_SEQ;
+	f->oid = oid;
+	f->ver = 0;
+}
+
+static void sample_layout(struct nacre_layout *l, uint32_t n)
+{
+	l->pattern = NACRE_PATTERN_RAID0;
+	l->stripe_size = 1u << 20;
+	l->stripe_count = (int32_t)n;
+	l->stripe_offset = -1;
+	l->gen = 5;
+	l->nosts = n;
+	for (uint32_t i = 0; i < n; i++)
+		l->ost_idx[i] = i * 3;
+}
+
+static void sample_attr(struct nacre_attr *a)
+{
+	sample_fid(&a->fid, 77);
+	a->mode = S_IFREG | 0644;
+	a->nlink = 1;
+	a->uid = 1000;
+	a->gid = 100;
+	a->rdev = 0;
+	a->blksize = 1u << 20;
+	a->size = 123456789012ull;
+	a->blocks = 241127;
+	a->atime.sec = 1700000000;
+	a->atime.nsec = 1;
+	a->mtime.sec = -5;
+	a->mtime.nsec = 999999999;
+	a->ctime.sec = 1800000000;
+	a->ctime.nsec = 500;
+	a->hsm_state = NACRE_HS_EXISTS | NACRE_HS_ARCHIVED;
+	a->archive_id = 2;
+}
+
+static void sample_statfs(struct nacre_statfs *s)
+{
+	s->kb_total = 1000000;
+	s->kb_free = 500000;
+	s->kb_avail = 400000;
+	s->files = 1 << 20;
+	s->ffree = 1 << 19;
+	s->bsize = 4096;
+	s->namemax = 255;
+}
+
+/* ---- golden bytes ---- */
+
+static void test_golden_fid_req(void)
+{
+	static const uint8_t golden[] = {
+		0xe8, 0x03, 0x00, 0x00,                         /* uid 1000 */
+		0x64, 0x00, 0x00, 0x00,                         /* gid 100 */
+		0x02, 0x00, 0x00, 0x00,                         /* ngroups 2 */
+		0x0a, 0x00, 0x00, 0x00,                         /* groups[0] 10 */
+		0x14, 0x00, 0x00, 0x00,                         /* groups[1] 20 */
+		0x00, 0x04, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, /* seq 0x200000400 */
+		0x01, 0x00, 0x00, 0x00,                         /* oid 1 */
+		0x00, 0x00, 0x00, 0x00,                         /* ver 0 */
+	};
+	struct wire_fid_req m, d;
+	struct wire_cursor c;
+
+	memset(&m, 0, sizeof(m));
+	m.cred.uid = 1000;
+	m.cred.gid = 100;
+	m.cred.ngroups = 2;
+	m.cred.groups[0] = 10;
+	m.cred.groups[1] = 20;
+	sample_fid(&m.fid, 1);
+	ENCODE(&c, wire_fid_req_encode, &m);
+	CHECK_EQ(wire_cursor_pos(&c), sizeof(golden));
+	CHECK_MEM(c.buf, golden, sizeof(golden));
+	wire_cursor_fini(&c);
+	CHECK(DECODE_OK(wire_fid_req_decode, golden, sizeof(golden), &d));
+	CHECK(memcmp(&m, &d, sizeof(m)) == 0);
+}
+
+static void test_golden_create_req(void)
+{
+	static const uint8_t golden[] = {
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* cred */
+		0x07, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, /* parent seq 0x200000007 */
+		0x01, 0x00, 0x00, 0x00,                         /* oid 1 */
+		0x00, 0x00, 0x00, 0x00,                         /* ver 0 */
+		0x01, 0x00, 'f',                                /* name "f" */
+		0xa4, 0x81, 0x00, 0x00,                         /* mode 0100644 */
+		0x00, 0x00, 0x00, 0x00,                         /* rdev */
+		0x80, 0x00, 0x00, 0x00,                         /* flags O_EXCL */
+		0x01,                                           /* has_layout */
+		0x01, 0x00,                                     /* layout: 1 component */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* extent start 0 */
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, /* extent end EOF */
+		0x00, 0x00,                                     /* mirror 0 */
+		0x01, 0x00, 0x00, 0x00,                         /* pattern RAID0 */
+		0x00, 0x00, 0x10, 0x00,                         /* stripe size 1 MiB */
+		0x02, 0x00, 0x00, 0x00,                         /* stripe count 2 */
+		0xff, 0xff, 0xff, 0xff,                         /* stripe offset -1 */
+		0x03, 0x00, 0x00, 0x00,                         /* gen 3 */
+		0x02, 0x00, 0x00, 0x00,                         /* nosts 2 */
+		0x04, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, /* osts 4, 5 */
+		0x00, 0x00,                                     /* target "" */
+	};
+	struct wire_create_req *m = calloc(1, sizeof(*m)), *d = calloc(1, sizeof(*d));
+	struct wire_cursor c;
+
+	m->parent.seq = NACRE_ROOT_SEQ;
+	m->parent.oid = NACRE_ROOT_OID;
+	memcpy(m->name, "f", 2);
+	m->mode = S_IFREG | 0644;
+	m->flags = O_EXCL;
+	m->has_layout = 1;
+	m->layout.pattern = NACRE_PATTERN_RAID0;
+	m->layout.stripe_size = 1u << 20;
+	m->layout.stripe_count = 2;
+	m->layout.stripe_offset = -1;
+	m->layout.gen = 3;
+	m->layout.nosts = 2;
+	m->layout.ost_idx[0] = 4;
+	m->layout.ost_idx[1] = 5;
+	ENCODE(&c, wire_create_req_encode, m);
+	CHECK_EQ(wire_cursor_pos(&c), sizeof(golden));
+	CHECK_MEM(c.buf, golden, sizeof(golden));
+	wire_cursor_fini(&c);
+	CHECK(DECODE_OK(wire_create_req_decode, golden, sizeof(golden), d));
+	CHECK(memcmp(m, d, sizeof(*m)) == 0);
+	free(m);
+	free(d);
+}
+
+static void test_golden_ost_io_req(void)
+{
+	static const uint8_t golden[] = {
+		0x03, 0x00, 0x00, 0x00,                         /* ost_idx 3 */
+		0x00, 0x04, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, /* seq */
+		0x2a, 0x00, 0x00, 0x00,                         /* oid 42 */
+		0x00, 0x00, 0x00, 0x00,                         /* ver */
+		0x01, 0x00, 0x00, 0x00,                         /* stripe_idx 1 */
+		0x07, 0x00, 0x00, 0x00,                         /* layout_gen 7 */
+		0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, /* offset 1 MiB */
+		0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, /* len 64 KiB */
+	};
+	struct wire_ost_io_req m, d;
+	struct wire_cursor c;
+
+	memset(&m, 0, sizeof(m));
+	m.ost_idx = 3;
+	sample_fid(&m.fid, 42);
+	m.stripe_idx = 1;
+	m.layout_gen = 7;
+	m.offset = 1u << 20;
+	m.len = 1u << 16;
+	ENCODE(&c, wire_ost_io_req_encode, &m);
+	CHECK_EQ(wire_cursor_pos(&c), sizeof(golden));
+	CHECK_MEM(c.buf, golden, sizeof(golden));
+	wire_cursor_fini(&c);
+	CHECK(DECODE_OK(wire_ost_io_req_decode, golden, sizeof(golden), &d));
+	CHECK(memcmp(&m, &d, sizeof(m)) == 0);
+}
+
+static void test_golden_target_reg(void)
+{
+	static const uint8_t golden[] = {
+		0x03, 0x00, 'l',  'u',  's',                    /* fsname "lus" */
+		0x02, 0x00, 0x00, 0x00,                         /* type OST */
+		0x03, 0x00, 0x00, 0x00,                         /* index 3 */
+		0x03, 0x00, 'h',  ':',  '1',                    /* addr "h:1" */
+		0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* kb_total */
+		0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* kb_free */
+		0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* kb_avail */
+		0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* files */
+		0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* ffree */
+		0x00, 0x10, 0x00, 0x00,                         /* bsize 4096 */
+		0xff, 0x00, 0x00, 0x00,                         /* namemax 255 */
+	};
+	struct wire_target_reg m, d;
+	struct wire_cursor c;
+
+	memset(&m, 0, sizeof(m));
+	memcpy(m.fsname, "lus", 4);
+	m.type = NACRE_TGT_OST;
+	m.index = 3;
+	memcpy(m.addr, "h:1", 4);
+	m.st.kb_total = 1;
+	m.st.kb_free = 2;
+	m.st.kb_avail = 3;
+	m.st.files = 4;
+	m.st.ffree = 5;
+	m.st.bsize = 4096;
+	m.st.namemax = 255;
+	ENCODE(&c, wire_target_reg_encode, &m);
+	CHECK_EQ(wire_cursor_pos(&c), sizeof(golden));
+	CHECK_MEM(c.buf, golden, sizeof(golden));
+	wire_cursor_fini(&c);
+	CHECK(DECODE_OK(wire_target_reg_decode, golden, sizeof(golden), &d));
+	CHECK(memcmp(&m, &d, sizeof(m)) == 0);
+}
+
+/* ---- round trips of every message ---- */
+
+static void test_roundtrips(void)
+{
+	{
+		struct wire_connect_req m;
+
+		memset(&m, 0, sizeof(m));
+		m.version_min = 1;
+		m.version_max = 3;
+		m.features = 0x8000000000000001ull;
+		for (int i = 0; i < WIRE_NONCE_LEN; i++)
+			m.nonce[i] = (uint8_t)(i * 17);
+		memcpy(m.fsname, "scratch", 8);
+		memcpy(m.name, "client@node-7", 14);
+		ROUNDTRIP(connect_req, &m);
+		memset(m.fsname, 0, sizeof(m.fsname)); /* no fsname: allowed */
+		ROUNDTRIP(connect_req, &m);
+	}
+	{
+		struct wire_connect_rep m;
+
+		memset(&m, 0, sizeof(m));
+		m.version = 1;
+		m.features = 0;
+		memset(m.nonce, 0xaa, sizeof(m.nonce));
+		memset(m.proof, 0x55, sizeof(m.proof));
+		memcpy(m.server_name, "nacre-MDT0000", 14);
+		ROUNDTRIP(connect_rep, &m);
+	}
+	{
+		struct wire_auth_req m;
+
+		for (int i = 0; i < WIRE_PROOF_LEN; i++)
+			m.proof[i] = (uint8_t)(255 - i);
+		ROUNDTRIP(auth_req, &m);
+	}
+	{
+		struct wire_fid_req m;
+
+		memset(&m, 0, sizeof(m));
+		sample_cred(&m.cred);
+		sample_fid(&m.fid, 9);
+		ROUNDTRIP(fid_req, &m);
+		m.cred.ngroups = NACRE_MAX_GROUPS;
+		for (int i = 0; i < NACRE_MAX_GROUPS; i++)
+			m.cred.groups[i] = (uint32_t)i + 1000;
+		ROUNDTRIP(fid_req, &m);
+	}
+	{
+		struct wire_name_req m;
+
+		memset(&m, 0, sizeof(m));
+		sample_cred(&m.cred);
+		sample_fid(&m.parent, 2);
+		memset(m.name, 'x', NACRE_NAME_MAX); /* the longest name */
+		ROUNDTRIP(name_req, &m);
+		memset(m.name, 0, sizeof(m.name));
+		memcpy(m.name, "...", 3); /* not "." or "..": fine */
+		ROUNDTRIP(name_req, &m);
+	}
+	{
+		struct wire_setattr_req m;
+
+		memset(&m, 0, sizeof(m));
+		sample_cred(&m.cred);
+		sample_fid(&m.fid, 3);
+		m.sa.valid = NACRE_SET_ALL_;
+		m.sa.mode = 04755;
+		m.sa.uid = 1;
+		m.sa.gid = 2;
+		m.sa.size = 1ull << 40;
+		m.sa.atime.sec = 10;
+		m.sa.mtime.nsec = 999999999;
+		m.sa.ctime.sec = -1;
+		ROUNDTRIP(setattr_req, &m);
+	}
+	{
+		struct wire_create_req *m = calloc(1, sizeof(*m));
+
+		sample_cred(&m->cred);
+		sample_fid(&m->parent, 4);
+		memcpy(m->name, "link", 5);
+		m->mode = S_IFLNK | 0777;
+		memset(m->target, 't', NACRE_PATH_MAX); /* the longest target */
+		ROUNDTRIP(create_req, m);
+		memset(m->target, 0, sizeof(m->target));
+		m->mode = S_IFREG | 0600;
+		m->has_layout = 1;
+		sample_layout(&m->layout, NACRE_MAX_STRIPES);
+		ROUNDTRIP(create_req, m);
+		m->mode = S_IFCHR | 0600;
+		m->rdev = 0x0801;
+		m->has_layout = 0;
+		memset(&m->layout, 0, sizeof(m->layout));
+		ROUNDTRIP(create_req, m);
+		free(m);
+	}
+	{
+		struct wire_rename_req m;
+
+		memset(&m, 0, sizeof(m));
+		sample_cred(&m.cred);
+		sample_fid(&m.sparent, 5);
+		memcpy(m.sname, "a", 2);
+		sample_fid(&m.dparent, 6);
+		memcpy(m.dname, "b.txt", 6);
+		m.flags = 1;
+		ROUNDTRIP(rename_req, &m);
+	}
+	{
+		struct wire_link_req m;
+
+		memset(&m, 0, sizeof(m));
+		sample_cred(&m.cred);
+		sample_fid(&m.fid, 7);
+		sample_fid(&m.parent, 8);
+		memcpy(m.name, "hard", 5);
+		ROUNDTRIP(link_req, &m);
+	}
+	{
+		struct wire_readdir_req m;
+
+		memset(&m, 0, sizeof(m));
+		sample_cred(&m.cred);
+		sample_fid(&m.fid, 9);
+		m.cookie = 0xfedcba9876543210ull;
+		m.max_bytes = 4096;
+		ROUNDTRIP(readdir_req, &m);
+	}
+	{
+		struct wire_open_req m;
+
+		memset(&m, 0, sizeof(m));
+		sample_cred(&m.cred);
+		sample_fid(&m.fid, 10);
+		m.flags = O_RDWR | O_TRUNC;
+		ROUNDTRIP(open_req, &m);
+	}
+	{
+		struct wire_open_rep m;
+
+		memset(&m, 0, sizeof(m));
+		sample_attr(&m.attr);
+		sample_layout(&m.layout, 4);
+		m.handle = 42;
+		ROUNDTRIP(open_rep, &m);
+		memset(&m.layout, 0, sizeof(m.layout)); /* non-regular file: no layout */
+		ROUNDTRIP(open_rep, &m);
+	}
+	{
+		struct wire_close_req m;
+
+		memset(&m, 0, sizeof(m));
+		sample_cred(&m.cred);
+		sample_fid(&m.fid, 11);
+		m.handle = 43;
+		m.size = 1ull << 33;
+		m.has_mtime = 1;
+		m.mtime.sec = 1750000000;
+		m.mtime.nsec = 12345;
+		ROUNDTRIP(close_req, &m);
+	}
+	{
+		struct wire_xattr_req m;
+		static uint8_t val[NACRE_XATTR_MAX - 200];
+
+		for (size_t i = 0; i < sizeof(val); i++)
+			val[i] = (uint8_t)(i * 7);
+		memset(&m, 0, sizeof(m));
+		sample_cred(&m.cred);
+		sample_fid(&m.fid, 12);
+		memcpy(m.name, "user.a/b.c", 11); /* '/' and '.' are fine in xattr names */
+		m.flags = 1;
+		m.value = val;
+		m.value_len = 5;
+		ROUNDTRIP(xattr_req, &m);
+		m.value_len = sizeof(val); /* big, but within the body limit */
+		ROUNDTRIP(xattr_req, &m);
+		memset(m.name, 0, sizeof(m.name)); /* LISTXATTR */
+		m.flags = 0;
+		m.size = 65536;
+		m.value = NULL;
+		m.value_len = 0;
+		ROUNDTRIP(xattr_req, &m);
+	}
+	{
+		struct wire_layout_set_req m;
+
+		memset(&m, 0, sizeof(m));
+		sample_cred(&m.cred);
+		sample_fid(&m.fid, 13);
+		m.layout.pattern = NACRE_PATTERN_RAID0;
+		m.layout.stripe_count = -1; /* directory default: all OSTs */
+		m.layout.stripe_offset = 2;
+		ROUNDTRIP(layout_set_req, &m);
+	}
+	{
+		struct wire_target_reg m;
+
+		memset(&m, 0, sizeof(m));
+		memcpy(m.fsname, "a_b-C9", 7);
+		m.type = NACRE_TGT_OST;
+		m.index = 65535;
+		memcpy(m.addr, "[::1]:9410", 11);
+		sample_statfs(&m.st);
+		ROUNDTRIP(target_reg, &m);
+	}
+	{
+		struct wire_ost_io_req m;
+
+		memset(&m, 0, sizeof(m));
+		m.ost_idx = 1;
+		sample_fid(&m.fid, 14);
+		m.stripe_idx = NACRE_MAX_STRIPES - 1;
+		m.layout_gen = 9;
+		m.offset = (uint64_t)INT64_MAX - 10;
+		m.len = 10;
+		ROUNDTRIP(ost_io_req, &m);
+	}
+	{
+		struct wire_ost_attr_rep m = {.size = 1ull << 50, .blocks = 12};
+
+		ROUNDTRIP(ost_attr_rep, &m);
+	}
+}
+
+static void test_groups(void)
+{
+	struct wire_cursor c;
+	struct nacre_attr a, ad;
+	struct nacre_statfs s, sd;
+	struct nacre_dirent de, dd;
+	struct nacre_target t, td;
+	struct nacre_layout l, ld;
+	struct wire_cursor r;
+
+	memset(&a, 0, sizeof(a));
+	memset(&s, 0, sizeof(s));
+	memset(&de, 0, sizeof(de));
+	memset(&t, 0, sizeof(t));
+	memset(&l, 0, sizeof(l));
+	sample_attr(&a);
+	sample_statfs(&s);
+	de.cookie = 99;
+	sample_fid(&de.fid, 15);
+	de.type = S_IFDIR;
+	memcpy(de.name, "subdir", 7);
+	t.type = NACRE_TGT_MDT;
+	t.index = 0;
+	t.up = 1;
+	memcpy(t.addr, "mds1:9400", 10);
+	sample_statfs(&t.st);
+	sample_layout(&l, 3);
+
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_attr_put(&c, &a);
+	wire_statfs_put(&c, &s);
+	wire_dirent_put(&c, &de);
+	wire_target_put(&c, &t);
+	wire_layout_put(&c, &l);
+	CHECK(wire_cursor_ok(&c));
+	CHECK_EQ(wire_cursor_pos(&c), 100 + 48 + (8 + 16 + 4 + 2 + 6) + (9 + 2 + 9 + 48) +
+					      (2 + 8 + 8 + 2 + 24 + 12));
+	wire_cursor_init_read(&r, c.buf, wire_cursor_pos(&c));
+	wire_attr_get(&r, &ad);
+	wire_statfs_get(&r, &sd);
+	wire_dirent_get(&r, &dd);
+	wire_target_get(&r, &td);
+	wire_layout_get(&r, &ld);
+	CHECK(wire_cursor_ok(&r));
+	CHECK_EQ(wire_cursor_left(&r), 0);
+	CHECK(memcmp(&a, &ad, sizeof(a)) == 0);
+	CHECK(memcmp(&s, &sd, sizeof(s)) == 0);
+	CHECK(memcmp(&de, &dd, sizeof(de)) == 0);
+	CHECK(memcmp(&t, &td, sizeof(t)) == 0);
+	CHECK(memcmp(&l, &ld, sizeof(l)) == 0);
+	wire_cursor_fini(&c);
+}
+
+/* ---- rejections ---- */
+
+/* Builds a name_req body whose name is n raw bytes; 1 if it decodes. */
+static int name_req_raw(const char *name, size_t n)
+{
+	uint8_t buf[600];
+	struct wire_cursor c;
+	struct wire_name_req m;
+	struct nacre_cred cr;
+	struct nacre_fid f;
+
+	memset(&cr, 0, sizeof(cr));
+	sample_fid(&f, 1);
+	wire_cursor_init_write(&c, buf, sizeof(buf));
+	wire_cred_put(&c, &cr);
+	wire_fid_put(&c, &f);
+	wire_put_u16(&c, (uint16_t)n);
+	wire_put_bytes(&c, name, n);
+	return DECODE_OK(wire_name_req_decode, buf, wire_cursor_pos(&c), &m) &&
+	       strlen(m.name) == n && memcmp(m.name, name, n) == 0;
+}
+
+static void test_reject_names(void)
+{
+	char longname[NACRE_NAME_MAX + 2];
+
+	memset(longname, 'n', sizeof(longname));
+	CHECK(name_req_raw("ok", 2));
+	CHECK(name_req_raw(".hidden", 7));
+	CHECK(!name_req_raw("", 0));
+	CHECK(!name_req_raw(".", 1));
+	CHECK(!name_req_raw("..", 2));
+	CHECK(!name_req_raw("a/b", 3));
+	CHECK(!name_req_raw("a\0b", 3));
+	CHECK(name_req_raw(longname, NACRE_NAME_MAX));
+	CHECK(!name_req_raw(longname, NACRE_NAME_MAX + 1));
+
+	/* Encoders refuse what they cannot represent. */
+	{
+		struct wire_cursor c;
+		struct wire_name_req m;
+		struct wire_create_req *cm = calloc(1, sizeof(*cm));
+		char *toolong = malloc(NACRE_PATH_MAX + 2);
+
+		memset(&m, 0, sizeof(m));
+		wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+		wire_name_req_encode(&c, &m); /* empty name */
+		CHECK(!wire_cursor_ok(&c));
+		wire_cursor_fini(&c);
+
+		memcpy(cm->name, "s", 2);
+		wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+		memset(toolong, 'p', NACRE_PATH_MAX + 1);
+		toolong[NACRE_PATH_MAX + 1] = '\0';
+		wire_path_put(&c, toolong);
+		CHECK_EQ(c.err, -ENAMETOOLONG);
+		wire_cursor_fini(&c);
+		free(toolong);
+		free(cm);
+	}
+}
+
+/* A fid_req whose cred claims ngroups and carries extra_groups; 1 if it decodes. */
+static int fid_req_with_ngroups(uint32_t ngroups, size_t extra_groups)
+{
+	uint8_t buf[1024];
+	struct wire_cursor c;
+	struct wire_fid_req m;
+	struct nacre_fid f;
+
+	sample_fid(&f, 1);
+	wire_cursor_init_write(&c, buf, sizeof(buf));
+	wire_put_u32(&c, 0);
+	wire_put_u32(&c, 0);
+	wire_put_u32(&c, ngroups);
+	for (size_t i = 0; i < extra_groups; i++)
+		wire_put_u32(&c, 7);
+	wire_fid_put(&c, &f);
+	return DECODE_OK(wire_fid_req_decode, buf, wire_cursor_pos(&c), &m);
+}
+
+static int layout_raw(uint16_t ncomp, uint64_t start, uint64_t end, uint16_t mirror,
+		      uint32_t pattern, int32_t count, int32_t offset, uint32_t nosts)
+{
+	uint8_t buf[1024];
+	struct wire_cursor c, r;
+	struct nacre_layout l;
+
+	wire_cursor_init_write(&c, buf, sizeof(buf));
+	wire_put_u16(&c, ncomp);
+	wire_put_u64(&c, start);
+	wire_put_u64(&c, end);
+	wire_put_u16(&c, mirror);
+	wire_put_u32(&c, pattern);
+	wire_put_u32(&c, 1u << 20);
+	wire_put_i32(&c, count);
+	wire_put_i32(&c, offset);
+	wire_put_u32(&c, 0);
+	wire_put_u32(&c, nosts);
+	for (uint32_t i = 0; i < nosts && i < 200; i++)
+		wire_put_u32(&c, i);
+	if (!wire_cursor_ok(&c))
+		return -1;
+	wire_cursor_init_read(&r, buf, wire_cursor_pos(&c));
+	wire_layout_get(&r, &l);
+	return wire_cursor_ok(&r) && wire_cursor_left(&r) == 0;
+}
+
+static void test_reject_fields(void)
+{
+	CHECK(fid_req_with_ngroups(NACRE_MAX_GROUPS, NACRE_MAX_GROUPS));
+	CHECK(!fid_req_with_ngroups(NACRE_MAX_GROUPS + 1, NACRE_MAX_GROUPS + 1));
+	CHECK(!fid_req_with_ngroups(0xffffffffu, 0));
+
+	CHECK(layout_raw(1, 0, UINT64_MAX, 0, 1, 4, -1, 4) == 1);
+	CHECK(layout_raw(1, 0, UINT64_MAX, 0, 1, 128, -1, 128) == 1);
+	CHECK(layout_raw(1, 0, UINT64_MAX, 0, 0, 0, -1, 0) == 1); /* pattern unset */
+	CHECK(layout_raw(1, 0, UINT64_MAX, 0, 1, 4, -1, 129) == 0);
+	CHECK(layout_raw(2, 0, UINT64_MAX, 0, 1, 4, -1, 4) == 0);
+	CHECK(layout_raw(0, 0, UINT64_MAX, 0, 1, 4, -1, 4) == 0);
+	CHECK(layout_raw(1, 1, UINT64_MAX, 0, 1, 4, -1, 4) == 0);
+	CHECK(layout_raw(1, 0, 1000, 0, 1, 4, -1, 4) == 0);
+	CHECK(layout_raw(1, 0, UINT64_MAX, 1, 1, 4, -1, 4) == 0);
+	CHECK(layout_raw(1, 0, UINT64_MAX, 0, 2, 4, -1, 4) == 0);
+	CHECK(layout_raw(1, 0, UINT64_MAX, 0, 1, -2, -1, 0) == 0);
+	CHECK(layout_raw(1, 0, UINT64_MAX, 0, 1, 129, -1, 0) == 0);
+	CHECK(layout_raw(1, 0, UINT64_MAX, 0, 1, 1, -2, 1) == 0);
+
+	/* setattr: valid bits beyond NACRE_SET_ALL_, mode beyond 07777, nsec >= 1e9. */
+	{
+		struct wire_setattr_req m, d;
+		struct wire_cursor c;
+
+		memset(&m, 0, sizeof(m));
+		m.sa.valid = NACRE_SET_ALL_ + 1;
+		ENCODE(&c, wire_setattr_req_encode, &m);
+		CHECK(!DECODE_OK(wire_setattr_req_decode, c.buf, wire_cursor_pos(&c), &d));
+		wire_cursor_fini(&c);
+		m.sa.valid = NACRE_SET_MODE;
+		m.sa.mode = S_IFREG | 0644;
+		ENCODE(&c, wire_setattr_req_encode, &m);
+		CHECK(!DECODE_OK(wire_setattr_req_decode, c.buf, wire_cursor_pos(&c), &d));
+		wire_cursor_fini(&c);
+		m.sa.mode = 0644;
+		m.sa.mtime.nsec = 1000000000;
+		ENCODE(&c, wire_setattr_req_encode, &m);
+		CHECK(!DECODE_OK(wire_setattr_req_decode, c.buf, wire_cursor_pos(&c), &d));
+		wire_cursor_fini(&c);
+	}
+	/* xattr: value over NACRE_XATTR_MAX, name with NUL, bad flags. */
+	{
+		uint8_t *buf = malloc(NACRE_XATTR_MAX + 256);
+		struct wire_cursor c;
+		struct wire_xattr_req d;
+		struct nacre_cred cr;
+		struct nacre_fid f;
+
+		memset(&cr, 0, sizeof(cr));
+		sample_fid(&f, 1);
+		wire_cursor_init_write(&c, buf, NACRE_XATTR_MAX + 256);
+		wire_cred_put(&c, &cr);
+		wire_fid_put(&c, &f);
+		wire_put_u16(&c, 6);
+		wire_put_bytes(&c, "user.x", 6);
+		wire_put_u32(&c, 0);
+		wire_put_u32(&c, 0);
+		wire_put_u32(&c, NACRE_XATTR_MAX + 1);
+		{
+			uint8_t *val = calloc(1, NACRE_XATTR_MAX + 1);
+
+			wire_put_bytes(&c, val, NACRE_XATTR_MAX + 1);
+			free(val);
+		}
+		CHECK(wire_cursor_ok(&c));
+		CHECK(!DECODE_OK(wire_xattr_req_decode, buf, wire_cursor_pos(&c), &d));
+		CHECK(d.value == NULL && d.value_len == 0);
+
+		wire_cursor_init_write(&c, buf, 256);
+		wire_cred_put(&c, &cr);
+		wire_fid_put(&c, &f);
+		wire_put_u16(&c, 3);
+		wire_put_bytes(&c, "a\0b", 3);
+		wire_put_u32(&c, 0);
+		wire_put_u32(&c, 0);
+		wire_put_u32(&c, 0);
+		CHECK(!DECODE_OK(wire_xattr_req_decode, buf, wire_cursor_pos(&c), &d));
+
+		wire_cursor_init_write(&c, buf, 256);
+		wire_cred_put(&c, &cr);
+		wire_fid_put(&c, &f);
+		wire_put_u16(&c, 1);
+		wire_put_bytes(&c, "a", 1);
+		wire_put_u32(&c, 4); /* flags: only 1 and 2 exist */
+		wire_put_u32(&c, 0);
+		wire_put_u32(&c, 0);
+		CHECK(!DECODE_OK(wire_xattr_req_decode, buf, wire_cursor_pos(&c), &d));
+		free(buf);
+	}
+	/* create: has_layout 2, mode with bits beyond the type. */
+	{
+		struct wire_create_req *m = calloc(1, sizeof(*m)), *d = malloc(sizeof(*d));
+		struct wire_cursor c;
+		size_t hl = 12 + 16 + 2 + 1 + 12; /* cred, parent, name "f", mode rdev flags */
+
+		memcpy(m->name, "f", 2);
+		ENCODE(&c, wire_create_req_encode, m);
+		CHECK(DECODE_OK(wire_create_req_decode, c.buf, wire_cursor_pos(&c), d));
+		c.buf[hl] = 2;
+		CHECK(!DECODE_OK(wire_create_req_decode, c.buf, wire_cursor_pos(&c), d));
+		wire_cursor_fini(&c);
+		m->mode = 0x10000000;
+		ENCODE(&c, wire_create_req_encode, m);
+		CHECK(!DECODE_OK(wire_create_req_decode, c.buf, wire_cursor_pos(&c), d));
+		wire_cursor_fini(&c);
+		free(m);
+		free(d);
+	}
+	/* target_reg: bad fsname, empty addr, unknown type. */
+	{
+		struct wire_target_reg m, d;
+		struct wire_cursor c;
+
+		memset(&m, 0, sizeof(m));
+		memcpy(m.fsname, "a.b", 4);
+		m.type = NACRE_TGT_OST;
+		memcpy(m.addr, "h:1", 4);
+		ENCODE(&c, wire_target_reg_encode, &m);
+		CHECK(!DECODE_OK(wire_target_reg_decode, c.buf, wire_cursor_pos(&c), &d));
+		wire_cursor_fini(&c);
+		memcpy(m.fsname, "ab", 3);
+		m.type = 3;
+		ENCODE(&c, wire_target_reg_encode, &m);
+		CHECK(!DECODE_OK(wire_target_reg_decode, c.buf, wire_cursor_pos(&c), &d));
+		wire_cursor_fini(&c);
+		m.type = NACRE_TGT_OST;
+		m.addr[0] = '\0';
+		ENCODE(&c, wire_target_reg_encode, &m);
+		CHECK(!DECODE_OK(wire_target_reg_decode, c.buf, wire_cursor_pos(&c), &d));
+		wire_cursor_fini(&c);
+	}
+	/* ost_io_req: stripe index, offset + len beyond off_t. */
+	{
+		struct wire_ost_io_req m, d;
+		struct wire_cursor c;
+
+		memset(&m, 0, sizeof(m));
+		m.stripe_idx = NACRE_MAX_STRIPES;
+		ENCODE(&c, wire_ost_io_req_encode, &m);
+		CHECK(!DECODE_OK(wire_ost_io_req_decode, c.buf, wire_cursor_pos(&c), &d));
+		wire_cursor_fini(&c);
+		m.stripe_idx = 0;
+		m.offset = (uint64_t)INT64_MAX;
+		m.len = 1;
+		ENCODE(&c, wire_ost_io_req_encode, &m);
+		CHECK(!DECODE_OK(wire_ost_io_req_decode, c.buf, wire_cursor_pos(&c), &d));
+		wire_cursor_fini(&c);
+	}
+	/* rename flags, close has_mtime, connect versions, dirent type. */
+	{
+		struct wire_rename_req m, d;
+		struct wire_cursor c;
+
+		memset(&m, 0, sizeof(m));
+		memcpy(m.sname, "a", 2);
+		memcpy(m.dname, "b", 2);
+		m.flags = 4;
+		ENCODE(&c, wire_rename_req_encode, &m);
+		CHECK(!DECODE_OK(wire_rename_req_decode, c.buf, wire_cursor_pos(&c), &d));
+		wire_cursor_fini(&c);
+	}
+	{
+		struct wire_close_req m, d;
+		struct wire_cursor c;
+
+		memset(&m, 0, sizeof(m));
+		ENCODE(&c, wire_close_req_encode, &m);
+		c.buf[12 + 16 + 16] = 2; /* has_mtime */
+		CHECK(!DECODE_OK(wire_close_req_decode, c.buf, wire_cursor_pos(&c), &d));
+		wire_cursor_fini(&c);
+	}
+	{
+		struct wire_connect_req m, d;
+		struct wire_cursor c;
+
+		memset(&m, 0, sizeof(m));
+		m.version_min = 2;
+		m.version_max = 1;
+		memcpy(m.name, "x", 2);
+		ENCODE(&c, wire_connect_req_encode, &m);
+		CHECK(!DECODE_OK(wire_connect_req_decode, c.buf, wire_cursor_pos(&c), &d));
+		wire_cursor_fini(&c);
+	}
+	{
+		struct nacre_dirent de, dd;
+		struct wire_cursor c, r;
+
+		memset(&de, 0, sizeof(de));
+		de.type = S_IFREG | 0644; /* only type bits belong here */
+		memcpy(de.name, "x", 2);
+		wire_cursor_init_dyn(&c, 1024);
+		wire_dirent_put(&c, &de);
+		wire_cursor_init_read(&r, c.buf, wire_cursor_pos(&c));
+		wire_dirent_get(&r, &dd);
+		CHECK(!wire_cursor_ok(&r));
+		wire_cursor_fini(&c);
+	}
+	/* readdir max_bytes is capped, not refused. */
+	{
+		struct wire_readdir_req m, d;
+		struct wire_cursor c;
+
+		memset(&m, 0, sizeof(m));
+		m.max_bytes = 0xffffffffu;
+		ENCODE(&c, wire_readdir_req_encode, &m);
+		CHECK(DECODE_OK(wire_readdir_req_decode, c.buf, wire_cursor_pos(&c), &d));
+		CHECK_EQ(d.max_bytes, WIRE_READDIR_MAX_BYTES);
+		wire_cursor_fini(&c);
+	}
+}
+
+int main(void)
+{
+	test_opcodes();
+	test_hdr();
+	test_golden_fid_req();
+	test_golden_create_req();
+	test_golden_ost_io_req();
+	test_golden_target_reg();
+	test_roundtrips();
+	test_groups();
+	test_reject_names();
+	test_reject_fields();
+	return unit_done();
+}
