@@ -414,22 +414,6 @@ static int tcp_connects(int port)
 	return ok;
 }
 
-static int file_contains(const char *path, const char *needle)
-{
-	char buf[8192];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	return strstr(buf, needle) != NULL;
-}
-
 static int dir_is_empty_or_missing(const char *path)
 {
 	char probe[PATH_MAX];
@@ -545,7 +529,9 @@ static int start_mds(struct cluster *c, double *t0)
 			describe_exit(p, st);
 			return -1;
 		}
-		if (file_contains(log, "nacre-mds: serving") || tcp_connects(c->port))
+		/* The log is appended across restarts, so only a listening port proves this
+		 * MDS is ready. */
+		if (tcp_connects(c->port))
 			break;
 		if (waited >= MDS_WAIT_MS) {
 			cli_err("nacre-mds did not start listening on %s within %d s: see %s",

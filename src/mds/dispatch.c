@@ -7,6 +7,7 @@
 #include <sys/statvfs.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "mds/alloc.h"
 #include "mds/db.h"
 #include "mds/ns.h"
@@ -232,6 +233,7 @@ static int do_targets(struct mds *m, const struct rpc_request *req, struct rpc_r
 		return n;
 	struct nacre_target mdt = {.type = NACRE_TGT_MDT, .index = 0, .up = 1};
 	mdt_statfs(m, &mdt.st);
+	str_copy(mdt.addr, m->addr, sizeof(mdt.addr));
 	wire_put_u32(&rep->body, (uint32_t)n + 1);
 	wire_target_put(&rep->body, &mdt);
 	for (int i = 0; i < n; i++)

@@ -132,10 +132,27 @@ int main(int argc, char **argv)
 	}
 
 	memset(&m, 0, sizeof(m));
+	/* bind first: a busy port must not leave a freshly formatted MDT behind */
+	char server_name[32];
+	snprintf(server_name, sizeof(server_name), "%s-MDT0000", o.fsname);
+	struct rpc_server_conf conf = {.listen_addr = o.listen,
+				       .fsname = o.fsname,
+				       .server_name = server_name,
+				       .key = &key,
+				       .nworkers = o.workers,
+				       .handler = mds_dispatch,
+				       .on_disconnect = mds_on_disconnect,
+				       .arg = &m};
+	if (rpc_server_create(&conf, &srv, err, sizeof(err))) {
+		fprintf(stderr, "nacre-mds: --listen: %s\n", err);
+		return 1;
+	}
+
 	str_copy(m.fsname, o.fsname, sizeof(m.fsname));
 	m.data_dir = o.data;
 	if (mds_db_open(o.data, o.fsname, o.format, &m.db, err, sizeof(err))) {
 		fprintf(stderr, "nacre-mds: --data: %s\n", err);
+		rpc_server_destroy(srv);
 		return 1;
 	}
 	if ((rc = mds_writer_create(m.db, &m.writer)) || (rc = mds_targets_create(&m.targets)) ||
@@ -157,21 +174,6 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	char server_name[32];
-	snprintf(server_name, sizeof(server_name), "%s-MDT0000", o.fsname);
-	struct rpc_server_conf conf = {.listen_addr = o.listen,
-				       .fsname = o.fsname,
-				       .server_name = server_name,
-				       .key = &key,
-				       .nworkers = o.workers,
-				       .handler = mds_dispatch,
-				       .on_disconnect = mds_on_disconnect,
-				       .arg = &m};
-	if (rpc_server_create(&conf, &srv, err, sizeof(err))) {
-		fprintf(stderr, "nacre-mds: --listen: %s\n", err);
-		goto out;
-	}
-
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -185,6 +187,9 @@ int main(int argc, char **argv)
 	uint16_t port = 0;
 	if (net_parse_addr(o.listen, NACRE_DEFAULT_PORT_MDS, host, sizeof(host), &port))
 		str_copy(host, o.listen, sizeof(host));
+	int alen = snprintf(m.addr, sizeof(m.addr), "%s:%u", host, rpc_server_port(srv));
+	if (alen < 0 || (size_t)alen >= sizeof(m.addr))
+		m.addr[0] = 0; /* too long to report; TARGETS shows no MDT address */
 	fprintf(stderr, "nacre-mds: serving %s on %s:%u\n", o.fsname, host, rpc_server_port(srv));
 	LOG_INFO("mds", "serving %s on %s:%u from %s", o.fsname, host, rpc_server_port(srv),
 		 o.data);

@@ -22,6 +22,7 @@ struct mds {
 	struct mds_oss_pool *oss;          /* NULL in unit tests: no OSS is contacted */
 	struct mds_destroyer *destroyer;   /* NULL in unit tests */
 	const char *data_dir;
+	char addr[NACRE_ADDR_MAX + 1];     /* "host:port" we serve on, for the TARGETS reply */
 	char fsname[NACRE_FSNAME_MAX + 1];
 };
 

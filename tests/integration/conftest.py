@@ -203,7 +203,7 @@ class Cluster:
     def targets(self, mnt=None):
         """Parsed nacre.targets of a mount: {("OST", 0): up, ...}."""
         mnt = mnt or self.mounts[0]
-        text = os.getxattr(str(mnt), "nacre.targets").decode()
+        text = os.getxattr(os.fspath(mnt), "nacre.targets").decode()
         out = {}
         for line in text.splitlines():
             f = line.split()
