@@ -146,6 +146,10 @@ ssize_t nacre_pread(struct nacre_file *f, void *buf, size_t len, uint64_t off);
 ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len, uint64_t off);
 /* Makes written data durable on the OSTs and the size known to the MDS. */
 int nacre_fsync(struct nacre_file *f, int datasync);
+/* Publishes the size and mtime this handle wrote to the MDS, so that another client's
+ * open sees them (close-to-open), without forcing data to disk. Returns a deferred write
+ * error if there is one. */
+int nacre_flush(struct nacre_file *f);
 /* Flushes size/mtime to the MDS and frees f. Returns the first deferred error, if any. */
 int nacre_close(struct nacre_file *f);
 /* The file's attributes as this client knows them (size includes its own unflushed writes). */

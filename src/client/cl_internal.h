@@ -75,7 +75,10 @@ struct nacre_file {
 	pthread_mutex_t lock;        /* protects the fields below */
 	struct nacre_attr attr;      /* as the MDS last reported it */
 	uint64_t written_end;        /* highest end offset written through this handle */
-	int wrote;
+	int wrote;                   /* wrote at all: the size must be reported */
+	uint64_t write_seq;          /* bumped by every write */
+	uint64_t published_seq;      /* write_seq whose mtime the MDS has: a later CLOSE must not
+				      * carry an mtime again (it would undo a utimes in between) */
 	struct nacre_time mtime;     /* time of the last write */
 	int deferred_err;            /* first write error, reported again at close */
 
@@ -126,5 +129,8 @@ int cl_oss_moved(struct nacre_fs *fs, uint32_t idx, const struct rpc_conn *used)
 /* Tells the open files of fid on this fs that the MDS size is now size (after a truncate),
  * so that their written end no longer reports the old size. Thread-safe. */
 void cl_files_set_size(struct nacre_fs *fs, const struct nacre_fid *fid, uint64_t size);
+/* Marks the writes of every open handle of fid as having their mtime at the MDS already,
+ * after an explicit mtime was set. Thread-safe. */
+void cl_files_mtime_set(struct nacre_fs *fs, const struct nacre_fid *fid);
 
 #endif

@@ -383,6 +383,19 @@ void cl_files_set_size(struct nacre_fs *fs, const struct nacre_fid *fid, uint64_
 	pthread_mutex_unlock(&fs->files_lock);
 }
 
+void cl_files_mtime_set(struct nacre_fs *fs, const struct nacre_fid *fid)
+{
+	pthread_mutex_lock(&fs->files_lock);
+	for (struct nacre_file *f = fs->files; f; f = f->next) {
+		if (!nacre_fid_eq(&f->fid, fid))
+			continue;
+		pthread_mutex_lock(&f->lock);
+		f->published_seq = f->write_seq;
+		pthread_mutex_unlock(&f->lock);
+	}
+	pthread_mutex_unlock(&fs->files_lock);
+}
+
 static void file_register(struct nacre_file *f)
 {
 	struct nacre_fs *fs = f->fs;
@@ -532,6 +545,7 @@ NACRE_API ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len
 			if (off + len > f->written_end)
 				f->written_end = off + len;
 			f->wrote = 1;
+			f->write_seq++;
 			f->mtime = now_realtime();
 		} else if (f->deferred_err == 0) {
 			/* Data may be half written: close reports it again, as NFS does. */
@@ -553,6 +567,7 @@ static int send_size(struct nacre_file *f, uint16_t opcode)
 	struct wire_cursor c;
 	struct nacre_attr a;
 	struct rpc_msg *m;
+	uint64_t seq;
 	int rc;
 
 	memset(&req, 0, sizeof(req));
@@ -561,7 +576,8 @@ static int send_size(struct nacre_file *f, uint16_t opcode)
 	req.handle = f->handle;
 	pthread_mutex_lock(&f->lock);
 	req.size = f->written_end;
-	req.has_mtime = (uint8_t)f->wrote;
+	seq = f->write_seq;
+	req.has_mtime = seq != f->published_seq;
 	req.mtime = f->mtime;
 	pthread_mutex_unlock(&f->lock);
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
@@ -577,6 +593,8 @@ static int send_size(struct nacre_file *f, uint16_t opcode)
 	if (rc == 0) {
 		pthread_mutex_lock(&f->lock);
 		f->attr = a;
+		if (seq > f->published_seq)
+			f->published_seq = seq;
 		pthread_mutex_unlock(&f->lock);
 	}
 	return rc;
@@ -605,6 +623,22 @@ NACRE_API int nacre_fsync(struct nacre_file *f, int datasync)
 	wrote = f->wrote;
 	deferred = f->deferred_err; /* a failed write is not durable: say so, as Linux does */
 	pthread_mutex_unlock(&f->lock);
+	rc = wrote ? send_size(f, WIRE_OP_MDS_SIZE_UPDATE) : 0;
+	return deferred ? deferred : rc;
+}
+
+NACRE_API int nacre_flush(struct nacre_file *f)
+{
+	int rc, wrote, deferred;
+
+	if (!f)
+		return -EINVAL;
+	pthread_mutex_lock(&f->lock);
+	wrote = f->wrote;
+	deferred = f->deferred_err;
+	pthread_mutex_unlock(&f->lock);
+	/* Writes are on the OSSes already (acknowledged from their page cache): only the
+	 * size and mtime have to reach the MDS for another client's open to see them. */
 	rc = wrote ? send_size(f, WIRE_OP_MDS_SIZE_UPDATE) : 0;
 	return deferred ? deferred : rc;
 }
@@ -638,7 +672,7 @@ NACRE_API int nacre_file_attr(struct nacre_file *f, struct nacre_attr *out)
 	pthread_mutex_lock(&f->lock);
 	*out = f->attr;
 	out->size = known_size_locked(f);
-	if (f->wrote && (f->mtime.sec > out->mtime.sec ||
+	if (f->write_seq != f->published_seq && (f->mtime.sec > out->mtime.sec ||
 			 (f->mtime.sec == out->mtime.sec && f->mtime.nsec > out->mtime.nsec))) {
 		out->mtime = f->mtime;
 		out->ctime = f->mtime;

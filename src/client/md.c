@@ -167,6 +167,10 @@ NACRE_API int nacre_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 	/* Open handles must not report their old written end at close: that would undo it. */
 	if (rc == 0 && (req.sa.valid & NACRE_SET_SIZE))
 		cl_files_set_size(fs, fid, sa->size);
+	/* Nor their write time: an explicit mtime (futimens after writing, as cp -p does) is
+	 * newer than the writes and must survive their close. */
+	if (rc == 0 && (req.sa.valid & (NACRE_SET_MTIME | NACRE_SET_MTIME_NOW)))
+		cl_files_mtime_set(fs, fid);
 	return rc;
 }
 

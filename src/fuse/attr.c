@@ -92,12 +92,12 @@ void fz_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 		time_from(&sa.ctime, &attr->st_ctim);
 	}
 	fz_cred(req, &cr);
-	/* ftruncate: data still buffered in this handle must land before the cut, not after
-	 * it (where it would extend the file again). */
+	/* ftruncate: this handle's size must reach the MDS before the cut, not after it
+	 * (where its close would extend the file again). */
 	if ((sa.valid & NACRE_SET_SIZE) && fi && fi->fh) {
 		struct fz_file *f = (struct fz_file *)(uintptr_t)fi->fh;
 
-		rc = nacre_fsync(f->nf, 1);
+		rc = nacre_flush(f->nf);
 		if (rc < 0) {
 			fz_reply_rc(req, rc);
 			return;

@@ -191,8 +191,9 @@ void fz_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 	fuse_reply_write(req, (size_t)n);
 }
 
-/* Pushes f's writes to the OSTs and its size to the MDS if it wrote since the last push. */
-static int file_push(struct fz_file *f, int datasync, int force)
+/* Publishes f's size to the MDS if it wrote since the last push; durable (fsync) also makes
+ * the data durable on the OSTs. */
+static int file_push(struct fz_file *f, int datasync, int durable)
 {
 	struct fz_inode *in = f->inode;
 	int dirty, rc;
@@ -201,9 +202,9 @@ static int file_push(struct fz_file *f, int datasync, int force)
 	dirty = f->dirty;
 	f->dirty = 0;
 	pthread_mutex_unlock(&in->lock);
-	if (!dirty && !force)
+	if (!dirty && !durable)
 		return 0;
-	rc = nacre_fsync(f->nf, datasync);
+	rc = durable ? nacre_fsync(f->nf, datasync) : nacre_flush(f->nf);
 	if (rc < 0) {
 		pthread_mutex_lock(&in->lock);
 		f->dirty = 1;
@@ -217,8 +218,8 @@ void fz_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	(void)ino;
 	/* close(2) returns before release reaches us, so release alone would leave a window
 	 * where another client opens the file and sees neither the data nor the size
-	 * (close-to-open, as NFS). Pushing here also reports write-behind errors to close(2).
-	 * Only files written since the last push pay for it. */
+	 * (close-to-open, as NFS). Pushing here also reports write errors to close(2). It
+	 * is a size update at the MDS, not a disk sync: close(2) does not promise durability. */
 	fuse_reply_err(req, fz_errno_or_ok(file_push(file_of(fi), 0, 0)));
 }
 
