@@ -229,11 +229,11 @@ class Cluster:
     def wait_ost_down(self, i, timeout=20):
         wait_for(lambda: self.targets().get(("OST", i)) is False, timeout, f"OST{i} marked down")
 
-    def mount(self, opts=(), name=None, wait=True):
+    def mount(self, opts=(), name=None, wait=True, spec_suffix=""):
         mnt = self.dir / (name or f"mnt{len(self.mounts)}")
         mnt.mkdir(exist_ok=True)
         o = ",".join([f"key_file={self.key}"] + list(opts))
-        argv = [binary("nacre-mount"), self.spec, str(mnt), "-o", o, "-f"]
+        argv = [binary("nacre-mount"), self.spec + spec_suffix, str(mnt), "-o", o, "-f"]
         p = Proc(f"mount-{mnt.name}", argv, self.dir / f"{mnt.name}.log").start()
         m = Mount(self, mnt, p)
         self.mounts.append(m)
