@@ -1,0 +1,95 @@
+/* backend.h - an HSM archive backend: where archived file data lives (posix directory,
+ * Azure Blob container, S3 bucket), behind one interface used by nacre-copytool and by
+ * `nacre hsm import`.
+ *
+ * Objects are named by the file's path relative to the file system root, under the
+ * backend's prefix ("dir/file" -> "<prefix>/dir/file"), so the archive stays readable by
+ * other tools and can be imported back. Each object carries the metadata keys Azure Managed
+ * Lustre uses: owner, group (decimal), permissions (octal, e.g. "0644"), modtime (RFC 3339 or
+ * Unix seconds: see hsm_meta_*), plus "nacre_fid" ("[0x..:0x..:0x..]").
+ *
+ * Data moves through positional callbacks so a backend may move several ranges in parallel
+ * (block uploads, ranged downloads). Every call is thread-safe on one backend object.
+ */
+#ifndef NACRE_HSM_BACKEND_H
+#define NACRE_HSM_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "nacre/nacre_types.h"
+
+struct hsm_backend;
+
+struct hsm_meta {
+	uint64_t size;
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t mode;           /* permission bits (07777); type bits ignored */
+	struct nacre_time mtime;
+	int has_fid;
+	struct nacre_fid fid;
+	int has_owner;           /* 0 when the object carried no owner/group/permissions */
+	char checksum[80];       /* backend's content checksum if it has one ("md5:<hex>"), or "" */
+};
+
+/* Reads len bytes at off of the source file into buf. Returns bytes read or -errno. Called
+ * from several threads at once with disjoint ranges. */
+typedef ssize_t (*hsm_read_fn)(void *arg, void *buf, size_t len, uint64_t off);
+/* Writes len bytes at off of the destination file. Returns len or -errno. Called from
+ * several threads at once with disjoint ranges. */
+typedef ssize_t (*hsm_write_fn)(void *arg, const void *buf, size_t len, uint64_t off);
+/* Reports bytes moved so far (monotonic). Returns non-zero to cancel the transfer, which
+ * then fails with -ECANCELED. Called from any thread, at least every few MiB. */
+typedef int (*hsm_progress_fn)(void *arg, uint64_t bytes_done);
+/* One object of a listing; return non-zero to stop. path is relative to the prefix. */
+typedef int (*hsm_list_fn)(void *arg, const char *path, const struct hsm_meta *meta);
+
+struct hsm_backend_opts {
+	const char *endpoint;    /* azure/s3: base URL, e.g. http://127.0.0.1:10000/devstoreaccount1
+				  * for Azurite or http://127.0.0.1:4568 for s3rver; NULL = public */
+	const char *credentials; /* file with KEY=VALUE lines; NULL = environment only */
+	int threads;             /* parallel ranges per transfer; 0 = 4 */
+	uint64_t block_size;     /* block/part size for uploads and ranged downloads; 0 = 8 MiB */
+	int retries;             /* per request on 5xx/timeouts, with backoff; 0 = 5 */
+};
+
+/* Opens a backend from a URL: "posix:/path", "azure://account/container[/prefix]",
+ * "s3://bucket[/prefix]". Credentials: azure from AZURE_STORAGE_KEY (SharedKey) or
+ * AZURE_STORAGE_SAS_TOKEN, s3 from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION
+ * (default us-east-1) — in the environment or the credentials file, never on a command line.
+ * On error writes a sentence naming the URL and what is wrong to err. */
+int hsm_backend_open(const char *url, const struct hsm_backend_opts *opts,
+		     struct hsm_backend **out, char *err, size_t err_len);
+void hsm_backend_close(struct hsm_backend *b); /* NULL is fine */
+const char *hsm_backend_url(const struct hsm_backend *b);
+
+/* Stores size bytes read through rd as object path with meta, replacing any old object.
+ * The copy is verified (size, and the backend's checksum where it offers one) before 0 is
+ * returned. */
+int hsm_backend_put(struct hsm_backend *b, const char *path, uint64_t size, hsm_read_fn rd,
+		    void *rd_arg, const struct hsm_meta *meta, hsm_progress_fn progress,
+		    void *progress_arg, char *err, size_t err_len);
+/* Reads object path into wr (all of it). Fills meta if not NULL. -ENOENT if missing. */
+int hsm_backend_get(struct hsm_backend *b, const char *path, hsm_write_fn wr, void *wr_arg,
+		    struct hsm_meta *meta, hsm_progress_fn progress, void *progress_arg,
+		    char *err, size_t err_len);
+/* Metadata of object path. -ENOENT if missing. */
+int hsm_backend_stat(struct hsm_backend *b, const char *path, struct hsm_meta *meta,
+		     char *err, size_t err_len);
+/* Deletes object path; a missing object is success. */
+int hsm_backend_remove(struct hsm_backend *b, const char *path, char *err, size_t err_len);
+/* Lists every object under the prefix (recursively), with metadata. Directory marker
+ * objects (hdi_isfolder=true) are listed with mode S_IFDIR bits set in meta->mode. */
+int hsm_backend_list(struct hsm_backend *b, hsm_list_fn fn, void *arg, char *err,
+		     size_t err_len);
+
+/* Metadata helpers shared by the backends: format and parse the AMLFS keys. */
+void hsm_meta_format_mode(uint32_t mode, char *buf, size_t len); /* "0644" */
+int hsm_meta_parse_mode(const char *s, uint32_t *mode); /* octal or "rwxr-xr-x"; 0/-EINVAL */
+/* modtime: written as RFC 3339 UTC with nanoseconds; read as that or Unix seconds. */
+void hsm_meta_format_time(const struct nacre_time *t, char *buf, size_t len);
+int hsm_meta_parse_time(const char *s, struct nacre_time *t);
+
+#endif
