@@ -24,5 +24,7 @@ int net_writev_full(int fd, struct iovec *iov, int iovcnt);
 int net_set_nonblock(int fd, int on);
 /* Milliseconds on CLOCK_MONOTONIC. */
 int64_t net_now_ms(void);
+/* Microseconds on CLOCK_MONOTONIC. */
+int64_t net_now_us(void);
 
 #endif

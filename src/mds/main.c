@@ -9,11 +9,13 @@
 
 #include "common/key.h"
 #include "common/log.h"
+#include "common/metrics_opts.h"
 #include "common/net.h"
 #include "common/util.h"
 #include "mds/db.h"
 #include "mds/destroy.h"
 #include "mds/dispatch.h"
+#include "mds/mds_metrics.h"
 #include "mds/mds.h"
 #include "mds/open.h"
 #include "mds/oss_pool.h"
@@ -31,6 +33,7 @@ struct opts {
 	const char *log_level;
 	int format;
 	int workers;
+	struct metrics_opts metrics;
 };
 
 /* Set before signals are enabled; the handler only reads it. */
@@ -47,7 +50,9 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: nacre-mds --fsname NAME --data DIR --listen HOST:PORT --key-file FILE\n"
 		   "                 [--format] [--log FILE] [--log-level err|warn|info|debug]\n"
-		   "                 [--workers N]\n");
+		   "                 [--workers N] [--metrics-addr HOST:PORT]\n"
+		   "                 [--metrics-log FILE] [--metrics-interval SECS]\n"
+		   METRICS_USAGE);
 }
 
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -58,6 +63,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"format", no_argument, NULL, 'F'},        {"log", required_argument, NULL, 'L'},
 		{"log-level", required_argument, NULL, 'v'},
 		{"workers", required_argument, NULL, 'w'}, {"help", no_argument, NULL, 'h'},
+		METRICS_LONGOPTS,
 		{NULL, 0, NULL, 0}};
 	int c;
 	int64_t v;
@@ -81,7 +87,17 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->workers = (int)v;
 			break;
 		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); return -1;
+		default: {
+			char why[256];
+			int r = metrics_opts_handle(&o->metrics, c, optarg, why, sizeof(why));
+			if (r > 0)
+				break;
+			if (r < 0)
+				fprintf(stderr, "nacre-mds: %s\n", why);
+			else
+				usage(stderr);
+			return -1;
+		}
 		}
 	}
 	if (optind < argc) {
@@ -174,6 +190,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
+	mds_metrics_register(&m);
+	if ((rc = metrics_opts_start(&o.metrics, "mds", err, sizeof(err)))) {
+		fprintf(stderr, "nacre-mds: %s\n", err);
+		goto out;
+	}
+
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -202,6 +224,7 @@ int main(int argc, char **argv)
 
 out:
 	g_server = NULL;
+	metrics_opts_stop();
 	rpc_server_destroy(srv);
 	mds_destroyer_stop(m.destroyer);
 	mds_writer_destroy(m.writer);

@@ -13,6 +13,8 @@ int mds_open_table_create(struct mds_open_table **out);
 void mds_open_table_destroy(struct mds_open_table *t); /* NULL is fine */
 /* Number of open handles on fid. */
 int mds_open_count(struct mds_open_table *t, const struct nacre_fid *fid);
+/* Open handles of every client (a scan: for metrics, not hot paths). Thread-safe. */
+uint64_t mds_open_handles(struct mds_open_table *t);
 
 /* OPEN: checks access for the O_ACCMODE of flags (directories: read only), truncates on
  * O_TRUNC (as SETATTR size 0), registers a handle for conn_id. */
@@ -20,7 +22,9 @@ int mds_ns_open(struct mds *m, uint64_t conn_id, const struct wire_open_req *r,
 		struct wire_open_rep *rep);
 /* CLOSE (is_close 1) or SIZE_UPDATE: size = max(stored, reported) for regular files,
  * has_mtime sets mtime and ctime. CLOSE drops the handle; the last close of an orphan
- * destroys it. An unknown handle is not an error (the size update still applies). */
+ * destroys it. An unknown handle is not an error (the size update still applies). A CLOSE
+ * of an inode that no longer exists (destroyed orphan) succeeds with an attr holding only
+ * the FID; a SIZE_UPDATE of one fails with -ESTALE. */
 int mds_ns_close(struct mds *m, uint64_t conn_id, const struct wire_close_req *r, int is_close,
 		 struct nacre_attr *out);
 /* Closes every handle of a connection that went away. */

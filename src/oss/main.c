@@ -11,11 +11,13 @@
 
 #include "common/key.h"
 #include "common/log.h"
+#include "common/metrics_opts.h"
 #include "common/net.h"
 #include "common/util.h"
 #include "nacre/nacre_errno.h"
 #include "nacre/nacre_types.h"
 #include "oss/dispatch.h"
+#include "oss/oss_metrics.h"
 #include "oss/register.h"
 #include "oss/target.h"
 #include "proto/rpc.h"
@@ -40,6 +42,7 @@ struct opts {
 	int workers;
 	struct ost_arg osts[OSS_MAX_OSTS];
 	int nosts;
+	struct metrics_opts metrics;
 };
 
 static struct rpc_server *g_server; /* set before the handlers are installed */
@@ -58,7 +61,7 @@ static void usage(FILE *f)
 		"usage: nacre-oss --fsname NAME --mds HOST[:PORT] --listen HOST[:PORT]\n"
 		"                 --key-file FILE --ost IDX:DIR [--ost IDX:DIR ...]\n"
 		"                 [--format] [--log FILE] [--log-level err|warn|info|debug]\n"
-		"                 [--workers N]\n"
+		"                 [--workers N] [--metrics-addr HOST:PORT] [--metrics-log FILE]\n"
 		"Serves object storage targets (OSTs) of the nacre file system NAME.\n"
 		"  --fsname NAME     file system name (1-8 of A-Z a-z 0-9 _ -)\n"
 		"  --mds HOST:PORT   the MDS to register with (default port %d)\n"
@@ -67,7 +70,7 @@ static void usage(FILE *f)
 		"  --key-file FILE   the cluster key (nacre up writes DIR/cluster.key)\n"
 		"  --ost IDX:DIR     serve OST index IDX from directory DIR (repeatable)\n"
 		"  --format          create an OST in each empty or missing DIR\n"
-		"  --workers N       I/O worker threads (default %d)\n",
+		"  --workers N       I/O worker threads (default %d)\n" METRICS_USAGE,
 		NACRE_DEFAULT_PORT_MDS, NACRE_DEFAULT_PORT_OSS, OSS_DEFAULT_WORKERS);
 }
 
@@ -136,6 +139,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "log-level", required_argument, NULL, O_LEVEL },
 		{ "workers", required_argument, NULL, O_WORKERS },
 		{ "help", no_argument, NULL, O_HELP },
+		METRICS_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	int64_t v;
@@ -173,9 +177,17 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'h':
 			usage(stdout);
 			exit(0);
-		default:
-			usage(stderr);
+		default: {
+			char why[256];
+			int r = metrics_opts_handle(&o->metrics, c, optarg, why, sizeof(why));
+			if (r > 0)
+				break;
+			if (r < 0)
+				fail("%s", why);
+			else
+				usage(stderr);
 			return -EINVAL;
+		}
 		}
 	}
 	if (optind < argc) {
@@ -339,6 +351,12 @@ int main(int argc, char **argv)
 		fail("cannot start the registration thread: %s", strerror(-rc));
 		goto out_close;
 	}
+	oss_metrics_register(targets, ntargets);
+	rc = metrics_opts_start(&o.metrics, "oss", err, sizeof(err));
+	if (rc) {
+		fail("%s", err);
+		goto out_close;
+	}
 
 	char names[OSS_MAX_OSTS * 9 + 1] = "";
 	size_t pos = 0;
@@ -357,6 +375,7 @@ int main(int argc, char **argv)
 	status = rc ? 1 : 0;
 
 out_close:
+	metrics_opts_stop();
 	oss_register_destroy(reg);
 	g_server = NULL;
 	rpc_server_destroy(srv);

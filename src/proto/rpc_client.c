@@ -22,6 +22,7 @@
 
 #include "common/crc32c.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/net.h"
 #include "common/util.h"
 #include "nacre/nacre_errno.h"
@@ -196,6 +197,7 @@ static int send_frame(int fd, uint16_t opcode, uint64_t xid, const void *body, u
 	for (i = 0; i < bulk_iovcnt; i++)
 		if (bulk[i].iov_len)
 			iov[n++] = bulk[i];
+	metrics_add(metrics_net_sent(), WIRE_HDR_LEN + body_len + bulk_len);
 	return net_writev_full(fd, iov, n);
 }
 
@@ -423,6 +425,7 @@ static void *receiver_main(void *arg)
 		}
 		if (bulk_dst)
 			receive_done(c, h.xid);
+		metrics_add(metrics_net_recv(), WIRE_HDR_LEN + (uint64_t)h.body_len + h.bulk_len);
 		pthread_mutex_lock(&c->lock);
 		p = table_find(c, h.xid);
 		if (p && p->state == P_SENT) {

@@ -22,6 +22,7 @@
 
 #include "common/crc32c.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/net.h"
 #include "common/util.h"
 #include "nacre/nacre_errno.h"
@@ -204,6 +205,51 @@ static void frame_free(struct tx_frame *f)
 	free(f);
 }
 
+/* ---------------- metrics ---------------- */
+
+struct op_metrics {
+	struct metric *count, *errors, *latency;
+};
+
+static uint64_t g_connections; /* live connections of every server in the process; atomic */
+
+static double connections_now(void *arg)
+{
+	(void)arg;
+	return (double)__atomic_load_n(&g_connections, __ATOMIC_RELAXED);
+}
+
+/* Per-opcode server metrics, created on first use; pointers published atomically. */
+static struct op_metrics *op_metrics_get(uint16_t opcode)
+{
+	static struct op_metrics *table[WIRE_OP_MAX_];
+	struct op_metrics *om;
+	char labels[64];
+
+	if (opcode >= WIRE_OP_MAX_)
+		return NULL;
+	om = __atomic_load_n(&table[opcode], __ATOMIC_ACQUIRE);
+	if (om)
+		return om;
+	om = calloc(1, sizeof(*om));
+	if (!om)
+		return NULL;
+	snprintf(labels, sizeof(labels), "op=\"%s\"", wire_opcode_name(opcode));
+	om->count = metrics_counter("nacre_rpc_server_requests_total", labels,
+				    "Requests handled, by operation");
+	om->errors = metrics_counter("nacre_rpc_server_errors_total", labels,
+				     "Requests answered with an error status, by operation");
+	om->latency = metrics_histogram("nacre_rpc_server_latency_seconds", labels,
+					"Time from a request's arrival at a worker to its reply");
+	struct op_metrics *expected = NULL;
+	if (!__atomic_compare_exchange_n(&table[opcode], &expected, om, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		free(om); /* another thread won; the metrics themselves are shared by name */
+		om = expected;
+	}
+	return om;
+}
+
 /* ---------------- worker side ---------------- */
 
 static void run_request(struct rpc_server *s, struct job *j)
@@ -221,8 +267,17 @@ static void run_request(struct rpc_server *s, struct job *j)
 	struct rpc_reply rep = { 0 };
 	int status;
 
+	struct op_metrics *om = op_metrics_get(j->hdr.opcode);
+	int64_t t0 = net_now_us();
+
 	wire_cursor_init_dyn(&rep.body, WIRE_BODY_MAX);
 	status = s->conf.handler(s->conf.arg, &req, &rep);
+	if (om) {
+		metrics_add(om->count, 1);
+		if (status < 0)
+			metrics_add(om->errors, 1);
+		metrics_observe(om->latency, (double)(net_now_us() - t0) / 1e6);
+	}
 	if (!wire_cursor_ok(&rep.body)) {
 		LOG_ERR(SUBSYS, "reply to %s from %s overflowed its body limit",
 			wire_opcode_name(j->hdr.opcode), req.peer);
@@ -337,6 +392,7 @@ static void conn_close(struct rpc_server *s, struct sconn *c)
 	close(c->fd);
 	c->fd = -1;
 	c->closing = 1;
+	__atomic_fetch_sub(&g_connections, 1, __ATOMIC_RELAXED);
 	conn_maybe_reap(s, c);
 }
 
@@ -348,6 +404,8 @@ static void conn_flush(struct rpc_server *s, struct sconn *c)
 		int close_after;
 
 		n = writev(c->fd, f->iov + f->iov_idx, f->iovcnt - f->iov_idx);
+		if (n > 0)
+			metrics_add(metrics_net_sent(), (uint64_t)n);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -579,6 +637,7 @@ static void conn_read(struct rpc_server *s, struct sconn *c)
 				conn_close(s, c);
 			return;
 		}
+		metrics_add(metrics_net_recv(), (uint64_t)n);
 		if (c->rx == RX_HDR) {
 			c->hdr_got += (size_t)n;
 			if (c->hdr_got < WIRE_HDR_LEN)
@@ -652,6 +711,7 @@ static void accept_all(struct rpc_server *s)
 		str_copy(c->peer_name, "?", sizeof(c->peer_name));
 		c->fd = fd;
 		c->id = ++s->next_conn_id;
+		__atomic_fetch_add(&g_connections, 1, __ATOMIC_RELAXED);
 		c->next = s->conns;
 		if (s->conns)
 			s->conns->prev = c;
@@ -661,6 +721,7 @@ static void accept_all(struct rpc_server *s)
 		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 			c->closing = 1;
 			close(fd);
+			__atomic_fetch_sub(&g_connections, 1, __ATOMIC_RELAXED);
 			conn_maybe_reap(s, c);
 		}
 	}
@@ -719,6 +780,9 @@ int rpc_server_create(const struct rpc_server_conf *conf, struct rpc_server **ou
 	s->conf.fsname = s->fsname;
 	s->conf.server_name = s->server_name;
 	s->nworkers = conf->nworkers > 0 ? conf->nworkers : 8;
+	metrics_gauge_fn("nacre_rpc_server_connections", "",
+			 "Connections open to this server (clients, servers, tools)", connections_now,
+			 NULL);
 	s->listen_fd = s->epfd = s->evfd = -1;
 	pthread_mutex_init(&s->work_q.lock, NULL);
 	pthread_cond_init(&s->work_q.cond, NULL);

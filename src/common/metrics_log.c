@@ -1,0 +1,153 @@
+/* metrics_log.c - one JSON line of metrics every N seconds, appended to a file: the form
+ * log-analytics agents ingest (hostname, loadavg, kbytesfree, bytessend, bytesrecv, ...). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/metrics.h"
+#include "common/util.h"
+
+/* JSON key for a labelled series: name plus label values, e.g.
+ * nacre_oss_write_bytes_total{target="OST0001"} -> nacre_oss_write_bytes_total.OST0001 */
+static void json_key(const struct metric *m, char *out, size_t len)
+{
+	size_t o = str_copy(out, metrics_name(m), len);
+	const char *p = metrics_labels(m);
+
+	while (*p && o + 2 < len) {
+		const char *q = strchr(p, '"');
+		if (!q)
+			break;
+		const char *e = strchr(q + 1, '"');
+		if (!e)
+			break;
+		out[o++] = '.';
+		for (const char *c = q + 1; c < e && o + 1 < len; c++)
+			out[o++] = *c;
+		out[o] = '\0';
+		p = e + 1;
+	}
+}
+
+char *metrics_render_json(const char *daemon)
+{
+	cJSON *o = cJSON_CreateObject();
+	char host[256] = "", key[256];
+	double load[3] = { 0, 0, 0 };
+	uint64_t kb_free, kb_total;
+	struct metric *head, *m;
+	char *out;
+
+	if (!o)
+		return NULL;
+	gethostname(host, sizeof(host) - 1);
+	getloadavg(load, 3);
+	metrics_space(&kb_free, &kb_total);
+	cJSON_AddStringToObject(o, "hostname", host);
+	cJSON_AddStringToObject(o, "daemon", daemon ? daemon : "");
+	cJSON_AddNumberToObject(o, "time", (double)time(NULL));
+	cJSON_AddNumberToObject(o, "loadavg", load[0]);
+	cJSON_AddNumberToObject(o, "kbytesfree", (double)kb_free);
+	cJSON_AddNumberToObject(o, "kbytestotal", (double)kb_total);
+	cJSON_AddNumberToObject(o, "bytessend", metrics_value(metrics_net_sent()));
+	cJSON_AddNumberToObject(o, "bytesrecv", metrics_value(metrics_net_recv()));
+	head = metrics_first();
+	for (m = head; m; m = metrics_next(m)) {
+		if (metrics_kind(m) == METRIC_HISTOGRAM)
+			continue;
+		json_key(m, key, sizeof(key));
+		if (!cJSON_GetObjectItemCaseSensitive(o, key))
+			cJSON_AddNumberToObject(o, key, metrics_value(m));
+	}
+	out = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return out;
+}
+
+static pthread_t log_thread;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t log_cond = PTHREAD_COND_INITIALIZER;
+static int log_running; /* protected by log_lock */
+static int log_fd = -1; /* owned by the thread while running */
+static int log_interval_s;
+static char log_daemon[32];
+
+static void write_line(void)
+{
+	char *line = metrics_render_json(log_daemon);
+	size_t n;
+
+	if (!line)
+		return;
+	n = strlen(line);
+	line[n] = '\n'; /* the terminating NUL becomes the newline: one write per line */
+	if (write(log_fd, line, n + 1) < 0) {
+		/* a full disk loses a metrics line, nothing else */
+	}
+	free(line);
+}
+
+static void *log_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&log_lock);
+	while (log_running) {
+		struct timespec ts;
+
+		pthread_mutex_unlock(&log_lock);
+		write_line();
+		pthread_mutex_lock(&log_lock);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += log_interval_s;
+		while (log_running &&
+		       pthread_cond_timedwait(&log_cond, &log_lock, &ts) != ETIMEDOUT) {
+		}
+	}
+	pthread_mutex_unlock(&log_lock);
+	write_line(); /* a last line at stop, so short runs are recorded too */
+	return NULL;
+}
+
+int metrics_log_start(const char *path, const char *daemon, int interval_s, char *err,
+		      size_t err_len)
+{
+	log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (log_fd < 0) {
+		int rc = -errno;
+		snprintf(err, err_len, "cannot open metrics log %s: %s", path, strerror(errno));
+		return rc;
+	}
+	log_interval_s = interval_s > 0 ? interval_s : 60;
+	str_copy(log_daemon, daemon, sizeof(log_daemon));
+	log_running = 1;
+	if (pthread_create(&log_thread, NULL, log_main, NULL) != 0) {
+		log_running = 0;
+		close(log_fd);
+		log_fd = -1;
+		snprintf(err, err_len, "cannot start the metrics log thread");
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+void metrics_log_stop(void)
+{
+	pthread_mutex_lock(&log_lock);
+	if (!log_running) {
+		pthread_mutex_unlock(&log_lock);
+		return;
+	}
+	log_running = 0;
+	pthread_cond_signal(&log_cond);
+	pthread_mutex_unlock(&log_lock);
+	pthread_join(log_thread, NULL);
+	close(log_fd);
+	log_fd = -1;
+}

@@ -1,0 +1,81 @@
+/* oss_metrics.c - the OSS's metrics, read at scrape time from each target's counters and
+ * from statvfs of its directory. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <sys/statvfs.h>
+
+#include "common/metrics.h"
+#include "oss/oss_metrics.h"
+
+static struct oss_target **g_targets; /* set once at start */
+static int g_ntargets;
+
+static double read_bytes(void *arg)
+{
+	struct oss_target *t = arg;
+	return (double)atomic_load_explicit(&t->stats.read_bytes, memory_order_relaxed);
+}
+
+static double write_bytes(void *arg)
+{
+	struct oss_target *t = arg;
+	return (double)atomic_load_explicit(&t->stats.write_bytes, memory_order_relaxed);
+}
+
+static void target_space(const struct oss_target *t, uint64_t *kb_free, uint64_t *kb_total)
+{
+	struct statvfs sv;
+
+	*kb_free = *kb_total = 0;
+	if (fstatvfs(t->dir_fd, &sv) == 0) {
+		*kb_free = (uint64_t)sv.f_bavail * sv.f_frsize / 1024;
+		*kb_total = (uint64_t)sv.f_blocks * sv.f_frsize / 1024;
+	}
+}
+
+static double kb_free_of(void *arg)
+{
+	uint64_t f, t;
+	target_space(arg, &f, &t);
+	return (double)f;
+}
+
+static double kb_total_of(void *arg)
+{
+	uint64_t f, t;
+	target_space(arg, &f, &t);
+	return (double)t;
+}
+
+/* The OSS's storage as a whole: the sum over its OSTs. */
+static void oss_space(void *arg, uint64_t *kb_free, uint64_t *kb_total)
+{
+	(void)arg;
+	for (int i = 0; i < g_ntargets; i++) {
+		uint64_t f, t;
+		target_space(g_targets[i], &f, &t);
+		*kb_free += f;
+		*kb_total += t;
+	}
+}
+
+void oss_metrics_register(struct oss_target **targets, int n)
+{
+	char labels[64];
+
+	g_targets = targets;
+	g_ntargets = n;
+	metrics_set_space_fn(oss_space, NULL);
+	for (int i = 0; i < n; i++) {
+		struct oss_target *t = targets[i];
+		snprintf(labels, sizeof(labels), "target=\"%s-%s\"", t->fsname, t->name);
+		metrics_counter_fn("nacre_oss_read_bytes_total", labels, "Bytes read from an OST",
+				   read_bytes, t);
+		metrics_counter_fn("nacre_oss_write_bytes_total", labels,
+				   "Bytes written to an OST", write_bytes, t);
+		metrics_gauge_fn("nacre_oss_kbytes_free", labels, "Free KiB of an OST", kb_free_of,
+				 t);
+		metrics_gauge_fn("nacre_oss_kbytes_total", labels, "Total KiB of an OST",
+				 kb_total_of, t);
+	}
+}
