@@ -60,11 +60,20 @@ int mds_perm_setattr(const struct nacre_cred *cr, struct mds_inode *ino,
 	if ((sa->valid & NACRE_SET_GID) && !root &&
 	    !(owner && (sa->gid == ino->gid || mds_perm_in_group(cr, sa->gid))))
 		return -EPERM;
-	if ((sa->valid & NACRE_SET_MODE) && !root && !owner)
-		return -EPERM;
-	/* explicit times: owner or root; "now": also anyone who may write */
-	if ((sa->valid & (NACRE_SET_ATIME | NACRE_SET_MTIME | NACRE_SET_CTIME)) &&
-	    !(sa->valid & (NACRE_SET_ATIME_NOW | NACRE_SET_MTIME_NOW)) && !root && !owner)
+	if ((sa->valid & NACRE_SET_MODE) && !root && !owner) {
+		/* A write or truncate by a non-owner drops setuid/setgid: the kernel asks for
+		 * it as a chmod with the writer's credentials. Allow exactly that. */
+		uint32_t kill = S_ISUID | S_ISGID, old = ino->mode & 07777, mode = sa->mode & 07777;
+		if ((mode & ~kill) != (old & ~kill) || (mode & ~old) || mode == old ||
+		    mds_perm_check(cr, ino, MDS_MAY_WRITE))
+			return -EPERM;
+	}
+	/* explicit times: owner or root; "now": also anyone who may write. Each time is
+	 * judged on its own: utimensat({t, UTIME_NOW}) by a non-owner is EPERM. */
+	int explicit_time = ((sa->valid & NACRE_SET_ATIME) && !(sa->valid & NACRE_SET_ATIME_NOW)) ||
+			    ((sa->valid & NACRE_SET_MTIME) && !(sa->valid & NACRE_SET_MTIME_NOW)) ||
+			    (sa->valid & NACRE_SET_CTIME);
+	if (explicit_time && !root && !owner)
 		return -EPERM;
 	if ((sa->valid & (NACRE_SET_ATIME_NOW | NACRE_SET_MTIME_NOW)) && !root && !owner) {
 		int rc = mds_perm_check(cr, ino, MDS_MAY_WRITE);
