@@ -37,6 +37,14 @@ struct nacre_mount_opts {
 	const char *client_name;/* shown in server logs; NULL = hostname */
 	nacre_log_fn log_fn;
 	void *log_arg;
+	/* Data path tunables (0 = the default), as Lustre's osc/llite tunables. */
+	unsigned max_rpc_size;  /* bytes per OST RPC: a multiple of 64 KiB up to 16 MiB;
+				 * default 4 MiB (max_pages_per_rpc) */
+	int max_rpcs_in_flight; /* background RPCs per OST; default 8 */
+	int max_dirty_mb;       /* write-behind data per client in MiB (a file gets at most a
+				 * quarter, capped at 64 MiB); default 256; -1 = off: every write
+				 * reaches the OSTs before it returns */
+	int readahead_max_mb;   /* readahead window limit per file in MiB; default 64; -1 = off */
 };
 
 /* Parses a mount spec: "host[:port]:/fsname[/subdir]" or Lustre's "host[@tcp][:port]:/fsname
@@ -139,15 +147,20 @@ int nacre_resolve(struct nacre_fs *fs, const struct nacre_cred *cr, const char *
 int nacre_open(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
 	       int flags, struct nacre_file **out);
 /* Reads up to len bytes at off. Returns bytes read (short only at end of file). Stripes are
- * read from their OSTs in parallel. Safe from many threads on one file. */
+ * read from their OSTs in parallel; a sequential stream is read ahead in the background and
+ * served from memory. Sees every write made through this fs, buffered or not. Safe from
+ * many threads on one file. */
 ssize_t nacre_pread(struct nacre_file *f, void *buf, size_t len, uint64_t off);
 /* Writes len bytes at off (with O_APPEND, at the end: off is ignored). Returns len or an
- * error. Stripes are written in parallel. */
+ * error. With write-behind (the default) the data is copied and sent in the background in
+ * large RPCs; an error of a background write is returned by the next write on f and by
+ * nacre_flush, nacre_fsync and nacre_close. Stripes are written in parallel. */
 ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len, uint64_t off);
 /* Makes written data durable on the OSTs and the size known to the MDS. */
 int nacre_fsync(struct nacre_file *f, int datasync);
-/* Publishes the size and mtime this handle wrote to the MDS, so that another client's
- * open sees them (close-to-open), without forcing data to disk. Returns a deferred write
+/* Sends this handle's buffered writes to the OSTs and waits for them, then publishes the
+ * size and mtime it wrote to the MDS, so that another client's open sees both
+ * (close-to-open), without forcing data to disk. Returns a deferred write
  * error if there is one. */
 int nacre_flush(struct nacre_file *f);
 /* Flushes size/mtime to the MDS and frees f. Returns the first deferred error, if any. */
@@ -157,6 +170,58 @@ int nacre_file_attr(struct nacre_file *f, struct nacre_attr *out);
 /* The highest end offset written through f (0 if none). */
 uint64_t nacre_file_written_size(const struct nacre_file *f);
 const struct nacre_layout *nacre_file_layout(const struct nacre_file *f);
+
+/* ---- HSM (hierarchical storage: archive, release, restore) ----
+ * Opening (or truncating) a released file restores it transparently: nacre_open and
+ * nacre_setattr wait while the MDS reports the restore in progress, up to the mount's
+ * timeout_ms, then fail with -ETIMEDOUT. */
+
+/* A user request (NACRE_HUA_ARCHIVE, _RESTORE, _RELEASE, _REMOVE, _CANCEL) for n files at
+ * once (any n: sent in batches). archive_id 0 = the file's, else the MDS default. rcs[i]
+ * gets file i's result (0, -EPERM: not allowed in its state or by its owner, -EBUSY: open or
+ * another action runs, -EINVAL: not a regular file...). Returns 0 when every file was
+ * handled (see rcs), or the error that stopped the request. */
+int nacre_hsm_request(struct nacre_fs *fs, const struct nacre_cred *cr, uint32_t action,
+		      uint32_t archive_id, const struct nacre_fid *fids, int n, int *rcs);
+/* HSM state bits (NACRE_HS_*) and archive id of a file. */
+int nacre_hsm_state_get(struct nacre_fs *fs, const struct nacre_cred *cr,
+			const struct nacre_fid *fid, uint32_t *state, uint32_t *archive_id);
+/* Sets and clears state bits (users: only NORELEASE, NOARCHIVE, DIRTY on their files; root:
+ * any but RELEASED); archive_id 0 keeps it. The new state is written to state/archive_id
+ * (either may be NULL). */
+int nacre_hsm_state_set(struct nacre_fs *fs, const struct nacre_cred *cr,
+			const struct nacre_fid *fid, uint32_t set, uint32_t clear,
+			uint32_t archive_id, uint32_t *state, uint32_t *archive_id_out);
+/* The action queued or running on a file: 1 with *out filled, 0 if none. */
+int nacre_hsm_action_get(struct nacre_fs *fs, const struct nacre_cred *cr,
+			 const struct nacre_fid *fid, struct nacre_hsm_action *out);
+/* The coordinator queue: up to max actions with a cookie above after (0 = from the start).
+ * Returns the count; *eof is 1 when nothing follows. */
+int nacre_hsm_list(struct nacre_fs *fs, const struct nacre_cred *cr, uint64_t after,
+		   struct nacre_hsm_action *out, int max, int *eof);
+/* Creates a released stub (root only): a regular file name in parent with the given
+ * attributes whose data is the archive object path of archive archive_id. */
+int nacre_hsm_import(struct nacre_fs *fs, const struct nacre_cred *cr,
+		     const struct nacre_fid *parent, const char *name, uint32_t mode, uint32_t uid,
+		     uint32_t gid, uint64_t size, const struct nacre_time *mtime,
+		     uint32_t archive_id, const char *path, struct nacre_attr *out);
+
+/* Copytool (agent) calls, as root. The registration lives as long as this fs's MDS
+ * connection: if it breaks, the actions in flight go back to the queue. */
+int nacre_hsm_agent_register(struct nacre_fs *fs, const uint32_t *archive_ids, int nids,
+			     int max_active);
+/* Waits up to wait_ms (at most 5000) for actions and returns how many were written to out
+ * (at most max), 0 if none. A RESTORE is written by opening its file O_WRONLY with
+ * nacre_open: for this agent the MDS hands out the restore's new objects. */
+int nacre_hsm_agent_poll(struct nacre_fs *fs, struct nacre_hsm_action *out, int max,
+			 int wait_ms);
+/* Reports progress of a (bytes done, total; 0 = unknown); with final, the end of it: status
+ * 0 or a negative errno (-ECANCELED after a cancel), and for an ARCHIVE the object name it
+ * used (path, may be NULL). Returns 0, 1 if the user canceled the action (stop and report
+ * final -ECANCELED), or an error: -ESTALE means the action was taken back (drop it). */
+int nacre_hsm_agent_progress(struct nacre_fs *fs, const struct nacre_hsm_action *a,
+			     uint64_t done, uint64_t total, int final, int status,
+			     const char *path);
 
 #ifdef __cplusplus
 }

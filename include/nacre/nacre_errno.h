@@ -16,7 +16,8 @@ enum {
 	NACRE_EFORMAT = 4006,        /* on-disk format version we do not know */
 	NACRE_ENOTARGET = 4007,      /* no such target registered */
 	NACRE_ETIMEDOUT_SRV = 4008,  /* server did not answer within the timeout */
-	NACRE_ELAST = 4009,
+	NACRE_ERESTORING = 4009,     /* HSM: the file is being restored; retry the call later */
+	NACRE_ELAST = 4010,
 };
 
 /* Returns a static string for a negative (or positive) errno or NACRE_E* code.

@@ -53,6 +53,48 @@ enum {
 	NACRE_HS_LOST = 0x40,
 };
 
+/* HSM user requests (Lustre's enum hsm_user_action). */
+enum {
+	NACRE_HUA_ARCHIVE = 10,
+	NACRE_HUA_RESTORE = 11,
+	NACRE_HUA_RELEASE = 12,
+	NACRE_HUA_REMOVE = 13,
+	NACRE_HUA_CANCEL = 14,
+};
+
+/* HSM actions run by a copytool (Lustre's enum hsm_copytool_action). */
+enum {
+	NACRE_HSMA_ARCHIVE = 20,
+	NACRE_HSMA_RESTORE = 21,
+	NACRE_HSMA_REMOVE = 22,
+	NACRE_HSMA_CANCEL = 23,
+};
+
+/* Status of a queued HSM action (Lustre's enum agent_req_status). */
+enum {
+	NACRE_HAS_WAITING = 0,
+	NACRE_HAS_STARTED = 1,
+	NACRE_HAS_FAILED = 2,
+	NACRE_HAS_CANCELED = 3,
+	NACRE_HAS_SUCCEED = 4,
+};
+
+/* One action of the HSM coordinator queue, as `nacre hsm list` and copytools see it. */
+struct nacre_hsm_action {
+	uint64_t cookie;      /* unique id of the action, never reused */
+	uint32_t action;      /* NACRE_HSMA_* */
+	uint32_t status;      /* NACRE_HAS_* */
+	struct nacre_fid fid;
+	uint32_t archive_id;
+	uint32_t flags;
+	uint64_t bytes_done;
+	uint64_t bytes_total; /* 0 while unknown */
+	int32_t err;          /* final error of a FAILED action (negative errno), else 0 */
+	struct nacre_time ctime; /* queued */
+	struct nacre_time mtime; /* last change */
+	char path[NACRE_PATH_MAX + 1]; /* archive object name ("" until known, for ARCHIVE) */
+};
+
 /* Attributes of one inode as the MDS holds them. mode includes the S_IFMT type bits. */
 struct nacre_attr {
 	struct nacre_fid fid;

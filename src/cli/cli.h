@@ -68,5 +68,18 @@ int cli_path2fid(int argc, char **argv);    /* fid.c */
 int cli_fid2path(int argc, char **argv);    /* fid.c */
 int cli_up(int argc, char **argv);          /* cluster.c */
 int cli_down(int argc, char **argv);        /* cluster.c */
+int cli_hsm_archive(int argc, char **argv); /* hsm.c */
+int cli_hsm_release(int argc, char **argv); /* hsm.c */
+int cli_hsm_restore(int argc, char **argv); /* hsm.c */
+int cli_hsm_remove(int argc, char **argv);  /* hsm.c */
+int cli_hsm_cancel(int argc, char **argv);  /* hsm.c */
+int cli_hsm_state(int argc, char **argv);   /* hsm.c */
+int cli_hsm_action(int argc, char **argv);  /* hsm.c */
+int cli_hsm_set(int argc, char **argv);     /* hsm.c */
+int cli_hsm_clear(int argc, char **argv);   /* hsm.c */
+int cli_hsm(int argc, char **argv);         /* hsm.c: list, import, and the verbs */
+int cli_cluster(int argc, char **argv);     /* cluster_conf_run.c */
+int cli_stats(int argc, char **argv);       /* stats.c */
+int cli_top(int argc, char **argv);         /* stats.c */
 
 #endif

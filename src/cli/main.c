@@ -52,6 +52,53 @@ static const struct cli_cmd commands[] = {
 	 "  --port P       MDS port on 127.0.0.1 (default 9400); OSS ports follow it\n"},
 	{"down", cli_down, "stop a cluster started by `nacre up`",
 	 "usage: nacre down --dir DIR\n"},
+	{"cluster", cli_cluster, "bring a multi-host cluster up or down from one config file",
+	 "usage: nacre cluster up|down|status CONFIG\n"
+	 "  up      check every host, start the MDS and OSSes (formatting new targets), wait\n"
+	 "          for the OSTs to register, mount the clients; stops at the first failure\n"
+	 "  down    unmount the clients, stop the OSSes, then the MDS\n"
+	 "  status  every daemon, target and mount, up or down (exit 3 if any is down)\n"
+	 "CONFIG is an INI file: see docs/cluster.md and deploy/examples/cluster.conf.\n"},
+	{"stats", cli_stats, "Lustre-style per-target counters from the metrics endpoints",
+	 "usage: nacre stats [-c CONFIG] [HOST:PORT...]\n"
+	 "  Reads each daemon's Prometheus endpoint (--metrics-addr) and prints per-target\n"
+	 "  read_bytes, write_bytes and requests per operation.\n"
+	 "  -c CONFIG   take the endpoints from a cluster config (metrics_addr keys)\n"},
+	{"top", cli_top, "live per-server view: load, free space, bytes/s, requests/s",
+	 "usage: nacre top [-c CONFIG] [-n COUNT] [HOST:PORT...]\n"
+	 "  Refreshes every second from the daemons' metrics endpoints; q or Ctrl-C quits.\n"
+	 "  -c CONFIG   take the endpoints from a cluster config (metrics_addr keys)\n"
+	 "  -n COUNT    stop after COUNT refreshes (for scripts)\n"},
+	{"hsm_archive", cli_hsm_archive, "archive files to the HSM backend",
+	 "usage: nacre hsm_archive [--archive N] [--filelist FILE] FILE...\n"},
+	{"hsm_release", cli_hsm_release, "free the OST space of archived files",
+	 "usage: nacre hsm_release [--filelist FILE] FILE...\n"
+	 "Only archived files that are not dirty can be released.\n"},
+	{"hsm_restore", cli_hsm_restore, "bring released files back from the archive",
+	 "usage: nacre hsm_restore [--filelist FILE] [-r] FILE|DIR...\n"
+	 "  -r  every file under the directories; waits and shows progress\n"},
+	{"hsm_remove", cli_hsm_remove, "delete the archive copy of files",
+	 "usage: nacre hsm_remove [--archive N] [--filelist FILE] FILE...\n"},
+	{"hsm_cancel", cli_hsm_cancel, "cancel the HSM action queued or running on files",
+	 "usage: nacre hsm_cancel [--filelist FILE] FILE...\n"},
+	{"hsm_state", cli_hsm_state, "print the HSM state of files",
+	 "usage: nacre hsm_state [--filelist FILE] FILE...\n"},
+	{"hsm_action", cli_hsm_action, "print the HSM action running on files",
+	 "usage: nacre hsm_action [--filelist FILE] FILE...\n"},
+	{"hsm_set", cli_hsm_set, "set HSM flags of files",
+	 "usage: nacre hsm_set [--norelease] [--noarchive] [--dirty] [--exists] [--archived]\n"
+	 "                     [--lost] [--archive-id N] FILE...\n"
+	 "Users may set only norelease, noarchive and dirty, on their own files.\n"},
+	{"hsm_clear", cli_hsm_clear, "clear HSM flags of files",
+	 "usage: nacre hsm_clear [--norelease] [--noarchive] [--dirty] [--exists] [--archived]\n"
+	 "                       [--lost] FILE...\n"},
+	{"hsm", cli_hsm, "HSM queue and import (and `nacre hsm VERB` for the hsm_VERB commands)",
+	 "usage: nacre hsm list [PATH]\n"
+	 "       nacre hsm import --archive-id N --backend URL [--endpoint URL]\n"
+	 "                        [--credentials FILE] DESTDIR\n"
+	 "       nacre hsm archive|release|restore|remove|cancel|state|action|set|clear ...\n"
+	 "  list    the coordinator queue with progress\n"
+	 "  import  released stubs for every object of the backend, under DESTDIR (root only)\n"},
 	{"help", cmd_help, "list commands, or show the usage of one", "usage: nacre help [COMMAND]\n"},
 };
 

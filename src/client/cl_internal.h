@@ -1,9 +1,11 @@
 /* cl_internal.h - libnacre's private structures and the helpers its files share.
  *
  * Lock order (see docs/threading.md): nacre_fs.files_lock, then nacre_file.append_lock,
- * then nacre_file.lock, then cl_oss_table.lock. RPC calls are never made while holding
- * files_lock, nacre_file.lock or cl_oss_table.lock (append_lock is held across the
- * getattr + write of an O_APPEND write on purpose, to serialize appends).
+ * then nacre_file.lock, then cl_pool.lock, then cl_oss_table.lock. RPC calls are never
+ * made while holding files_lock, nacre_file.lock, cl_pool.lock or cl_oss_table.lock
+ * (append_lock is held across the getattr + write of an O_APPEND write on purpose, to
+ * serialize appends; a writer blocked on the client dirty bound may take files_lock under
+ * it, and nothing takes append_lock under files_lock).
  */
 #ifndef NACRE_CL_INTERNAL_H
 #define NACRE_CL_INTERNAL_H
@@ -11,13 +13,15 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "client/cl_data.h"
 #include "common/key.h"
 #include "nacre/nacre.h"
 #include "proto/cursor.h"
 #include "proto/rpc.h"
 
-/* Largest OST read or write RPC (Lustre's 4 MiB bulk). */
-#define CL_RPC_MAX (4u * 1024u * 1024u)
+/* Largest OST read or write RPC by default (Lustre's 4 MiB bulk); fs->rpc_max is the
+ * tunable (nacre_mount_opts.max_rpc_size). */
+#define CL_RPC_MAX CL_RPC_SIZE_DEFAULT
 
 /* One connection per OSS address, shared by every file and every OST that OSS serves.
  * Created lazily; never destroyed before umount (other threads may hold the pointer). */
@@ -58,6 +62,14 @@ struct nacre_fs {
 
 	struct cl_oss_table oss;
 
+	/* data path tunables, immutable after mount (see cl_data.h) */
+	uint32_t rpc_max;         /* bytes per OST RPC */
+	uint64_t dirty_max;       /* write-behind bytes per client; 0 = write-through */
+	uint64_t file_dirty_max;  /* write-behind bytes per file */
+	uint64_t ra_max;          /* readahead window limit; 0 = no readahead */
+	struct cl_pool pool;      /* background RPCs; its own lock */
+	uint64_t wgen[CL_WGEN_BUCKETS]; /* write generations by fid hash: atomics, no lock */
+
 	pthread_mutex_t files_lock; /* protects files and every nacre_file's next/prev */
 	struct nacre_file *files;   /* open files, so a truncate can correct their sizes */
 };
@@ -81,6 +93,10 @@ struct nacre_file {
 				      * carry an mtime again (it would undo a utimes in between) */
 	struct nacre_time mtime;     /* time of the last write */
 	int deferred_err;            /* first write error, reported again at close */
+	pthread_cond_t io_cond;      /* with lock: a background RPC of this file completed */
+	int jobs;                    /* lock: pool jobs (write-behind, readahead) outstanding */
+	struct cl_wb wb;             /* lock: write-behind state (wb.c) */
+	struct cl_ra ra;             /* lock: readahead state (ra.c) */
 
 	struct nacre_file *next, *prev; /* fs->files, under fs->files_lock */
 };

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "client/cl_export.h"
+#include "client/cl_hsm.h"
 #include "client/cl_internal.h"
 #include "common/key.h"
 #include "proto/rpc.h"
@@ -82,6 +83,14 @@ int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, uint32_t flags, const stru
 	a.body = req->buf;
 	a.body_len = (uint32_t)wire_cursor_pos(req);
 	rc = rpc_call(fs->mds, &a, &m);
+	/* a released file: the MDS queued its restore; wait and ask again */
+	for (int64_t waited = 0; rc == -NACRE_ERESTORING;) {
+		rpc_msg_free(m);
+		m = NULL;
+		rc = cl_restore_wait(fs, req, &waited);
+		if (rc == 0)
+			rc = rpc_call(fs->mds, &a, &m);
+	}
 	if (rc < 0) {
 		if (cl_is_transport_err(rc))
 			cl_log(fs, CL_LOG_WARN, "MDS %s: %s failed: %s", fs->addr, wire_opcode_name(opcode),
@@ -274,8 +283,40 @@ static int resolve_subdir(struct nacre_fs *fs, char *err, size_t err_len)
 	return 0;
 }
 
+/* The data path tunables of opts, defaulted and clamped (see nacre.h). */
+static void set_tunables(struct nacre_fs *fs, const struct nacre_mount_opts *opts)
+{
+	uint64_t rpc = opts->max_rpc_size ? opts->max_rpc_size : CL_RPC_SIZE_DEFAULT;
+	uint64_t mib = 1024 * 1024;
+
+	rpc -= rpc % CL_RPC_SIZE_MIN;
+	if (rpc < CL_RPC_SIZE_MIN)
+		rpc = CL_RPC_SIZE_MIN;
+	if (rpc > WIRE_BULK_MAX)
+		rpc = WIRE_BULK_MAX;
+	fs->rpc_max = (uint32_t)rpc;
+	if (opts->max_dirty_mb < 0)
+		fs->dirty_max = 0;
+	else
+		fs->dirty_max = (uint64_t)(opts->max_dirty_mb ? opts->max_dirty_mb
+							  : CL_DIRTY_MB_DEFAULT) * mib;
+	fs->file_dirty_max = fs->dirty_max / 4;
+	if (fs->file_dirty_max > CL_FILE_DIRTY_MB_MAX * mib)
+		fs->file_dirty_max = CL_FILE_DIRTY_MB_MAX * mib;
+	if (fs->dirty_max > 0 && fs->file_dirty_max < rpc)
+		fs->file_dirty_max = rpc;
+	if (opts->readahead_max_mb < 0)
+		fs->ra_max = 0;
+	else
+		fs->ra_max = (uint64_t)(opts->readahead_max_mb ? opts->readahead_max_mb
+							       : CL_RA_MB_DEFAULT) * mib;
+	if (fs->ra_max > 0 && fs->ra_max < rpc)
+		fs->ra_max = rpc;
+}
+
 static void fs_free(struct nacre_fs *fs)
 {
+	cl_pool_fini(&fs->pool);
 	rpc_conn_destroy(fs->mds);
 	cl_oss_fini(&fs->oss);
 	pthread_mutex_destroy(&fs->files_lock);
@@ -309,6 +350,14 @@ NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *op
 	}
 	cl_oss_init(&fs->oss);
 	pthread_mutex_init(&fs->files_lock, NULL);
+	set_tunables(fs, opts);
+	rc = cl_pool_init(&fs->pool, opts->max_rpcs_in_flight > 0 ? opts->max_rpcs_in_flight
+								  : CL_RPCS_IN_FLIGHT_DEFAULT,
+			  fs->rpc_max);
+	if (rc) {
+		set_err(err, err_len, "out of memory");
+		goto out_free;
+	}
 	fs->log_fn = opts->log_fn;
 	fs->log_arg = opts->log_arg;
 	fs->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : TIMEOUT_DEFAULT_MS;

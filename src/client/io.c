@@ -9,6 +9,11 @@
  *
  * Size: the MDS holds it; a handle knows the size from OPEN (or a later getattr) and the
  * highest end offset it wrote itself, and reports the latter on fsync and close.
+ *
+ * With write-behind on (fs->dirty_max > 0) writes go to wb.c and reach the OSTs in the
+ * background; reads first push out buffered writes of their range (read-your-writes) and
+ * are served by readahead (ra.c) when it holds them. Writes larger than a quarter of the
+ * per-file bound skip the buffer (they are large RPCs already).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +56,7 @@ struct io_batch {
 	struct io_op *ops;
 	int nops;
 	int cap;
+	uint64_t rpc_max; /* largest RPC */
 	int open[NACRE_MAX_STRIPES]; /* op still growing for each stripe, -1 = none */
 };
 
@@ -72,9 +78,10 @@ static uint64_t known_size_locked(const struct nacre_file *f)
 
 /* ---- batches ---- */
 
-static void batch_init(struct io_batch *b)
+static void batch_init(struct io_batch *b, uint64_t rpc_max)
 {
 	memset(b, 0, sizeof(*b));
+	b->rpc_max = rpc_max;
 	for (int i = 0; i < NACRE_MAX_STRIPES; i++)
 		b->open[i] = -1;
 }
@@ -133,14 +140,14 @@ static int op_push_iov(struct io_op *op, uint8_t *p, uint64_t len)
 }
 
 /* Adds one piece of an object: appended to that stripe's growing op when it continues it
- * in the object and there is room, else starts new ops of at most CL_RPC_MAX bytes. */
+ * in the object and there is room, else starts new ops of at most b->rpc_max bytes. */
 static int batch_add(struct io_batch *b, uint16_t opcode, uint32_t stripe, uint64_t obj_off,
 		     uint8_t *p, uint64_t len)
 {
 	while (len > 0) {
 		struct io_op *op = b->open[stripe] >= 0 ? &b->ops[b->open[stripe]] : NULL;
 
-		if (op && (op->obj_off + op->len != obj_off || op->len >= CL_RPC_MAX))
+		if (op && (op->obj_off + op->len != obj_off || op->len >= b->rpc_max))
 			op = NULL;
 		if (!op) {
 			op = batch_new_op(b, opcode, stripe, obj_off);
@@ -148,7 +155,7 @@ static int batch_add(struct io_batch *b, uint16_t opcode, uint32_t stripe, uint6
 				return -ENOMEM;
 			b->open[stripe] = b->nops - 1;
 		}
-		uint64_t take = CL_RPC_MAX - op->len;
+		uint64_t take = b->rpc_max - op->len;
 		if (take > len)
 			take = len;
 		if (op_push_iov(op, p, take))
@@ -338,6 +345,26 @@ static int batch_run(struct nacre_file *f, struct io_batch *b)
 	return cl_io_errno(first);
 }
 
+int cl_obj_io(struct nacre_file *f, uint16_t opcode, uint32_t stripe, uint64_t obj_off,
+	      struct iovec *iov, int niov, uint64_t len)
+{
+	struct io_op op;
+	int rc;
+
+	memset(&op, 0, sizeof(op));
+	op.opcode = opcode;
+	op.stripe = stripe;
+	op.obj_off = obj_off;
+	op.len = len;
+	op.iov = iov; /* borrowed: op is not freed through batch_fini */
+	op.niov = niov;
+	op.cap_iov = niov;
+	op_start(f, &op);
+	rc = op_finish(f, &op);
+	free(op.tmp);
+	return rc;
+}
+
 /* Reads or writes [off, off+len) of the file through buf, in batches. */
 static int file_io(struct nacre_file *f, uint16_t opcode, uint8_t *buf, uint64_t len,
 		   uint64_t off)
@@ -356,7 +383,7 @@ static int file_io(struct nacre_file *f, uint16_t opcode, uint8_t *buf, uint64_t
 		struct io_batch b;
 		uint64_t n = len - done < batch ? len - done : batch;
 
-		batch_init(&b);
+		batch_init(&b, f->fs->rpc_max);
 		rc = batch_build(&b, l, opcode, buf + done, n, off + done);
 		if (rc == 0)
 			rc = batch_run(f, &b);
@@ -381,6 +408,7 @@ void cl_files_set_size(struct nacre_fs *fs, const struct nacre_fid *fid, uint64_
 		pthread_mutex_unlock(&f->lock);
 	}
 	pthread_mutex_unlock(&fs->files_lock);
+	cl_wgen_bump(fs, fid); /* readahead of the old contents is stale */
 }
 
 void cl_files_mtime_set(struct nacre_fs *fs, const struct nacre_fid *fid)
@@ -441,6 +469,9 @@ NACRE_API int nacre_open(struct nacre_fs *fs, const struct nacre_cred *cr,
 	req.cred = *cl_cred(cr, &root);
 	req.fid = *fid;
 	req.flags = (uint32_t)(flags & ~(O_CREAT | O_EXCL | O_NOCTTY)); /* create is separate */
+	/* Buffered writes of other handles come before the truncate, not after it. */
+	if (flags & O_TRUNC)
+		cl_wb_flush_fid(fs, fid);
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_open_req_encode(&c, &req);
 	rc = cl_mds_call(fs, WIRE_OP_MDS_OPEN, 0, &c, &m); /* makes a handle: not idempotent */
@@ -470,6 +501,7 @@ NACRE_API int nacre_open(struct nacre_fs *fs, const struct nacre_cred *cr,
 	f->attr = rep.attr;
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_init(&f->append_lock, NULL);
+	pthread_cond_init(&f->io_cond, NULL);
 	/* Other handles of this client must not report an end beyond the truncation. */
 	if (flags & O_TRUNC)
 		cl_files_set_size(fs, fid, rep.attr.size);
@@ -496,6 +528,9 @@ NACRE_API ssize_t nacre_pread(struct nacre_file *f, void *buf, size_t len, uint6
 		return 0;
 	if (len > size - off)
 		len = (size_t)(size - off);
+	cl_wb_flush_range(f, off, len); /* read-your-writes, for every handle of this client */
+	if (cl_ra_read(f, buf, len, off, size))
+		return (ssize_t)len;
 	rc = file_io(f, WIRE_OP_OST_READ, buf, len, off);
 	return rc < 0 ? rc : (ssize_t)len;
 }
@@ -538,8 +573,17 @@ NACRE_API ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len
 	}
 	if (rc == 0 && (off > FILE_OFF_MAX || len > FILE_OFF_MAX - off))
 		rc = -EFBIG;
+	if (rc == 0 && f->fs->dirty_max > 0)
+		rc = cl_wb_take_error(f); /* a background write failed: say so once */
 	if (rc == 0) {
-		rc = file_io(f, WIRE_OP_OST_WRITE, (uint8_t *)(uintptr_t)buf, len, off);
+		if (f->fs->dirty_max > 0 && len <= f->fs->file_dirty_max / 4) {
+			rc = cl_wb_write(f, buf, len, off);
+		} else {
+			/* Large enough to go as is; older buffered data of the range first. */
+			cl_wb_flush_range(f, off, len);
+			rc = file_io(f, WIRE_OP_OST_WRITE, (uint8_t *)(uintptr_t)buf, len, off);
+			cl_wgen_bump(f->fs, &f->fid);
+		}
 		pthread_mutex_lock(&f->lock);
 		if (rc == 0) {
 			if (off + len > f->written_end)
@@ -608,7 +652,8 @@ NACRE_API int nacre_fsync(struct nacre_file *f, int datasync)
 	(void)datasync; /* the size goes to the MDS either way: fdatasync needs it too */
 	if (!f)
 		return -EINVAL;
-	batch_init(&b);
+	cl_wb_flush(f);
+	batch_init(&b, f->fs->rpc_max);
 	for (uint32_t i = 0; i < f->layout.nosts && rc == 0; i++) {
 		struct io_op *op = batch_new_op(&b, WIRE_OP_OST_SYNC, i, 0);
 		if (!op)
@@ -633,12 +678,13 @@ NACRE_API int nacre_flush(struct nacre_file *f)
 
 	if (!f)
 		return -EINVAL;
+	/* Buffered writes go to the OSSes (acknowledged from their page cache), then the size
+	 * and mtime to the MDS: another client's open then sees both. */
+	cl_wb_flush(f);
 	pthread_mutex_lock(&f->lock);
 	wrote = f->wrote;
 	deferred = f->deferred_err;
 	pthread_mutex_unlock(&f->lock);
-	/* Writes are on the OSSes already (acknowledged from their page cache): only the
-	 * size and mtime have to reach the MDS for another client's open to see them. */
 	rc = wrote ? send_size(f, WIRE_OP_MDS_SIZE_UPDATE) : 0;
 	return deferred ? deferred : rc;
 }
@@ -649,6 +695,7 @@ NACRE_API int nacre_close(struct nacre_file *f)
 
 	if (!f)
 		return 0;
+	cl_wb_flush(f);
 	file_unregister(f);
 	rc = send_size(f, WIRE_OP_MDS_CLOSE);
 	if (rc) {
@@ -657,8 +704,13 @@ NACRE_API int nacre_close(struct nacre_file *f)
 		       nacre_fid_format(&f->fid, fid, sizeof(fid)), nacre_strerror(rc));
 	}
 	pthread_mutex_lock(&f->lock);
+	while (f->jobs > 0) /* readahead still landing in our buffers */
+		pthread_cond_wait(&f->io_cond, &f->lock);
 	deferred = f->deferred_err;
+	cl_ra_fini(f);
+	cl_wb_fini(f);
 	pthread_mutex_unlock(&f->lock);
+	pthread_cond_destroy(&f->io_cond);
 	pthread_mutex_destroy(&f->lock);
 	pthread_mutex_destroy(&f->append_lock);
 	free(f);

@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "fuse/fz.h"
+#include "fuse/fz_metrics.h"
 
 /* open(2) flags libnacre does not take: creation is a separate call, the rest is the
  * kernel's business. */
@@ -35,6 +36,7 @@ static struct fz_file *file_create(struct fz_inode *in, struct nacre_file *nf, i
 	if (flags & O_TRUNC)
 		fz_inode_clamp_size(in, 0);
 	fz_inode_add_file(in, f);
+	fz_metrics_open(1);
 	return f;
 }
 
@@ -46,16 +48,44 @@ int fz_file_close(struct fz_file *f)
 		return 0;
 	/* Close before unlinking: until the MDS has the size, getattr must still see it. */
 	rc = nacre_close(f->nf);
+	fz_metrics_open(-1);
 	fz_inode_del_file(f->inode, f);
 	free(f);
 	return rc;
 }
 
-static void set_open_flags(struct fuse_file_info *fi)
+static int time_eq(const struct nacre_time *a, const struct nacre_time *b)
+{
+	return a->sec == b->sec && a->nsec == b->nsec;
+}
+
+/* Records f's attributes as the state the page cache of its inode matches. Returns 1 if
+ * they equal the previous record (nothing changed on the servers since). */
+static int cache_stamp(struct fz_file *f)
+{
+	struct fz_inode *in = f->inode;
+	struct nacre_attr a;
+	int same;
+
+	if (nacre_file_attr(f->nf, &a) < 0)
+		return 0;
+	pthread_mutex_lock(&in->lock);
+	same = in->cache_valid && in->cache_size == a.size &&
+	       time_eq(&in->cache_mtime, &a.mtime) && time_eq(&in->cache_ctime, &a.ctime);
+	in->cache_valid = 1;
+	in->cache_size = a.size;
+	in->cache_mtime = a.mtime;
+	in->cache_ctime = a.ctime;
+	pthread_mutex_unlock(&in->lock);
+	return same;
+}
+
+static void set_open_flags(struct fz_file *f, struct fuse_file_info *fi)
 {
 	fi->direct_io = 0;
-	/* Close-to-open: drop cached pages on open, as another client may have written. */
-	fi->keep_cache = 0;
+	/* Close-to-open: drop cached pages on open if the file changed since this client
+	 * last knew it (another client may have written); keep them otherwise. */
+	fi->keep_cache = (unsigned)cache_stamp(f);
 }
 
 void fz_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -94,7 +124,7 @@ void fz_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		goto out_forget;
 	}
 	fi->fh = (uint64_t)(uintptr_t)f;
-	set_open_flags(fi);
+	set_open_flags(f, fi);
 	/* If the kernel dropped the reply, it holds neither the lookup nor the file. */
 	if (fuse_reply_create(req, &e, fi) != 0) {
 		fz_file_close(f);
@@ -137,7 +167,7 @@ void fz_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->fh = (uint64_t)(uintptr_t)f;
-	set_open_flags(fi);
+	set_open_flags(f, fi);
 	if (fuse_reply_open(req, fi) != 0)
 		fz_file_close(f);
 }
@@ -162,8 +192,10 @@ void fz_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	n = nacre_pread(f->nf, buf, size, (uint64_t)off);
 	if (n < 0)
 		fz_reply_rc(req, (int)n);
-	else
+	else {
+		fz_metrics_read((uint64_t)n);
 		fuse_reply_buf(req, buf, (size_t)n);
+	}
 	free(buf);
 }
 
@@ -188,6 +220,7 @@ void fz_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 		f->written_end = end;
 	f->dirty = 1;
 	pthread_mutex_unlock(&in->lock);
+	fz_metrics_write((uint64_t)n);
 	fuse_reply_write(req, (size_t)n);
 }
 
@@ -209,6 +242,10 @@ static int file_push(struct fz_file *f, int datasync, int durable)
 		pthread_mutex_lock(&in->lock);
 		f->dirty = 1;
 		pthread_mutex_unlock(&in->lock);
+	} else if (dirty) {
+		/* The page cache holds what we wrote and the MDS now says so: the next open
+		 * here may keep it. */
+		cache_stamp(f);
 	}
 	return rc;
 }

@@ -26,8 +26,14 @@ struct fz_inode {
 	uint64_t nlookup;        /* fz_itable.lock */
 	struct fz_inode *hnext;  /* fz_itable.lock: hash chain */
 	struct nacre_fid parent; /* fz_itable.lock: last parent seen, for ".." in readdir */
-	pthread_mutex_t lock;    /* protects files */
+	pthread_mutex_t lock;    /* protects files and the cache stamp */
 	struct fz_file *files;   /* lock: files open on this inode */
+	/* lock: size and times of the file when the kernel's page cache of it was last known
+	 * to match the servers (at open, and after this client's flush); an open that finds
+	 * them unchanged keeps the cache (close-to-open still holds: any change drops it) */
+	int cache_valid;
+	uint64_t cache_size;
+	struct nacre_time cache_mtime, cache_ctime;
 };
 
 /* An open regular file (fi->fh). nf is used only by requests that carry this handle, which
@@ -50,9 +56,27 @@ struct fz_itable {
 	struct fz_inode root;      /* fid and ino immutable after fz_itable_init */
 };
 
-/* The mount: set up before the session starts, read-only afterwards (no lock needed). */
+/* Kernel readahead set on the mount's bdi (read_ahead_kb), so that buffered reads arrive as
+ * 1 MiB requests with several in flight. */
+#define FZ_KERNEL_RA_KB 4096
+
+/* The thread that raises the bdi readahead once the kernel finished FUSE_INIT (bdi.c). */
+struct fz_bdi {
+	pthread_mutex_t lock; /* protects the fields below */
+	pthread_cond_t cond;
+	int inited;           /* op_init ran */
+	int stop;             /* unmounting */
+	int started;          /* thread is running (joined by fz_bdi_stop) */
+	pthread_t thread;
+	char mnt[4096];       /* immutable once started */
+};
+
+/* The mount: set up before the session starts, read-only afterwards (no lock needed), but
+ * for bdi, which has its own lock. */
 struct fz_mount {
 	struct nacre_fs *fs;
+	int kernel_ra_kb;     /* read_ahead_kb to set; 0 = leave the kernel default */
+	struct fz_bdi bdi;
 	double attr_timeout;  /* seconds the kernel may cache attributes */
 	double entry_timeout; /* seconds the kernel may cache names */
 	int ro;               /* refuse every modification with EROFS */
@@ -156,6 +180,22 @@ void fz_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 		    size_t size, int flags);
 void fz_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void fz_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+/* ---- bdi.c ---- */
+/* Starts a thread that, once FUSE_INIT is done, writes m->kernel_ra_kb to the bdi
+ * read_ahead_kb of the mount at mnt (the kernel caps it to 128 KiB at INIT). Failures are
+ * logged only. */
+void fz_bdi_start(struct fz_mount *m, const char *mnt);
+/* Called from op_init. Thread-safe. */
+void fz_bdi_init_done(struct fz_mount *m);
+/* Stops and joins the thread. */
+void fz_bdi_stop(struct fz_mount *m);
+
+/* ---- hsm.c: the nacre.hsm* virtual xattrs ----
+ * Each returns 1 if name was an HSM name (the request is answered), 0 otherwise. */
+int fz_hsm_getxattr(fuse_req_t req, struct fz_inode *in, const char *name, size_t size);
+int fz_hsm_setxattr(fuse_req_t req, struct fz_inode *in, const char *name, const char *value,
+		    size_t size);
 
 /* ---- ops.c ---- */
 /* The operation table handed to fuse_session_new. */

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +25,11 @@
 #undef LOG_DEBUG
 
 #include "common/log.h"
+#include "common/metrics_opts.h"
 #include "common/util.h"
 #include "fuse/fz.h"
+#include "fuse/fluid.h"
+#include "fuse/fz_metrics.h"
 
 #define MAX_IDLE_THREADS 16
 #define FUSE_OPTS_MAX 2048
@@ -44,6 +48,12 @@ struct args {
 	double attr_timeout;
 	double entry_timeout;
 	double timeout;
+	/* data path tunables, as struct nacre_mount_opts (0 = default, -1 = off) */
+	unsigned max_rpc_size;
+	int max_rpcs_in_flight;
+	int max_dirty_mb;
+	int readahead_max_mb;
+	struct metrics_opts metrics; /* metrics_addr=, metrics_log=, metrics_interval= */
 	char vfs_flags[256];    /* mount flags passed on to the kernel mount (",noexec"...) */
 };
 
@@ -73,8 +83,15 @@ static void usage(FILE *out, const char *prog)
 		"  -o key_file=PATH  cluster key (default $NACRE_KEY_FILE)\n"
 		"  -o attr_timeout=SECS, entry_timeout=SECS   kernel cache times (default 1.0)\n"
 		"  -o timeout=SECS   request timeout (default 30)\n"
-		"  -o debug          debug logging\n",
-		prog);
+		"  -o max_rpc_size=BYTES       bytes per OST RPC (K/M suffix; default 4M)\n"
+		"  -o max_rpcs_in_flight=N     background RPCs per OST (default 8)\n"
+		"  -o max_dirty_mb=N           write-behind MiB per client (default 256; 0 = off)\n"
+		"  -o readahead_max_mb=N       readahead window MiB per file (default 64; 0 = off)\n"
+		"  -o metrics_addr=HOST:PORT   serve Prometheus metrics at http://HOST:PORT/metrics\n"
+		"  -o metrics_log=FILE, metrics_interval=SECS   JSON metrics lines every SECS\n"
+		"  -o debug          debug logging\n"
+		"   or: %s --fluid-config [PATH] [--dry-run]   mount from Fluid's config.json\n",
+		prog, prog);
 }
 
 static int in_list(const char *s, const char *const *list, size_t n)
@@ -102,6 +119,33 @@ static int parse_secs(const struct args *a, const char *name, const char *val, d
 		return -1;
 	}
 	*out = d;
+	return 0;
+}
+
+/* Parses an integer option in [min, max] with an optional K/M/G suffix (if suffix). */
+static int parse_int(const struct args *a, const char *name, const char *val, long long min,
+		     long long max, int suffix, long long *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(val, &end, 10);
+	if (suffix && end != val && *end && !end[1]) {
+		long long mul = *end == 'K' || *end == 'k' ? 1024LL
+				: *end == 'M' || *end == 'm' ? 1024LL * 1024
+				: *end == 'G' || *end == 'g' ? 1024LL * 1024 * 1024 : 0;
+		if (mul && v <= max / mul) {
+			v *= mul;
+			end++;
+		}
+	}
+	if (errno || end == val || *end || v < min || v > max) {
+		fprintf(stderr, "%s: bad value '%s' for option %s: give a number from %lld to %lld\n",
+			a->prog, val, name, min, max);
+		return -1;
+	}
+	*out = v;
 	return 0;
 }
 
@@ -135,9 +179,39 @@ static int parse_opts(struct args *a, char *opts)
 		} else if (val && strcmp(opt, "entry_timeout") == 0) {
 			if (parse_secs(a, opt, val, 0.0, &a->entry_timeout) < 0)
 				return -1;
+		} else if (val && (strcmp(opt, "metrics_addr") == 0 || strcmp(opt, "metrics_log") == 0 ||
+				   strcmp(opt, "metrics_interval") == 0)) {
+			char why[128];
+			int c = opt[8] == 'a' ? METRICS_OPT_ADDR
+				: opt[8] == 'l' ? METRICS_OPT_LOG : METRICS_OPT_INTERVAL;
+
+			if (metrics_opts_handle(&a->metrics, c, val, why, sizeof(why)) < 0) {
+				fprintf(stderr, "%s: %s\n", a->prog, why);
+				return -1;
+			}
 		} else if (val && strcmp(opt, "timeout") == 0) {
 			if (parse_secs(a, opt, val, 0.001, &a->timeout) < 0)
 				return -1;
+		} else if (val && strcmp(opt, "max_rpc_size") == 0) {
+			long long v;
+			if (parse_int(a, opt, val, 65536, 16LL * 1024 * 1024, 1, &v) < 0)
+				return -1;
+			a->max_rpc_size = (unsigned)v;
+		} else if (val && strcmp(opt, "max_rpcs_in_flight") == 0) {
+			long long v;
+			if (parse_int(a, opt, val, 1, 256, 0, &v) < 0)
+				return -1;
+			a->max_rpcs_in_flight = (int)v;
+		} else if (val && strcmp(opt, "max_dirty_mb") == 0) {
+			long long v;
+			if (parse_int(a, opt, val, 0, 1 << 20, 0, &v) < 0)
+				return -1;
+			a->max_dirty_mb = v ? (int)v : -1;
+		} else if (val && strcmp(opt, "readahead_max_mb") == 0) {
+			long long v;
+			if (parse_int(a, opt, val, 0, 1 << 16, 0, &v) < 0)
+				return -1;
+			a->readahead_max_mb = v ? (int)v : -1;
 		} else if (!val && in_list(opt, ignored_opts, ARRAY_SIZE(ignored_opts))) {
 			/* generic, nothing to do */
 		} else if (strncmp(opt, "x-", 2) == 0 || strcmp(opt, "comment") == 0) {
@@ -153,7 +227,8 @@ static int parse_opts(struct args *a, char *opts)
 		} else {
 			fprintf(stderr,
 				"%s: unknown mount option '%s%s%s' (known: ro, key_file=PATH, "
-				"attr_timeout=SECS, entry_timeout=SECS, timeout=SECS, debug)\n",
+				"attr_timeout=SECS, entry_timeout=SECS, timeout=SECS, max_rpc_size=BYTES, "
+				"max_rpcs_in_flight=N, max_dirty_mb=N, readahead_max_mb=N, debug)\n",
 				a->prog, opt, val ? "=" : "", val ? val : "");
 			return -1;
 		}
@@ -322,14 +397,25 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 	char err[512];
 	int rc, ret = 1;
 
+	/* Here, in the process that serves the mount: threads do not survive fork_daemon. */
+	fz_metrics_register();
+	if (metrics_opts_start(&a->metrics, "mount", err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", a->prog, err);
+		return 1;
+	}
 	memset(&mo, 0, sizeof(mo));
 	mo.key_file = a->key_file;
 	mo.timeout_ms = (int)(a->timeout * 1000.0);
 	if (mo.timeout_ms < 1)
 		mo.timeout_ms = 1;
 	mo.log_fn = nacre_log;
+	mo.max_rpc_size = a->max_rpc_size;
+	mo.max_rpcs_in_flight = a->max_rpcs_in_flight;
+	mo.max_dirty_mb = a->max_dirty_mb;
+	mo.readahead_max_mb = a->readahead_max_mb;
 
 	memset(&m, 0, sizeof(m));
+	m.kernel_ra_kb = a->readahead_max_mb < 0 ? 0 : FZ_KERNEL_RA_KB;
 	m.attr_timeout = a->attr_timeout;
 	m.entry_timeout = a->entry_timeout;
 	m.ro = a->ro;
@@ -382,6 +468,7 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 		goto out_signals;
 	}
 	LOG_INFO("main", "mounted %s on %s%s", a->spec, mnt, a->ro ? " read-only" : "");
+	fz_bdi_start(&m, mnt);
 	if (*status_fd >= 0) {
 		notify_parent(status_fd, 0);
 		detach();
@@ -396,6 +483,10 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 	fuse_loop_cfg_set_idle_threads(cfg, MAX_IDLE_THREADS);
 	rc = fuse_session_loop_mt(se, cfg);
 	fuse_loop_cfg_destroy(cfg);
+	/* libfuse returns the signal that ended the loop: a requested stop, not an error
+	 * (Fluid and systemd stop us with SIGTERM and expect exit 0). */
+	if (rc == SIGTERM || rc == SIGINT || rc == SIGHUP)
+		rc = 0;
 	if (rc != 0)
 		LOG_ERR("main", "FUSE loop ended with %d", rc);
 	else
@@ -403,6 +494,7 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 	LOG_INFO("main", "unmounting %s", mnt);
 
 out_unmount:
+	fz_bdi_stop(&m);
 	fuse_session_unmount(se);
 out_signals:
 	fuse_remove_signal_handlers(se);
@@ -415,6 +507,7 @@ out_itable:
 out_umount_fs:
 	nacre_fs_umount(m.fs);
 out:
+	metrics_opts_stop();
 	return ret;
 }
 
@@ -466,6 +559,8 @@ int main(int argc, char **argv)
 	char *mnt;
 	int rc, status_fd = -1, ret;
 
+	if (fz_fluid_wanted(argc, argv))
+		return fz_fluid_main(argc, argv);
 	memset(&a, 0, sizeof(a));
 	a.prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
 	a.helper = strncmp(a.prog, "mount.", 6) == 0;

@@ -6,7 +6,8 @@
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
+	struct fz_mount *m = userdata;
+
 	/* libfuse derives max_pages from max_write (256 pages = 1 MiB). */
 	conn->max_write = FZ_MAX_IO;
 	conn->max_readahead = FZ_MAX_IO;
@@ -20,6 +21,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 				  FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 	LOG_INFO("fuse", "kernel protocol %u.%u, max_write %u, capable 0x%x, want 0x%x",
 		 conn->proto_major, conn->proto_minor, conn->max_write, conn->capable, conn->want);
+	/* The kernel caps the bdi readahead to 128 KiB when it applies this reply; bdi.c
+	 * raises it afterwards. */
+	fz_bdi_init_done(m);
 }
 
 const struct fuse_lowlevel_ops fz_ops = {

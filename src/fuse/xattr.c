@@ -90,6 +90,8 @@ static void get_virtual(fuse_req_t req, struct fz_inode *in, const char *name, s
 	struct nacre_cred cr;
 	int rc;
 
+	if (fz_hsm_getxattr(req, in, name, size))
+		return;
 	fz_cred(req, &cr);
 	if (strcmp(name, "nacre.layout") == 0) {
 		struct nacre_layout l;
@@ -217,6 +219,8 @@ void fz_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 	if (fz_check_ro(req))
 		return;
 	if (is_virtual(name)) {
+		if (fz_hsm_setxattr(req, in, name, value, size))
+			return;
 		if (strcmp(name, "nacre.layout") == 0)
 			set_layout(req, in, value, size);
 		else

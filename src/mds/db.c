@@ -19,11 +19,13 @@
 
 #define INODE_REC_VERSION 1
 #define DESTROY_REC_VERSION 1
+#define HSM_REC_VERSION 1
 #define MAPSIZE (8ull << 30)
 
 struct mds_db {
 	MDB_env *env; /* LMDB is thread-safe; the handles below are set once at open */
 	MDB_dbi meta, inodes, dentries, links, xattrs, destroy, targets;
+	MDB_dbi hsm, hsm_fids; /* optional tables: created when missing */
 	char fsname[NACRE_FSNAME_MAX + 1];
 	char dir[512];
 };
@@ -240,7 +242,11 @@ static int open_dbis(struct mds_db *db, MDB_txn *t, unsigned flags)
 		if (rc)
 			return rc;
 	}
-	return 0;
+	/* added with HSM: an older MDT simply gains them, no schema bump needed */
+	int rc = mdb_dbi_open(t, "hsm_actions", MDB_CREATE, &db->hsm);
+	if (!rc)
+		rc = mdb_dbi_open(t, "hsm_fids", MDB_CREATE, &db->hsm_fids);
+	return rc;
 }
 
 static int format_tables(struct mds_db *db, MDB_txn *t, const char *fsname)
@@ -951,4 +957,143 @@ int mds_db_target_iter(struct mds_txn *txn,
 		ret = map_err(rc, "target iter");
 	mdb_cursor_close(cur);
 	return ret;
+}
+
+/* ---------------- HSM action queue ---------------- */
+
+/* record: u16 version, hsm_action (wire encoding), u64 start_size, i64 + u32 start_mtime,
+ * u8 has_layout, layout if has_layout */
+int mds_db_hsm_put(struct mds_txn *txn, const struct mds_hsm_rec *r)
+{
+	uint8_t kb[8];
+	struct wire_cursor c;
+	be64(kb, r->a.cookie);
+	wire_cursor_init_dyn(&c, 16384);
+	wire_put_u16(&c, HSM_REC_VERSION);
+	wire_hsm_action_put(&c, &r->a);
+	wire_put_u64(&c, r->start_size);
+	wire_put_i64(&c, r->start_mtime.sec);
+	wire_put_u32(&c, r->start_mtime.nsec);
+	wire_put_u8(&c, r->has_layout ? 1 : 0);
+	if (r->has_layout)
+		wire_layout_put(&c, &r->layout);
+	if (!wire_cursor_ok(&c)) {
+		wire_cursor_fini(&c);
+		return -EINVAL;
+	}
+	int rc = put_raw(txn->t, txn->db->hsm, kb, 8, c.buf, wire_cursor_pos(&c));
+	wire_cursor_fini(&c);
+	return map_err(rc, "hsm put");
+}
+
+static int decode_hsm(const void *buf, size_t len, struct mds_hsm_rec *r)
+{
+	struct wire_cursor c;
+	memset(r, 0, sizeof(*r));
+	wire_cursor_init_read(&c, buf, len);
+	uint16_t ver = wire_get_u16(&c);
+	wire_hsm_action_get(&c, &r->a);
+	r->start_size = wire_get_u64(&c);
+	r->start_mtime.sec = wire_get_i64(&c);
+	r->start_mtime.nsec = wire_get_u32(&c);
+	r->has_layout = wire_get_u8(&c);
+	if (r->has_layout)
+		wire_layout_get(&c, &r->layout);
+	if (ver != HSM_REC_VERSION || !wire_cursor_ok(&c) || wire_cursor_left(&c) != 0)
+		return -EIO;
+	return 0;
+}
+
+int mds_db_hsm_get(struct mds_txn *txn, uint64_t cookie, struct mds_hsm_rec *out)
+{
+	uint8_t kb[8];
+	be64(kb, cookie);
+	MDB_val k = {8, kb}, v;
+	int rc = mdb_get(txn->t, txn->db->hsm, &k, &v);
+	if (rc)
+		return map_err(rc, "hsm get");
+	return decode_hsm(v.mv_data, v.mv_size, out);
+}
+
+int mds_db_hsm_del(struct mds_txn *txn, uint64_t cookie)
+{
+	uint8_t kb[8];
+	be64(kb, cookie);
+	MDB_val k = {8, kb};
+	return map_err(mdb_del(txn->t, txn->db->hsm, &k, NULL), "hsm del");
+}
+
+int mds_db_hsm_next(struct mds_txn *txn, uint64_t from, struct mds_hsm_rec *out)
+{
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn->t, txn->db->hsm, &cur);
+	if (rc)
+		return map_err(rc, "cursor open");
+	uint8_t kb[8];
+	be64(kb, from);
+	MDB_val k = {8, kb}, v;
+	int ret = -ENOENT;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); !rc;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		if (k.mv_size != 8)
+			continue;
+		if (decode_hsm(v.mv_data, v.mv_size, out) ||
+		    out->a.cookie != rd_be64(k.mv_data)) {
+			LOG_ERR("db", "skipping a corrupt HSM action record %" PRIu64,
+				rd_be64(k.mv_data));
+			continue;
+		}
+		ret = 0;
+		break;
+	}
+	if (rc && rc != MDB_NOTFOUND)
+		ret = map_err(rc, "hsm next");
+	mdb_cursor_close(cur);
+	return ret;
+}
+
+int mds_db_hsm_last(struct mds_txn *txn, uint64_t *cookie)
+{
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn->t, txn->db->hsm, &cur);
+	if (rc)
+		return map_err(rc, "cursor open");
+	MDB_val k, v;
+	*cookie = 0;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
+	if (!rc && k.mv_size == 8)
+		*cookie = rd_be64(k.mv_data);
+	mdb_cursor_close(cur);
+	return rc && rc != MDB_NOTFOUND ? map_err(rc, "hsm last") : 0;
+}
+
+int mds_db_hsm_fid_get(struct mds_txn *txn, const struct nacre_fid *fid, uint64_t *cookie)
+{
+	uint8_t kb[16];
+	mds_fid_to_key(fid, kb);
+	MDB_val k = {16, kb}, v;
+	int rc = mdb_get(txn->t, txn->db->hsm_fids, &k, &v);
+	if (rc)
+		return map_err(rc, "hsm fid get");
+	if (v.mv_size != 8)
+		return -EIO;
+	*cookie = rd_be64(v.mv_data);
+	return 0;
+}
+
+int mds_db_hsm_fid_put(struct mds_txn *txn, const struct nacre_fid *fid, uint64_t cookie)
+{
+	uint8_t kb[16], vb[8];
+	mds_fid_to_key(fid, kb);
+	be64(vb, cookie);
+	return map_err(put_raw(txn->t, txn->db->hsm_fids, kb, 16, vb, 8), "hsm fid put");
+}
+
+int mds_db_hsm_fid_del(struct mds_txn *txn, const struct nacre_fid *fid)
+{
+	uint8_t kb[16];
+	mds_fid_to_key(fid, kb);
+	MDB_val k = {16, kb};
+	int rc = mdb_del(txn->t, txn->db->hsm_fids, &k, NULL);
+	return rc == MDB_NOTFOUND ? 0 : map_err(rc, "hsm fid del");
 }

@@ -9,6 +9,7 @@
  *   xattrs    FID + name -> value bytes
  *   destroy   u64 BE sequence -> FID + layout (objects to destroy on the OSTs)
  *   targets   u32 BE type + u32 BE index -> addr
+ *   hsm_actions, hsm_fids: the HSM coordinator queue (see below)
  * The name hash (63 bits, >= 3) is the readdir cookie; cookies 0..2 are reserved (0 = start,
  * 1 and 2 for "." and ".." in clients). Entries with equal hashes are returned in one batch.
  *
@@ -131,6 +132,27 @@ int mds_db_target_put(struct mds_txn *txn, uint32_t type, uint32_t index, const 
 int mds_db_target_iter(struct mds_txn *txn,
 		       int (*fn)(void *arg, uint32_t type, uint32_t index, const char *addr),
 		       void *arg);
+
+/* HSM action queue (tables hsm_actions and hsm_fids, created on first open when missing: an
+ * MDT formatted before HSM existed just gains them). hsm_actions: u64 BE cookie -> record;
+ * hsm_fids: FID -> u64 cookie of the file's active (WAITING or STARTED) action. */
+struct mds_hsm_rec {
+	struct nacre_hsm_action a;   /* cookie, action, status, fid, archive id, progress, path */
+	uint64_t start_size;         /* ARCHIVE: size and mtime when STARTED (the data version) */
+	struct nacre_time start_mtime;
+	uint8_t has_layout;          /* RESTORE: the new objects' layout, chosen when STARTED */
+	struct nacre_layout layout;
+};
+int mds_db_hsm_put(struct mds_txn *txn, const struct mds_hsm_rec *r);
+int mds_db_hsm_get(struct mds_txn *txn, uint64_t cookie, struct mds_hsm_rec *out);
+int mds_db_hsm_del(struct mds_txn *txn, uint64_t cookie);
+/* The first record with cookie >= from; -ENOENT if none. Corrupt records are skipped. */
+int mds_db_hsm_next(struct mds_txn *txn, uint64_t from, struct mds_hsm_rec *out);
+/* The highest cookie in the table (0 if empty). */
+int mds_db_hsm_last(struct mds_txn *txn, uint64_t *cookie);
+int mds_db_hsm_fid_get(struct mds_txn *txn, const struct nacre_fid *fid, uint64_t *cookie);
+int mds_db_hsm_fid_put(struct mds_txn *txn, const struct nacre_fid *fid, uint64_t cookie);
+int mds_db_hsm_fid_del(struct mds_txn *txn, const struct nacre_fid *fid);
 
 /* FID keys, shared with tests. */
 void mds_fid_to_key(const struct nacre_fid *fid, uint8_t out[16]);

@@ -10,6 +10,7 @@
 #include "common/util.h"
 #include "mds/alloc.h"
 #include "mds/db.h"
+#include "mds/hsm.h"
 #include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/targets.h"
@@ -407,6 +408,16 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 		return do_target(m, req, 0);
 	case WIRE_OP_MDS_TARGET_HEARTBEAT:
 		return do_target(m, req, 1);
+	case WIRE_OP_MDS_HSM_REQUEST:
+	case WIRE_OP_MDS_HSM_STATE_GET:
+	case WIRE_OP_MDS_HSM_STATE_SET:
+	case WIRE_OP_MDS_HSM_ACTION:
+	case WIRE_OP_MDS_HSM_LIST:
+	case WIRE_OP_MDS_HSM_AGENT_REGISTER:
+	case WIRE_OP_MDS_HSM_AGENT_POLL:
+	case WIRE_OP_MDS_HSM_AGENT_PROGRESS:
+	case WIRE_OP_MDS_HSM_IMPORT:
+		return mds_hsm_dispatch(m, req, rep);
 	default:
 		LOG_RATELIMITED(LOG_LVL_INFO, "dispatch", "unsupported opcode %u (%s) from %s",
 				req->hdr->opcode, wire_opcode_name(req->hdr->opcode), req->peer);
@@ -417,4 +428,5 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 void mds_on_disconnect(void *arg, uint64_t conn_id)
 {
 	mds_open_disconnect(arg, conn_id);
+	mds_hsm_disconnect(arg, conn_id);
 }

@@ -15,6 +15,7 @@
 #include "mds/db.h"
 #include "mds/destroy.h"
 #include "mds/dispatch.h"
+#include "mds/hsm.h"
 #include "mds/mds_metrics.h"
 #include "mds/mds.h"
 #include "mds/open.h"
@@ -33,6 +34,7 @@ struct opts {
 	const char *log_level;
 	int format;
 	int workers;
+	struct mds_hsm_conf hsm;
 	struct metrics_opts metrics;
 };
 
@@ -52,7 +54,67 @@ static void usage(FILE *f)
 		   "                 [--format] [--log FILE] [--log-level err|warn|info|debug]\n"
 		   "                 [--workers N] [--metrics-addr HOST:PORT]\n"
 		   "                 [--metrics-log FILE] [--metrics-interval SECS]\n"
+		   "                 [--hsm-remove-on-unlink] [--hsm-max-active N]\n"
+		   "                 [--hsm-timeout SECS] [--hsm-grace SECS]\n"
+		   "                 [--hsm-archive-age SECS] [--hsm-release HIGH:LOW]\n"
+		   "                 [--hsm-policy-period SECS]\n"
 		   METRICS_USAGE);
+}
+
+enum {
+	OPT_HSM_RM = 0x1100,
+	OPT_HSM_MAX,
+	OPT_HSM_TIMEOUT,
+	OPT_HSM_GRACE,
+	OPT_HSM_AGE,
+	OPT_HSM_RELEASE,
+	OPT_HSM_PERIOD,
+};
+
+/* --hsm-* options; returns 0, 1 if c is not one of them, -1 on a bad value. */
+static int parse_hsm_opt(int c, struct mds_hsm_conf *h)
+{
+	int64_t v;
+	switch (c) {
+	case OPT_HSM_RM:
+		h->remove_on_unlink = 1;
+		return 0;
+	case OPT_HSM_RELEASE: {
+		char *colon = strchr(optarg, ':');
+		int64_t lo;
+		if (!colon || (*colon = 0, parse_i64(optarg, 1, 100, &v)) ||
+		    parse_i64(colon + 1, 0, 99, &lo) || lo >= v) {
+			fprintf(stderr, "nacre-mds: --hsm-release: expected HIGH:LOW percents with "
+					"LOW < HIGH, e.g. 85:80\n");
+			return -1;
+		}
+		h->release_high = (int)v;
+		h->release_low = (int)lo;
+		return 0;
+	}
+	case OPT_HSM_MAX:
+	case OPT_HSM_TIMEOUT:
+	case OPT_HSM_GRACE:
+	case OPT_HSM_AGE:
+	case OPT_HSM_PERIOD:
+		if (parse_i64(optarg, 1, c == OPT_HSM_MAX ? 4096 : 100000000, &v)) {
+			fprintf(stderr, "nacre-mds: bad number '%s' for an --hsm option\n", optarg);
+			return -1;
+		}
+		if (c == OPT_HSM_MAX)
+			h->max_active = (uint32_t)v;
+		else if (c == OPT_HSM_TIMEOUT)
+			h->timeout_s = (int)v;
+		else if (c == OPT_HSM_GRACE)
+			h->grace_s = (int)v;
+		else if (c == OPT_HSM_AGE)
+			h->archive_age_s = v;
+		else
+			h->policy_period_s = (int)v;
+		return 0;
+	default:
+		return 1;
+	}
 }
 
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -64,6 +126,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"log-level", required_argument, NULL, 'v'},
 		{"workers", required_argument, NULL, 'w'}, {"help", no_argument, NULL, 'h'},
 		METRICS_LONGOPTS,
+		{"hsm-remove-on-unlink", no_argument, NULL, OPT_HSM_RM},
+		{"hsm-max-active", required_argument, NULL, OPT_HSM_MAX},
+		{"hsm-timeout", required_argument, NULL, OPT_HSM_TIMEOUT},
+		{"hsm-grace", required_argument, NULL, OPT_HSM_GRACE},
+		{"hsm-archive-age", required_argument, NULL, OPT_HSM_AGE},
+		{"hsm-release", required_argument, NULL, OPT_HSM_RELEASE},
+		{"hsm-policy-period", required_argument, NULL, OPT_HSM_PERIOD},
 		{NULL, 0, NULL, 0}};
 	int c;
 	int64_t v;
@@ -85,6 +154,16 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return -1;
 			}
 			o->workers = (int)v;
+			break;
+		case OPT_HSM_RM:
+		case OPT_HSM_MAX:
+		case OPT_HSM_TIMEOUT:
+		case OPT_HSM_GRACE:
+		case OPT_HSM_AGE:
+		case OPT_HSM_RELEASE:
+		case OPT_HSM_PERIOD:
+			if (parse_hsm_opt(c, &o->hsm))
+				return -1;
 			break;
 		case 'h': usage(stdout); exit(0);
 		default: {
@@ -189,6 +268,11 @@ int main(int argc, char **argv)
 			nacre_strerror(rc));
 		goto out;
 	}
+	if ((rc = mds_hsm_start(&m, &o.hsm, &m.hsm))) {
+		fprintf(stderr, "nacre-mds: cannot start the HSM coordinator: %s\n",
+			nacre_strerror(rc));
+		goto out;
+	}
 
 	mds_metrics_register(&m);
 	if ((rc = metrics_opts_start(&o.metrics, "mds", err, sizeof(err)))) {
@@ -226,6 +310,7 @@ out:
 	g_server = NULL;
 	metrics_opts_stop();
 	rpc_server_destroy(srv);
+	mds_hsm_stop(m.hsm);
 	mds_destroyer_stop(m.destroyer);
 	mds_writer_destroy(m.writer);
 	mds_oss_pool_destroy(m.oss);

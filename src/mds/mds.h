@@ -13,6 +13,7 @@ struct mds_targets;
 struct mds_open_table;
 struct mds_oss_pool;
 struct mds_destroyer;
+struct mds_hsm;
 
 struct mds {
 	struct mds_db *db;
@@ -21,6 +22,7 @@ struct mds {
 	struct mds_open_table *open;
 	struct mds_oss_pool *oss;          /* NULL in unit tests: no OSS is contacted */
 	struct mds_destroyer *destroyer;   /* NULL in unit tests */
+	struct mds_hsm *hsm;               /* HSM coordinator; NULL in unit tests */
 	const char *data_dir;
 	char addr[NACRE_ADDR_MAX + 1];     /* "host:port" we serve on, for the TARGETS reply */
 	char fsname[NACRE_FSNAME_MAX + 1];

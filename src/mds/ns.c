@@ -12,6 +12,7 @@
 #include "common/util.h"
 #include "mds/alloc.h"
 #include "mds/destroy.h"
+#include "mds/hsm.h"
 #include "mds/open.h"
 #include "mds/oss_pool.h"
 #include "mds/perm.h"
@@ -64,8 +65,10 @@ int mds_ns_get_dir(struct mds_txn *txn, const struct nacre_fid *fid, struct mds_
 
 int mds_ns_destroy_inode(struct mds_txn *txn, const struct mds_inode *ino)
 {
-	int rc = 0;
-	if (S_ISREG(ino->mode) && ino->has_layout && ino->layout.nosts > 0)
+	/* a released file has no objects left; an archived one may take its copy along */
+	int rc = mds_hsm_inode_destroyed(txn, ino);
+	if (!rc && S_ISREG(ino->mode) && ino->has_layout && ino->layout.nosts > 0 &&
+	    !(ino->hsm_state & NACRE_HS_RELEASED))
 		rc = mds_db_destroy_add(txn, &ino->fid, &ino->layout);
 	if (!rc)
 		rc = mds_db_xattr_del_all(txn, &ino->fid);
@@ -250,6 +253,8 @@ static int setattr_op(struct mds_txn *txn, void *arg)
 	if (sa->valid & NACRE_SET_SIZE) {
 		if (sa->size != ino.size && !(sa->valid & (NACRE_SET_MTIME | NACRE_SET_MTIME_NOW)))
 			ino.mtime = now;
+		if (sa->size != ino.size)
+			mds_hsm_mark_dirty(&ino);
 		ino.size = sa->size;
 	}
 	if (sa->valid & NACRE_SET_ATIME_NOW)
@@ -290,6 +295,9 @@ int mds_ns_setattr(struct mds *m, const struct nacre_cred *cr, const struct nacr
 		rc = mds_perm_setattr(cr, &check, sa);
 		if (rc)
 			return rc;
+		if ((ino.hsm_state & NACRE_HS_RELEASED) && sa->size != ino.size && m->hsm)
+			/* the data must be back before it can be cut: restore, caller retries */
+			return mds_hsm_open_released(m, 0, &ino, &(struct nacre_layout){0});
 		if (ino.has_layout && ino.layout.nosts > 0 && m->oss &&
 		    !(ino.hsm_state & NACRE_HS_RELEASED)) {
 			rc = mds_oss_punch(m, fid, &ino.layout, sa->size);

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "mds/db.h"
+#include "mds/hsm.h"
 #include "mds/ns.h"
 #include "mds/perm.h"
 #include "mds/writer.h"
@@ -21,6 +22,7 @@ struct handle {
 	uint64_t id;
 	uint64_t conn_id;
 	struct nacre_fid fid;
+	int restore;         /* a copytool's handle on a restore's new objects */
 	struct handle *next; /* bucket chain by id */
 };
 
@@ -104,6 +106,7 @@ static int handle_add(struct mds_open_table *t, uint64_t conn_id, const struct n
 	h->id = t->next_id++;
 	h->conn_id = conn_id;
 	h->fid = *fid;
+	h->restore = 0;
 	h->next = t->handles[h->id % NBUCKETS];
 	t->handles[h->id % NBUCKETS] = h;
 	struct fid_count **pp = fid_slot(t, fid);
@@ -135,22 +138,33 @@ static void handle_drop_locked(struct mds_open_table *t, struct handle **pp)
 	free(h);
 }
 
-/* Drops handle id if it belongs to conn_id and fid. Returns 0 or -EBADF. */
-static int handle_remove(struct mds_open_table *t, uint64_t conn_id, uint64_t id,
-			 const struct nacre_fid *fid)
+/* Finds handle id of conn_id and fid; drops it if drop. Returns 1 for a restore handle, 0
+ * for another, -EBADF if unknown. With set_restore, marks it a restore handle. */
+static int handle_find(struct mds_open_table *t, uint64_t conn_id, uint64_t id,
+		       const struct nacre_fid *fid, int drop, int set_restore)
 {
 	int rc = -EBADF;
 	pthread_mutex_lock(&t->lock);
 	for (struct handle **pp = &t->handles[id % NBUCKETS]; *pp; pp = &(*pp)->next) {
 		struct handle *h = *pp;
 		if (h->id == id && h->conn_id == conn_id && mds_fid_eq(&h->fid, fid)) {
-			handle_drop_locked(t, pp);
-			rc = 0;
+			if (set_restore)
+				h->restore = 1;
+			rc = h->restore;
+			if (drop)
+				handle_drop_locked(t, pp);
 			break;
 		}
 	}
 	pthread_mutex_unlock(&t->lock);
 	return rc;
+}
+
+static int handle_remove(struct mds_open_table *t, uint64_t conn_id, uint64_t id,
+			 const struct nacre_fid *fid)
+{
+	int rc = handle_find(t, conn_id, id, fid, 1, 0);
+	return rc < 0 ? rc : 0;
 }
 
 /* ---------------- OPEN ---------------- */
@@ -193,6 +207,26 @@ int mds_ns_open(struct mds *m, uint64_t conn_id, const struct wire_open_req *r,
 	if (rc)
 		goto out_drop;
 	mds_inode_to_attr(ino, &rep->attr);
+	memset(&rep->layout, 0, sizeof(rep->layout));
+	if (S_ISREG(ino->mode) && (ino->hsm_state & NACRE_HS_RELEASED)) {
+		/* no data here: the copytool restoring it gets the new objects, anyone else
+		 * queues (or joins) the restore and retries */
+		rc = mds_hsm_open_released(m, conn_id, ino, &rep->layout);
+		if (rc < 0)
+			goto out_drop;
+		handle_find(m->open, conn_id, id, &r->fid, 0, 1);
+		rep->handle = id;
+		free(ino);
+		return 0;
+	}
+	if (S_ISREG(ino->mode) && (mask & MDS_MAY_WRITE) && (ino->hsm_state & NACRE_HS_EXISTS) &&
+	    !(ino->hsm_state & NACRE_HS_DIRTY)) {
+		/* the archive copy is about to be stale */
+		rc = mds_hsm_set_dirty(m, &r->fid);
+		if (rc)
+			goto out_drop;
+		rep->attr.hsm_state |= NACRE_HS_DIRTY;
+	}
 	if (trunc && S_ISREG(ino->mode)) {
 		struct nacre_setattr sa = {.valid = NACRE_SET_SIZE | NACRE_SET_MTIME_NOW,
 					   .size = 0};
@@ -200,7 +234,6 @@ int mds_ns_open(struct mds *m, uint64_t conn_id, const struct wire_open_req *r,
 		if (rc)
 			goto out_drop;
 	}
-	memset(&rep->layout, 0, sizeof(rep->layout));
 	if (S_ISREG(ino->mode) && ino->has_layout)
 		rep->layout = ino->layout;
 	rep->handle = id;
@@ -221,6 +254,7 @@ struct close_arg {
 	const struct nacre_fid *fid;
 	struct nacre_attr *out;
 	int destroyed;
+	int restore; /* a copytool's restore handle: its size and mtime are not the file's */
 };
 
 static int close_op(struct mds_txn *txn, void *arg)
@@ -230,12 +264,13 @@ static int close_op(struct mds_txn *txn, void *arg)
 	int rc = mds_db_inode_get(txn, a->fid, &ino);
 	if (rc)
 		return rc;
-	if (a->r && S_ISREG(ino.mode)) {
+	if (a->r && S_ISREG(ino.mode) && !a->restore) {
 		if (a->r->size > ino.size)
 			ino.size = a->r->size;
 		if (a->r->has_mtime) {
 			ino.mtime = a->r->mtime;
 			ino.ctime = a->r->mtime;
+			mds_hsm_mark_dirty(&ino);
 		}
 	}
 	if (a->out)
@@ -253,10 +288,11 @@ static int close_op(struct mds_txn *txn, void *arg)
 int mds_ns_close(struct mds *m, uint64_t conn_id, const struct wire_close_req *r, int is_close,
 		 struct nacre_attr *out)
 {
-	if (is_close && handle_remove(m->open, conn_id, r->handle, &r->fid))
+	int kind = handle_find(m->open, conn_id, r->handle, &r->fid, is_close, 0);
+	if (kind < 0 && is_close)
 		LOG_DEBUG("open", "close of unknown handle %llu (conn %llu)",
 			  (unsigned long long)r->handle, (unsigned long long)conn_id);
-	struct close_arg a = {m, r, &r->fid, out, 0};
+	struct close_arg a = {m, r, &r->fid, out, 0, kind == 1};
 	int rc = mds_writer_submit(m->writer, close_op, &a);
 	if (a.destroyed && !rc)
 		mds_ns_kick_destroy(m);
@@ -302,7 +338,7 @@ void mds_open_disconnect(struct mds *m, uint64_t conn_id)
 	pthread_mutex_unlock(&t->lock);
 	int destroyed = 0;
 	for (size_t i = 0; i < n; i++) {
-		struct close_arg a = {m, NULL, &closed[i], NULL, 0};
+		struct close_arg a = {m, NULL, &closed[i], NULL, 0, 0};
 		if (mds_writer_submit(m->writer, close_op, &a) == 0 && a.destroyed)
 			destroyed = 1;
 	}
@@ -348,7 +384,7 @@ int mds_reap_orphans(struct mds *m)
 	rc = mds_db_inode_iter(txn, collect_orphan, &o);
 	mds_txn_abort(txn);
 	for (size_t i = 0; !rc && i < o.n; i++) {
-		struct close_arg a = {m, NULL, &o.v[i], NULL, 0};
+		struct close_arg a = {m, NULL, &o.v[i], NULL, 0, 0};
 		rc = mds_writer_submit(m->writer, close_op, &a);
 		if (rc == -ENOENT)
 			rc = 0;

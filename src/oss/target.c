@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "nacre/nacre_errno.h"
+#include "oss/fdcache.h"
 #include "oss/store.h"
 #include "proto/cursor.h"
 
@@ -367,6 +368,11 @@ int oss_target_open(const char *dir, const char *fsname, uint32_t index, int for
 		snprintf(err, err_len, "cannot open %s/%s: %s", dir, OSS_OBJ_DIR, strerror(-rc));
 		goto out_close;
 	}
+	rc = oss_fdcache_create(t->obj_fd, OSS_FDCACHE_MAX, &t->fds);
+	if (rc) {
+		snprintf(err, err_len, "out of memory opening %s", dir);
+		goto out_close;
+	}
 	*out = t;
 	return 0;
 
@@ -383,6 +389,7 @@ void oss_target_close(struct oss_target *t)
 {
 	if (!t)
 		return;
+	oss_fdcache_destroy(t->fds);
 	if (t->obj_fd >= 0)
 		close(t->obj_fd);
 	if (t->sb_fd >= 0)

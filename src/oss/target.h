@@ -32,6 +32,9 @@
 #define OSS_SB_VERSION 1
 #define OSS_SB_LEN 64
 #define OSS_UUID_LEN 16
+#define OSS_FDCACHE_MAX 256 /* object fds kept open per OST */
+
+struct oss_fdcache;
 
 /* Counters per OST opcode, indexed by opcode - WIRE_OP_OST_WRITE. */
 #define OSS_NOPS (WIRE_OP_OST_SYNC - WIRE_OP_OST_WRITE + 1)
@@ -55,6 +58,7 @@ struct oss_target {
 	int dir_fd;      /* DIR */
 	int obj_fd;      /* DIR/O */
 	int sb_fd;       /* the superblock, holding the flock */
+	struct oss_fdcache *fds; /* open objects (fdcache.h); NULL = open per request */
 	struct oss_stats stats;
 };
 

@@ -48,6 +48,7 @@ struct rpc_pending {
 	uint8_t *body_copy;  /* the request body, kept for resends */
 	int in_table;
 	int receiving; /* the receiver is reading bulk into args.reply_bulk; protected by lock */
+	int64_t start_us; /* rpc_start time, for the client latency histogram */
 };
 
 struct rpc_conn {
@@ -640,6 +641,7 @@ int rpc_start(struct rpc_conn *c, const struct rpc_call_args *a, struct rpc_pend
 		memcpy(p->body_copy, a->body, a->body_len);
 	pthread_cond_init(&p->cond, NULL);
 	p->deadline_ms = net_now_ms() + (a->timeout_ms > 0 ? a->timeout_ms : c->timeout_ms);
+	p->start_us = net_now_us();
 
 	pthread_mutex_lock(&c->lock);
 	p->xid = c->next_xid++;
@@ -653,6 +655,26 @@ int rpc_start(struct rpc_conn *c, const struct rpc_call_args *a, struct rpc_pend
 	pthread_mutex_unlock(&c->lock);
 	*out = p;
 	return 0;
+}
+
+/* Per-opcode client latency histograms, created on first use; pointers published
+ * atomically (metrics are shared by name, so a lost race only frees nothing). */
+static struct metric *client_latency(uint16_t opcode)
+{
+	static struct metric *table[WIRE_OP_MAX_];
+	struct metric *m;
+	char labels[64];
+
+	if (opcode >= WIRE_OP_MAX_)
+		return NULL;
+	m = __atomic_load_n(&table[opcode], __ATOMIC_ACQUIRE);
+	if (m)
+		return m;
+	snprintf(labels, sizeof(labels), "op=\"%s\"", wire_opcode_name(opcode));
+	m = metrics_histogram("nacre_rpc_client_latency_seconds", labels,
+			      "Time from sending a request to its reply (or failure), by operation");
+	__atomic_store_n(&table[opcode], m, __ATOMIC_RELEASE);
+	return m;
 }
 
 int rpc_wait(struct rpc_pending *p, struct rpc_msg **reply)
@@ -697,6 +719,7 @@ int rpc_wait(struct rpc_pending *p, struct rpc_msg **reply)
 	table_del(c, p);
 	pthread_mutex_unlock(&c->lock);
 	status = p->status;
+	metrics_observe(client_latency(p->args.opcode), (double)(net_now_us() - p->start_us) / 1e6);
 	if (status == -ETIMEDOUT)
 		LOG_DEBUG(SUBSYS, "%s to %s timed out", wire_opcode_name(p->args.opcode), c->addr);
 	*reply = p->reply;

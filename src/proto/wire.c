@@ -55,6 +55,15 @@ static const char *const opcode_names[WIRE_OP_MAX_] = {
 	[WIRE_OP_MDS_FID2PATH] = "MDS_FID2PATH",
 	[WIRE_OP_MDS_TARGET_REGISTER] = "MDS_TARGET_REGISTER",
 	[WIRE_OP_MDS_TARGET_HEARTBEAT] = "MDS_TARGET_HEARTBEAT",
+	[WIRE_OP_MDS_HSM_REQUEST] = "MDS_HSM_REQUEST",
+	[WIRE_OP_MDS_HSM_STATE_GET] = "MDS_HSM_STATE_GET",
+	[WIRE_OP_MDS_HSM_STATE_SET] = "MDS_HSM_STATE_SET",
+	[WIRE_OP_MDS_HSM_ACTION] = "MDS_HSM_ACTION",
+	[WIRE_OP_MDS_HSM_LIST] = "MDS_HSM_LIST",
+	[WIRE_OP_MDS_HSM_AGENT_REGISTER] = "MDS_HSM_AGENT_REGISTER",
+	[WIRE_OP_MDS_HSM_AGENT_POLL] = "MDS_HSM_AGENT_POLL",
+	[WIRE_OP_MDS_HSM_AGENT_PROGRESS] = "MDS_HSM_AGENT_PROGRESS",
+	[WIRE_OP_MDS_HSM_IMPORT] = "MDS_HSM_IMPORT",
 	[WIRE_OP_OST_WRITE] = "OST_WRITE",
 	[WIRE_OP_OST_READ] = "OST_READ",
 	[WIRE_OP_OST_PUNCH] = "OST_PUNCH",
@@ -763,6 +772,251 @@ void wire_target_reg_decode(struct wire_cursor *c, struct wire_target_reg *m)
 	str_get(c, m->addr, 1, NACRE_ADDR_MAX);
 	wire_statfs_get(c, &m->st);
 	if ((m->type != NACRE_TGT_MDT && m->type != NACRE_TGT_OST) || m->index > 65535)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* ---- HSM ---- */
+
+/* hsm_request (since version 1):
+ *   cred, u32 action (NACRE_HUA_ARCHIVE..CANCEL), u32 archive_id, u32 flags (0),
+ *   u32 nfids (1..WIRE_HSM_FIDS_MAX), then exactly nfids fids: the decoder reads the header
+ *   and checks that nfids * 16 bytes remain; the caller reads them with wire_fid_get. */
+void wire_hsm_request_encode(struct wire_cursor *c, const struct wire_hsm_request *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_put_u32(c, m->action);
+	wire_put_u32(c, m->archive_id);
+	wire_put_u32(c, m->flags);
+	wire_put_u32(c, m->nfids);
+}
+
+void wire_hsm_request_decode(struct wire_cursor *c, struct wire_hsm_request *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	m->action = wire_get_u32(c);
+	m->archive_id = wire_get_u32(c);
+	m->flags = wire_get_u32(c);
+	m->nfids = wire_get_u32(c);
+	if (!wire_cursor_ok(c))
+		return;
+	if (m->action < NACRE_HUA_ARCHIVE || m->action > NACRE_HUA_CANCEL || m->flags != 0 ||
+	    m->nfids == 0 || m->nfids > WIRE_HSM_FIDS_MAX ||
+	    wire_cursor_left(c) != (size_t)m->nfids * 16)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* hsm_state (since version 1): u32 state (NACRE_HS_* bits only), u32 archive_id */
+void wire_hsm_state_encode(struct wire_cursor *c, const struct wire_hsm_state *m)
+{
+	wire_put_u32(c, m->state);
+	wire_put_u32(c, m->archive_id);
+}
+
+void wire_hsm_state_decode(struct wire_cursor *c, struct wire_hsm_state *m)
+{
+	m->state = wire_get_u32(c);
+	m->archive_id = wire_get_u32(c);
+	if (m->state & ~WIRE_HSM_STATE_BITS)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* hsm_state_set (since version 1): cred, fid, u32 set, u32 clear (NACRE_HS_* bits, disjoint),
+ * u32 archive_id (0 = keep) */
+void wire_hsm_state_set_encode(struct wire_cursor *c, const struct wire_hsm_state_set *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_fid_put(c, &m->fid);
+	wire_put_u32(c, m->set);
+	wire_put_u32(c, m->clear);
+	wire_put_u32(c, m->archive_id);
+}
+
+void wire_hsm_state_set_decode(struct wire_cursor *c, struct wire_hsm_state_set *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	wire_fid_get(c, &m->fid);
+	m->set = wire_get_u32(c);
+	m->clear = wire_get_u32(c);
+	m->archive_id = wire_get_u32(c);
+	if ((m->set | m->clear) & ~WIRE_HSM_STATE_BITS || (m->set & m->clear))
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* hsm_list_req (since version 1): cred, u64 cookie, u32 max (capped at WIRE_HSM_POLL_MAX by
+ * the decoder) */
+void wire_hsm_list_req_encode(struct wire_cursor *c, const struct wire_hsm_list_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_put_u64(c, m->cookie);
+	wire_put_u32(c, m->max);
+}
+
+void wire_hsm_list_req_decode(struct wire_cursor *c, struct wire_hsm_list_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	m->cookie = wire_get_u64(c);
+	m->max = wire_get_u32(c);
+	if (m->max > WIRE_HSM_POLL_MAX)
+		m->max = WIRE_HSM_POLL_MAX;
+}
+
+/* hsm_agent_reg (since version 1): cred, u32 max_active (1..1024), u32 nids
+ * (0..WIRE_HSM_ARCHIVES_MAX), u32 ids[nids] (each >= 1) */
+void wire_hsm_agent_reg_encode(struct wire_cursor *c, const struct wire_hsm_agent_reg *m)
+{
+	if (m->nids > WIRE_HSM_ARCHIVES_MAX) {
+		wire_cursor_fail(c, -EINVAL);
+		return;
+	}
+	wire_cred_put(c, &m->cred);
+	wire_put_u32(c, m->max_active);
+	wire_put_u32(c, m->nids);
+	for (uint32_t i = 0; i < m->nids; i++)
+		wire_put_u32(c, m->ids[i]);
+}
+
+void wire_hsm_agent_reg_decode(struct wire_cursor *c, struct wire_hsm_agent_reg *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	m->max_active = wire_get_u32(c);
+	m->nids = wire_get_u32(c);
+	if (!wire_cursor_ok(c) || m->nids > WIRE_HSM_ARCHIVES_MAX || m->max_active < 1 ||
+	    m->max_active > 1024) {
+		m->nids = 0;
+		wire_cursor_fail(c, -EPROTO);
+		return;
+	}
+	for (uint32_t i = 0; i < m->nids; i++) {
+		m->ids[i] = wire_get_u32(c);
+		if (m->ids[i] == 0)
+			wire_cursor_fail(c, -EPROTO);
+	}
+}
+
+/* hsm_poll_req (since version 1): cred, u32 max (1..WIRE_HSM_POLL_MAX), u32 wait_ms (capped
+ * at WIRE_HSM_WAIT_MAX_MS by the decoder) */
+void wire_hsm_poll_req_encode(struct wire_cursor *c, const struct wire_hsm_poll_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_put_u32(c, m->max);
+	wire_put_u32(c, m->wait_ms);
+}
+
+void wire_hsm_poll_req_decode(struct wire_cursor *c, struct wire_hsm_poll_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	m->max = wire_get_u32(c);
+	m->wait_ms = wire_get_u32(c);
+	if (m->max < 1 || m->max > WIRE_HSM_POLL_MAX)
+		wire_cursor_fail(c, -EPROTO);
+	if (m->wait_ms > WIRE_HSM_WAIT_MAX_MS)
+		m->wait_ms = WIRE_HSM_WAIT_MAX_MS;
+}
+
+/* hsm_progress (since version 1): cred, u64 cookie, fid, u64 bytes_done, u64 bytes_total,
+ * u32 flags (WIRE_HSM_PROGRESS_FINAL only), i32 status (<= 0; 0 unless FINAL), str path
+ * (0..4096) */
+void wire_hsm_progress_encode(struct wire_cursor *c, const struct wire_hsm_progress *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_put_u64(c, m->cookie);
+	wire_fid_put(c, &m->fid);
+	wire_put_u64(c, m->bytes_done);
+	wire_put_u64(c, m->bytes_total);
+	wire_put_u32(c, m->flags);
+	wire_put_i32(c, m->status);
+	wire_path_put(c, m->path);
+}
+
+void wire_hsm_progress_decode(struct wire_cursor *c, struct wire_hsm_progress *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	m->cookie = wire_get_u64(c);
+	wire_fid_get(c, &m->fid);
+	m->bytes_done = wire_get_u64(c);
+	m->bytes_total = wire_get_u64(c);
+	m->flags = wire_get_u32(c);
+	m->status = wire_get_i32(c);
+	wire_path_get(c, m->path, NACRE_PATH_MAX);
+	if ((m->flags & ~(uint32_t)WIRE_HSM_PROGRESS_FINAL) || m->status > 0 ||
+	    (m->status != 0 && !(m->flags & WIRE_HSM_PROGRESS_FINAL)))
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* hsm_import_req (since version 1): cred, fid parent, name name, u32 mode (07777 only),
+ * u32 uid, u32 gid, u64 size (<= INT64_MAX), time mtime, u32 archive_id (>= 1),
+ * str path (1..4096) */
+void wire_hsm_import_req_encode(struct wire_cursor *c, const struct wire_hsm_import_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_fid_put(c, &m->parent);
+	wire_name_put(c, m->name);
+	wire_put_u32(c, m->mode);
+	wire_put_u32(c, m->uid);
+	wire_put_u32(c, m->gid);
+	wire_put_u64(c, m->size);
+	time_put(c, &m->mtime);
+	wire_put_u32(c, m->archive_id);
+	wire_path_put(c, m->path);
+}
+
+void wire_hsm_import_req_decode(struct wire_cursor *c, struct wire_hsm_import_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	wire_fid_get(c, &m->parent);
+	wire_name_get(c, m->name);
+	m->mode = wire_get_u32(c);
+	m->uid = wire_get_u32(c);
+	m->gid = wire_get_u32(c);
+	m->size = wire_get_u64(c);
+	time_get(c, &m->mtime);
+	m->archive_id = wire_get_u32(c);
+	str_get(c, m->path, 1, NACRE_PATH_MAX);
+	if ((m->mode & ~07777u) || m->size > (uint64_t)INT64_MAX || m->archive_id == 0)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* hsm_action (since version 1): see wire.h */
+void wire_hsm_action_put(struct wire_cursor *c, const struct nacre_hsm_action *a)
+{
+	wire_put_u64(c, a->cookie);
+	wire_put_u32(c, a->action);
+	wire_put_u32(c, a->status);
+	wire_fid_put(c, &a->fid);
+	wire_put_u32(c, a->archive_id);
+	wire_put_u32(c, a->flags);
+	wire_put_u64(c, a->bytes_done);
+	wire_put_u64(c, a->bytes_total);
+	wire_put_i32(c, a->err);
+	time_put(c, &a->ctime);
+	time_put(c, &a->mtime);
+	wire_path_put(c, a->path);
+}
+
+void wire_hsm_action_get(struct wire_cursor *c, struct nacre_hsm_action *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->cookie = wire_get_u64(c);
+	a->action = wire_get_u32(c);
+	a->status = wire_get_u32(c);
+	wire_fid_get(c, &a->fid);
+	a->archive_id = wire_get_u32(c);
+	a->flags = wire_get_u32(c);
+	a->bytes_done = wire_get_u64(c);
+	a->bytes_total = wire_get_u64(c);
+	a->err = wire_get_i32(c);
+	time_get(c, &a->ctime);
+	time_get(c, &a->mtime);
+	wire_path_get(c, a->path, NACRE_PATH_MAX);
+	if (a->action < NACRE_HSMA_ARCHIVE || a->action > NACRE_HSMA_CANCEL ||
+	    a->status > NACRE_HAS_SUCCEED || a->err > 0)
 		wire_cursor_fail(c, -EPROTO);
 }
 

@@ -81,7 +81,17 @@ enum wire_opcode {
 	WIRE_OP_MDS_FID2PATH = 40,    /* req: fid_req; rep: str path */
 	WIRE_OP_MDS_TARGET_REGISTER = 41, /* req: target_reg (from an OSS, no cred); rep: empty */
 	WIRE_OP_MDS_TARGET_HEARTBEAT = 42, /* req: target_reg; rep: empty */
-	/* 48..63 reserved for HSM (request/state/action, agent register/poll/progress) */
+	/* HSM (48..63); every request starts with a wire_cred */
+	WIRE_OP_MDS_HSM_REQUEST = 48,   /* req: hsm_request + nfids fids; rep: u32 n, i32 rc[n] */
+	WIRE_OP_MDS_HSM_STATE_GET = 49, /* req: fid_req; rep: hsm_state */
+	WIRE_OP_MDS_HSM_STATE_SET = 50, /* req: hsm_state_set; rep: hsm_state */
+	WIRE_OP_MDS_HSM_ACTION = 51,    /* req: fid_req; rep: u8 has, hsm_action if has */
+	WIRE_OP_MDS_HSM_LIST = 52,      /* req: hsm_list_req; rep: u32 n, u8 eof, hsm_action[n] */
+	WIRE_OP_MDS_HSM_AGENT_REGISTER = 53, /* req: hsm_agent_reg; rep: empty */
+	WIRE_OP_MDS_HSM_AGENT_POLL = 54,     /* req: hsm_poll_req; rep: u32 n, hsm_action[n] */
+	WIRE_OP_MDS_HSM_AGENT_PROGRESS = 55, /* req: hsm_progress; rep: u32 WIRE_HSM_REP_* flags */
+	WIRE_OP_MDS_HSM_IMPORT = 56,    /* req: hsm_import_req; rep: attr */
+	/* 57..63 reserved for HSM */
 
 	/* OSS; no cred: OSS requests come from authenticated nodes */
 	WIRE_OP_OST_WRITE = 64,   /* req: ost_io_req + bulk; rep: empty */
@@ -252,6 +262,73 @@ struct wire_target_reg { /* TARGET_REGISTER, TARGET_HEARTBEAT: one OST each */
 	struct nacre_statfs st;
 };
 
+/* ---- HSM ---- */
+#define WIRE_HSM_FIDS_MAX 4000      /* fids in one HSM_REQUEST (16 bytes each) */
+#define WIRE_HSM_ARCHIVES_MAX 32    /* archive ids one agent serves */
+#define WIRE_HSM_POLL_MAX 64        /* actions in one poll or list reply */
+#define WIRE_HSM_WAIT_MAX_MS 5000   /* longest a poll may wait on the MDS */
+#define WIRE_HSM_STATE_BITS 0x7fu
+enum {
+	WIRE_HSM_PROGRESS_FINAL = 1u << 0, /* hsm_progress.flags: the action ended (status) */
+	WIRE_HSM_REP_CANCEL = 1u << 0,     /* progress reply: the user canceled: stop */
+};
+struct wire_hsm_request { /* followed by nfids fids */
+	struct nacre_cred cred;
+	uint32_t action;     /* NACRE_HUA_* */
+	uint32_t archive_id; /* 0 = the file's, else the MDS default */
+	uint32_t flags;      /* reserved, 0 */
+	uint32_t nfids;      /* 1..WIRE_HSM_FIDS_MAX; exactly nfids * 16 bytes follow */
+};
+struct wire_hsm_state { /* HSM_STATE_GET / _SET reply */
+	uint32_t state;      /* NACRE_HS_* bits */
+	uint32_t archive_id;
+};
+struct wire_hsm_state_set {
+	struct nacre_cred cred;
+	struct nacre_fid fid;
+	uint32_t set;        /* bits to set */
+	uint32_t clear;      /* bits to clear (set and clear are disjoint) */
+	uint32_t archive_id; /* 0 = keep */
+};
+struct wire_hsm_list_req {
+	struct nacre_cred cred;
+	uint64_t cookie;     /* list actions with a cookie above this one */
+	uint32_t max;        /* capped at WIRE_HSM_POLL_MAX */
+};
+struct wire_hsm_agent_reg {
+	struct nacre_cred cred;
+	uint32_t max_active; /* actions this agent runs at once (its threads), >= 1 */
+	uint32_t nids;       /* 0 = any archive id */
+	uint32_t ids[WIRE_HSM_ARCHIVES_MAX];
+};
+struct wire_hsm_poll_req {
+	struct nacre_cred cred;
+	uint32_t max;        /* actions wanted, 1..WIRE_HSM_POLL_MAX */
+	uint32_t wait_ms;    /* wait this long for work if none; capped at WIRE_HSM_WAIT_MAX_MS */
+};
+struct wire_hsm_progress {
+	struct nacre_cred cred;
+	uint64_t cookie;
+	struct nacre_fid fid;
+	uint64_t bytes_done;
+	uint64_t bytes_total;
+	uint32_t flags;  /* WIRE_HSM_PROGRESS_* */
+	int32_t status;  /* with FINAL: 0 or a negative errno (-ECANCELED when canceled) */
+	char path[NACRE_PATH_MAX + 1]; /* with FINAL of an ARCHIVE: the object name used */
+};
+struct wire_hsm_import_req {
+	struct nacre_cred cred;
+	struct nacre_fid parent;
+	char name[NACRE_NAME_MAX + 1];
+	uint32_t mode;       /* permission bits (07777); the type is always a regular file */
+	uint32_t uid;
+	uint32_t gid;
+	uint64_t size;
+	struct nacre_time mtime;
+	uint32_t archive_id; /* >= 1 */
+	char path[NACRE_PATH_MAX + 1]; /* archive object name */
+};
+
 /* ---- OSS requests ---- */
 struct wire_ost_io_req {
 	uint32_t ost_idx;
@@ -288,6 +365,14 @@ WIRE_MSG(close_req);
 WIRE_MSG(xattr_req);
 WIRE_MSG(layout_set_req);
 WIRE_MSG(target_reg);
+WIRE_MSG(hsm_request);
+WIRE_MSG(hsm_state);
+WIRE_MSG(hsm_state_set);
+WIRE_MSG(hsm_list_req);
+WIRE_MSG(hsm_agent_reg);
+WIRE_MSG(hsm_poll_req);
+WIRE_MSG(hsm_progress);
+WIRE_MSG(hsm_import_req);
 WIRE_MSG(ost_io_req);
 WIRE_MSG(ost_attr_rep);
 #undef WIRE_MSG
@@ -296,6 +381,14 @@ WIRE_MSG(ost_attr_rep);
  * The server writes the header with a placeholder count and patches it at the end. */
 void wire_dirent_put(struct wire_cursor *c, const struct nacre_dirent *d);
 void wire_dirent_get(struct wire_cursor *c, struct nacre_dirent *d);
+
+/* One HSM action (HSM_ACTION, HSM_LIST and HSM_AGENT_POLL replies): u64 cookie, u32 action
+ * (NACRE_HSMA_*), u32 status (NACRE_HAS_*), fid, u32 archive_id, u32 flags, u64 bytes_done,
+ * u64 bytes_total, i32 err, time ctime, time mtime, str path (0..4096). A list is u32 count
+ * (checked against the bytes present: an action is at least WIRE_HSM_ACTION_MIN bytes). */
+#define WIRE_HSM_ACTION_MIN (8 + 4 + 4 + 16 + 4 + 4 + 8 + 8 + 4 + 12 + 12 + 2)
+void wire_hsm_action_put(struct wire_cursor *c, const struct nacre_hsm_action *a);
+void wire_hsm_action_get(struct wire_cursor *c, struct nacre_hsm_action *a);
 
 /* TARGETS reply: u32 count, then count targets {u32 type, u32 index, u8 up, str addr,
  * statfs}. count is checked against the bytes present before any allocation. */

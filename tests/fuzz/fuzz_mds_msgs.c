@@ -23,6 +23,34 @@ FZ_GROUP(layout, struct nacre_layout, wire_layout_put, wire_layout_get)
 FZ_GROUP(dirent, struct nacre_dirent, wire_dirent_put, wire_dirent_get)
 FZ_GROUP(target, struct nacre_target, wire_target_put, wire_target_get)
 FZ_GROUP(cred, struct nacre_cred, wire_cred_put, wire_cred_get)
+FZ_MSG(hsm_state)
+FZ_MSG(hsm_state_set)
+FZ_MSG(hsm_list_req)
+FZ_MSG(hsm_agent_reg)
+FZ_MSG(hsm_poll_req)
+FZ_MSG(hsm_progress)
+FZ_MSG(hsm_import_req)
+FZ_GROUP(hsm_action, struct nacre_hsm_action, wire_hsm_action_put, wire_hsm_action_get)
+
+/* HSM_REQUEST: the header, then exactly nfids fids. */
+struct fz_hsm_req {
+	struct wire_hsm_request h;
+	struct nacre_fid fids[WIRE_HSM_FIDS_MAX];
+};
+static void enc_hsm_request(struct wire_cursor *c, const void *m)
+{
+	const struct fz_hsm_req *r = m;
+	wire_hsm_request_encode(c, &r->h);
+	for (uint32_t i = 0; i < r->h.nfids && i < WIRE_HSM_FIDS_MAX; i++)
+		wire_fid_put(c, &r->fids[i]);
+}
+static void dec_hsm_request(struct wire_cursor *c, void *m)
+{
+	struct fz_hsm_req *r = m;
+	wire_hsm_request_decode(c, &r->h);
+	for (uint32_t i = 0; wire_cursor_ok(c) && i < r->h.nfids; i++)
+		wire_fid_get(c, &r->fids[i]);
+}
 
 /* READLINK / FID2PATH replies: one path. */
 struct fz_path {
@@ -72,6 +100,15 @@ static const struct fz_type types[] = {
 	FZ_ROW(target, struct nacre_target, NULL, 1),
 	FZ_ROW(cred, struct nacre_cred, NULL, 1),
 	FZ_ROW(path, struct fz_path, NULL, 1),
+	FZ_ROW(hsm_request, struct fz_hsm_req, NULL, 1),
+	FZ_ROW(hsm_state, struct wire_hsm_state, NULL, 1),
+	FZ_ROW(hsm_state_set, struct wire_hsm_state_set, NULL, 1),
+	FZ_ROW(hsm_list_req, struct wire_hsm_list_req, NULL, 0), /* max is capped */
+	FZ_ROW(hsm_agent_reg, struct wire_hsm_agent_reg, NULL, 1),
+	FZ_ROW(hsm_poll_req, struct wire_hsm_poll_req, NULL, 0), /* wait_ms is capped */
+	FZ_ROW(hsm_progress, struct wire_hsm_progress, NULL, 1),
+	FZ_ROW(hsm_import_req, struct wire_hsm_import_req, NULL, 1),
+	FZ_ROW(hsm_action, struct nacre_hsm_action, NULL, 1),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,6 +1,9 @@
 /* test_client_io.c - libnacre against a fake MDS and two fake OSSes built on the real rpc
  * layer: mount errors, subdirectory resolution, striped writes coalesced into 4 MiB RPCs
- * sent in parallel, reads with holes and short objects, fsync and close size reports. */
+ * sent in parallel, reads with holes and short objects, fsync and close size reports
+ * (write-through mount); then write-behind (small writes coalesced, read-your-writes,
+ * background errors at the next write, fsync and close, truncate over dirty data) and
+ * readahead (parallel RPCs ahead of a stream, none for random reads, local writes seen). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -49,9 +52,11 @@ struct fake {
 	uint8_t *obj[NSTRIPES];
 	uint64_t obj_len[NSTRIPES];
 	int writes, reads, syncs, bad_requests;
-	uint64_t write_max;
+	uint64_t write_max, read_max;
+	int writes_at_setattr; /* F.writes when the last SETATTR arrived */
 	int inflight, inflight_max;
 	int fail_write; /* status OST writes answer, 0 = succeed */
+	int delay_us;   /* how long an OST RPC takes */
 	char oss_addr[2][NACRE_ADDR_MAX + 1];
 };
 
@@ -206,6 +211,7 @@ static int mds_handler(void *arg, const struct rpc_request *req, struct rpc_repl
 		wire_setattr_req_decode(&c, &m);
 		if (m.sa.valid & NACRE_SET_SIZE)
 			F.size = m.sa.size;
+		F.writes_at_setattr = F.writes;
 		fake_attr(&m.fid, &a);
 		wire_attr_put(&rep->body, &a);
 		break;
@@ -239,8 +245,9 @@ static int oss_handler(void *arg, const struct rpc_request *req, struct rpc_repl
 	F.inflight++;
 	if (F.inflight > F.inflight_max)
 		F.inflight_max = F.inflight;
+	int delay = F.delay_us;
 	pthread_mutex_unlock(&F.lock);
-	usleep(20000); /* long enough for the client's other RPCs to arrive meanwhile */
+	usleep((useconds_t)delay); /* long enough for the client's other RPCs to arrive */
 	pthread_mutex_lock(&F.lock);
 	F.inflight--;
 	uint32_t s = m.stripe_idx;
@@ -267,6 +274,8 @@ static int oss_handler(void *arg, const struct rpc_request *req, struct rpc_repl
 		if (m.offset < F.obj_len[s])
 			n = F.obj_len[s] - m.offset < m.len ? F.obj_len[s] - m.offset : m.len;
 		F.reads++;
+		if (m.len > F.read_max)
+			F.read_max = m.len;
 		if (n > 0) {
 			rep->bulk = malloc(n);
 			memcpy(rep->bulk, F.obj[s] + m.offset, n);
@@ -540,6 +549,237 @@ out:
 	free(rbuf);
 }
 
+/* Empties the fake objects and the MDS size. */
+static void fake_reset(void)
+{
+	pthread_mutex_lock(&F.lock);
+	for (int s = 0; s < NSTRIPES; s++) {
+		memset(F.obj[s], 0, OBJ_MAX);
+		F.obj_len[s] = 0;
+	}
+	F.size = 0;
+	F.writes = F.reads = 0;
+	F.write_max = F.read_max = 0;
+	F.inflight_max = 0;
+	pthread_mutex_unlock(&F.lock);
+}
+
+static int fake_writes(void)
+{
+	pthread_mutex_lock(&F.lock);
+	int n = F.writes;
+	pthread_mutex_unlock(&F.lock);
+	return n;
+}
+
+/* The fake objects hold pattern(off) for file range [0, len) (RAID0, 1 MiB x 4). */
+static int objects_hold(uint64_t len)
+{
+	for (uint64_t off = 0; off < len; off += 4093) {
+		uint64_t row = off / (NSTRIPES * MIB), s = off / MIB % NSTRIPES;
+		if (F.obj[s][row * MIB + off % MIB] != pattern(off))
+			return 0;
+	}
+	return 1;
+}
+
+/* Write-behind on (the default): what an application sees. */
+static void test_writeback(struct nacre_fs *fs)
+{
+	size_t big = 16 * MIB;
+	uint8_t *wbuf = malloc(big), *rbuf = malloc(big);
+	struct nacre_file *f, *g;
+	struct nacre_attr a;
+	ssize_t n;
+	int rc, ok;
+
+	fake_reset();
+	fill(wbuf, 0, big);
+	rc = nacre_open(fs, NULL, &file_fid, O_RDWR, &f);
+	CHECK(rc == 0, "open: %d", rc);
+	if (rc)
+		goto out;
+
+	/* 4096 writes of 4 KiB: buffered, sent as 4 RPCs of 4 MiB (one per stripe). Slow
+	 * RPCs, so that the ones sent when their window filled are still running at flush. */
+	pthread_mutex_lock(&F.lock);
+	F.delay_us = 300000;
+	pthread_mutex_unlock(&F.lock);
+	ok = 1;
+	for (size_t off = 0; off < big && ok; off += 4096)
+		ok = nacre_pwrite(f, wbuf + off, 4096, off) == 4096;
+	CHECK(ok, "4 KiB writes");
+	rc = nacre_flush(f);
+	CHECK(rc == 0 && F.writes == 4 && F.write_max == 4 * MIB && F.size == big,
+	      "small writes coalesced: flush %d, %d RPCs, max %llu, size %llu", rc, F.writes,
+	      (unsigned long long)F.write_max, (unsigned long long)F.size);
+	CHECK(F.inflight_max >= 2, "write-behind RPCs in parallel: %d", F.inflight_max);
+	pthread_mutex_lock(&F.lock);
+	F.delay_us = 20000;
+	pthread_mutex_unlock(&F.lock);
+	CHECK(objects_hold(big), "objects hold the data");
+
+	/* Read-your-writes: a buffered write is seen by a read on this handle and another. */
+	fill(wbuf, 5 * MIB + 7, 100);
+	int before = fake_writes();
+	n = nacre_pwrite(f, wbuf, 100, 5 * MIB + 7);
+	CHECK(n == 100 && fake_writes() == before, "small write buffered: %zd", n);
+	memset(rbuf, 0, 200);
+	n = nacre_pread(f, rbuf, 200, 5 * MIB);
+	fill(wbuf, 5 * MIB, 200);
+	CHECK(n == 200 && memcmp(rbuf, wbuf, 200) == 0, "read your own buffered write: %zd", n);
+	fill(wbuf, 9 * MIB + 1, 50);
+	n = nacre_pwrite(f, wbuf, 50, 9 * MIB + 1);
+	rc = nacre_open(fs, NULL, &file_fid, O_RDONLY, &g);
+	CHECK(rc == 0, "second handle: %d", rc);
+	if (rc == 0) {
+		memset(rbuf, 0, 50);
+		n = nacre_pread(g, rbuf, 50, 9 * MIB + 1);
+		CHECK(n == 50 && memcmp(rbuf, wbuf, 50) == 0, "other handle sees it: %zd", n);
+		CHECK(nacre_close(g) == 0, "close second handle");
+	}
+
+	/* A background write fails: the next write, fsync and close say so. */
+	pthread_mutex_lock(&F.lock);
+	F.fail_write = -EIO;
+	pthread_mutex_unlock(&F.lock);
+	n = nacre_pwrite(f, wbuf, 8192, MIB);
+	CHECK(n == 8192, "write buffered before the failure shows: %zd", n);
+	rc = nacre_fsync(f, 0);
+	CHECK(rc == -EIO, "fsync reports the failed background write: %d", rc);
+	n = nacre_pwrite(f, wbuf, 8192, 2 * MIB);
+	CHECK(n == -EIO, "next write reports it: %zd", n);
+	pthread_mutex_lock(&F.lock);
+	F.fail_write = 0;
+	pthread_mutex_unlock(&F.lock);
+	n = nacre_pwrite(f, wbuf, 8192, 2 * MIB);
+	CHECK(n == 8192, "later writes work again: %zd", n);
+	rc = nacre_close(f);
+	CHECK(rc == -EIO, "close reports the lost write: %d", rc);
+
+	/* Truncate over dirty data: the data goes first, the truncate wins. */
+	rc = nacre_open(fs, NULL, &file_fid, O_RDWR, &f);
+	CHECK(rc == 0, "open: %d", rc);
+	if (rc)
+		goto out;
+	fill(wbuf, 0, 2 * MIB);
+	before = fake_writes();
+	n = nacre_pwrite(f, wbuf, 2 * MIB, 16 * MIB);
+	CHECK(n == 2 * MIB && fake_writes() == before, "2 MiB buffered: %zd", n);
+	struct nacre_setattr sa = {.valid = NACRE_SET_SIZE, .size = 16 * MIB + MIB};
+	rc = nacre_setattr(fs, NULL, &file_fid, &sa, &a);
+	CHECK(rc == 0 && F.writes_at_setattr > before, "truncate after the dirty data: %d (%d)",
+	      rc, F.writes_at_setattr - before);
+	CHECK(nacre_file_written_size(f) == 17 * MIB, "written end follows the truncate");
+	n = nacre_pread(f, rbuf, 4 * MIB, 15 * MIB);
+	CHECK(n == 2 * MIB, "read stops at the new size: %zd", n);
+	rc = nacre_close(f);
+	CHECK(rc == 0 && F.size == 17 * MIB, "close keeps the truncated size: %d %llu", rc,
+	      (unsigned long long)F.size);
+
+	/* O_APPEND with buffered data: each append lands after the previous one. */
+	rc = nacre_open(fs, NULL, &file_fid, O_WRONLY | O_APPEND, &f);
+	CHECK(rc == 0, "open append: %d", rc);
+	if (rc == 0) {
+		fill(wbuf, 17 * MIB, 3000);
+		n = nacre_pwrite(f, wbuf, 1000, 0);
+		n += nacre_pwrite(f, wbuf + 1000, 2000, 0);
+		CHECK(n == 3000 && nacre_file_written_size(f) == 17 * MIB + 3000, "appends: %zd", n);
+		CHECK(nacre_close(f) == 0 && F.size == 17 * MIB + 3000, "append size");
+		rc = nacre_open(fs, NULL, &file_fid, O_RDONLY, &g);
+		if (rc == 0) {
+			n = nacre_pread(g, rbuf, 4000, 17 * MIB);
+			CHECK(n == 3000 && same(rbuf, 17 * MIB, 3000), "appended bytes: %zd", n);
+			nacre_close(g);
+		}
+	}
+out:
+	free(wbuf);
+	free(rbuf);
+}
+
+/* Readahead: a sequential reader gets 4 MiB RPCs in parallel ahead of it; random reads
+ * get exactly what they ask; a local write is never hidden by the cache. */
+static void test_readahead(struct nacre_fs *fs)
+{
+	size_t big = 48 * MIB;
+	uint8_t *wbuf = malloc(big), *rbuf = malloc(MIB);
+	struct nacre_file *f;
+	ssize_t n;
+	int rc, ok;
+
+	fake_reset();
+	fill(wbuf, 0, big);
+	rc = nacre_open(fs, NULL, &file_fid, O_RDWR, &f);
+	CHECK(rc == 0, "open: %d", rc);
+	if (rc)
+		goto out;
+	n = nacre_pwrite(f, wbuf, big, 0); /* large: written through */
+	CHECK(n == (ssize_t)big && nacre_close(f) == 0, "write 48 MiB: %zd", n);
+
+	rc = nacre_open(fs, NULL, &file_fid, O_RDONLY, &f);
+	CHECK(rc == 0, "open: %d", rc);
+	if (rc)
+		goto out;
+	pthread_mutex_lock(&F.lock);
+	F.reads = 0;
+	F.read_max = 0;
+	F.inflight_max = 0;
+	pthread_mutex_unlock(&F.lock);
+	ok = 1;
+	for (size_t off = 0; off < big && ok; off += MIB) {
+		n = nacre_pread(f, rbuf, MIB, off);
+		ok = n == MIB && same(rbuf, off, MIB);
+	}
+	CHECK(ok, "sequential 1 MiB reads return the data");
+	CHECK(F.reads <= 16 && F.read_max == 4 * MIB,
+	      "readahead: %d read RPCs for 48 reads, largest %llu", F.reads,
+	      (unsigned long long)F.read_max);
+	CHECK(F.inflight_max >= 2, "readahead RPCs in parallel: %d", F.inflight_max);
+	CHECK(nacre_close(f) == 0, "close");
+
+	/* Random 64 KiB reads: no readahead. */
+	rc = nacre_open(fs, NULL, &file_fid, O_RDONLY, &f);
+	CHECK(rc == 0, "open: %d", rc);
+	if (rc)
+		goto out;
+	pthread_mutex_lock(&F.lock);
+	F.reads = 0;
+	F.read_max = 0;
+	pthread_mutex_unlock(&F.lock);
+	ok = 1;
+	uint64_t x = 12345;
+	for (int i = 0; i < 20 && ok; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		uint64_t off = (x >> 20) % (big - 65536) / 65536 * 65536;
+		n = nacre_pread(f, rbuf, 65536, off);
+		ok = n == 65536 && same(rbuf, off, 65536);
+	}
+	CHECK(ok, "random reads return the data");
+	CHECK(F.reads == 20 && F.read_max == 65536, "random reads: %d RPCs, largest %llu",
+	      F.reads, (unsigned long long)F.read_max);
+	CHECK(nacre_close(f) == 0, "close");
+
+	/* A stream with readahead in its cache, then a local write ahead of the reader. */
+	rc = nacre_open(fs, NULL, &file_fid, O_RDWR, &f);
+	CHECK(rc == 0, "open: %d", rc);
+	if (rc)
+		goto out;
+	for (size_t off = 0; off < 4 * MIB; off += MIB)
+		nacre_pread(f, rbuf, MIB, off);
+	memset(wbuf, 0x5a, 1000);
+	n = nacre_pwrite(f, wbuf, 1000, 6 * MIB + 10);
+	CHECK(n == 1000, "write into the readahead range: %zd", n);
+	n = nacre_pread(f, rbuf, MIB, 6 * MIB);
+	CHECK(n == MIB && same(rbuf, 6 * MIB, 10) && rbuf[10] == 0x5a && rbuf[1009] == 0x5a &&
+		      same(rbuf + 1010, 6 * MIB + 1010, MIB - 1010),
+	      "read after a local write sees it: %zd", n);
+	CHECK(nacre_close(f) == 0, "close");
+out:
+	free(wbuf);
+	free(rbuf);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/nacre-test-client-XXXXXX", keyfile[128], err[512], spec[128];
@@ -550,6 +790,7 @@ int main(void)
 	int rc;
 
 	pthread_mutex_init(&F.lock, NULL);
+	F.delay_us = 20000;
 	for (int s = 0; s < NSTRIPES; s++)
 		F.obj[s] = calloc(1, OBJ_MAX);
 	if (!mkdtemp(dir))
@@ -571,11 +812,22 @@ int main(void)
 	memset(&o, 0, sizeof(o));
 	o.key_file = keyfile;
 	o.timeout_ms = 5000;
+	o.max_dirty_mb = -1; /* write-through: errors at the write itself */
+	o.readahead_max_mb = -1;
 	snprintf(spec, sizeof(spec), "%s:/fs/sub", mds.addr);
 	rc = nacre_fs_mount(spec, &o, &fs, err, sizeof(err));
 	CHECK(rc == 0, "mount %s: %d %s", spec, rc, err);
 	if (rc == 0) {
 		test_io(fs);
+		nacre_fs_umount(fs);
+	}
+	o.max_dirty_mb = 0; /* the defaults: write-behind and readahead on */
+	o.readahead_max_mb = 0;
+	rc = nacre_fs_mount(spec, &o, &fs, err, sizeof(err));
+	CHECK(rc == 0, "mount %s: %d %s", spec, rc, err);
+	if (rc == 0) {
+		test_writeback(fs);
+		test_readahead(fs);
 		nacre_fs_umount(fs);
 	}
 	CHECK(F.bad_requests == 0, "%d malformed requests reached the servers", F.bad_requests);
@@ -592,8 +844,12 @@ int main(void)
 		rc = nacre_open(fs, NULL, &file_fid, O_RDWR, &f);
 		CHECK(rc == 0, "open: %d", rc);
 		if (rc == 0) {
+			/* Buffered: the failure shows at the next write, fsync and close. */
 			ssize_t n = nacre_pwrite(f, buf, sizeof(buf), MIB); /* stripe 1: OSS 1 */
-			CHECK(n == -EIO, "write to a missing OSS: %zd", n);
+			CHECK(n == (ssize_t)sizeof(buf), "write buffered: %zd", n);
+			CHECK(nacre_fsync(f, 0) == -EIO, "fsync to a missing OSS: EIO");
+			n = nacre_pwrite(f, buf, sizeof(buf), MIB);
+			CHECK(n == -EIO, "write after a lost write: %zd", n);
 			n = nacre_pread(f, buf, sizeof(buf), 0); /* stripe 0: OSS 0 still up */
 			CHECK(n == (ssize_t)sizeof(buf), "read from the live OSS: %zd", n);
 			CHECK(nacre_close(f) == -EIO, "close reports the lost write");

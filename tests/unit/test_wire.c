@@ -58,7 +58,17 @@ static void test_opcodes(void)
 	CHECK_STR(wire_opcode_name(WIRE_OP_OST_SYNC), "OST_SYNC");
 	CHECK_STR(wire_opcode_name(WIRE_OP_CONNECT), "CONNECT");
 	CHECK_STR(wire_opcode_name(0), "UNKNOWN");
-	CHECK_STR(wire_opcode_name(50), "UNKNOWN");
+	CHECK_STR(wire_opcode_name(60), "UNKNOWN");
+	CHECK_EQ(WIRE_OP_MDS_HSM_REQUEST, 48);
+	CHECK_EQ(WIRE_OP_MDS_HSM_STATE_GET, 49);
+	CHECK_EQ(WIRE_OP_MDS_HSM_STATE_SET, 50);
+	CHECK_EQ(WIRE_OP_MDS_HSM_ACTION, 51);
+	CHECK_EQ(WIRE_OP_MDS_HSM_LIST, 52);
+	CHECK_EQ(WIRE_OP_MDS_HSM_AGENT_REGISTER, 53);
+	CHECK_EQ(WIRE_OP_MDS_HSM_AGENT_POLL, 54);
+	CHECK_EQ(WIRE_OP_MDS_HSM_AGENT_PROGRESS, 55);
+	CHECK_EQ(WIRE_OP_MDS_HSM_IMPORT, 56);
+	CHECK_STR(wire_opcode_name(WIRE_OP_MDS_HSM_AGENT_POLL), "MDS_HSM_AGENT_POLL");
 	CHECK_STR(wire_opcode_name(WIRE_OP_MAX_), "UNKNOWN");
 	CHECK_STR(wire_opcode_name(0xffff), "UNKNOWN");
 }
@@ -216,6 +226,13 @@ NOFIX(layout_set_req)
 NOFIX(target_reg)
 NOFIX(ost_io_req)
 NOFIX(ost_attr_rep)
+NOFIX(hsm_state)
+NOFIX(hsm_state_set)
+NOFIX(hsm_list_req)
+NOFIX(hsm_agent_reg)
+NOFIX(hsm_poll_req)
+NOFIX(hsm_progress)
+NOFIX(hsm_import_req)
 
 static void fixup_xattr_req(struct wire_xattr_req *d, const struct wire_xattr_req *m)
 {
@@ -1038,6 +1055,184 @@ static void test_reject_fields(void)
 	}
 }
 
+/* ---- HSM ---- */
+
+static void test_hsm(void)
+{
+	/* golden: a RELEASE request for one file, archive 1, root */
+	static const uint8_t golden[] = {
+		0x00, 0x00, 0x00, 0x00,                         /* uid 0 */
+		0x00, 0x00, 0x00, 0x00,                         /* gid 0 */
+		0x00, 0x00, 0x00, 0x00,                         /* ngroups 0 */
+		0x0c, 0x00, 0x00, 0x00,                         /* action RELEASE (12) */
+		0x01, 0x00, 0x00, 0x00,                         /* archive_id 1 */
+		0x00, 0x00, 0x00, 0x00,                         /* flags 0 */
+		0x01, 0x00, 0x00, 0x00,                         /* nfids 1 */
+		0x00, 0x04, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, /* seq 0x200000400 */
+		0x07, 0x00, 0x00, 0x00,                         /* oid 7 */
+		0x00, 0x00, 0x00, 0x00,                         /* ver 0 */
+	};
+	struct wire_hsm_request r, rd;
+	struct nacre_fid f, fd;
+	struct wire_cursor c;
+
+	memset(&r, 0, sizeof(r));
+	r.action = NACRE_HUA_RELEASE;
+	r.archive_id = 1;
+	r.nfids = 1;
+	sample_fid(&f, 7);
+	ENCODE(&c, wire_hsm_request_encode, &r);
+	wire_fid_put(&c, &f);
+	CHECK_EQ(wire_cursor_pos(&c), sizeof(golden));
+	CHECK_MEM(c.buf, golden, sizeof(golden));
+	wire_cursor_fini(&c);
+	{
+		struct wire_cursor rc_;
+		wire_cursor_init_read(&rc_, golden, sizeof(golden));
+		wire_hsm_request_decode(&rc_, &rd);
+		wire_fid_get(&rc_, &fd);
+		CHECK(wire_cursor_ok(&rc_) && wire_cursor_left(&rc_) == 0);
+		CHECK(memcmp(&r, &rd, sizeof(r)) == 0);
+		CHECK(memcmp(&f, &fd, sizeof(f)) == 0);
+		/* a count the bytes do not hold, a bad action, zero fids: refused */
+		wire_cursor_init_read(&rc_, golden, sizeof(golden) - 1);
+		wire_hsm_request_decode(&rc_, &rd);
+		CHECK(!wire_cursor_ok(&rc_));
+		uint8_t bad[sizeof(golden)];
+		memcpy(bad, golden, sizeof(bad));
+		bad[12] = 9;
+		wire_cursor_init_read(&rc_, bad, sizeof(bad));
+		wire_hsm_request_decode(&rc_, &rd);
+		CHECK(!wire_cursor_ok(&rc_));
+		memcpy(bad, golden, sizeof(bad));
+		bad[24] = 0;
+		wire_cursor_init_read(&rc_, bad, sizeof(bad));
+		wire_hsm_request_decode(&rc_, &rd);
+		CHECK(!wire_cursor_ok(&rc_));
+	}
+
+	/* golden: state 0x0d archive 1 */
+	static const uint8_t gstate[] = {0x0d, 0, 0, 0, 0x01, 0, 0, 0};
+	struct wire_hsm_state s = {0x0d, 1}, sd;
+	ENCODE(&c, wire_hsm_state_encode, &s);
+	CHECK_MEM(c.buf, gstate, sizeof(gstate));
+	wire_cursor_fini(&c);
+	CHECK(DECODE_OK(wire_hsm_state_decode, gstate, sizeof(gstate), &sd));
+	ROUNDTRIP(hsm_state, &s);
+	s.state = 0x80; /* PCC bits are not ours */
+	ENCODE(&c, wire_hsm_state_encode, &s);
+	CHECK(!DECODE_OK(wire_hsm_state_decode, c.buf, wire_cursor_pos(&c), &sd));
+	wire_cursor_fini(&c);
+
+	struct wire_hsm_state_set ss;
+	memset(&ss, 0, sizeof(ss));
+	sample_cred(&ss.cred);
+	sample_fid(&ss.fid, 3);
+	ss.set = NACRE_HS_NORELEASE;
+	ss.clear = NACRE_HS_DIRTY;
+	ss.archive_id = 4;
+	ROUNDTRIP(hsm_state_set, &ss);
+	ss.clear = NACRE_HS_NORELEASE; /* set and clear overlap */
+	{
+		struct wire_hsm_state_set d;
+		ENCODE(&c, wire_hsm_state_set_encode, &ss);
+		CHECK(!DECODE_OK(wire_hsm_state_set_decode, c.buf, wire_cursor_pos(&c), &d));
+		wire_cursor_fini(&c);
+	}
+
+	struct wire_hsm_list_req lr;
+	memset(&lr, 0, sizeof(lr));
+	sample_cred(&lr.cred);
+	lr.cookie = 77;
+	lr.max = 10;
+	ROUNDTRIP(hsm_list_req, &lr);
+
+	struct wire_hsm_agent_reg ar;
+	memset(&ar, 0, sizeof(ar));
+	ar.max_active = 4;
+	ar.nids = 2;
+	ar.ids[0] = 1;
+	ar.ids[1] = 9;
+	ROUNDTRIP(hsm_agent_reg, &ar);
+	ar.ids[1] = 0; /* archive id 0 is "none" */
+	{
+		struct wire_hsm_agent_reg d;
+		ENCODE(&c, wire_hsm_agent_reg_encode, &ar);
+		CHECK(!DECODE_OK(wire_hsm_agent_reg_decode, c.buf, wire_cursor_pos(&c), &d));
+		wire_cursor_fini(&c);
+	}
+
+	struct wire_hsm_poll_req pr;
+	memset(&pr, 0, sizeof(pr));
+	pr.max = 8;
+	pr.wait_ms = 1000;
+	ROUNDTRIP(hsm_poll_req, &pr);
+
+	struct wire_hsm_progress *pg = calloc(1, sizeof(*pg));
+	pg->cookie = 5;
+	sample_fid(&pg->fid, 9);
+	pg->bytes_done = 1 << 20;
+	pg->bytes_total = 4 << 20;
+	pg->flags = WIRE_HSM_PROGRESS_FINAL;
+	pg->status = -ECANCELED;
+	memcpy(pg->path, "dir/file", 9);
+	ROUNDTRIP(hsm_progress, pg);
+	pg->flags = 0; /* a status without FINAL */
+	{
+		struct wire_hsm_progress *d = malloc(sizeof(*d));
+		ENCODE(&c, wire_hsm_progress_encode, pg);
+		CHECK(!DECODE_OK(wire_hsm_progress_decode, c.buf, wire_cursor_pos(&c), d));
+		wire_cursor_fini(&c);
+		free(d);
+	}
+	free(pg);
+
+	struct wire_hsm_import_req *im = calloc(1, sizeof(*im));
+	sample_cred(&im->cred);
+	sample_fid(&im->parent, 2);
+	memcpy(im->name, "weights.bin", 12);
+	im->mode = 0640;
+	im->uid = 1234;
+	im->gid = 4321;
+	im->size = 300000;
+	im->mtime.sec = 1612325106;
+	im->archive_id = 2;
+	memcpy(im->path, "models/v1/weights.bin", 22);
+	ROUNDTRIP(hsm_import_req, im);
+	im->archive_id = 0;
+	{
+		struct wire_hsm_import_req *d = malloc(sizeof(*d));
+		ENCODE(&c, wire_hsm_import_req_encode, im);
+		CHECK(!DECODE_OK(wire_hsm_import_req_decode, c.buf, wire_cursor_pos(&c), d));
+		wire_cursor_fini(&c);
+		free(d);
+	}
+	free(im);
+
+	struct nacre_hsm_action *a = calloc(1, sizeof(*a)), *ad = malloc(sizeof(*a));
+	a->cookie = 42;
+	a->action = NACRE_HSMA_RESTORE;
+	a->status = NACRE_HAS_STARTED;
+	sample_fid(&a->fid, 11);
+	a->archive_id = 1;
+	a->bytes_done = 100;
+	a->bytes_total = 200;
+	a->ctime.sec = 1;
+	a->mtime.sec = 2;
+	memcpy(a->path, "x/y", 4);
+	ENCODE(&c, wire_hsm_action_put, a);
+	CHECK(wire_cursor_pos(&c) >= WIRE_HSM_ACTION_MIN);
+	CHECK(DECODE_OK(wire_hsm_action_get, c.buf, wire_cursor_pos(&c), ad));
+	CHECK(memcmp(a, ad, sizeof(*a)) == 0);
+	wire_cursor_fini(&c);
+	a->status = 9;
+	ENCODE(&c, wire_hsm_action_put, a);
+	CHECK(!DECODE_OK(wire_hsm_action_get, c.buf, wire_cursor_pos(&c), ad));
+	wire_cursor_fini(&c);
+	free(a);
+	free(ad);
+}
+
 int main(void)
 {
 	test_opcodes();
@@ -1050,5 +1245,6 @@ int main(void)
 	test_groups();
 	test_reject_names();
 	test_reject_fields();
+	test_hsm();
 	return unit_done();
 }

@@ -1,0 +1,103 @@
+/* cluster_conf.h - the cluster config file of `nacre cluster up|down|status` (docs/cluster.md):
+ * one INI file (inih) naming every host and what runs there.
+ *
+ *   [cluster]      fsname, key_file, stripe_count, stripe_size, remote_shell, bin_dir, run_dir
+ *   [mds]          host, listen, data, metrics_addr
+ *   [oss NAME]     host, listen, osts = IDX:DIR[,IDX:DIR...], metrics_addr
+ *   [client NAME]  host, mountpoint, options, metrics_addr
+ *   [hsm]          archive = ID:URL (repeatable), copytools = HOST[,HOST...]
+ *   [metrics]      log_dir, interval
+ *
+ * Parsing is strict: an unknown section or key, a missing required key, a bad address or a
+ * duplicate OST index is an error whose message starts with FILE:LINE. Single-threaded.
+ */
+#ifndef NACRE_CLUSTER_CONF_H
+#define NACRE_CLUSTER_CONF_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nacre/nacre_types.h"
+
+#define CC_NAME_MAX 31
+#define CC_HOST_MAX 255
+#define CC_MAX_OSS 32
+#define CC_MAX_OSTS_PER_OSS 16
+#define CC_MAX_CLIENTS 32
+#define CC_MAX_ARCHIVES 8
+#define CC_MAX_COPYTOOLS 8
+#define CC_SHELL_MAX 512
+#define CC_ADDR_MAX 300 /* host:port as written in the file */
+
+struct cc_ost {
+	int index;
+	char dir[PATH_MAX];
+};
+
+struct cc_oss {
+	char name[CC_NAME_MAX + 1];
+	char host[CC_HOST_MAX + 1];
+	char listen[CC_ADDR_MAX];
+	char metrics_addr[CC_ADDR_MAX];
+	struct cc_ost osts[CC_MAX_OSTS_PER_OSS];
+	int nosts;
+	int line; /* of the section header, for "missing key" messages */
+};
+
+struct cc_client {
+	char name[CC_NAME_MAX + 1];
+	char host[CC_HOST_MAX + 1];
+	char mountpoint[PATH_MAX];
+	char options[512];
+	char metrics_addr[CC_ADDR_MAX];
+	int line;
+};
+
+struct cc_archive {
+	int id;
+	char url[1024];
+};
+
+struct cc_conf {
+	char path[PATH_MAX]; /* the file, for messages */
+	/* [cluster] */
+	char fsname[NACRE_FSNAME_MAX + 1];
+	char key_file[PATH_MAX];
+	int stripe_count;     /* 0 = not set */
+	uint32_t stripe_size; /* 0 = not set */
+	char remote_shell[CC_SHELL_MAX]; /* contains {host} */
+	char bin_dir[PATH_MAX];          /* "" = the directory of this nacre binary */
+	char run_dir[PATH_MAX];          /* pid files and logs on every host */
+	int cluster_line;
+	/* [mds] */
+	char mds_host[CC_HOST_MAX + 1];
+	char mds_listen[CC_ADDR_MAX];
+	char mds_data[PATH_MAX];
+	char mds_metrics_addr[CC_ADDR_MAX];
+	int mds_line;
+	struct cc_oss oss[CC_MAX_OSS];
+	int noss;
+	struct cc_client clients[CC_MAX_CLIENTS];
+	int nclients;
+	/* [hsm] */
+	struct cc_archive archives[CC_MAX_ARCHIVES];
+	int narchives;
+	char copytools[CC_MAX_COPYTOOLS][CC_HOST_MAX + 1];
+	int ncopytools;
+	/* [metrics] */
+	char metrics_log_dir[PATH_MAX];
+	int metrics_interval; /* 0 = daemon default */
+};
+
+/* Parses path into *c (caller's storage, zeroed here). Returns 0, or -1 with a message
+ * "FILE:LINE: what is wrong" (or "FILE: ..." for file-level problems) in err. */
+int cc_parse(const char *path, struct cc_conf *c, char *err, size_t err_len);
+
+/* Total number of OSTs over every OSS. */
+int cc_nosts(const struct cc_conf *c);
+
+/* Splits "host:port" (or "[v6]:port") into host and port; 0 or -EINVAL. */
+int cc_split_addr(const char *addr, char *host, size_t host_len, int *port);
+
+#endif

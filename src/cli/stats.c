@@ -1,0 +1,536 @@
+/* stats.c - `nacre stats` and `nacre top`: read the daemons' Prometheus endpoints
+ * (--metrics-addr) and show per-target counters or a live per-server view.
+ *
+ * The CLI has no other way to per-server counters: path-based commands only see the FUSE
+ * mount, so a daemon without --metrics-addr shows nothing here (docs/cluster.md). */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/cluster_conf.h"
+#include "common/util.h"
+
+#define MAX_EPS 64
+#define FETCH_TIMEOUT_MS 2000
+#define BODY_MAX (8 << 20)
+
+struct sample {
+	char name[128];
+	char labels[256];
+	double value;
+};
+
+struct scrape {
+	struct sample *s;
+	int n, cap;
+	int ok;
+	char err[256];
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Connects to host:port with a timeout; returns the fd or -errno. */
+static int dial(const char *addr, char *err, size_t err_len)
+{
+	char host[CC_HOST_MAX + 1], portstr[8];
+	struct addrinfo hints, *res = NULL;
+	int port, fd = -1, rc;
+
+	if (cc_split_addr(addr, host, sizeof(host), &port) < 0) {
+		snprintf(err, err_len, "not HOST:PORT");
+		return -EINVAL;
+	}
+	snprintf(portstr, sizeof(portstr), "%d", port);
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	rc = getaddrinfo(host, portstr, &hints, &res);
+	if (rc != 0) {
+		snprintf(err, err_len, "%s", gai_strerror(rc));
+		return -EHOSTUNREACH;
+	}
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if (connect(fd, res->ai_addr, res->ai_addrlen) < 0 && errno != EINPROGRESS) {
+		rc = -errno;
+		goto out_close;
+	}
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+	int soerr = 0;
+	socklen_t sl = sizeof(soerr);
+
+	if (poll(&p, 1, FETCH_TIMEOUT_MS) != 1) {
+		rc = -ETIMEDOUT;
+		goto out_close;
+	}
+	getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+	if (soerr) {
+		rc = -soerr;
+		goto out_close;
+	}
+	freeaddrinfo(res);
+	return fd;
+out_close:
+	close(fd);
+out:
+	freeaddrinfo(res);
+	snprintf(err, err_len, "%s", strerror(-rc));
+	return rc;
+}
+
+/* GET /metrics; returns the malloc'd body or NULL with a reason in err. */
+static char *http_get(const char *addr, char *err, size_t err_len)
+{
+	char req[512];
+	int fd = dial(addr, err, err_len);
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int64_t end = now_ms() + FETCH_TIMEOUT_MS;
+
+	if (fd < 0)
+		return NULL;
+	snprintf(req, sizeof(req), "GET /metrics HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n",
+		 addr);
+	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+		snprintf(err, err_len, "cannot send the request");
+		close(fd);
+		return NULL;
+	}
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int left = (int)(end - now_ms());
+
+		if (left <= 0 || poll(&p, 1, left) != 1) {
+			snprintf(err, err_len, "no answer within %d s", FETCH_TIMEOUT_MS / 1000);
+			goto fail;
+		}
+		if (len + 65536 + 1 > cap) {
+			if (cap >= BODY_MAX) {
+				snprintf(err, err_len, "answer too large");
+				goto fail;
+			}
+			char *nb = realloc(buf, cap ? cap * 2 : 131072);
+
+			if (!nb) {
+				snprintf(err, err_len, "out of memory");
+				goto fail;
+			}
+			buf = nb;
+			cap = cap ? cap * 2 : 131072;
+		}
+		ssize_t n = read(fd, buf + len, cap - len - 1);
+
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0) {
+			snprintf(err, err_len, "%s", strerror(errno));
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (!buf) {
+		snprintf(err, err_len, "empty answer");
+		return NULL;
+	}
+	buf[len] = '\0';
+	if (strncmp(buf, "HTTP/1.", 7) != 0 || strncmp(buf + 8, " 200", 4) != 0) {
+		snprintf(err, err_len, "HTTP error: %.40s", buf);
+		free(buf);
+		return NULL;
+	}
+	char *body = strstr(buf, "\r\n\r\n");
+
+	if (!body) {
+		free(buf);
+		snprintf(err, err_len, "malformed HTTP answer");
+		return NULL;
+	}
+	memmove(buf, body + 4, len - (size_t)(body + 4 - buf) + 1);
+	return buf;
+fail:
+	close(fd);
+	free(buf);
+	return NULL;
+}
+
+static void scrape_free(struct scrape *sc)
+{
+	free(sc->s);
+	memset(sc, 0, sizeof(*sc));
+}
+
+/* Parses Prometheus text: `name{labels} value` lines; comments skipped. */
+static void parse_text(struct scrape *sc, char *text)
+{
+	for (char *line = text; line && *line;) {
+		char *nl = strchr(line, '\n');
+
+		if (nl)
+			*nl = '\0';
+		if (line[0] != '#' && line[0]) {
+			struct sample smp;
+			char *sp = strrchr(line, ' ');
+			char *brace = strchr(line, '{');
+			char *end;
+
+			memset(&smp, 0, sizeof(smp));
+			if (sp) {
+				smp.value = strtod(sp + 1, &end);
+				*sp = '\0';
+				if (brace && brace < sp) {
+					char *rb = strrchr(brace, '}');
+
+					*brace = '\0';
+					if (rb)
+						*rb = '\0';
+					str_copy(smp.labels, brace + 1, sizeof(smp.labels));
+				}
+				str_copy(smp.name, line, sizeof(smp.name));
+				if (sc->n == sc->cap) {
+					int cap = sc->cap ? sc->cap * 2 : 256;
+					struct sample *ns = realloc(sc->s, (size_t)cap * sizeof(*ns));
+
+					if (!ns)
+						return;
+					sc->s = ns;
+					sc->cap = cap;
+				}
+				sc->s[sc->n++] = smp;
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+}
+
+static void scrape(const char *addr, struct scrape *sc)
+{
+	char *body;
+
+	scrape_free(sc);
+	body = http_get(addr, sc->err, sizeof(sc->err));
+	if (!body)
+		return;
+	parse_text(sc, body);
+	free(body);
+	sc->ok = 1;
+}
+
+/* Sum of every sample named name (any labels), or -1 if none. */
+static double sum_of(const struct scrape *sc, const char *name)
+{
+	double v = 0;
+	int found = 0;
+
+	for (int i = 0; i < sc->n; i++)
+		if (strcmp(sc->s[i].name, name) == 0) {
+			v += sc->s[i].value;
+			found = 1;
+		}
+	return found ? v : -1;
+}
+
+/* The value of label key in a label string (`a="x",b="y"`), copied into out. */
+static int label_of(const char *labels, const char *key, char *out, size_t len)
+{
+	size_t kl = strlen(key);
+
+	for (const char *p = labels; p && *p;) {
+		if (strncmp(p, key, kl) == 0 && p[kl] == '=' && p[kl + 1] == '"') {
+			const char *v = p + kl + 2, *q = strchr(v, '"');
+
+			if (!q)
+				return -1;
+			size_t n = (size_t)(q - v) < len - 1 ? (size_t)(q - v) : len - 1;
+
+			memcpy(out, v, n);
+			out[n] = '\0';
+			return 0;
+		}
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	return -1;
+}
+
+static const char *role_of(const struct scrape *sc)
+{
+	for (int i = 0; i < sc->n; i++) {
+		if (strncmp(sc->s[i].name, "nacre_oss_", 10) == 0)
+			return "oss";
+		if (strncmp(sc->s[i].name, "nacre_mds_", 10) == 0)
+			return "mds";
+		if (strncmp(sc->s[i].name, "nacre_client_", 13) == 0)
+			return "client";
+	}
+	return "?";
+}
+
+/* Endpoints from -c CONFIG and the command line. */
+static int endpoints(int argc, char **argv, int first, const char *conf, char eps[][CC_ADDR_MAX])
+{
+	int n = 0;
+
+	if (conf) {
+		static struct cc_conf c;
+		char err[1024];
+
+		if (cc_parse(conf, &c, err, sizeof(err)) < 0) {
+			cli_err("%s", err);
+			return -1;
+		}
+		if (c.mds_metrics_addr[0])
+			str_copy(eps[n++], c.mds_metrics_addr, CC_ADDR_MAX);
+		for (int i = 0; i < c.noss && n < MAX_EPS; i++)
+			if (c.oss[i].metrics_addr[0])
+				str_copy(eps[n++], c.oss[i].metrics_addr, CC_ADDR_MAX);
+		for (int i = 0; i < c.nclients && n < MAX_EPS; i++)
+			if (c.clients[i].metrics_addr[0])
+				str_copy(eps[n++], c.clients[i].metrics_addr, CC_ADDR_MAX);
+	}
+	for (int i = first; i < argc && n < MAX_EPS; i++)
+		str_copy(eps[n++], argv[i], CC_ADDR_MAX);
+	if (n == 0)
+		cli_err("no metrics endpoints: give HOST:PORT of daemons started with --metrics-addr, "
+			"or -c CONFIG with metrics_addr keys");
+	return n;
+}
+
+static int parse_common(int argc, char **argv, const char **conf, int *count)
+{
+	int i = 1;
+
+	for (; i < argc; i++) {
+		if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
+			*conf = argv[++i];
+		} else if (count && strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
+			int64_t v;
+
+			if (parse_i64(argv[++i], 1, 1000000, &v) < 0) {
+				cli_err("-n %s: give a count", argv[i]);
+				return -1;
+			}
+			*count = (int)v;
+		} else if (argv[i][0] == '-') {
+			cli_err("%s: unknown option '%s'", argv[0], argv[i]);
+			cli_usage(stderr, argv[0]);
+			return -1;
+		} else {
+			break;
+		}
+	}
+	return i;
+}
+
+int cli_stats(int argc, char **argv)
+{
+	static char eps[MAX_EPS][CC_ADDR_MAX];
+	const char *conf = NULL;
+	int first = parse_common(argc, argv, &conf, NULL), rc = 0;
+
+	if (first < 0)
+		return 1;
+	int n = endpoints(argc, argv, first, conf, eps);
+
+	if (n <= 0)
+		return 1;
+	for (int e = 0; e < n; e++) {
+		struct scrape sc = {0};
+
+		scrape(eps[e], &sc);
+		if (!sc.ok) {
+			printf("%s: unreachable (%s)\n", eps[e], sc.err);
+			rc = 1;
+			continue;
+		}
+		const char *role = role_of(&sc);
+
+		printf("%s (%s):\n", eps[e], role);
+		/* Per-target byte counters, as Lustre's obdfilter.*.stats. */
+		for (int i = 0; i < sc.n; i++) {
+			char tgt[64];
+
+			if (strcmp(sc.s[i].name, "nacre_oss_read_bytes_total") != 0 ||
+			    label_of(sc.s[i].labels, "target", tgt, sizeof(tgt)) < 0)
+				continue;
+			double wr = 0;
+
+			for (int k = 0; k < sc.n; k++)
+				if (strcmp(sc.s[k].name, "nacre_oss_write_bytes_total") == 0 &&
+				    strcmp(sc.s[k].labels, sc.s[i].labels) == 0)
+					wr = sc.s[k].value;
+			printf("obdfilter.%s.stats=\n", tgt);
+			printf("  %-24s %.0f bytes\n  %-24s %.0f bytes\n", "read_bytes", sc.s[i].value,
+			       "write_bytes", wr);
+		}
+		if (strcmp(role, "client") == 0) {
+			printf("llite.stats=\n");
+			printf("  %-24s %.0f bytes\n", "read_bytes",
+			       sum_of(&sc, "nacre_client_read_bytes_total"));
+			printf("  %-24s %.0f bytes\n", "write_bytes",
+			       sum_of(&sc, "nacre_client_write_bytes_total"));
+			printf("  %-24s %.0f\n", "open_files", sum_of(&sc, "nacre_client_open_files"));
+		}
+		/* Requests by operation: served (daemons) or sent (clients). */
+		const char *cnt = strcmp(role, "client") == 0
+					  ? "nacre_rpc_client_latency_seconds_count"
+					  : "nacre_rpc_server_requests_total";
+
+		printf("%s.ops=\n", role);
+		for (int i = 0; i < sc.n; i++) {
+			char op[64];
+
+			if (strcmp(sc.s[i].name, cnt) == 0 &&
+			    label_of(sc.s[i].labels, "op", op, sizeof(op)) == 0 && sc.s[i].value > 0)
+				printf("  %-24s %.0f samples [reqs]\n", op, sc.s[i].value);
+		}
+		scrape_free(&sc);
+	}
+	return rc;
+}
+
+/* ---- top */
+
+static volatile sig_atomic_t g_quit;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	g_quit = 1;
+}
+
+struct prev {
+	double t, in, out, reqs;
+	int have;
+};
+
+static void human(double kb, char *out, size_t len)
+{
+	const char *u = "KMGTP";
+	int i = 0;
+
+	while (kb >= 1024 && i < 4) {
+		kb /= 1024;
+		i++;
+	}
+	snprintf(out, len, "%.1f%c", kb, u[i]);
+}
+
+static double reqs_of(const struct scrape *sc)
+{
+	double r = sum_of(sc, "nacre_rpc_server_requests_total");
+
+	if (r < 0)
+		r = sum_of(sc, "nacre_rpc_client_latency_seconds_count");
+	return r < 0 ? 0 : r;
+}
+
+int cli_top(int argc, char **argv)
+{
+	static char eps[MAX_EPS][CC_ADDR_MAX];
+	static struct prev prev[MAX_EPS];
+	const char *conf = NULL;
+	int count = 0;
+	int first = parse_common(argc, argv, &conf, &count);
+	struct termios saved;
+	int tty = isatty(STDIN_FILENO), raw = 0;
+
+	if (first < 0)
+		return 1;
+	int n = endpoints(argc, argv, first, conf, eps);
+
+	if (n <= 0)
+		return 1;
+	signal(SIGINT, on_sigint);
+	signal(SIGTERM, on_sigint);
+	if (tty && tcgetattr(STDIN_FILENO, &saved) == 0) {
+		struct termios t = saved;
+
+		/* Keys arrive one at a time and unechoed; ISIG stays so Ctrl-C still works. */
+		t.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+		t.c_cc[VMIN] = 0;
+		t.c_cc[VTIME] = 0;
+		raw = tcsetattr(STDIN_FILENO, TCSANOW, &t) == 0;
+	}
+	for (int round = 0; !g_quit && (count == 0 || round < count); round++) {
+		double t = (double)now_ms() / 1000.0;
+
+		if (isatty(STDOUT_FILENO))
+			printf("\033[H\033[2J");
+		printf("nacre top - %d server%s, every 1 s (q quits)\n", n, n == 1 ? "" : "s");
+		printf("%-22s %-6s %6s %10s %11s %11s %9s\n", "SERVER", "ROLE", "LOAD", "FREE",
+		       "IN/s", "OUT/s", "REQ/s");
+		for (int e = 0; e < n; e++) {
+			struct scrape sc = {0};
+
+			scrape(eps[e], &sc);
+			if (!sc.ok) {
+				printf("%-22s %-6s %s\n", eps[e], "-", sc.err);
+				prev[e].have = 0;
+				continue;
+			}
+			double in = sum_of(&sc, "nacre_net_received_bytes_total");
+			double out = sum_of(&sc, "nacre_net_sent_bytes_total");
+			double reqs = reqs_of(&sc);
+			double load = sum_of(&sc, "nacre_load1");
+			double kb = sum_of(&sc, "nacre_kbytes_free");
+			char free_s[16], in_s[16], out_s[16];
+
+			human(kb < 0 ? 0 : kb, free_s, sizeof(free_s));
+			if (prev[e].have && t > prev[e].t) {
+				double dt = t - prev[e].t;
+
+				human((in - prev[e].in) / dt / 1024, in_s, sizeof(in_s));
+				human((out - prev[e].out) / dt / 1024, out_s, sizeof(out_s));
+				printf("%-22s %-6s %6.2f %10s %10sB %10sB %9.1f\n", eps[e], role_of(&sc),
+				       load, free_s, in_s, out_s, (reqs - prev[e].reqs) / dt);
+			} else {
+				printf("%-22s %-6s %6.2f %10s %11s %11s %9s\n", eps[e], role_of(&sc),
+				       load, free_s, "-", "-", "-");
+			}
+			prev[e] = (struct prev){t, in, out, reqs, 1};
+			scrape_free(&sc);
+		}
+		fflush(stdout);
+		if (count && round + 1 >= count)
+			break;
+		/* Wait a second, watching for q. */
+		for (int64_t end = now_ms() + 1000; !g_quit && now_ms() < end;) {
+			struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+			int left = (int)(end - now_ms());
+
+			if (tty && poll(&p, 1, left > 0 ? left : 0) == 1) {
+				char ch;
+
+				if (read(STDIN_FILENO, &ch, 1) == 1 && (ch == 'q' || ch == 'Q'))
+					g_quit = 1;
+			} else if (!tty) {
+				usleep((useconds_t)(left > 0 ? left : 0) * 1000);
+			}
+		}
+	}
+	if (raw)
+		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+	return 0;
+}

@@ -1,0 +1,359 @@
+/* ra.c - readahead: sequential streams are detected per handle and read ahead into chunks
+ * of object data, fetched by the pool in parallel over the stripes (see cl_data.h).
+ *
+ * A read within min(4 x its length, RA_SEQ_SLACK) of the end of the previous one is
+ * sequential (the kernel's parallel readahead requests arrive a little out of order); per
+ * object, readahead is extended to whole rpc windows. From the second sequential
+ * read on, a window starting at max(2 x the read, rpc_max) is kept ahead of the reader and
+ * doubles each time it is refilled, up to ra_max. Any other read ends the stream and drops
+ * its unused chunks. Chunks behind the reader are freed; the cache of a file is bounded by
+ * ra_max plus one row of RPCs, and the client's by four times that.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/cl_internal.h"
+#include "common/layout.h"
+#include "proto/wire.h"
+
+#define RA_SEQ_SLACK (8ull * 1024 * 1024)  /* out-of-order tolerance of a stream, at most */
+#define RA_KEEP_BEHIND (8ull * 1024 * 1024) /* chunks this far behind a read are freed */
+
+enum { RA_FETCHING, RA_READY, RA_FAILED };
+
+struct ra_chunk {
+	struct cl_job job;     /* first: the pool hands back &job */
+	struct ra_chunk *next; /* f->ra.chunks, under f->lock */
+	struct nacre_file *f;
+	uint32_t stripe;
+	uint64_t obj_off, len; /* object range */
+	uint64_t file_last;    /* file offset of its last byte */
+	uint64_t gen;          /* fid write generation when issued */
+	uint8_t *buf;
+	int pooled;
+	int state; /* f->lock */
+};
+
+/* ---- helpers shared with wb.c and io.c ---- */
+
+static unsigned fid_bucket(const struct nacre_fid *fid)
+{
+	uint64_t h = fid->seq * 0x9e3779b97f4a7c15ull ^ fid->oid * 0xc2b2ae3d27d4eb4full ^ fid->ver;
+	return (unsigned)(h >> 32) % CL_WGEN_BUCKETS;
+}
+
+uint64_t cl_wgen(struct nacre_fs *fs, const struct nacre_fid *fid)
+{
+	return __atomic_load_n(&fs->wgen[fid_bucket(fid)], __ATOMIC_ACQUIRE);
+}
+
+void cl_wgen_bump(struct nacre_fs *fs, const struct nacre_fid *fid)
+{
+	__atomic_add_fetch(&fs->wgen[fid_bucket(fid)], 1, __ATOMIC_ACQ_REL);
+}
+
+uint64_t cl_obj_to_file(const struct nacre_file *f, uint32_t stripe, uint64_t obj_off)
+{
+	uint64_t s = f->layout.stripe_size, c = f->layout.nosts;
+
+	return obj_off / s * s * c + (uint64_t)stripe * s + obj_off % s;
+}
+
+/* ---- chunks ---- */
+
+static void chunk_free(struct nacre_file *f, struct ra_chunk *c)
+{
+	struct nacre_fs *fs = f->fs;
+
+	f->ra.bytes -= c->len;
+	pthread_mutex_lock(&fs->pool.lock);
+	fs->pool.ra_bytes -= c->len < fs->pool.ra_bytes ? c->len : fs->pool.ra_bytes;
+	pthread_mutex_unlock(&fs->pool.lock);
+	if (c->pooled)
+		cl_pool_buf_put(&fs->pool, c->buf);
+	else
+		free(c->buf);
+	free(c);
+}
+
+static void chunk_run(struct cl_job *j)
+{
+	struct ra_chunk *c = (struct ra_chunk *)j;
+	struct nacre_file *f = c->f;
+	struct iovec iov = {c->buf, c->len};
+	int rc;
+
+	rc = cl_obj_io(f, WIRE_OP_OST_READ, c->stripe, c->obj_off, &iov, 1, c->len);
+	pthread_mutex_lock(&f->lock);
+	c->state = rc < 0 ? RA_FAILED : RA_READY;
+	f->jobs--;
+	pthread_cond_broadcast(&f->io_cond);
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* Frees the chunks matching: stale (another generation), failed, or (if below is set)
+ * wholly before file offset below, or (all) every chunk not being fetched. Caller holds
+ * f->lock. */
+static void drop_locked(struct nacre_file *f, uint64_t gen, uint64_t below, int all)
+{
+	struct ra_chunk **pp = &f->ra.chunks;
+
+	while (*pp) {
+		struct ra_chunk *c = *pp;
+		int drop = c->state != RA_FETCHING &&
+			   (all || c->gen != gen || c->state == RA_FAILED || c->file_last < below);
+		if (drop) {
+			*pp = c->next;
+			chunk_free(f, c);
+		} else {
+			pp = &c->next;
+		}
+	}
+}
+
+/* Frees ready chunks, lowest file offset first, until need more bytes fit the file's and
+ * the client's bounds. Returns 1 if they fit. Caller holds f->lock. */
+static int make_room_locked(struct nacre_file *f, uint64_t need)
+{
+	struct nacre_fs *fs = f->fs;
+	uint64_t file_max = fs->ra_max + (uint64_t)fs->rpc_max * f->layout.nosts;
+	uint64_t client_max = 4 * file_max;
+
+	for (;;) {
+		struct ra_chunk **victim = NULL;
+		uint64_t total;
+
+		pthread_mutex_lock(&fs->pool.lock);
+		total = fs->pool.ra_bytes;
+		pthread_mutex_unlock(&fs->pool.lock);
+		if (f->ra.bytes + need <= file_max && total + need <= client_max)
+			return 1;
+		for (struct ra_chunk **pp = &f->ra.chunks; *pp; pp = &(*pp)->next)
+			if ((*pp)->state != RA_FETCHING &&
+			    (!victim || (*pp)->file_last < (*victim)->file_last))
+				victim = pp;
+		if (!victim)
+			return 0;
+		struct ra_chunk *c = *victim;
+		*victim = c->next;
+		chunk_free(f, c);
+	}
+}
+
+/* The chunk of stripe holding object offset o (valid generation, not failed). */
+static struct ra_chunk *find_locked(struct nacre_file *f, uint32_t stripe, uint64_t o,
+				    uint64_t gen)
+{
+	for (struct ra_chunk *c = f->ra.chunks; c; c = c->next)
+		if (c->stripe == stripe && c->obj_off <= o && o < c->obj_off + c->len &&
+		    c->gen == gen && c->state != RA_FAILED)
+			return c;
+	return NULL;
+}
+
+/* Issues [p, q) of one object (p..q within one rpc window) as one chunk. Returns 0, or -1
+ * when the cache is full or memory is short (stop issuing). Caller holds f->lock. */
+static int issue_one(struct nacre_file *f, uint32_t stripe, uint64_t p, uint64_t q, uint64_t gen)
+{
+	struct nacre_fs *fs = f->fs;
+	struct ra_chunk *c;
+
+	if (!make_room_locked(f, q - p))
+		return -1;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -1;
+	c->pooled = q - p == fs->rpc_max;
+	c->buf = c->pooled ? cl_pool_buf_get(&fs->pool) : malloc(q - p);
+	if (!c->buf) {
+		free(c);
+		return -1;
+	}
+	c->f = f;
+	c->stripe = stripe;
+	c->obj_off = p;
+	c->len = q - p;
+	c->file_last = cl_obj_to_file(f, stripe, q - 1);
+	c->gen = gen;
+	c->state = RA_FETCHING;
+	c->next = f->ra.chunks;
+	f->ra.chunks = c;
+	f->ra.bytes += c->len;
+	pthread_mutex_lock(&fs->pool.lock);
+	fs->pool.ra_bytes += c->len;
+	pthread_mutex_unlock(&fs->pool.lock);
+	c->job.ost = f->layout.ost_idx[stripe];
+	c->job.run = chunk_run;
+	f->jobs++;
+	if (cl_pool_submit(&fs->pool, &c->job) != 0) {
+		f->jobs--;
+		c->state = RA_FAILED; /* dropped by the next pass */
+		return -1;
+	}
+	return 0;
+}
+
+/* Issues readahead of file range [a, b): per object the range it maps to, extended to
+ * the end of its rpc window (within the file size), skipping what is cached or being
+ * fetched; round-robin over the stripes so that every OST works at once. Caller holds
+ * f->lock. */
+static void issue_locked(struct nacre_file *f, uint64_t a, uint64_t b, uint64_t size,
+			 uint64_t gen)
+{
+	const struct nacre_layout *l = &f->layout;
+	uint64_t r = f->fs->rpc_max;
+	uint64_t pos[NACRE_MAX_STRIPES], end[NACRE_MAX_STRIPES];
+	int more = 1;
+
+	for (uint32_t s = 0; s < l->nosts; s++) {
+		uint64_t osize = layout_object_size(l, size, s);
+
+		pos[s] = layout_object_size(l, a, s);
+		end[s] = layout_object_size(l, b, s);
+		if (end[s] > pos[s] && end[s] % r)
+			end[s] += r - end[s] % r; /* whole RPCs */
+		if (end[s] > osize)
+			end[s] = osize;
+	}
+	while (more) {
+		more = 0;
+		for (uint32_t s = 0; s < l->nosts; s++) {
+			uint64_t p = pos[s], q;
+			struct ra_chunk *c;
+
+			if (p >= end[s])
+				continue;
+			c = find_locked(f, s, p, gen);
+			if (c) {
+				pos[s] = c->obj_off + c->len;
+				more = 1;
+				continue;
+			}
+			q = p - p % r + r;
+			if (q > end[s])
+				q = end[s];
+			for (c = f->ra.chunks; c; c = c->next)
+				if (c->stripe == s && c->gen == gen && c->state != RA_FAILED &&
+				    c->obj_off > p && c->obj_off < q)
+					q = c->obj_off;
+			if (issue_one(f, s, p, q, gen) < 0)
+				return;
+			pos[s] = q;
+			more = 1;
+		}
+	}
+}
+
+/* Copies [off, off+len) out of the chunks, waiting for chunks being fetched. Returns 1 if
+ * every byte was there. Caller holds f->lock. */
+static int serve_locked(struct nacre_file *f, uint8_t *buf, uint64_t len, uint64_t off,
+			uint64_t gen)
+{
+	const struct nacre_layout *l = &f->layout;
+	struct layout_extent ext[32];
+	uint64_t done = 0;
+
+	while (done < len) {
+		int n = layout_split(l, off + done, len - done, ext, 32);
+		uint64_t sum = 0;
+
+		if (n <= 0)
+			return 0;
+		for (int i = 0; i < n; i++) {
+			uint64_t o = ext[i].obj_off, left = ext[i].len;
+			uint8_t *dst = buf + (ext[i].file_off - off);
+
+			if (ext[i].file_off < off || ext[i].file_off - off + left > len)
+				return 0;
+			while (left > 0) {
+				struct ra_chunk *c = find_locked(f, ext[i].stripe, o, gen);
+				uint64_t take;
+
+				if (!c)
+					return 0;
+				if (c->state == RA_FETCHING) {
+					pthread_cond_wait(&f->io_cond, &f->lock);
+					if (cl_wgen(f->fs, &f->fid) != gen)
+						return 0;
+					continue; /* the chunk may be gone: look again */
+				}
+				take = c->obj_off + c->len - o;
+				if (take > left)
+					take = left;
+				memcpy(dst, c->buf + (o - c->obj_off), take);
+				o += take;
+				dst += take;
+				left -= take;
+			}
+			sum += ext[i].len;
+		}
+		if (sum == 0)
+			return 0;
+		done += sum;
+	}
+	return 1;
+}
+
+int cl_ra_read(struct nacre_file *f, uint8_t *buf, uint64_t len, uint64_t off, uint64_t size)
+{
+	struct nacre_fs *fs = f->fs;
+	struct cl_ra *r = &f->ra;
+	uint64_t end = off + len, gen, slack;
+	int seq, served;
+
+	if (fs->ra_max == 0 || f->layout.nosts == 0 || len == 0)
+		return 0;
+	gen = cl_wgen(fs, &f->fid);
+	pthread_mutex_lock(&f->lock);
+	/* Out of order by a few reads is still a stream; farther is random access. */
+	slack = 4 * len < RA_SEQ_SLACK ? 4 * len : RA_SEQ_SLACK;
+	seq = off + slack >= r->last_end && off <= r->last_end + slack;
+	if (seq) {
+		r->seq++;
+		if (end > r->last_end)
+			r->last_end = end;
+	} else {
+		/* Random access: no stream, no window, nothing kept for it. */
+		r->seq = 0;
+		r->window = 0;
+		r->issued_end = 0;
+		r->last_end = end;
+		drop_locked(f, gen, 0, 1);
+	}
+	drop_locked(f, gen, off > RA_KEEP_BEHIND ? off - RA_KEEP_BEHIND : 0, 0);
+	if (r->seq >= 2) {
+		if (r->window == 0) {
+			r->window = 2 * len > fs->rpc_max ? 2 * len : fs->rpc_max;
+			r->issued_end = end;
+		}
+		if (r->window > fs->ra_max)
+			r->window = fs->ra_max;
+		if (r->issued_end < end)
+			r->issued_end = end;
+		if (r->issued_end < end + r->window / 2 && r->issued_end < size) {
+			uint64_t to = end + r->window;
+			if (to > size)
+				to = size;
+			issue_locked(f, r->issued_end, to, size, gen);
+			r->issued_end = to;
+			r->window = r->window * 2 > fs->ra_max ? fs->ra_max : r->window * 2;
+		}
+	}
+	served = f->ra.chunks ? serve_locked(f, buf, len, off, gen) : 0;
+	if (served)
+		r->hits++;
+	else
+		r->misses++;
+	pthread_mutex_unlock(&f->lock);
+	return served;
+}
+
+void cl_ra_fini(struct nacre_file *f)
+{
+	while (f->ra.chunks) {
+		struct ra_chunk *c = f->ra.chunks;
+		f->ra.chunks = c->next;
+		chunk_free(f, c);
+	}
+}

@@ -1,0 +1,499 @@
+/* copytool.c - nacre-copytool: the HSM agent. Registers with the MDS for one archive id,
+ * polls for actions and runs them on a pool of threads: ARCHIVE reads the file through
+ * libnacre and puts it in the backend under its path; RESTORE gets the object into the
+ * file's new objects (the MDS hands them to this agent's open); REMOVE deletes the object.
+ * Progress goes to the coordinator every few MiB; a cancel stops the transfer there.
+ *
+ * Threads: the main thread polls and queues actions; T workers run them. The queue has its
+ * own mutex; libnacre and the backend are thread-safe. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "hsm/backend.h"
+#include "nacre/nacre.h"
+
+#define PROGRESS_BYTES (8ull << 20) /* report at least every 8 MiB ... */
+#define PROGRESS_MS 1000            /* ... or every second */
+#define POLL_WAIT_MS 2000
+
+struct ct {
+	struct nacre_fs *fs;
+	struct hsm_backend *b;
+	uint32_t archive_id;
+	int threads;
+	uint64_t bandwidth; /* bytes/s per transfer, 0 = unlimited (lhsmtool_posix's -b) */
+	pthread_mutex_t lock; /* protects the queue and busy */
+	pthread_cond_t cond;
+	struct nacre_hsm_action *queue;
+	int nqueue;
+	int busy; /* actions queued or running */
+	int stop;
+};
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	g_stop = 1;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *action_name(uint32_t a)
+{
+	return a == NACRE_HSMA_ARCHIVE ? "ARCHIVE" : a == NACRE_HSMA_RESTORE ? "RESTORE"
+						    : a == NACRE_HSMA_REMOVE	 ? "REMOVE"
+										 : "CANCEL";
+}
+
+/* Per-transfer state for the backend callbacks. */
+struct xfer {
+	struct ct *ct;
+	const struct nacre_hsm_action *a;
+	struct nacre_file *f;
+	uint64_t total;
+	int64_t start_ms;
+	pthread_mutex_t lock; /* the fields below: callbacks may come from several threads */
+	uint64_t reported;
+	int64_t reported_ms;
+	int stop; /* canceled or taken back */
+};
+
+/* Sleeps so that off bytes took at least off / bandwidth seconds since the start. */
+static void throttle(struct xfer *x, uint64_t off)
+{
+	if (!x->ct->bandwidth)
+		return;
+	int64_t due = x->start_ms + (int64_t)(off * 1000 / x->ct->bandwidth);
+	int64_t now = now_ms();
+	if (due > now) {
+		struct timespec ts = {(due - now) / 1000, ((due - now) % 1000) * 1000000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+static ssize_t rd(void *arg, void *buf, size_t len, uint64_t off)
+{
+	struct xfer *x = arg;
+	throttle(x, off);
+	return nacre_pread(x->f, buf, len, off);
+}
+
+static ssize_t wr(void *arg, const void *buf, size_t len, uint64_t off)
+{
+	struct xfer *x = arg;
+	throttle(x, off);
+	return nacre_pwrite(x->f, buf, len, off);
+}
+
+static int progress(void *arg, uint64_t done)
+{
+	struct xfer *x = arg;
+	int64_t now = now_ms();
+	pthread_mutex_lock(&x->lock);
+	int due = !x->stop && (done - x->reported >= PROGRESS_BYTES ||
+			       now - x->reported_ms >= PROGRESS_MS);
+	if (due) {
+		x->reported = done;
+		x->reported_ms = now;
+	}
+	int stop = x->stop;
+	pthread_mutex_unlock(&x->lock);
+	if (!due)
+		return stop;
+	int rc = nacre_hsm_agent_progress(x->ct->fs, x->a, done, x->total, 0, 0, NULL);
+	if (rc != 0 && rc != -ETIMEDOUT && rc != -EIO) {
+		/* 1: canceled by the user; -ESTALE: the coordinator gave it to someone else */
+		pthread_mutex_lock(&x->lock);
+		x->stop = rc == 1 ? 1 : 2;
+		pthread_mutex_unlock(&x->lock);
+		return 1;
+	}
+	return 0;
+}
+
+/* The object name: the path the MDS recorded, else the file's current path. */
+static int object_path(struct ct *ct, const struct nacre_hsm_action *a, char *out, size_t len)
+{
+	if (a->path[0]) {
+		str_copy(out, a->path, len);
+		return 0;
+	}
+	char *p = malloc(NACRE_PATH_MAX + 1);
+	if (!p)
+		return -ENOMEM;
+	int rc = nacre_fid2path(ct->fs, NULL, &a->fid, p, NACRE_PATH_MAX + 1);
+	if (!rc)
+		str_copy(out, p[0] == '/' ? p + 1 : p, len);
+	free(p);
+	return rc;
+}
+
+static int do_archive(struct ct *ct, struct xfer *x, char *path, char *err, size_t err_len)
+{
+	struct nacre_attr at;
+	struct hsm_meta m;
+	int rc = object_path(ct, x->a, path, NACRE_PATH_MAX + 1);
+	if (rc) {
+		snprintf(err, err_len, "no path for the file: %s", nacre_strerror(rc));
+		return rc;
+	}
+	rc = nacre_open(ct->fs, NULL, &x->a->fid, O_RDONLY, &x->f);
+	if (!rc)
+		rc = nacre_file_attr(x->f, &at);
+	if (rc) {
+		snprintf(err, err_len, "open: %s", nacre_strerror(rc));
+		goto out;
+	}
+	memset(&m, 0, sizeof(m));
+	m.size = at.size;
+	m.uid = at.uid;
+	m.gid = at.gid;
+	m.mode = at.mode & 07777;
+	m.mtime = at.mtime;
+	m.has_fid = 1;
+	m.fid = at.fid;
+	m.has_owner = 1;
+	x->total = at.size;
+	rc = hsm_backend_put(ct->b, path, at.size, rd, x, &m, progress, x, err, err_len);
+out:
+	if (x->f)
+		nacre_close(x->f);
+	x->f = NULL;
+	return rc;
+}
+
+static int do_restore(struct ct *ct, struct xfer *x, char *path, char *err, size_t err_len)
+{
+	struct hsm_meta m;
+	struct nacre_attr at;
+	int rc = object_path(ct, x->a, path, NACRE_PATH_MAX + 1);
+	if (!rc)
+		rc = hsm_backend_stat(ct->b, path, &m, err, err_len);
+	if (rc) {
+		if (!err[0])
+			snprintf(err, err_len, "object %s: %s", path, nacre_strerror(rc));
+		return rc;
+	}
+	/* for the agent running its restore, the MDS opens the new (empty) objects */
+	rc = nacre_open(ct->fs, NULL, &x->a->fid, O_WRONLY, &x->f);
+	if (!rc)
+		rc = nacre_file_attr(x->f, &at);
+	if (rc) {
+		snprintf(err, err_len, "open for restore: %s", nacre_strerror(rc));
+		goto out;
+	}
+	if (m.size != at.size) {
+		rc = -EIO;
+		snprintf(err, err_len, "archive object %s holds %llu bytes, the file %llu", path,
+			 (unsigned long long)m.size, (unsigned long long)at.size);
+		goto out;
+	}
+	x->total = at.size;
+	rc = hsm_backend_get(ct->b, path, wr, x, NULL, progress, x, err, err_len);
+	if (!rc) {
+		rc = nacre_fsync(x->f, 0);
+		if (rc)
+			snprintf(err, err_len, "sync of the restored data: %s", nacre_strerror(rc));
+	}
+out:
+	if (x->f) {
+		int crc = nacre_close(x->f);
+		if (!rc && crc) {
+			rc = crc;
+			snprintf(err, err_len, "close: %s", nacre_strerror(crc));
+		}
+	}
+	x->f = NULL;
+	return rc;
+}
+
+static void run_action(struct ct *ct, const struct nacre_hsm_action *a)
+{
+	char fid[NACRE_FID_STR_MAX], err[512] = "";
+	char *path = calloc(1, NACRE_PATH_MAX + 1);
+	struct xfer x;
+	int rc;
+	int64_t t0 = now_ms();
+
+	memset(&x, 0, sizeof(x));
+	x.ct = ct;
+	x.a = a;
+	x.reported_ms = t0;
+	x.start_ms = t0;
+	pthread_mutex_init(&x.lock, NULL);
+	nacre_fid_format(&a->fid, fid, sizeof(fid));
+	LOG_INFO("ct", "%s %s started (cookie %llu)", action_name(a->action), fid,
+		 (unsigned long long)a->cookie);
+	if (!path)
+		rc = -ENOMEM;
+	else if (a->action == NACRE_HSMA_ARCHIVE)
+		rc = do_archive(ct, &x, path, err, sizeof(err));
+	else if (a->action == NACRE_HSMA_RESTORE)
+		rc = do_restore(ct, &x, path, err, sizeof(err));
+	else if (a->action == NACRE_HSMA_REMOVE) {
+		rc = object_path(ct, a, path, NACRE_PATH_MAX + 1);
+		if (!rc)
+			rc = hsm_backend_remove(ct->b, path, err, sizeof(err));
+	} else
+		rc = -EOPNOTSUPP;
+	if (x.stop == 1)
+		rc = -ECANCELED;
+	if (x.stop == 2) {
+		LOG_WARN("ct", "%s %s was taken back by the coordinator: dropped",
+			 action_name(a->action), fid);
+	} else {
+		int prc = nacre_hsm_agent_progress(ct->fs, a, rc ? x.reported : x.total, x.total, 1,
+						   rc > 0 ? -EIO : rc, path ? path : NULL);
+		if (rc == 0)
+			LOG_INFO("ct", "%s %s done: %llu bytes in %lld ms (%s)",
+				 action_name(a->action), fid, (unsigned long long)x.total,
+				 (long long)(now_ms() - t0), path);
+		else if (rc == -ECANCELED)
+			LOG_INFO("ct", "%s %s canceled", action_name(a->action), fid);
+		else
+			LOG_ERR("ct", "%s %s failed: %s%s%s", action_name(a->action), fid,
+				nacre_strerror(rc), err[0] ? ": " : "", err);
+		if (prc < 0)
+			LOG_WARN("ct", "reporting the end of %s %s: %s", action_name(a->action), fid,
+				 nacre_strerror(prc));
+	}
+	pthread_mutex_destroy(&x.lock);
+	free(path);
+}
+
+static void *worker(void *arg)
+{
+	struct ct *ct = arg;
+	pthread_mutex_lock(&ct->lock);
+	for (;;) {
+		while (!ct->stop && ct->nqueue == 0)
+			pthread_cond_wait(&ct->cond, &ct->lock);
+		if (ct->nqueue == 0)
+			break;
+		struct nacre_hsm_action *a = malloc(sizeof(*a));
+		if (!a) {
+			pthread_mutex_unlock(&ct->lock);
+			sleep(1);
+			pthread_mutex_lock(&ct->lock);
+			continue;
+		}
+		*a = ct->queue[--ct->nqueue];
+		pthread_mutex_unlock(&ct->lock);
+		run_action(ct, a);
+		free(a);
+		pthread_mutex_lock(&ct->lock);
+		ct->busy--;
+		pthread_cond_broadcast(&ct->cond);
+	}
+	pthread_mutex_unlock(&ct->lock);
+	return NULL;
+}
+
+static void libnacre_log(int level, const char *line, void *arg)
+{
+	(void)arg;
+	log_write(level, "libnacre", "%s", line);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: nacre-copytool --mds SPEC --key-file K --archive-id N --backend URL\n"
+		   "                      [--threads T] [--log FILE] [--log-level LEVEL]\n"
+		   "  --mds SPEC        the file system: host[:port]:/fsname\n"
+		   "  --archive-id N    the archive this copytool serves (1..)\n"
+		   "  --backend URL     posix:/dir, azure://account/container[/prefix] or\n"
+		   "                    s3://bucket[/prefix] (credentials from the environment or\n"
+		   "                    --credentials FILE, never on the command line)\n"
+		   "  --threads T       actions run at once (default 4)\n"
+		   "  --bandwidth MB    limit each transfer to MB megabytes per second\n"
+		   "  --endpoint URL    azure/s3 service endpoint (default: the public one)\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"mds", required_argument, NULL, 'm'},	      {"key-file", required_argument, NULL, 'k'},
+		{"archive-id", required_argument, NULL, 'a'}, {"backend", required_argument, NULL, 'b'},
+		{"threads", required_argument, NULL, 't'},    {"log", required_argument, NULL, 'L'},
+		{"log-level", required_argument, NULL, 'v'},  {"endpoint", required_argument, NULL, 'e'},
+		{"credentials", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
+		{"bandwidth", required_argument, NULL, 'B'},
+		{NULL, 0, NULL, 0}};
+	const char *spec = NULL, *key = NULL, *url = NULL, *logf = NULL, *level = "info";
+	struct hsm_backend_opts bo;
+	int64_t v;
+	int c;
+	struct ct ct;
+
+	memset(&ct, 0, sizeof(ct));
+	memset(&bo, 0, sizeof(bo));
+	ct.threads = 4;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'm': spec = optarg; break;
+		case 'k': key = optarg; break;
+		case 'b': url = optarg; break;
+		case 'L': logf = optarg; break;
+		case 'v': level = optarg; break;
+		case 'e': bo.endpoint = optarg; break;
+		case 'c': bo.credentials = optarg; break;
+		case 'B':
+			if (parse_i64(optarg, 1, 1000000, &v)) {
+				fprintf(stderr, "nacre-copytool: --bandwidth %s: MB/s, 1..1000000\n",
+					optarg);
+				return 1;
+			}
+			ct.bandwidth = (uint64_t)v * 1000000;
+			break;
+		case 'a':
+		case 't':
+			if (parse_i64(optarg, 1, c == 'a' ? UINT32_MAX : 256, &v)) {
+				fprintf(stderr, "nacre-copytool: bad number '%s'\n", optarg);
+				return 1;
+			}
+			if (c == 'a')
+				ct.archive_id = (uint32_t)v;
+			else
+				ct.threads = (int)v;
+			break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 1;
+		}
+	}
+	if (!spec || !url || !ct.archive_id || optind < argc) {
+		fprintf(stderr, "nacre-copytool: --mds, --archive-id and --backend are required\n");
+		usage(stderr);
+		return 1;
+	}
+	enum log_level lvl;
+	if (log_level_parse(level, &lvl)) {
+		fprintf(stderr, "nacre-copytool: --log-level %s: expected err, warn, info or debug\n",
+			level);
+		return 1;
+	}
+	log_init("copytool", lvl);
+	if (logf && log_open_file(logf)) {
+		fprintf(stderr, "nacre-copytool: cannot open --log %s\n", logf);
+		return 1;
+	}
+	char err[512] = "";
+	bo.threads = ct.threads;
+	if (hsm_backend_open(url, &bo, &ct.b, err, sizeof(err))) {
+		fprintf(stderr, "nacre-copytool: --backend: %s\n", err);
+		return 1;
+	}
+	struct nacre_mount_opts mo;
+	memset(&mo, 0, sizeof(mo));
+	mo.key_file = key;
+	mo.client_name = "nacre-copytool";
+	mo.log_fn = libnacre_log;
+	mo.timeout_ms = 60000;
+	if (nacre_fs_mount(spec, &mo, &ct.fs, err, sizeof(err))) {
+		fprintf(stderr, "nacre-copytool: %s\n", err);
+		hsm_backend_close(ct.b);
+		return 1;
+	}
+	int rc = nacre_hsm_agent_register(ct.fs, &ct.archive_id, 1, ct.threads);
+	if (rc) {
+		fprintf(stderr, "nacre-copytool: registering with the MDS: %s\n", nacre_strerror(rc));
+		nacre_fs_umount(ct.fs);
+		hsm_backend_close(ct.b);
+		return 1;
+	}
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	pthread_mutex_init(&ct.lock, NULL);
+	pthread_cond_init(&ct.cond, NULL);
+	ct.queue = calloc((size_t)ct.threads, sizeof(*ct.queue));
+	pthread_t *tids = calloc((size_t)ct.threads, sizeof(*tids));
+	if (!ct.queue || !tids) {
+		fprintf(stderr, "nacre-copytool: out of memory\n");
+		return 1;
+	}
+	for (int i = 0; i < ct.threads; i++)
+		pthread_create(&tids[i], NULL, worker, &ct);
+	fprintf(stderr, "nacre-copytool: serving archive %u from %s with %d threads\n",
+		ct.archive_id, hsm_backend_url(ct.b), ct.threads);
+	LOG_INFO("ct", "serving archive %u of %s from %s, %d threads", ct.archive_id, spec,
+		 hsm_backend_url(ct.b), ct.threads);
+
+	struct nacre_hsm_action *got = calloc((size_t)ct.threads, sizeof(*got));
+	while (!g_stop && got) {
+		pthread_mutex_lock(&ct.lock);
+		int free_slots = ct.threads - ct.busy;
+		pthread_mutex_unlock(&ct.lock);
+		if (free_slots <= 0) {
+			pthread_mutex_lock(&ct.lock);
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 200 * 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			if (ct.busy >= ct.threads)
+				pthread_cond_timedwait(&ct.cond, &ct.lock, &ts);
+			pthread_mutex_unlock(&ct.lock);
+			continue;
+		}
+		int n = nacre_hsm_agent_poll(ct.fs, got, free_slots, POLL_WAIT_MS);
+		if (n == -EPERM) {
+			/* the MDS restarted or dropped us: register again */
+			rc = nacre_hsm_agent_register(ct.fs, &ct.archive_id, 1, ct.threads);
+			if (rc)
+				LOG_WARN("ct", "registering again: %s", nacre_strerror(rc));
+			sleep(1);
+			continue;
+		}
+		if (n < 0) {
+			LOG_WARN("ct", "poll: %s", nacre_strerror(n));
+			sleep(1);
+			continue;
+		}
+		if (n > 0) {
+			pthread_mutex_lock(&ct.lock);
+			for (int i = 0; i < n; i++)
+				ct.queue[ct.nqueue++] = got[i];
+			ct.busy += n;
+			pthread_cond_broadcast(&ct.cond);
+			pthread_mutex_unlock(&ct.lock);
+		}
+	}
+	LOG_INFO("ct", "stopping");
+	pthread_mutex_lock(&ct.lock);
+	ct.stop = 1;
+	pthread_cond_broadcast(&ct.cond);
+	pthread_mutex_unlock(&ct.lock);
+	for (int i = 0; i < ct.threads; i++)
+		pthread_join(tids[i], NULL);
+	free(got);
+	free(tids);
+	free(ct.queue);
+	nacre_fs_umount(ct.fs);
+	hsm_backend_close(ct.b);
+	return 0;
+}

@@ -1,0 +1,164 @@
+/* meta.c - the Azure Managed Lustre metadata keys as text: permissions in octal (or
+ * "rwxr-xr-x"), modtime as RFC 3339 UTC (or Unix seconds). Shared by every backend. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hsm/backend.h"
+
+void hsm_meta_format_mode(uint32_t mode, char *buf, size_t len)
+{
+	snprintf(buf, len, "%04o", mode & 07777);
+}
+
+/* "rwxr-xr-x" with s/S in the x slots of user and group and t/T in other's. */
+static int parse_symbolic(const char *s, uint32_t *mode)
+{
+	static const uint32_t bits[9] = {0400, 0200, 0100, 040, 020, 010, 04, 02, 01};
+	uint32_t m = 0;
+
+	if (strlen(s) != 9)
+		return -EINVAL;
+	for (int i = 0; i < 9; i++) {
+		char c = s[i], want = "rwxrwxrwx"[i];
+		int xslot = i % 3 == 2;
+
+		if (c == '-')
+			continue;
+		if (c == want) {
+			m |= bits[i];
+		} else if (xslot && i < 6 && (c == 's' || c == 'S')) {
+			m |= i == 2 ? 04000u : 02000u;
+			if (c == 's')
+				m |= bits[i];
+		} else if (xslot && i == 8 && (c == 't' || c == 'T')) {
+			m |= 01000u;
+			if (c == 't')
+				m |= bits[i];
+		} else {
+			return -EINVAL;
+		}
+	}
+	*mode = m;
+	return 0;
+}
+
+int hsm_meta_parse_mode(const char *s, uint32_t *mode)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	if (s[0] >= '0' && s[0] <= '7') {
+		errno = 0;
+		v = strtoul(s, &end, 8);
+		if (errno || *end || v > 07777)
+			return -EINVAL;
+		*mode = (uint32_t)v;
+		return 0;
+	}
+	return parse_symbolic(s, mode);
+}
+
+void hsm_meta_format_time(const struct nacre_time *t, char *buf, size_t len)
+{
+	struct tm tm;
+	time_t sec = (time_t)t->sec;
+
+	if (!gmtime_r(&sec, &tm)) {
+		snprintf(buf, len, "%lld", (long long)t->sec);
+		return;
+	}
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%09uZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, t->nsec % 1000000000u);
+}
+
+/* Reads n decimal digits. */
+static int digits(const char **p, int n, int *out)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		char c = (*p)[i];
+		if (c < '0' || c > '9')
+			return -EINVAL;
+		v = v * 10 + (c - '0');
+	}
+	*p += n;
+	*out = v;
+	return 0;
+}
+
+int hsm_meta_parse_time(const char *s, struct nacre_time *t)
+{
+	struct tm tm;
+	const char *p = s;
+	int y, mo, d, h, mi, se;
+
+	if (!s || !*s)
+		return -EINVAL;
+	if (strspn(s, "0123456789") == strlen(s) || (s[0] == '-' && s[1] &&
+						       strspn(s + 1, "0123456789") == strlen(s + 1))) {
+		char *end;
+		errno = 0;
+		long long v = strtoll(s, &end, 10);
+		if (errno || *end)
+			return -EINVAL;
+		t->sec = v;
+		t->nsec = 0;
+		return 0;
+	}
+	if (digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) || *p++ != '-' ||
+	    digits(&p, 2, &d) || (*p != 'T' && *p != 't' && *p != ' '))
+		return -EINVAL;
+	p++;
+	if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &mi) || *p++ != ':' ||
+	    digits(&p, 2, &se))
+		return -EINVAL;
+	uint32_t ns = 0;
+	if (*p == '.') {
+		int nd = 0;
+		p++;
+		while (*p >= '0' && *p <= '9') {
+			if (nd < 9) {
+				ns = ns * 10 + (uint32_t)(*p - '0');
+				nd++;
+			}
+			p++;
+		}
+		if (nd == 0)
+			return -EINVAL;
+		while (nd++ < 9)
+			ns *= 10;
+	}
+	long off = 0;
+	while (*p == ' ')
+		p++;
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		int sign = *p++ == '-' ? -1 : 1, oh, om;
+		if (digits(&p, 2, &oh))
+			return -EINVAL;
+		if (*p == ':')
+			p++;
+		if (digits(&p, 2, &om))
+			return -EINVAL;
+		off = sign * (oh * 3600L + om * 60L);
+	}
+	if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
+		return -EINVAL;
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = se;
+	t->sec = (int64_t)timegm(&tm) - off;
+	t->nsec = ns;
+	return 0;
+}

@@ -1,0 +1,499 @@
+/* posix.c - the "posix:/dir" archive backend: a directory tree that mirrors the file system.
+ *
+ * Object "a/b" is the file DIR/a/b, so the archive is readable with cp and ls. Its metadata
+ * lives in a sidecar text file next to it, DIR/a/.b.nacre-meta, one "key=value" per line:
+ * owner, group, permissions (octal), modtime (RFC 3339), nacre_fid, size, crc32c (hex) — a
+ * sidecar rather than user xattrs because tmpfs and many NFS servers lack them. A file with
+ * no sidecar (put there by hand) is described by its own stat. Puts are atomic: data goes to
+ * a temporary file in the same directory, is fsynced, re-read and checked against the
+ * CRC-32C computed while writing, then renamed into place; the sidecar follows the same way.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/crc32c.h"
+#include "common/util.h"
+#include "hsm/backend_impl.h"
+
+#define CHUNK (4u * 1024u * 1024u)
+#define META_SUFFIX ".nacre-meta"
+#define TMP_MARK ".nacre-tmp-"
+
+struct posix {
+	char root[NACRE_PATH_MAX + 1];
+};
+
+static int posix_open(const char *rest, const struct hsm_backend_opts *opts, void **priv,
+		      char *err, size_t err_len)
+{
+	struct stat st;
+	(void)opts;
+	if (rest[0] != '/') {
+		snprintf(err, err_len, "posix:%s: the archive directory must be an absolute path",
+			 rest);
+		return -EINVAL;
+	}
+	if (stat(rest, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		int e = errno ? errno : ENOTDIR;
+		snprintf(err, err_len, "posix:%s: %s: create the archive directory first", rest,
+			 strerror(e));
+		return -e;
+	}
+	struct posix *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	if (str_copy(p->root, rest, sizeof(p->root)) >= sizeof(p->root)) {
+		free(p);
+		return -ENAMETOOLONG;
+	}
+	size_t n = strlen(p->root);
+	while (n > 1 && p->root[n - 1] == '/')
+		p->root[--n] = 0;
+	*priv = p;
+	return 0;
+}
+
+static void posix_close(void *priv)
+{
+	free(priv);
+}
+
+/* DIR/path into out; refuses "..", empty components and sidecar-like names. */
+static int full_path(const struct posix *p, const char *path, char *out, size_t len)
+{
+	while (*path == '/')
+		path++;
+	if (!*path)
+		return -EINVAL;
+	for (const char *c = path; *c;) {
+		size_t n = strcspn(c, "/");
+		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return -EINVAL;
+		c += n;
+		while (*c == '/')
+			c++;
+	}
+	int w = snprintf(out, len, "%s/%s", p->root, path);
+	return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
+}
+
+/* The sidecar of data file f: same directory, ".<name>.nacre-meta". */
+static int meta_path(const char *f, char *out, size_t len)
+{
+	const char *slash = strrchr(f, '/');
+	int w = snprintf(out, len, "%.*s/.%s" META_SUFFIX, (int)(slash - f), f, slash + 1);
+	return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
+}
+
+/* mkdir -p of the directory part of f. */
+static int make_parents(char *f)
+{
+	char *slash = strrchr(f, '/');
+	if (!slash || slash == f)
+		return 0;
+	*slash = 0;
+	int rc = 0;
+	if (mkdir(f, 0755) < 0 && errno != EEXIST) {
+		if (errno == ENOENT && (rc = make_parents(f)) == 0 && mkdir(f, 0755) < 0 &&
+		    errno != EEXIST)
+			rc = -errno;
+		else if (errno != ENOENT)
+			rc = -errno;
+	}
+	*slash = '/';
+	return rc;
+}
+
+static int fsync_dir_of(const char *f)
+{
+	char d[NACRE_PATH_MAX + 64];
+	str_copy(d, f, sizeof(d));
+	char *slash = strrchr(d, '/');
+	if (slash && slash != d)
+		*slash = 0;
+	int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = fsync(fd) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+static int write_all(int fd, const void *buf, size_t n, uint64_t off)
+{
+	const uint8_t *b = buf;
+	while (n > 0) {
+		ssize_t w = pwrite(fd, b, n, (off_t)off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		b += w;
+		n -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+static int write_meta(const char *f, const struct hsm_meta *m, uint64_t size, uint32_t crc)
+{
+	char mp[NACRE_PATH_MAX + 96], tmp[NACRE_PATH_MAX + 128], mode[16], mt[64], text[512];
+	char fid[NACRE_FID_STR_MAX] = "";
+	int rc = meta_path(f, mp, sizeof(mp));
+	if (rc)
+		return rc;
+	hsm_meta_format_mode(m->mode, mode, sizeof(mode));
+	hsm_meta_format_time(&m->mtime, mt, sizeof(mt));
+	if (m->has_fid)
+		snprintf(fid, sizeof(fid), "[0x%" PRIx64 ":0x%" PRIx32 ":0x%" PRIx32 "]",
+			 m->fid.seq, m->fid.oid, m->fid.ver);
+	int n = snprintf(text, sizeof(text),
+			 "owner=%u\ngroup=%u\npermissions=%s\nmodtime=%s\n%s%s%ssize=%" PRIu64
+			 "\ncrc32c=%08x\n",
+			 m->uid, m->gid, mode, mt, fid[0] ? "nacre_fid=" : "", fid,
+			 fid[0] ? "\n" : "", size, crc);
+	snprintf(tmp, sizeof(tmp), "%s" TMP_MARK "%d", mp, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	rc = write_all(fd, text, (size_t)n, 0);
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	if (!rc && rename(tmp, mp) < 0)
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+/* Fills m from the sidecar of f if there is one, and the CRC-32C it records. */
+static void read_meta(const char *f, struct hsm_meta *m, uint32_t *crc, int *has_crc)
+{
+	char mp[NACRE_PATH_MAX + 96], line[256];
+	*has_crc = 0;
+	if (meta_path(f, mp, sizeof(mp)))
+		return;
+	FILE *fp = fopen(mp, "re");
+	if (!fp)
+		return;
+	while (fgets(line, sizeof(line), fp)) {
+		line[strcspn(line, "\r\n")] = 0;
+		char *eq = strchr(line, '=');
+		if (!eq)
+			continue;
+		*eq = 0;
+		const char *k = line, *v = eq + 1;
+		char *end;
+		if (!strcmp(k, "owner") || !strcmp(k, "group")) {
+			unsigned long x = strtoul(v, &end, 10);
+			if (*v && !*end && x <= UINT32_MAX) {
+				if (k[0] == 'o')
+					m->uid = (uint32_t)x;
+				else
+					m->gid = (uint32_t)x;
+				m->has_owner = 1;
+			}
+		} else if (!strcmp(k, "permissions")) {
+			uint32_t mode;
+			if (hsm_meta_parse_mode(v, &mode) == 0)
+				m->mode = (m->mode & ~07777u) | mode;
+		} else if (!strcmp(k, "modtime")) {
+			hsm_meta_parse_time(v, &m->mtime);
+		} else if (!strcmp(k, "nacre_fid")) {
+			unsigned long long s;
+			unsigned o, ver;
+			if (sscanf(v, "[0x%llx:0x%x:0x%x]", &s, &o, &ver) == 3) {
+				m->fid.seq = s;
+				m->fid.oid = o;
+				m->fid.ver = ver;
+				m->has_fid = 1;
+			}
+		} else if (!strcmp(k, "crc32c")) {
+			unsigned long x = strtoul(v, &end, 16);
+			if (*v && !*end) {
+				*crc = (uint32_t)x;
+				*has_crc = 1;
+				snprintf(m->checksum, sizeof(m->checksum), "crc32c:%08lx", x);
+			}
+		}
+	}
+	fclose(fp);
+}
+
+static int stat_file(const char *f, struct hsm_meta *m, uint32_t *crc, int *has_crc)
+{
+	struct stat st;
+	if (stat(f, &st) < 0)
+		return -errno;
+	memset(m, 0, sizeof(*m));
+	/* a file without a sidecar describes itself */
+	m->size = (uint64_t)st.st_size;
+	m->uid = st.st_uid;
+	m->gid = st.st_gid;
+	m->mode = st.st_mode & (S_IFMT | 07777);
+	m->mtime.sec = st.st_mtim.tv_sec;
+	m->mtime.nsec = (uint32_t)st.st_mtim.tv_nsec;
+	m->has_owner = 1;
+	read_meta(f, m, crc, has_crc);
+	return S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) ? 0 : -EINVAL;
+}
+
+static int posix_put(void *priv, const char *path, uint64_t size, hsm_read_fn rd, void *rd_arg,
+		     const struct hsm_meta *meta, hsm_progress_fn progress, void *progress_arg,
+		     char *err, size_t err_len)
+{
+	struct posix *p = priv;
+	char f[NACRE_PATH_MAX + 64], tmp[NACRE_PATH_MAX + 96];
+	uint8_t *buf = NULL;
+	uint32_t crc = 0, check = 0;
+	uint64_t off = 0;
+	int fd = -1;
+	int rc = full_path(p, path, f, sizeof(f));
+	if (!rc)
+		rc = make_parents(f);
+	if (rc) {
+		snprintf(err, err_len, "posix: cannot prepare %s under %s: %s", path, p->root,
+			 strerror(-rc));
+		return rc;
+	}
+	snprintf(tmp, sizeof(tmp), "%s" TMP_MARK "%d-%lx", f, (int)getpid(),
+		 (unsigned long)(uintptr_t)&off);
+	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	buf = malloc(CHUNK);
+	if (fd < 0 || !buf) {
+		rc = fd < 0 ? -errno : -ENOMEM;
+		snprintf(err, err_len, "posix: cannot create %s: %s", tmp, strerror(-rc));
+		goto out;
+	}
+	while (off < size) {
+		size_t want = size - off < CHUNK ? (size_t)(size - off) : CHUNK;
+		ssize_t n = rd(rd_arg, buf, want, off);
+		if (n <= 0) {
+			rc = n < 0 ? (int)n : -EIO; /* the source ended before its size */
+			snprintf(err, err_len, "posix: reading the source at %" PRIu64 ": %s", off,
+				 strerror(-rc));
+			goto out;
+		}
+		crc = crc32c(crc, buf, (size_t)n);
+		rc = write_all(fd, buf, (size_t)n, off);
+		if (rc) {
+			snprintf(err, err_len, "posix: writing %s: %s", tmp, strerror(-rc));
+			goto out;
+		}
+		off += (uint64_t)n;
+		if (progress && progress(progress_arg, off)) {
+			rc = -ECANCELED;
+			snprintf(err, err_len, "posix: archive of %s canceled", path);
+			goto out;
+		}
+	}
+	if (fsync(fd) < 0) {
+		rc = -errno;
+		snprintf(err, err_len, "posix: fsync %s: %s", tmp, strerror(-rc));
+		goto out;
+	}
+	/* verify what reached the disk, not what we meant to write */
+	for (uint64_t o = 0; o < size;) {
+		ssize_t n = pread(fd, buf, CHUNK, (off_t)o);
+		if (n <= 0) {
+			rc = n < 0 ? -errno : -EIO;
+			break;
+		}
+		check = crc32c(check, buf, (size_t)n);
+		o += (uint64_t)n;
+	}
+	struct stat st;
+	if (!rc && (fstat(fd, &st) < 0 || (uint64_t)st.st_size != size || check != crc))
+		rc = -EIO;
+	if (rc) {
+		snprintf(err, err_len, "posix: verification of %s failed (size or CRC-32C differs)",
+			 tmp);
+		goto out;
+	}
+	fchmod(fd, meta ? (meta->mode & 0777) | 0600 : 0600);
+	close(fd);
+	fd = -1;
+	if (rename(tmp, f) < 0) {
+		rc = -errno;
+		snprintf(err, err_len, "posix: rename to %s: %s", f, strerror(-rc));
+		goto out;
+	}
+	struct hsm_meta none;
+	memset(&none, 0, sizeof(none));
+	rc = write_meta(f, meta ? meta : &none, size, crc);
+	if (!rc)
+		rc = fsync_dir_of(f);
+	if (rc)
+		snprintf(err, err_len, "posix: writing the metadata of %s: %s", f, strerror(-rc));
+out:
+	if (fd >= 0)
+		close(fd);
+	if (rc)
+		unlink(tmp);
+	free(buf);
+	return rc;
+}
+
+static int posix_get(void *priv, const char *path, hsm_write_fn wr, void *wr_arg,
+		     struct hsm_meta *meta, hsm_progress_fn progress, void *progress_arg,
+		     char *err, size_t err_len)
+{
+	struct posix *p = priv;
+	char f[NACRE_PATH_MAX + 64];
+	struct hsm_meta m;
+	uint32_t want_crc = 0, crc = 0;
+	int has_crc = 0;
+	int rc = full_path(p, path, f, sizeof(f));
+	if (!rc)
+		rc = stat_file(f, &m, &want_crc, &has_crc);
+	if (rc) {
+		snprintf(err, err_len, "posix: %s: %s", f, strerror(-rc));
+		return rc;
+	}
+	int fd = open(f, O_RDONLY | O_CLOEXEC);
+	uint8_t *buf = malloc(CHUNK);
+	if (fd < 0 || !buf) {
+		rc = fd < 0 ? -errno : -ENOMEM;
+		snprintf(err, err_len, "posix: open %s: %s", f, strerror(-rc));
+		goto out;
+	}
+	uint64_t off = 0;
+	for (;;) {
+		ssize_t n = pread(fd, buf, CHUNK, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			snprintf(err, err_len, "posix: read %s: %s", f, strerror(-rc));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		crc = crc32c(crc, buf, (size_t)n);
+		ssize_t w = wr(wr_arg, buf, (size_t)n, off);
+		if (w != n) {
+			rc = w < 0 ? (int)w : -EIO;
+			snprintf(err, err_len, "posix: writing the destination at %" PRIu64 ": %s",
+				 off, strerror(-rc));
+			goto out;
+		}
+		off += (uint64_t)n;
+		if (progress && progress(progress_arg, off)) {
+			rc = -ECANCELED;
+			snprintf(err, err_len, "posix: restore of %s canceled", path);
+			goto out;
+		}
+	}
+	if (off != m.size || (has_crc && crc != want_crc)) {
+		rc = -EIO;
+		snprintf(err, err_len, "posix: %s does not match its metadata (size or CRC-32C)", f);
+		goto out;
+	}
+	if (meta)
+		*meta = m;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return rc;
+}
+
+static int posix_stat(void *priv, const char *path, struct hsm_meta *meta, char *err,
+		      size_t err_len)
+{
+	struct posix *p = priv;
+	char f[NACRE_PATH_MAX + 64];
+	uint32_t crc;
+	int has_crc;
+	int rc = full_path(p, path, f, sizeof(f));
+	if (!rc)
+		rc = stat_file(f, meta, &crc, &has_crc);
+	if (rc && rc != -ENOENT)
+		snprintf(err, err_len, "posix: %s: %s", f, strerror(-rc));
+	return rc;
+}
+
+static int posix_remove(void *priv, const char *path, char *err, size_t err_len)
+{
+	struct posix *p = priv;
+	char f[NACRE_PATH_MAX + 64], mp[NACRE_PATH_MAX + 96];
+	int rc = full_path(p, path, f, sizeof(f));
+	if (!rc)
+		rc = meta_path(f, mp, sizeof(mp));
+	if (!rc && unlink(f) < 0 && errno != ENOENT)
+		rc = -errno;
+	if (!rc && unlink(mp) < 0 && errno != ENOENT)
+		rc = -errno;
+	if (rc)
+		snprintf(err, err_len, "posix: removing %s: %s", path, strerror(-rc));
+	return rc;
+}
+
+static int is_internal(const char *name)
+{
+	size_t n = strlen(name), s = strlen(META_SUFFIX);
+	return (name[0] == '.' && n > s && strcmp(name + n - s, META_SUFFIX) == 0) ||
+	       strstr(name, TMP_MARK) != NULL;
+}
+
+/* Lists dir (rel is its path under the root, "" for the root). */
+static int walk(struct posix *p, const char *rel, hsm_list_fn fn, void *arg, int depth)
+{
+	char d[NACRE_PATH_MAX + 64];
+	snprintf(d, sizeof(d), "%s%s%s", p->root, rel[0] ? "/" : "", rel);
+	if (depth > 256)
+		return -ELOOP;
+	DIR *dir = opendir(d);
+	if (!dir)
+		return -errno;
+	struct dirent *e;
+	int rc = 0;
+	while (!rc && (e = readdir(dir)) != NULL) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || is_internal(e->d_name))
+			continue;
+		char r[NACRE_PATH_MAX + 1], f[NACRE_PATH_MAX + 64];
+		int w = snprintf(r, sizeof(r), "%s%s%s", rel, rel[0] ? "/" : "", e->d_name);
+		if (w < 0 || (size_t)w >= sizeof(r))
+			continue;
+		if (full_path(p, r, f, sizeof(f)))
+			continue;
+		struct hsm_meta m;
+		uint32_t crc;
+		int has_crc;
+		if (stat_file(f, &m, &crc, &has_crc))
+			continue; /* neither file nor directory: not an archive object */
+		rc = fn(arg, r, &m);
+		if (!rc && S_ISDIR(m.mode))
+			rc = walk(p, r, fn, arg, depth + 1);
+	}
+	closedir(dir);
+	return rc;
+}
+
+static int posix_list(void *priv, hsm_list_fn fn, void *arg, char *err, size_t err_len)
+{
+	struct posix *p = priv;
+	int rc = walk(p, "", fn, arg, 0);
+	if (rc < 0)
+		snprintf(err, err_len, "posix: listing %s: %s", p->root, strerror(-rc));
+	return rc;
+}
+
+const struct hsm_backend_ops hsm_posix_ops = {
+	.open = posix_open,
+	.close = posix_close,
+	.put = posix_put,
+	.get = posix_get,
+	.stat = posix_stat,
+	.remove = posix_remove,
+	.list = posix_list,
+};

@@ -1,0 +1,172 @@
+/* test_hsm_posix.c - the posix archive backend and the metadata helpers: put/get/stat/list/
+ * remove round trips, sidecar metadata, a file placed by hand, verification, cancel. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hsm/backend.h"
+#include "unit.h"
+
+struct buf {
+	uint8_t *p;
+	size_t len;
+};
+
+static ssize_t rd(void *arg, void *b, size_t len, uint64_t off)
+{
+	struct buf *s = arg;
+	if (off >= s->len)
+		return 0;
+	if (len > s->len - off)
+		len = s->len - off;
+	memcpy(b, s->p + off, len);
+	return (ssize_t)len;
+}
+
+static ssize_t wr(void *arg, const void *b, size_t len, uint64_t off)
+{
+	struct buf *d = arg;
+	if (off + len > d->len)
+		return -EFBIG;
+	memcpy(d->p + off, b, len);
+	return (ssize_t)len;
+}
+
+static int cancel_at_once(void *arg, uint64_t done)
+{
+	(void)arg;
+	return done > 0;
+}
+
+struct seen {
+	int files, dirs;
+	int found_hand;
+};
+
+static int list_cb(void *arg, const char *path, const struct hsm_meta *m)
+{
+	struct seen *s = arg;
+	if (S_ISDIR(m->mode))
+		s->dirs++;
+	else
+		s->files++;
+	if (!strcmp(path, "hand/made.txt") && m->size == 5)
+		s->found_hand = 1;
+	return 0;
+}
+
+static void test_meta(void)
+{
+	char b[64];
+	uint32_t mode;
+	struct nacre_time t = {1612325106, 5}, t2;
+	hsm_meta_format_mode(0644, b, sizeof(b));
+	CHECK_STR(b, "0644");
+	CHECK_EQ(hsm_meta_parse_mode("0755", &mode), 0);
+	CHECK_EQ(mode, 0755);
+	CHECK_EQ(hsm_meta_parse_mode("rwxr-s--T", &mode), 0);
+	CHECK_EQ(mode, 03750);
+	CHECK(hsm_meta_parse_mode("rwz------", &mode) < 0);
+	CHECK(hsm_meta_parse_mode("9", &mode) < 0);
+	hsm_meta_format_time(&t, b, sizeof(b));
+	CHECK_STR(b, "2021-02-03T04:05:06.000000005Z");
+	CHECK_EQ(hsm_meta_parse_time(b, &t2), 0);
+	CHECK(t2.sec == t.sec && t2.nsec == t.nsec);
+	CHECK_EQ(hsm_meta_parse_time("1612325106", &t2), 0);
+	CHECK_EQ(t2.sec, 1612325106);
+	CHECK_EQ(hsm_meta_parse_time("2021-02-03 05:05:06 +0100", &t2), 0);
+	CHECK_EQ(t2.sec, 1612325106);
+	CHECK(hsm_meta_parse_time("yesterday", &t2) < 0);
+}
+
+static void test_posix(void)
+{
+	char dir[] = "/tmp/nacre-hsm-posix-XXXXXX", url[128], err[256], p[256];
+	struct hsm_backend *b;
+	struct hsm_meta m, got;
+	size_t n = 5 * 1024 * 1024 + 17;
+	struct buf src = {malloc(n), n}, dst = {calloc(1, n), n};
+
+	CHECK(mkdtemp(dir) != NULL);
+	for (size_t i = 0; i < n; i++)
+		src.p[i] = (uint8_t)(i * 7 + (i >> 13));
+	snprintf(url, sizeof(url), "posix:%s", dir);
+	CHECK(hsm_backend_open("posix:relative", NULL, &b, err, sizeof(err)) < 0);
+	CHECK_EQ(hsm_backend_open(url, NULL, &b, err, sizeof(err)), 0);
+
+	memset(&m, 0, sizeof(m));
+	m.size = n;
+	m.uid = 1000;
+	m.gid = 100;
+	m.mode = 0640;
+	m.mtime.sec = 1600000000;
+	m.has_fid = 1;
+	m.fid.seq = NACRE_FIRST_SEQ;
+	m.fid.oid = 3;
+	CHECK_EQ(hsm_backend_put(b, "a/b/file", n, rd, &src, &m, NULL, NULL, err, sizeof(err)), 0);
+	snprintf(p, sizeof(p), "%s/a/b/.file.nacre-meta", dir);
+	CHECK(access(p, R_OK) == 0);
+	CHECK_EQ(hsm_backend_stat(b, "a/b/file", &got, err, sizeof(err)), 0);
+	CHECK(got.size == n && got.uid == 1000 && got.gid == 100 && (got.mode & 07777) == 0640);
+	CHECK(got.mtime.sec == 1600000000 && got.has_fid && got.fid.oid == 3);
+	CHECK(strncmp(got.checksum, "crc32c:", 7) == 0);
+	CHECK_EQ(hsm_backend_get(b, "a/b/file", wr, &dst, &got, NULL, NULL, err, sizeof(err)), 0);
+	CHECK(memcmp(src.p, dst.p, n) == 0);
+
+	/* ".." never escapes the root; missing objects are ENOENT; remove is idempotent */
+	CHECK(hsm_backend_put(b, "../x", 1, rd, &src, &m, NULL, NULL, err, sizeof(err)) < 0);
+	CHECK_EQ(hsm_backend_stat(b, "nope", &got, err, sizeof(err)), -ENOENT);
+
+	/* a canceled put leaves nothing behind */
+	CHECK_EQ(hsm_backend_put(b, "c/d", n, rd, &src, &m, cancel_at_once, NULL, err,
+				 sizeof(err)),
+		 -ECANCELED);
+	CHECK_EQ(hsm_backend_stat(b, "c/d", &got, err, sizeof(err)), -ENOENT);
+
+	/* corruption is detected against the recorded CRC */
+	snprintf(p, sizeof(p), "%s/a/b/file", dir);
+	FILE *f = fopen(p, "r+");
+	CHECK(f != NULL);
+	if (f) {
+		fseek(f, 100, SEEK_SET);
+		fputc(src.p[100] ^ 0xff, f);
+		fclose(f);
+	}
+	CHECK_EQ(hsm_backend_get(b, "a/b/file", wr, &dst, NULL, NULL, NULL, err, sizeof(err)),
+		 -EIO);
+
+	/* a file put there by hand: described by its own stat */
+	snprintf(p, sizeof(p), "%s/hand", dir);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/hand/made.txt", dir);
+	f = fopen(p, "w");
+	if (f) {
+		fputs("hello", f);
+		fclose(f);
+	}
+	struct seen s = {0, 0, 0};
+	CHECK_EQ(hsm_backend_list(b, list_cb, &s, err, sizeof(err)), 0);
+	CHECK_EQ(s.files, 2);
+	CHECK_EQ(s.dirs, 4); /* a, a/b, c, hand */
+	CHECK(s.found_hand);
+
+	CHECK_EQ(hsm_backend_remove(b, "a/b/file", err, sizeof(err)), 0);
+	CHECK_EQ(hsm_backend_remove(b, "a/b/file", err, sizeof(err)), 0);
+	CHECK_EQ(hsm_backend_stat(b, "a/b/file", &got, err, sizeof(err)), -ENOENT);
+	hsm_backend_close(b);
+	char cmd[200];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK_EQ(system(cmd), 0);
+	free(src.p);
+	free(dst.p);
+}
+
+int main(void)
+{
+	test_meta();
+	test_posix();
+	return unit_done();
+}
