@@ -99,7 +99,13 @@ static int mp_close(void *h)
 
 static int mp_remove(const char *path)
 {
-	return MPI_File_delete(path, MPI_INFO_NULL) == MPI_SUCCESS ? 0 : -ENOENT;
+	int rc = MPI_File_delete(path, MPI_INFO_NULL), cls = 0;
+
+	if (rc == MPI_SUCCESS)
+		return 0;
+	MPI_Error_class(rc, &cls);
+	/* A missing file is expected before a write phase; anything else is reported. */
+	return cls == MPI_ERR_NO_SUCH_FILE ? -ENOENT : mpi_rc(rc, "MPI_File_delete");
 }
 
 /* Namespace calls and sizes are plain POSIX: MPI-IO has no mkdir or stat. */

@@ -161,8 +161,8 @@ static void drop_caches(void)
 static void aggregate(const struct run *r, const struct phase *p, int iter,
 		      struct bench_result *res, double *bad)
 {
-	double lo[4] = {p->open0, p->open1, p->io1, 0};
-	double hi[4] = {p->open1, p->io1, p->close1, 0};
+	double lo[3] = {p->open0, p->open1, p->io1};
+	double hi[3] = {p->open1, p->io1, p->close1};
 	double sum[3] = {p->lat_sum, p->ops, p->bad};
 	double bytes;
 
@@ -198,6 +198,9 @@ static void phase(struct run *r, int write, int check, int iter, struct bench_re
 
 	memset(&p, 0, sizeof(p));
 	file_of(r, data_rank, path, sizeof(path));
+	if (r->o->verbose && r->rank == 0)
+		fprintf(stderr, "iteration %d: %s%s %s\n", iter, timed ? "" : "checking ",
+			write ? "write" : "read", path);
 	epoch = bench_epoch();
 	p.open0 = bench_now() - epoch;
 	rc = r->io->open(path, flags, !r->o->fpp, &h);
@@ -213,6 +216,10 @@ static void phase(struct run *r, int write, int check, int iter, struct bench_re
 	if (rc < 0)
 		fatal("cannot close", path, rc);
 	p.close1 = bench_now() - epoch;
+	if (r->o->verbose > 1) /* per rank: finds the straggler behind a slow aggregate */
+		bench_err("%s %s: open %.6f s, %s %.6f s, close %.6f s, %.0f bad words",
+			  write ? "write" : "read", path, p.open1 - p.open0,
+			  write ? "write" : "read", p.io1 - p.open1, p.close1 - p.io1, p.bad);
 	if (!timed)
 		p.ops = 0; /* a -W read-back counts errors only */
 	aggregate(r, &p, iter, res, bad);

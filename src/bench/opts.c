@@ -116,8 +116,12 @@ static int validate(struct bench_opts *o, int quiet)
 		}
 		return 0;
 	}
-	if (!o->write && !o->read && !o->check_write)
+	if (!o->write && !o->read)
 		o->write = o->read = 1;
+	if (o->check_write && !o->write) {
+		complain(quiet, "-W checks what -w writes: add -w");
+		return -1;
+	}
 	if (o->xfer == 0 || o->block == 0 || o->segments == 0) {
 		complain(quiet, "-b, -t and -s must be above zero");
 		return -1;
@@ -235,10 +239,13 @@ int bench_opts_parse(int argc, char **argv, struct bench_opts *o, int quiet)
 		case ':':
 			complain(quiet, "option %s needs a value", argv[optind - 1]);
 			return -1;
-		default:
-			complain(quiet, "unknown option '%s'%s", argv[optind - 1],
+		default: {
+			char letter[3] = {'-', (char)optopt, '\0'};
+
+			complain(quiet, "unknown option '%s'%s", optopt ? letter : argv[optind - 1],
 				 md ? " in --md mode" : "");
 			return -1;
+		}
 		}
 	}
 	if (optind < argc) {
