@@ -129,6 +129,10 @@ int nacre_layout_get(struct nacre_fs *fs, const struct nacre_cred *cr, const str
 int nacre_layout_set(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
 		     const struct nacre_layout *layout, struct nacre_layout *out);
 
+/* Makes every namespace change committed so far durable on the MDS's disk (fsyncdir; the
+ * MDS otherwise flushes within a second). fid names the directory or file asking. */
+int nacre_sync_md(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid);
+
 /* Sum over all OSTs (space) and the MDT (inodes). */
 int nacre_statfs(struct nacre_fs *fs, struct nacre_statfs *out);
 /* Every registered target, MDT first, then OSTs by index. Returns the count written (at most
@@ -222,6 +226,31 @@ int nacre_hsm_agent_poll(struct nacre_fs *fs, struct nacre_hsm_action *out, int 
 int nacre_hsm_agent_progress(struct nacre_fs *fs, const struct nacre_hsm_action *a,
 			     uint64_t done, uint64_t total, int final, int status,
 			     const char *path);
+
+/* ---- locks: POSIX (fcntl) byte-range locks and flock, coherent across clients ----
+ * The MDS holds them (in memory: an MDS restart drops them). An owner is this mount plus
+ * owner, an id the caller picks (nacre-mount passes the kernel's lock owner). Locks live
+ * until unlocked, or until this mount stays disconnected from the MDS longer than the
+ * MDS's --lock-evict-timeout. No call waits for a lock: F_SETLKW is the caller retrying. */
+enum { NACRE_LOCK_POSIX = 0, NACRE_LOCK_FLOCK = 1 };
+enum { NACRE_LK_UNLCK = 0, NACRE_LK_RDLCK = 1, NACRE_LK_WRLCK = 2 };
+#define NACRE_LOCK_EOF UINT64_MAX /* end of a lock that runs to the end of the file */
+struct nacre_lock {
+	int type;       /* NACRE_LK_* */
+	uint64_t start; /* first byte */
+	uint64_t end;   /* last byte, inclusive, >= start; NACRE_LOCK_EOF: to the end */
+	uint32_t pid;   /* of the process that holds (or asks for) it */
+};
+/* Takes, converts or releases (type UNLCK) owner's lock on fid: for kind POSIX the range
+ * [start, end], split and merged as fcntl(F_SETLK) does; for FLOCK the whole file (range
+ * ignored). Returns 0, -EAGAIN if another owner's lock conflicts (nothing changed), -ENOLCK
+ * (the MDS's table is full), -EIO (MDS unreachable) or another negative error. Thread-safe. */
+int nacre_lock_set(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		   int kind, uint64_t owner, const struct nacre_lock *l);
+/* F_GETLK: the first POSIX lock of another owner that conflicts with want (RDLCK or
+ * WRLCK); conflict->type is NACRE_LK_UNLCK if none. Returns 0 or a negative error. */
+int nacre_lock_get(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		   uint64_t owner, const struct nacre_lock *want, struct nacre_lock *conflict);
 
 #ifdef __cplusplus
 }

@@ -669,6 +669,9 @@ NACRE_API int nacre_fsync(struct nacre_file *f, int datasync)
 	deferred = f->deferred_err; /* a failed write is not durable: say so, as Linux does */
 	pthread_mutex_unlock(&f->lock);
 	rc = wrote ? send_size(f, WIRE_OP_MDS_SIZE_UPDATE) : 0;
+	/* The MDS commits asynchronously: fsync also makes the file's name and size durable. */
+	if (rc == 0)
+		rc = nacre_sync_md(f->fs, &f->cred, &f->fid);
 	return deferred ? deferred : rc;
 }
 

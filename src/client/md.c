@@ -648,6 +648,16 @@ static int cred_call(struct nacre_fs *fs, uint16_t op, struct rpc_msg **rep)
 	return mds_rpc(fs, op, RPC_IDEMPOTENT, &c, rep);
 }
 
+NACRE_API int nacre_sync_md(struct nacre_fs *fs, const struct nacre_cred *cr,
+			    const struct nacre_fid *fid)
+{
+	struct rpc_msg *m = NULL;
+	int rc = fid_call(fs, cr, WIRE_OP_MDS_SYNC, fid, &m);
+
+	rpc_msg_free(m);
+	return rc;
+}
+
 NACRE_API int nacre_statfs(struct nacre_fs *fs, struct nacre_statfs *out)
 {
 	struct wire_cursor c;

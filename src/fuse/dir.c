@@ -347,9 +347,14 @@ void fz_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 void fz_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	/* Every namespace change is committed on the MDS before it is answered. */
-	(void)ino;
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *in = fz_inode_get(m, ino);
+	struct nacre_cred cr;
+
 	(void)datasync;
 	(void)fi;
-	fuse_reply_err(req, 0);
+	/* The MDS commits at once but flushes to disk within a second; fsyncdir waits for
+	 * the flush, so a directory's entries survive a power loss once it returns. */
+	fz_cred(req, &cr);
+	fuse_reply_err(req, fz_errno_or_ok(nacre_sync_md(m->fs, &cr, &in->fid)));
 }

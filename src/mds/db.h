@@ -60,6 +60,9 @@ struct mds_inode {
 int mds_db_open(const char *dir, const char *fsname, int format, struct mds_db **out,
 		char *err, size_t err_len);
 void mds_db_close(struct mds_db *db); /* NULL is fine */
+/* Flushes every committed transaction to disk (commits are asynchronous: see db.c).
+ * Returns 0 or a negative errno. Thread-safe. */
+int mds_db_sync(struct mds_db *db);
 /* The fsname recorded at format time; valid while db is open. */
 const char *mds_db_fsname(const struct mds_db *db);
 /* Number of inodes (for statfs). Thread-safe. */

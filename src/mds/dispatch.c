@@ -11,6 +11,7 @@
 #include "mds/alloc.h"
 #include "mds/db.h"
 #include "mds/hsm.h"
+#include "mds/lock.h"
 #include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/targets.h"
@@ -100,6 +101,14 @@ static int do_readlink(struct mds *m, const struct rpc_request *req, struct rpc_
 		wire_path_put(&rep->body, t);
 	free(t);
 	return rc;
+}
+
+/* fsync/fsyncdir: everything committed so far goes to disk before the reply. */
+static int do_sync(struct mds *m, const struct rpc_request *req)
+{
+	DECODE(fid_req, r);
+	(void)r;
+	return mds_db_sync(m->db);
 }
 
 static int do_fid2path(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
@@ -408,6 +417,8 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 		return do_target(m, req, 0);
 	case WIRE_OP_MDS_TARGET_HEARTBEAT:
 		return do_target(m, req, 1);
+	case WIRE_OP_MDS_SYNC:
+		return do_sync(m, req);
 	case WIRE_OP_MDS_HSM_REQUEST:
 	case WIRE_OP_MDS_HSM_STATE_GET:
 	case WIRE_OP_MDS_HSM_STATE_SET:
@@ -418,6 +429,9 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 	case WIRE_OP_MDS_HSM_AGENT_PROGRESS:
 	case WIRE_OP_MDS_HSM_IMPORT:
 		return mds_hsm_dispatch(m, req, rep);
+	case WIRE_OP_MDS_LOCK_SET:
+	case WIRE_OP_MDS_LOCK_GET:
+		return mds_lock_dispatch(m, req, rep);
 	default:
 		LOG_RATELIMITED(LOG_LVL_INFO, "dispatch", "unsupported opcode %u (%s) from %s",
 				req->hdr->opcode, wire_opcode_name(req->hdr->opcode), req->peer);
@@ -429,4 +443,5 @@ void mds_on_disconnect(void *arg, uint64_t conn_id)
 {
 	mds_open_disconnect(arg, conn_id);
 	mds_hsm_disconnect(arg, conn_id);
+	mds_lock_disconnect(arg, conn_id);
 }

@@ -17,10 +17,12 @@
 #include "mds/dispatch.h"
 #include "mds/hsm.h"
 #include "mds/mds_metrics.h"
+#include "mds/lock.h"
 #include "mds/mds.h"
 #include "mds/open.h"
 #include "mds/oss_pool.h"
 #include "mds/targets.h"
+#include "mds/syncer.h"
 #include "mds/writer.h"
 #include "nacre/nacre_errno.h"
 #include "proto/rpc.h"
@@ -34,6 +36,7 @@ struct opts {
 	const char *log_level;
 	int format;
 	int workers;
+	int lock_evict_ms;
 	struct mds_hsm_conf hsm;
 	struct metrics_opts metrics;
 };
@@ -57,7 +60,7 @@ static void usage(FILE *f)
 		   "                 [--hsm-remove-on-unlink] [--hsm-max-active N]\n"
 		   "                 [--hsm-timeout SECS] [--hsm-grace SECS]\n"
 		   "                 [--hsm-archive-age SECS] [--hsm-release HIGH:LOW]\n"
-		   "                 [--hsm-policy-period SECS]\n"
+		   "                 [--hsm-policy-period SECS] [--lock-evict-timeout SECS]\n"
 		   METRICS_USAGE);
 }
 
@@ -69,6 +72,7 @@ enum {
 	OPT_HSM_AGE,
 	OPT_HSM_RELEASE,
 	OPT_HSM_PERIOD,
+	OPT_LOCK_EVICT,
 };
 
 /* --hsm-* options; returns 0, 1 if c is not one of them, -1 on a bad value. */
@@ -133,11 +137,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"hsm-archive-age", required_argument, NULL, OPT_HSM_AGE},
 		{"hsm-release", required_argument, NULL, OPT_HSM_RELEASE},
 		{"hsm-policy-period", required_argument, NULL, OPT_HSM_PERIOD},
+		{"lock-evict-timeout", required_argument, NULL, OPT_LOCK_EVICT},
 		{NULL, 0, NULL, 0}};
 	int c;
 	int64_t v;
 	memset(o, 0, sizeof(*o));
 	o->log_level = "info";
+	o->lock_evict_ms = MDS_LOCK_EVICT_MS_DEFAULT;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f': o->fsname = optarg; break;
@@ -155,6 +161,18 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			}
 			o->workers = (int)v;
 			break;
+		case OPT_LOCK_EVICT: {
+			/* seconds, fractions allowed: tests use a short one */
+			char *end;
+			double secs = strtod(optarg, &end);
+			if (end == optarg || *end || !(secs >= 0.0 && secs <= 86400.0)) {
+				fprintf(stderr, "nacre-mds: --lock-evict-timeout %s: expected seconds "
+						"0..86400, e.g. 30 or 1.5\n", optarg);
+				return -1;
+			}
+			o->lock_evict_ms = (int)(secs * 1000.0);
+			break;
+		}
 		case OPT_HSM_RM:
 		case OPT_HSM_MAX:
 		case OPT_HSM_TIMEOUT:
@@ -206,6 +224,7 @@ int main(int argc, char **argv)
 	struct mds m;
 	struct nacre_key key;
 	struct rpc_server *srv = NULL;
+	struct mds_syncer *syncer = NULL;
 	enum log_level lvl;
 	int rc, status = 1;
 
@@ -252,6 +271,7 @@ int main(int argc, char **argv)
 	}
 	if ((rc = mds_writer_create(m.db, &m.writer)) || (rc = mds_targets_create(&m.targets)) ||
 	    (rc = mds_open_table_create(&m.open)) ||
+	    (rc = mds_locks_create(o.lock_evict_ms, &m.locks)) ||
 	    (rc = mds_oss_pool_create(o.fsname, &key, &m.oss))) {
 		fprintf(stderr, "nacre-mds: cannot start: %s\n", nacre_strerror(rc));
 		goto out;
@@ -263,6 +283,11 @@ int main(int argc, char **argv)
 	}
 	if ((rc = mds_reap_orphans(&m)))
 		LOG_WARN("mds", "orphan cleanup failed: %s", nacre_strerror(rc));
+	if ((rc = mds_syncer_start(m.db, 1000, &syncer))) {
+		fprintf(stderr, "nacre-mds: cannot start the metadata sync thread: %s\n",
+			nacre_strerror(rc));
+		goto out;
+	}
 	if ((rc = mds_destroyer_start(&m, &m.destroyer))) {
 		fprintf(stderr, "nacre-mds: cannot start the destroy thread: %s\n",
 			nacre_strerror(rc));
@@ -313,8 +338,10 @@ out:
 	mds_hsm_stop(m.hsm);
 	mds_destroyer_stop(m.destroyer);
 	mds_writer_destroy(m.writer);
+	mds_syncer_stop(syncer);
 	mds_oss_pool_destroy(m.oss);
 	mds_open_table_destroy(m.open);
+	mds_locks_destroy(m.locks);
 	mds_targets_destroy(m.targets);
 	mds_db_close(m.db);
 	return status;

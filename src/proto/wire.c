@@ -55,6 +55,7 @@ static const char *const opcode_names[WIRE_OP_MAX_] = {
 	[WIRE_OP_MDS_FID2PATH] = "MDS_FID2PATH",
 	[WIRE_OP_MDS_TARGET_REGISTER] = "MDS_TARGET_REGISTER",
 	[WIRE_OP_MDS_TARGET_HEARTBEAT] = "MDS_TARGET_HEARTBEAT",
+	[WIRE_OP_MDS_SYNC] = "MDS_SYNC",
 	[WIRE_OP_MDS_HSM_REQUEST] = "MDS_HSM_REQUEST",
 	[WIRE_OP_MDS_HSM_STATE_GET] = "MDS_HSM_STATE_GET",
 	[WIRE_OP_MDS_HSM_STATE_SET] = "MDS_HSM_STATE_SET",
@@ -71,6 +72,8 @@ static const char *const opcode_names[WIRE_OP_MAX_] = {
 	[WIRE_OP_OST_GETATTR] = "OST_GETATTR",
 	[WIRE_OP_OST_STATFS] = "OST_STATFS",
 	[WIRE_OP_OST_SYNC] = "OST_SYNC",
+	[WIRE_OP_MDS_LOCK_SET] = "MDS_LOCK_SET",
+	[WIRE_OP_MDS_LOCK_GET] = "MDS_LOCK_GET",
 };
 
 const char *wire_opcode_name(uint16_t opcode)
@@ -1104,5 +1107,56 @@ void wire_target_get(struct wire_cursor *c, struct nacre_target *t)
 	str_get(c, t->addr, 0, NACRE_ADDR_MAX);
 	wire_statfs_get(c, &t->st);
 	if ((t->type != NACRE_TGT_MDT && t->type != NACRE_TGT_OST) || t->up > 1)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* lock_req (since version 1): cred, fid, u64 client, u64 owner, u32 pid, u8 kind (0..1),
+ * u8 type (0..2), u64 start, u64 end (>= start) */
+void wire_lock_req_encode(struct wire_cursor *c, const struct wire_lock_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_fid_put(c, &m->fid);
+	wire_put_u64(c, m->client);
+	wire_put_u64(c, m->owner);
+	wire_put_u32(c, m->pid);
+	wire_put_u8(c, m->kind);
+	wire_put_u8(c, m->type);
+	wire_put_u64(c, m->start);
+	wire_put_u64(c, m->end);
+}
+
+void wire_lock_req_decode(struct wire_cursor *c, struct wire_lock_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	wire_fid_get(c, &m->fid);
+	m->client = wire_get_u64(c);
+	m->owner = wire_get_u64(c);
+	m->pid = wire_get_u32(c);
+	m->kind = wire_get_u8(c);
+	m->type = wire_get_u8(c);
+	m->start = wire_get_u64(c);
+	m->end = wire_get_u64(c);
+	if (m->kind > WIRE_LOCK_FLOCK || m->type > WIRE_LK_WRLCK || m->start > m->end)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* lock_rep (since version 1): u8 type (0..2), u64 start, u64 end (>= start), u32 pid */
+void wire_lock_rep_encode(struct wire_cursor *c, const struct wire_lock_rep *m)
+{
+	wire_put_u8(c, m->type);
+	wire_put_u64(c, m->start);
+	wire_put_u64(c, m->end);
+	wire_put_u32(c, m->pid);
+}
+
+void wire_lock_rep_decode(struct wire_cursor *c, struct wire_lock_rep *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = wire_get_u8(c);
+	m->start = wire_get_u64(c);
+	m->end = wire_get_u64(c);
+	m->pid = wire_get_u32(c);
+	if (m->type > WIRE_LK_WRLCK || m->start > m->end)
 		wire_cursor_fail(c, -EPROTO);
 }

@@ -81,6 +81,7 @@ enum wire_opcode {
 	WIRE_OP_MDS_FID2PATH = 40,    /* req: fid_req; rep: str path */
 	WIRE_OP_MDS_TARGET_REGISTER = 41, /* req: target_reg (from an OSS, no cred); rep: empty */
 	WIRE_OP_MDS_TARGET_HEARTBEAT = 42, /* req: target_reg; rep: empty */
+	WIRE_OP_MDS_SYNC = 43,        /* req: fid_req; rep: empty: namespace durable on disk */
 	/* HSM (48..63); every request starts with a wire_cred */
 	WIRE_OP_MDS_HSM_REQUEST = 48,   /* req: hsm_request + nfids fids; rep: u32 n, i32 rc[n] */
 	WIRE_OP_MDS_HSM_STATE_GET = 49, /* req: fid_req; rep: hsm_state */
@@ -101,6 +102,11 @@ enum wire_opcode {
 	WIRE_OP_OST_GETATTR = 68, /* req: ost_io_req; rep: ost_attr_rep */
 	WIRE_OP_OST_STATFS = 69,  /* req: ost_io_req (only ost_idx); rep: statfs */
 	WIRE_OP_OST_SYNC = 70,    /* req: ost_io_req (offset/len: range, len 0 = all); rep: empty */
+
+	/* MDS locks (80..95); every request starts with a wire_cred */
+	WIRE_OP_MDS_LOCK_SET = 80, /* req: lock_req; rep: empty; -EAGAIN on a conflict */
+	WIRE_OP_MDS_LOCK_GET = 81, /* req: lock_req; rep: lock_rep (first conflicting lock) */
+	/* 82..95 reserved for locks */
 
 	WIRE_OP_MAX_ = 128,
 };
@@ -329,6 +335,39 @@ struct wire_hsm_import_req {
 	char path[NACRE_PATH_MAX + 1]; /* archive object name */
 };
 
+/* ---- locks (since version 1) ----
+ * POSIX (fcntl) byte-range locks and flock locks, held by the MDS. An owner is the pair
+ * (client, owner): client is a random id a mount picks once (so locks survive a
+ * reconnect), owner the kernel's lock owner (POSIX: the process's files; flock: the open
+ * file). The MDS never waits: a blocking F_SETLKW is the client retrying LOCK_SET. */
+#define WIRE_LOCK_EOF UINT64_MAX /* lock_req.end: to the end of the file, however it grows */
+enum {
+	WIRE_LOCK_POSIX = 0, /* lock_req.kind */
+	WIRE_LOCK_FLOCK = 1, /* whole file; start and end are ignored and sent as 0, EOF */
+};
+enum {
+	WIRE_LK_UNLCK = 0, /* lock_req.type, lock_rep.type */
+	WIRE_LK_RDLCK = 1,
+	WIRE_LK_WRLCK = 2,
+};
+struct wire_lock_req { /* LOCK_SET, LOCK_GET */
+	struct nacre_cred cred;
+	struct nacre_fid fid;
+	uint64_t client; /* the mount's random id */
+	uint64_t owner;  /* lock owner within the client */
+	uint32_t pid;    /* of the locking process, for F_GETLK elsewhere */
+	uint8_t kind;    /* WIRE_LOCK_* */
+	uint8_t type;    /* WIRE_LK_*; GET: the lock that would be taken (RD or WR) */
+	uint64_t start;  /* first byte */
+	uint64_t end;    /* last byte, inclusive (>= start), or WIRE_LOCK_EOF */
+};
+struct wire_lock_rep { /* LOCK_GET: type WIRE_LK_UNLCK and the rest 0 if nothing conflicts */
+	uint8_t type;
+	uint64_t start;
+	uint64_t end;
+	uint32_t pid;
+};
+
 /* ---- OSS requests ---- */
 struct wire_ost_io_req {
 	uint32_t ost_idx;
@@ -375,6 +414,8 @@ WIRE_MSG(hsm_progress);
 WIRE_MSG(hsm_import_req);
 WIRE_MSG(ost_io_req);
 WIRE_MSG(ost_attr_rep);
+WIRE_MSG(lock_req);
+WIRE_MSG(lock_rep);
 #undef WIRE_MSG
 
 /* READDIR reply: u32 count, u8 eof, then count entries {u64 cookie, fid, u32 type, name}.
