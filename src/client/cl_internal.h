@@ -70,6 +70,8 @@ struct nacre_fs {
 	struct cl_pool pool;      /* background RPCs; its own lock */
 	uint64_t wgen[CL_WGEN_BUCKETS]; /* write generations by fid hash: atomics, no lock */
 
+	uint64_t lock_client;       /* atomic: this mount's id in lock owners, 0 = not chosen yet */
+
 	pthread_mutex_t files_lock; /* protects files and every nacre_file's next/prev */
 	struct nacre_file *files;   /* open files, so a truncate can correct their sizes */
 };

@@ -71,6 +71,13 @@ struct fz_bdi {
 	char mnt[4096];       /* immutable once started */
 };
 
+/* Lock modes (mount options flock, localflock, noflock). */
+enum {
+	FZ_LOCK_CLUSTER = 0, /* flock: locks held by the MDS, coherent across clients */
+	FZ_LOCK_LOCAL = 1,   /* localflock: the kernel's locks, this client only */
+	FZ_LOCK_NONE = 2,    /* noflock: fcntl locks and flock fail with ENOSYS */
+};
+
 /* The mount: set up before the session starts, read-only afterwards (no lock needed), but
  * for bdi, which has its own lock. */
 struct fz_mount {
@@ -80,6 +87,7 @@ struct fz_mount {
 	double attr_timeout;  /* seconds the kernel may cache attributes */
 	double entry_timeout; /* seconds the kernel may cache names */
 	int ro;               /* refuse every modification with EROFS */
+	int lock_mode;        /* FZ_LOCK_* */
 	struct fz_itable itab;
 };
 
@@ -196,6 +204,15 @@ void fz_bdi_stop(struct fz_mount *m);
 int fz_hsm_getxattr(fuse_req_t req, struct fz_inode *in, const char *name, size_t size);
 int fz_hsm_setxattr(fuse_req_t req, struct fz_inode *in, const char *name, const char *value,
 		    size_t size);
+
+/* ---- lock.c: fcntl and flock locks (see lock.c for the modes) ---- */
+void fz_op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock);
+void fz_op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
+		 int sleep);
+void fz_op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op);
+/* flush and release that first drop the closing owner's locks, then run file.c's. */
+void fz_op_lock_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fz_op_lock_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
 /* ---- ops.c ---- */
 /* The operation table handed to fuse_session_new. */

@@ -53,6 +53,7 @@ struct args {
 	int max_rpcs_in_flight;
 	int max_dirty_mb;
 	int readahead_max_mb;
+	int lock_mode;          /* flock / localflock / noflock: FZ_LOCK_* */
 	struct metrics_opts metrics; /* metrics_addr=, metrics_log=, metrics_interval= */
 	char vfs_flags[256];    /* mount flags passed on to the kernel mount (",noexec"...) */
 };
@@ -89,6 +90,8 @@ static void usage(FILE *out, const char *prog)
 		"  -o readahead_max_mb=N       readahead window MiB per file (default 64; 0 = off)\n"
 		"  -o metrics_addr=HOST:PORT   serve Prometheus metrics at http://HOST:PORT/metrics\n"
 		"  -o metrics_log=FILE, metrics_interval=SECS   JSON metrics lines every SECS\n"
+		"  -o flock          cluster-wide fcntl and flock locks (the default)\n"
+		"  -o localflock     locks seen by this client only;  -o noflock: locks fail ENOSYS\n"
 		"  -o debug          debug logging\n"
 		"   or: %s --fluid-config [PATH] [--dry-run]   mount from Fluid's config.json\n",
 		prog, prog);
@@ -169,6 +172,12 @@ static int parse_opts(struct args *a, char *opts)
 			a->ro = 1;
 		} else if (!val && strcmp(opt, "rw") == 0) {
 			a->ro = 0;
+		} else if (!val && strcmp(opt, "flock") == 0) {
+			a->lock_mode = FZ_LOCK_CLUSTER;
+		} else if (!val && strcmp(opt, "localflock") == 0) {
+			a->lock_mode = FZ_LOCK_LOCAL;
+		} else if (!val && strcmp(opt, "noflock") == 0) {
+			a->lock_mode = FZ_LOCK_NONE;
 		} else if (!val && strcmp(opt, "debug") == 0) {
 			a->debug = 1;
 		} else if (val && strcmp(opt, "key_file") == 0) {
@@ -228,7 +237,8 @@ static int parse_opts(struct args *a, char *opts)
 			fprintf(stderr,
 				"%s: unknown mount option '%s%s%s' (known: ro, key_file=PATH, "
 				"attr_timeout=SECS, entry_timeout=SECS, timeout=SECS, max_rpc_size=BYTES, "
-				"max_rpcs_in_flight=N, max_dirty_mb=N, readahead_max_mb=N, debug)\n",
+				"max_rpcs_in_flight=N, max_dirty_mb=N, readahead_max_mb=N, flock, "
+				"localflock, noflock, debug)\n",
 				a->prog, opt, val ? "=" : "", val ? val : "");
 			return -1;
 		}
@@ -419,6 +429,7 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 	m.attr_timeout = a->attr_timeout;
 	m.entry_timeout = a->entry_timeout;
 	m.ro = a->ro;
+	m.lock_mode = a->lock_mode;
 	err[0] = '\0';
 	rc = nacre_fs_mount(a->spec, &mo, &m.fs, err, sizeof(err));
 	if (rc < 0) {

@@ -19,6 +19,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_DONT_MASK |
 				  FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_SPLICE_READ |
 				  FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+	/* localflock: the kernel keeps locks itself (libfuse asked for both since we have the
+	 * ops); flock and noflock: every lock call comes to lock.c */
+	if (m->lock_mode == FZ_LOCK_LOCAL)
+		conn->want &= ~(unsigned)(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
 	LOG_INFO("fuse", "kernel protocol %u.%u, max_write %u, capable 0x%x, want 0x%x",
 		 conn->proto_major, conn->proto_minor, conn->max_write, conn->capable, conn->want);
 	/* The kernel caps the bdi readahead to 128 KiB when it applies this reply; bdi.c
@@ -44,8 +48,8 @@ const struct fuse_lowlevel_ops fz_ops = {
 	.open = fz_op_open,
 	.read = fz_op_read,
 	.write = fz_op_write,
-	.flush = fz_op_flush,
-	.release = fz_op_release,
+	.flush = fz_op_lock_flush,
+	.release = fz_op_lock_release,
 	.fsync = fz_op_fsync,
 	.opendir = fz_op_opendir,
 	.readdir = fz_op_readdir,
@@ -58,4 +62,7 @@ const struct fuse_lowlevel_ops fz_ops = {
 	.removexattr = fz_op_removexattr,
 	.access = fz_op_access,
 	.create = fz_op_create,
+	.getlk = fz_op_getlk,
+	.setlk = fz_op_setlk,
+	.flock = fz_op_flock,
 };

@@ -1,0 +1,100 @@
+/* lock.c - libnacre's lock calls: POSIX byte-range locks and flock, held by the MDS. */
+#include <errno.h>
+#include <string.h>
+
+#include "client/cl_export.h"
+#include "client/cl_internal.h"
+#include "common/key.h"
+#include "proto/wire.h"
+
+/* The mount's id in lock owners, chosen at random on first use so that two mounts (even of
+ * one process) never share an owner and a reconnect keeps the same id. */
+static uint64_t lock_client(struct nacre_fs *fs)
+{
+	uint64_t id = __atomic_load_n(&fs->lock_client, __ATOMIC_ACQUIRE);
+	if (id)
+		return id;
+	if (key_random(&id, sizeof(id)) < 0 || id == 0)
+		id = ((uint64_t)(uintptr_t)fs << 16) ^ 0x9e3779b97f4a7c15ull; /* still unique here */
+	uint64_t zero = 0;
+	if (!__atomic_compare_exchange_n(&fs->lock_client, &zero, id, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		id = zero; /* another thread chose first */
+	return id;
+}
+
+static int fill_req(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		    int kind, uint64_t owner, const struct nacre_lock *l, struct wire_lock_req *r)
+{
+	struct nacre_cred root;
+	if (!fs || !fid || !l || (kind != NACRE_LOCK_POSIX && kind != NACRE_LOCK_FLOCK) ||
+	    l->type < NACRE_LK_UNLCK || l->type > NACRE_LK_WRLCK)
+		return -EINVAL;
+	memset(r, 0, sizeof(*r));
+	r->cred = *cl_cred(cr, &root);
+	r->fid = *fid;
+	r->client = lock_client(fs);
+	r->owner = owner;
+	r->pid = l->pid;
+	r->kind = (uint8_t)kind;
+	r->type = (uint8_t)l->type;
+	r->start = kind == NACRE_LOCK_FLOCK ? 0 : l->start;
+	r->end = kind == NACRE_LOCK_FLOCK ? WIRE_LOCK_EOF : l->end;
+	return r->start <= r->end ? 0 : -EINVAL;
+}
+
+NACRE_API int nacre_lock_set(struct nacre_fs *fs, const struct nacre_cred *cr,
+			     const struct nacre_fid *fid, int kind, uint64_t owner,
+			     const struct nacre_lock *l)
+{
+	struct wire_lock_req r;
+	struct wire_cursor c;
+	struct rpc_msg *m;
+	int rc = fill_req(fs, cr, fid, kind, owner, l, &r);
+	if (rc)
+		return rc;
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_lock_req_encode(&c, &r);
+	/* idempotent: taking or dropping the same lock twice leaves the same state */
+	rc = cl_mds_call(fs, WIRE_OP_MDS_LOCK_SET, RPC_IDEMPOTENT, &c, &m);
+	wire_cursor_fini(&c);
+	if (rc)
+		return rc == -EAGAIN ? rc : cl_io_errno(rc);
+	rpc_msg_free(m);
+	return 0;
+}
+
+NACRE_API int nacre_lock_get(struct nacre_fs *fs, const struct nacre_cred *cr,
+			     const struct nacre_fid *fid, uint64_t owner,
+			     const struct nacre_lock *want, struct nacre_lock *conflict)
+{
+	struct wire_lock_req r;
+	struct wire_lock_rep o;
+	struct wire_cursor c;
+	struct rpc_msg *m;
+	int rc;
+
+	if (!conflict || !want || want->type == NACRE_LK_UNLCK)
+		return -EINVAL;
+	rc = fill_req(fs, cr, fid, NACRE_LOCK_POSIX, owner, want, &r);
+	if (rc)
+		return rc;
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_lock_req_encode(&c, &r);
+	rc = cl_mds_call(fs, WIRE_OP_MDS_LOCK_GET, RPC_IDEMPOTENT, &c, &m);
+	wire_cursor_fini(&c);
+	if (rc)
+		return cl_io_errno(rc);
+	wire_cursor_init_read(&c, m->body, m->body_len);
+	wire_lock_rep_decode(&c, &o);
+	rc = cl_decode_end(&c);
+	rpc_msg_free(m);
+	if (rc)
+		return rc;
+	memset(conflict, 0, sizeof(*conflict));
+	conflict->type = o.type;
+	conflict->start = o.start;
+	conflict->end = o.end;
+	conflict->pid = o.pid;
+	return 0;
+}

@@ -1,0 +1,254 @@
+/* lock.c - fcntl (POSIX) and flock locks through the MDS lock service, and their release on
+ * close: the kernel sends FLUSH with the closing process's lock owner (POSIX locks go) and
+ * RELEASE with flock_release when the open file had flock locks.
+ *
+ * F_SETLKW and blocking flock do not wait on the MDS: the handler asks again with a short,
+ * growing pause until the lock is granted or the kernel interrupts the request (a signal).
+ * Mount options: flock (default) as described; localflock: the kernel keeps locks locally
+ * (this client only); noflock: every lock call fails with ENOSYS, as on Lustre. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "fuse/fz.h"
+
+#define WAIT_MIN_MS 2   /* first pause of a blocking lock */
+#define WAIT_MAX_MS 100 /* longest pause: a freed lock is seen within this */
+#define OWNER_BUCKETS 256
+
+/* (fid, owner) pairs that took a POSIX lock through this mount and have not closed since:
+ * only their FLUSH costs an unlock RPC. One table per process (nacre-mount serves one
+ * mount); the mutex is a leaf. */
+struct owner_ent {
+	struct nacre_fid fid;
+	uint64_t owner;
+	struct owner_ent *next;
+};
+static pthread_mutex_t owners_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct owner_ent *owners[OWNER_BUCKETS]; /* owners_lock */
+
+static size_t owner_bucket(const struct nacre_fid *fid, uint64_t owner)
+{
+	uint64_t h = (fid->seq ^ ((uint64_t)fid->oid << 20) ^ owner) * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 40) % OWNER_BUCKETS;
+}
+
+static struct owner_ent **owner_slot(const struct nacre_fid *fid, uint64_t owner)
+{
+	struct owner_ent **p = &owners[owner_bucket(fid, owner)];
+	while (*p && !((*p)->owner == owner && nacre_fid_eq(&(*p)->fid, fid)))
+		p = &(*p)->next;
+	return p;
+}
+
+/* Remembers that owner may hold POSIX locks on fid; on ENOMEM the next flush of the file
+ * cannot know, so flushes of it always unlock (see owner_take). */
+static void owner_note(const struct nacre_fid *fid, uint64_t owner)
+{
+	pthread_mutex_lock(&owners_lock);
+	struct owner_ent **p = owner_slot(fid, owner);
+	if (!*p) {
+		struct owner_ent *e = calloc(1, sizeof(*e));
+		if (e) {
+			e->fid = *fid;
+			e->owner = owner;
+			*p = e;
+		} else {
+			LOG_WARN("lock", "out of memory: a POSIX lock may outlive its close");
+		}
+	}
+	pthread_mutex_unlock(&owners_lock);
+}
+
+/* 1 (and forgets the pair) if owner may hold POSIX locks on fid. */
+static int owner_take(const struct nacre_fid *fid, uint64_t owner)
+{
+	pthread_mutex_lock(&owners_lock);
+	struct owner_ent **p = owner_slot(fid, owner), *e = *p;
+	if (e)
+		*p = e->next;
+	pthread_mutex_unlock(&owners_lock);
+	free(e);
+	return e != NULL;
+}
+
+static int lk_type(short t)
+{
+	return t == F_RDLCK ? NACRE_LK_RDLCK : t == F_WRLCK ? NACRE_LK_WRLCK : NACRE_LK_UNLCK;
+}
+
+/* struct flock (as libfuse converts it: l_len 0 = to the end) to a range; -EINVAL if bad. */
+static int to_lock(const struct flock *fl, struct nacre_lock *l)
+{
+	if (fl->l_start < 0 || fl->l_len < 0)
+		return -EINVAL;
+	l->type = lk_type(fl->l_type);
+	l->start = (uint64_t)fl->l_start;
+	l->end = fl->l_len == 0 ? NACRE_LOCK_EOF : l->start + (uint64_t)fl->l_len - 1;
+	l->pid = fl->l_pid > 0 ? (uint32_t)fl->l_pid : 0;
+	return l->end >= l->start ? 0 : -EINVAL;
+}
+
+static void pause_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* Sets a lock, retrying while it conflicts if sleep; -EINTR once the kernel interrupts. */
+static int set_wait(fuse_req_t req, const struct nacre_fid *fid, int kind, uint64_t owner,
+		    const struct nacre_lock *l, int sleep)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct nacre_cred cr;
+	int ms = WAIT_MIN_MS;
+
+	fz_cred(req, &cr);
+	for (;;) {
+		int rc = nacre_lock_set(m->fs, &cr, fid, kind, owner, l);
+		if (rc != -EAGAIN || !sleep)
+			return rc;
+		if (fuse_req_interrupted(req))
+			return -EINTR;
+		pause_ms(ms);
+		ms = ms * 2 > WAIT_MAX_MS ? WAIT_MAX_MS : ms * 2;
+	}
+}
+
+/* Replies 0 to a lock request; if the kernel gave up on it meanwhile (the process was
+ * killed while waiting), the lock just granted is dropped again. */
+static void reply_granted(fuse_req_t req, const struct nacre_fid *fid, int kind, uint64_t owner,
+			  const struct nacre_lock *l)
+{
+	if (fuse_reply_err(req, 0) == 0 || l->type == NACRE_LK_UNLCK)
+		return;
+	struct nacre_lock un = *l;
+	un.type = NACRE_LK_UNLCK;
+	nacre_lock_set(fz_mnt(req)->fs, NULL, fid, kind, owner, &un);
+}
+
+void fz_op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *in = fz_inode_get(m, ino);
+	struct nacre_lock want, got;
+	struct nacre_cred cr;
+	int rc;
+
+	if (m->lock_mode == FZ_LOCK_NONE) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	if (!in || to_lock(lock, &want) < 0 || want.type == NACRE_LK_UNLCK) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	fz_cred(req, &cr);
+	rc = nacre_lock_get(m->fs, &cr, &in->fid, fi->lock_owner, &want, &got);
+	if (rc < 0) {
+		fz_reply_rc(req, rc);
+		return;
+	}
+	struct flock out = {.l_type = F_UNLCK, .l_whence = SEEK_SET};
+	if (got.type != NACRE_LK_UNLCK) {
+		out.l_type = got.type == NACRE_LK_RDLCK ? F_RDLCK : F_WRLCK;
+		out.l_start = (off_t)got.start;
+		/* the kernel turns this back into an end offset; 0 means "to the end" */
+		out.l_len = got.end == NACRE_LOCK_EOF ? 0 : (off_t)(got.end - got.start + 1);
+		out.l_pid = (pid_t)got.pid;
+	}
+	fuse_reply_lock(req, &out);
+}
+
+void fz_op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
+		 int sleep)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *in = fz_inode_get(m, ino);
+	struct nacre_lock l;
+	int rc;
+
+	if (m->lock_mode == FZ_LOCK_NONE) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	if (!in || to_lock(lock, &l) < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	/* noted before asking, so a flush racing with the grant still unlocks */
+	if (l.type != NACRE_LK_UNLCK)
+		owner_note(&in->fid, fi->lock_owner);
+	rc = set_wait(req, &in->fid, NACRE_LOCK_POSIX, fi->lock_owner, &l, sleep);
+	if (rc < 0)
+		fz_reply_rc(req, rc);
+	else
+		reply_granted(req, &in->fid, NACRE_LOCK_POSIX, fi->lock_owner, &l);
+}
+
+void fz_op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *in = fz_inode_get(m, ino);
+	struct nacre_lock l = {.start = 0, .end = NACRE_LOCK_EOF};
+	int rc;
+
+	if (m->lock_mode == FZ_LOCK_NONE) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	if (!in) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	switch (op & ~LOCK_NB) {
+	case LOCK_SH: l.type = NACRE_LK_RDLCK; break;
+	case LOCK_EX: l.type = NACRE_LK_WRLCK; break;
+	case LOCK_UN: l.type = NACRE_LK_UNLCK; break;
+	default: fuse_reply_err(req, EINVAL); return;
+	}
+	l.pid = (uint32_t)fuse_req_ctx(req)->pid;
+	rc = set_wait(req, &in->fid, NACRE_LOCK_FLOCK, fi->lock_owner, &l, !(op & LOCK_NB));
+	/* flock(2) reports a held lock as EWOULDBLOCK, which is EAGAIN on Linux */
+	if (rc < 0)
+		fz_reply_rc(req, rc);
+	else
+		reply_granted(req, &in->fid, NACRE_LOCK_FLOCK, fi->lock_owner, &l);
+}
+
+void fz_op_lock_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *in = fz_inode_get(m, ino);
+
+	/* POSIX: closing any descriptor of a file drops all the process's locks on it */
+	if (m->lock_mode == FZ_LOCK_CLUSTER && in && owner_take(&in->fid, fi->lock_owner)) {
+		struct nacre_lock all = {.type = NACRE_LK_UNLCK, .end = NACRE_LOCK_EOF};
+		int rc = nacre_lock_set(m->fs, NULL, &in->fid, NACRE_LOCK_POSIX, fi->lock_owner,
+					&all);
+		if (rc < 0)
+			LOG_WARN("lock", "cannot release POSIX locks on close: %s "
+					 "(the MDS drops them when this client is evicted)",
+				 nacre_strerror(rc));
+	}
+	fz_op_flush(req, ino, fi);
+}
+
+void fz_op_lock_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fz_inode *in = fz_inode_get(m, ino);
+
+	if (fi->flock_release && m->lock_mode == FZ_LOCK_CLUSTER && in) {
+		struct nacre_lock un = {.type = NACRE_LK_UNLCK, .end = NACRE_LOCK_EOF};
+		int rc = nacre_lock_set(m->fs, NULL, &in->fid, NACRE_LOCK_FLOCK, fi->lock_owner,
+					&un);
+		if (rc < 0)
+			LOG_WARN("lock", "cannot release a flock lock on close: %s",
+				 nacre_strerror(rc));
+	}
+	fz_op_release(req, ino, fi);
+}
