@@ -244,7 +244,10 @@ struct nacre_lock {
 /* Takes, converts or releases (type UNLCK) owner's lock on fid: for kind POSIX the range
  * [start, end], split and merged as fcntl(F_SETLK) does; for FLOCK the whole file (range
  * ignored). Returns 0, -EAGAIN if another owner's lock conflicts (nothing changed), -ENOLCK
- * (the MDS's table is full), -EIO (MDS unreachable) or another negative error. Thread-safe. */
+ * (the MDS's table is full), -EIO (MDS unreachable) or another negative error. After a
+ * grant, this fs's open handles of fid see the size the MDS has (what the previous holder
+ * flushed) and drop readahead: lock, read, write, flush, unlock is coherent across clients.
+ * Thread-safe. */
 int nacre_lock_set(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
 		   int kind, uint64_t owner, const struct nacre_lock *l);
 /* F_GETLK: the first POSIX lock of another owner that conflicts with want (RDLCK or

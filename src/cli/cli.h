@@ -78,6 +78,7 @@ int cli_hsm_action(int argc, char **argv);  /* hsm.c */
 int cli_hsm_set(int argc, char **argv);     /* hsm.c */
 int cli_hsm_clear(int argc, char **argv);   /* hsm.c */
 int cli_hsm(int argc, char **argv);         /* hsm.c: list, import, and the verbs */
+int cli_romio_hints(int argc, char **argv); /* romio.c */
 int cli_cluster(int argc, char **argv);     /* cluster_conf_run.c */
 int cli_stats(int argc, char **argv);       /* stats.c */
 int cli_top(int argc, char **argv);         /* stats.c */

@@ -32,6 +32,11 @@ static const struct cli_cmd commands[] = {
 	 "  -r, --recursive      descend into subdirectories\n"
 	 "objid is the file's FID oid: nacre names objects by (FID, stripe, generation) and has\n"
 	 "no per-object ids.\n"},
+	{"romio-hints", cli_romio_hints, "print ROMIO (MPI-IO) hints matching a path's layout",
+	 "usage: nacre romio-hints [-N NODES] PATH\n"
+	 "  -N, --nodes N   nodes the job runs on: aggregators per node = stripes / N\n"
+	 "PATH is a file, a directory (its default layout) or a file to be created there.\n"
+	 "Save the output and run with ROMIO_HINTS=FILE (OpenMPI: OMPI_MCA_io=romio321).\n"},
 	{"df", cli_df, "space and inodes of each target",
 	 "usage: nacre df [-h] [-i] [PATH]\n"
 	 "  -h, --human-readable  sizes in K/M/G/T (base 2)\n"

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "client/cl_data.h"
 #include "client/cl_export.h"
 #include "client/cl_internal.h"
 #include "common/key.h"
@@ -43,6 +44,29 @@ static int fill_req(struct nacre_fs *fs, const struct nacre_cred *cr, const stru
 	return r->start <= r->end ? 0 : -EINVAL;
 }
 
+/* After a grant: the previous holder's writes are on the servers (its client flushed before
+ * unlocking), so this client's open handles of fid take the size the MDS has now, and
+ * readahead of the old contents is dropped. Without it a read under the lock would stop at
+ * the size the handle saw at open. Best effort: a failed getattr leaves things as they were. */
+static void revalidate(struct nacre_fs *fs, const struct nacre_fid *fid)
+{
+	struct nacre_attr a;
+
+	if (nacre_getattr(fs, NULL, fid, &a) < 0)
+		return;
+	pthread_mutex_lock(&fs->files_lock);
+	for (struct nacre_file *f = fs->files; f; f = f->next) {
+		if (!nacre_fid_eq(&f->fid, fid))
+			continue;
+		pthread_mutex_lock(&f->lock);
+		if (a.size > f->attr.size)
+			f->attr.size = a.size;
+		pthread_mutex_unlock(&f->lock);
+	}
+	pthread_mutex_unlock(&fs->files_lock);
+	cl_wgen_bump(fs, fid);
+}
+
 NACRE_API int nacre_lock_set(struct nacre_fs *fs, const struct nacre_cred *cr,
 			     const struct nacre_fid *fid, int kind, uint64_t owner,
 			     const struct nacre_lock *l)
@@ -61,6 +85,8 @@ NACRE_API int nacre_lock_set(struct nacre_fs *fs, const struct nacre_cred *cr,
 	if (rc)
 		return rc == -EAGAIN ? rc : cl_io_errno(rc);
 	rpc_msg_free(m);
+	if (l->type != NACRE_LK_UNLCK)
+		revalidate(fs, fid);
 	return 0;
 }
 

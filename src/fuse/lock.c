@@ -2,6 +2,12 @@
  * close: the kernel sends FLUSH with the closing process's lock owner (POSIX locks go) and
  * RELEASE with flock_release when the open file had flock locks.
  *
+ * Locks also order data between clients, as NFS does: before a lock is released or
+ * downgraded this client's buffered writes to the file reach the OSTs and the MDS, and
+ * after a lock is granted the kernel's cached pages and attributes of the file are dropped,
+ * so reads under the lock see what the previous holder wrote (ROMIO's data sieving relies
+ * on it: read-modify-write under F_SETLKW).
+ *
  * F_SETLKW and blocking flock do not wait on the MDS: the handler asks again with a short,
  * growing pause until the lock is granted or the kernel interrupts the request (a signal).
  * Mount options: flock (default) as described; localflock: the kernel keeps locks locally
@@ -98,6 +104,25 @@ static void pause_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+/* Sends every open handle's buffered writes to in's file out (see the top comment). */
+static void flush_inode(struct fz_inode *in)
+{
+	pthread_mutex_lock(&in->lock);
+	for (struct fz_file *f = in->files; f; f = f->next) {
+		int rc = f->dirty ? nacre_flush(f->nf) : 0;
+		if (rc < 0)
+			LOG_WARN("lock", "flush before an unlock failed: %s", nacre_strerror(rc));
+	}
+	pthread_mutex_unlock(&in->lock);
+}
+
+/* After a grant: cached pages and attributes may predate another client's writes. */
+static void drop_cache(struct fz_mount *m, fuse_ino_t ino)
+{
+	if (m->se)
+		fuse_lowlevel_notify_inval_inode(m->se, ino, 0, 0);
+}
+
 /* Sets a lock, retrying while it conflicts if sleep; -EINTR once the kernel interrupts. */
 static int set_wait(fuse_req_t req, const struct nacre_fid *fid, int kind, uint64_t owner,
 		    const struct nacre_lock *l, int sleep)
@@ -182,11 +207,16 @@ void fz_op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, stru
 	/* noted before asking, so a flush racing with the grant still unlocks */
 	if (l.type != NACRE_LK_UNLCK)
 		owner_note(&in->fid, fi->lock_owner);
+	if (l.type != NACRE_LK_WRLCK) /* an unlock or maybe a downgrade: others may read */
+		flush_inode(in);
 	rc = set_wait(req, &in->fid, NACRE_LOCK_POSIX, fi->lock_owner, &l, sleep);
-	if (rc < 0)
+	if (rc < 0) {
 		fz_reply_rc(req, rc);
-	else
-		reply_granted(req, &in->fid, NACRE_LOCK_POSIX, fi->lock_owner, &l);
+		return;
+	}
+	if (l.type != NACRE_LK_UNLCK)
+		drop_cache(m, ino);
+	reply_granted(req, &in->fid, NACRE_LOCK_POSIX, fi->lock_owner, &l);
 }
 
 void fz_op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
@@ -211,12 +241,17 @@ void fz_op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int 
 	default: fuse_reply_err(req, EINVAL); return;
 	}
 	l.pid = (uint32_t)fuse_req_ctx(req)->pid;
+	if (l.type != NACRE_LK_WRLCK)
+		flush_inode(in);
 	rc = set_wait(req, &in->fid, NACRE_LOCK_FLOCK, fi->lock_owner, &l, !(op & LOCK_NB));
 	/* flock(2) reports a held lock as EWOULDBLOCK, which is EAGAIN on Linux */
-	if (rc < 0)
+	if (rc < 0) {
 		fz_reply_rc(req, rc);
-	else
-		reply_granted(req, &in->fid, NACRE_LOCK_FLOCK, fi->lock_owner, &l);
+		return;
+	}
+	if (l.type != NACRE_LK_UNLCK)
+		drop_cache(m, ino);
+	reply_granted(req, &in->fid, NACRE_LOCK_FLOCK, fi->lock_owner, &l);
 }
 
 void fz_op_lock_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -226,6 +261,7 @@ void fz_op_lock_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	/* POSIX: closing any descriptor of a file drops all the process's locks on it */
 	if (m->lock_mode == FZ_LOCK_CLUSTER && in && owner_take(&in->fid, fi->lock_owner)) {
+		flush_inode(in); /* the data goes out before the lock does */
 		struct nacre_lock all = {.type = NACRE_LK_UNLCK, .end = NACRE_LOCK_EOF};
 		int rc = nacre_lock_set(m->fs, NULL, &in->fid, NACRE_LOCK_POSIX, fi->lock_owner,
 					&all);
@@ -243,6 +279,7 @@ void fz_op_lock_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	struct fz_inode *in = fz_inode_get(m, ino);
 
 	if (fi->flock_release && m->lock_mode == FZ_LOCK_CLUSTER && in) {
+		flush_inode(in);
 		struct nacre_lock un = {.type = NACRE_LK_UNLCK, .end = NACRE_LOCK_EOF};
 		int rc = nacre_lock_set(m->fs, NULL, &in->fid, NACRE_LOCK_FLOCK, fi->lock_owner,
 					&un);

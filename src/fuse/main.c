@@ -468,6 +468,7 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 		fprintf(stderr, "%s: cannot set up the FUSE session (options %s)\n", a->prog, fopts);
 		goto out_args;
 	}
+	m.se = se;
 	if (fuse_set_signal_handlers(se) < 0) {
 		fprintf(stderr, "%s: cannot install signal handlers\n", a->prog);
 		goto out_session;

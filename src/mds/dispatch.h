@@ -11,7 +11,8 @@
  * -EPROTO and logged, rate-limited, with the peer), runs the operation and encodes the
  * reply. Unknown opcodes answer -EOPNOTSUPP. Runs on worker threads. */
 int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep);
-/* rpc_disconnect_fn: closes the handles the connection left open. */
+/* rpc_disconnect_fn: closes the handles the connection left open and starts the eviction
+ * clock of the locks its clients hold. */
 void mds_on_disconnect(void *arg, uint64_t conn_id);
 
 #endif

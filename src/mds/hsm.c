@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/util.h"
 #include "mds/alloc.h"
 #include "mds/ns.h"
@@ -23,6 +24,7 @@
 #define RECENT_FAILS 32
 #define RECENT_FAIL_MS 15000 /* an open after a failed restore fails this long, then retries */
 #define PURGE_BATCH 512
+#define POLICY_RELEASE_SETTLE_MS 10000
 #define USER_MASK (NACRE_HS_NORELEASE | NACRE_HS_NOARCHIVE | NACRE_HS_DIRTY)
 
 /* A STARTED action, in memory for progress and timeouts. */
@@ -59,6 +61,9 @@ struct mds_hsm {
 	pthread_cond_t tick;  /* wakes the coordinator thread to stop */
 	struct active *act;
 	uint32_t nact;
+	uint32_t nact_max; /* high-water mark of nact: proves admission control in tests */
+	struct metric *m_active, *m_active_max, *m_started;
+	int64_t last_release_ms; /* the policy's last release (coordinator thread only) */
 	struct agent agents[MAX_AGENTS];
 	uint32_t nagents;
 	uint64_t next_cookie;
@@ -118,6 +123,7 @@ static void active_drop(struct mds_hsm *h, struct active *a)
 	if (ag && ag->active > 0)
 		ag->active--;
 	*a = h->act[--h->nact];
+	metrics_set(h->m_active, h->nact);
 	pthread_cond_broadcast(&h->work);
 }
 
@@ -396,6 +402,12 @@ static int start_one(struct start_arg *a, struct mds_txn *txn, uint64_t cookie,
 	ac->total = r->a.bytes_total;
 	ac->layout = r->layout;
 	ag->active++;
+	if (h->nact > h->nact_max) {
+		h->nact_max = h->nact;
+		metrics_set(h->m_active_max, h->nact_max);
+	}
+	metrics_set(h->m_active, h->nact);
+	metrics_add(h->m_started, 1);
 	pthread_mutex_unlock(&h->lock);
 	r->a.status = NACRE_HAS_STARTED;
 	r->a.bytes_done = 0;
@@ -609,6 +621,7 @@ void mds_hsm_disconnect(struct mds *m, uint64_t conn_id)
 			i++;
 		}
 	}
+	metrics_set(h->m_active, h->nact);
 	pthread_mutex_unlock(&h->lock);
 	LOG_INFO("hsm", "agent on connection %llu went away", (unsigned long long)conn_id);
 	requeue(h, cookies, n, "their agent disconnected");
@@ -1371,7 +1384,10 @@ static void run_policy(struct mds_hsm *h)
 			 (long long)h->conf.archive_age_s);
 		policy_request(h, NACRE_HUA_ARCHIVE, s.archive, (uint32_t)s.narchive);
 	}
-	if (!rc && s.nrelease && h->conf.release_high > 0) {
+	/* The space a release frees shows in the OSTs' statfs only after the destroy log ran
+	 * and a few heartbeats: deciding again before would release far too much. */
+	if (!rc && s.nrelease && h->conf.release_high > 0 &&
+	    now_ms() - h->last_release_ms >= POLICY_RELEASE_SETTLE_MS) {
 		/* the fullest OST decides; release LRU files until the bytes freed bring it
 		 * below the low mark (an estimate: files spread over the OSTs) */
 		struct nacre_target *t = NULL;
@@ -1403,6 +1419,7 @@ static void run_policy(struct mds_hsm *h)
 				 h->conf.release_high, k);
 			if (fids)
 				policy_request(h, NACRE_HUA_RELEASE, fids, k);
+			h->last_release_ms = now_ms();
 			free(fids);
 		}
 	}
@@ -1487,6 +1504,15 @@ int mds_hsm_start(struct mds *m, const struct mds_hsm_conf *conf, struct mds_hsm
 		h->conf.policy_period_s = 30;
 	if (h->conf.release_high > 0 && h->conf.release_low >= h->conf.release_high)
 		h->conf.release_low = h->conf.release_high - 1;
+	h->m_active = metrics_gauge("nacre_mds_hsm_active_actions", "",
+				    "HSM actions STARTED now (at most --hsm-max-active)");
+	h->m_active_max = metrics_gauge("nacre_mds_hsm_active_actions_max", "",
+					"most HSM actions STARTED at once since the MDS started");
+	h->m_started = metrics_counter("nacre_mds_hsm_actions_started_total", "",
+				       "HSM actions handed to copytools");
+	/* a plain gauge, not a callback: the registry outlives h */
+	metrics_set(metrics_gauge("nacre_mds_hsm_max_active", "", "the --hsm-max-active setting"),
+		    h->conf.max_active);
 	h->act = calloc(h->conf.max_active, sizeof(*h->act));
 	if (!h->act) {
 		free(h);

@@ -14,6 +14,7 @@ struct mds_open_table;
 struct mds_oss_pool;
 struct mds_destroyer;
 struct mds_hsm;
+struct mds_locks;
 
 struct mds {
 	struct mds_db *db;
@@ -23,6 +24,7 @@ struct mds {
 	struct mds_oss_pool *oss;          /* NULL in unit tests: no OSS is contacted */
 	struct mds_destroyer *destroyer;   /* NULL in unit tests */
 	struct mds_hsm *hsm;               /* HSM coordinator; NULL in unit tests */
+	struct mds_locks *locks;           /* POSIX and flock locks (lock.h) */
 	const char *data_dir;
 	char addr[NACRE_ADDR_MAX + 1];     /* "host:port" we serve on, for the TARGETS reply */
 	char fsname[NACRE_FSNAME_MAX + 1];

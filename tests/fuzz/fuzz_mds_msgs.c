@@ -31,6 +31,8 @@ FZ_MSG(hsm_poll_req)
 FZ_MSG(hsm_progress)
 FZ_MSG(hsm_import_req)
 FZ_GROUP(hsm_action, struct nacre_hsm_action, wire_hsm_action_put, wire_hsm_action_get)
+FZ_MSG(lock_req)
+FZ_MSG(lock_rep)
 
 /* HSM_REQUEST: the header, then exactly nfids fids. */
 struct fz_hsm_req {
@@ -109,6 +111,9 @@ static const struct fz_type types[] = {
 	FZ_ROW(hsm_progress, struct wire_hsm_progress, NULL, 1),
 	FZ_ROW(hsm_import_req, struct wire_hsm_import_req, NULL, 1),
 	FZ_ROW(hsm_action, struct nacre_hsm_action, NULL, 1),
+	/* new rows go at the end: a seed's first byte picks its row */
+	FZ_ROW(lock_req, struct wire_lock_req, NULL, 1),
+	FZ_ROW(lock_rep, struct wire_lock_rep, NULL, 1),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

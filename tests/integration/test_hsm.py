@@ -1,24 +1,99 @@
-"""HSM on the posix backend, with real processes: archive, release, transparent restore,
-dirty, remove, cancel, a copytool killed mid-action, import of a hand-written archive tree,
-bulk restore, and lfs's output formats."""
+"""HSM end to end, with real processes, over each backend — posix, azure (Azurite) and s3
+(s3rver), one server pair per module from tests/hsm-servers/start: archive, release,
+transparent restore (0 bytes to 100 MiB striped over 4 OSTs), dirty, remove, cancel, a
+copytool killed mid-action, a backend that goes down and comes back, import of a 1,000-object
+tree written by another client, bulk restore, and lfs's output formats."""
+import concurrent.futures
 import hashlib
 import os
 import re
+import secrets
+import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import Proc, binary, finish, start_cluster, wait_for
+from conftest import REPO, Proc, binary, finish, start_cluster, wait_for
 
 BW = 20  # MB/s per transfer of the module's copytool: big files take seconds, small ones not
+BACKENDS = ["posix", "azure", "s3"]
 
 
-def start_copytool(c, archive_dir, archive_id=1, name="ct", bw=BW, threads=2):
+class PosixStore:
+    """The posix backend's directory, read and written as another tool would."""
+    name = "posix"
+
+    def __init__(self, root):
+        self.root = Path(root)
+
+    def url(self, prefix):
+        (self.root / prefix).mkdir(parents=True, exist_ok=True)
+        return f"posix:{self.root / prefix}"
+
+    def ct_args(self, prefix, endpoint=None):
+        return ["--backend", self.url(prefix)]
+
+    def put(self, key, data, meta):
+        p = self.root / key
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+        if meta:
+            (p.parent / f".{p.name}.nacre-meta").write_text(
+                "".join(f"{k}={v}\n" for k, v in meta.items()))
+
+    def read(self, key):
+        p = self.root / key
+        side = p.parent / f".{p.name}.nacre-meta"
+        meta = dict(line.split("=", 1) for line in side.read_text().splitlines()) \
+            if side.exists() else {}
+        return p.read_bytes(), meta
+
+    def exists(self, key):
+        return (self.root / key).exists()
+
+    def keys(self, prefix):
+        base = self.root / prefix
+        return sorted(str(p.relative_to(self.root)) for p in base.rglob("*")
+                      if p.is_file() and not p.name.startswith("."))
+
+
+def cloud_store(name, servers, creds):
+    import test_hsm_backends as tb
+    if name == "azure":
+        st = tb.Azure(servers["AZURITE_ENDPOINT"])
+    else:
+        st = tb.S3(servers["S3_ENDPOINT"])
+    st.create()
+    creds.write_text("".join(f'{k}="{v}"\n' for k, v in st.env.items()))
+    os.chmod(creds, 0o600)
+
+    def ct_args(prefix, endpoint=None):
+        return ["--backend", st.url(prefix), "--endpoint", endpoint or st.endpoint,
+                "--credentials", str(creds)]
+
+    def exists(key):
+        return key in st.keys(key)
+    st.ct_args, st.exists = ct_args, exists
+    return st
+
+
+@pytest.fixture(scope="module")
+def servers():
+    start = REPO / "tests/hsm-servers/start"
+    res = subprocess.run([str(start)], capture_output=True, text=True, timeout=600)
+    if res.returncode != 0:
+        pytest.fail(f"tests/hsm-servers/start failed:\n{res.stdout}\n{res.stderr}")
+    info = dict(line.split("=", 1) for line in res.stdout.split() if "=" in line)
+    yield info
+    subprocess.run([str(REPO / "tests/hsm-servers/stop"), info["HSM_SERVERS_DIR"]], timeout=60)
+
+
+def start_copytool(c, backend_args, archive_id=1, name="ct", bw=BW, threads=2):
     argv = [binary("nacre-copytool"), "--mds", c.spec, "--key-file", str(c.key),
-            "--archive-id", str(archive_id), "--backend", f"posix:{archive_dir}",
-            "--threads", str(threads)]
+            "--archive-id", str(archive_id), *backend_args, "--threads", str(threads)]
     if bw:
         argv += ["--bandwidth", str(bw)]
     p = Proc(name, argv, c.dir / f"{name}.log").start()
@@ -28,16 +103,21 @@ def start_copytool(c, archive_dir, archive_id=1, name="ct", bw=BW, threads=2):
     return p
 
 
-@pytest.fixture(scope="module")
-def hsm():
-    from conftest import Cluster
-    c = Cluster(osts=2, oss=1)
+def tmpfs_osts(c, n, size):
     # private tmpfs OSTs: `nacre df` then shows exactly what release frees
-    for i in range(2):
+    for i in range(n):
         d = c.dir / f"tmpfs-ost{i}"
         d.mkdir()
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400m", "tmpfs", str(d)], check=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(d)],
+                       check=True)
         c.ost_dirs[i] = d
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def hsm(request):
+    from conftest import Cluster
+    c = Cluster(osts=4, oss=2)
+    tmpfs_osts(c, 4, "300m")
     orig = c.mds_argv
     c.mds_argv = lambda fmt: orig(fmt) + ["--hsm-timeout", "30", "--hsm-remove-on-unlink",
                                           "--hsm-grace", "600"]
@@ -45,13 +125,18 @@ def hsm():
         c.start()
         c.mount()
         c.wait_osts_up()
+        if request.param == "posix":
+            c.store = PosixStore(c.dir / "archive")
+        else:
+            c.store = cloud_store(request.param, request.getfixturevalue("servers"),
+                                  c.dir / "creds")
+        c.backend = request.param
+        c.prefix = "main-" + secrets.token_hex(3)  # objects are PREFIX/PATH
+        c.ct = start_copytool(c, c.store.ct_args(c.prefix))
     except BaseException:
         print(c.logs())
         c.stop()
         raise
-    c.archive = c.dir / "archive"
-    c.archive.mkdir()
-    c.ct = start_copytool(c, c.archive)
     yield c
     finish(c)
 
@@ -59,6 +144,10 @@ def hsm():
 @pytest.fixture
 def mnt(hsm):
     return hsm.mounts[0].path
+
+
+def obj(hsm, name):
+    return f"{hsm.prefix}/{name}"
 
 
 def nacre(*args, check=True, timeout=120):
@@ -117,28 +206,28 @@ def ost_usage(c):
 
 def test_archive_release_read_restores(hsm, mnt):
     f = mnt / "a1"
-    nacre("setstripe", "-c", 2, "-S", "1M", f)
+    nacre("setstripe", "-c", 4, "-S", "1M", f)
     data = write_random(f, 24 << 20, seed=1)
     st0 = os.stat(f)
     nacre("hsm_archive", f)
     wait_state(f, EXISTS | ARCHIVED)
     assert nacre("hsm_state", f).stdout == f"{f}: (0x00000009) exists archived, archive_id:1\n"
-    obj = hsm.archive / "a1"
-    assert obj.read_bytes() == data
-    meta = (hsm.archive / ".a1.nacre-meta").read_text()
-    assert "permissions=0644" in meta and "owner=0" in meta and "nacre_fid=[0x" in meta
+    got, meta = hsm.store.read(obj(hsm, "a1"))  # as another client sees it
+    assert got == data
+    assert meta["permissions"] == "0644" and meta["owner"] == "0", meta
+    assert meta["nacre_fid"].startswith("[0x"), meta
 
     # objects on the OSTs before release
     fid = os.getxattr(f, "nacre.fid").decode().strip("[]").split(":")
     oid = fid[1][2:]
-    objs = lambda: [p for i in range(2) for p in (hsm.ost_dir(i) / "O").rglob(f"*-{oid}-*")]
+    objs = lambda: [p for i in range(4) for p in (hsm.ost_dir(i) / "O").rglob(f"*-{oid}-*")]
     assert objs()
     used0 = ost_used_kb(hsm)
     nacre("hsm_release", f)
     assert nacre("hsm_state", f).stdout == \
         f"{f}: (0x0000000d) released exists archived, archive_id:1\n"
-    wait_for(lambda: not objs(), 20, "the released objects to be destroyed")
-    wait_for(lambda: ost_used_kb(hsm) < used0 - 20 * 1024, 20, "the OSTs to report space back")
+    wait_for(lambda: not objs(), 45, "the released objects to be destroyed")
+    wait_for(lambda: ost_used_kb(hsm) < used0 - 20 * 1024, 45, "the OSTs to report space back")
     df = nacre("df", mnt).stdout
     used = [int(l.split()[2]) for l in df.splitlines() if "[OST:" in l]
     assert sum(used) < used0 - 20 * 1024, df
@@ -196,11 +285,11 @@ def test_remove(hsm, mnt):
     write_random(f, 5000, seed=4)
     nacre("hsm_archive", f)
     wait_state(f, EXISTS | ARCHIVED)
-    assert (hsm.archive / "r1").exists()
+    assert hsm.store.exists(obj(hsm, "r1"))
     nacre("hsm_remove", f)
     wait_for(lambda: nacre("hsm_state", f).stdout == f"{f}: (0x00000000)\n", 30,
              "the archive copy to be removed")
-    assert not (hsm.archive / "r1").exists()
+    assert not hsm.store.exists(obj(hsm, "r1"))
 
 
 def test_unlink_removes_archive_copy(hsm, mnt):
@@ -208,9 +297,9 @@ def test_unlink_removes_archive_copy(hsm, mnt):
     write_random(f, 5000, seed=5)
     nacre("hsm_archive", f)
     wait_state(f, EXISTS | ARCHIVED)
-    assert (hsm.archive / "u1").exists()
+    assert hsm.store.exists(obj(hsm, "u1"))
     os.unlink(f)
-    wait_for(lambda: not (hsm.archive / "u1").exists(), 30, "REMOVE after unlink")
+    wait_for(lambda: not hsm.store.exists(obj(hsm, "u1")), 30, "REMOVE after unlink")
 
 
 def test_action_and_cancel_mid_transfer(hsm, mnt):
@@ -232,7 +321,8 @@ def test_action_and_cancel_mid_transfer(hsm, mnt):
     assert not s & ARCHIVED
     assert "canceled" in hsm.ct.text()
     assert "status=CANCELED" in nacre("hsm", "list", mnt).stdout
-    assert not list(hsm.archive.glob("big1*"))  # the temporary copy is gone
+    # neither the object nor a temporary copy is left
+    assert not [k for k in hsm.store.keys(hsm.prefix) if "big1" in k]
 
 
 def test_copytool_killed_mid_action(hsm, mnt):
@@ -245,11 +335,15 @@ def test_copytool_killed_mid_action(hsm, mnt):
     # the coordinator takes the action back when the agent's connection drops
     wait_for(lambda: "waiting" in nacre("hsm_action", f).stdout, 30, "action back to WAITING",
              interval=0.2)
-    hsm.ct = start_copytool(hsm, hsm.archive, name="ct2", bw=0)
+    hsm.ct = start_copytool(hsm, hsm.store.ct_args(hsm.prefix), name="ct2", bw=0)
     wait_state(f, EXISTS | ARCHIVED, timeout=60)
-    assert (hsm.archive / "big2").read_bytes() == data
-    assert not [p for p in hsm.archive.iterdir() if "nacre-tmp" in p.name and "big2" in p.name
-                and p.stat().st_mtime > time.time() - 1]
+    assert hsm.store.read(obj(hsm, "big2"))[0] == data
+    # (the killed posix copytool's temporary file may stay: it is never read as an object)
+    assert [k for k in hsm.store.keys(hsm.prefix) if "big2" in k and "nacre-tmp" not in k] \
+        == [obj(hsm, "big2")]
+    nacre("hsm_release", f)
+    drop_caches()
+    assert f.read_bytes() == data
 
 
 def test_restore_recursive(hsm, mnt):
@@ -270,37 +364,201 @@ def test_restore_recursive(hsm, mnt):
         assert p.read_bytes() == data
 
 
-def test_import_hand_written_tree(hsm, mnt):
-    arch2 = hsm.dir / "archive2"
-    (arch2 / "models" / "v1").mkdir(parents=True)
-    (arch2 / "models" / "v1" / "weights.bin").write_bytes(b"W" * 300000)
-    (arch2 / "models" / "v1" / ".weights.bin.nacre-meta").write_text(
-        "owner=1234\ngroup=4321\npermissions=0640\nmodtime=2021-02-03T04:05:06Z\n")
-    (arch2 / "models" / "readme.txt").write_bytes(b"hello archive\n")
-    os.utime(arch2 / "models" / "readme.txt", (1500000000, 1500000000))
-    os.chmod(arch2 / "models", 0o750)
-    ct2 = start_copytool(hsm, arch2, archive_id=2, name="ct-a2", bw=0)
-    dest = mnt / "imported"
+def test_import_1000_objects_then_read(hsm, mnt):
+    """Another client writes 1,000 objects under nested prefixes, a third of them with the
+    AMLFS metadata keys and the rest with none; import makes released stubs with that
+    metadata (or defaults) and the first read of a file brings its bytes back."""
+    pre = "imp-" + secrets.token_hex(3)
+    objs = {}
+    for i in range(1000):
+        name = f"d{i % 10}/e{i % 7}/f{i:04d}.bin"
+        data = hashlib.sha256(f"{pre}{i}".encode()).digest() * (i % 50)
+        if i == 999:
+            data = b"W" * 300000
+        meta = {} if i % 3 else {"owner": str(1000 + i % 5), "group": str(2000 + i % 3),
+                                 "permissions": "0640", "modtime": "2021-02-03T04:05:06Z"}
+        objs[name] = (data, meta)
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        list(ex.map(lambda kv: hsm.store.put(f"{pre}/{kv[0]}", kv[1][0], kv[1][1]),
+                    objs.items()))
+    ct2 = start_copytool(hsm, hsm.store.ct_args(pre), archive_id=2, name=f"ct-{pre}", bw=0,
+                         threads=4)
+    dest = mnt / pre
     dest.mkdir()
-    r = nacre("hsm", "import", "--archive-id", 2, "--backend", f"posix:{arch2}", dest)
-    assert "import: 2 files, 2 directories" in r.stderr
-    w = dest / "models" / "v1" / "weights.bin"
-    st = os.stat(w)
-    assert (st.st_size, st.st_uid, st.st_gid, st.st_mode & 0o7777) == (300000, 1234, 4321, 0o640)
-    assert st.st_mtime == 1612325106
+    r = nacre("hsm", "import", "--archive-id", 2, *hsm.store.ct_args(pre), dest, timeout=300)
+    # posix lists directories; blob stores have none, only names with slashes
+    want = "80 directories" if hsm.backend == "posix" else ""
+    assert f"import: 1000 files, {want}" in r.stderr, r.stderr
+    assert len(list(dest.glob("d*/e*"))) == 70
+    t0 = time.time()
+    for name, (data, meta) in objs.items():
+        st = os.stat(dest / name)
+        assert st.st_size == len(data), name
+        if meta:
+            assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == \
+                (int(meta["owner"]), int(meta["group"]), 0o640), name
+            assert st.st_mtime == 1612325106, name
+        else:  # defaults: the importer's uid/gid, 0644
+            assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (0, 0, 0o644), name
+            assert 1600000000 < st.st_mtime <= t0 + 5, name
+    w = dest / "d9/e5/f0999.bin"
     assert nacre("hsm_state", w).stdout == \
         f"{w}: (0x0000000d) released exists archived, archive_id:2\n"
-    rd = dest / "models" / "readme.txt"
-    assert os.stat(rd).st_mtime == 1500000000
-    assert os.stat(dest / "models").st_mode & 0o7777 == 0o750
-    assert w.read_bytes() == b"W" * 300000
-    assert rd.read_bytes() == b"hello archive\n"
+    # the first read of each sampled file restores it: every directory, both kinds of meta
+    sample = sorted(objs)[::17] + ["d9/e5/f0999.bin", "d0/e0/f0000.bin"]
+    for name in sample:
+        assert (dest / name).read_bytes() == objs[name][0], name
     assert not state(w)[0] & RELEASED
+    assert state(dest / "d1/e1/f0001.bin")[0] & RELEASED  # not read: still a stub
     assert "RESTORE" in ct2.text()
     ct2.kill()
 
 
-def test_open_without_copytool_times_out(hsm, mnt, make_cluster):
+@pytest.mark.parametrize("size", [0, 1, 4097, (3 << 20) + 7, 100 << 20])
+def test_sizes_striped_over_4_osts(hsm, mnt, size):
+    f = mnt / f"sz{size}"
+    nacre("setstripe", "-c", 4, "-S", "1M", f)
+    data = os.urandom(size)
+    f.write_bytes(data)
+    nacre("hsm_archive", f)
+    wait_state(f, EXISTS | ARCHIVED, timeout=120)
+    got, _ = hsm.store.read(obj(hsm, f.name))
+    assert hashlib.sha256(got).digest() == hashlib.sha256(data).digest()
+    nacre("hsm_release", f)
+    assert state(f)[0] & RELEASED
+    assert os.stat(f).st_size == size
+    drop_caches()
+    got = f.read_bytes()
+    assert len(got) == size and hashlib.sha256(got).digest() == hashlib.sha256(data).digest()
+    assert state(f)[0] == EXISTS | ARCHIVED
+    if size >= 100 << 20:
+        os.unlink(f)  # keep the tmpfs OSTs roomy
+
+
+class TcpGate:
+    """A TCP forwarder to a backend on a fixed port that can be shut (connections refused
+    and the open ones cut) and opened again: the backend goes down and comes back."""
+
+    def __init__(self, endpoint):
+        hostport = endpoint.split("//", 1)[1].split("/", 1)
+        self.up_host, self.up_port = hostport[0].split(":")[0], int(hostport[0].split(":")[1])
+        self.path = "/" + hostport[1] if len(hostport) > 1 else ""
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        self.port = s.getsockname()[1]
+        s.close()
+        self.lsock, self.conns, self.lock = None, [], threading.Lock()
+        self.open()
+
+    @property
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.port}{self.path}"
+
+    def open(self):
+        ls = socket.socket()
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind(("127.0.0.1", self.port))
+        ls.listen(64)
+        self.lsock = ls
+        threading.Thread(target=self._accept, args=(ls,), daemon=True).start()
+
+    def shut(self):
+        ls, self.lsock = self.lsock, None
+        ls.shutdown(socket.SHUT_RDWR)  # wakes the accept() blocked on it: close alone does not
+        ls.close()
+        with self.lock:
+            for c in self.conns:
+                try:
+                    c.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                c.close()
+            self.conns = []
+
+    def _accept(self, ls):
+        while True:
+            try:
+                c, _ = ls.accept()
+            except OSError:
+                return
+            u = socket.create_connection((self.up_host, self.up_port))
+            with self.lock:
+                self.conns += [c, u]
+            for a, b in ((c, u), (u, c)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b):
+        try:
+            while True:
+                d = a.recv(65536)
+                if not d:
+                    break
+                b.sendall(d)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def failed_in_list(mnt, fid, action):
+    for line in nacre("hsm", "list", mnt).stdout.splitlines():
+        if f"fid={fid}" in line and f"action={action}" in line and "status=FAILED" in line:
+            return line
+    return None
+
+
+def test_backend_down_then_back(hsm, mnt):
+    if hsm.backend == "posix":
+        pytest.skip("a directory does not go down; the cloud backends cover this")
+    gate = TcpGate(hsm.store.endpoint)
+    pre = "down-" + secrets.token_hex(3)
+    ct3 = start_copytool(hsm, hsm.store.ct_args(pre, gate.endpoint), archive_id=3,
+                         name=f"ct-{pre}", bw=0)
+    try:
+        f, g = mnt / "down-f", mnt / "down-g"
+        fdata = write_random(f, 3 << 20, seed=30)
+        gdata = write_random(g, 2 << 20, seed=31)
+        nacre("hsm_archive", "--archive", 3, f)
+        wait_state(f, EXISTS | ARCHIVED)
+        nacre("hsm_release", f)
+        st_f = os.stat(f)
+
+        gate.shut()
+        nacre("hsm_archive", "--archive", 3, g)
+        nacre("hsm_restore", f)
+        gfid = os.getxattr(g, "nacre.fid").decode()
+        ffid = os.getxattr(f, "nacre.fid").decode()
+        ga = wait_for(lambda: failed_in_list(mnt, gfid, "ARCHIVE"), 90, "ARCHIVE to fail")
+        fr = wait_for(lambda: failed_in_list(mnt, ffid, "RESTORE"), 90, "RESTORE to fail")
+        assert " error=" in ga and " error=" in fr, (ga, fr)
+        # the copytool's log says which service could not be reached
+        assert f"127.0.0.1:{gate.port}" in ct3.text(), ct3.text()[-2000:]
+        assert re.search(r"ARCHIVE .* failed: ", ct3.text())
+        # nacre's data and state are untouched
+        assert g.read_bytes() == gdata
+        assert not state(g)[0] & ARCHIVED
+        assert state(f)[0] == EXISTS | ARCHIVED | RELEASED
+        assert os.stat(f).st_size == st_f.st_size and os.stat(f).st_mtime == st_f.st_mtime
+
+        gate.open()  # back: new requests succeed
+        nacre("hsm_archive", "--archive", 3, g)
+        wait_state(g, EXISTS | ARCHIVED)
+        assert hsm.store.read(f"{pre}/down-g")[0] == gdata
+        nacre("hsm_restore", f)
+        wait_state(f, EXISTS | ARCHIVED, RELEASED)
+        drop_caches()
+        assert f.read_bytes() == fdata
+    finally:
+        ct3.kill()
+        if gate.lsock:
+            gate.shut()
+
+
+def test_open_without_copytool_times_out(make_cluster):
     c = make_cluster(start=False, osts=1)
     c.start()
     c.mount(opts=["timeout=3"])
@@ -308,7 +566,7 @@ def test_open_without_copytool_times_out(hsm, mnt, make_cluster):
     m = c.mounts[0].path
     arch = c.dir / "archive"
     arch.mkdir()
-    ct = start_copytool(c, arch, bw=0)
+    ct = start_copytool(c, ["--backend", f"posix:{arch}"], bw=0)
     f = m / "t1"
     write_random(f, 4096, seed=20)
     nacre("hsm_archive", f)

@@ -46,7 +46,7 @@ struct fake {
 	pthread_mutex_t lock;
 	/* MDS */
 	uint64_t size;
-	int opens, closes, size_updates;
+	int opens, closes, size_updates, md_syncs;
 	uint64_t last_reported;
 	/* OSS: object per stripe */
 	uint8_t *obj[NSTRIPES];
@@ -171,6 +171,12 @@ static int mds_handler(void *arg, const struct rpc_request *req, struct rpc_repl
 			F.size_updates++;
 		fake_attr(&m.fid, &a);
 		wire_attr_put(&rep->body, &a);
+		break;
+	}
+	case WIRE_OP_MDS_SYNC: {
+		struct wire_fid_req m;
+		wire_fid_req_decode(&c, &m);
+		F.md_syncs++;
 		break;
 	}
 	case WIRE_OP_MDS_READDIR: {
@@ -471,10 +477,10 @@ static void test_io(struct nacre_fs *fs)
 
 	F.syncs = 0;
 	rc = nacre_fsync(f, 0);
-	CHECK(rc == 0 && F.syncs == NSTRIPES && F.size_updates == 1 &&
+	CHECK(rc == 0 && F.syncs == NSTRIPES && F.size_updates == 1 && F.md_syncs == 1 &&
 		      F.last_reported == 20 * MIB + 100,
-	      "fsync: %d, %d syncs, %d updates, size %llu", rc, F.syncs, F.size_updates,
-	      (unsigned long long)F.last_reported);
+	      "fsync: %d, %d syncs, %d updates, %d MDS syncs, size %llu", rc, F.syncs,
+	      F.size_updates, F.md_syncs, (unsigned long long)F.last_reported);
 
 	rc = nacre_close(f);
 	CHECK(rc == 0 && F.closes == 1 && F.size == 20 * MIB + 100, "close: %d size %llu", rc,
