@@ -22,11 +22,10 @@ import os
 import shutil
 import statistics
 import subprocess
-import time
 
 import pytest
 
-from conftest import BUILD, REPO, binary, mounted_dirs, wait_for
+from conftest import BUILD, REPO, binary, daemon_env, mounted_dirs, wait_for
 
 BUILD_IMAGE = REPO / "deploy" / "fluid" / "build-image"
 FIO_SIZE_MB = 256
@@ -59,6 +58,11 @@ def build_images():
     return images["fuse-image"], images["app-image"]
 
 
+def sanitizer_build():
+    r = subprocess.run(["ldd", binary("nacre-mount")], capture_output=True, text=True)
+    return "libasan" in r.stdout or "libtsan" in r.stdout
+
+
 def pod_yaml(name, fuse_image, app_image, target, etc):
     hostdir = str(target.parent)
     return {
@@ -69,6 +73,10 @@ def pod_yaml(name, fuse_image, app_image, target, etc):
             "restartPolicy": "Never",
             "containers": [
                 {"name": "fuse", "image": fuse_image, "imagePullPolicy": "IfNotPresent",
+                 # A sanitizer build in the container: no leak check at exit (LSan cannot
+                 # ptrace there, and the exit code must stay 0).
+                 "env": [{"name": k, "value": daemon_env()[k]}
+                         for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS")],
                  "securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}},
                  "volumeMounts": [
                      {"name": "fuse-dev", "mountPath": "/dev/fuse"},
@@ -236,12 +244,17 @@ def test_fluid_container(fluid_pod, host_cgroup):
     # host's own runs agree to within 10%; on a machine busy with other jobs they spread
     # far wider, and then only a broken or serialized path (< 50%) fails the test.
     # NACRE_FIO_STRICT=1 (bench runs on a quiet machine) always asks for 95%.
+    # A sanitizer build is CPU-bound several times over (0.59 measured on a busy machine):
+    # its ratio says little about the product, so it only has to show a working path.
     spread = statistics.pstdev(host) / statistics.mean(host)
-    strict = os.environ.get("NACRE_FIO_STRICT") == "1" or spread <= 0.10
-    need = 0.95 if strict else 0.5
+    sanitized = sanitizer_build()
+    strict = os.environ.get("NACRE_FIO_STRICT") == "1" or (spread <= 0.10 and not sanitized)
+    need = 0.95 if strict else 0.2 if sanitized else 0.5
     if not strict:
-        print(f"  NOT JUDGED against 95%: host runs spread {spread:.0%} (> 10%), machine busy; "
-              f"checking >= 50% only (NACRE_FIO_STRICT=1 forces 95%)")
+        why = "sanitizer build" if sanitized else \
+            f"host runs spread {spread:.0%} (> 10%), machine busy"
+        print(f"  NOT JUDGED against 95%: {why}; checking >= {need:.0%} only "
+              f"(NACRE_FIO_STRICT=1 forces 95%)")
     assert ratio >= need, (f"container mount at {ratio:.2f} of the host mount (< {need}): "
                            f"host {host}, container {cont} MiB/s")
 
