@@ -30,11 +30,12 @@
 #include "nacre/nacre.h"
 
 #define MAX_OSTS 64
-#define MAX_PIDS (MAX_OSTS + 2)
+#define MAX_PIDS (MAX_OSTS + 3) /* + mds, mount, copytool */
 #define MDS_WAIT_MS 10000
 #define OST_WAIT_MS 20000
 #define MOUNT_WAIT_MS 15000
 #define STOP_WAIT_MS 10000
+#define COPYTOOL_WAIT_MS 15000
 
 struct proc {
 	char role[16]; /* "mds", "oss3", "mount" */
@@ -51,6 +52,8 @@ struct cluster {
 	int port, osts, oss;
 	struct proc procs[MAX_PIDS];
 	int nprocs;
+	/* --hsm-*: a copytool for archive 1, and a directory imported from it at creation */
+	const char *hsm_backend, *hsm_endpoint, *hsm_credentials, *hsm_import;
 };
 
 static double now_s(void)
@@ -735,6 +738,143 @@ static int start_mount(struct cluster *c, double *t0)
 	return 0;
 }
 
+/* 1 once the log holds the copytool's "serving archive" line. */
+static int log_has(const char *log, const char *what)
+{
+	char buf[8192];
+	int fd = open(log, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return strstr(buf, what) != NULL;
+}
+
+/* Appends the backend options the copytool and `nacre hsm import` share. */
+static int backend_args(const struct cluster *c, char **argv, int a)
+{
+	argv[a++] = "--backend";
+	argv[a++] = (char *)c->hsm_backend;
+	if (c->hsm_endpoint) {
+		argv[a++] = "--endpoint";
+		argv[a++] = (char *)c->hsm_endpoint;
+	}
+	if (c->hsm_credentials) {
+		argv[a++] = "--credentials";
+		argv[a++] = (char *)c->hsm_credentials;
+	}
+	return a;
+}
+
+static int start_copytool(struct cluster *c, double *t0)
+{
+	char prog[PATH_MAX], log[PATH_MAX], spec[64];
+	char *argv[20];
+	int a = 0;
+
+	if (find_program("nacre-copytool", prog, sizeof(prog)) < 0)
+		return -1;
+	path_join(log, sizeof(log), c->dir, "copytool.log");
+	snprintf(spec, sizeof(spec), "127.0.0.1:%d:/%s", c->port, c->fsname);
+	argv[a++] = prog;
+	argv[a++] = "--mds";
+	argv[a++] = spec;
+	argv[a++] = "--key-file";
+	argv[a++] = c->key;
+	argv[a++] = "--archive-id";
+	argv[a++] = "1";
+	a = backend_args(c, argv, a);
+	argv[a] = NULL;
+
+	/* the log is appended to: only this start's line counts */
+	unlink(log);
+	pid_t pid = spawn(argv, log);
+
+	if (pid < 0) {
+		cli_err("cannot start nacre-copytool: %s", strerror((int)-pid));
+		return -1;
+	}
+	struct proc *p = add_proc(c, "copytool", pid, log);
+
+	for (int waited = 0; !log_has(log, "serving archive"); waited += 100) {
+		int st;
+
+		if (child_exited(pid, &st)) {
+			p->pid = 0;
+			describe_exit(p, st);
+			return -1;
+		}
+		if (waited >= COPYTOOL_WAIT_MS) {
+			cli_err("nacre-copytool did not start within %d s: see %s",
+				COPYTOOL_WAIT_MS / 1000, log);
+			show_log_tail(log);
+			return -1;
+		}
+		sleep_ms(100);
+	}
+	step(t0, "copytool for archive 1 on %s", c->hsm_backend);
+	return 0;
+}
+
+/* `nacre hsm import` into the new file system, run as a child so its output goes to a
+ * log: a large container prints a lot of progress. */
+static int hsm_import_at_up(struct cluster *c, double *t0)
+{
+	char self[PATH_MAX], dest[PATH_MAX], log[PATH_MAX];
+	char *argv[20];
+	int a = 0, st;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n <= 0) {
+		cli_err("cannot find the nacre program: %s", strerror(errno));
+		return -1;
+	}
+	self[n] = '\0';
+	if (c->hsm_import[0] == '/') {
+		if (str_copy(dest, c->hsm_import, sizeof(dest)) >= sizeof(dest)) {
+			cli_err("--hsm-import: path too long");
+			return -1;
+		}
+	} else if (path_join(dest, sizeof(dest), c->mnt, c->hsm_import) < 0) {
+		cli_err("--hsm-import: path too long");
+		return -1;
+	}
+	int r = mkdir_p(dest);
+
+	if (r < 0) {
+		cli_err("cannot create %s: %s", dest, strerror(-r));
+		return -1;
+	}
+	path_join(log, sizeof(log), c->dir, "hsm-import.log");
+	argv[a++] = self;
+	argv[a++] = "hsm";
+	argv[a++] = "import";
+	argv[a++] = "--archive-id";
+	argv[a++] = "1";
+	a = backend_args(c, argv, a);
+	argv[a++] = dest;
+	argv[a] = NULL;
+	pid_t pid = spawn(argv, log);
+
+	if (pid < 0 || waitpid(pid, &st, 0) < 0) {
+		cli_err("cannot run nacre hsm import: %s", strerror(pid < 0 ? (int)-pid : errno));
+		return -1;
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		cli_err("importing %s into %s failed: see %s", c->hsm_backend, dest, log);
+		show_log_tail(log);
+		return -1;
+	}
+	step(t0, "imported %s into %s (released stubs: read to restore; log %s)",
+	     c->hsm_backend, dest, log);
+	return 0;
+}
+
 static int parse_count(const char *opt, const char *s, int min, int max, int *out)
 {
 	int64_t v;
@@ -785,6 +925,10 @@ int cli_up(int argc, char **argv)
 		{"dir", required_argument, NULL, 'd'},    {"osts", required_argument, NULL, 'n'},
 		{"oss", required_argument, NULL, 's'},    {"mount", required_argument, NULL, 'm'},
 		{"fsname", required_argument, NULL, 'f'}, {"port", required_argument, NULL, 'p'},
+		{"hsm-backend", required_argument, NULL, 'B'},
+		{"hsm-endpoint", required_argument, NULL, 'E'},
+		{"hsm-credentials", required_argument, NULL, 'C'},
+		{"hsm-import", required_argument, NULL, 'I'},
 		{NULL, 0, NULL, 0},
 	};
 	static struct cluster c, old;
@@ -801,6 +945,10 @@ int cli_up(int argc, char **argv)
 		switch (opt) {
 		case 'd': dir = optarg; break;
 		case 'm': mnt = optarg; break;
+		case 'B': c.hsm_backend = optarg; break;
+		case 'E': c.hsm_endpoint = optarg; break;
+		case 'C': c.hsm_credentials = optarg; break;
+		case 'I': c.hsm_import = optarg; break;
 		case 'n':
 			if (parse_count("--osts", optarg, 1, MAX_OSTS, &c.osts) < 0)
 				return 1;
@@ -831,6 +979,10 @@ int cli_up(int argc, char **argv)
 		cli_err(dir ? "up: unexpected argument '%s'" : "up: --dir DIR is required%s",
 			dir ? argv[optind] : "");
 		cli_usage(stderr, "up");
+		return 1;
+	}
+	if (!c.hsm_backend && (c.hsm_import || c.hsm_endpoint || c.hsm_credentials)) {
+		cli_err("up: --hsm-import, --hsm-endpoint and --hsm-credentials need --hsm-backend");
 		return 1;
 	}
 	c.oss = oss ? oss : c.osts;
@@ -898,6 +1050,9 @@ int cli_up(int argc, char **argv)
 			c.mnt[0] = '\0';
 		return up_fail(&c);
 	}
+	if (c.hsm_backend && (start_copytool(&c, &t0) < 0 || write_pids(&c) < 0 ||
+			      (c.hsm_import && hsm_import_at_up(&c, &t0) < 0)))
+		return up_fail(&c);
 	if (write_pids(&c) < 0) {
 		cli_err("cannot write %s/cluster.pids: %s", c.dir, strerror(errno));
 		return up_fail(&c);

@@ -390,8 +390,12 @@ static int on_hsm(struct parse_state *ps, const char *name, const char *v)
 			p += seg;
 			p += strspn(p, ", \t");
 		}
+	} else if (strcmp(name, "endpoint") == 0) {
+		take_str(ps, name, v, c->hsm_endpoint, sizeof(c->hsm_endpoint));
+	} else if (strcmp(name, "credentials") == 0) {
+		take_path(ps, name, v, c->hsm_credentials, sizeof(c->hsm_credentials));
 	} else {
-		return unknown_key(ps, name, "archive, copytools");
+		return unknown_key(ps, name, "archive, copytools, endpoint, credentials");
 	}
 	return 0;
 }

@@ -5,7 +5,8 @@
  *   [mds]          host, listen, data, metrics_addr
  *   [oss NAME]     host, listen, osts = IDX:DIR[,IDX:DIR...], metrics_addr
  *   [client NAME]  host, mountpoint, options, metrics_addr
- *   [hsm]          archive = ID:URL (repeatable), copytools = HOST[,HOST...]
+ *   [hsm]          archive = ID:URL (repeatable), copytools = HOST[,HOST...],
+ *                  endpoint = URL, credentials = FILE (both for the copytools)
  *   [metrics]      log_dir, interval
  *
  * Parsing is strict: an unknown section or key, a missing required key, a bad address or a
@@ -85,6 +86,8 @@ struct cc_conf {
 	int narchives;
 	char copytools[CC_MAX_COPYTOOLS][CC_HOST_MAX + 1];
 	int ncopytools;
+	char hsm_endpoint[1024];     /* copytools' --endpoint (azure/s3 service), "" = public */
+	char hsm_credentials[PATH_MAX]; /* copytools' --credentials file on their hosts, or "" */
 	/* [metrics] */
 	char metrics_log_dir[PATH_MAX];
 	int metrics_interval; /* 0 = daemon default */

@@ -643,32 +643,63 @@ static int mount_client(struct run *ru, const struct cc_client *cl, int set_stri
 	return 0;
 }
 
+/* The copytool's --backend for a config archive URL: posix:// and file:// are posix:PATH,
+ * az:// is azure://. Returns -1 for a scheme the copytool has no backend for. */
+static int copytool_url(const char *url, char *out, size_t len)
+{
+	if (strncmp(url, "posix://", 8) == 0)
+		return snprintf(out, len, "posix:%s", url + 8) < (int)len ? 0 : -1;
+	if (strncmp(url, "file://", 7) == 0)
+		return snprintf(out, len, "posix:%s", url + 7) < (int)len ? 0 : -1;
+	if (strncmp(url, "az://", 5) == 0)
+		return snprintf(out, len, "azure://%s", url + 5) < (int)len ? 0 : -1;
+	if (strncmp(url, "azure://", 8) == 0 || strncmp(url, "s3://", 5) == 0)
+		return str_copy(out, url, len) < len ? 0 : -1;
+	return -1;
+}
+
+/* One nacre-copytool per archive on each copytool host, started like the daemons (pid
+ * file, log, waits for its "serving archive" line). */
 static int copytools(struct run *ru)
 {
 	const struct cc_conf *c = ru->c;
 
 	for (int i = 0; i < c->ncopytools; i++) {
-		struct sb s = {0};
-		struct remote r;
+		for (int k = 0; k < c->narchives; k++) {
+			char role[64], url[1100], spec[CC_ADDR_MAX + 32];
+			struct sb a = {0};
+			int rc;
 
-		step_begin(ru);
-		script_begin(&s, c);
-		sb_printf(&s, "[ -x ");
-		sb_q(&s, ru->bin);
-		sb_printf(&s, "/nacre-copytool ] && echo found || echo missing\n");
-		int rc = s.oom ? -1 : remote_run(c, c->copytools[i], s.p, &r);
-
-		free(s.p);
-		if (rc < 0) {
-			step_fail(ru, c->copytools[i], "check copytool", &r);
-			return -1;
+			if (copytool_url(c->archives[k].url, url, sizeof(url)) < 0) {
+				step_begin(ru);
+				step_ok(ru, "copytool for archive %d on %s: skipped: no copytool "
+					    "backend for %s (use posix://, azure:// or s3://)",
+					c->archives[k].id, c->copytools[i], c->archives[k].url);
+				continue;
+			}
+			snprintf(role, sizeof(role), "copytool-%d", c->archives[k].id);
+			snprintf(spec, sizeof(spec), "%s:/%s", c->mds_listen, c->fsname);
+			sb_printf(&a, "--mds ");
+			sb_q(&a, spec);
+			sb_printf(&a, " --key-file ");
+			sb_q(&a, c->key_file);
+			sb_printf(&a, " --archive-id %d --backend ", c->archives[k].id);
+			sb_q(&a, url);
+			if (c->hsm_endpoint[0]) {
+				sb_printf(&a, " --endpoint ");
+				sb_q(&a, c->hsm_endpoint);
+			}
+			if (c->hsm_credentials[0]) {
+				sb_printf(&a, " --credentials ");
+				sb_q(&a, c->hsm_credentials);
+			}
+			rc = a.oom ? -1
+				   : start_daemon(ru, c->copytools[i], role, "nacre-copytool", a.p,
+						  "false", "'serving archive'");
+			free(a.p);
+			if (rc < 0)
+				return -1;
 		}
-		/* The copytool's command line is not settled yet: say so rather than guess. */
-		step_ok(ru, "copytool on %s: not yet supported by `nacre cluster` (%s)",
-			c->copytools[i],
-			strncmp(r.out, "found", 5) == 0
-				? "start nacre-copytool there by hand or with its systemd unit"
-				: "no nacre-copytool in the binary dir");
 	}
 	return 0;
 }
@@ -863,6 +894,14 @@ static int cluster_down(const char *path)
 	for (int i = 0; i < c.nclients; i++)
 		if (unmount_client(&ru, &c.clients[i]) < 0)
 			rc = 1;
+	for (int i = 0; i < c.ncopytools; i++)
+		for (int k = 0; k < c.narchives; k++) {
+			char role[64];
+
+			snprintf(role, sizeof(role), "copytool-%d", c.archives[k].id);
+			if (stop_daemon(&ru, c.copytools[i], role, "nacre-copytool") < 0)
+				rc = 1;
+		}
 	for (int i = 0; i < c.noss; i++) {
 		char role[64];
 
@@ -917,6 +956,14 @@ static int cluster_status(const char *path)
 		if (status_daemon(&ru, c.oss[i].host, role, "nacre-oss") < 0)
 			down++;
 	}
+	for (int i = 0; i < c.ncopytools; i++)
+		for (int k = 0; k < c.narchives; k++) {
+			char role[64];
+
+			snprintf(role, sizeof(role), "copytool-%d", c.archives[k].id);
+			if (status_daemon(&ru, c.copytools[i], role, "nacre-copytool") < 0)
+				down++;
+		}
 	printf("targets (as the MDS sees them):\n");
 	{
 		struct sb s = {0};

@@ -49,12 +49,17 @@ static const struct cli_cmd commands[] = {
 	 "FID is [0xSEQ:0xOID:0xVER]; the brackets are optional.\n"},
 	{"up", cli_up, "start a whole cluster on this machine and mount it",
 	 "usage: nacre up --dir DIR [--osts N] [--oss N] [--mount MNT] [--fsname NAME] [--port P]\n"
+	 "                [--hsm-backend URL [--hsm-endpoint URL] [--hsm-credentials FILE]\n"
+	 "                 [--hsm-import DESTDIR]]\n"
 	 "  --dir DIR      data, logs, key and pid file of the cluster (created if missing)\n"
 	 "  --osts N       number of OSTs (default 4)\n"
 	 "  --oss N        number of nacre-oss processes sharing them (default: one per OST)\n"
 	 "  --mount MNT    mount point (default DIR/mnt)\n"
 	 "  --fsname NAME  file system name (default nacre)\n"
-	 "  --port P       MDS port on 127.0.0.1 (default 9400); OSS ports follow it\n"},
+	 "  --port P       MDS port on 127.0.0.1 (default 9400); OSS ports follow it\n"
+	 "  --hsm-backend URL  start a copytool for archive 1 (posix:/dir, azure://..., s3://...)\n"
+	 "  --hsm-import DESTDIR  import the backend's objects as released stubs into DESTDIR\n"
+	 "                 (relative to the mount point) once the file system is up\n"},
 	{"down", cli_down, "stop a cluster started by `nacre up`",
 	 "usage: nacre down --dir DIR\n"},
 	{"cluster", cli_cluster, "bring a multi-host cluster up or down from one config file",

@@ -7,11 +7,14 @@
  * no sidecar (put there by hand) is described by its own stat. Puts are atomic: data goes to
  * a temporary file in the same directory, is fsynced, re-read and checked against the
  * CRC-32C computed while writing, then renamed into place; the sidecar follows the same way.
+ * Data moves in 4 MiB ranges on several threads (the backend's `threads`): one stream of
+ * reads from nacre cannot keep a disk busy.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,13 +31,88 @@
 
 struct posix {
 	char root[NACRE_PATH_MAX + 1];
+	int threads;
 };
+
+/* Ranges of one transfer shared by its threads; everything under lock. */
+struct ranges {
+	pthread_mutex_t lock;
+	uint64_t next, size, done;
+	int rc;
+	char *err;
+	size_t err_len;
+	/* moves [off, off+len) with buf; returns 0 or -errno with a message in err */
+	int (*one)(struct ranges *r, uint8_t *buf, uint64_t off, size_t len, char *err,
+		   size_t err_len);
+	int fd;
+	hsm_read_fn rd;
+	hsm_write_fn wr;
+	void *io_arg;
+	uint32_t *crcs; /* put: CRC-32C of each range as read from the source */
+	hsm_progress_fn progress;
+	void *progress_arg;
+	const char *what;
+};
+
+static void *range_worker(void *arg)
+{
+	struct ranges *r = arg;
+	uint8_t *buf = malloc(CHUNK);
+	char err[512];
+	pthread_mutex_lock(&r->lock);
+	if (!buf && !r->rc) {
+		r->rc = -ENOMEM;
+		snprintf(r->err, r->err_len, "posix: out of memory");
+	}
+	while (buf && !r->rc && r->next < r->size) {
+		uint64_t off = r->next;
+		size_t len = r->size - off < CHUNK ? (size_t)(r->size - off) : CHUNK;
+		r->next += len;
+		pthread_mutex_unlock(&r->lock);
+		err[0] = 0;
+		int rc = r->one(r, buf, off, len, err, sizeof(err));
+		pthread_mutex_lock(&r->lock);
+		if (rc && !r->rc) {
+			r->rc = rc;
+			snprintf(r->err, r->err_len, "%s", err);
+		}
+		r->done += len;
+		/* under the lock: progress stays monotonic */
+		if (!r->rc && r->progress && r->progress(r->progress_arg, r->done)) {
+			r->rc = -ECANCELED;
+			snprintf(r->err, r->err_len, "posix: %s canceled", r->what);
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	free(buf);
+	return NULL;
+}
+
+/* Runs r->one over [0, r->size) on up to `threads` threads. */
+static int run_ranges(struct ranges *r, int threads)
+{
+	pthread_t tid[64];
+	int n = 0;
+	uint64_t chunks = (r->size + CHUNK - 1) / CHUNK;
+	if (threads > 64)
+		threads = 64;
+	if ((uint64_t)threads > chunks)
+		threads = chunks ? (int)chunks : 1;
+	pthread_mutex_init(&r->lock, NULL);
+	for (int i = 1; i < threads; i++)
+		if (pthread_create(&tid[n], NULL, range_worker, r) == 0)
+			n++;
+	range_worker(r); /* this thread works too */
+	for (int i = 0; i < n; i++)
+		pthread_join(tid[i], NULL);
+	pthread_mutex_destroy(&r->lock);
+	return r->rc;
+}
 
 static int posix_open(const char *rest, const struct hsm_backend_opts *opts, void **priv,
 		      char *err, size_t err_len)
 {
 	struct stat st;
-	(void)opts;
 	if (rest[0] != '/') {
 		snprintf(err, err_len, "posix:%s: the archive directory must be an absolute path",
 			 rest);
@@ -56,6 +134,7 @@ static int posix_open(const char *rest, const struct hsm_backend_opts *opts, voi
 	size_t n = strlen(p->root);
 	while (n > 1 && p->root[n - 1] == '/')
 		p->root[--n] = 0;
+	p->threads = opts->threads > 0 ? opts->threads : 4;
 	*priv = p;
 	return 0;
 }
@@ -247,6 +326,51 @@ static int stat_file(const char *f, struct hsm_meta *m, uint32_t *crc, int *has_
 	return S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) ? 0 : -EINVAL;
 }
 
+static int put_one(struct ranges *r, uint8_t *buf, uint64_t off, size_t len, char *err,
+		   size_t err_len)
+{
+	for (size_t got = 0; got < len;) {
+		ssize_t n = r->rd(r->io_arg, buf + got, len - got, off + got);
+		if (n <= 0) {
+			int rc = n < 0 ? (int)n : -EIO; /* the source ended before its size */
+			snprintf(err, err_len, "posix: reading the source at %" PRIu64 ": %s",
+				 off + got, strerror(-rc));
+			return rc;
+		}
+		got += (size_t)n;
+	}
+	r->crcs[off / CHUNK] = crc32c(0, buf, len);
+	int rc = write_all(r->fd, buf, len, off);
+	if (rc)
+		snprintf(err, err_len, "posix: writing the archive copy: %s", strerror(-rc));
+	return rc;
+}
+
+static int get_one(struct ranges *r, uint8_t *buf, uint64_t off, size_t len, char *err,
+		   size_t err_len)
+{
+	for (size_t got = 0; got < len;) {
+		ssize_t n = pread(r->fd, buf + got, len - got, (off_t)(off + got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int rc = n < 0 ? -errno : -EIO;
+			snprintf(err, err_len, "posix: reading the archive copy at %" PRIu64 ": %s",
+				 off + got, n < 0 ? strerror(-rc) : "shorter than its size");
+			return rc;
+		}
+		got += (size_t)n;
+	}
+	ssize_t w = r->wr(r->io_arg, buf, len, off);
+	if (w != (ssize_t)len) {
+		int rc = w < 0 ? (int)w : -EIO;
+		snprintf(err, err_len, "posix: writing the destination at %" PRIu64 ": %s", off,
+			 strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
 static int posix_put(void *priv, const char *path, uint64_t size, hsm_read_fn rd, void *rd_arg,
 		     const struct hsm_meta *meta, hsm_progress_fn progress, void *progress_arg,
 		     char *err, size_t err_len)
@@ -254,8 +378,8 @@ static int posix_put(void *priv, const char *path, uint64_t size, hsm_read_fn rd
 	struct posix *p = priv;
 	char f[NACRE_PATH_MAX + 64], tmp[NACRE_PATH_MAX + 96];
 	uint8_t *buf = NULL;
-	uint32_t crc = 0, check = 0;
-	uint64_t off = 0;
+	uint32_t crc = 0;
+	struct ranges rg;
 	int fd = -1;
 	int rc = full_path(p, path, f, sizeof(f));
 	if (!rc)
@@ -265,8 +389,9 @@ static int posix_put(void *priv, const char *path, uint64_t size, hsm_read_fn rd
 			 strerror(-rc));
 		return rc;
 	}
+	memset(&rg, 0, sizeof(rg));
 	snprintf(tmp, sizeof(tmp), "%s" TMP_MARK "%d-%lx", f, (int)getpid(),
-		 (unsigned long)(uintptr_t)&off);
+		 (unsigned long)(uintptr_t)&rg);
 	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	buf = malloc(CHUNK);
 	if (fd < 0 || !buf) {
@@ -274,45 +399,47 @@ static int posix_put(void *priv, const char *path, uint64_t size, hsm_read_fn rd
 		snprintf(err, err_len, "posix: cannot create %s: %s", tmp, strerror(-rc));
 		goto out;
 	}
-	while (off < size) {
-		size_t want = size - off < CHUNK ? (size_t)(size - off) : CHUNK;
-		ssize_t n = rd(rd_arg, buf, want, off);
-		if (n <= 0) {
-			rc = n < 0 ? (int)n : -EIO; /* the source ended before its size */
-			snprintf(err, err_len, "posix: reading the source at %" PRIu64 ": %s", off,
-				 strerror(-rc));
-			goto out;
-		}
-		crc = crc32c(crc, buf, (size_t)n);
-		rc = write_all(fd, buf, (size_t)n, off);
-		if (rc) {
-			snprintf(err, err_len, "posix: writing %s: %s", tmp, strerror(-rc));
-			goto out;
-		}
-		off += (uint64_t)n;
-		if (progress && progress(progress_arg, off)) {
-			rc = -ECANCELED;
-			snprintf(err, err_len, "posix: archive of %s canceled", path);
-			goto out;
-		}
+	rg.size = size;
+	rg.err = err;
+	rg.err_len = err_len;
+	rg.one = put_one;
+	rg.fd = fd;
+	rg.rd = rd;
+	rg.io_arg = rd_arg;
+	rg.progress = progress;
+	rg.progress_arg = progress_arg;
+	rg.what = "archive";
+	rg.crcs = malloc(sizeof(*rg.crcs) * (size_t)(size / CHUNK + 1));
+	if (!rg.crcs) {
+		rc = -ENOMEM;
+		goto out;
 	}
+	rc = run_ranges(&rg, p->threads);
+	if (rc)
+		goto out;
 	if (fsync(fd) < 0) {
 		rc = -errno;
 		snprintf(err, err_len, "posix: fsync %s: %s", tmp, strerror(-rc));
 		goto out;
 	}
-	/* verify what reached the disk, not what we meant to write */
+	/* verify what reached the disk, not what we meant to write: range by range against
+	 * what was read from the source, and the whole file's CRC for the sidecar */
 	for (uint64_t o = 0; o < size;) {
-		ssize_t n = pread(fd, buf, CHUNK, (off_t)o);
-		if (n <= 0) {
+		size_t want = size - o < CHUNK ? (size_t)(size - o) : CHUNK;
+		ssize_t n = pread(fd, buf, want, (off_t)o);
+		if (n != (ssize_t)want) {
 			rc = n < 0 ? -errno : -EIO;
 			break;
 		}
-		check = crc32c(check, buf, (size_t)n);
-		o += (uint64_t)n;
+		if (crc32c(0, buf, want) != rg.crcs[o / CHUNK]) {
+			rc = -EIO;
+			break;
+		}
+		crc = crc32c(crc, buf, want);
+		o += want;
 	}
 	struct stat st;
-	if (!rc && (fstat(fd, &st) < 0 || (uint64_t)st.st_size != size || check != crc))
+	if (!rc && (fstat(fd, &st) < 0 || (uint64_t)st.st_size != size))
 		rc = -EIO;
 	if (rc) {
 		snprintf(err, err_len, "posix: verification of %s failed (size or CRC-32C differs)",
@@ -339,6 +466,7 @@ out:
 		close(fd);
 	if (rc)
 		unlink(tmp);
+	free(rg.crcs);
 	free(buf);
 	return rc;
 }
@@ -366,6 +494,8 @@ static int posix_get(void *priv, const char *path, hsm_write_fn wr, void *wr_arg
 		snprintf(err, err_len, "posix: open %s: %s", f, strerror(-rc));
 		goto out;
 	}
+	/* the whole file's CRC first, in one sequential pass (it also warms the page cache
+	 * for the ranges below); then the ranges in parallel */
 	uint64_t off = 0;
 	for (;;) {
 		ssize_t n = pread(fd, buf, CHUNK, (off_t)off);
@@ -378,26 +508,30 @@ static int posix_get(void *priv, const char *path, hsm_write_fn wr, void *wr_arg
 		}
 		if (n == 0)
 			break;
-		crc = crc32c(crc, buf, (size_t)n);
-		ssize_t w = wr(wr_arg, buf, (size_t)n, off);
-		if (w != n) {
-			rc = w < 0 ? (int)w : -EIO;
-			snprintf(err, err_len, "posix: writing the destination at %" PRIu64 ": %s",
-				 off, strerror(-rc));
-			goto out;
-		}
+		if (has_crc)
+			crc = crc32c(crc, buf, (size_t)n);
 		off += (uint64_t)n;
-		if (progress && progress(progress_arg, off)) {
-			rc = -ECANCELED;
-			snprintf(err, err_len, "posix: restore of %s canceled", path);
-			goto out;
-		}
 	}
 	if (off != m.size || (has_crc && crc != want_crc)) {
 		rc = -EIO;
 		snprintf(err, err_len, "posix: %s does not match its metadata (size or CRC-32C)", f);
 		goto out;
 	}
+	struct ranges rg;
+	memset(&rg, 0, sizeof(rg));
+	rg.size = m.size;
+	rg.err = err;
+	rg.err_len = err_len;
+	rg.one = get_one;
+	rg.fd = fd;
+	rg.wr = wr;
+	rg.io_arg = wr_arg;
+	rg.progress = progress;
+	rg.progress_arg = progress_arg;
+	rg.what = "restore";
+	rc = run_ranges(&rg, p->threads);
+	if (rc)
+		goto out;
 	if (meta)
 		*meta = m;
 out:

@@ -7,6 +7,7 @@ exec makes a private one), so the client's FUSE mount is visible to every "host"
 test, as on real machines where each host sees its own mounts.
 """
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import binary, mounted_dirs, require_fuse, BUILD
+from conftest import binary, mounted_dirs, require_fuse, wait_for, BUILD
 
 NODES = ("mds", "oss1", "oss2", "client")
 
@@ -155,13 +156,14 @@ def logs(d):
 def test_cluster_up_status_down_up(netcluster):
     net, d = netcluster
     conf = write_conf(d / "cluster.conf", net, d)
+    (d / "archive").mkdir()
 
     r = cli("cluster", "up", conf)
     assert r.returncode == 0, f"{r.stdout}{r.stderr}\n{logs(d)}"
     # Each step is printed with its duration; new targets were formatted.
     assert "formatted" in r.stdout and "2 OSTs registered" in r.stdout, r.stdout
     assert "[" in r.stdout and "s]" in r.stdout
-    assert "not yet supported" in r.stdout  # copytools
+    assert re.search(r"copytool-1 on \S+: pid \d+", r.stdout), r.stdout
     mnt = d / "mnt"
     assert mounted_dirs().get(str(mnt)) == "fuse.nacre"
 
@@ -176,6 +178,11 @@ def test_cluster_up_status_down_up(netcluster):
     assert got == want
     lay = os.getxattr(str(mnt / "f.bin"), "nacre.layout").decode()
     assert "stripe_count" in lay or "count" in lay, lay
+    # the copytool started on its host archives through the [hsm] backend
+    r = cli("hsm_archive", mnt / "f.bin")
+    assert r.returncode == 0, r.stderr
+    wait_for(lambda: (d / "archive" / "f.bin").exists() and
+             (d / "archive" / "f.bin").stat().st_size == len(data), 30, "the archive copy")
 
     r = cli("cluster", "status", conf)
     assert r.returncode == 0, f"{r.stdout}{r.stderr}"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, Proc, binary, finish, start_cluster, wait_for
+from conftest import REPO, Proc, binary, finish, wait_for
 
 BW = 20  # MB/s per transfer of the module's copytool: big files take seconds, small ones not
 BACKENDS = ["posix", "azure", "s3"]
@@ -314,7 +314,8 @@ def test_action_and_cancel_mid_transfer(hsm, mnt):
         return m and int(m.group(1)) > 0
     wait_for(running, 30, "the archive to be running", interval=0.2)
     lst = nacre("hsm", "list", mnt).stdout
-    assert re.search(r"action=ARCHIVE archive#=1 .*status=STARTED done=\d+ total=125829120", lst), lst
+    assert re.search(r"action=ARCHIVE archive#=1 .*status=STARTED done=\d+ total=125829120",
+                     lst), lst
     nacre("hsm_cancel", f)
     wait_for(lambda: nacre("hsm_action", f).stdout == f"{f}: NOOP\n", 30, "the cancel")
     s, _ = state(f)
@@ -580,3 +581,44 @@ def test_open_without_copytool_times_out(make_cluster):
     assert time.monotonic() - t0 < 30
     wait_for(lambda: "did not finish within" in c.mounts[0].proc.text(), 10,
              "a log line naming the file")
+
+
+def test_nacre_up_with_hsm_backend_and_import(tmp_path):
+    """`nacre up --hsm-backend URL --hsm-import DESTDIR`: a copytool starts with the
+    cluster, the archive appears as released stubs, and reads restore them."""
+    from test_cli import _free_base_port
+    arch = tmp_path / "archive"
+    (arch / "models" / "v1").mkdir(parents=True)
+    (arch / "models" / "v1" / "w.bin").write_bytes(b"W" * 300000)
+    (arch / "models" / "v1" / ".w.bin.nacre-meta").write_text(
+        "owner=1234\ngroup=4321\npermissions=0640\nmodtime=2021-02-03T04:05:06Z\n")
+    (arch / "readme.txt").write_bytes(b"hello archive\n")
+    d = tmp_path / "up"
+    mnt = d / "mnt"
+    port = _free_base_port(3)
+    try:
+        r = nacre("up", "--dir", d, "--osts", 2, "--port", port, "--fsname", "hsmup",
+                  "--hsm-backend", f"posix:{arch}", "--hsm-import", "data", timeout=120)
+        assert re.search(r"copytool for archive 1 on posix:", r.stdout), r.stdout
+        assert "imported posix:" in r.stdout, r.stdout
+        roles = [l.split()[0] for l in (d / "cluster.pids").read_text().splitlines()]
+        assert "copytool" in roles
+        w = mnt / "data" / "models" / "v1" / "w.bin"
+        st = os.stat(w)
+        assert (st.st_size, st.st_uid, st.st_gid, st.st_mode & 0o7777) == \
+            (300000, 1234, 4321, 0o640)
+        assert nacre("hsm_state", w).stdout == \
+            f"{w}: (0x0000000d) released exists archived, archive_id:1\n"
+        assert w.read_bytes() == b"W" * 300000
+        assert (mnt / "data" / "readme.txt").read_bytes() == b"hello archive\n"
+        # the copytool archives too
+        f = mnt / "new"
+        f.write_bytes(b"new data")
+        nacre("hsm_archive", f)
+        wait_state(f, EXISTS | ARCHIVED)
+        assert (arch / "new").read_bytes() == b"new data"
+        r = nacre("up", "--dir", d, "--hsm-import", "x", check=False)
+        assert r.returncode != 0 and "need --hsm-backend" in r.stderr
+    finally:
+        nacre("down", "--dir", d, check=False, timeout=60)
+        subprocess.run(["fusermount3", "-u", "-z", str(mnt)], capture_output=True)

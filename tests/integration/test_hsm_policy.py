@@ -3,7 +3,6 @@ restore that never has more than --hsm-max-active actions STARTED, and the archi
 release-watermark rules on small tmpfs OSTs."""
 import os
 import re
-import subprocess
 import threading
 import time
 import urllib.request
@@ -97,7 +96,8 @@ def test_bulk_restore_10000_files_bounded():
         assert not bad, bad[:5]
         for i, p in enumerate(names):
             assert p.read_bytes() == b"%d\n" % i, p
-        print(f"10,000 imports in {t_import:.1f} s, 10,000 restores in {took:.1f} s, at most {int(high)} STARTED at once "
+        print(f"10,000 imports in {t_import:.1f} s, 10,000 restores in {took:.1f} s, "
+              f"at most {int(high)} STARTED at once "
               f"({seen[0]} seen in hsm list)")
         ct.kill()
     finally:
