@@ -206,6 +206,7 @@ def ost_usage(c):
 
 def test_archive_release_read_restores(hsm, mnt):
     f = mnt / "a1"
+    before = ost_used_kb(hsm)
     nacre("setstripe", "-c", 4, "-S", "1M", f)
     data = write_random(f, 24 << 20, seed=1)
     st0 = os.stat(f)
@@ -222,7 +223,9 @@ def test_archive_release_read_restores(hsm, mnt):
     oid = fid[1][2:]
     objs = lambda: [p for i in range(4) for p in (hsm.ost_dir(i) / "O").rglob(f"*-{oid}-*")]
     assert objs()
-    used0 = ost_used_kb(hsm)
+    # OSTs report their space in heartbeats every 2 s: wait until the file's 24 MiB show.
+    used0 = wait_for(lambda: (lambda u: u if u >= before + 20 * 1024 else 0)(ost_used_kb(hsm)),
+                     30, "the OSTs to report the file's space")
     nacre("hsm_release", f)
     assert nacre("hsm_state", f).stdout == \
         f"{f}: (0x0000000d) released exists archived, archive_id:1\n"
