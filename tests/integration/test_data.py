@@ -166,7 +166,7 @@ def test_fio_verify(mnt, nacre_cli):
     r = subprocess.run([fio, "--name=nacre-verify", f"--directory={d}", "--rw=randwrite",
                         "--bs=64k", "--size=24m", "--numjobs=2", "--ioengine=psync",
                         "--verify=crc32c", "--do_verify=1", "--verify_fatal=1",
-                        "--fsync_on_close=1", "--group_reporting"],
-                       capture_output=True, text=True, timeout=300)
+                        "--fsync_on_close=1", "--group_reporting", "--verify_state_save=0"],
+                       capture_output=True, text=True, timeout=300, cwd=d)
     assert r.returncode == 0, f"fio failed:\n{r.stdout}\n{r.stderr}"
     assert "verify" not in r.stderr.lower() or "bad" not in r.stderr.lower(), r.stderr
