@@ -7,7 +7,10 @@
  *     -H  MPI-IO hints for the open (e.g. striping_unit=1048576,cb_config_list=*:2)
  *     -L  set the file's layout from striping_factor/striping_unit before the first write
  *     -v  read the data back and check it
- * Prints one line: mode ranks bytes seconds MiB/s (time from open to close, slowest rank). */
+ * Prints one line: mode ranks bytes seconds MiB/s (time from open to close, slowest rank).
+ * The clock stops after the close: on a nacre mount close(2) sends every buffered write to
+ * the OSSes before it returns (FUSE flush), so the time covers the transfer, not a copy into
+ * client memory (it does not wait for the OSTs' disks, as close(2) does not). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,13 +1,14 @@
 """MPI-IO on a nacre mount with OpenMPI (ROMIO through OMPI_MCA_io=romio321): collective and
 data-sieving writes (which take fcntl locks) verify byte-exact, PnetCDF non-blocking writes
-read back, and striping hints become the file's layout (docs/mpi-io.md)."""
+read back, striping hints become the file's layout (docs/mpi-io.md), and bench/btio-run
+works end to end on a tiny grid."""
 import os
 import shutil
 import subprocess
 
 import pytest
 
-from conftest import binary
+from conftest import BUILD, REPO, binary, mounted_dirs, require_fuse
 
 MPIRUN = shutil.which("mpirun")
 
@@ -96,3 +97,41 @@ def test_romio_hints_command(mpimnt, nacre_cli):
     assert "striping_unit 1048576" in r.stdout, r.stdout + r.stderr
     r = nacre_cli("romio-hints", "/tmp")
     assert r.returncode != 0 and "not on a nacre" in r.stderr
+
+
+def test_btio_run_smoke(tmp_path):
+    """bench/btio-run end to end on a tiny grid, one repetition: the namespaces, the shaped
+    2-OSS cluster, an OMPIO and a ROMIO-with-hints row of each mode, and the cleanup. The
+    ratios are not judged here."""
+    if os.geteuid() != 0:
+        pytest.fail("bench/btio-run needs root (network namespaces, tc, FUSE)")
+    require_fuse()
+    binary("btio")
+    work = tmp_path / "w"
+    work.mkdir()
+    script = REPO / "bench" / "btio-run"
+    # two rows of four: OMPIO with nothing set, and ROMIO with the hints and their layout
+    argv = [str(script), "--build", str(BUILD), "--no-build", "--grid", "16,16,16", "--reps", "1",
+            "--settings", "default hint+agg2", "--workdir", str(work)]
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=150)
+    finally:
+        if p.poll() is None:
+            p.terminate()  # the script's trap removes what it made; SIGKILL would not
+            try:
+                p.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.communicate()
+    assert p.returncode == 0, f"{' '.join(argv)} failed:\n{out}\n{err}"
+    rows = [l.split("|")[1:-1] for l in out.splitlines() if l.startswith("| pnetcdf")]
+    assert len(rows) == 4, out
+    for r in rows:
+        assert float(r[2]) > 0 and float(r[4]) > 0, out
+    assert "| max network | 100 Mbit/s per OSS link | 11.9 |" in out, out
+    # nothing left behind: namespaces (prefix nbt<pid>), mounts, the temporary directory
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"nbt{p.pid}-" not in netns, netns
+    assert not any(str(work) in d for d in mounted_dirs()), mounted_dirs()
+    assert list(work.iterdir()) == []
