@@ -150,6 +150,14 @@ int nacre_resolve(struct nacre_fs *fs, const struct nacre_cred *cr, const char *
  * create first). *out is owned by the caller until nacre_close(). */
 int nacre_open(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
 	       int flags, struct nacre_file **out);
+/* open(O_CREAT) in one round trip to the MDS: creates name in parent as nacre_create does
+ * (O_EXCL of flags refuses an existing name) and opens the new file with flags, which the
+ * creator may do whatever mode it gave. An existing name (no O_EXCL) is opened with the
+ * usual checks. attr_out (may be NULL) gets the file's attributes. */
+int nacre_create_open(struct nacre_fs *fs, const struct nacre_cred *cr,
+		      const struct nacre_fid *parent, const char *name, uint32_t mode, int flags,
+		      const struct nacre_layout *layout, struct nacre_attr *attr_out,
+		      struct nacre_file **out);
 /* Reads up to len bytes at off. Returns bytes read (short only at end of file). Stripes are
  * read from their OSTs in parallel; a sequential stream is read ahead in the background and
  * served from memory. Sees every write made through this fs, buffered or not. Safe from
@@ -250,6 +258,13 @@ struct nacre_lock {
  * Thread-safe. */
 int nacre_lock_set(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
 		   int kind, uint64_t owner, const struct nacre_lock *l);
+/* This mount's id in lock owners (chosen at random on first use). A process that takes
+ * over another's mount (nacre-mount --upgrade) adopts its id with nacre_fs_set_lock_client
+ * before any lock call; its first lock request then binds the held locks to its own MDS
+ * connection, so they outlive the old connection. Thread-safe. */
+uint64_t nacre_fs_lock_client(struct nacre_fs *fs);
+/* Sets the id; -EINVAL for 0, -EBUSY if this fs already uses another one. Thread-safe. */
+int nacre_fs_set_lock_client(struct nacre_fs *fs, uint64_t id);
 /* F_GETLK: the first POSIX lock of another owner that conflicts with want (RDLCK or
  * WRLCK); conflict->type is NACRE_LK_UNLCK if none. Returns 0 or a negative error. */
 int nacre_lock_get(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,

@@ -96,19 +96,16 @@ static int nc_open(const char *path, int flags, int shared, void **h)
 	rc = parent_of(path, &dir, &name);
 	if (rc < 0)
 		return rc;
-	if (flags & BENCH_O_CREATE) {
-		rc = nacre_create(g_fs, &g_cred, &dir, name, 0644, 0, NULL, &a);
-		if (rc == -EEXIST)
-			rc = nacre_lookup(g_fs, &g_cred, &dir, name, &a);
-	} else {
-		rc = nacre_lookup(g_fs, &g_cred, &dir, name, &a);
-	}
-	if (rc < 0)
-		return rc;
 	if ((flags & BENCH_O_READ) && (flags & BENCH_O_WRITE))
 		oflags = O_RDWR;
 	else
 		oflags = (flags & BENCH_O_WRITE) ? O_WRONLY : O_RDONLY;
+	if (flags & BENCH_O_CREATE) /* one MDS round trip, as open(O_CREAT) on a mount */
+		return nacre_create_open(g_fs, &g_cred, &dir, name, 0644, oflags, NULL, NULL,
+					 (struct nacre_file **)h);
+	rc = nacre_lookup(g_fs, &g_cred, &dir, name, &a);
+	if (rc < 0)
+		return rc;
 	return nacre_open(g_fs, &g_cred, &a.fid, oflags, (struct nacre_file **)h);
 }
 

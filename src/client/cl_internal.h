@@ -118,6 +118,13 @@ const struct nacre_cred *cl_cred(const struct nacre_cred *cr, struct nacre_cred 
  * error or the reply's status) with *rep NULL. Thread-safe. */
 int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, uint32_t flags, const struct wire_cursor *req,
 		struct rpc_msg **rep);
+/* CREATE with WIRE_CREATE_OPEN: makes a regular file (O_EXCL of flags refuses an existing
+ * name) and opens it in the same request. *handle_out is the new file's handle, or 0 when
+ * the name existed and was not opened (then open it with OPEN). */
+int cl_create_open(struct nacre_fs *fs, const struct nacre_cred *cr,
+		   const struct nacre_fid *parent, const char *name, uint32_t mode, int flags,
+		   const struct nacre_layout *layout, struct nacre_attr *out,
+		   struct nacre_layout *layout_out, uint64_t *handle_out);
 /* 0 if a decode consumed the whole body without error, else -EPROTO. */
 int cl_decode_end(const struct wire_cursor *c);
 /* Maps a transport failure (timeout, lost server) to -EIO for applications; other errors

@@ -451,6 +451,34 @@ static void file_unregister(struct nacre_file *f)
 	pthread_mutex_unlock(&fs->files_lock);
 }
 
+/* A handle object for an open the MDS granted (not yet registered). */
+static int file_new(struct nacre_fs *fs, const struct nacre_cred *cred, int flags,
+		    uint64_t handle, const struct nacre_attr *attr,
+		    const struct nacre_layout *layout, struct nacre_file **out)
+{
+	struct nacre_file *f;
+
+	if (S_ISREG(attr->mode) && layout->nosts > 0 && layout_check_file(layout)) {
+		cl_log(fs, CL_LOG_ERR, "MDS %s sent an invalid layout for a file", fs->addr);
+		return -EPROTO; /* the handle dies with the connection or at MDS restart */
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->fs = fs;
+	f->fid = attr->fid;
+	f->cred = *cred;
+	f->flags = flags;
+	f->handle = handle;
+	f->layout = *layout;
+	f->attr = *attr;
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_mutex_init(&f->append_lock, NULL);
+	pthread_cond_init(&f->io_cond, NULL);
+	*out = f;
+	return 0;
+}
+
 NACRE_API int nacre_open(struct nacre_fs *fs, const struct nacre_cred *cr,
 			 const struct nacre_fid *fid, int flags, struct nacre_file **out)
 {
@@ -484,29 +512,43 @@ NACRE_API int nacre_open(struct nacre_fs *fs, const struct nacre_cred *cr,
 	rpc_msg_free(m);
 	if (rc)
 		return rc;
-	if (S_ISREG(rep.attr.mode) && rep.layout.nosts > 0 && layout_check_file(&rep.layout)) {
-		cl_log(fs, CL_LOG_ERR, "MDS %s sent an invalid layout for a file", fs->addr);
-		return -EPROTO; /* the handle dies with the connection or at MDS restart */
-	}
-
-	f = calloc(1, sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	f->fs = fs;
-	f->fid = *fid;
-	f->cred = req.cred;
-	f->flags = flags;
-	f->handle = rep.handle;
-	f->layout = rep.layout;
-	f->attr = rep.attr;
-	pthread_mutex_init(&f->lock, NULL);
-	pthread_mutex_init(&f->append_lock, NULL);
-	pthread_cond_init(&f->io_cond, NULL);
+	rc = file_new(fs, &req.cred, flags, rep.handle, &rep.attr, &rep.layout, &f);
+	if (rc)
+		return rc;
 	/* Other handles of this client must not report an end beyond the truncation. */
 	if (flags & O_TRUNC)
 		cl_files_set_size(fs, fid, rep.attr.size);
 	file_register(f);
 	*out = f;
+	return 0;
+}
+
+NACRE_API int nacre_create_open(struct nacre_fs *fs, const struct nacre_cred *cr,
+				const struct nacre_fid *parent, const char *name, uint32_t mode,
+				int flags, const struct nacre_layout *layout,
+				struct nacre_attr *attr_out, struct nacre_file **out)
+{
+	struct nacre_cred root;
+	struct nacre_layout l;
+	struct nacre_attr a;
+	uint64_t handle;
+	int rc;
+
+	if (!fs || !parent || !out)
+		return -EINVAL;
+	*out = NULL;
+	rc = cl_create_open(fs, cr, parent, name, mode, flags, layout, &a, &l, &handle);
+	if (rc)
+		return rc;
+	if (attr_out)
+		*attr_out = a;
+	flags &= ~(O_CREAT | O_EXCL | O_NOCTTY);
+	if (handle == 0) /* the name existed: an ordinary open, with its checks */
+		return nacre_open(fs, cr, &a.fid, flags, out);
+	rc = file_new(fs, cl_cred(cr, &root), flags, handle, &a, &l, out);
+	if (rc)
+		return rc; /* the handle dies with the connection or at MDS restart */
+	file_register(*out);
 	return 0;
 }
 

@@ -24,6 +24,23 @@ static uint64_t lock_client(struct nacre_fs *fs)
 	return id;
 }
 
+NACRE_API uint64_t nacre_fs_lock_client(struct nacre_fs *fs)
+{
+	return lock_client(fs);
+}
+
+NACRE_API int nacre_fs_set_lock_client(struct nacre_fs *fs, uint64_t id)
+{
+	uint64_t zero = 0;
+
+	if (!fs || id == 0)
+		return -EINVAL;
+	if (__atomic_compare_exchange_n(&fs->lock_client, &zero, id, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return 0;
+	return zero == id ? 0 : -EBUSY;
+}
+
 static int fill_req(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
 		    int kind, uint64_t owner, const struct nacre_lock *l, struct wire_lock_req *r)
 {

@@ -178,10 +178,13 @@ NACRE_API int nacre_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 }
 
 /* CREATE, MKDIR, MKNOD, SYMLINK. layout_out receives CREATE's layout (NULL otherwise). */
+/* layout_out and handle_out (may be NULL) are for CREATE only; handle_out is set to 0
+ * unless flags has WIRE_CREATE_OPEN and the server opened a new file. */
 static int create_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_t op,
 		       const struct nacre_fid *parent, const char *name, uint32_t mode,
 		       uint32_t rdev, uint32_t flags, const struct nacre_layout *layout,
-		       const char *target, struct nacre_attr *out)
+		       const char *target, struct nacre_attr *out, struct nacre_layout *layout_out,
+		       uint64_t *handle_out)
 {
 	struct wire_create_req *req;
 	struct wire_cursor c, rc_cur;
@@ -222,11 +225,30 @@ static int create_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_
 	wire_cursor_init_read(&rc_cur, m->body, m->body_len);
 	wire_attr_get(&rc_cur, &a);
 	wire_layout_get(&rc_cur, &l);
+	uint64_t handle = 0;
+	if ((flags & WIRE_CREATE_OPEN) && wire_cursor_left(&rc_cur) > 0)
+		handle = wire_get_u64(&rc_cur);
 	rc = cl_decode_end(&rc_cur);
 	rpc_msg_free(m);
-	if (rc == 0 && out)
+	if (rc)
+		return rc;
+	if (out)
 		*out = a;
-	return rc;
+	if (layout_out)
+		*layout_out = l;
+	if (handle_out)
+		*handle_out = handle;
+	return 0;
+}
+
+int cl_create_open(struct nacre_fs *fs, const struct nacre_cred *cr,
+		   const struct nacre_fid *parent, const char *name, uint32_t mode, int flags,
+		   const struct nacre_layout *layout, struct nacre_attr *out,
+		   struct nacre_layout *layout_out, uint64_t *handle_out)
+{
+	return create_call(fs, cr, WIRE_OP_MDS_CREATE, parent, name, S_IFREG | (mode & 07777), 0,
+			   ((uint32_t)flags & O_EXCL) | WIRE_CREATE_OPEN, layout, NULL, out,
+			   layout_out, handle_out);
 }
 
 NACRE_API int nacre_create(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -234,7 +256,7 @@ NACRE_API int nacre_create(struct nacre_fs *fs, const struct nacre_cred *cr,
 			   uint32_t flags, const struct nacre_layout *layout, struct nacre_attr *out)
 {
 	return create_call(fs, cr, WIRE_OP_MDS_CREATE, parent, name, S_IFREG | (mode & 07777), 0,
-			   flags & O_EXCL, layout, NULL, out);
+			   flags & O_EXCL, layout, NULL, out, NULL, NULL);
 }
 
 NACRE_API int nacre_mkdir(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -242,7 +264,7 @@ NACRE_API int nacre_mkdir(struct nacre_fs *fs, const struct nacre_cred *cr,
 			  struct nacre_attr *out)
 {
 	return create_call(fs, cr, WIRE_OP_MDS_MKDIR, parent, name, S_IFDIR | (mode & 07777), 0, 0,
-			   NULL, NULL, out);
+			   NULL, NULL, out, NULL, NULL);
 }
 
 NACRE_API int nacre_mknod(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -262,7 +284,7 @@ NACRE_API int nacre_mknod(struct nacre_fs *fs, const struct nacre_cred *cr,
 		return -EINVAL;
 	}
 	return create_call(fs, cr, WIRE_OP_MDS_MKNOD, parent, name, mode & (S_IFMT | 07777), rdev,
-			   0, NULL, NULL, out);
+			   0, NULL, NULL, out, NULL, NULL);
 }
 
 NACRE_API int nacre_symlink(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -279,7 +301,7 @@ NACRE_API int nacre_symlink(struct nacre_fs *fs, const struct nacre_cred *cr,
 	if (n > NACRE_PATH_MAX)
 		return -ENAMETOOLONG;
 	return create_call(fs, cr, WIRE_OP_MDS_SYMLINK, parent, name, S_IFLNK | 0777, 0, 0, NULL,
-			   target, out);
+			   target, out, NULL, NULL);
 }
 
 /* Copies a wire_path reply (READLINK, FID2PATH) into buf; -ERANGE if it does not fit. */

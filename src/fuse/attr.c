@@ -94,8 +94,8 @@ void fz_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	fz_cred(req, &cr);
 	/* ftruncate: this handle's size must reach the MDS before the cut, not after it
 	 * (where its close would extend the file again). */
-	if ((sa.valid & NACRE_SET_SIZE) && fi && fi->fh) {
-		struct fz_file *f = (struct fz_file *)(uintptr_t)fi->fh;
+	if ((sa.valid & NACRE_SET_SIZE) && fi && fz_handle_get(m, fi->fh, FZ_H_FILE)) {
+		struct fz_file *f = fz_handle_get(m, fi->fh, FZ_H_FILE);
 
 		rc = nacre_flush(f->nf);
 		if (rc < 0) {

@@ -39,8 +39,7 @@ static void unescape(char *s)
 	*d = '\0';
 }
 
-/* The "major:minor" of the last mount on mnt into dev. 0 or -ENOENT. */
-static int mount_dev(const char *mnt, char *dev, size_t len)
+int fz_mount_find(const char *mnt, char *dev, size_t len, char *fstype, size_t fslen)
 {
 	FILE *fp = fopen("/proc/self/mountinfo", "re");
 	char line[8192];
@@ -49,10 +48,10 @@ static int mount_dev(const char *mnt, char *dev, size_t len)
 	if (!fp)
 		return -errno;
 	while (fgets(line, sizeof(line), fp)) {
-		char *f[5], *p = line;
+		char *f[5], *p = line, *sep;
 		int n = 0;
 
-		/* id parent major:minor root mountpoint ... */
+		/* id parent major:minor root mountpoint ... - fstype source options */
 		while (n < 5 && *p) {
 			f[n++] = p;
 			p += strcspn(p, " \n");
@@ -62,10 +61,19 @@ static int mount_dev(const char *mnt, char *dev, size_t len)
 		if (n < 5)
 			continue;
 		unescape(f[4]);
-		if (strcmp(f[4], mnt) == 0) {
-			str_copy(dev, f[2], len);
-			found = 0;
+		if (strcmp(f[4], mnt) != 0)
+			continue;
+		str_copy(dev, f[2], len);
+		if (fstype && fslen) {
+			sep = strstr(p, " - ");
+			fstype[0] = '\0';
+			if (sep) {
+				sep += 3;
+				sep[strcspn(sep, " \n")] = '\0';
+				str_copy(fstype, sep, fslen);
+			}
 		}
+		found = 0;
 	}
 	fclose(fp);
 	return found;
@@ -139,7 +147,7 @@ static void *bdi_main(void *arg)
 	}
 	pthread_mutex_unlock(&b->lock);
 
-	rc = mount_dev(b->mnt, dev, sizeof(dev));
+	rc = fz_mount_find(b->mnt, dev, sizeof(dev), NULL, 0);
 	if (rc < 0) {
 		LOG_WARN("fuse", "cannot find %s in /proc/self/mountinfo: %s; kernel readahead "
 				 "stays at its default", b->mnt, strerror(-rc));

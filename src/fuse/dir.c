@@ -198,30 +198,48 @@ void fz_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
 	fz_reply_entry(req, &a, &p->fid);
 }
 
-void fz_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void *fz_dir_create(void)
 {
 	struct fz_dir *d = calloc(1, sizeof(*d));
 
-	(void)ino;
-	if (!d) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
+	if (!d)
+		return NULL;
 	d->ents = malloc(DIR_BATCH * sizeof(*d->ents));
 	if (!d->ents) {
 		free(d);
+		return NULL;
+	}
+	pthread_mutex_init(&d->lock, NULL);
+	return d;
+}
+
+void fz_dir_destroy(void *dir)
+{
+	struct fz_dir *d = dir;
+
+	if (!d)
+		return;
+	pthread_mutex_destroy(&d->lock);
+	free(d->ents);
+	free(d);
+}
+
+void fz_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fz_dir *d = fz_dir_create();
+	uint64_t fh;
+
+	(void)ino;
+	if (!d || fz_handle_add(fz_mnt(req), FZ_H_DIR, d, &fh) < 0) {
+		fz_dir_destroy(d);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	pthread_mutex_init(&d->lock, NULL);
-	fi->fh = (uint64_t)(uintptr_t)d;
+	fi->fh = fh;
 	/* Entries change under us from other clients: the kernel must not keep a listing. */
 	fi->cache_readdir = 0;
-	if (fuse_reply_open(req, fi) != 0) {
-		pthread_mutex_destroy(&d->lock);
-		free(d->ents);
-		free(d);
-	}
+	if (fuse_reply_open(req, fi) != 0)
+		fz_dir_destroy(fz_handle_del(fz_mnt(req), fh, FZ_H_DIR));
 }
 
 /* Adds one entry to buf; returns 0 if it did not fit. */
@@ -276,7 +294,7 @@ void fz_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct fz_mount *m = fz_mnt(req);
 	struct fz_inode *in = fz_inode_get(m, ino);
-	struct fz_dir *d = (struct fz_dir *)(uintptr_t)fi->fh;
+	struct fz_dir *d = fz_handle_get(m, fi->fh, FZ_H_DIR);
 	struct nacre_cred cr;
 	struct nacre_fid parent;
 	uint64_t cookie = off > 2 ? (uint64_t)off : 0;
@@ -284,6 +302,10 @@ void fz_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	char *buf;
 	int rc = 0;
 
+	if (!d || !in) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
 	buf = malloc(size);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
@@ -336,12 +358,8 @@ out_reply:
 
 void fz_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct fz_dir *d = (struct fz_dir *)(uintptr_t)fi->fh;
-
 	(void)ino;
-	pthread_mutex_destroy(&d->lock);
-	free(d->ents);
-	free(d);
+	fz_dir_destroy(fz_handle_del(fz_mnt(req), fi->fh, FZ_H_DIR));
 	fuse_reply_err(req, 0);
 }
 

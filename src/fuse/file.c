@@ -17,13 +17,15 @@
  * kernel's business. */
 #define OPEN_FLAGS_DROP (O_CREAT | O_EXCL | O_NOCTTY)
 
-static struct fz_file *file_of(struct fuse_file_info *fi)
+/* The open file of a request; the kernel sends only handles we gave it and not yet
+ * released, so NULL means a bug (logged by the caller's reply of EBADF). */
+static struct fz_file *file_of(fuse_req_t req, struct fuse_file_info *fi)
 {
-	return (struct fz_file *)(uintptr_t)fi->fh;
+	return fz_handle_get(fz_mnt(req), fi->fh, FZ_H_FILE);
 }
 
-/* Wraps nf in an fz_file linked to in; NULL on ENOMEM (nf is then still the caller's). */
-static struct fz_file *file_create(struct fz_inode *in, struct nacre_file *nf, int flags)
+struct fz_file *fz_file_create(struct fz_inode *in, struct nacre_file *nf, int flags,
+			       const struct nacre_cred *cr)
 {
 	struct fz_file *f = calloc(1, sizeof(*f));
 
@@ -32,12 +34,28 @@ static struct fz_file *file_create(struct fz_inode *in, struct nacre_file *nf, i
 	f->nf = nf;
 	f->inode = in;
 	f->append = (flags & O_APPEND) != 0;
+	/* a re-open must not truncate or create again */
+	f->flags = flags & ~(OPEN_FLAGS_DROP | O_TRUNC);
+	if (cr)
+		f->cred = *cr;
 	/* O_TRUNC cut the file at the MDS: other handles here wrote nothing past 0 any more. */
 	if (flags & O_TRUNC)
 		fz_inode_clamp_size(in, 0);
 	fz_inode_add_file(in, f);
 	fz_metrics_open(1);
 	return f;
+}
+
+/* Gives f a handle number in fi->fh; on ENOMEM closes f and returns -ENOMEM. */
+static int file_publish(fuse_req_t req, struct fz_file *f, struct fuse_file_info *fi)
+{
+	uint64_t fh;
+	int rc = fz_handle_add(fz_mnt(req), FZ_H_FILE, f, &fh);
+
+	if (rc < 0)
+		return rc;
+	fi->fh = fh;
+	return 0;
 }
 
 int fz_file_close(struct fz_file *f)
@@ -104,29 +122,30 @@ void fz_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	if (fz_check_ro(req) || fz_check_name(req, name))
 		return;
 	fz_cred(req, &cr);
-	rc = nacre_create(m->fs, &cr, &p->fid, name, mode & 07777, (uint32_t)(fi->flags & O_EXCL),
-			  NULL, &a);
-	if (rc < 0)
-		goto out_err;
-	rc = nacre_open(m->fs, &cr, &a.fid, fi->flags & ~OPEN_FLAGS_DROP, &nf);
-	/* open(O_CREAT|O_WRONLY, 0444) must succeed for the creator. The owner may chmod the
-	 * file at will anyway, so opening on its behalf bypasses nothing. */
-	if (rc == -EACCES && a.uid == cr.uid)
-		rc = nacre_open(m->fs, NULL, &a.fid, fi->flags & ~OPEN_FLAGS_DROP, &nf);
+	/* one MDS request; the creator may open a new file whatever mode it gave
+	 * (open(O_CREAT|O_WRONLY, 0444) succeeds) */
+	rc = nacre_create_open(m->fs, &cr, &p->fid, name, mode & 07777,
+			       fi->flags & ~(O_CREAT | O_NOCTTY), NULL, &a, &nf);
 	if (rc < 0)
 		goto out_err;
 	rc = fz_entry_prepare(req, &a, &p->fid, &e, &in);
 	if (rc < 0)
 		goto out_close;
-	f = file_create(in, nf, fi->flags);
+	f = fz_file_create(in, nf, fi->flags, &cr);
 	if (!f) {
 		rc = -ENOMEM;
 		goto out_forget;
 	}
-	fi->fh = (uint64_t)(uintptr_t)f;
+	if (file_publish(req, f, fi) < 0) {
+		fz_file_close(f);
+		fz_inode_forget(m, in, 1);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	set_open_flags(f, fi);
 	/* If the kernel dropped the reply, it holds neither the lookup nor the file. */
 	if (fuse_reply_create(req, &e, fi) != 0) {
+		fz_handle_del(m, fi->fh, FZ_H_FILE);
 		fz_file_close(f);
 		fz_inode_forget(m, in, 1);
 	}
@@ -149,6 +168,10 @@ void fz_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fz_file *f;
 	int rc;
 
+	if (!in) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
 	if (m->ro && ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))) {
 		fuse_reply_err(req, EROFS);
 		return;
@@ -160,26 +183,36 @@ void fz_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fz_reply_rc(req, rc);
 		return;
 	}
-	f = file_create(in, nf, fi->flags);
+	f = fz_file_create(in, nf, fi->flags, &cr);
 	if (!f) {
 		nacre_close(nf);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	fi->fh = (uint64_t)(uintptr_t)f;
-	set_open_flags(f, fi);
-	if (fuse_reply_open(req, fi) != 0)
+	if (file_publish(req, f, fi) < 0) {
 		fz_file_close(f);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	set_open_flags(f, fi);
+	if (fuse_reply_open(req, fi) != 0) {
+		fz_handle_del(m, fi->fh, FZ_H_FILE);
+		fz_file_close(f);
+	}
 }
 
 void fz_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct fuse_file_info *fi)
 {
-	struct fz_file *f = file_of(fi);
+	struct fz_file *f = file_of(req, fi);
 	ssize_t n;
 	char *buf;
 
 	(void)ino;
+	if (!f) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
 	if (size == 0) {
 		fuse_reply_buf(req, NULL, 0);
 		return;
@@ -202,12 +235,17 @@ void fz_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void fz_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		 struct fuse_file_info *fi)
 {
-	struct fz_file *f = file_of(fi);
-	struct fz_inode *in = f->inode;
+	struct fz_file *f = file_of(req, fi);
+	struct fz_inode *in;
 	uint64_t end;
 	ssize_t n;
 
 	(void)ino;
+	if (!f) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	in = f->inode;
 	n = nacre_pwrite(f->nf, buf, size, (uint64_t)off);
 	if (n < 0) {
 		fz_reply_rc(req, (int)n);
@@ -250,6 +288,11 @@ static int file_push(struct fz_file *f, int datasync, int durable)
 	return rc;
 }
 
+int fz_file_push(struct fz_file *f)
+{
+	return file_push(f, 0, 0);
+}
+
 void fz_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
@@ -257,18 +300,22 @@ void fz_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * where another client opens the file and sees neither the data nor the size
 	 * (close-to-open, as NFS). Pushing here also reports write errors to close(2). It
 	 * is a size update at the MDS, not a disk sync: close(2) does not promise durability. */
-	fuse_reply_err(req, fz_errno_or_ok(file_push(file_of(fi), 0, 0)));
+	struct fz_file *f = file_of(req, fi);
+
+	fuse_reply_err(req, f ? fz_errno_or_ok(file_push(f, 0, 0)) : EBADF);
 }
 
 void fz_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
+	struct fz_file *f = file_of(req, fi);
+
 	(void)ino;
-	fuse_reply_err(req, fz_errno_or_ok(file_push(file_of(fi), datasync, 1)));
+	fuse_reply_err(req, f ? fz_errno_or_ok(file_push(f, datasync, 1)) : EBADF);
 }
 
 void fz_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	int rc = fz_file_close(file_of(fi));
+	int rc = fz_file_close(fz_handle_del(fz_mnt(req), fi->fh, FZ_H_FILE));
 
 	(void)ino;
 	/* Nobody waits for release: the error can only be logged. */

@@ -2,7 +2,11 @@
  * FUSE low-level operations, one family per file (inode.c, dir.c, file.c, attr.c, xattr.c).
  *
  * Everything here is used from the FUSE worker threads at once; each shared field says
- * which lock protects it. Lock order: fz_itable.lock before fz_inode.lock.
+ * which lock protects it. Lock order: fz_itable.lock, then fz_htable.lock, then
+ * fz_inode.lock.
+ *
+ * Inode numbers and file handles given to the kernel are counters looked up in tables, not
+ * addresses, so that nacre-mount --upgrade (upgrade.c) can hand them to a new process.
  */
 #ifndef NACRE_FZ_H
 #define NACRE_FZ_H
@@ -22,9 +26,10 @@ struct fz_file;
  * root inode is embedded in fz_itable and never freed. */
 struct fz_inode {
 	struct nacre_fid fid;    /* immutable */
-	fuse_ino_t ino;          /* immutable: FUSE_ROOT_ID or the object's address */
+	fuse_ino_t ino;          /* immutable: FUSE_ROOT_ID or a number from fz_itable.next_ino */
 	uint64_t nlookup;        /* fz_itable.lock */
-	struct fz_inode *hnext;  /* fz_itable.lock: hash chain */
+	struct fz_inode *hnext;  /* fz_itable.lock: FID hash chain */
+	struct fz_inode *inext;  /* fz_itable.lock: inode number hash chain */
 	struct nacre_fid parent; /* fz_itable.lock: last parent seen, for ".." in readdir */
 	pthread_mutex_t lock;    /* protects files and the cache stamp */
 	struct fz_file *files;   /* lock: files open on this inode */
@@ -42,19 +47,39 @@ struct fz_file {
 	struct nacre_file *nf;       /* immutable while open */
 	struct fz_inode *inode;      /* immutable */
 	int append;                  /* immutable: opened O_APPEND */
+	int flags;                   /* immutable: open flags, for a re-open by an upgrade */
+	struct nacre_cred cred;      /* immutable: the opener's, for a re-open by an upgrade */
 	struct fz_file *next, *prev; /* inode->lock */
 	uint64_t written_end;        /* inode->lock: highest end written through this handle */
 	int dirty;                   /* inode->lock: written since the last flush */
 };
 
-/* FID -> inode hash table (chained), resized as it grows. */
+/* FID -> inode and inode number -> inode hash tables (chained), resized as they grow.
+ * Both hold the same inodes; the number table leaves out the root (FUSE_ROOT_ID). */
 struct fz_itable {
 	pthread_mutex_t lock;
-	struct fz_inode **buckets; /* lock */
-	size_t nbuckets;           /* lock: a power of two */
-	size_t count;              /* lock: inodes in the table, root included */
-	struct fz_inode root;      /* fid and ino immutable after fz_itable_init */
+	struct fz_inode **buckets;  /* lock: by FID */
+	struct fz_inode **ibuckets; /* lock: by inode number */
+	size_t nbuckets;            /* lock: a power of two, the size of both arrays */
+	size_t count;               /* lock: inodes in the table, root included */
+	uint64_t next_ino;          /* lock: the next inode number to give out; never reused */
+	struct fz_inode root;       /* fid and ino immutable after fz_itable_init */
 };
+
+/* Kinds of handle-table entries. */
+enum { FZ_H_FILE = 1, FZ_H_DIR = 2 };
+
+/* fi->fh -> struct fz_file / directory handle. */
+struct fz_hent;
+struct fz_htable {
+	pthread_mutex_t lock;
+	struct fz_hent **buckets; /* lock */
+	size_t count;             /* lock */
+	uint64_t next;            /* lock: the next handle number; never reused */
+};
+
+/* State of a handover (upgrade.c) as the serving process sees it. */
+struct fz_upgrade;
 
 /* Kernel readahead set on the mount's bdi (read_ahead_kb), so that buffered reads arrive as
  * 1 MiB requests with several in flight. */
@@ -78,6 +103,13 @@ enum {
 	FZ_LOCK_NONE = 2,    /* noflock: fcntl locks and flock fail with ENOSYS */
 };
 
+/* What the kernel and libfuse agreed at FUSE_INIT; the new process of an upgrade replays it. */
+struct fz_init_params {
+	uint32_t proto_major, proto_minor;
+	uint32_t max_readahead; /* the kernel's, as it asked */
+	uint32_t capable, want; /* libfuse's view, after op_init */
+};
+
 /* The mount: set up before the session starts, read-only afterwards (no lock needed), but
  * for bdi, which has its own lock. */
 struct fz_mount {
@@ -90,6 +122,13 @@ struct fz_mount {
 	int lock_mode;        /* FZ_LOCK_* */
 	struct fuse_session *se; /* set once the session exists, for cache invalidations */
 	struct fz_itable itab;
+	struct fz_htable htab;
+	/* Set by an upgrade while FUSE_INIT is replayed: op_init restores the connection
+	 * parameters the kernel negotiated with the previous process. */
+	const struct fz_init_params *replay_init;
+	struct fz_init_params init; /* written by op_init, read once the session stopped */
+	struct fz_upgrade *upg;     /* the control socket; set and cleared by the thread that
+				     * runs the FUSE loop while it is stopped */
 };
 
 static inline struct fz_mount *fz_mnt(fuse_req_t req)
@@ -102,8 +141,17 @@ static inline struct fz_mount *fz_mnt(fuse_req_t req)
 int fz_itable_init(struct fz_itable *t, const struct nacre_fid *root);
 /* Closes every file still open (after the session ended) and frees every inode. */
 void fz_itable_fini(struct fz_itable *t);
-/* The inode behind a kernel inode number; valid while the kernel holds a lookup on it. */
+/* The inode behind a kernel inode number; valid while the kernel holds a lookup on it. NULL
+ * (logged) for a number this table never gave out. Thread-safe: one mutex and a lookup. */
 struct fz_inode *fz_inode_get(struct fz_mount *m, fuse_ino_t ino);
+/* Adds an inode the kernel already knows by ino (an upgrade): ino, FID and lookups as the
+ * previous process had them. For FUSE_ROOT_ID only nlookup is taken (fid must match the
+ * root). 0, -EEXIST, -EINVAL or -ENOMEM. Not thread-safe: before the session runs. */
+int fz_inode_import(struct fz_mount *m, fuse_ino_t ino, const struct nacre_fid *fid,
+		    const struct nacre_fid *parent, uint64_t nlookup);
+/* Calls fn for every inode, root first, under fz_itable.lock (fn must not take it); stops at
+ * the first non-zero return, which it returns. */
+int fz_itable_walk(struct fz_mount *m, int (*fn)(struct fz_inode *in, void *arg), void *arg);
 /* Finds or creates the inode of fid and adds one lookup; parent (may be NULL) is remembered
  * for "..". Returns NULL on ENOMEM. Thread-safe. */
 struct fz_inode *fz_inode_ref(struct fz_mount *m, const struct nacre_fid *fid,
@@ -121,6 +169,24 @@ void fz_inode_merge_size(struct fz_inode *in, uint64_t *size);
 void fz_inode_clamp_size(struct fz_inode *in, uint64_t size);
 void fz_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
 void fz_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
+
+/* ---- handle.c: the handle table (fi->fh) ---- */
+/* Prepares an empty table. 0 or -ENOMEM. Not thread-safe. */
+int fz_htable_init(struct fz_htable *t);
+/* Frees the table's entries (not the objects they point to). */
+void fz_htable_fini(struct fz_htable *t);
+/* Gives obj a new handle number *fh. 0 or -ENOMEM. Thread-safe. */
+int fz_handle_add(struct fz_mount *m, int kind, void *obj, uint64_t *fh);
+/* Adds obj under a number the kernel already holds (an upgrade). 0, -EEXIST, -EINVAL or
+ * -ENOMEM. Thread-safe. */
+int fz_handle_import(struct fz_mount *m, uint64_t fh, int kind, void *obj);
+/* The object of fh if it is of kind, else NULL. Valid until release of fh. Thread-safe. */
+void *fz_handle_get(struct fz_mount *m, uint64_t fh, int kind);
+/* Removes fh and returns its object (NULL if fh is not of kind). Thread-safe. */
+void *fz_handle_del(struct fz_mount *m, uint64_t fh, int kind);
+/* Calls fn for every handle under fz_htable.lock; stops at (and returns) a non-zero result. */
+int fz_htable_walk(struct fz_mount *m, int (*fn)(uint64_t fh, int kind, void *obj, void *arg),
+		   void *arg);
 
 /* ---- req.c: per-request helpers ---- */
 /* The caller's uid, gid and supplementary groups (at most NACRE_MAX_GROUPS). */
@@ -161,6 +227,9 @@ void fz_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		   struct fuse_file_info *fi);
 void fz_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fz_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+/* An open directory's state (empty: the next readdir fetches); NULL on ENOMEM. */
+void *fz_dir_create(void);
+void fz_dir_destroy(void *dir);
 
 /* ---- file.c ---- */
 void fz_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -175,6 +244,12 @@ void fz_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 void fz_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 /* Closes f (flushing to the MDS) and frees it; returns nacre_close's result. */
 int fz_file_close(struct fz_file *f);
+/* Wraps nf in an fz_file linked to in (flags: the open flags; cr: the opener's). NULL on
+ * ENOMEM (nf is then still the caller's). Thread-safe. */
+struct fz_file *fz_file_create(struct fz_inode *in, struct nacre_file *nf, int flags,
+			       const struct nacre_cred *cr);
+/* Publishes f's buffered writes and size to the MDS (as flush). Thread-safe. */
+int fz_file_push(struct fz_file *f);
 
 /* ---- attr.c ---- */
 void fz_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
@@ -197,6 +272,9 @@ void fz_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 void fz_bdi_start(struct fz_mount *m, const char *mnt);
 /* Called from op_init. Thread-safe. */
 void fz_bdi_init_done(struct fz_mount *m);
+/* The "major:minor" (dev) and file system type (fstype, may be NULL) of the last mount on
+ * mnt, from /proc/self/mountinfo, without touching the mount. 0, -ENOENT or -errno. */
+int fz_mount_find(const char *mnt, char *dev, size_t len, char *fstype, size_t fslen);
 /* Stops and joins the thread. */
 void fz_bdi_stop(struct fz_mount *m);
 
@@ -214,6 +292,59 @@ void fz_op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int 
 /* flush and release that first drop the closing owner's locks, then run file.c's. */
 void fz_op_lock_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fz_op_lock_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* Requests now waiting for a cluster lock (F_SETLKW, blocking flock). Thread-safe. */
+int fz_lock_waiters(void);
+/* Calls fn for each (fid, lock owner) that may hold POSIX locks (lock.c's table), under
+ * its mutex; stops at (and returns) a non-zero result. */
+int fz_lock_owners_walk(int (*fn)(const struct nacre_fid *fid, uint64_t owner, void *arg),
+			void *arg);
+/* Adds a pair to that table (an upgrade). 0 or -ENOMEM. */
+int fz_lock_owner_import(const struct nacre_fid *fid, uint64_t owner);
+
+/* ---- upgrade.c: nacre-mount --upgrade (see the top of upgrade.c for the steps) ---- */
+/* What the serving process tells a successor; strings live as long as the mount. */
+struct fz_upgrade_conf {
+	const char *spec;
+	const char *opts; /* the -o options as given, comma-separated */
+	const char *mnt;  /* the mount point (real path) */
+	const char *sock; /* control_socket= or NULL for the default path */
+};
+enum { FZ_UPG_NONE = 0, FZ_UPG_RESUME = 1, FZ_UPG_HANDED = 2 };
+/* The control socket of mnt: opt_path, else /run/nacre/mount-MAJOR:MINOR.sock. 0 or -errno. */
+int fz_upgrade_socket_path(const char *mnt, const char *opt_path, char *out, size_t len);
+/* Listens on the control socket in a thread of its own; main_thread runs the FUSE loop and
+ * gets SIGUSR2 when an upgrade stops it. Sets m->upg. 0 or -errno. */
+int fz_upgrade_listen(struct fz_mount *m, const struct fz_upgrade_conf *conf,
+		      pthread_t main_thread);
+/* Called by main_thread each time the FUSE loop returned: FZ_UPG_NONE (a normal stop),
+ * FZ_UPG_RESUME (an upgrade stopped it and failed: reset the session and loop again) or
+ * FZ_UPG_HANDED (the session belongs to a successor now: exit without unmounting). */
+int fz_upgrade_after_loop(struct fz_mount *m);
+/* Closes the control socket and joins its thread. m->upg may be NULL. */
+void fz_upgrade_stop(struct fz_mount *m);
+/* Binds this mount's cluster locks to its own MDS connection (an empty unlock). */
+int fz_locks_rebind(struct fz_mount *m, char *err, size_t len);
+
+/* The successor's side. A takeover holds the connection to the old process, the received
+ * /dev/fuse fd and the state; every call writes a sentence naming the failed step to err. */
+struct fz_takeover;
+/* Asks the process behind sock_path for its session. 0 or a negative error. */
+int fz_upgrade_request(const char *sock_path, struct fz_takeover **out, char *err, size_t len);
+const char *fz_takeover_spec(const struct fz_takeover *t);
+const char *fz_takeover_opts(const struct fz_takeover *t);
+/* The /dev/fuse fd; the session owns it once fuse_session_mount took it. */
+int fz_takeover_fd(const struct fz_takeover *t);
+/* Fills m's (fresh) tables with the old process's numbers and re-opens its files. */
+int fz_takeover_import(struct fz_mount *m, struct fz_takeover *t, char *err, size_t len);
+/* Feeds libfuse the FUSE_INIT the kernel sent the first process (m->se must exist). */
+int fz_takeover_replay_init(struct fz_mount *m, struct fz_takeover *t, char *err, size_t len);
+/* Tells the old process to go (status 0: returns 0 once it confirmed, else the session
+ * is not ours) or to serve on (a negative errno, msg why). */
+int fz_takeover_ack(struct fz_takeover *t, int status, const char *msg);
+/* Returns once the old process has exited (its end of the socket closed), or after
+ * timeout_ms without news (-1: no limit). */
+void fz_takeover_wait_old(struct fz_takeover *t, int timeout_ms);
+void fz_takeover_free(struct fz_takeover *t);
 
 /* ---- ops.c ---- */
 /* The operation table handed to fuse_session_new. */

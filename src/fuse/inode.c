@@ -2,9 +2,11 @@
  *
  * The kernel names an inode by a 64-bit number it got from us in a lookup-like reply and
  * gives back the count of those replies with forget. As in libfuse's passthrough_ll, the
- * number is the address of our inode object (FUSE_ROOT_ID for the root), and the object lives
- * until forget brings its count to zero. One FID always maps to one object, so that hard
- * links and repeated lookups give the kernel one inode.
+ * object lives until forget brings its count to zero. The number is not its address but a
+ * counter (FUSE_ROOT_ID for the root) found through a second hash, so that a process taking
+ * the session over (upgrade.c) serves the numbers the kernel holds; numbers are never reused.
+ * One FID always maps to one object, so that hard links and repeated lookups give the kernel
+ * one inode.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,6 +25,13 @@ static size_t fid_hash(const struct nacre_fid *fid)
 	return (size_t)(h ^ (h >> 29));
 }
 
+static size_t ino_hash(uint64_t ino)
+{
+	uint64_t h = ino * 0x9e3779b97f4a7c15ULL;
+
+	return (size_t)(h ^ (h >> 32));
+}
+
 static void inode_init(struct fz_inode *in, const struct nacre_fid *fid)
 {
 	memset(in, 0, sizeof(*in));
@@ -36,8 +45,14 @@ int fz_itable_init(struct fz_itable *t, const struct nacre_fid *root)
 	memset(t, 0, sizeof(*t));
 	t->nbuckets = ITABLE_INITIAL;
 	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
-	if (!t->buckets)
+	t->ibuckets = calloc(t->nbuckets, sizeof(*t->ibuckets));
+	if (!t->buckets || !t->ibuckets) {
+		free(t->buckets);
+		free(t->ibuckets);
+		t->buckets = t->ibuckets = NULL;
 		return -ENOMEM;
+	}
+	t->next_ino = FUSE_ROOT_ID + 1;
 	pthread_mutex_init(&t->lock, NULL);
 	inode_init(&t->root, root);
 	t->root.ino = FUSE_ROOT_ID;
@@ -74,26 +89,50 @@ void fz_itable_fini(struct fz_itable *t)
 		}
 	}
 	free(t->buckets);
-	t->buckets = NULL;
+	free(t->ibuckets);
+	t->buckets = t->ibuckets = NULL;
 	pthread_mutex_destroy(&t->lock);
+}
+
+/* Called with t->lock held. */
+static struct fz_inode *find_ino(struct fz_itable *t, uint64_t ino)
+{
+	struct fz_inode *in = t->ibuckets[ino_hash(ino) & (t->nbuckets - 1)];
+
+	while (in && in->ino != ino)
+		in = in->inext;
+	return in;
 }
 
 struct fz_inode *fz_inode_get(struct fz_mount *m, fuse_ino_t ino)
 {
+	struct fz_itable *t = &m->itab;
+	struct fz_inode *in;
+
 	if (ino == FUSE_ROOT_ID)
-		return &m->itab.root;
-	return (struct fz_inode *)(uintptr_t)ino;
+		return &t->root;
+	pthread_mutex_lock(&t->lock);
+	in = find_ino(t, ino);
+	pthread_mutex_unlock(&t->lock);
+	if (!in)
+		LOG_RATELIMITED(LOG_LVL_ERR, "inode", "the kernel sent unknown inode %llu",
+				(unsigned long long)ino);
+	return in;
 }
 
-/* Doubles the bucket array; on ENOMEM keeps the old one (chains just get longer). Called
+/* Doubles both bucket arrays; on ENOMEM keeps the old ones (chains just get longer). Called
  * with t->lock held. */
 static void itable_grow(struct fz_itable *t)
 {
 	size_t n = t->nbuckets * 2, i;
 	struct fz_inode **nb = calloc(n, sizeof(*nb));
+	struct fz_inode **ni = calloc(n, sizeof(*ni));
 
-	if (!nb)
+	if (!nb || !ni) {
+		free(nb);
+		free(ni);
 		return;
+	}
 	for (i = 0; i < t->nbuckets; i++) {
 		struct fz_inode *in = t->buckets[i];
 
@@ -105,10 +144,83 @@ static void itable_grow(struct fz_itable *t)
 			nb[b] = in;
 			in = next;
 		}
+		in = t->ibuckets[i];
+		while (in) {
+			struct fz_inode *next = in->inext;
+			size_t b = ino_hash(in->ino) & (n - 1);
+
+			in->inext = ni[b];
+			ni[b] = in;
+			in = next;
+		}
 	}
 	free(t->buckets);
+	free(t->ibuckets);
 	t->buckets = nb;
+	t->ibuckets = ni;
 	t->nbuckets = n;
+}
+
+/* Links a new inode into both hashes. Called with t->lock held. */
+static void insert_locked(struct fz_itable *t, struct fz_inode *in)
+{
+	size_t b = fid_hash(&in->fid) & (t->nbuckets - 1);
+	size_t ib = ino_hash(in->ino) & (t->nbuckets - 1);
+
+	in->hnext = t->buckets[b];
+	t->buckets[b] = in;
+	in->inext = t->ibuckets[ib];
+	t->ibuckets[ib] = in;
+	if (++t->count > t->nbuckets * 2)
+		itable_grow(t);
+}
+
+int fz_inode_import(struct fz_mount *m, fuse_ino_t ino, const struct nacre_fid *fid,
+		    const struct nacre_fid *parent, uint64_t nlookup)
+{
+	struct fz_itable *t = &m->itab;
+	struct fz_inode *in;
+
+	if (ino == FUSE_ROOT_ID) {
+		if (!nacre_fid_eq(fid, &t->root.fid))
+			return -EINVAL;
+		/* never below the floor fz_itable_init set */
+		t->root.nlookup = nlookup > 2 ? nlookup : 2;
+		return 0;
+	}
+	if (ino == 0 || nlookup == 0)
+		return -EINVAL;
+	if (find_ino(t, ino))
+		return -EEXIST;
+	for (in = t->buckets[fid_hash(fid) & (t->nbuckets - 1)]; in; in = in->hnext)
+		if (nacre_fid_eq(&in->fid, fid))
+			return -EEXIST;
+	in = malloc(sizeof(*in));
+	if (!in)
+		return -ENOMEM;
+	inode_init(in, fid);
+	in->ino = ino;
+	in->nlookup = nlookup;
+	in->parent = *parent;
+	insert_locked(t, in);
+	if (ino >= t->next_ino)
+		t->next_ino = ino + 1;
+	return 0;
+}
+
+int fz_itable_walk(struct fz_mount *m, int (*fn)(struct fz_inode *in, void *arg), void *arg)
+{
+	struct fz_itable *t = &m->itab;
+	int rc;
+
+	pthread_mutex_lock(&t->lock);
+	rc = fn(&t->root, arg);
+	for (size_t i = 0; i < t->nbuckets && !rc; i++)
+		for (struct fz_inode *in = t->buckets[i]; in && !rc; in = in->hnext)
+			if (in != &t->root)
+				rc = fn(in, arg);
+	pthread_mutex_unlock(&t->lock);
+	return rc;
 }
 
 struct fz_inode *fz_inode_ref(struct fz_mount *m, const struct nacre_fid *fid,
@@ -130,11 +242,8 @@ struct fz_inode *fz_inode_ref(struct fz_mount *m, const struct nacre_fid *fid,
 			return NULL;
 		}
 		inode_init(in, fid);
-		in->ino = (fuse_ino_t)(uintptr_t)in;
-		in->hnext = t->buckets[b];
-		t->buckets[b] = in;
-		if (++t->count > t->nbuckets * 2)
-			itable_grow(t);
+		in->ino = t->next_ino++;
+		insert_locked(t, in);
 	}
 	in->nlookup++;
 	if (parent && in != &t->root)
@@ -148,6 +257,8 @@ void fz_inode_forget(struct fz_mount *m, struct fz_inode *in, uint64_t n)
 	struct fz_itable *t = &m->itab;
 	struct fz_inode **pp;
 
+	if (!in)
+		return;
 	pthread_mutex_lock(&t->lock);
 	if (n > in->nlookup) {
 		LOG_WARN("inode", "forget of %llu lookups, only %llu held",
@@ -164,6 +275,11 @@ void fz_inode_forget(struct fz_mount *m, struct fz_inode *in, uint64_t n)
 		pp = &(*pp)->hnext;
 	if (*pp)
 		*pp = in->hnext;
+	pp = &t->ibuckets[ino_hash(in->ino) & (t->nbuckets - 1)];
+	while (*pp && *pp != in)
+		pp = &(*pp)->inext;
+	if (*pp)
+		*pp = in->inext;
 	t->count--;
 	pthread_mutex_unlock(&t->lock);
 	/* The kernel releases every file before it forgets the inode. */

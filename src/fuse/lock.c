@@ -35,6 +35,48 @@ struct owner_ent {
 };
 static pthread_mutex_t owners_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct owner_ent *owners[OWNER_BUCKETS]; /* owners_lock */
+/* Requests in set_wait's retry loop: an upgrade cannot hand those over (upgrade.c). */
+static int lock_waiters; /* atomic */
+
+static struct owner_ent **owner_slot(const struct nacre_fid *fid, uint64_t owner);
+
+int fz_lock_waiters(void)
+{
+	return __atomic_load_n(&lock_waiters, __ATOMIC_ACQUIRE);
+}
+
+int fz_lock_owners_walk(int (*fn)(const struct nacre_fid *fid, uint64_t owner, void *arg),
+			void *arg)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&owners_lock);
+	for (size_t i = 0; i < OWNER_BUCKETS && !rc; i++)
+		for (struct owner_ent *e = owners[i]; e && !rc; e = e->next)
+			rc = fn(&e->fid, e->owner, arg);
+	pthread_mutex_unlock(&owners_lock);
+	return rc;
+}
+
+int fz_lock_owner_import(const struct nacre_fid *fid, uint64_t owner)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&owners_lock);
+	struct owner_ent **p = owner_slot(fid, owner);
+	if (!*p) {
+		struct owner_ent *e = calloc(1, sizeof(*e));
+		if (e) {
+			e->fid = *fid;
+			e->owner = owner;
+			*p = e;
+		} else {
+			rc = -ENOMEM;
+		}
+	}
+	pthread_mutex_unlock(&owners_lock);
+	return rc;
+}
 
 static size_t owner_bucket(const struct nacre_fid *fid, uint64_t owner)
 {
@@ -131,16 +173,27 @@ static int set_wait(fuse_req_t req, const struct nacre_fid *fid, int kind, uint6
 	struct nacre_cred cr;
 	int ms = WAIT_MIN_MS;
 
+	int rc, counted = 0;
+
 	fz_cred(req, &cr);
 	for (;;) {
-		int rc = nacre_lock_set(m->fs, &cr, fid, kind, owner, l);
+		rc = nacre_lock_set(m->fs, &cr, fid, kind, owner, l);
 		if (rc != -EAGAIN || !sleep)
-			return rc;
-		if (fuse_req_interrupted(req))
-			return -EINTR;
+			break;
+		if (fuse_req_interrupted(req)) {
+			rc = -EINTR;
+			break;
+		}
+		if (!counted) {
+			__atomic_add_fetch(&lock_waiters, 1, __ATOMIC_ACQ_REL);
+			counted = 1;
+		}
 		pause_ms(ms);
 		ms = ms * 2 > WAIT_MAX_MS ? WAIT_MAX_MS : ms * 2;
 	}
+	if (counted)
+		__atomic_sub_fetch(&lock_waiters, 1, __ATOMIC_ACQ_REL);
+	return rc;
 }
 
 /* Replies 0 to a lock request; if the kernel gave up on it meanwhile (the process was

@@ -2,6 +2,7 @@
  *
  *   nacre-mount SPEC MOUNTPOINT [-o opt,...] [-f] [-d]
  *   mount.nacre SPEC MOUNTPOINT [-sfnv] [-o opts]       (as mount(8) runs it)
+ *   nacre-mount --upgrade MOUNTPOINT [-o opt,...] [-f]  (take over a running mount)
  *
  * The file system is contacted first, and the FUSE mount made only once that worked, so a
  * failed mount leaves nothing behind and mount(8) returns only when the mount works.
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,6 +58,9 @@ struct args {
 	int lock_mode;          /* flock / localflock / noflock: FZ_LOCK_* */
 	struct metrics_opts metrics; /* metrics_addr=, metrics_log=, metrics_interval= */
 	char vfs_flags[256];    /* mount flags passed on to the kernel mount (",noexec"...) */
+	int upgrade;            /* --upgrade: take over the mount's running process */
+	const char *control_socket; /* control_socket=PATH; NULL: /run/nacre/mount-DEV.sock */
+	char opts_raw[8192];    /* every -o list as given, for a successor */
 };
 
 /* Options mount(8), fstab and systemd add that mean nothing to nacre. */
@@ -93,8 +98,12 @@ static void usage(FILE *out, const char *prog)
 		"  -o flock          cluster-wide fcntl and flock locks (the default)\n"
 		"  -o localflock     locks seen by this client only;  -o noflock: locks fail ENOSYS\n"
 		"  -o debug          debug logging\n"
+		"  -o control_socket=PATH      socket --upgrade talks to (default "
+		"/run/nacre/mount-MAJOR:MINOR.sock)\n"
+		"   or: %s --upgrade MOUNTPOINT [-o opt,...] [-f]   a new nacre-mount takes over the\n"
+		"       running one's session: open files stay open (options default to the old ones)\n"
 		"   or: %s --fluid-config [PATH] [--dry-run]   mount from Fluid's config.json\n",
-		prog, prog);
+		prog, prog, prog);
 }
 
 static int in_list(const char *s, const char *const *list, size_t n)
@@ -182,6 +191,13 @@ static int parse_opts(struct args *a, char *opts)
 			a->debug = 1;
 		} else if (val && strcmp(opt, "key_file") == 0) {
 			a->key_file = val;
+		} else if (val && strcmp(opt, "control_socket") == 0) {
+			if (val[0] != '/' || strlen(val) >= 108) {
+				fprintf(stderr, "%s: control_socket=%s: give an absolute path shorter "
+						"than 108 bytes\n", a->prog, val);
+				return -1;
+			}
+			a->control_socket = val;
 		} else if (val && strcmp(opt, "attr_timeout") == 0) {
 			if (parse_secs(a, opt, val, 0.0, &a->attr_timeout) < 0)
 				return -1;
@@ -238,7 +254,7 @@ static int parse_opts(struct args *a, char *opts)
 				"%s: unknown mount option '%s%s%s' (known: ro, key_file=PATH, "
 				"attr_timeout=SECS, entry_timeout=SECS, timeout=SECS, max_rpc_size=BYTES, "
 				"max_rpcs_in_flight=N, max_dirty_mb=N, readahead_max_mb=N, flock, "
-				"localflock, noflock, debug)\n",
+				"localflock, noflock, debug, control_socket=PATH)\n",
 				a->prog, opt, val ? "=" : "", val ? val : "");
 			return -1;
 		}
@@ -250,12 +266,20 @@ static int parse_opts(struct args *a, char *opts)
 /* Takes an -o argument: copies it (freed at exit by the OS) and parses it. */
 static int take_opts(struct args *a, const char *s)
 {
+	size_t len = strlen(a->opts_raw);
 	char *copy = strdup(s);
 
 	if (!copy) {
 		fprintf(stderr, "%s: out of memory\n", a->prog);
 		return -1;
 	}
+	/* kept as given, for the process an upgrade starts */
+	if (len + strlen(s) + 2 > sizeof(a->opts_raw)) {
+		fprintf(stderr, "%s: -o options too long\n", a->prog);
+		free(copy);
+		return -1;
+	}
+	snprintf(a->opts_raw + len, sizeof(a->opts_raw) - len, "%s%s", len ? "," : "", s);
 	return parse_opts(a, copy);
 }
 
@@ -270,6 +294,8 @@ static int parse_args(struct args *a, int argc, char **argv)
 		if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
 			usage(stdout, a->prog);
 			return 1;
+		} else if (strcmp(s, "--upgrade") == 0 && !a->helper) {
+			a->upgrade = 1;
 		} else if (strcmp(s, "-o") == 0) {
 			if (++i >= argc) {
 				fprintf(stderr, "%s: -o needs a list of options\n", a->prog);
@@ -306,6 +332,9 @@ static int parse_args(struct args *a, int argc, char **argv)
 			fprintf(stderr, "%s: unknown argument '%s'\n", a->prog, s);
 			usage(stderr, a->prog);
 			return -1;
+		} else if (npos == 0 && a->upgrade) {
+			a->mountpoint = s;
+			npos += 2;
 		} else if (npos == 0) {
 			a->spec = s;
 			npos++;
@@ -317,9 +346,20 @@ static int parse_args(struct args *a, int argc, char **argv)
 			return -1;
 		}
 	}
+	if (a->upgrade && a->spec) {
+		if (a->mountpoint) {
+			fprintf(stderr, "%s: --upgrade takes only the MOUNTPOINT (the SPEC comes from "
+					"the running process)\n", a->prog);
+			return -1;
+		}
+		a->mountpoint = a->spec; /* "MOUNTPOINT --upgrade" */
+		a->spec = NULL;
+		npos = 2;
+	}
 	if (npos < 2) {
 		fprintf(stderr, "%s: %s\n", a->prog,
-			npos == 0 ? "missing SPEC and MOUNTPOINT" : "missing MOUNTPOINT");
+			a->upgrade ? "--upgrade needs the MOUNTPOINT of a running nacre mount"
+			: npos == 0 ? "missing SPEC and MOUNTPOINT" : "missing MOUNTPOINT");
 		usage(stderr, a->prog);
 		return -1;
 	}
@@ -393,9 +433,100 @@ static void detach(void)
 	log_set_sink(syslog_sink, NULL);
 }
 
+/* Unmounts mnt for a process that received its session from another (libfuse knows no
+ * mount point then, so fuse_session_unmount would do nothing). As libfuse: a lazy unmount
+ * as root, else fusermount3. */
+static void unmount_taken(const char *mnt)
+{
+	pid_t pid;
+	int ws;
+
+	if (umount2(mnt, MNT_DETACH) == 0)
+		return;
+	if (errno != EPERM) {
+		LOG_WARN("main", "cannot unmount %s: %s", mnt, strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		execlp("fusermount3", "fusermount3", "-u", "-q", "-z", "--", mnt, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &ws, 0) < 0 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+		LOG_WARN("main", "cannot unmount %s (fusermount3 failed)", mnt);
+}
+
+/* After a takeover: once the old process is gone, its metrics port and control socket are
+ * free for this one. Runs beside the FUSE loop, which stops it through stop. */
+struct finisher {
+	const struct args *a;
+	struct fz_mount *m;
+	struct fz_takeover *t;
+	const struct fz_upgrade_conf *conf;
+	pthread_t main_thread;
+	pthread_t thread;
+	int started;
+	int stop; /* atomic */
+};
+
+static int finisher_stopped(struct finisher *f)
+{
+	return __atomic_load_n(&f->stop, __ATOMIC_ACQUIRE);
+}
+
+static void *finisher_main(void *arg)
+{
+	struct finisher *f = arg;
+	char err[512];
+	int rc = -1;
+
+	/* the old process closes its MDS connection and exits right after our ack */
+	for (int waited = 0; waited < 60000 && !finisher_stopped(f); waited += 200)
+		fz_takeover_wait_old(f->t, 200);
+	if (finisher_stopped(f))
+		return NULL;
+	/* its port may linger a moment after it exited */
+	for (int i = 0; i < 50 && !finisher_stopped(f); i++) {
+		err[0] = '\0';
+		rc = metrics_opts_start(&f->a->metrics, "mount", err, sizeof(err));
+		if (rc == 0)
+			break;
+		struct timespec ts = {0, 200 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	if (rc < 0)
+		LOG_ERR("main", "metrics after the upgrade: %s", err);
+	if (!finisher_stopped(f)) {
+		rc = fz_upgrade_listen(f->m, f->conf, f->main_thread);
+		if (rc < 0)
+			LOG_WARN("main", "no control socket for a later --upgrade: %s", strerror(-rc));
+	}
+	return NULL;
+}
+
+static void finisher_stop(struct finisher *f)
+{
+	if (!f->started)
+		return;
+	__atomic_store_n(&f->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(f->thread, NULL);
+	f->started = 0;
+}
+
+static int destroy_dir(uint64_t fh, int kind, void *obj, void *arg)
+{
+	(void)fh;
+	(void)arg;
+	if (kind == FZ_H_DIR)
+		fz_dir_destroy(obj);
+	return 0;
+}
+
 /* Mounts and serves until unmounted or signalled. *status_fd (or -1) gets 0 once mounted
- * and is then closed (set to -1). Returns the exit code. */
-static int run(const struct args *a, const char *mnt, const char *addr, int *status_fd)
+ * and is then closed (set to -1). With tk, takes over the session of the process behind it
+ * instead of mounting (nacre-mount --upgrade). Returns the exit code. */
+static int run(const struct args *a, const char *mnt, const char *addr, int *status_fd,
+	       struct fz_takeover *tk)
 {
 	struct nacre_mount_opts mo;
 	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
@@ -403,13 +534,17 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 	struct fuse_session *se;
 	struct nacre_fid root;
 	struct fz_mount m;
+	struct fz_upgrade_conf conf = {a->spec, a->opts_raw, mnt, a->control_socket};
+	struct finisher fin;
 	char fopts[FUSE_OPTS_MAX];
-	char err[512];
-	int rc, ret = 1;
+	char err[512], why[FUSE_OPTS_MAX + 1024];
+	int rc, ret = 1, handed = 0;
 
+	memset(&fin, 0, sizeof(fin));
 	/* Here, in the process that serves the mount: threads do not survive fork_daemon. */
 	fz_metrics_register();
-	if (metrics_opts_start(&a->metrics, "mount", err, sizeof(err)) < 0) {
+	/* A successor binds the metrics port once its predecessor let go of it. */
+	if (!tk && metrics_opts_start(&a->metrics, "mount", err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s: %s\n", a->prog, err);
 		return 1;
 	}
@@ -431,27 +566,32 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 	m.ro = a->ro;
 	m.lock_mode = a->lock_mode;
 	err[0] = '\0';
+	why[0] = '\0';
 	rc = nacre_fs_mount(a->spec, &mo, &m.fs, err, sizeof(err));
 	if (rc < 0) {
 		/* Name the MDS, unless libnacre's sentence already does. */
 		if (err[0] && strstr(err, addr))
-			fprintf(stderr, "%s: cannot mount %s: %s\n", a->prog, a->spec, err);
+			snprintf(why, sizeof(why), "cannot mount %s: %s", a->spec, err);
 		else
-			fprintf(stderr, "%s: cannot mount %s from the MDS at %s: %s\n", a->prog,
-				a->spec, addr, err[0] ? err : nacre_strerror(rc));
+			snprintf(why, sizeof(why), "cannot mount %s from the MDS at %s: %s", a->spec,
+				 addr, err[0] ? err : nacre_strerror(rc));
 		goto out;
 	}
 	root = nacre_fs_root(m.fs);
-	if (fz_itable_init(&m.itab, &root) < 0) {
-		fprintf(stderr, "%s: out of memory\n", a->prog);
+	if (fz_itable_init(&m.itab, &root) < 0 || fz_htable_init(&m.htab) < 0) {
+		snprintf(why, sizeof(why), "out of memory");
 		goto out_umount_fs;
+	}
+	if (tk && fz_takeover_import(&m, tk, err, sizeof(err)) < 0) {
+		snprintf(why, sizeof(why), "%s", err);
+		goto out_itable;
 	}
 
 	/* No default_permissions: the MDS checks permissions with each caller's credentials. */
 	snprintf(fopts, sizeof(fopts), "allow_other,subtype=nacre,fsname=");
 	if (append_escaped(fopts, sizeof(fopts), a->spec) < 0 ||
 	    strlen(fopts) + strlen(a->vfs_flags) + 4 >= sizeof(fopts)) {
-		fprintf(stderr, "%s: SPEC too long\n", a->prog);
+		snprintf(why, sizeof(why), "SPEC too long");
 		goto out_itable;
 	}
 	if (a->ro)
@@ -460,30 +600,69 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 	if (fuse_opt_add_arg(&fargs, a->prog) < 0 || fuse_opt_add_arg(&fargs, "-o") < 0 ||
 	    fuse_opt_add_arg(&fargs, fopts) < 0 ||
 	    (a->fuse_debug && fuse_opt_add_arg(&fargs, "-d") < 0)) {
-		fprintf(stderr, "%s: out of memory\n", a->prog);
+		snprintf(why, sizeof(why), "out of memory");
 		goto out_args;
 	}
 	se = fuse_session_new(&fargs, &fz_ops, sizeof(fz_ops), &m);
 	if (!se) {
-		fprintf(stderr, "%s: cannot set up the FUSE session (options %s)\n", a->prog, fopts);
+		snprintf(why, sizeof(why), "cannot set up the FUSE session (options %s)", fopts);
 		goto out_args;
 	}
 	m.se = se;
 	if (fuse_set_signal_handlers(se) < 0) {
-		fprintf(stderr, "%s: cannot install signal handlers\n", a->prog);
+		snprintf(why, sizeof(why), "cannot install signal handlers");
 		goto out_session;
 	}
-	if (fuse_session_mount(se, mnt) < 0) {
-		fprintf(stderr, "%s: cannot mount FUSE on %s (is /dev/fuse there, and are you root "
-				"or is user_allow_other set in /etc/fuse.conf?)\n",
-			a->prog, mnt);
-		goto out_signals;
+	if (tk) {
+		char dev_fd[32];
+
+		snprintf(dev_fd, sizeof(dev_fd), "/dev/fd/%d", fz_takeover_fd(tk));
+		if (fuse_session_mount(se, dev_fd) < 0) {
+			snprintf(why, sizeof(why), "libfuse did not take the received /dev/fuse fd");
+			goto out_signals;
+		}
+		/* before the replayed INIT, which tells it the kernel is ready */
+		fz_bdi_start(&m, mnt);
+		if (fz_takeover_replay_init(&m, tk, err, sizeof(err)) < 0 ||
+		    (m.lock_mode == FZ_LOCK_CLUSTER && fz_locks_rebind(&m, err, sizeof(err)) < 0)) {
+			snprintf(why, sizeof(why), "%s", err);
+			goto out_bdi;
+		}
+		/* From here the session is ours: the old process exits once it reads this. */
+		if (fz_takeover_ack(tk, 0, NULL) < 0) {
+			snprintf(why, sizeof(why), "acknowledging: the old process did not confirm "
+				 "(it serves on if it still runs)");
+			goto out_bdi;
+		}
+		LOG_INFO("main", "took over %s (%s)%s", mnt, a->spec, a->ro ? " read-only" : "");
+	} else {
+		if (fuse_session_mount(se, mnt) < 0) {
+			snprintf(why, sizeof(why), "cannot mount FUSE on %s (is /dev/fuse there, and "
+				 "are you root or is user_allow_other set in /etc/fuse.conf?)", mnt);
+			goto out_signals;
+		}
+		LOG_INFO("main", "mounted %s on %s%s", a->spec, mnt, a->ro ? " read-only" : "");
+		fz_bdi_start(&m, mnt);
 	}
-	LOG_INFO("main", "mounted %s on %s%s", a->spec, mnt, a->ro ? " read-only" : "");
-	fz_bdi_start(&m, mnt);
 	if (*status_fd >= 0) {
 		notify_parent(status_fd, 0);
 		detach();
+	}
+	if (tk) {
+		fin.a = a;
+		fin.m = &m;
+		fin.t = tk;
+		fin.conf = &conf;
+		fin.main_thread = pthread_self();
+		if (pthread_create(&fin.thread, NULL, finisher_main, &fin) == 0)
+			fin.started = 1;
+		else
+			LOG_WARN("main", "cannot start the thread that waits for the old process");
+	} else {
+		rc = fz_upgrade_listen(&m, &conf, pthread_self());
+		if (rc < 0)
+			LOG_WARN("main", "no control socket, so no --upgrade for %s: %s", mnt,
+				 strerror(-rc));
 	}
 
 	cfg = fuse_loop_cfg_create();
@@ -493,33 +672,81 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 	}
 	fuse_loop_cfg_set_clone_fd(cfg, 1);
 	fuse_loop_cfg_set_idle_threads(cfg, MAX_IDLE_THREADS);
-	rc = fuse_session_loop_mt(se, cfg);
+	for (;;) {
+		int up;
+
+		rc = fuse_session_loop_mt(se, cfg);
+		/* m.upg is the finisher's to set until it ended */
+		finisher_stop(&fin);
+		up = fz_upgrade_after_loop(&m);
+		if (up == FZ_UPG_HANDED) {
+			handed = 1;
+			break;
+		}
+		/* libfuse returns the signal that ended the loop: a requested stop, which an
+		 * upgrade that failed meanwhile does not cancel */
+		if (up == FZ_UPG_RESUME && rc != SIGTERM && rc != SIGINT && rc != SIGHUP) {
+			fuse_session_reset(se);
+			/* a successor that failed may have bound our locks to its connection */
+			if (m.lock_mode == FZ_LOCK_CLUSTER && fz_locks_rebind(&m, err, sizeof(err)) < 0)
+				LOG_WARN("main", "%s", err);
+			continue;
+		}
+		break;
+	}
 	fuse_loop_cfg_destroy(cfg);
 	/* libfuse returns the signal that ended the loop: a requested stop, not an error
 	 * (Fluid and systemd stop us with SIGTERM and expect exit 0). */
-	if (rc == SIGTERM || rc == SIGINT || rc == SIGHUP)
+	if (handed || rc == SIGTERM || rc == SIGINT || rc == SIGHUP)
 		rc = 0;
 	if (rc != 0)
 		LOG_ERR("main", "FUSE loop ended with %d", rc);
 	else
 		ret = 0;
-	LOG_INFO("main", "unmounting %s", mnt);
+	if (!handed)
+		LOG_INFO("main", "unmounting %s", mnt);
 
 out_unmount:
+	finisher_stop(&fin);
+	fz_upgrade_stop(&m);
 	fz_bdi_stop(&m);
-	fuse_session_unmount(se);
+	if (!handed) {
+		if (tk)
+			unmount_taken(mnt);
+		else
+			fuse_session_unmount(se);
+	}
+	goto out_signals;
+out_bdi:
+	fz_bdi_stop(&m);
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
 	fuse_session_destroy(se);
 out_args:
 	fuse_opt_free_args(&fargs);
+	if (handed) {
+		/* The successor re-opened every file and holds the locks: closing ours would
+		 * send the MDS stale sizes. Exiting drops our connection and its handles. */
+		metrics_opts_stop();
+		return ret;
+	}
 out_itable:
+	fz_htable_walk(&m, destroy_dir, NULL);
+	fz_htable_fini(&m.htab);
 	fz_itable_fini(&m.itab);
 out_umount_fs:
 	nacre_fs_umount(m.fs);
 out:
 	metrics_opts_stop();
+	if (why[0]) {
+		if (tk) {
+			fprintf(stderr, "%s --upgrade %s: cannot take over: %s\n", a->prog, mnt, why);
+			fz_takeover_ack(tk, -EIO, why);
+		} else {
+			fprintf(stderr, "%s: %s\n", a->prog, why);
+		}
+	}
 	return ret;
 }
 
@@ -562,6 +789,101 @@ static int fork_daemon(const char *prog)
 	return pfd[1];
 }
 
+/* nacre-mount --upgrade MOUNTPOINT: checks that MOUNTPOINT is a nacre mount, asks its
+ * process for the session and serves it with the old options (those given here override
+ * them). Returns the exit code. */
+static int upgrade_main(const struct args *cmd)
+{
+	char addr[NACRE_ADDR_MAX + 1], fsname[NACRE_FSNAME_MAX + 1], subdir[NACRE_PATH_MAX + 1];
+	char dev[64], fstype[64], sock[108], err[1024];
+	struct fz_takeover *tk = NULL;
+	struct args *a = NULL;
+	char *mnt;
+	int rc, status_fd = -1, ret = 1, old_lock_mode;
+
+	/* realpath does not need the mount to answer: a hung one is still found */
+	mnt = realpath(cmd->mountpoint, NULL);
+	if (!mnt) {
+		fprintf(stderr, "%s --upgrade: %s: %s\n", cmd->prog, cmd->mountpoint, strerror(errno));
+		return 1;
+	}
+	rc = fz_mount_find(mnt, dev, sizeof(dev), fstype, sizeof(fstype));
+	if (rc < 0 || strcmp(fstype, "fuse.nacre") != 0) {
+		if (rc < 0)
+			fprintf(stderr, "%s --upgrade: %s is not a mount point, so not a nacre mount\n",
+				cmd->prog, mnt);
+		else
+			fprintf(stderr, "%s --upgrade: %s is not a nacre mount (its file system type "
+					"is %s)\n", cmd->prog, mnt, fstype[0] ? fstype : "unknown");
+		goto out_free;
+	}
+	rc = fz_upgrade_socket_path(mnt, cmd->control_socket, sock, sizeof(sock));
+	if (rc < 0) {
+		fprintf(stderr, "%s --upgrade: %s: no control socket path: %s\n", cmd->prog, mnt,
+			strerror(-rc));
+		goto out_free;
+	}
+	a = calloc(1, sizeof(*a));
+	if (!a) {
+		fprintf(stderr, "%s: out of memory\n", cmd->prog);
+		goto out_free;
+	}
+	log_init("mount", cmd->debug ? LOG_LVL_DEBUG : LOG_LVL_INFO);
+	/* The request is made by the process that will serve: the fd goes to it. */
+	if (!cmd->foreground)
+		status_fd = fork_daemon(cmd->prog);
+	rc = fz_upgrade_request(sock, &tk, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "%s --upgrade %s: %s\n", cmd->prog, mnt, err);
+		goto out_args;
+	}
+	a->prog = cmd->prog;
+	a->attr_timeout = 1.0;
+	a->entry_timeout = 1.0;
+	a->timeout = 30.0;
+	a->spec = fz_takeover_spec(tk);
+	a->foreground = cmd->foreground;
+	a->fuse_debug = cmd->fuse_debug;
+	if (fz_takeover_opts(tk)[0] && take_opts(a, fz_takeover_opts(tk)) < 0) {
+		fz_takeover_ack(tk, -EINVAL, "the new process rejected the mount options");
+		goto out_tk;
+	}
+	old_lock_mode = a->lock_mode;
+	if (cmd->opts_raw[0] && take_opts(a, cmd->opts_raw) < 0) {
+		fz_takeover_ack(tk, -EINVAL, "the new process rejected the mount options");
+		goto out_tk;
+	}
+	/* The kernel keeps what it agreed with the first process at FUSE_INIT: whether lock
+	 * calls reach us at all. */
+	if (a->lock_mode != old_lock_mode) {
+		fprintf(stderr, "%s --upgrade %s: flock, localflock and noflock cannot change in an "
+				"upgrade: unmount and mount again to change them\n", cmd->prog, mnt);
+		fz_takeover_ack(tk, -EINVAL, "the lock mode cannot change in an upgrade");
+		goto out_tk;
+	}
+	a->debug |= cmd->debug;
+	if (!a->control_socket)
+		a->control_socket = cmd->control_socket;
+	rc = nacre_parse_spec(a->spec, addr, sizeof(addr), fsname, sizeof(fsname), subdir,
+			      sizeof(subdir), err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "%s --upgrade %s: %s\n", cmd->prog, mnt, err);
+		fz_takeover_ack(tk, -EINVAL, "the new process rejected the mount spec");
+		goto out_tk;
+	}
+	ret = run(a, mnt, addr, &status_fd, tk);
+out_tk:
+	fz_takeover_free(tk);
+out_args:
+	/* a failure before the takeover: the parent exits 1 on the closed pipe */
+	if (status_fd >= 0)
+		notify_parent(&status_fd, 1);
+	free(a);
+out_free:
+	free(mnt);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	char addr[NACRE_ADDR_MAX + 1], fsname[NACRE_FSNAME_MAX + 1], subdir[NACRE_PATH_MAX + 1];
@@ -582,6 +904,8 @@ int main(int argc, char **argv)
 	rc = parse_args(&a, argc, argv);
 	if (rc != 0)
 		return rc > 0 ? 0 : 1;
+	if (a.upgrade)
+		return upgrade_main(&a);
 
 	rc = nacre_parse_spec(a.spec, addr, sizeof(addr), fsname, sizeof(fsname), subdir,
 			      sizeof(subdir), err, sizeof(err));
@@ -611,7 +935,7 @@ int main(int argc, char **argv)
 	log_init("mount", a.debug ? LOG_LVL_DEBUG : LOG_LVL_INFO);
 	if (!a.foreground)
 		status_fd = fork_daemon(a.prog);
-	ret = run(&a, mnt, addr, &status_fd);
+	ret = run(&a, mnt, addr, &status_fd, NULL);
 	/* Mount failed in the child: it printed why; the parent exits 1 on the closed pipe. */
 	if (status_fd >= 0)
 		notify_parent(&status_fd, 1);

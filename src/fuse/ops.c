@@ -7,6 +7,7 @@
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct fz_mount *m = userdata;
+	uint32_t kernel_ra = conn->max_readahead;
 
 	/* libfuse derives max_pages from max_write (256 pages = 1 MiB). */
 	conn->max_write = FZ_MAX_IO;
@@ -23,6 +24,17 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * ops); flock and noflock: every lock call comes to lock.c */
 	if (m->lock_mode == FZ_LOCK_LOCAL)
 		conn->want &= ~(unsigned)(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+	if (m->replay_init) {
+		/* An upgrade: the kernel negotiated with the previous process; its flags were
+		 * not all in the replayed INIT, so take libfuse's view of them as it was. */
+		conn->capable = m->replay_init->capable;
+		conn->want = m->replay_init->want;
+	}
+	m->init.proto_major = conn->proto_major;
+	m->init.proto_minor = conn->proto_minor;
+	m->init.max_readahead = kernel_ra;
+	m->init.capable = conn->capable;
+	m->init.want = conn->want;
 	LOG_INFO("fuse", "kernel protocol %u.%u, max_write %u, capable 0x%x, want 0x%x",
 		 conn->proto_major, conn->proto_minor, conn->max_write, conn->capable, conn->want);
 	/* The kernel caps the bdi readahead to 128 KiB when it applies this reply; bdi.c

@@ -1,31 +1,63 @@
 /* req.c - what every request handler needs: the caller's credentials, error mapping,
  * attribute conversion and entry replies. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "fuse/fz.h"
 
+/* The supplementary groups of thread pid from /proc/PID/task/PID/status, in one read
+ * (libfuse's fuse_req_getgroups opens the file twice when it passes 1 KiB, which it
+ * always does). Returns how many were stored, or -1 if the file cannot be read. */
+static int proc_groups(pid_t pid, uint32_t *out, int max)
+{
+	char path[64], buf[8192];
+	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/status", (long)pid, (long)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return -1;
+	buf[len] = '\0';
+	const char *p = strstr(buf, "\nGroups:");
+	if (!p)
+		return -1;
+	p += strlen("\nGroups:");
+	int n = 0;
+	while (n < max) {
+		char *end;
+		unsigned long g = strtoul(p, &end, 10);
+		if (end == p)
+			break; /* end of the line: the next one starts with a letter */
+		out[n++] = (uint32_t)g;
+		p = end;
+	}
+	return n;
+}
+
 void fz_cred(fuse_req_t req, struct nacre_cred *cr)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	gid_t groups[NACRE_MAX_GROUPS];
-	int n, i;
 
 	memset(cr, 0, sizeof(*cr));
 	cr->uid = ctx->uid;
 	cr->gid = ctx->gid;
-	/* Returns the full count, which may exceed what fits: carry what we can. It fails
-	 * (-ENOSYS/-ESRCH) when the caller is gone or /proc is missing: then primary only. */
-	n = fuse_req_getgroups(req, (int)NACRE_MAX_GROUPS, groups);
-	if (n < 0)
+	/* The MDS never consults root's groups (root passes every permission check), and
+	 * reading them costs a /proc read per request. */
+	if (ctx->uid == 0)
 		return;
-	if (n > NACRE_MAX_GROUPS)
-		n = NACRE_MAX_GROUPS;
-	for (i = 0; i < n; i++)
-		cr->groups[i] = groups[i];
-	cr->ngroups = (uint32_t)n;
+	/* When the caller is gone or /proc is missing: the primary group only. Groups past
+	 * NACRE_MAX_GROUPS are dropped. */
+	int n = proc_groups(ctx->pid, cr->groups, NACRE_MAX_GROUPS);
+	if (n > 0)
+		cr->ngroups = (uint32_t)n;
 }
 
 int fz_errno(int rc)

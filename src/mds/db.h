@@ -14,7 +14,7 @@
  * 1 and 2 for "." and ".." in clients). Entries with equal hashes are returned in one batch.
  *
  * Transactions: read-only ones may be used from any thread (MDB_NOTLS) and must be short;
- * write transactions are opened only by the writer thread (writer.c). Functions return 0 or
+ * write transactions are opened only by the group commit (writer.c), one at a time. Functions return 0 or
  * a negative errno: -ENOENT for a missing key, -ENOSPC when the map is full, -EIO for a
  * corrupt record or LMDB failure (logged).
  */

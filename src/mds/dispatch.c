@@ -277,11 +277,14 @@ static int do_create(struct mds *m, const struct rpc_request *req, struct rpc_re
 		struct nacre_attr a;
 		struct nacre_layout l;
 		uint16_t op = req->hdr->opcode;
-		rc = mds_ns_create(m, op, r, &a, &l);
+		uint64_t handle = 0;
+		rc = mds_ns_create(m, req->conn_id, op, r, &a, &l, &handle);
 		if (!rc) {
 			wire_attr_put(&rep->body, &a);
 			if (op == WIRE_OP_MDS_CREATE)
 				wire_layout_put(&rep->body, &l);
+			if (op == WIRE_OP_MDS_CREATE && (r->flags & WIRE_CREATE_OPEN))
+				wire_put_u64(&rep->body, handle);
 		}
 	}
 	free(r);
@@ -436,6 +439,43 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 		LOG_RATELIMITED(LOG_LVL_INFO, "dispatch", "unsupported opcode %u (%s) from %s",
 				req->hdr->opcode, wire_opcode_name(req->hdr->opcode), req->peer);
 		return -EOPNOTSUPP;
+	}
+}
+
+int mds_runs_inline(uint16_t opcode)
+{
+	switch (opcode) {
+	case WIRE_OP_MDS_STATFS:
+	case WIRE_OP_MDS_LOOKUP:
+	case WIRE_OP_MDS_GETATTR:
+	case WIRE_OP_MDS_READLINK:
+	case WIRE_OP_MDS_READDIR:
+	case WIRE_OP_MDS_GETXATTR:
+	case WIRE_OP_MDS_LISTXATTR:
+	case WIRE_OP_MDS_LAYOUT_GET:
+	case WIRE_OP_MDS_TARGETS:
+	case WIRE_OP_MDS_FID2PATH:
+		return 1;
+	/* Namespace changes wait only for their group commit, which (with no fsync per
+	 * commit) takes microseconds; whatever they start on the OSSes (object destruction)
+	 * runs later on other threads. */
+	case WIRE_OP_MDS_CREATE:
+	case WIRE_OP_MDS_MKDIR:
+	case WIRE_OP_MDS_MKNOD:
+	case WIRE_OP_MDS_SYMLINK:
+	case WIRE_OP_MDS_UNLINK:
+	case WIRE_OP_MDS_RMDIR:
+	case WIRE_OP_MDS_RENAME:
+	case WIRE_OP_MDS_LINK:
+	case WIRE_OP_MDS_SETXATTR:
+	case WIRE_OP_MDS_REMOVEXATTR:
+	case WIRE_OP_MDS_CLOSE:
+	case WIRE_OP_MDS_SIZE_UPDATE:
+		return 1;
+	default:
+		/* setattr may punch objects on an OSS, open may wait for a restore, sync
+		 * waits for the disk, locks and HSM agents may wait for others */
+		return 0;
 	}
 }
 

@@ -256,6 +256,7 @@ int main(int argc, char **argv)
 				       .nworkers = o.workers,
 				       .handler = mds_dispatch,
 				       .on_disconnect = mds_on_disconnect,
+				       .runs_inline = mds_runs_inline,
 				       .arg = &m};
 	if (rpc_server_create(&conf, &srv, err, sizeof(err))) {
 		fprintf(stderr, "nacre-mds: --listen: %s\n", err);

@@ -317,6 +317,8 @@ struct create_arg {
 	const struct wire_create_req *req;
 	struct nacre_attr *out;
 	struct nacre_layout *layout_out;
+	uint64_t conn_id;
+	uint64_t handle; /* WIRE_CREATE_OPEN: the new file's handle, 0 if none */
 };
 
 /* The type a create opcode makes, or -EINVAL for a mode that does not fit it. */
@@ -445,16 +447,26 @@ static int create_op(struct mds_txn *txn, void *arg)
 		else
 			memset(a->layout_out, 0, sizeof(*a->layout_out));
 	}
+	/* Registered before the commit makes the name visible, so an unlink racing with the
+	 * create finds the file open and keeps it as an orphan. */
+	if (a->opcode == WIRE_OP_MDS_CREATE && (req->flags & WIRE_CREATE_OPEN))
+		return mds_open_handle_add(a->m->open, a->conn_id, &ino->fid, &a->handle);
 	return 0;
 }
 
-int mds_ns_create(struct mds *m, uint16_t opcode, const struct wire_create_req *req,
-		  struct nacre_attr *out, struct nacre_layout *layout_out)
+int mds_ns_create(struct mds *m, uint64_t conn_id, uint16_t opcode,
+		  const struct wire_create_req *req, struct nacre_attr *out,
+		  struct nacre_layout *layout_out, uint64_t *handle_out)
 {
 	if (opcode == WIRE_OP_MDS_SYMLINK && !req->target[0])
 		return -ENOENT; /* as symlink(2) with an empty target */
-	struct create_arg a = {m, opcode, req, out, layout_out};
-	return mds_writer_submit(m->writer, create_op, &a);
+	struct create_arg a = {m, opcode, req, out, layout_out, conn_id, 0};
+	int rc = mds_writer_submit(m->writer, create_op, &a);
+	if (rc && a.handle)
+		mds_open_handle_drop(m->open, conn_id, a.handle, &out->fid); /* not committed */
+	if (handle_out)
+		*handle_out = rc ? 0 : a.handle;
+	return rc;
 }
 
 /* ---------------- unlink / rmdir ---------------- */

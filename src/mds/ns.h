@@ -30,9 +30,11 @@ int mds_ns_setattr(struct mds *m, const struct nacre_cred *cr, const struct nacr
 		   const struct nacre_setattr *sa, struct nacre_attr *out);
 /* CREATE, MKDIR, MKNOD or SYMLINK (opcode). layout_out (may be NULL) gets the new file's
  * layout (nosts 0 for other types). CREATE without O_EXCL of an existing regular file
- * answers with that file, as open(O_CREAT) does. */
-int mds_ns_create(struct mds *m, uint16_t opcode, const struct wire_create_req *req,
-		  struct nacre_attr *out, struct nacre_layout *layout_out);
+ * answers with that file, as open(O_CREAT) does. CREATE with WIRE_CREATE_OPEN also opens a
+ * file it made for conn_id: *handle_out (may be NULL) gets the handle, else 0. */
+int mds_ns_create(struct mds *m, uint64_t conn_id, uint16_t opcode,
+		  const struct wire_create_req *req, struct nacre_attr *out,
+		  struct nacre_layout *layout_out, uint64_t *handle_out);
 /* target gets NACRE_PATH_MAX + 1 bytes. */
 int mds_ns_readlink(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
 		    char *target);
@@ -63,7 +65,7 @@ int mds_xattr_list(struct mds *m, const struct nacre_cred *cr, const struct nacr
 int mds_xattr_remove(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
 		     const char *name);
 
-/* ---- helpers shared by the ns files (writer thread, inside an operation) ---- */
+/* ---- helpers shared by the ns files (inside a writer operation) ---- */
 /* Reads a directory inode: -ENOENT if missing or being removed, -ENOTDIR if not a dir. */
 int mds_ns_get_dir(struct mds_txn *txn, const struct nacre_fid *fid, struct mds_inode *dir);
 /* Drops one name of ino (already removed from its directory): directories go at once;

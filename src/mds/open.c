@@ -169,6 +169,18 @@ static int handle_remove(struct mds_open_table *t, uint64_t conn_id, uint64_t id
 
 /* ---------------- OPEN ---------------- */
 
+int mds_open_handle_add(struct mds_open_table *t, uint64_t conn_id, const struct nacre_fid *fid,
+			uint64_t *handle)
+{
+	return handle_add(t, conn_id, fid, handle);
+}
+
+void mds_open_handle_drop(struct mds_open_table *t, uint64_t conn_id, uint64_t handle,
+			  const struct nacre_fid *fid)
+{
+	handle_remove(t, conn_id, handle, fid);
+}
+
 int mds_ns_open(struct mds *m, uint64_t conn_id, const struct wire_open_req *r,
 		struct wire_open_rep *rep)
 {
@@ -264,13 +276,17 @@ static int close_op(struct mds_txn *txn, void *arg)
 	int rc = mds_db_inode_get(txn, a->fid, &ino);
 	if (rc)
 		return rc;
+	int changed = 0;
 	if (a->r && S_ISREG(ino.mode) && !a->restore) {
-		if (a->r->size > ino.size)
+		if (a->r->size > ino.size) {
 			ino.size = a->r->size;
+			changed = 1;
+		}
 		if (a->r->has_mtime) {
 			ino.mtime = a->r->mtime;
 			ino.ctime = a->r->mtime;
 			mds_hsm_mark_dirty(&ino);
+			changed = 1;
 		}
 	}
 	if (a->out)
@@ -280,7 +296,9 @@ static int close_op(struct mds_txn *txn, void *arg)
 		a->destroyed = 1;
 		return mds_ns_destroy_inode(txn, &ino);
 	}
-	if (!a->r)
+	/* a close that brings nothing new (most of them: readers, empty files) writes
+	 * nothing, so its commit is free */
+	if (!changed)
 		return 0;
 	return mds_db_inode_put(txn, &ino);
 }

@@ -27,6 +27,13 @@ int mds_ns_open(struct mds *m, uint64_t conn_id, const struct wire_open_req *r,
  * the FID; a SIZE_UPDATE of one fails with -ESTALE. */
 int mds_ns_close(struct mds *m, uint64_t conn_id, const struct wire_close_req *r, int is_close,
 		 struct nacre_attr *out);
+/* A handle on fid for conn_id without the checks of OPEN: for CREATE with
+ * WIRE_CREATE_OPEN, inside its writer operation. 0 or -ENOMEM. */
+int mds_open_handle_add(struct mds_open_table *t, uint64_t conn_id, const struct nacre_fid *fid,
+			uint64_t *handle);
+/* Drops a handle added by mds_open_handle_add whose create did not commit. */
+void mds_open_handle_drop(struct mds_open_table *t, uint64_t conn_id, uint64_t handle,
+			  const struct nacre_fid *fid);
 /* Closes every handle of a connection that went away. */
 void mds_open_disconnect(struct mds *m, uint64_t conn_id);
 /* At startup: destroys every inode with nlink 0 (left over from open unlinked files). */

@@ -1,4 +1,4 @@
-/* writer.c - group commit: one writer thread, one LMDB write transaction per batch. */
+/* writer.c - group commit: one LMDB write transaction per batch of queued operations. */
 #include "mds/writer.h"
 
 #include <errno.h>
@@ -15,13 +15,16 @@ struct op {
 	struct op *next; /* protected by writer.lock */
 };
 
+/* Group commit by combining: there is no writer thread. A submitter that finds no batch
+ * running takes every queued op and runs them in one transaction on its own thread; the
+ * others wait and find their result when it finishes. An uncontended op thus costs no
+ * thread hand-off, and under load the batches grow by themselves. */
 struct mds_writer {
 	struct mds_db *db;
-	pthread_t thread;
 	pthread_mutex_t lock;
-	pthread_cond_t work_cv; /* signalled when ops are queued or stop is set */
 	pthread_cond_t done_cv; /* broadcast when a batch is committed */
 	struct op *head, *tail; /* queue; protected by lock */
+	int busy;               /* a batch is running; protected by lock */
 	int stop;               /* protected by lock */
 };
 
@@ -63,32 +66,6 @@ static void run_batch(struct mds_writer *w, struct op *batch)
 	}
 }
 
-static void *writer_main(void *arg)
-{
-	struct mds_writer *w = arg;
-	pthread_mutex_lock(&w->lock);
-	for (;;) {
-		while (!w->head && !w->stop)
-			pthread_cond_wait(&w->work_cv, &w->lock);
-		if (!w->head && w->stop)
-			break;
-		struct op *batch = w->head;
-		w->head = w->tail = NULL;
-		pthread_mutex_unlock(&w->lock);
-
-		run_batch(w, batch);
-
-		pthread_mutex_lock(&w->lock);
-		for (struct op *o = batch, *next; o; o = next) {
-			next = o->next; /* o lives on its submitter's stack: read next first */
-			o->done = 1;
-		}
-		pthread_cond_broadcast(&w->done_cv);
-	}
-	pthread_mutex_unlock(&w->lock);
-	return NULL;
-}
-
 int mds_writer_create(struct mds_db *db, struct mds_writer **out)
 {
 	struct mds_writer *w = calloc(1, sizeof(*w));
@@ -96,13 +73,7 @@ int mds_writer_create(struct mds_db *db, struct mds_writer **out)
 		return -ENOMEM;
 	w->db = db;
 	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->work_cv, NULL);
 	pthread_cond_init(&w->done_cv, NULL);
-	int rc = pthread_create(&w->thread, NULL, writer_main, w);
-	if (rc) {
-		free(w);
-		return -rc;
-	}
 	*out = w;
 	return 0;
 }
@@ -113,11 +84,10 @@ void mds_writer_destroy(struct mds_writer *w)
 		return;
 	pthread_mutex_lock(&w->lock);
 	w->stop = 1;
-	pthread_cond_signal(&w->work_cv);
+	while (w->busy || w->head) /* every queued op has a submitter that will run it */
+		pthread_cond_wait(&w->done_cv, &w->lock);
 	pthread_mutex_unlock(&w->lock);
-	pthread_join(w->thread, NULL);
 	pthread_mutex_destroy(&w->lock);
-	pthread_cond_destroy(&w->work_cv);
 	pthread_cond_destroy(&w->done_cv);
 	free(w);
 }
@@ -135,9 +105,29 @@ int mds_writer_submit(struct mds_writer *w, mds_op_fn fn, void *arg)
 	else
 		w->head = &o;
 	w->tail = &o;
-	pthread_cond_signal(&w->work_cv);
-	while (!o.done)
-		pthread_cond_wait(&w->done_cv, &w->lock);
+	while (!o.done) {
+		if (w->busy) {
+			pthread_cond_wait(&w->done_cv, &w->lock);
+			continue;
+		}
+		/* Nobody is committing: this thread runs everything queued as one batch. */
+		struct op *batch = w->head;
+		w->head = w->tail = NULL;
+		w->busy = 1;
+		pthread_mutex_unlock(&w->lock);
+
+		run_batch(w, batch);
+
+		pthread_mutex_lock(&w->lock);
+		for (struct op *b = batch, *next; b; b = next) {
+			next = b->next; /* b lives on its submitter's stack: read next first */
+			b->done = 1;
+		}
+		w->busy = 0;
+		/* wakes this batch's submitters and those queued meanwhile (one of them
+		 * runs the next batch) */
+		pthread_cond_broadcast(&w->done_cv);
+	}
 	pthread_mutex_unlock(&w->lock);
 	return o.rc;
 }

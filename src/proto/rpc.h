@@ -54,6 +54,9 @@ struct rpc_reply {
 typedef int (*rpc_handler_fn)(void *arg, const struct rpc_request *req, struct rpc_reply *rep);
 /* Called on a worker thread after a connection closed, with no handler running for it. */
 typedef void (*rpc_disconnect_fn)(void *arg, uint64_t conn_id);
+/* Whether requests of opcode are short and never block (a few memory lookups): those run
+ * on the event thread itself, which saves two thread hand-offs per request. */
+typedef int (*rpc_inline_fn)(uint16_t opcode);
 
 struct rpc_server_conf {
 	const char *listen_addr; /* "host:port"; port 0 = ephemeral */
@@ -63,6 +66,7 @@ struct rpc_server_conf {
 	int nworkers; /* worker threads; 0 = 8 */
 	rpc_handler_fn handler;
 	rpc_disconnect_fn on_disconnect; /* may be NULL */
+	rpc_inline_fn runs_inline;       /* may be NULL: every request goes to a worker */
 	void *arg;
 };
 

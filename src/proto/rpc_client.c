@@ -359,13 +359,58 @@ static void receive_done(struct rpc_conn *c, uint64_t xid)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* The receiver's side of a socket: small replies come through buf, several per read();
+ * what does not fit is read straight into place. */
+struct rx_reader {
+	int fd;
+	size_t off, len; /* buffered bytes: buf[off, len) */
+	uint8_t buf[16384];
+};
+
+/* Reads exactly n bytes. 0, or a negative errno (-ECONNRESET at end of stream). */
+static int rx_read(struct rx_reader *r, void *dst, size_t n)
+{
+	uint8_t *p = dst;
+	size_t take = r->len - r->off;
+
+	if (take > n)
+		take = n;
+	memcpy(p, r->buf + r->off, take);
+	r->off += take;
+	p += take;
+	n -= take;
+	if (n == 0)
+		return 0;
+	if (n >= sizeof(r->buf))
+		return net_read_full(r->fd, p, n);
+	r->off = r->len = 0;
+	while (r->len < n) {
+		ssize_t k = read(r->fd, r->buf + r->len, sizeof(r->buf) - r->len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			return -ECONNRESET;
+		r->len += (size_t)k;
+	}
+	memcpy(p, r->buf, n);
+	r->off = n;
+	return 0;
+}
+
 static void *receiver_main(void *arg)
 {
 	struct receiver_arg ra = *(struct receiver_arg *)arg;
 	struct rpc_conn *c = ra.c;
 	uint8_t hb[WIRE_HDR_LEN];
+	struct rx_reader *rx = malloc(sizeof(*rx));
 
 	free(arg);
+	if (!rx)
+		goto out_failed;
+	rx->fd = ra.fd;
+	rx->off = rx->len = 0;
 	for (;;) {
 		struct wire_hdr h;
 		struct rpc_pending *p;
@@ -373,7 +418,7 @@ static void *receiver_main(void *arg)
 		uint8_t *bulk_dst;
 		int rc;
 
-		rc = net_read_full(ra.fd, hb, sizeof(hb));
+		rc = rx_read(rx, hb, sizeof(hb));
 		if (rc < 0)
 			break;
 		rc = wire_hdr_decode(hb, &h);
@@ -388,7 +433,7 @@ static void *receiver_main(void *arg)
 		m->hdr = h;
 		m->body_len = h.body_len;
 		m->body = malloc(h.body_len + 1);
-		if (!m->body || net_read_full(ra.fd, m->body, h.body_len) < 0) {
+		if (!m->body || rx_read(rx, m->body, h.body_len) < 0) {
 			rpc_msg_free(m);
 			break;
 		}
@@ -410,7 +455,7 @@ static void *receiver_main(void *arg)
 				m->bulk = malloc(h.bulk_len);
 				m->bulk_owned = 1;
 			}
-			rc = m->bulk ? net_read_full(ra.fd, m->bulk, h.bulk_len) : -ENOMEM;
+			rc = m->bulk ? rx_read(rx, m->bulk, h.bulk_len) : -ENOMEM;
 			if (rc == 0 && crc32c(0, m->bulk, h.bulk_len) != h.bulk_crc) {
 				LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
 						"bulk checksum mismatch from %s; reconnecting",
@@ -437,6 +482,8 @@ static void *receiver_main(void *arg)
 		pthread_mutex_unlock(&c->lock);
 		rpc_msg_free(m); /* a reply nobody waits for any more */
 	}
+	free(rx);
+out_failed:
 	socket_failed(c, ra.fd, ra.gen);
 	pthread_mutex_lock(&c->lock);
 	c->receivers--;

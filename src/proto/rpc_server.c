@@ -4,6 +4,8 @@
  * Threading: the event thread owns every struct sconn and its socket; workers never touch
  * a connection's socket or tx queue. A worker gets a job (a request copied out of the rx
  * buffer), runs the handler, and hands the encoded reply back through done_q + eventfd.
+ * Requests the server declares cheap (conf.runs_inline) skip the workers: the event thread
+ * runs the handler and queues the reply at once.
  * A connection's memory stays alive while jobs for it are in flight (inflight counter,
  * event thread only), so workers can read its immutable peer strings.
  */
@@ -31,6 +33,7 @@
 #define SUBSYS "rpc"
 #define CONN_MAX_INFLIGHT 32 /* per connection; reading pauses beyond it (backpressure) */
 #define EPOLL_BATCH 64
+#define RX_BUF 16384 /* per connection: many small requests per read() */
 
 struct tx_frame {
 	struct tx_frame *next;
@@ -56,6 +59,8 @@ struct sconn {
 	uint8_t snonce[WIRE_NONCE_LEN];
 
 	enum rx_state rx;
+	uint8_t rxbuf[RX_BUF];  /* bytes read but not yet consumed: [rx_off, rx_len) */
+	size_t rx_off, rx_len;
 	uint8_t hdr_buf[WIRE_HDR_LEN];
 	size_t hdr_got;
 	struct wire_hdr hdr;
@@ -603,6 +608,12 @@ static void conn_dispatch(struct rpc_server *s, struct sconn *c)
 	j->conn_id = c->id;
 	j->hdr = c->hdr;
 	j->payload = payload;
+	if (s->conf.runs_inline && s->conf.runs_inline(c->hdr.opcode)) {
+		run_request(s, j);
+		conn_send(s, c, j->reply);
+		free(j);
+		return;
+	}
 	c->inflight++;
 	if (c->inflight >= CONN_MAX_INFLIGHT && !c->paused) {
 		c->paused = 1;
@@ -611,20 +622,85 @@ static void conn_dispatch(struct rpc_server *s, struct sconn *c)
 	queue_push(&s->work_q, j);
 }
 
-/* Reads what the socket has; returns when it would block or the connection closed. */
+/* A frame header is complete in c->hdr_buf: checks it and prepares the payload buffer.
+ * Returns 0, or -1 after closing the connection. */
+static int hdr_complete(struct rpc_server *s, struct sconn *c)
+{
+	int rc = wire_hdr_decode(c->hdr_buf, &c->hdr);
+
+	if (rc < 0) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "bad frame header from %s: %s; closing",
+				c->peer, nacre_strerror(rc));
+		conn_close(s, c);
+		return -1;
+	}
+	c->hdr_got = 0;
+	c->payload_len = (size_t)c->hdr.body_len + c->hdr.bulk_len;
+	c->payload_got = 0;
+	/* +1 so a zero-length payload still has a distinct buffer */
+	c->payload = malloc(c->payload_len + 1);
+	if (!c->payload) {
+		conn_close(s, c);
+		return -1;
+	}
+	c->rx = RX_PAYLOAD;
+	return 0;
+}
+
+/* Moves buffered bytes into the frame being assembled, dispatching every frame completed,
+ * until the buffer is empty or the connection paused or closed. */
+static void rx_consume(struct rpc_server *s, struct sconn *c)
+{
+	while (c->rx_off < c->rx_len && !c->closing && !c->paused) {
+		size_t avail = c->rx_len - c->rx_off;
+		const uint8_t *src = c->rxbuf + c->rx_off;
+		size_t take;
+
+		if (c->rx == RX_HDR) {
+			take = WIRE_HDR_LEN - c->hdr_got;
+			if (take > avail)
+				take = avail;
+			memcpy(c->hdr_buf + c->hdr_got, src, take);
+			c->hdr_got += take;
+			c->rx_off += take;
+			if (c->hdr_got < WIRE_HDR_LEN || hdr_complete(s, c) < 0)
+				continue;
+		} else {
+			take = c->payload_len - c->payload_got;
+			if (take > avail)
+				take = avail;
+			memcpy(c->payload + c->payload_got, src, take);
+			c->payload_got += take;
+			c->rx_off += take;
+		}
+		if (c->rx == RX_PAYLOAD && c->payload_got == c->payload_len) {
+			c->rx = RX_HDR;
+			conn_dispatch(s, c);
+		}
+	}
+}
+
+/* Reads what the socket has; returns when it would block, the connection paused or closed.
+ * Small frames come through rxbuf, several per read(); the rest of a large payload is read
+ * straight into its buffer. A read that fills less than asked means the socket is drained
+ * for now (epoll is level-triggered and reports what comes later), which saves the read
+ * that would only say EAGAIN. */
 static void conn_read(struct rpc_server *s, struct sconn *c)
 {
 	for (;;) {
 		ssize_t n;
-		int rc;
+		size_t want;
 
+		rx_consume(s, c);
 		if (c->closing || c->paused)
 			return;
-		if (c->rx == RX_HDR) {
-			n = read(c->fd, c->hdr_buf + c->hdr_got, WIRE_HDR_LEN - c->hdr_got);
+		c->rx_off = c->rx_len = 0;
+		if (c->rx == RX_PAYLOAD && c->payload_len - c->payload_got >= RX_BUF) {
+			want = c->payload_len - c->payload_got;
+			n = read(c->fd, c->payload + c->payload_got, want);
 		} else {
-			n = read(c->fd, c->payload + c->payload_got,
-				 c->payload_len - c->payload_got);
+			want = RX_BUF;
+			n = read(c->fd, c->rxbuf, want);
 		}
 		if (n == 0) {
 			conn_close(s, c);
@@ -638,34 +714,18 @@ static void conn_read(struct rpc_server *s, struct sconn *c)
 			return;
 		}
 		metrics_add(metrics_net_recv(), (uint64_t)n);
-		if (c->rx == RX_HDR) {
-			c->hdr_got += (size_t)n;
-			if (c->hdr_got < WIRE_HDR_LEN)
-				continue;
-			rc = wire_hdr_decode(c->hdr_buf, &c->hdr);
-			if (rc < 0) {
-				LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
-						"bad frame header from %s: %s; closing", c->peer,
-						nacre_strerror(rc));
-				conn_close(s, c);
-				return;
-			}
-			c->hdr_got = 0;
-			c->payload_len = (size_t)c->hdr.body_len + c->hdr.bulk_len;
-			c->payload_got = 0;
-			/* +1 so a zero-length payload still has a distinct buffer */
-			c->payload = malloc(c->payload_len + 1);
-			if (!c->payload) {
-				conn_close(s, c);
-				return;
-			}
-			c->rx = RX_PAYLOAD;
+		if (want == RX_BUF) {
+			c->rx_len = (size_t)n;
 		} else {
 			c->payload_got += (size_t)n;
+			if (c->payload_got == c->payload_len) {
+				c->rx = RX_HDR;
+				conn_dispatch(s, c);
+			}
 		}
-		if (c->rx == RX_PAYLOAD && c->payload_got == c->payload_len) {
-			c->rx = RX_HDR;
-			conn_dispatch(s, c);
+		if ((size_t)n < want) {
+			rx_consume(s, c);
+			return;
 		}
 	}
 }

@@ -197,13 +197,18 @@ struct wire_setattr_req {
 	struct nacre_fid fid;
 	struct nacre_setattr sa; /* valid masked to NACRE_SET_ALL_ */
 };
+/* CREATE flag: also open the file it makes, as OPEN would (the creator may open a new file
+ * whatever its mode). The reply then ends with a u64 handle, 0 when the name existed (no
+ * O_EXCL): the client opens that one with OPEN. Servers that predate the flag ignore it
+ * and send no handle, which the client treats as 0. */
+#define WIRE_CREATE_OPEN 0x80000000u
 struct wire_create_req { /* CREATE, MKDIR, MKNOD, SYMLINK */
 	struct nacre_cred cred;
 	struct nacre_fid parent;
 	char name[NACRE_NAME_MAX + 1];
 	uint32_t mode;  /* type bits + permissions; the MDS applies no umask (the client did) */
 	uint32_t rdev;
-	uint32_t flags; /* O_EXCL */
+	uint32_t flags; /* O_EXCL, WIRE_CREATE_OPEN */
 	uint8_t has_layout;
 	struct nacre_layout layout;             /* CREATE with has_layout */
 	char target[NACRE_PATH_MAX + 1];        /* SYMLINK; encoded as a path, "" otherwise */

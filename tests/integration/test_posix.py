@@ -323,6 +323,38 @@ def test_eacces_as_other_user(pair):
     assert _as_user(lambda: open(os.path.join(a, "public"), "rb").read()) == 0
 
 
+def test_create_open_semantics(pair):
+    """open(O_CREAT) is one MDS request that creates and opens: the creator may write a
+    file it creates read-only, O_EXCL refuses an existing name, and O_CREAT without O_EXCL
+    of an existing file opens it with the usual permission checks."""
+    a, b = pair
+    for base in (a, b):
+        os.chmod(base, 0o777)
+
+    def create_readonly(base):
+        fd = os.open(os.path.join(base, "ro-new"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        os.write(fd, b"written by its creator")
+        os.close(fd)
+
+    def excl_existing(base):
+        os.close(os.open(os.path.join(base, "ro-new"), os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                         0o644))
+
+    def creat_existing_readonly(base):
+        os.close(os.open(os.path.join(base, "ro-new"), os.O_WRONLY | os.O_CREAT, 0o644))
+
+    cases = (create_readonly, excl_existing, creat_existing_readonly)
+    for i, (case, expect) in enumerate(zip(cases, (0, errno.EEXIST, errno.EACCES))):
+        got_a = _as_user(lambda: case(a))
+        got_b = _as_user(lambda: case(b))
+        assert got_b == expect, f"case {i}: local reference gave {got_b}"
+        assert got_a == got_b, f"case {i}: nacre errno {got_a} != local {got_b}"
+    for base in (a, b):
+        st = os.stat(os.path.join(base, "ro-new"))
+        assert (st.st_mode & 0o777, st.st_uid) == (0o444, 65534)
+        assert read_file(os.path.join(base, "ro-new")) == b"written by its creator"
+
+
 def test_erofs_on_ro_mount(cluster, mnt):
     os.makedirs(os.path.join(mnt, "rotest"), exist_ok=True)
     write_file(os.path.join(mnt, "rotest", "f"), b"ro data")

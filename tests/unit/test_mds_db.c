@@ -88,7 +88,7 @@ static int make(struct mds *m, const struct nacre_cred *cr, const struct nacre_f
 	if (target)
 		str_copy(r->target, target, sizeof(r->target));
 	struct nacre_layout l;
-	int rc = mds_ns_create(m, op, r, out, &l);
+	int rc = mds_ns_create(m, 1, op, r, out, &l, NULL);
 	free(r);
 	return rc;
 }
@@ -256,6 +256,29 @@ int main(void)
 				     .size = 100};
 	CHECK_RC(mds_ns_close(&m, 7, &crq, 1, &c), 0);
 	CHECK(c.size == 100);
+	CHECK_RC(mds_ns_getattr(&m, &root_cr, &d.fid, &c), -ENOENT);
+
+	/* CREATE with WIRE_CREATE_OPEN: the new file is open at once (an unlink right after
+	 * keeps it as an orphan); a name that existed is answered without a handle */
+	struct wire_create_req *cor = calloc(1, sizeof(*cor));
+	struct nacre_layout col;
+	uint64_t h1 = 0, h2 = 1;
+	cor->cred = root_cr;
+	cor->parent = root;
+	str_copy(cor->name, "co", sizeof(cor->name));
+	cor->mode = 0444;
+	cor->flags = WIRE_CREATE_OPEN;
+	CHECK_RC(mds_ns_create(&m, 9, WIRE_OP_MDS_CREATE, cor, &d, &col, &h1), 0);
+	CHECK(h1 != 0 && mds_open_count(m.open, &d.fid) == 1 && col.nosts == 1);
+	CHECK_RC(mds_ns_create(&m, 9, WIRE_OP_MDS_CREATE, cor, &c, &col, &h2), 0);
+	CHECK(h2 == 0 && mds_fid_eq(&c.fid, &d.fid) && mds_open_count(m.open, &d.fid) == 1);
+	cor->flags |= O_EXCL;
+	CHECK_RC(mds_ns_create(&m, 9, WIRE_OP_MDS_CREATE, cor, &c, &col, &h2), -EEXIST);
+	free(cor);
+	CHECK_RC(mds_ns_unlink(&m, &root_cr, &root, "co", 0), 0);
+	CHECK_RC(mds_ns_getattr(&m, &root_cr, &d.fid, &c), 0);
+	struct wire_close_req ccq = {.cred = root_cr, .fid = d.fid, .handle = h1};
+	CHECK_RC(mds_ns_close(&m, 9, &ccq, 1, &c), 0);
 	CHECK_RC(mds_ns_getattr(&m, &root_cr, &d.fid, &c), -ENOENT);
 
 	struct nacre_fid last_fid = d.fid;
