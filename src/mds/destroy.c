@@ -21,9 +21,31 @@ struct mds_destroyer {
 	int stop;   /* protected by lock */
 };
 
+/* Log records whose objects are gone, removed in one commit. */
+#define DEL_BATCH 64
+struct done_seqs {
+	uint64_t seq[DEL_BATCH];
+	int n;
+};
+
 static int del_op(struct mds_txn *txn, void *arg)
 {
-	return mds_db_destroy_del(txn, *(uint64_t *)arg);
+	const struct done_seqs *d = arg;
+	for (int i = 0; i < d->n; i++) {
+		int rc = mds_db_destroy_del(txn, d->seq[i]);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Returns 1 if the records could not be removed (they are destroyed again later: harmless,
+ * a missing object is fine). */
+static int del_flush(struct mds *m, struct done_seqs *done)
+{
+	int rc = done->n ? mds_writer_submit(m->writer, del_op, done) : 0;
+	done->n = 0;
+	return rc != 0;
 }
 
 /* One pass over the log. Returns 1 if records remain (some OSS was down). */
@@ -33,9 +55,13 @@ static int pass(struct mds_destroyer *d)
 	uint64_t from = 0, seq;
 	struct nacre_fid fid;
 	struct nacre_layout *l = malloc(sizeof(*l));
+	struct done_seqs *done = calloc(1, sizeof(*done));
 	int left = 0;
-	if (!l)
+	if (!l || !done) {
+		free(l);
+		free(done);
 		return 1;
+	}
 	for (;;) {
 		struct mds_txn *txn;
 		if (mds_txn_begin_read(m->db, &txn))
@@ -50,16 +76,18 @@ static int pass(struct mds_destroyer *d)
 			left = 1;
 			continue;
 		}
-		rc = mds_writer_submit(m->writer, del_op, &seq);
-		if (rc)
-			left = 1;
+		done->seq[done->n++] = seq;
+		if (done->n == DEL_BATCH)
+			left |= del_flush(m, done);
 		pthread_mutex_lock(&d->lock);
 		int stop = d->stop;
 		pthread_mutex_unlock(&d->lock);
 		if (stop)
 			break;
 	}
+	left |= del_flush(m, done);
 	free(l);
+	free(done);
 	return left;
 }
 
@@ -70,6 +98,10 @@ static void *destroy_main(void *arg)
 	while (!d->stop) {
 		d->kicked = 0;
 		pthread_mutex_unlock(&d->lock);
+		/* let a stream of unlinks queue up first, so that one pass and few commits
+		 * handle many of them */
+		struct timespec coalesce = {0, MDS_DESTROY_COALESCE_MS * 1000000L};
+		nanosleep(&coalesce, NULL);
 		int left = pass(d);
 		pthread_mutex_lock(&d->lock);
 		if (d->kicked || d->stop)

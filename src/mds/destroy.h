@@ -7,6 +7,8 @@
 #include "mds/mds.h"
 
 #define MDS_DESTROY_RETRY_MS 3000
+/* delay between a kick and the pass it starts */
+#define MDS_DESTROY_COALESCE_MS 20
 
 int mds_destroyer_start(struct mds *m, struct mds_destroyer **out);
 /* Stops and joins the thread, frees d. NULL is fine. */
