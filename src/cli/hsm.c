@@ -234,40 +234,119 @@ static void print_state(const char *path, uint32_t st, uint32_t aid)
 	printf("\n");
 }
 
-/* Waits until none of the files is released, printing progress; -r's bulk rehydration. */
-static int wait_restored(struct files *f)
+/* What is happening to a file still released, in words, for the final report. */
+static const char *restore_status(const char *path, char *buf, size_t len)
 {
-	size_t left = f->n, total = f->n;
-	char *done = calloc(f->n, 1);
-	time_t t0 = time(NULL), last = 0;
-	if (!done)
-		return 1;
+	char v[256], act[32] = "", st[32] = "";
+	unsigned long long done = 0, total = 0;
+	int n = cli_getxattr(path, "nacre.hsm_action", v, sizeof(v));
+	if (n < 0) {
+		snprintf(buf, len, "cannot get its HSM action: %s", strerror(-n));
+		return buf;
+	}
+	if (n == 0 || sscanf(v, "%31s %31s %llu %llu", act, st, &done, &total) < 2)
+		return "no restore queued: it failed or was canceled (see `nacre hsm list` and the "
+		       "copytool's log), then run hsm_restore again";
+	if (!strcmp(st, "STARTED"))
+		snprintf(buf, len, "%s running, %llu of %llu bytes moved", act, done, total);
+	else
+		snprintf(buf, len, "%s waiting: is a copytool running for its archive id?", act);
+	return buf;
+}
+
+/* 1 if path is released and has no HSM action queued or running: its restore ended
+ * without bringing the data back (failed or canceled) and nothing will retry it. The action
+ * is read before the state: a restore that succeeds clears both in one transaction. */
+static int restore_gave_up(const char *path)
+{
+	char v[256];
+	uint32_t st, aid;
+	int n = cli_getxattr(path, "nacre.hsm_action", v, sizeof(v));
+	return n == 0 && get_state(path, &st, &aid) == 0 && (st & NACRE_HS_RELEASED);
+}
+
+#define GAVE_UP_CHECK_S 5 /* how often files still released are checked for a failed restore */
+
+/* Waits until none of the files is released, printing progress; -r's bulk rehydration.
+ * Gives up on a file whose restore failed (seen twice, GAVE_UP_CHECK_S apart) and on all
+ * after timeout_s seconds (0: no limit). Returns the number of files not restored, after
+ * naming each with what holds it. */
+static size_t wait_restored(struct files *f, int64_t timeout_s)
+{
+	size_t left = f->n, total = f->n, failed = 0;
+	/* per file: 0 waiting, 1 done, 2 seen without an action once, 3 given up */
+	char *st = calloc(f->n, 1);
+	time_t t0 = time(NULL), last = 0, last_check = t0;
+	int timed_out = 0;
+	if (!st)
+		return f->n;
 	while (left > 0) {
 		for (size_t i = 0; i < f->n; i++) {
-			uint32_t st, aid;
-			if (done[i])
+			uint32_t hs, aid;
+			if (st[i] == 1 || st[i] == 3)
 				continue;
-			if (get_state(f->v[i], &st, &aid) < 0 || !(st & NACRE_HS_RELEASED)) {
-				done[i] = 1;
+			if (get_state(f->v[i], &hs, &aid) < 0 || !(hs & NACRE_HS_RELEASED)) {
+				st[i] = 1;
 				left--;
 			}
 		}
 		time_t now = time(NULL);
+		if (left && now - last_check >= GAVE_UP_CHECK_S) {
+			last_check = now;
+			for (size_t i = 0; i < f->n; i++) {
+				if (st[i] == 1 || st[i] == 3)
+					continue;
+				if (!restore_gave_up(f->v[i])) {
+					st[i] = 0;
+				} else if (st[i] == 0) {
+					st[i] = 2;
+				} else {
+					st[i] = 3;
+					left--;
+					failed++;
+				}
+			}
+		}
 		if (now != last || left == 0) {
-			fprintf(stderr, "restore: %zu/%zu files restored (%lds)\n", total - left, total,
-				(long)(now - t0));
+			fprintf(stderr, "restore: %zu/%zu files restored (%lds)", total - left - failed,
+				total, (long)(now - t0));
+			if (failed)
+				fprintf(stderr, ", %zu failed", failed);
+			fprintf(stderr, "\n");
 			last = now;
+		}
+		if (left && timeout_s > 0 && now - t0 >= timeout_s) {
+			timed_out = 1;
+			break;
 		}
 		if (left)
 			usleep(200000);
 	}
-	free(done);
-	return 0;
+	size_t bad = left + failed;
+	if (bad) {
+		if (timed_out)
+			cli_err("hsm_restore: %zu of %zu files still released after %llds "
+				"(--timeout %lld):",
+				bad, total, (long long)(time(NULL) - t0), (long long)timeout_s);
+		else
+			cli_err("hsm_restore: %zu of %zu files could not be restored:", bad, total);
+		for (size_t i = 0; i < f->n; i++) {
+			char why[160];
+			if (st[i] != 1)
+				fprintf(stderr, "  %s: %s\n", f->v[i],
+					restore_status(f->v[i], why, sizeof(why)));
+		}
+	}
+	free(st);
+	return bad;
 }
+
+#define RESTORE_TIMEOUT_S 3600 /* -r's default bound on the wait */
 
 struct opts {
 	uint32_t archive_id;
 	int recursive;
+	int64_t timeout_s; /* -r: --timeout, or -1 if not given */
 	struct files files;
 	uint32_t set;
 	int has_aid;
@@ -282,10 +361,12 @@ static int parse(int argc, char **argv, struct opts *o, const char *verb)
 		{"recursive", no_argument, NULL, 'r'},    {"norelease", no_argument, NULL, 1},
 		{"noarchive", no_argument, NULL, 2},      {"dirty", no_argument, NULL, 3},
 		{"exists", no_argument, NULL, 4},         {"archived", no_argument, NULL, 5},
-		{"lost", no_argument, NULL, 6},           {NULL, 0, NULL, 0}};
+		{"lost", no_argument, NULL, 6},           {"timeout", required_argument, NULL, 'T'},
+		{NULL, 0, NULL, 0}};
 	int c;
 	int64_t v;
 	memset(o, 0, sizeof(*o));
+	o->timeout_s = -1;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "a:i:l:D:r", lo, NULL)) != -1) {
 		switch (c) {
@@ -305,6 +386,13 @@ static int parse(int argc, char **argv, struct opts *o, const char *verb)
 		case 'D':
 			break; /* lfs's opaque copytool data: not used by nacre's copytool */
 		case 'r': o->recursive = 1; break;
+		case 'T':
+			if (parse_i64(optarg, 0, INT32_MAX, &v)) {
+				cli_err("%s: --timeout %s: seconds, 0 for no limit", verb, optarg);
+				return -1;
+			}
+			o->timeout_s = v;
+			break;
 		case 1: o->set |= NACRE_HS_NORELEASE; break;
 		case 2: o->set |= NACRE_HS_NOARCHIVE; break;
 		case 3: o->set |= NACRE_HS_DIRTY; break;
@@ -341,11 +429,17 @@ static int request_verb(int argc, char **argv, uint32_t action)
 		files_free(&o.files);
 		return 1;
 	}
+	if (o.timeout_s >= 0 && !(o.recursive && action == NACRE_HUA_RESTORE)) {
+		cli_err("%s: --timeout is for hsm_restore -r", argv[0]);
+		files_free(&o.files);
+		return 1;
+	}
 	int failed = send_requests(&o.files, action, o.archive_id);
+	size_t left = 0;
 	if (action == NACRE_HUA_RESTORE && o.recursive)
-		wait_restored(&o.files);
+		left = wait_restored(&o.files, o.timeout_s >= 0 ? o.timeout_s : RESTORE_TIMEOUT_S);
 	files_free(&o.files);
-	return failed ? 1 : 0;
+	return failed || left ? 1 : 0;
 }
 
 int cli_hsm_archive(int argc, char **argv)

@@ -85,8 +85,10 @@ static const struct cli_cmd commands[] = {
 	 "usage: nacre hsm_release [--filelist FILE] FILE...\n"
 	 "Only archived files that are not dirty can be released.\n"},
 	{"hsm_restore", cli_hsm_restore, "bring released files back from the archive",
-	 "usage: nacre hsm_restore [--filelist FILE] [-r] FILE|DIR...\n"
-	 "  -r  every file under the directories; waits and shows progress\n"},
+	 "usage: nacre hsm_restore [--filelist FILE] [-r [--timeout S]] FILE|DIR...\n"
+	 "  -r           every file under the directories; waits and shows progress, and\n"
+	 "               names the files not restored (restore failed, or time out)\n"
+	 "  --timeout S  with -r: stop waiting after S seconds (default 3600, 0 = no limit)\n"},
 	{"hsm_remove", cli_hsm_remove, "delete the archive copy of files",
 	 "usage: nacre hsm_remove [--archive N] [--filelist FILE] FILE...\n"},
 	{"hsm_cancel", cli_hsm_cancel, "cancel the HSM action queued or running on files",

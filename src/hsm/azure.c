@@ -5,6 +5,10 @@
  * Small objects are one Put Blob; bigger ones are blocks uploaded in parallel and committed
  * with Put Block List. Downloads are parallel ranged GETs pinned to the blob's ETag.
  * Directories are empty marker blobs with hdi_isfolder=true, as Azure Managed Lustre writes.
+ * A put interrupted between its blocks and the Put Block List (a copytool killed mid-copy)
+ * leaves uncommitted blocks only: they are not visible as a blob, the next Put Block List of
+ * that blob discards them, and Azure garbage-collects them after seven days. So there is no
+ * cleanup op here.
  */
 #include <errno.h>
 #include <stdio.h>

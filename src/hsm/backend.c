@@ -97,3 +97,8 @@ int hsm_backend_list(struct hsm_backend *b, hsm_list_fn fn, void *arg, char *err
 {
 	return b->ops->list(b->priv, fn, arg, err, err_len);
 }
+
+int hsm_backend_cleanup(struct hsm_backend *b, unsigned grace_s, char *err, size_t err_len)
+{
+	return b->ops->cleanup ? b->ops->cleanup(b->priv, grace_s, err, err_len) : 0;
+}

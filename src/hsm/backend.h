@@ -85,6 +85,13 @@ int hsm_backend_remove(struct hsm_backend *b, const char *path, char *err, size_
 int hsm_backend_list(struct hsm_backend *b, hsm_list_fn fn, void *arg, char *err,
 		     size_t err_len);
 
+/* Removes what interrupted puts left behind (a copytool killed mid-copy): posix temporary
+ * files, S3 multipart uploads. Only leftovers that no live writer can still be using are
+ * removed: see each backend. grace_s: age past which an unclaimed leftover is stale even
+ * when its writer cannot be checked. Returns the number removed, or -errno with a message.
+ * May take long on a big archive (posix walks the tree): run it off the hot path. */
+int hsm_backend_cleanup(struct hsm_backend *b, unsigned grace_s, char *err, size_t err_len);
+
 /* Metadata helpers shared by the backends: format and parse the AMLFS keys. */
 void hsm_meta_format_mode(uint32_t mode, char *buf, size_t len); /* "0644" */
 int hsm_meta_parse_mode(const char *s, uint32_t *mode); /* octal or "rwxr-xr-x"; 0/-EINVAL */

@@ -21,6 +21,8 @@ struct hsm_backend_ops {
 		    size_t err_len);
 	int (*remove)(void *priv, const char *path, char *err, size_t err_len);
 	int (*list)(void *priv, hsm_list_fn fn, void *arg, char *err, size_t err_len);
+	/* NULL when the backend leaves nothing behind that needs it */
+	int (*cleanup)(void *priv, unsigned grace_s, char *err, size_t err_len);
 };
 
 extern const struct hsm_backend_ops hsm_posix_ops;

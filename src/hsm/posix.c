@@ -7,6 +7,16 @@
  * no sidecar (put there by hand) is described by its own stat. Puts are atomic: data goes to
  * a temporary file in the same directory, is fsynced, re-read and checked against the
  * CRC-32C computed while writing, then renamed into place; the sidecar follows the same way.
+ * Gets read the archive file once: the CRC-32C of each range is taken on the way and the
+ * ranges' CRCs are combined into the whole file's to check against the sidecar.
+ *
+ * Temporary files are named NAME.nacre-tmp-HOST-PID-SEQ (HOST: a hash of the hostname), and
+ * the data temporary is held under an OFD write lock while it is written. A copytool killed
+ * mid-copy leaves its temporaries behind; the cleanup at copytool start removes those nobody
+ * holds a lock on whose writer is a dead process of this host, or that were not modified for
+ * the grace period (a writer on another host, or a filesystem without locks). So two
+ * copytools on one archive never remove each other's live temporaries: a live writer holds
+ * its lock, its pid is alive and it keeps its file's mtime fresh.
  * Data moves in 4 MiB ranges on several threads (the backend's `threads`): one stream of
  * reads from nacre cannot keep a disk busy.
  */
@@ -15,10 +25,12 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/crc32c.h"
@@ -32,7 +44,17 @@
 struct posix {
 	char root[NACRE_PATH_MAX + 1];
 	int threads;
+	char host[12]; /* in temporary names, says whose pid it is: CRC-32C of the hostname */
 };
+
+/* A unique temporary name next to f: f.nacre-tmp-HOST-PID-SEQ. */
+static int tmp_name(const struct posix *p, const char *f, char *out, size_t len)
+{
+	static unsigned long seq;
+	unsigned long n = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
+	int w = snprintf(out, len, "%s" TMP_MARK "%s-%d-%lu", f, p->host, (int)getpid(), n);
+	return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
+}
 
 /* Ranges of one transfer shared by its threads; everything under lock. */
 struct ranges {
@@ -48,7 +70,7 @@ struct ranges {
 	hsm_read_fn rd;
 	hsm_write_fn wr;
 	void *io_arg;
-	uint32_t *crcs; /* put: CRC-32C of each range as read from the source */
+	uint32_t *crcs; /* CRC-32C of each range as read from the source (put) or archive (get) */
 	hsm_progress_fn progress;
 	void *progress_arg;
 	const char *what;
@@ -135,6 +157,10 @@ static int posix_open(const char *rest, const struct hsm_backend_opts *opts, voi
 	while (n > 1 && p->root[n - 1] == '/')
 		p->root[--n] = 0;
 	p->threads = opts->threads > 0 ? opts->threads : 4;
+	char host[256] = "localhost";
+	gethostname(host, sizeof(host) - 1);
+	/* a hash, not the name: short, and no '-' or '/' in it */
+	snprintf(p->host, sizeof(p->host), "%08x", crc32c(0, host, strlen(host)));
 	*priv = p;
 	return 0;
 }
@@ -222,9 +248,10 @@ static int write_all(int fd, const void *buf, size_t n, uint64_t off)
 	return 0;
 }
 
-static int write_meta(const char *f, const struct hsm_meta *m, uint64_t size, uint32_t crc)
+static int write_meta(const struct posix *p, const char *f, const struct hsm_meta *m,
+		      uint64_t size, uint32_t crc)
 {
-	char mp[NACRE_PATH_MAX + 96], tmp[NACRE_PATH_MAX + 128], mode[16], mt[64], text[512];
+	char mp[NACRE_PATH_MAX + 96], tmp[NACRE_PATH_MAX + 160], mode[16], mt[64], text[512];
 	char fid[NACRE_FID_STR_MAX] = "";
 	int rc = meta_path(f, mp, sizeof(mp));
 	if (rc)
@@ -239,7 +266,9 @@ static int write_meta(const char *f, const struct hsm_meta *m, uint64_t size, ui
 			 "\ncrc32c=%08x\n",
 			 m->uid, m->gid, mode, mt, fid[0] ? "nacre_fid=" : "", fid,
 			 fid[0] ? "\n" : "", size, crc);
-	snprintf(tmp, sizeof(tmp), "%s" TMP_MARK "%d", mp, (int)getpid());
+	rc = tmp_name(p, mp, tmp, sizeof(tmp));
+	if (rc)
+		return rc;
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
@@ -361,6 +390,7 @@ static int get_one(struct ranges *r, uint8_t *buf, uint64_t off, size_t len, cha
 		}
 		got += (size_t)n;
 	}
+	r->crcs[off / CHUNK] = crc32c(0, buf, len);
 	ssize_t w = r->wr(r->io_arg, buf, len, off);
 	if (w != (ssize_t)len) {
 		int rc = w < 0 ? (int)w : -EIO;
@@ -376,7 +406,7 @@ static int posix_put(void *priv, const char *path, uint64_t size, hsm_read_fn rd
 		     char *err, size_t err_len)
 {
 	struct posix *p = priv;
-	char f[NACRE_PATH_MAX + 64], tmp[NACRE_PATH_MAX + 96];
+	char f[NACRE_PATH_MAX + 64], tmp[NACRE_PATH_MAX + 128];
 	uint8_t *buf = NULL;
 	uint32_t crc = 0;
 	struct ranges rg;
@@ -390,15 +420,21 @@ static int posix_put(void *priv, const char *path, uint64_t size, hsm_read_fn rd
 		return rc;
 	}
 	memset(&rg, 0, sizeof(rg));
-	snprintf(tmp, sizeof(tmp), "%s" TMP_MARK "%d-%lx", f, (int)getpid(),
-		 (unsigned long)(uintptr_t)&rg);
-	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	rc = tmp_name(p, f, tmp, sizeof(tmp));
+	if (rc) {
+		snprintf(err, err_len, "posix: name too long under %s: %s", p->root, path);
+		return rc;
+	}
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	buf = malloc(CHUNK);
 	if (fd < 0 || !buf) {
 		rc = fd < 0 ? -errno : -ENOMEM;
 		snprintf(err, err_len, "posix: cannot create %s: %s", tmp, strerror(-rc));
 		goto out;
 	}
+	/* held until the fd closes (or the process dies): tells the cleanup it is live */
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	fcntl(fd, F_OFD_SETLK, &fl);
 	rg.size = size;
 	rg.err = err;
 	rg.err_len = err_len;
@@ -447,16 +483,16 @@ static int posix_put(void *priv, const char *path, uint64_t size, hsm_read_fn rd
 		goto out;
 	}
 	fchmod(fd, meta ? (meta->mode & 0777) | 0600 : 0600);
-	close(fd);
-	fd = -1;
-	if (rename(tmp, f) < 0) {
+	if (rename(tmp, f) < 0) { /* still open: the lock covers the temporary to the end */
 		rc = -errno;
 		snprintf(err, err_len, "posix: rename to %s: %s", f, strerror(-rc));
 		goto out;
 	}
+	close(fd);
+	fd = -1;
 	struct hsm_meta none;
 	memset(&none, 0, sizeof(none));
-	rc = write_meta(f, meta ? meta : &none, size, crc);
+	rc = write_meta(p, f, meta ? meta : &none, size, crc);
 	if (!rc)
 		rc = fsync_dir_of(f);
 	if (rc)
@@ -480,6 +516,8 @@ static int posix_get(void *priv, const char *path, hsm_write_fn wr, void *wr_arg
 	struct hsm_meta m;
 	uint32_t want_crc = 0, crc = 0;
 	int has_crc = 0;
+	struct ranges rg;
+	memset(&rg, 0, sizeof(rg));
 	int rc = full_path(p, path, f, sizeof(f));
 	if (!rc)
 		rc = stat_file(f, &m, &want_crc, &has_crc);
@@ -488,37 +526,16 @@ static int posix_get(void *priv, const char *path, hsm_write_fn wr, void *wr_arg
 		return rc;
 	}
 	int fd = open(f, O_RDONLY | O_CLOEXEC);
-	uint8_t *buf = malloc(CHUNK);
-	if (fd < 0 || !buf) {
-		rc = fd < 0 ? -errno : -ENOMEM;
+	if (fd < 0) {
+		rc = -errno;
 		snprintf(err, err_len, "posix: open %s: %s", f, strerror(-rc));
-		goto out;
+		return rc;
 	}
-	/* the whole file's CRC first, in one sequential pass (it also warms the page cache
-	 * for the ranges below); then the ranges in parallel */
-	uint64_t off = 0;
-	for (;;) {
-		ssize_t n = pread(fd, buf, CHUNK, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			snprintf(err, err_len, "posix: read %s: %s", f, strerror(-rc));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		if (has_crc)
-			crc = crc32c(crc, buf, (size_t)n);
-		off += (uint64_t)n;
-	}
-	if (off != m.size || (has_crc && crc != want_crc)) {
-		rc = -EIO;
-		snprintf(err, err_len, "posix: %s does not match its metadata (size or CRC-32C)", f);
-		goto out;
-	}
-	struct ranges rg;
-	memset(&rg, 0, sizeof(rg));
+	/* one pass: each range's CRC-32C is taken as it is read, and they are combined into
+	 * the whole file's afterwards. A mismatch fails the restore after the data went to
+	 * nacre; that is safe, as the coordinator swaps the file to the restored objects only
+	 * when the restore succeeds (and destroys them otherwise). */
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	rg.size = m.size;
 	rg.err = err;
 	rg.err_len = err_len;
@@ -529,15 +546,31 @@ static int posix_get(void *priv, const char *path, hsm_write_fn wr, void *wr_arg
 	rg.progress = progress;
 	rg.progress_arg = progress_arg;
 	rg.what = "restore";
+	rg.crcs = malloc(sizeof(*rg.crcs) * (size_t)(m.size / CHUNK + 1));
+	if (!rg.crcs) {
+		rc = -ENOMEM;
+		snprintf(err, err_len, "posix: out of memory");
+		goto out;
+	}
 	rc = run_ranges(&rg, p->threads);
 	if (rc)
 		goto out;
+	for (uint64_t o = 0; o < m.size; o += CHUNK) {
+		uint64_t len = m.size - o < CHUNK ? m.size - o : CHUNK;
+		crc = crc32c_combine(crc, rg.crcs[o / CHUNK], len);
+	}
+	/* every range read in full; a file grown since the stat shows here */
+	struct stat st;
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != m.size || (has_crc && crc != want_crc)) {
+		rc = -EIO;
+		snprintf(err, err_len, "posix: %s does not match its metadata (size or CRC-32C)", f);
+		goto out;
+	}
 	if (meta)
 		*meta = m;
 out:
-	if (fd >= 0)
-		close(fd);
-	free(buf);
+	close(fd);
+	free(rg.crcs);
 	return rc;
 }
 
@@ -622,6 +655,78 @@ static int posix_list(void *priv, hsm_list_fn fn, void *arg, char *err, size_t e
 	return rc;
 }
 
+/* 1 if the temporary dfd/name is stale: see the top of the file. */
+static int tmp_stale(const struct posix *p, int dfd, const char *name, time_t now,
+		     unsigned grace_s)
+{
+	const char *mark = NULL;
+	for (const char *c = name; (c = strstr(c, TMP_MARK)) != NULL; c++)
+		mark = c; /* the last one: the name before it may hold the mark too */
+	struct stat st;
+	if (!mark || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd >= 0) {
+		struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+		int held = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+		close(fd);
+		if (held)
+			return 0; /* its writer is alive, wherever it runs */
+	}
+	if (now - st.st_mtime >= (time_t)grace_s)
+		return 1;
+	char host[12];
+	int pid, end = 0;
+	unsigned long seq;
+	if (sscanf(mark + strlen(TMP_MARK), "%8[0-9a-f]-%d-%lu%n", host, &pid, &seq, &end) != 3 ||
+	    mark[strlen(TMP_MARK) + (size_t)end] != 0 || strcmp(host, p->host) != 0 || pid <= 0 ||
+	    pid == (int)getpid())
+		return 0;
+	return kill(pid, 0) < 0 && errno == ESRCH;
+}
+
+/* Removes stale temporaries under dfd (which it closes). Returns the count removed. */
+static int clean_dir(const struct posix *p, int dfd, time_t now, unsigned grace_s, int depth)
+{
+	DIR *dir = fdopendir(dfd);
+	int removed = 0;
+	if (!dir) {
+		close(dfd);
+		return 0;
+	}
+	struct dirent *e;
+	while ((e = readdir(dir)) != NULL) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (strstr(e->d_name, TMP_MARK)) {
+			if (tmp_stale(p, dirfd(dir), e->d_name, now, grace_s) &&
+			    unlinkat(dirfd(dir), e->d_name, 0) == 0)
+				removed++;
+			continue;
+		}
+		if (depth >= 256 || (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
+			continue;
+		int sub = openat(dirfd(dir), e->d_name,
+				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0)
+			removed += clean_dir(p, sub, now, grace_s, depth + 1);
+	}
+	closedir(dir);
+	return removed;
+}
+
+static int posix_cleanup(void *priv, unsigned grace_s, char *err, size_t err_len)
+{
+	struct posix *p = priv;
+	int dfd = open(p->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		int rc = -errno;
+		snprintf(err, err_len, "posix: cleaning %s: %s", p->root, strerror(-rc));
+		return rc;
+	}
+	return clean_dir(p, dfd, time(NULL), grace_s, 0);
+}
+
 const struct hsm_backend_ops hsm_posix_ops = {
 	.open = posix_open,
 	.close = posix_close,
@@ -630,4 +735,5 @@ const struct hsm_backend_ops hsm_posix_ops = {
 	.stat = posix_stat,
 	.remove = posix_remove,
 	.list = posix_list,
+	.cleanup = posix_cleanup,
 };

@@ -6,6 +6,10 @@
  * upload with parts in parallel, aborted on failure. Downloads are parallel ranged GETs
  * pinned to the ETag. ListObjectsV2 carries no user metadata, so a listing asks HeadObject
  * for each key, in parallel.
+ * A copytool killed mid-upload cannot abort its multipart upload: the parts stay, invisible
+ * but billed, until an AbortIncompleteMultipartUpload lifecycle rule on the bucket removes
+ * them (the usual S3 practice). There is no cleanup op: it would need
+ * ListMultipartUploads, which s3rver, the server the tests run against, does not implement.
  */
 #include <ctype.h>
 #include <errno.h>

@@ -63,6 +63,7 @@ struct mds_hsm {
 	uint32_t nact;
 	uint32_t nact_max; /* high-water mark of nact: proves admission control in tests */
 	struct metric *m_active, *m_active_max, *m_started;
+	struct metric *m_waiting, *m_queued_started; /* set by the coordinator thread */
 	int64_t last_release_ms; /* the policy's last release (coordinator thread only) */
 	struct agent agents[MAX_AGENTS];
 	uint32_t nagents;
@@ -134,7 +135,7 @@ static void wake(struct mds_hsm *h)
 	pthread_mutex_unlock(&h->lock);
 }
 
-/* ---------------- queueing (writer thread) ---------------- */
+/* ---------------- queueing (inside writer operations) ---------------- */
 
 /* Adds a WAITING action for fid; the caller checked there is no active one. */
 static int enqueue(struct mds_hsm *h, struct mds_txn *txn, const struct nacre_fid *fid,
@@ -200,6 +201,9 @@ static int release_one(struct req_arg *a, struct mds_txn *txn, struct mds_inode 
 	if (!(st & NACRE_HS_EXISTS) || !(st & NACRE_HS_ARCHIVED) ||
 	    (st & (NACRE_HS_DIRTY | NACRE_HS_NORELEASE | NACRE_HS_LOST)))
 		return -EPERM; /* as Lustre: only a clean archived copy may stand in for the data */
+	/* Open readers too, on purpose: there is no layout lock to take back from them, a
+	 * reader keeps the layout it opened with, and the OSS reads a destroyed object as a
+	 * hole, so its next read would return zeros instead of restoring. */
 	if (mds_open_count(a->h->m->open, &ino->fid) > 0 || active_rec(txn, &ino->fid, rec) == 0)
 		return -EBUSY;
 	if (ino->has_layout && ino->layout.nosts > 0) {
@@ -1427,6 +1431,32 @@ static void run_policy(struct mds_hsm *h)
 	free(s.release);
 }
 
+/* The queue depth by status, for the gauges: one read pass over the records each tick
+ * (counting there rather than in every transaction that changes a status keeps the gauges
+ * right when a batch aborts). */
+static void count_queue(struct mds_hsm *h)
+{
+	struct mds_hsm_rec *r = malloc(sizeof(*r));
+	struct mds_txn *txn;
+	uint64_t waiting = 0, started = 0;
+	if (!r || mds_txn_begin_read(h->m->db, &txn)) {
+		free(r);
+		return;
+	}
+	for (uint64_t from = 0; mds_db_hsm_next(txn, from, r) == 0; from = r->a.cookie + 1) {
+		if (r->a.status == NACRE_HAS_WAITING)
+			waiting++;
+		else if (r->a.status == NACRE_HAS_STARTED)
+			started++;
+		if (r->a.cookie == UINT64_MAX)
+			break;
+	}
+	mds_txn_abort(txn);
+	free(r);
+	metrics_set(h->m_waiting, (double)waiting);
+	metrics_set(h->m_queued_started, (double)started);
+}
+
 static void *coordinator(void *arg)
 {
 	struct mds_hsm *h = arg;
@@ -1441,6 +1471,7 @@ static void *coordinator(void *arg)
 			break;
 		pthread_mutex_unlock(&h->lock);
 		check_timeouts(h);
+		count_queue(h);
 		int64_t now = now_ms();
 		if (now - last_purge > 10000) {
 			purge(h);
@@ -1510,7 +1541,13 @@ int mds_hsm_start(struct mds *m, const struct mds_hsm_conf *conf, struct mds_hsm
 					"most HSM actions STARTED at once since the MDS started");
 	h->m_started = metrics_counter("nacre_mds_hsm_actions_started_total", "",
 				       "HSM actions handed to copytools");
-	/* a plain gauge, not a callback: the registry outlives h */
+	h->m_waiting = metrics_gauge("nacre_mds_hsm_actions", "status=\"WAITING\"",
+				     "HSM actions in the coordinator queue by status "
+				     "(counted every second)");
+	h->m_queued_started = metrics_gauge("nacre_mds_hsm_actions", "status=\"STARTED\"",
+					    "HSM actions in the coordinator queue by status "
+					    "(counted every second)");
+	/* plain gauges, not callbacks: the registry outlives h */
 	metrics_set(metrics_gauge("nacre_mds_hsm_max_active", "", "the --hsm-max-active setting"),
 		    h->conf.max_active);
 	h->act = calloc(h->conf.max_active, sizeof(*h->act));

@@ -283,6 +283,28 @@ def test_release_refused_when_not_archived_or_norelease(hsm, mnt):
     assert state(f)[0] & RELEASED
 
 
+def test_release_refused_while_open_for_reading(hsm, mnt):
+    # A reader keeps the layout it opened with and destroyed objects read as holes: release
+    # must wait for the last close, or that reader would see zeros instead of a restore.
+    f = mnt / "o1"
+    data = write_random(f, 3 << 20, seed=12)
+    nacre("hsm_archive", f)
+    wait_state(f, EXISTS | ARCHIVED)
+    with open(f, "rb") as fp:
+        assert fp.read(4096) == data[:4096]
+        r = nacre("hsm_release", f, check=False)
+        assert r.returncode != 0 and "open" in r.stderr and str(f) in r.stderr, r.stderr
+        drop_caches()
+        assert fp.read() == data[4096:]  # still the file's data
+    assert not state(f)[0] & RELEASED
+    # the kernel sends the close to the MDS asynchronously: the release may need a retry
+    wait_for(lambda: nacre("hsm_release", f, check=False).returncode == 0, 10,
+             "the release after the last close")
+    assert state(f)[0] & RELEASED
+    drop_caches()
+    assert f.read_bytes() == data
+
+
 def test_remove(hsm, mnt):
     f = mnt / "r1"
     write_random(f, 5000, seed=4)
@@ -335,16 +357,22 @@ def test_copytool_killed_mid_action(hsm, mnt):
     nacre("hsm_archive", f)
     wait_for(lambda: "running" in nacre("hsm_action", f).stdout, 30, "archive running",
              interval=0.2)
-    hsm.ct.kill()
+    hsm.ct.kill()  # SIGKILL: no chance to remove its temporary copy
+    if hsm.backend == "posix":
+        temps = lambda: list((hsm.store.root / hsm.prefix).rglob("*.nacre-tmp-*"))  # noqa
+        assert [p for p in temps() if p.name.startswith("big2.")], \
+            "the killed copytool left no temporary: it was not mid-copy"
     # the coordinator takes the action back when the agent's connection drops
     wait_for(lambda: "waiting" in nacre("hsm_action", f).stdout, 30, "action back to WAITING",
              interval=0.2)
     hsm.ct = start_copytool(hsm, hsm.store.ct_args(hsm.prefix), name="ct2", bw=0)
     wait_state(f, EXISTS | ARCHIVED, timeout=60)
     assert hsm.store.read(obj(hsm, "big2"))[0] == data
-    # (the killed posix copytool's temporary file may stay: it is never read as an object)
-    assert [k for k in hsm.store.keys(hsm.prefix) if "big2" in k and "nacre-tmp" not in k] \
-        == [obj(hsm, "big2")]
+    if hsm.backend == "posix":
+        # the new copytool removed the dead one's temporary when it started
+        wait_for(lambda: not temps(), 30, "the killed copytool's temporary to be removed")
+        assert "leftovers of interrupted copies" in hsm.ct.text()
+    assert [k for k in hsm.store.keys(hsm.prefix) if "big2" in k] == [obj(hsm, "big2")]
     nacre("hsm_release", f)
     drop_caches()
     assert f.read_bytes() == data
@@ -584,6 +612,49 @@ def test_open_without_copytool_times_out(make_cluster):
     assert time.monotonic() - t0 < 30
     wait_for(lambda: "did not finish within" in c.mounts[0].proc.text(), 10,
              "a log line naming the file")
+
+
+def test_restore_recursive_bounded_and_names_failures(make_cluster):
+    c = make_cluster(start=False, osts=1)
+    c.start()
+    c.mount()
+    c.wait_osts_up()
+    d = c.mounts[0].path / "rb"
+    d.mkdir()
+    arch = c.dir / "archive"
+    arch.mkdir()
+    ct = start_copytool(c, ["--backend", f"posix:{arch}"], bw=0)
+    files = [d / f"f{i}" for i in range(3)]
+    datas = [write_random(p, 100000 + i, seed=30 + i) for i, p in enumerate(files)]
+    nacre("hsm_archive", *files)
+    for p in files:
+        wait_state(p, EXISTS | ARCHIVED)
+    nacre("hsm_release", *files)
+    ct.kill()
+    # no copytool: the wait ends at --timeout, naming every file and why
+    t0 = time.monotonic()
+    r = nacre("hsm_restore", "-r", "--timeout", 3, d, check=False)
+    assert r.returncode == 1
+    assert time.monotonic() - t0 < 20
+    assert "3 of 3 files still released after" in r.stderr and "--timeout 3" in r.stderr, \
+        r.stderr
+    for p in files:
+        assert f"  {p}: RESTORE waiting: is a copytool running" in r.stderr, r.stderr
+    assert "0/3 files restored" in r.stderr
+    assert "--timeout" in nacre("hsm_restore", "--timeout", 3, files[0], check=False).stderr
+    # a copytool again, but one archive copy is gone: that restore fails, the wait does not
+    # last until the timeout, and the failed file is named
+    (arch / "rb" / "f0").unlink()
+    start_copytool(c, ["--backend", f"posix:{arch}"], bw=0, name="ct2")
+    t0 = time.monotonic()
+    r = nacre("hsm_restore", "-r", "--timeout", 120, d, check=False)
+    assert r.returncode == 1
+    assert time.monotonic() - t0 < 60
+    assert "1 of 3 files could not be restored" in r.stderr, r.stderr
+    assert f"  {files[0]}: no restore queued: it failed" in r.stderr, r.stderr
+    assert "2/3 files restored" in r.stderr and ", 1 failed" in r.stderr, r.stderr
+    for p, data in list(zip(files, datas))[1:]:
+        assert p.read_bytes() == data
 
 
 def test_nacre_up_with_hsm_backend_and_import(tmp_path):

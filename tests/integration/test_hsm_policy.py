@@ -17,7 +17,7 @@ MAX_ACTIVE = 8
 def metric(port, name):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
         text = r.read().decode()
-    m = re.search(rf"^{name} ([0-9.e+]+)$", text, re.M)
+    m = re.search(rf"^{re.escape(name)} ([0-9.e+]+)$", text, re.M)
     assert m, f"{name} not in the MDS metrics:\n{text}"
     return float(m.group(1))
 
@@ -64,11 +64,18 @@ def test_bulk_restore_10000_files_bounded():
         assert metric(mport, "nacre_mds_hsm_max_active") == MAX_ACTIVE
 
         seen, stop = [0], threading.Event()
+        waiting, started = 'nacre_mds_hsm_actions{status="WAITING"}', \
+            'nacre_mds_hsm_actions{status="STARTED"}'
+        assert metric(mport, waiting) == 0 and metric(mport, started) == 0
+        depth = {"waiting": 0, "started": 0}
 
         def sample():  # `nacre hsm list` shows actions STARTED while the restore runs
             while not stop.is_set():
                 out = nacre("hsm", "list", mnt, check=False).stdout
                 seen[0] = max(seen[0], out.count("status=STARTED"))
+                # the queue gauges: thousands WAITING, never more than the limit STARTED
+                depth["waiting"] = max(depth["waiting"], metric(mport, waiting))
+                depth["started"] = max(depth["started"], metric(mport, started))
                 time.sleep(1)
         t = threading.Thread(target=sample)
         t.start()
@@ -87,6 +94,10 @@ def test_bulk_restore_10000_files_bounded():
         assert metric(mport, "nacre_mds_hsm_actions_started_total") >= n
         wait_for(lambda: metric(mport, "nacre_mds_hsm_active_actions") == 0, 30,
                  "no active action left")
+        assert depth["waiting"] > 1000, depth
+        assert 0 < depth["started"] <= MAX_ACTIVE, depth
+        wait_for(lambda: metric(mport, waiting) == 0 and metric(mport, started) == 0, 10,
+                 "the queue gauges to fall to 0")
         names = [dest / f"b{i // 1000}" / f"f{i:05d}" for i in range(n)]
         lst = c.dir / "filelist"
         lst.write_text("".join(f"{p}\n" for p in names))
@@ -98,7 +109,8 @@ def test_bulk_restore_10000_files_bounded():
             assert p.read_bytes() == b"%d\n" % i, p
         print(f"10,000 imports in {t_import:.1f} s, 10,000 restores in {took:.1f} s, "
               f"at most {int(high)} STARTED at once "
-              f"({seen[0]} seen in hsm list)")
+              f"({seen[0]} seen in hsm list), queue gauges peaked at "
+              f"{int(depth['waiting'])} WAITING, {int(depth['started'])} STARTED")
         ct.kill()
     finally:
         finish(c)

@@ -1,12 +1,17 @@
 /* test_hsm_posix.c - the posix archive backend and the metadata helpers: put/get/stat/list/
- * remove round trips, sidecar metadata, a file placed by hand, verification, cancel. */
+ * remove round trips, sidecar metadata, a file placed by hand, verification, cancel, and the
+ * rules by which the cleanup tells stale temporaries from live ones. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "common/crc32c.h"
 #include "hsm/backend.h"
 #include "unit.h"
 
@@ -164,9 +169,78 @@ static void test_posix(void)
 	free(dst.p);
 }
 
+/* Creates DIR/sub/NAME; mtime age_s seconds ago. Returns an fd open on it (caller closes). */
+static int make_tmp(const char *dir, const char *name, int age_s)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/sub/%s", dir, name);
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	struct timespec ts[2] = {{time(NULL) - age_s, 0}, {time(NULL) - age_s, 0}};
+	if (fd >= 0)
+		futimens(fd, ts);
+	return fd;
+}
+
+static int exists(const char *dir, const char *name)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/sub/%s", dir, name);
+	return access(p, F_OK) == 0;
+}
+
+static void test_cleanup(void)
+{
+	char dir[] = "/tmp/nacre-hsm-clean-XXXXXX", url[128], err[256], p[256], host[256] = "";
+	char mine[16], dead[64], live[64], self[64], other[64], old[64], locked[64];
+	struct hsm_backend *b;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(p, sizeof(p), "%s/sub", dir);
+	mkdir(p, 0755);
+	gethostname(host, sizeof(host) - 1);
+	snprintf(mine, sizeof(mine), "%08x", crc32c(0, host, strlen(host)));
+	/* a pid that is surely dead: a child that exited and was reaped */
+	pid_t gone = fork();
+	if (gone == 0)
+		_exit(0);
+	waitpid(gone, NULL, 0);
+	snprintf(dead, sizeof(dead), "f.nacre-tmp-%s-%d-1", mine, (int)gone);
+	snprintf(live, sizeof(live), "f.nacre-tmp-%s-%d-2", mine, (int)getppid());
+	snprintf(self, sizeof(self), ".f.nacre-meta.nacre-tmp-%s-%d-3", mine, (int)getpid());
+	snprintf(other, sizeof(other), "g.nacre-tmp-0badcafe-%d-4", (int)gone);
+	snprintf(old, sizeof(old), "h.nacre-tmp-0badcafe-%d-5", (int)getppid());
+	snprintf(locked, sizeof(locked), "i.nacre-tmp-%s-%d-6", mine, (int)gone);
+	int fds[6] = {make_tmp(dir, dead, 0), make_tmp(dir, live, 0), make_tmp(dir, self, 0),
+		      make_tmp(dir, other, 0), make_tmp(dir, old, 7200), make_tmp(dir, locked, 7200)};
+	/* a writer's lock (held here, as a copytool on another host would hold it) wins over
+	 * both the dead pid and the age */
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	CHECK_EQ(fcntl(fds[5], F_OFD_SETLK, &fl), 0);
+	snprintf(url, sizeof(url), "posix:%s", dir);
+	CHECK_EQ(hsm_backend_open(url, NULL, &b, err, sizeof(err)), 0);
+	CHECK_EQ(hsm_backend_cleanup(b, 3600, err, sizeof(err)), 2);
+	CHECK(!exists(dir, dead));   /* this host, dead pid */
+	CHECK(exists(dir, live));    /* this host, live pid */
+	CHECK(exists(dir, self));    /* this very process */
+	CHECK(exists(dir, other));   /* another host, fresh: cannot tell */
+	CHECK(!exists(dir, old));    /* another host, untouched past the grace */
+	CHECK(exists(dir, locked));  /* held by its writer */
+	close(fds[5]);
+	CHECK_EQ(hsm_backend_cleanup(b, 3600, err, sizeof(err)), 1); /* the lock is gone */
+	CHECK(!exists(dir, locked));
+	for (int i = 0; i < 5; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	hsm_backend_close(b);
+	char cmd[200];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK_EQ(system(cmd), 0);
+}
+
 int main(void)
 {
 	test_meta();
 	test_posix();
+	test_cleanup();
 	return unit_done();
 }
