@@ -38,7 +38,7 @@ static struct owner_ent *owners[OWNER_BUCKETS]; /* owners_lock */
 /* Requests in set_wait's retry loop: an upgrade cannot hand those over (upgrade.c). */
 static int lock_waiters; /* atomic */
 
-static struct owner_ent **owner_slot(const struct nacre_fid *fid, uint64_t owner);
+static int owner_add(const struct nacre_fid *fid, uint64_t owner);
 
 int fz_lock_waiters(void)
 {
@@ -60,6 +60,26 @@ int fz_lock_owners_walk(int (*fn)(const struct nacre_fid *fid, uint64_t owner, v
 
 int fz_lock_owner_import(const struct nacre_fid *fid, uint64_t owner)
 {
+	return owner_add(fid, owner);
+}
+
+static size_t owner_bucket(const struct nacre_fid *fid, uint64_t owner)
+{
+	uint64_t h = (fid->seq ^ ((uint64_t)fid->oid << 20) ^ owner) * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 40) % OWNER_BUCKETS;
+}
+
+static struct owner_ent **owner_slot(const struct nacre_fid *fid, uint64_t owner)
+{
+	struct owner_ent **p = &owners[owner_bucket(fid, owner)];
+	while (*p && !((*p)->owner == owner && nacre_fid_eq(&(*p)->fid, fid)))
+		p = &(*p)->next;
+	return p;
+}
+
+/* Adds the pair (fid, owner) unless known. 0 or -ENOMEM. */
+static int owner_add(const struct nacre_fid *fid, uint64_t owner)
+{
 	int rc = 0;
 
 	pthread_mutex_lock(&owners_lock);
@@ -78,37 +98,11 @@ int fz_lock_owner_import(const struct nacre_fid *fid, uint64_t owner)
 	return rc;
 }
 
-static size_t owner_bucket(const struct nacre_fid *fid, uint64_t owner)
-{
-	uint64_t h = (fid->seq ^ ((uint64_t)fid->oid << 20) ^ owner) * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h >> 40) % OWNER_BUCKETS;
-}
-
-static struct owner_ent **owner_slot(const struct nacre_fid *fid, uint64_t owner)
-{
-	struct owner_ent **p = &owners[owner_bucket(fid, owner)];
-	while (*p && !((*p)->owner == owner && nacre_fid_eq(&(*p)->fid, fid)))
-		p = &(*p)->next;
-	return p;
-}
-
-/* Remembers that owner may hold POSIX locks on fid; on ENOMEM the next flush of the file
- * cannot know, so flushes of it always unlock (see owner_take). */
+/* Remembers that owner may hold POSIX locks on fid. */
 static void owner_note(const struct nacre_fid *fid, uint64_t owner)
 {
-	pthread_mutex_lock(&owners_lock);
-	struct owner_ent **p = owner_slot(fid, owner);
-	if (!*p) {
-		struct owner_ent *e = calloc(1, sizeof(*e));
-		if (e) {
-			e->fid = *fid;
-			e->owner = owner;
-			*p = e;
-		} else {
-			LOG_WARN("lock", "out of memory: a POSIX lock may outlive its close");
-		}
-	}
-	pthread_mutex_unlock(&owners_lock);
+	if (owner_add(fid, owner) < 0)
+		LOG_WARN("lock", "out of memory: a POSIX lock may outlive its close");
 }
 
 /* 1 (and forgets the pair) if owner may hold POSIX locks on fid. */
