@@ -9,7 +9,8 @@
  * opcode is the handler's to refuse with -EOPNOTSUPP.
  *
  * Client: struct rpc_conn is one connection to one server, shared by many threads. Each call
- * gets a fresh xid; requests are pipelined and replies matched by xid on a receiver thread.
+ * gets a fresh xid; requests are pipelined and replies matched by xid, read by whichever
+ * waiting caller holds the reader role (no receiver thread).
  * A lost connection is re-established (with the handshake) on the next call; a call waits
  * for a missing server until its deadline, then fails with -ETIMEDOUT (the caller maps it to
  * EIO for applications).

@@ -1,14 +1,22 @@
 /* rpc_client.c - the client side of the transport: one connection to one server, shared by
  * many threads, requests pipelined and replies matched by xid (see rpc.h).
  *
- * Locking: c->lock protects the connection state (fd, gen, connecting), the pending table
- * and every pending's state. c->send_lock serializes writes to the socket so frames do not
- * interleave; it is taken before c->lock is released-and-retaken, never while waiting.
- * Lock order: send_lock, then lock.
+ * Locking: c->lock protects the connection state (fd, gen, connecting, reader_busy), the
+ * pending table, the waiter list and every pending's state. c->send_lock serializes writes to
+ * the socket so frames do not interleave; it is taken before c->lock is released-and-retaken,
+ * never while waiting. Lock order: send_lock, then lock.
  *
- * Each live socket has one receiver thread. When the socket fails, the receiver marks every
- * request sent on it: idempotent ones go back to UNSENT (their waiter resends after a
- * reconnect), the others fail with -ECONNRESET because the server may have executed them.
+ * Replies are read by the callers themselves (leader/follower): of the threads waiting in
+ * rpc_wait, one at a time is the reader. It reads every reply that arrives, hands each to its
+ * waiter, and gives the role to the next waiter once its own reply is in. A reply thus wakes
+ * only the thread that waits for it, instead of a receiver thread and then the caller: on a
+ * machine where a task switch is expensive that is most of the cost of a small call. With
+ * nobody waiting nobody reads, so before sending on an idle socket the sender checks that the
+ * server has not hung up (a restarted server) and drains what is left on it first.
+ *
+ * When the socket fails, the reader marks every request sent on it: idempotent ones go back to
+ * UNSENT (their waiter resends after a reconnect), the others fail with -ECONNRESET because
+ * the server may have executed them.
  */
 #include <errno.h>
 #include <poll.h>
@@ -47,8 +55,17 @@ struct rpc_pending {
 	struct rpc_call_args args;
 	uint8_t *body_copy;  /* the request body, kept for resends */
 	int in_table;
-	int receiving; /* the receiver is reading bulk into args.reply_bulk; protected by lock */
+	int receiving; /* the reader is reading bulk into args.reply_bulk; protected by lock */
+	struct rpc_pending *wnext, *wprev; /* c->waiters, while waiting as a follower */
 	int64_t start_us; /* rpc_start time, for the client latency histogram */
+};
+
+/* The reader's side of a socket: small replies come through buf, several per read();
+ * what does not fit is read straight into place. */
+struct rx_reader {
+	int fd;
+	size_t off, len; /* buffered bytes: buf[off, len) */
+	uint8_t buf[16384];
 };
 
 struct rpc_conn {
@@ -64,18 +81,14 @@ struct rpc_conn {
 	int fd;                    /* -1 when disconnected; protected by lock */
 	uint64_t gen;              /* bumped per established socket; protected by lock */
 	int connecting;            /* a thread is connecting; protected by lock */
-	int receivers;             /* live receiver threads; protected by lock */
+	int reader_busy;           /* a waiter is reading replies; protected by lock */
+	struct rpc_pending *waiters; /* followers; one becomes the next reader */
+	struct rx_reader rx;       /* used by the reader only; reset per socket */
 	int shutting_down;         /* protected by lock */
 	uint64_t next_xid;         /* protected by lock */
 	char server_name[NACRE_NAME_MAX + 1]; /* protected by lock */
 	int last_err;              /* last connect error, for messages; protected by lock */
 	struct rpc_pending *table[PENDING_BUCKETS];
-};
-
-struct receiver_arg {
-	struct rpc_conn *c;
-	int fd;
-	uint64_t gen;
 };
 
 void rpc_msg_free(struct rpc_msg *m)
@@ -202,7 +215,7 @@ static int send_frame(int fd, uint16_t opcode, uint64_t xid, const void *body, u
 	return net_writev_full(fd, iov, n);
 }
 
-/* Reads one reply frame on the handshake (no receiver thread yet). */
+/* Reads one reply frame of the handshake (before the socket is shared). */
 static int handshake_reply(int fd, uint64_t xid, int64_t deadline, uint8_t *body, size_t cap,
 			   uint32_t *body_len)
 {
@@ -308,6 +321,11 @@ static int dial(struct rpc_conn *c, int64_t deadline, char *server_name, size_t 
 	if (rc < 0)
 		goto out_close;
 	str_copy(server_name, rep.server_name, sn_len);
+	/* A server that stops halfway through a frame for a whole call timeout is broken: the
+	 * reader's blocking reads then fail instead of holding every caller. */
+	struct timeval stall = {.tv_sec = c->timeout_ms / 1000,
+				.tv_usec = (c->timeout_ms % 1000) * 1000};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &stall, sizeof(stall));
 	return fd;
 
 out_close:
@@ -315,7 +333,7 @@ out_close:
 	return rc;
 }
 
-/* Called by the receiver when its socket died: requeue or fail what was sent on it. */
+/* Called by the reader when its socket died: requeue or fail what was sent on it. */
 static void socket_failed(struct rpc_conn *c, int fd, uint64_t gen)
 {
 	int i;
@@ -359,15 +377,8 @@ static void receive_done(struct rpc_conn *c, uint64_t xid)
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* The receiver's side of a socket: small replies come through buf, several per read();
- * what does not fit is read straight into place. */
-struct rx_reader {
-	int fd;
-	size_t off, len; /* buffered bytes: buf[off, len) */
-	uint8_t buf[16384];
-};
-
-/* Reads exactly n bytes. 0, or a negative errno (-ECONNRESET at end of stream). */
+/* Reads exactly n bytes. 0, or a negative errno (-ECONNRESET at end of stream; -EAGAIN when
+ * the server stalls mid-frame longer than the socket's receive timeout). */
 static int rx_read(struct rx_reader *r, void *dst, size_t n)
 {
 	uint8_t *p = dst;
@@ -399,97 +410,168 @@ static int rx_read(struct rx_reader *r, void *dst, size_t n)
 	return 0;
 }
 
-static void *receiver_main(void *arg)
+/* Waits until a frame can be read (bytes buffered or the socket readable): 1, 0 when the
+ * deadline passed first, or a negative errno. */
+static int rx_wait(struct rx_reader *r, int64_t deadline)
 {
-	struct receiver_arg ra = *(struct receiver_arg *)arg;
-	struct rpc_conn *c = ra.c;
-	uint8_t hb[WIRE_HDR_LEN];
-	struct rx_reader *rx = malloc(sizeof(*rx));
-
-	free(arg);
-	if (!rx)
-		goto out_failed;
-	rx->fd = ra.fd;
-	rx->off = rx->len = 0;
 	for (;;) {
-		struct wire_hdr h;
-		struct rpc_pending *p;
-		struct rpc_msg *m;
-		uint8_t *bulk_dst;
-		int rc;
+		struct pollfd pfd = {.fd = r->fd, .events = POLLIN};
+		int64_t left = deadline - net_now_ms();
+		int k;
 
-		rc = rx_read(rx, hb, sizeof(hb));
-		if (rc < 0)
-			break;
-		rc = wire_hdr_decode(hb, &h);
-		if (rc < 0 || !(h.flags & WIRE_FLAG_REPLY)) {
-			LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "bad frame from %s; reconnecting",
-					c->addr);
-			break;
-		}
-		m = calloc(1, sizeof(*m));
-		if (!m)
-			break;
-		m->hdr = h;
-		m->body_len = h.body_len;
-		m->body = malloc(h.body_len + 1);
-		if (!m->body || rx_read(rx, m->body, h.body_len) < 0) {
-			rpc_msg_free(m);
-			break;
-		}
-		/* Where to put the bulk: straight into the caller's buffer if it fits. */
-		pthread_mutex_lock(&c->lock);
-		p = table_find(c, h.xid);
-		bulk_dst = NULL;
-		if (p && p->state == P_SENT && p->args.reply_bulk &&
-		    h.bulk_len <= p->args.reply_bulk_cap) {
-			bulk_dst = p->args.reply_bulk;
-			p->receiving = 1; /* holds the waiter (and its buffer) until we are done */
-		}
-		pthread_mutex_unlock(&c->lock);
-		m->bulk_len = h.bulk_len;
-		if (h.bulk_len) {
-			if (bulk_dst) {
-				m->bulk = bulk_dst;
-			} else {
-				m->bulk = malloc(h.bulk_len);
-				m->bulk_owned = 1;
-			}
-			rc = m->bulk ? rx_read(rx, m->bulk, h.bulk_len) : -ENOMEM;
-			if (rc == 0 && crc32c(0, m->bulk, h.bulk_len) != h.bulk_crc) {
-				LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
-						"bulk checksum mismatch from %s; reconnecting",
-						c->addr);
-				rc = -EPROTO;
-			}
-			if (rc < 0) {
-				if (bulk_dst)
-					receive_done(c, h.xid);
-				rpc_msg_free(m);
-				break;
-			}
-		}
-		if (bulk_dst)
-			receive_done(c, h.xid);
-		metrics_add(metrics_net_recv(), WIRE_HDR_LEN + (uint64_t)h.body_len + h.bulk_len);
-		pthread_mutex_lock(&c->lock);
-		p = table_find(c, h.xid);
-		if (p && p->state == P_SENT) {
-			table_del(c, p);
-			pending_finish(p, h.status, m);
-			m = NULL;
-		}
-		pthread_mutex_unlock(&c->lock);
-		rpc_msg_free(m); /* a reply nobody waits for any more */
+		if (r->off < r->len)
+			return 1;
+		if (left <= 0)
+			return 0;
+		k = poll(&pfd, 1, left > INT32_MAX ? INT32_MAX : (int)left);
+		if (k > 0)
+			return 1;
+		if (k < 0 && errno != EINTR)
+			return -errno;
 	}
-	free(rx);
-out_failed:
-	socket_failed(c, ra.fd, ra.gen);
+}
+
+/* Reads one reply and hands it to its pending. 0, or a negative errno when the socket is
+ * unusable (closed, stalled, or sending garbage). */
+static int read_one_reply(struct rpc_conn *c)
+{
+	struct rx_reader *rx = &c->rx;
+	uint8_t hb[WIRE_HDR_LEN];
+	struct wire_hdr h;
+	struct rpc_pending *p;
+	struct rpc_msg *m;
+	uint8_t *bulk_dst = NULL;
+	int rc;
+
+	rc = rx_read(rx, hb, sizeof(hb));
+	if (rc < 0)
+		return rc;
+	rc = wire_hdr_decode(hb, &h);
+	if (rc < 0 || !(h.flags & WIRE_FLAG_REPLY)) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "bad frame from %s; reconnecting", c->addr);
+		return -EPROTO;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->hdr = h;
+	m->body_len = h.body_len;
+	m->body = malloc(h.body_len + 1);
+	rc = m->body ? rx_read(rx, m->body, h.body_len) : -ENOMEM;
+	if (rc < 0) {
+		rpc_msg_free(m);
+		return rc;
+	}
+	/* Where to put the bulk: straight into the caller's buffer if it fits. */
 	pthread_mutex_lock(&c->lock);
-	c->receivers--;
-	pthread_cond_broadcast(&c->state_cond);
+	p = table_find(c, h.xid);
+	if (p && p->state == P_SENT && p->args.reply_bulk && h.bulk_len <= p->args.reply_bulk_cap) {
+		bulk_dst = p->args.reply_bulk;
+		p->receiving = 1; /* holds the waiter (and its buffer) until we are done */
+	}
 	pthread_mutex_unlock(&c->lock);
-	return NULL;
+	m->bulk_len = h.bulk_len;
+	if (h.bulk_len) {
+		if (bulk_dst) {
+			m->bulk = bulk_dst;
+		} else {
+			m->bulk = malloc(h.bulk_len);
+			m->bulk_owned = 1;
+		}
+		rc = m->bulk ? rx_read(rx, m->bulk, h.bulk_len) : -ENOMEM;
+		if (rc == 0 && crc32c(0, m->bulk, h.bulk_len) != h.bulk_crc) {
+			LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+					"bulk checksum mismatch from %s; reconnecting", c->addr);
+			rc = -EPROTO;
+		}
+	}
+	if (bulk_dst)
+		receive_done(c, h.xid);
+	if (rc < 0) {
+		rpc_msg_free(m);
+		return rc;
+	}
+	metrics_add(metrics_net_recv(), WIRE_HDR_LEN + (uint64_t)h.body_len + h.bulk_len);
+	pthread_mutex_lock(&c->lock);
+	p = table_find(c, h.xid);
+	if (p && p->state == P_SENT) {
+		table_del(c, p);
+		pending_finish(p, h.status, m);
+		m = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	rpc_msg_free(m); /* a reply nobody waits for any more */
+	return 0;
+}
+
+static void waiter_add(struct rpc_conn *c, struct rpc_pending *p)
+{
+	p->wprev = NULL;
+	p->wnext = c->waiters;
+	if (c->waiters)
+		c->waiters->wprev = p;
+	c->waiters = p;
+}
+
+static void waiter_del(struct rpc_conn *c, struct rpc_pending *p)
+{
+	if (p->wprev)
+		p->wprev->wnext = p->wnext;
+	else
+		c->waiters = p->wnext;
+	if (p->wnext)
+		p->wnext->wprev = p->wprev;
+	p->wnext = p->wprev = NULL;
+}
+
+/* Gives the reader role to a follower whose call is still open. Called with c->lock held. */
+static void wake_next_reader(struct rpc_conn *c)
+{
+	for (struct rpc_pending *w = c->waiters; w; w = w->wnext) {
+		if (w->state != P_DONE) {
+			pthread_cond_signal(&w->cond);
+			return;
+		}
+	}
+}
+
+/* The reader role. Called with c->lock held and c->reader_busy just set by the caller;
+ * returns with the lock held and the role given up. Reads replies, anyone's, until me is no
+ * longer SENT (me NULL: until the socket ends), the deadline passes, or the socket fails. */
+static void lead(struct rpc_conn *c, struct rpc_pending *me, int64_t deadline)
+{
+	int fd = c->fd;
+	uint64_t gen = c->gen;
+	int rc = 0;
+
+	while (!me || (me->state == P_SENT && me->sent_gen == gen)) {
+		pthread_mutex_unlock(&c->lock);
+		rc = rx_wait(&c->rx, deadline);
+		if (rc > 0)
+			rc = read_one_reply(c);
+		else if (rc == 0 && !me)
+			rc = -ETIMEDOUT; /* a hung-up socket that did not end: give it up */
+		pthread_mutex_lock(&c->lock);
+		if (rc != 0 || net_now_ms() >= deadline)
+			break;
+	}
+	if (rc < 0) {
+		pthread_mutex_unlock(&c->lock);
+		socket_failed(c, fd, gen);
+		pthread_mutex_lock(&c->lock);
+	}
+	c->reader_busy = 0;
+	wake_next_reader(c);
+	pthread_cond_broadcast(&c->state_cond); /* rpc_conn_destroy may wait for us */
+}
+
+/* Whether the idle socket's server has closed it (restarted, or dropped us). Called with
+ * c->lock held, c->fd valid and no reader. */
+static int peer_hung_up(int fd)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLRDHUP};
+
+	return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 /* Makes sure a socket is up. Called with c->lock held; may drop and retake it.
@@ -498,8 +580,6 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 {
 	while (c->fd < 0) {
 		char sname[NACRE_NAME_MAX + 1] = "";
-		struct receiver_arg *ra;
-		pthread_t tid;
 		int fd;
 
 		if (c->shutting_down)
@@ -543,22 +623,9 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 			pthread_mutex_lock(&c->lock);
 			continue;
 		}
-		ra = malloc(sizeof(*ra));
-		if (!ra) {
-			close(fd);
-			return -ENOMEM;
-		}
 		c->gen++;
-		ra->c = c;
-		ra->fd = fd;
-		ra->gen = c->gen;
-		if (pthread_create(&tid, NULL, receiver_main, ra) != 0) {
-			free(ra);
-			close(fd);
-			return -EAGAIN;
-		}
-		pthread_detach(tid);
-		c->receivers++;
+		c->rx.fd = fd;
+		c->rx.off = c->rx.len = 0;
 		c->fd = fd;
 		c->last_err = 0;
 		str_copy(c->server_name, sname, sizeof(c->server_name));
@@ -573,6 +640,11 @@ static int send_pending(struct rpc_conn *c, struct rpc_pending *p)
 	int fd, rc;
 	uint64_t gen;
 
+	if (c->fd >= 0 && !c->reader_busy && peer_hung_up(c->fd)) {
+		/* take what the server sent before it went, then let the socket fail */
+		c->reader_busy = 1;
+		lead(c, NULL, net_now_ms() + c->timeout_ms);
+	}
 	rc = ensure_connected(c, p->deadline_ms, 1);
 	if (rc < 0)
 		return rc;
@@ -595,7 +667,7 @@ static int send_pending(struct rpc_conn *c, struct rpc_pending *p)
 	rc = send_frame(fd, p->args.opcode, p->xid, p->body_copy, p->args.body_len,
 			p->args.bulk, p->args.bulk_iovcnt);
 	if (rc < 0)
-		shutdown(fd, SHUT_RDWR); /* the receiver notices and requeues */
+		shutdown(fd, SHUT_RDWR); /* the reader notices and requeues */
 	pthread_mutex_unlock(&c->send_lock);
 	pthread_mutex_lock(&c->lock);
 	return rc == -E2BIG || rc == -EINVAL ? rc : 0;
@@ -648,8 +720,10 @@ void rpc_conn_destroy(struct rpc_conn *c)
 	c->shutting_down = 1;
 	if (c->fd >= 0)
 		shutdown(c->fd, SHUT_RDWR);
-	while (c->receivers > 0 || c->connecting)
+	while (c->reader_busy || c->connecting)
 		pthread_cond_wait(&c->state_cond, &c->lock);
+	if (c->fd >= 0)
+		close(c->fd);
 	pthread_mutex_unlock(&c->lock);
 	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_destroy(&c->send_lock);
@@ -736,7 +810,7 @@ int rpc_wait(struct rpc_pending *p, struct rpc_msg **reply)
 		int64_t left = p->deadline_ms - net_now_ms();
 
 		if (left <= 0 && p->receiving) {
-			/* bulk is landing in the caller's buffer: wait for the receiver */
+			/* bulk is landing in the caller's buffer: wait for the reader */
 			pthread_cond_wait(&p->cond, &c->lock);
 			continue;
 		}
@@ -754,6 +828,11 @@ int rpc_wait(struct rpc_pending *p, struct rpc_msg **reply)
 			}
 			continue;
 		}
+		if (!c->reader_busy && c->fd >= 0 && p->sent_gen == c->gen) {
+			c->reader_busy = 1;
+			lead(c, p, p->deadline_ms);
+			continue;
+		}
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += left / 1000;
 		ts.tv_nsec += (left % 1000) * 1000000;
@@ -761,7 +840,9 @@ int rpc_wait(struct rpc_pending *p, struct rpc_msg **reply)
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
 		}
+		waiter_add(c, p);
 		pthread_cond_timedwait(&p->cond, &c->lock, &ts);
+		waiter_del(c, p);
 	}
 	table_del(c, p);
 	pthread_mutex_unlock(&c->lock);

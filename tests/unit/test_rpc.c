@@ -1,7 +1,8 @@
 /* test_rpc.c - the transport end to end over loopback TCP: handshake with the cluster key,
  * pipelined calls with bulk both ways, replies straight into caller buffers, refusals
- * (wrong key, wrong fsname), a raw-socket peer sending garbage, and reconnection after the
- * server restarts. */
+ * (wrong key, wrong fsname), a raw-socket peer sending garbage, reconnection after the
+ * server restarts, and many threads sharing one connection (the reader role passing between
+ * them). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -245,9 +246,95 @@ static void test_unreachable_and_restart(void)
 	srv_stop(&sv);
 }
 
+/* Many threads calling at once on one connection: the reader role passes from caller to
+ * caller, and every reply reaches its own caller. */
+struct caller {
+	struct rpc_conn *c;
+	int id, ok;
+};
+
+static void *caller_main(void *arg)
+{
+	struct caller *cl = arg;
+
+	cl->ok = 1;
+	for (int i = 0; i < 300; i++) {
+		int x = cl->id * 1000 + i, got = -1;
+		uint8_t out[3000], in[3000];
+		struct iovec iov = {out, (size_t)(i % 7) * 400};
+		struct rpc_call_args a = {.opcode = OP_ECHO, .body = &x, .body_len = sizeof(x),
+					  .bulk = &iov, .bulk_iovcnt = 1, .reply_bulk = in,
+					  .reply_bulk_cap = sizeof(in)};
+		struct rpc_msg *m = NULL;
+
+		memset(out, x & 0xff, sizeof(out));
+		if (rpc_call(cl->c, &a, &m) != 0 || !m || m->body_len != sizeof(x))
+			cl->ok = 0;
+		else
+			memcpy(&got, m->body, sizeof(got));
+		if (got != x || (m && (m->bulk_len != iov.iov_len ||
+				       memcmp(m->bulk ? m->bulk : in, out, iov.iov_len) != 0)))
+			cl->ok = 0;
+		rpc_msg_free(m);
+	}
+	return NULL;
+}
+
+static void test_concurrent_callers(void)
+{
+	struct nacre_key k = make_key(5);
+	struct srv sv;
+	enum { T = 8 };
+	struct caller cl[T];
+	pthread_t tid[T];
+	int ok = 1;
+
+	CHECK(srv_start(&sv, "127.0.0.1:0", &k) == 0);
+	struct rpc_conn *c = client(sv.addr, "testfs", &k, 5000);
+	for (int t = 0; t < T; t++) {
+		cl[t] = (struct caller){.c = c, .id = t};
+		pthread_create(&tid[t], NULL, caller_main, &cl[t]);
+	}
+	for (int t = 0; t < T; t++) {
+		pthread_join(tid[t], NULL);
+		ok &= cl[t].ok;
+	}
+	CHECK(ok);
+	rpc_conn_destroy(c);
+	srv_stop(&sv);
+}
+
+/* An idle connection whose server restarted: a call that must not be resent (not
+ * idempotent) still goes through, because the client sees the hang-up before sending and
+ * reconnects instead of writing into the dead socket. */
+static void test_idle_restart_not_idempotent(void)
+{
+	struct nacre_key k = make_key(9);
+	struct srv sv;
+	char addr[64];
+	int x = 11;
+	struct rpc_call_args a = {.opcode = OP_ECHO, .body = &x, .body_len = sizeof(x)};
+	struct rpc_msg *m = NULL;
+
+	CHECK(srv_start(&sv, "127.0.0.1:0", &k) == 0);
+	str_copy(addr, sv.addr, sizeof(addr));
+	struct rpc_conn *c = client(addr, "testfs", &k, 3000);
+	CHECK(rpc_call(c, &a, &m) == 0);
+	rpc_msg_free(m);
+	srv_stop(&sv);
+	CHECK(srv_start(&sv, addr, &k) == 0);
+	usleep(50000); /* the old socket's FIN has arrived */
+	CHECK(rpc_call(c, &a, &m) == 0);
+	rpc_msg_free(m);
+	rpc_conn_destroy(c);
+	srv_stop(&sv);
+}
+
 int main(void)
 {
 	test_pipelined();
+	test_concurrent_callers();
+	test_idle_restart_not_idempotent();
 	test_refusals();
 	test_unreachable_and_restart();
 	return unit_done();
