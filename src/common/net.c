@@ -272,22 +272,52 @@ int net_connect(const char *addr, int timeout_ms)
 	return fd;
 }
 
+/* One read towards a full one: advances *p and *n. 0 (also on EINTR), -ECONNRESET on EOF,
+ * or -errno. */
+static int read_some(int fd, uint8_t **p, size_t *n)
+{
+	ssize_t r = read(fd, *p, *n);
+
+	if (r < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (r == 0)
+		return -ECONNRESET;
+	*p += r;
+	*n -= (size_t)r;
+	return 0;
+}
+
 int net_read_full(int fd, void *buf, size_t n)
 {
 	uint8_t *p = buf;
 
 	while (n > 0) {
-		ssize_t r = read(fd, p, n);
+		int rc = read_some(fd, &p, &n);
 
-		if (r < 0) {
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int net_read_full_timeout(int fd, void *buf, size_t n, int timeout_ms)
+{
+	uint8_t *p = buf;
+
+	while (n > 0) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		int rc = poll(&pfd, 1, timeout_ms);
+
+		if (rc < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
-		if (r == 0)
-			return -ECONNRESET;
-		p += r;
-		n -= (size_t)r;
+		if (rc == 0)
+			return -ETIMEDOUT;
+		rc = read_some(fd, &p, &n);
+		if (rc < 0)
+			return rc;
 	}
 	return 0;
 }

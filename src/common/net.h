@@ -19,6 +19,9 @@ int net_listen(const char *addr, uint16_t *port_out);
 int net_connect(const char *addr, int timeout_ms);
 /* Reads exactly n bytes (0 on success, -ECONNRESET on EOF, -errno on error). Blocking fd. */
 int net_read_full(int fd, void *buf, size_t n);
+/* net_read_full() that gives up with -ETIMEDOUT when no data arrives for timeout_ms: the
+ * limit applies to each wait for more bytes, not to the whole read (-1: no limit). */
+int net_read_full_timeout(int fd, void *buf, size_t n, int timeout_ms);
 /* Writes all of iov (modifies it). 0 or -errno. Blocking fd; uses MSG_NOSIGNAL. */
 int net_writev_full(int fd, struct iovec *iov, int iovcnt);
 int net_set_nonblock(int fd, int on);

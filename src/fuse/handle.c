@@ -51,6 +51,18 @@ void fz_htable_fini(struct fz_htable *t)
 	pthread_mutex_destroy(&t->lock);
 }
 
+/* The link that points at fh's entry, or at the NULL ending its chain if fh is unknown
+ * (a number is in the table at most once: fresh from the counter, or imported after this
+ * check). Called with t->lock held; valid until it is released. */
+static struct fz_hent **find_slot(struct fz_htable *t, uint64_t fh)
+{
+	struct fz_hent **p = &t->buckets[bucket(fh)];
+
+	while (*p && (*p)->fh != fh)
+		p = &(*p)->next;
+	return p;
+}
+
 /* Adds obj under fh (taken from the counter if fh is 0). Called with t->lock held. */
 static int add_locked(struct fz_htable *t, uint64_t fh, int kind, void *obj, uint64_t *out)
 {
@@ -91,10 +103,7 @@ int fz_handle_import(struct fz_mount *m, uint64_t fh, int kind, void *obj)
 	if (fh == 0)
 		return -EINVAL;
 	pthread_mutex_lock(&t->lock);
-	struct fz_hent *e = t->buckets[bucket(fh)];
-	while (e && e->fh != fh)
-		e = e->next;
-	if (!e)
+	if (!*find_slot(t, fh))
 		rc = add_locked(t, fh, kind, obj, &out);
 	pthread_mutex_unlock(&t->lock);
 	return rc;
@@ -106,12 +115,9 @@ void *fz_handle_get(struct fz_mount *m, uint64_t fh, int kind)
 	void *obj = NULL;
 
 	pthread_mutex_lock(&t->lock);
-	for (struct fz_hent *e = t->buckets[bucket(fh)]; e; e = e->next) {
-		if (e->fh == fh) {
-			obj = e->kind == kind ? e->obj : NULL;
-			break;
-		}
-	}
+	struct fz_hent *e = *find_slot(t, fh);
+	if (e && e->kind == kind)
+		obj = e->obj;
 	pthread_mutex_unlock(&t->lock);
 	return obj;
 }
@@ -122,16 +128,12 @@ void *fz_handle_del(struct fz_mount *m, uint64_t fh, int kind)
 	void *obj = NULL;
 
 	pthread_mutex_lock(&t->lock);
-	for (struct fz_hent **pp = &t->buckets[bucket(fh)]; *pp; pp = &(*pp)->next) {
-		struct fz_hent *e = *pp;
-
-		if (e->fh == fh && e->kind == kind) {
-			*pp = e->next;
-			obj = e->obj;
-			t->count--;
-			free(e);
-			break;
-		}
+	struct fz_hent **p = find_slot(t, fh), *e = *p;
+	if (e && e->kind == kind) {
+		*p = e->next;
+		obj = e->obj;
+		t->count--;
+		free(e);
 	}
 	pthread_mutex_unlock(&t->lock);
 	return obj;

@@ -18,12 +18,11 @@
  *        again, having never closed the fd.
  *   new: serves once the confirmation arrived.
  *
- * The blob is little-endian, field by field, with a magic and a version; the reader checks
- * every count against the bytes present.
+ * The blob is little-endian, field by field through the wire cursor (proto/cursor.h), with a
+ * magic and a version; the reader checks every count against the bytes present.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,8 +35,11 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/net.h"
 #include "common/util.h"
 #include "fuse/fz.h"
+#include "proto/cursor.h"
+#include "proto/wire.h"
 
 #define UPG_MAGIC 0x4e555047u   /* "NUPG" */
 #define UPG_VERSION 1u
@@ -85,115 +87,34 @@ struct fz_upgrade {
 
 /* ---------------- the blob ---------------- */
 
-struct obuf {
-	char *p;
-	size_t len, cap;
-	int err;
-};
-
-static void put(struct obuf *b, const void *v, size_t n)
+/* A string: u32 length, then the bytes (no NUL). NULL is written as "". */
+static void put_str(struct wire_cursor *c, const char *s)
 {
-	if (b->err)
-		return;
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 4096;
-		while (cap < b->len + n)
-			cap *= 2;
-		char *p = cap > UPG_BLOB_MAX ? NULL : realloc(b->p, cap);
-		if (!p) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, v, n);
-	b->len += n;
+	wire_put_blob(c, s ? s : "", s ? (uint32_t)strlen(s) : 0);
 }
 
-static void put_u32(struct obuf *b, uint32_t v)
+static void put_time(struct wire_cursor *c, const struct nacre_time *t)
 {
-	unsigned char x[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
-			      (unsigned char)(v >> 24)};
-	put(b, x, 4);
+	wire_put_i64(c, t->sec);
+	wire_put_u32(c, t->nsec);
 }
 
-static void put_u64(struct obuf *b, uint64_t v)
+/* A NUL-terminated copy (caller frees), or NULL with the cursor failed. */
+static char *get_str(struct wire_cursor *c)
 {
-	put_u32(b, (uint32_t)v);
-	put_u32(b, (uint32_t)(v >> 32));
-}
-
-static void put_str(struct obuf *b, const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-
-	put_u32(b, (uint32_t)n);
-	put(b, s ? s : "", n);
-}
-
-static void put_fid(struct obuf *b, const struct nacre_fid *f)
-{
-	put_u64(b, f->seq);
-	put_u32(b, f->oid);
-	put_u32(b, f->ver);
-}
-
-static void put_time(struct obuf *b, const struct nacre_time *t)
-{
-	put_u64(b, (uint64_t)t->sec);
-	put_u32(b, t->nsec);
-}
-
-/* A bounded reader: a short read sets err, after which everything reads as 0. */
-struct icur {
-	const unsigned char *p;
-	size_t len, pos;
-	int err;
-};
-
-static const unsigned char *take(struct icur *c, size_t n)
-{
-	if (c->err || c->len - c->pos < n) {
-		c->err = -EPROTO;
-		return NULL;
-	}
-	c->pos += n;
-	return c->p + c->pos - n;
-}
-
-static uint32_t get_u32(struct icur *c)
-{
-	const unsigned char *x = take(c, 4);
-
-	return x ? (uint32_t)x[0] | (uint32_t)x[1] << 8 | (uint32_t)x[2] << 16 |
-			   (uint32_t)x[3] << 24
-		 : 0;
-}
-
-static uint64_t get_u64(struct icur *c)
-{
-	uint64_t lo = get_u32(c);
-
-	return lo | (uint64_t)get_u32(c) << 32;
-}
-
-/* A NUL-terminated copy (caller frees), or NULL with c->err set. */
-static char *get_str(struct icur *c)
-{
-	uint32_t n = get_u32(c);
-	const unsigned char *x = take(c, n);
+	uint32_t n;
+	const uint8_t *x = wire_get_blob(c, UINT32_MAX, &n);
 	char *s;
 
 	if (!x)
 		return NULL;
 	if (memchr(x, '\0', n)) {
-		c->err = -EPROTO;
+		wire_cursor_fail(c, -EPROTO);
 		return NULL;
 	}
 	s = malloc((size_t)n + 1);
 	if (!s) {
-		c->err = -ENOMEM;
+		wire_cursor_fail(c, -ENOMEM);
 		return NULL;
 	}
 	memcpy(s, x, n);
@@ -201,27 +122,21 @@ static char *get_str(struct icur *c)
 	return s;
 }
 
-static void get_fid(struct icur *c, struct nacre_fid *f)
+static void get_time(struct wire_cursor *c, struct nacre_time *t)
 {
-	f->seq = get_u64(c);
-	f->oid = get_u32(c);
-	f->ver = get_u32(c);
+	t->sec = wire_get_i64(c);
+	t->nsec = wire_get_u32(c);
 }
 
-static void get_time(struct icur *c, struct nacre_time *t)
+/* Every count is checked against the bytes left: each item takes at least min bytes.
+ * 0 once the cursor failed. */
+static uint64_t get_count(struct wire_cursor *c, size_t min)
 {
-	t->sec = (int64_t)get_u64(c);
-	t->nsec = get_u32(c);
-}
+	uint64_t n = wire_get_u64(c);
 
-/* Every count is checked against the bytes left: each item takes at least min bytes. */
-static uint64_t get_count(struct icur *c, size_t min)
-{
-	uint64_t n = get_u64(c);
-
-	if (!c->err && n > (c->len - c->pos) / min)
-		c->err = -EPROTO;
-	return c->err ? 0 : n;
+	if (wire_cursor_ok(c) && n > wire_cursor_left(c) / min)
+		wire_cursor_fail(c, -EPROTO);
+	return wire_cursor_ok(c) ? n : 0;
 }
 
 #define INODE_REC_MIN (8 + 16 + 16 + 8 + 4 + 8 + 12 + 12)
@@ -230,19 +145,19 @@ static uint64_t get_count(struct icur *c, size_t min)
 
 static int put_inode(struct fz_inode *in, void *arg)
 {
-	struct obuf *b = arg;
+	struct wire_cursor *c = arg;
 
-	put_u64(b, in->ino);
-	put_fid(b, &in->fid);
-	put_fid(b, &in->parent);
-	put_u64(b, in->nlookup);
+	wire_put_u64(c, in->ino);
+	wire_fid_put(c, &in->fid);
+	wire_fid_put(c, &in->parent);
+	wire_put_u64(c, in->nlookup);
 	pthread_mutex_lock(&in->lock);
-	put_u32(b, (uint32_t)in->cache_valid);
-	put_u64(b, in->cache_size);
-	put_time(b, &in->cache_mtime);
-	put_time(b, &in->cache_ctime);
+	wire_put_u32(c, (uint32_t)in->cache_valid);
+	wire_put_u64(c, in->cache_size);
+	put_time(c, &in->cache_mtime);
+	put_time(c, &in->cache_ctime);
 	pthread_mutex_unlock(&in->lock);
-	return b->err;
+	return c->err;
 }
 
 static int count_inode(struct fz_inode *in, void *arg)
@@ -254,19 +169,16 @@ static int count_inode(struct fz_inode *in, void *arg)
 
 static int put_handle(uint64_t fh, int kind, void *obj, void *arg)
 {
-	struct obuf *b = arg;
+	static const struct nacre_cred no_cred;
+	struct wire_cursor *c = arg;
 	struct fz_file *f = kind == FZ_H_FILE ? obj : NULL;
 
-	put_u64(b, fh);
-	put_u32(b, (uint32_t)kind);
-	put_u64(b, f ? f->inode->ino : 0);
-	put_u32(b, f ? (uint32_t)f->flags : 0);
-	put_u32(b, f ? f->cred.uid : 0);
-	put_u32(b, f ? f->cred.gid : 0);
-	put_u32(b, f ? f->cred.ngroups : 0);
-	for (uint32_t i = 0; f && i < f->cred.ngroups && i < NACRE_MAX_GROUPS; i++)
-		put_u32(b, f->cred.groups[i]);
-	return b->err;
+	wire_put_u64(c, fh);
+	wire_put_u32(c, (uint32_t)kind);
+	wire_put_u64(c, f ? f->inode->ino : 0);
+	wire_put_u32(c, f ? (uint32_t)f->flags : 0);
+	wire_cred_put(c, f ? &f->cred : &no_cred);
+	return c->err;
 }
 
 static int count_handle(uint64_t fh, int kind, void *obj, void *arg)
@@ -280,11 +192,11 @@ static int count_handle(uint64_t fh, int kind, void *obj, void *arg)
 
 static int put_owner(const struct nacre_fid *fid, uint64_t owner, void *arg)
 {
-	struct obuf *b = arg;
+	struct wire_cursor *c = arg;
 
-	put_fid(b, fid);
-	put_u64(b, owner);
-	return b->err;
+	wire_fid_put(c, fid);
+	wire_put_u64(c, owner);
+	return c->err;
 }
 
 static int count_owner(const struct nacre_fid *fid, uint64_t owner, void *arg)
@@ -296,117 +208,100 @@ static int count_owner(const struct nacre_fid *fid, uint64_t owner, void *arg)
 }
 
 /* The state of a stopped session. Called with the loop stopped: nothing changes it. */
-static int blob_build(struct fz_upgrade *u, struct obuf *b)
+static int blob_build(struct fz_upgrade *u, struct wire_cursor *c)
 {
 	struct fz_mount *m = u->m;
 	const struct fz_upgrade_conf *cf = u->conf;
 	uint64_t n;
 
-	put_u32(b, UPG_MAGIC);
-	put_u32(b, UPG_VERSION);
-	put_u32(b, m->init.proto_major);
-	put_u32(b, m->init.proto_minor);
-	put_u32(b, m->init.max_readahead);
-	put_u32(b, m->init.capable);
-	put_u32(b, m->init.want);
-	put_str(b, cf->spec);
-	put_str(b, cf->opts);
-	put_str(b, cf->mnt);
-	put_u64(b, nacre_fs_lock_client(m->fs));
+	wire_put_u32(c, UPG_MAGIC);
+	wire_put_u32(c, UPG_VERSION);
+	wire_put_u32(c, m->init.proto_major);
+	wire_put_u32(c, m->init.proto_minor);
+	wire_put_u32(c, m->init.max_readahead);
+	wire_put_u32(c, m->init.capable);
+	wire_put_u32(c, m->init.want);
+	put_str(c, cf->spec);
+	put_str(c, cf->opts);
+	put_str(c, cf->mnt);
+	wire_put_u64(c, nacre_fs_lock_client(m->fs));
 	n = 0;
 	fz_itable_walk(m, count_inode, &n);
-	put_u64(b, n);
-	fz_itable_walk(m, put_inode, b);
+	wire_put_u64(c, n);
+	fz_itable_walk(m, put_inode, c);
 	n = 0;
 	fz_htable_walk(m, count_handle, &n);
-	put_u64(b, n);
-	fz_htable_walk(m, put_handle, b);
+	wire_put_u64(c, n);
+	fz_htable_walk(m, put_handle, c);
 	n = 0;
 	fz_lock_owners_walk(count_owner, &n);
-	put_u64(b, n);
-	fz_lock_owners_walk(put_owner, b);
-	return b->err;
+	wire_put_u64(c, n);
+	fz_lock_owners_walk(put_owner, c);
+	return c->err;
 }
 
 /* ---------------- socket helpers ---------------- */
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
+/* The request: u32 UPG_REQ_MAGIC, u8 UPG_VERSION, 3 bytes zero. */
+#define REQ_LEN 8
+/* The 8 bytes that start a status message and the handover: u32 status, u32 length. */
+#define HDR_LEN 8
 
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EPIPE;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+static void hdr_encode(unsigned char h[HDR_LEN], uint32_t status, uint32_t len)
+{
+	struct wire_cursor c;
+
+	wire_cursor_init_write(&c, h, HDR_LEN);
+	wire_put_u32(&c, status);
+	wire_put_u32(&c, len);
 }
 
-/* Reads exactly len bytes within timeout_ms (-1: no limit). 0, -ETIMEDOUT, -EPIPE (EOF). */
-static int read_all(int fd, void *buf, size_t len, int timeout_ms)
+static void hdr_decode(const unsigned char h[HDR_LEN], uint32_t *status, uint32_t *len)
 {
-	char *p = buf;
+	struct wire_cursor c;
 
-	while (len) {
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		int r = poll(&pfd, 1, timeout_ms);
+	wire_cursor_init_read(&c, h, HDR_LEN);
+	*status = wire_get_u32(&c);
+	*len = wire_get_u32(&c);
+}
 
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -ETIMEDOUT;
-		ssize_t n = recv(fd, p, len, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EPIPE;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+/* Reads a status text of n bytes into text (UPG_MSG_MAX + 1 bytes), NUL-terminated; on
+ * failure text is "". 0, -EPROTO (too long) or net_read_full_timeout()'s error. */
+static int recv_text(int fd, uint32_t n, int timeout_ms, char *text)
+{
+	int rc = n > UPG_MSG_MAX ? -EPROTO : net_read_full_timeout(fd, text, n, timeout_ms);
+
+	text[rc < 0 ? 0 : n] = '\0';
+	return rc;
 }
 
 /* A status message: u32 status (0 or a positive errno), u32 length, text. */
 static int send_status(int fd, int status, const char *msg)
 {
-	unsigned char h[8];
+	unsigned char h[HDR_LEN];
 	size_t n = msg ? strlen(msg) : 0;
+	struct iovec iov[2] = {{h, sizeof(h)}, {(void *)msg, 0}};
 
 	if (n > UPG_MSG_MAX)
 		n = UPG_MSG_MAX;
-	for (int i = 0; i < 4; i++) {
-		h[i] = (unsigned char)((uint32_t)status >> (8 * i));
-		h[4 + i] = (unsigned char)((uint32_t)n >> (8 * i));
-	}
-	int rc = write_all(fd, h, sizeof(h));
-	return rc < 0 || !n ? rc : write_all(fd, msg, n);
+	hdr_encode(h, (uint32_t)status, (uint32_t)n);
+	iov[1].iov_len = n;
+	return net_writev_full(fd, iov, 2);
 }
 
 static int recv_status(int fd, int timeout_ms, int *status, char *msg, size_t len)
 {
-	unsigned char h[8];
+	unsigned char h[HDR_LEN];
 	char text[UPG_MSG_MAX + 1];
-	uint32_t st = 0, n = 0;
-	int rc = read_all(fd, h, sizeof(h), timeout_ms);
+	uint32_t st, n;
+	int rc = net_read_full_timeout(fd, h, sizeof(h), timeout_ms);
 
 	if (rc < 0)
 		return rc;
-	for (int i = 0; i < 4; i++) {
-		st |= (uint32_t)h[i] << (8 * i);
-		n |= (uint32_t)h[4 + i] << (8 * i);
-	}
-	if (n > UPG_MSG_MAX)
-		return -EPROTO;
-	rc = read_all(fd, text, n, timeout_ms);
+	hdr_decode(h, &st, &n);
+	rc = recv_text(fd, n, timeout_ms, text);
 	if (rc < 0)
 		return rc;
-	text[n] = '\0';
 	*status = (int)st;
 	if (len)
 		str_copy(msg, text, len);
@@ -498,18 +393,18 @@ static int stop_loop(struct fz_upgrade *u)
 	return rc;
 }
 
-static int send_fd_blob(int fd, int fuse_fd, const struct obuf *b)
+/* The handover: a status 0 header carrying the fd, then the blob (c, encoded). */
+static int send_fd_blob(int fd, int fuse_fd, const struct wire_cursor *c)
 {
-	unsigned char h[8];
+	unsigned char h[HDR_LEN];
 	char cbuf[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = {h, sizeof(h)};
+	struct iovec blob = {c->buf, wire_cursor_pos(c)};
 	struct msghdr msg;
 	struct cmsghdr *cm;
 	ssize_t n;
 
-	memset(h, 0, 4); /* status 0 */
-	for (int i = 0; i < 4; i++)
-		h[4 + i] = (unsigned char)((uint32_t)b->len >> (8 * i));
+	hdr_encode(h, 0, (uint32_t)wire_cursor_pos(c));
 	memset(&msg, 0, sizeof(msg));
 	memset(cbuf, 0, sizeof(cbuf));
 	msg.msg_iov = &iov;
@@ -526,14 +421,14 @@ static int send_fd_blob(int fd, int fuse_fd, const struct obuf *b)
 	} while (n < 0 && errno == EINTR);
 	if (n != (ssize_t)sizeof(h))
 		return n < 0 ? -errno : -EPIPE;
-	return write_all(fd, b->p, b->len);
+	return net_writev_full(fd, &blob, 1);
 }
 
 /* One upgrade request on fd. Returns 1 if the session was handed over. */
 static int serve_upgrade(struct fz_upgrade *u, int fd)
 {
 	struct fz_mount *m = u->m;
-	struct obuf b = {0};
+	struct wire_cursor b;
 	char msg[UPG_MSG_MAX + 1], why[2 * UPG_MSG_MAX];
 	int rc, status;
 
@@ -552,6 +447,7 @@ static int serve_upgrade(struct fz_upgrade *u, int fd)
 		send_status(fd, ETIMEDOUT, why);
 		return 0;
 	}
+	wire_cursor_init_dyn(&b, UPG_BLOB_MAX);
 	status = 0;
 	fz_htable_walk(m, flush_file, &status);
 	if (status < 0) {
@@ -565,8 +461,7 @@ static int serve_upgrade(struct fz_upgrade *u, int fd)
 		goto out_resume;
 	}
 	rc = send_fd_blob(fd, fuse_session_fd(m->se), &b);
-	free(b.p);
-	b.p = NULL;
+	wire_cursor_fini(&b);
 	if (rc < 0) {
 		snprintf(why, sizeof(why), "sending the session: %s", strerror(-rc));
 		goto out_resume;
@@ -574,7 +469,7 @@ static int serve_upgrade(struct fz_upgrade *u, int fd)
 	rc = recv_status(fd, ACK_WAIT_MS, &status, msg, sizeof(msg));
 	if (rc < 0 || status != 0) {
 		snprintf(why, sizeof(why), "the new process did not take over: %s",
-			 rc < 0 ? (rc == -EPIPE ? "it went away" : strerror(-rc)) : msg);
+			 rc < 0 ? (rc == -ECONNRESET ? "it went away" : strerror(-rc)) : msg);
 		goto out_resume;
 	}
 	/* The successor serves only after this confirmation: had the wait above timed out,
@@ -591,7 +486,7 @@ static int serve_upgrade(struct fz_upgrade *u, int fd)
 	return 1;
 
 out_resume:
-	free(b.p);
+	wire_cursor_fini(&b);
 	LOG_WARN("upgrade", "upgrade of %s failed: %s; serving again", u->conf->mnt, why);
 	set_state(u, ST_RESUME);
 	return 0;
@@ -604,7 +499,8 @@ static void *control_main(void *arg)
 	for (;;) {
 		struct ucred cr;
 		socklen_t cl = sizeof(cr);
-		unsigned char req[8];
+		unsigned char req[REQ_LEN];
+		struct wire_cursor c;
 		int fd = accept4(u->lfd, NULL, NULL, SOCK_CLOEXEC);
 
 		if (fd < 0) {
@@ -618,13 +514,13 @@ static void *control_main(void *arg)
 			close(fd);
 			continue;
 		}
-		if (read_all(fd, req, sizeof(req), 5000) < 0 ||
-		    ((uint32_t)req[0] | (uint32_t)req[1] << 8 | (uint32_t)req[2] << 16 |
-		     (uint32_t)req[3] << 24) != UPG_REQ_MAGIC) {
+		wire_cursor_init_read(&c, req, sizeof(req));
+		if (net_read_full_timeout(fd, req, sizeof(req), 5000) < 0 ||
+		    wire_get_u32(&c) != UPG_REQ_MAGIC) {
 			close(fd);
 			continue;
 		}
-		if ((uint32_t)req[4] != UPG_VERSION) {
+		if (wire_get_u8(&c) != UPG_VERSION) {
 			send_status(fd, EPROTONOSUPPORT, "upgrade protocol version mismatch");
 			close(fd);
 			continue;
@@ -751,17 +647,16 @@ struct fz_takeover {
 	int sock;            /* to the old process */
 	int fuse_fd;
 	unsigned char *blob;
-	size_t blob_len;
-	struct icur cur;     /* at the inode table once the header is read */
+	struct wire_cursor cur; /* over blob; at the inode table once the header is read */
 	struct fz_init_params init;
 	char *spec, *opts, *mnt;
 	uint64_t lock_client;
 };
 
-static int recv_fd_hdr(int fd, unsigned char h[8], int *fuse_fd)
+static int recv_fd_hdr(int fd, unsigned char h[HDR_LEN], int *fuse_fd)
 {
 	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = {h, 8};
+	struct iovec iov = {h, HDR_LEN};
 	struct msghdr msg;
 	struct cmsghdr *cm;
 	ssize_t n;
@@ -781,15 +676,17 @@ static int recv_fd_hdr(int fd, unsigned char h[8], int *fuse_fd)
 			memcpy(fuse_fd, CMSG_DATA(cm), sizeof(int));
 	if (n < 0)
 		return -errno;
-	return n == 8 ? 0 : -EPIPE;
+	return n == HDR_LEN ? 0 : -EPIPE;
 }
 
 int fz_upgrade_request(const char *sock_path, struct fz_takeover **out, char *err, size_t len)
 {
 	struct fz_takeover *t = calloc(1, sizeof(*t));
 	struct sockaddr_un sa;
-	unsigned char req[8] = {0}, h[8];
-	uint32_t status = 0, blen = 0;
+	unsigned char req[REQ_LEN] = {0}, h[HDR_LEN];
+	struct iovec iov = {req, sizeof(req)};
+	struct wire_cursor rq, *c;
+	uint32_t status, blen;
 	int rc;
 
 	if (!t) {
@@ -813,10 +710,10 @@ int fz_upgrade_request(const char *sock_path, struct fz_takeover **out, char *er
 			 "control_socket=?)", sock_path, strerror(errno));
 		goto out_free;
 	}
-	for (int i = 0; i < 4; i++)
-		req[i] = (unsigned char)(UPG_REQ_MAGIC >> (8 * i));
-	req[4] = (unsigned char)UPG_VERSION;
-	rc = write_all(t->sock, req, sizeof(req));
+	wire_cursor_init_write(&rq, req, sizeof(req));
+	wire_put_u32(&rq, UPG_REQ_MAGIC);
+	wire_put_u8(&rq, UPG_VERSION);
+	rc = net_writev_full(t->sock, &iov, 1);
 	if (rc < 0) {
 		snprintf(err, len, "sending the request: %s", strerror(-rc));
 		goto out_free;
@@ -827,16 +724,11 @@ int fz_upgrade_request(const char *sock_path, struct fz_takeover **out, char *er
 			 rc == -EPIPE ? "it closed the connection" : strerror(-rc));
 		goto out_free;
 	}
-	for (int i = 0; i < 4; i++) {
-		status |= (uint32_t)h[i] << (8 * i);
-		blen |= (uint32_t)h[4 + i] << (8 * i);
-	}
+	hdr_decode(h, &status, &blen);
 	if (status != 0) {
 		char msg[UPG_MSG_MAX + 1];
 		rc = -(int)status;
-		if (blen > UPG_MSG_MAX || read_all(t->sock, msg, blen, 5000) < 0)
-			blen = 0;
-		msg[blen] = '\0';
+		recv_text(t->sock, blen, 5000, msg); /* "" if it fails */
 		snprintf(err, len, "the running process refused: %s", msg);
 		goto out_free;
 	}
@@ -846,34 +738,33 @@ int fz_upgrade_request(const char *sock_path, struct fz_takeover **out, char *er
 		goto out_free;
 	}
 	t->blob = malloc(blen ? blen : 1);
-	t->blob_len = blen;
 	if (!t->blob) {
 		rc = -ENOMEM;
 		snprintf(err, len, "out of memory");
 		goto out_free;
 	}
-	rc = read_all(t->sock, t->blob, blen, 60000);
+	rc = net_read_full_timeout(t->sock, t->blob, blen, 60000);
 	if (rc < 0) {
 		snprintf(err, len, "receiving the state: %s", strerror(-rc));
 		goto out_free;
 	}
-	t->cur = (struct icur){t->blob, t->blob_len, 0, 0};
-	struct icur *c = &t->cur;
-	if (get_u32(c) != UPG_MAGIC || get_u32(c) != UPG_VERSION) {
+	c = &t->cur;
+	wire_cursor_init_read(c, t->blob, blen);
+	if (wire_get_u32(c) != UPG_MAGIC || wire_get_u32(c) != UPG_VERSION) {
 		rc = -EPROTO;
 		snprintf(err, len, "the running process sent state of an unknown format");
 		goto out_free;
 	}
-	t->init.proto_major = get_u32(c);
-	t->init.proto_minor = get_u32(c);
-	t->init.max_readahead = get_u32(c);
-	t->init.capable = get_u32(c);
-	t->init.want = get_u32(c);
+	t->init.proto_major = wire_get_u32(c);
+	t->init.proto_minor = wire_get_u32(c);
+	t->init.max_readahead = wire_get_u32(c);
+	t->init.capable = wire_get_u32(c);
+	t->init.want = wire_get_u32(c);
 	t->spec = get_str(c);
 	t->opts = get_str(c);
 	t->mnt = get_str(c);
-	t->lock_client = get_u64(c);
-	if (c->err) {
+	t->lock_client = wire_get_u64(c);
+	if (!wire_cursor_ok(c)) {
 		rc = c->err;
 		snprintf(err, len, "the running process sent truncated state");
 		goto out_free;
@@ -952,25 +843,25 @@ static int import_handle(struct fz_mount *m, uint64_t fh, int kind, uint64_t ino
 
 int fz_takeover_import(struct fz_mount *m, struct fz_takeover *t, char *err, size_t len)
 {
-	struct icur *c = &t->cur;
+	struct wire_cursor *c = &t->cur;
 	uint64_t n, i;
 	int rc;
 
 	n = get_count(c, INODE_REC_MIN);
-	for (i = 0; i < n && !c->err; i++) {
+	for (i = 0; i < n && wire_cursor_ok(c); i++) {
 		struct nacre_fid fid, parent;
 		struct nacre_time mt, ct;
-		uint64_t ino = get_u64(c), nl, size;
+		uint64_t ino = wire_get_u64(c), nl, size;
 		uint32_t valid;
 
-		get_fid(c, &fid);
-		get_fid(c, &parent);
-		nl = get_u64(c);
-		valid = get_u32(c);
-		size = get_u64(c);
+		wire_fid_get(c, &fid);
+		wire_fid_get(c, &parent);
+		nl = wire_get_u64(c);
+		valid = wire_get_u32(c);
+		size = wire_get_u64(c);
 		get_time(c, &mt);
 		get_time(c, &ct);
-		if (c->err)
+		if (!wire_cursor_ok(c))
 			break;
 		rc = fz_inode_import(m, ino, &fid, &parent, nl);
 		if (rc < 0) {
@@ -986,43 +877,34 @@ int fz_takeover_import(struct fz_mount *m, struct fz_takeover *t, char *err, siz
 		in->cache_mtime = mt;
 		in->cache_ctime = ct;
 	}
-	n = c->err ? 0 : get_count(c, HANDLE_REC_MIN);
-	for (i = 0; i < n && !c->err; i++) {
+	n = get_count(c, HANDLE_REC_MIN);
+	for (i = 0; i < n && wire_cursor_ok(c); i++) {
 		struct nacre_cred cr;
-		uint64_t fh = get_u64(c), ino;
-		uint32_t kind = get_u32(c), flags;
+		uint64_t fh = wire_get_u64(c), ino;
+		uint32_t kind = wire_get_u32(c), flags;
 
-		ino = get_u64(c);
-		flags = get_u32(c);
-		memset(&cr, 0, sizeof(cr));
-		cr.uid = get_u32(c);
-		cr.gid = get_u32(c);
-		cr.ngroups = get_u32(c);
-		if (cr.ngroups > NACRE_MAX_GROUPS) {
-			c->err = -EPROTO;
-			break;
-		}
-		for (uint32_t g = 0; g < cr.ngroups; g++)
-			cr.groups[g] = get_u32(c);
-		if (c->err)
+		ino = wire_get_u64(c);
+		flags = wire_get_u32(c);
+		wire_cred_get(c, &cr); /* fails the cursor if ngroups > NACRE_MAX_GROUPS */
+		if (!wire_cursor_ok(c))
 			break;
 		rc = import_handle(m, fh, (int)kind, ino, (int)flags, &cr, err, len);
 		if (rc < 0)
 			return rc;
 	}
-	n = c->err ? 0 : get_count(c, OWNER_REC_MIN);
-	for (i = 0; i < n && !c->err; i++) {
+	n = get_count(c, OWNER_REC_MIN);
+	for (i = 0; i < n && wire_cursor_ok(c); i++) {
 		struct nacre_fid fid;
 		uint64_t owner;
 
-		get_fid(c, &fid);
-		owner = get_u64(c);
-		if (!c->err && fz_lock_owner_import(&fid, owner) < 0) {
+		wire_fid_get(c, &fid);
+		owner = wire_get_u64(c);
+		if (wire_cursor_ok(c) && fz_lock_owner_import(&fid, owner) < 0) {
 			snprintf(err, len, "out of memory");
 			return -ENOMEM;
 		}
 	}
-	if (c->err || c->pos != c->len) {
+	if (!wire_cursor_ok(c) || wire_cursor_left(c) != 0) {
 		snprintf(err, len, "the running process sent malformed state");
 		return -EPROTO;
 	}
@@ -1100,7 +982,7 @@ void fz_takeover_wait_old(struct fz_takeover *t, int timeout_ms)
 	char c;
 
 	/* nothing more is sent: EOF (or an error) means the old process exited */
-	while (read_all(t->sock, &c, 1, timeout_ms) == 0)
+	while (net_read_full_timeout(t->sock, &c, 1, timeout_ms) == 0)
 		;
 }
 

@@ -170,6 +170,14 @@ static void test_dyn_growth(void)
 		CHECK(wire_cursor_ok(&r));
 	}
 	wire_cursor_fini(&c);
+
+	/* The limit is the caller's: larger than a body (nacre-mount's upgrade state). */
+	wire_cursor_init_dyn(&c, 4 * (size_t)WIRE_BODY_MAX);
+	while (wire_cursor_ok(&c) && wire_cursor_pos(&c) < 3 * (size_t)WIRE_BODY_MAX)
+		wire_put_bytes(&c, big, sizeof(big));
+	CHECK(wire_cursor_ok(&c));
+	CHECK(c.buf != NULL && c.buf[wire_cursor_pos(&c) - 1] == 0x5a);
+	wire_cursor_fini(&c);
 }
 
 static void test_patch(void)

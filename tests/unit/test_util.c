@@ -406,6 +406,23 @@ static void test_net(void)
 		close(p[0]);
 		close(p[1]);
 	}
+	/* The timed read: what is there, then a timeout while nothing comes, then EOF. */
+	{
+		int sv[2];
+		char buf[4] = {0};
+
+		CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+		CHECK_EQ(write(sv[1], "abc", 3), 3);
+		CHECK_EQ(net_read_full_timeout(sv[0], buf, 2, 1000), 0);
+		CHECK(memcmp(buf, "ab", 2) == 0);
+		CHECK_EQ(net_read_full_timeout(sv[0], buf, 0, 0), 0);
+		t0 = net_now_ms();
+		CHECK_EQ(net_read_full_timeout(sv[0], buf, 2, 50), -ETIMEDOUT); /* 1 of 2 */
+		CHECK(net_now_ms() - t0 >= 49);
+		close(sv[1]);
+		CHECK_EQ(net_read_full_timeout(sv[0], buf, 1, 1000), -ECONNRESET);
+		close(sv[0]);
+	}
 	t0 = net_now_ms();
 	usleep(20000);
 	CHECK(net_now_ms() - t0 >= 19);
