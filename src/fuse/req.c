@@ -2,6 +2,7 @@
  * attribute conversion and entry replies. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/net.h"
 #include "fuse/fz.h"
 
 /* The supplementary groups of thread pid from /proc/PID/task/PID/status, in one read
@@ -42,6 +44,50 @@ static int proc_groups(pid_t pid, uint32_t *out, int max)
 	return n;
 }
 
+/* Groups of recent callers. Reading /proc costs three system calls per request and a
+ * process's groups rarely change, so an answer is reused for GROUPS_TTL_MS, and only for the
+ * same thread id, uid and gid (a reused id under another user reads /proc again). A process
+ * that calls setgroups() is seen with its old groups for at most that long — the trade
+ * Lustre's identity cache makes too, with a far longer expiry. */
+#define GROUPS_SLOTS 64
+#define GROUPS_TTL_MS 1000
+
+struct groups_slot {
+	pid_t pid;
+	uint32_t uid, gid;
+	int64_t at_ms;
+	int n;
+	uint32_t g[NACRE_MAX_GROUPS];
+};
+
+static struct groups_slot groups_cache[GROUPS_SLOTS];
+static pthread_mutex_t groups_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The groups of (pid, uid, gid) into out: from the cache or /proc. -1 if unreadable. */
+static int caller_groups(pid_t pid, uint32_t uid, uint32_t gid, uint32_t *out)
+{
+	struct groups_slot *s = &groups_cache[(unsigned)pid % GROUPS_SLOTS];
+	int64_t now = net_now_ms();
+	int n = -1;
+
+	pthread_mutex_lock(&groups_lock);
+	if (s->pid == pid && s->uid == uid && s->gid == gid && now - s->at_ms < GROUPS_TTL_MS) {
+		n = s->n;
+		memcpy(out, s->g, (size_t)n * sizeof(*out));
+	}
+	pthread_mutex_unlock(&groups_lock);
+	if (n >= 0)
+		return n;
+	n = proc_groups(pid, out, NACRE_MAX_GROUPS);
+	if (n < 0)
+		return n;
+	pthread_mutex_lock(&groups_lock);
+	*s = (struct groups_slot){.pid = pid, .uid = uid, .gid = gid, .at_ms = now, .n = n};
+	memcpy(s->g, out, (size_t)n * sizeof(*out));
+	pthread_mutex_unlock(&groups_lock);
+	return n;
+}
+
 void fz_cred(fuse_req_t req, struct nacre_cred *cr)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -55,7 +101,7 @@ void fz_cred(fuse_req_t req, struct nacre_cred *cr)
 		return;
 	/* When the caller is gone or /proc is missing: the primary group only. Groups past
 	 * NACRE_MAX_GROUPS are dropped. */
-	int n = proc_groups(ctx->pid, cr->groups, NACRE_MAX_GROUPS);
+	int n = caller_groups(ctx->pid, ctx->uid, ctx->gid, cr->groups);
 	if (n > 0)
 		cr->ngroups = (uint32_t)n;
 }

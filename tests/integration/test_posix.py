@@ -271,15 +271,16 @@ def test_user_xattrs(pair):
     assert not [n for n in os.listxattr(os.path.join(a, "x")) if n.startswith("nacre.")]
 
 
-def _as_user(fn, uid=65534, gid=65534):
-    """Runs fn() in a forked child as uid/gid; returns its errno (0 = success)."""
+def _as_user(fn, uid=65534, gid=65534, groups=()):
+    """Runs fn() in a forked child as uid/gid with supplementary groups; returns its errno
+    (0 = success)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(r)
         code = 0
         try:
-            os.setgroups([])
+            os.setgroups(list(groups))
             os.setgid(gid)
             os.setuid(uid)
             fn()
@@ -321,6 +322,26 @@ def test_eacces_as_other_user(pair):
         assert got_a == got_b, f"case {i}: nacre errno {got_a} != local {got_b}"
     # Reading a public file works for the other user.
     assert _as_user(lambda: open(os.path.join(a, "public"), "rb").read()) == 0
+
+
+def test_supplementary_groups(pair):
+    """A directory open to one supplementary group: a member creates in it, a caller without
+    the group is refused, and the same pair of callers in turn (nacre-mount keeps callers'
+    groups for a moment) each still gets its own answer; all as on a local directory."""
+    a, b = pair
+    for base in (a, b):
+        os.mkdir(os.path.join(base, "team"))
+        os.chown(os.path.join(base, "team"), 0, 4242)
+        os.chmod(os.path.join(base, "team"), 0o770)
+    for round_ in range(3):
+        for base in (a, b):
+            name = os.path.join(base, "team", f"f{round_}")
+            assert _as_user(lambda: write_file(name, b"x"), groups=(4242,)) == 0
+            assert _as_user(lambda: write_file(name + "-no", b"x"), groups=(4343,)) == \
+                errno.EACCES
+            assert _as_user(lambda: open(name, "rb").read(), groups=(7, 4242, 9)) == 0
+    assert sorted(os.listdir(os.path.join(a, "team"))) == \
+        sorted(os.listdir(os.path.join(b, "team")))
 
 
 def test_create_open_semantics(pair):
