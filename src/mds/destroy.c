@@ -21,10 +21,24 @@ struct mds_destroyer {
 	int stop;   /* protected by lock */
 };
 
+/* A round: the records read from the log at once, whose objects go to the OSSes in one
+ * OST_DESTROY_BATCH per OST. A record is taken only while its objects still fit, so a round
+ * always holds at least one (of at most NACRE_MAX_STRIPES objects). */
+#define ROUND_RECORDS 256
+#define ROUND_OBJECTS 4096
+_Static_assert(ROUND_OBJECTS >= NACRE_MAX_STRIPES, "a round holds any one record");
+
+struct round {
+	uint64_t seq[ROUND_RECORDS];
+	int rc[ROUND_RECORDS]; /* the first error among the record's objects, 0 if all gone */
+	int nrec;
+	struct mds_oss_obj objs[ROUND_OBJECTS]; /* tag = index into seq and rc */
+	size_t nobj;
+};
+
 /* Log records whose objects are gone, removed in one commit. */
-#define DEL_BATCH 64
 struct done_seqs {
-	uint64_t seq[DEL_BATCH];
+	uint64_t seq[ROUND_RECORDS];
 	int n;
 };
 
@@ -48,45 +62,83 @@ static int del_flush(struct mds *m, struct done_seqs *done)
 	return rc != 0;
 }
 
-/* One pass over the log. Returns 1 if records remain (some OSS was down). */
+/* Reads records from *from on into r while they fit, and moves *from past them. Returns 1
+ * if the log may hold more records after them, 0 at its end (or on a read error). */
+static int read_round(struct mds *m, uint64_t *from, struct nacre_layout *l, struct round *r)
+{
+	struct mds_txn *txn;
+	struct nacre_fid fid;
+	uint64_t seq;
+	int more = 1;
+
+	r->nrec = 0;
+	r->nobj = 0;
+	if (mds_txn_begin_read(m->db, &txn))
+		return 0;
+	while (r->nrec < ROUND_RECORDS) {
+		if (mds_db_destroy_next(txn, *from, &seq, &fid, l)) {
+			more = 0;
+			break;
+		}
+		uint32_t n = l->nosts <= NACRE_MAX_STRIPES ? l->nosts : NACRE_MAX_STRIPES;
+		if (r->nobj + n > ROUND_OBJECTS)
+			break; /* the next round starts with it */
+		int k = r->nrec++;
+		r->seq[k] = seq;
+		r->rc[k] = 0;
+		for (uint32_t i = 0; i < n; i++)
+			r->objs[r->nobj++] = (struct mds_oss_obj){.fid = fid,
+								  .ost_idx = l->ost_idx[i],
+								  .stripe = i,
+								  .gen = l->gen,
+								  .tag = (uint32_t)k};
+		*from = seq + 1;
+	}
+	mds_txn_abort(txn);
+	return more;
+}
+
+/* One pass over the log, a round at a time. Returns 1 if records remain (some OSS was down
+ * or failed). */
 static int pass(struct mds_destroyer *d)
 {
 	struct mds *m = d->m;
-	uint64_t from = 0, seq;
-	struct nacre_fid fid;
+	uint64_t from = 0;
 	struct nacre_layout *l = malloc(sizeof(*l));
+	struct round *r = malloc(sizeof(*r));
 	struct done_seqs *done = calloc(1, sizeof(*done));
 	int left = 0;
-	if (!l || !done) {
-		free(l);
-		free(done);
-		return 1;
+	if (!l || !r || !done) {
+		left = 1;
+		goto out_free;
 	}
 	for (;;) {
-		struct mds_txn *txn;
-		if (mds_txn_begin_read(m->db, &txn))
+		int more = read_round(m, &from, l, r);
+		if (r->nrec == 0)
 			break;
-		int rc = mds_db_destroy_next(txn, from, &seq, &fid, l);
-		mds_txn_abort(txn);
-		if (rc)
-			break;
-		from = seq + 1;
-		rc = mds_oss_destroy_objects(m, &fid, l);
-		if (rc) {
-			left = 1;
-			continue;
+		mds_oss_destroy_batch(m, r->objs, r->nobj);
+		for (size_t i = 0; i < r->nobj; i++)
+			if (r->objs[i].rc && !r->rc[r->objs[i].tag])
+				r->rc[r->objs[i].tag] = r->objs[i].rc;
+		/* a record stays while any of its objects may exist: retried later */
+		for (int k = 0; k < r->nrec; k++) {
+			if (r->rc[k])
+				left = 1;
+			else
+				done->seq[done->n++] = r->seq[k];
 		}
-		done->seq[done->n++] = seq;
-		if (done->n == DEL_BATCH)
-			left |= del_flush(m, done);
+		left |= del_flush(m, done);
+		if (!more)
+			break;
 		pthread_mutex_lock(&d->lock);
 		int stop = d->stop;
 		pthread_mutex_unlock(&d->lock);
 		if (stop)
 			break;
 	}
-	left |= del_flush(m, done);
+out_free:
 	free(l);
+	free(r);
 	free(done);
 	return left;
 }

@@ -1,6 +1,10 @@
-/* destroy.h - the background thread that drains the destroy log: OST_DESTROY for every
- * object of each record, then the record is deleted; records whose OSS is down are retried
- * every few seconds. */
+/* destroy.h - the background thread that drains the destroy log. A pass reads the log in
+ * rounds of up to 256 records (4096 objects), sends each OST one OST_DESTROY_BATCH with its
+ * objects of the round (all OSTs at once; one OST_DESTROY per object to an OSS that
+ * predates the batch), then deletes in one commit the records all of whose objects are
+ * gone. A record with an object on a down OST, or one the OSS failed to remove, stays and
+ * is retried every few seconds (its other objects are sent again: a missing object is
+ * fine). */
 #ifndef NACRE_MDS_DESTROY_H
 #define NACRE_MDS_DESTROY_H
 

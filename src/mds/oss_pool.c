@@ -84,10 +84,9 @@ out:
 	return rc;
 }
 
-/* One object operation per stripe, all in flight at once. require_up: skip the calls and
- * return -EAGAIN when an OST is unknown or down (the destroy log retries later). */
+/* One object operation per stripe, all in flight at once. */
 static int per_stripe(struct mds *m, uint16_t opcode, const struct nacre_fid *fid,
-		      const struct nacre_layout *l, uint64_t new_size, int require_up)
+		      const struct nacre_layout *l, uint64_t new_size)
 {
 	struct mds_oss_pool *p = m->oss;
 	uint32_t n = l->nosts <= NACRE_MAX_STRIPES ? l->nosts : NACRE_MAX_STRIPES;
@@ -101,7 +100,7 @@ static int per_stripe(struct mds *m, uint16_t opcode, const struct nacre_fid *fi
 		int up = 0;
 		pend[i] = NULL;
 		int rc = mds_targets_addr(m->targets, l->ost_idx[i], addr, &up);
-		if (rc || (require_up && !up)) {
+		if (rc) {
 			if (!first_err)
 				first_err = -EAGAIN;
 			continue;
@@ -116,8 +115,7 @@ static int per_stripe(struct mds *m, uint16_t opcode, const struct nacre_fid *fi
 					      .fid = *fid,
 					      .stripe_idx = i,
 					      .layout_gen = l->gen};
-		if (opcode == WIRE_OP_OST_PUNCH)
-			req.offset = layout_object_size(l, new_size, i);
+		req.offset = layout_object_size(l, new_size, i);
 		struct wire_cursor c;
 		wire_cursor_init_write(&c, bodies[i], sizeof(bodies[i]));
 		wire_ost_io_req_encode(&c, &req);
@@ -144,8 +142,6 @@ static int per_stripe(struct mds *m, uint16_t opcode, const struct nacre_fid *fi
 		struct rpc_msg *rep = NULL;
 		int rc = rpc_wait(pend[i], &rep);
 		rpc_msg_free(rep);
-		if (rc == -ENOENT && opcode == WIRE_OP_OST_DESTROY)
-			rc = 0;
 		if (rc) {
 			LOG_RATELIMITED(LOG_LVL_WARN, "oss", "%s of %s stripe %u on OST%04x: %s",
 					wire_opcode_name(opcode), mds_fid_str(fid, fs, sizeof(fs)),
@@ -160,12 +156,248 @@ static int per_stripe(struct mds *m, uint16_t opcode, const struct nacre_fid *fi
 int mds_oss_punch(struct mds *m, const struct nacre_fid *fid, const struct nacre_layout *l,
 		  uint64_t new_size)
 {
-	int rc = per_stripe(m, WIRE_OP_OST_PUNCH, fid, l, new_size, 0);
+	int rc = per_stripe(m, WIRE_OP_OST_PUNCH, fid, l, new_size);
 	return rc ? -EIO : 0;
 }
 
-int mds_oss_destroy_objects(struct mds *m, const struct nacre_fid *fid,
-			    const struct nacre_layout *l)
+/* ---------------- batched destroy ---------------- */
+
+/* One OST_DESTROY_BATCH: objs[first .. first + n) all on OST ost_idx. */
+struct batch {
+	size_t first;
+	uint32_t n;
+	uint32_t ost_idx;
+	struct rpc_conn *conn;
+	struct wire_cursor body;  /* owned, kept until the reply: a resend sends it again */
+	struct rpc_pending *pend; /* NULL when not started */
+	int fallback;             /* the OSS predates OST_DESTROY_BATCH */
+};
+
+/* By OST, then the caller's order, so a request lists one record's objects together. */
+static int cmp_obj(const void *a, const void *b)
 {
-	return per_stripe(m, WIRE_OP_OST_DESTROY, fid, l, 0, 1);
+	const struct mds_oss_obj *x = a, *y = b;
+	if (x->ost_idx != y->ost_idx)
+		return x->ost_idx < y->ost_idx ? -1 : 1;
+	if (x->tag != y->tag)
+		return x->tag < y->tag ? -1 : 1;
+	return x->stripe < y->stripe ? -1 : x->stripe > y->stripe;
+}
+
+static void set_rc(struct mds_oss_obj *objs, size_t first, size_t n, int rc)
+{
+	for (size_t i = 0; i < n; i++)
+		objs[first + i].rc = rc;
+}
+
+/* Encodes and starts b's request; on failure sets its objects' rc and leaves pend NULL. */
+static void batch_start(struct mds_oss_obj *objs, struct batch *b)
+{
+	struct wire_ost_destroy_req req = {.ost_idx = b->ost_idx, .flags = 0, .count = b->n};
+
+	wire_cursor_init_dyn(&b->body, WIRE_BODY_MAX);
+	wire_ost_destroy_req_encode(&b->body, &req);
+	for (uint32_t i = 0; i < b->n; i++) {
+		const struct mds_oss_obj *o = &objs[b->first + i];
+		struct wire_ost_obj w = {.fid = o->fid, .stripe_idx = o->stripe, .layout_gen = o->gen};
+		wire_ost_obj_put(&b->body, &w);
+	}
+	if (!wire_cursor_ok(&b->body)) {
+		set_rc(objs, b->first, b->n, -EINVAL);
+		return;
+	}
+	struct rpc_call_args a = {.opcode = WIRE_OP_OST_DESTROY_BATCH,
+				  .flags = RPC_IDEMPOTENT,
+				  .body = b->body.buf,
+				  .body_len = (uint32_t)wire_cursor_pos(&b->body),
+				  .timeout_ms = MDS_OSS_TIMEOUT_MS};
+	int rc = rpc_start(b->conn, &a, &b->pend);
+	if (rc) {
+		b->pend = NULL;
+		set_rc(objs, b->first, b->n, rc);
+	}
+}
+
+/* Waits for b's reply and sets its objects' rc from it; marks b for the per-object path if
+ * the OSS does not know the opcode. */
+static void batch_finish(struct mds_oss_obj *objs, struct batch *b)
+{
+	struct rpc_msg *rep = NULL;
+	int rc = rpc_wait(b->pend, &rep);
+	b->pend = NULL;
+	if (rc == -EOPNOTSUPP && rep && rep->body_len == 0) {
+		b->fallback = 1;
+		rpc_msg_free(rep);
+		return;
+	}
+	set_rc(objs, b->first, b->n, rc);
+	if (rc && rep) {
+		/* the OSS ran the request: only the objects it lists failed */
+		struct wire_ost_destroy_rep r;
+		struct wire_ost_destroy_fail f;
+		struct wire_cursor c;
+		wire_cursor_init_read(&c, rep->body, rep->body_len);
+		wire_ost_destroy_rep_decode(&c, &r);
+		for (uint32_t i = 0; i < r.nfailed && wire_cursor_ok(&c); i++) {
+			wire_ost_destroy_fail_get(&c, &f);
+			if (f.index >= b->n)
+				wire_cursor_fail(&c, -EPROTO);
+		}
+		if (wire_cursor_ok(&c) && r.nfailed > 0) {
+			set_rc(objs, b->first, b->n, 0);
+			wire_cursor_init_read(&c, rep->body, rep->body_len);
+			wire_ost_destroy_rep_decode(&c, &r);
+			for (uint32_t i = 0; i < r.nfailed; i++) {
+				wire_ost_destroy_fail_get(&c, &f);
+				objs[b->first + f.index].rc = f.status == -ENOENT ? 0 : f.status;
+			}
+		}
+		/* else (an error before the OSS ran it, or an unreadable list): all failed */
+	}
+	rpc_msg_free(rep);
+	uint32_t failed = 0;
+	const struct mds_oss_obj *first = NULL;
+	for (uint32_t i = 0; i < b->n; i++)
+		if (objs[b->first + i].rc) {
+			failed++;
+			if (!first)
+				first = &objs[b->first + i];
+		}
+	if (first) {
+		char fs[NACRE_FID_STR_MAX];
+		LOG_RATELIMITED(LOG_LVL_WARN, "oss",
+				"%s to OST%04x at %s: %u of %u objects not destroyed (retried later); "
+				"first %s stripe %u: %s",
+				wire_opcode_name(WIRE_OP_OST_DESTROY_BATCH), b->ost_idx,
+				rpc_conn_addr(b->conn), failed, b->n,
+				mds_fid_str(&first->fid, fs, sizeof(fs)), first->stripe,
+				nacre_strerror(first->rc));
+	}
+}
+
+/* OST_DESTROY per object of b, FALLBACK_WINDOW in flight at once: for an OSS that predates
+ * OST_DESTROY_BATCH. */
+#define FALLBACK_WINDOW 64
+static void batch_fallback(struct mds_oss_obj *objs, struct batch *b)
+{
+	struct rpc_pending *pend[FALLBACK_WINDOW];
+	uint8_t bodies[FALLBACK_WINDOW][64];
+	char fs[NACRE_FID_STR_MAX];
+
+	LOG_RATELIMITED(LOG_LVL_INFO, "oss",
+			"the OSS at %s predates %s: destroying objects of OST%04x one request "
+			"each",
+			rpc_conn_addr(b->conn), wire_opcode_name(WIRE_OP_OST_DESTROY_BATCH),
+			b->ost_idx);
+	for (uint32_t w = 0; w < b->n; w += FALLBACK_WINDOW) {
+		uint32_t k = b->n - w < FALLBACK_WINDOW ? b->n - w : FALLBACK_WINDOW;
+		for (uint32_t i = 0; i < k; i++) {
+			struct mds_oss_obj *o = &objs[b->first + w + i];
+			struct wire_ost_io_req req = {.ost_idx = o->ost_idx,
+						      .fid = o->fid,
+						      .stripe_idx = o->stripe,
+						      .layout_gen = o->gen};
+			struct wire_cursor c;
+			pend[i] = NULL;
+			wire_cursor_init_write(&c, bodies[i], sizeof(bodies[i]));
+			wire_ost_io_req_encode(&c, &req);
+			if (!wire_cursor_ok(&c)) {
+				o->rc = -EINVAL;
+				continue;
+			}
+			struct rpc_call_args a = {.opcode = WIRE_OP_OST_DESTROY,
+						  .flags = RPC_IDEMPOTENT,
+						  .body = bodies[i],
+						  .body_len = (uint32_t)wire_cursor_pos(&c),
+						  .timeout_ms = MDS_OSS_TIMEOUT_MS};
+			o->rc = rpc_start(b->conn, &a, &pend[i]);
+			if (o->rc)
+				pend[i] = NULL;
+		}
+		for (uint32_t i = 0; i < k; i++) {
+			struct mds_oss_obj *o = &objs[b->first + w + i];
+			if (!pend[i])
+				continue;
+			struct rpc_msg *rep = NULL;
+			int rc = rpc_wait(pend[i], &rep);
+			rpc_msg_free(rep);
+			o->rc = rc == -ENOENT ? 0 : rc;
+			if (o->rc)
+				LOG_RATELIMITED(LOG_LVL_WARN, "oss", "%s of %s stripe %u on OST%04x: %s",
+						wire_opcode_name(WIRE_OP_OST_DESTROY),
+						mds_fid_str(&o->fid, fs, sizeof(fs)), o->stripe,
+						o->ost_idx, nacre_strerror(o->rc));
+		}
+	}
+}
+
+/* The end of the run of objects on objs[i]'s OST (objs sorted by OST). */
+static size_t run_end(const struct mds_oss_obj *objs, size_t n, size_t i)
+{
+	size_t j = i + 1;
+	while (j < n && objs[j].ost_idx == objs[i].ost_idx)
+		j++;
+	return j;
+}
+
+/* Appends the batches of one OST's run objs[first .. first + n) to *bs: -EAGAIN for all
+ * of them if the OST is unknown or down. */
+static void plan_run(struct mds *m, struct mds_oss_obj *objs, size_t first, size_t n,
+		     struct batch *bs, size_t *nb)
+{
+	char addr[NACRE_ADDR_MAX + 1];
+	int up = 0;
+	uint32_t ost = objs[first].ost_idx;
+
+	if (mds_targets_addr(m->targets, ost, addr, &up) || !up) {
+		set_rc(objs, first, n, -EAGAIN);
+		return;
+	}
+	struct rpc_conn *conn = get_conn(m->oss, addr);
+	if (!conn) {
+		set_rc(objs, first, n, -ENOMEM);
+		return;
+	}
+	for (size_t off = 0; off < n; off += WIRE_OST_DESTROY_MAX) {
+		struct batch *b = &bs[(*nb)++];
+		b->first = first + off;
+		b->n = (uint32_t)(n - off < WIRE_OST_DESTROY_MAX ? n - off : WIRE_OST_DESTROY_MAX);
+		b->ost_idx = ost;
+		b->conn = conn;
+	}
+}
+
+void mds_oss_destroy_batch(struct mds *m, struct mds_oss_obj *objs, size_t n)
+{
+	if (n == 0)
+		return;
+	qsort(objs, n, sizeof(*objs), cmp_obj);
+	/* requests needed: per run of one OST, one per WIRE_OST_DESTROY_MAX objects */
+	size_t max_batches = 0;
+	for (size_t i = 0, j; i < n; i = j) {
+		j = run_end(objs, n, i);
+		max_batches += (j - i + WIRE_OST_DESTROY_MAX - 1) / WIRE_OST_DESTROY_MAX;
+	}
+	struct batch *bs = calloc(max_batches, sizeof(*bs));
+	if (!bs) {
+		set_rc(objs, 0, n, -ENOMEM);
+		return;
+	}
+	size_t nb = 0;
+	for (size_t i = 0, j; i < n; i = j) {
+		j = run_end(objs, n, i);
+		plan_run(m, objs, i, j - i, bs, &nb);
+	}
+	/* every OST's requests in flight at once, then the replies */
+	for (size_t k = 0; k < nb; k++)
+		batch_start(objs, &bs[k]);
+	for (size_t k = 0; k < nb; k++)
+		if (bs[k].pend)
+			batch_finish(objs, &bs[k]);
+	for (size_t k = 0; k < nb; k++) {
+		if (bs[k].fallback)
+			batch_fallback(objs, &bs[k]);
+		wire_cursor_fini(&bs[k].body);
+	}
+	free(bs);
 }

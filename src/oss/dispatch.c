@@ -91,6 +91,64 @@ static void log_store_error(const struct oss_target *t, uint16_t op, const struc
 			wire_opcode_name(op), t->dir, OSS_OBJ_DIR, name, strerror(-rc));
 }
 
+/* OST_DESTROY_BATCH: every object in order, after checking the whole list (a bad entry
+ * refuses the request before anything is removed). The reply lists the failures. */
+static int do_destroy_batch(const struct oss_ctx *ctx, const struct rpc_request *req,
+			    struct rpc_reply *rep)
+{
+	const uint16_t op = WIRE_OP_OST_DESTROY_BATCH;
+	struct wire_ost_destroy_req m;
+	struct wire_ost_obj o;
+	struct wire_cursor c, objs;
+
+	if (ctx->no_destroy_batch)
+		return -EOPNOTSUPP;
+	wire_cursor_init_read(&c, req->body, req->body_len);
+	wire_ost_destroy_req_decode(&c, &m);
+	objs = c; /* a read cursor over borrowed bytes: a copy reads them again */
+	for (uint32_t i = 0; i < m.count && wire_cursor_ok(&c); i++)
+		wire_ost_obj_get(&c, &o);
+	if (!wire_cursor_ok(&c) || wire_cursor_left(&c) != 0 || req->bulk_len != 0) {
+		LOG_RATELIMITED(LOG_LVL_WARN, "dispatch",
+				"malformed %s request from %s (%s): body %u bytes, bulk %u bytes",
+				wire_opcode_name(op), req->peer, req->peer_name ? req->peer_name : "?",
+				req->body_len, req->bulk_len);
+		return -EPROTO;
+	}
+
+	struct oss_target *t = oss_ctx_find(ctx, m.ost_idx);
+	if (!t) {
+		LOG_RATELIMITED(LOG_LVL_WARN, "dispatch", "%s from %s for OST%04x, not served here",
+				wire_opcode_name(op), req->peer, m.ost_idx);
+		return -NACRE_ENOTARGET;
+	}
+	unsigned slot = (unsigned)(op - WIRE_OP_OST_WRITE);
+	atomic_fetch_add_explicit(&t->stats.ops[slot], 1, memory_order_relaxed);
+
+	/* the failure count is patched in at the end */
+	size_t count_pos = wire_cursor_pos(&rep->body);
+	struct wire_ost_destroy_rep r = { .nfailed = 0 };
+	wire_ost_destroy_rep_encode(&rep->body, &r);
+	int first_err = 0;
+	for (uint32_t i = 0; i < m.count; i++) {
+		wire_ost_obj_get(&objs, &o);
+		struct oss_obj_id id = { .fid = o.fid, .stripe = o.stripe_idx, .gen = o.layout_gen };
+		int rc = oss_store_destroy(t, &id);
+		if (!rc)
+			continue;
+		log_store_error(t, op, &id, rc);
+		struct wire_ost_destroy_fail f = { .index = i, .status = rc };
+		wire_ost_destroy_fail_put(&rep->body, &f);
+		r.nfailed++;
+		if (!first_err)
+			first_err = rc;
+	}
+	wire_patch_u32(&rep->body, count_pos, r.nfailed);
+	if (first_err)
+		atomic_fetch_add_explicit(&t->stats.errors[slot], 1, memory_order_relaxed);
+	return first_err;
+}
+
 int oss_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	const struct oss_ctx *ctx = arg;
@@ -98,6 +156,8 @@ int oss_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 	struct wire_ost_io_req m;
 	struct wire_cursor c;
 
+	if (op == WIRE_OP_OST_DESTROY_BATCH)
+		return do_destroy_batch(ctx, req, rep);
 	if (op < WIRE_OP_OST_WRITE || op > WIRE_OP_OST_SYNC)
 		return -EOPNOTSUPP;
 

@@ -13,6 +13,9 @@
 struct oss_ctx {
 	struct oss_target **targets; /* owned by main */
 	int ntargets;
+	/* Answer OST_DESTROY_BATCH with -EOPNOTSUPP, as an OSS that predates it does: set from
+	 * NACRE_OSS_NO_DESTROY_BATCH=1, for tests of the MDS's fallback. */
+	int no_destroy_batch;
 };
 
 /* The OST with this index, or NULL. Thread-safe (ctx is read-only). */
@@ -20,7 +23,8 @@ struct oss_target *oss_ctx_find(const struct oss_ctx *ctx, uint32_t index);
 
 /* rpc_handler_fn with arg = struct oss_ctx *. Returns the reply status: 0, -EPROTO for a
  * malformed request, -EOPNOTSUPP for an unknown opcode, -NACRE_ENOTARGET for an OST not
- * served here, -EINVAL/-EFBIG for bad ranges, or the store's -errno (ENOSPC, EIO...). */
+ * served here, -EINVAL/-EFBIG for bad ranges, or the store's -errno (ENOSPC, EIO...); for
+ * OST_DESTROY_BATCH the first object's error, with the failed objects in the reply body. */
 int oss_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep);
 
 #endif

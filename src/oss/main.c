@@ -293,6 +293,8 @@ int main(int argc, char **argv)
 	}
 
 	struct oss_ctx ctx = { .targets = targets, .ntargets = ntargets };
+	const char *nb = getenv("NACRE_OSS_NO_DESTROY_BATCH");
+	ctx.no_destroy_batch = nb && !strcmp(nb, "1");
 	char server_name[NACRE_NAME_MAX + 1];
 	snprintf(server_name, sizeof(server_name), "oss@%s", listen_addr);
 	struct rpc_server_conf sc = {

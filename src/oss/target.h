@@ -36,8 +36,9 @@
 
 struct oss_fdcache;
 
-/* Counters per OST opcode, indexed by opcode - WIRE_OP_OST_WRITE. */
-#define OSS_NOPS (WIRE_OP_OST_SYNC - WIRE_OP_OST_WRITE + 1)
+/* Counters per OST opcode, indexed by opcode - WIRE_OP_OST_WRITE (one per request: an
+ * OST_DESTROY_BATCH counts once, and once as an error if any of its objects failed). */
+#define OSS_NOPS (WIRE_OP_OST_DESTROY_BATCH - WIRE_OP_OST_WRITE + 1)
 
 /* Per-OST I/O counters for metrics. Updated with relaxed atomics by any worker; read
  * without a lock (each counter is individually consistent). */

@@ -72,6 +72,7 @@ static const char *const opcode_names[WIRE_OP_MAX_] = {
 	[WIRE_OP_OST_GETATTR] = "OST_GETATTR",
 	[WIRE_OP_OST_STATFS] = "OST_STATFS",
 	[WIRE_OP_OST_SYNC] = "OST_SYNC",
+	[WIRE_OP_OST_DESTROY_BATCH] = "OST_DESTROY_BATCH",
 	[WIRE_OP_MDS_LOCK_SET] = "MDS_LOCK_SET",
 	[WIRE_OP_MDS_LOCK_GET] = "MDS_LOCK_GET",
 };
@@ -1064,6 +1065,88 @@ void wire_ost_attr_rep_decode(struct wire_cursor *c, struct wire_ost_attr_rep *m
 {
 	m->size = wire_get_u64(c);
 	m->blocks = wire_get_u64(c);
+}
+
+/* ost_destroy_req (since version 1):
+ *   u32 ost_idx (0..65535), u32 flags (0), u32 count (1..WIRE_OST_DESTROY_MAX), then exactly
+ *   count ost_obj: the decoder reads the header and checks that count * 24 bytes remain; the
+ *   caller reads them with wire_ost_obj_get. */
+_Static_assert(12 + WIRE_OST_DESTROY_MAX * WIRE_OST_OBJ_LEN <= WIRE_BODY_MAX,
+	       "an OST_DESTROY_BATCH request fits a body");
+_Static_assert(4 + WIRE_OST_DESTROY_MAX * WIRE_OST_DESTROY_FAIL_LEN <= WIRE_BODY_MAX,
+	       "an OST_DESTROY_BATCH reply fits a body");
+
+void wire_ost_destroy_req_encode(struct wire_cursor *c, const struct wire_ost_destroy_req *m)
+{
+	wire_put_u32(c, m->ost_idx);
+	wire_put_u32(c, m->flags);
+	wire_put_u32(c, m->count);
+}
+
+void wire_ost_destroy_req_decode(struct wire_cursor *c, struct wire_ost_destroy_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ost_idx = wire_get_u32(c);
+	m->flags = wire_get_u32(c);
+	m->count = wire_get_u32(c);
+	if (!wire_cursor_ok(c))
+		return;
+	if (m->ost_idx > 65535 || m->flags != 0 || m->count == 0 ||
+	    m->count > WIRE_OST_DESTROY_MAX ||
+	    wire_cursor_left(c) != (size_t)m->count * WIRE_OST_OBJ_LEN)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* ost_obj (since version 1): fid, u32 stripe_idx (< NACRE_MAX_STRIPES), u32 layout_gen */
+void wire_ost_obj_put(struct wire_cursor *c, const struct wire_ost_obj *o)
+{
+	wire_fid_put(c, &o->fid);
+	wire_put_u32(c, o->stripe_idx);
+	wire_put_u32(c, o->layout_gen);
+}
+
+void wire_ost_obj_get(struct wire_cursor *c, struct wire_ost_obj *o)
+{
+	memset(o, 0, sizeof(*o));
+	wire_fid_get(c, &o->fid);
+	o->stripe_idx = wire_get_u32(c);
+	o->layout_gen = wire_get_u32(c);
+	if (o->stripe_idx >= NACRE_MAX_STRIPES)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* ost_destroy_rep (since version 1): u32 nfailed (0..WIRE_OST_DESTROY_MAX), then exactly
+ * nfailed ost_destroy_fail, read with wire_ost_destroy_fail_get. */
+void wire_ost_destroy_rep_encode(struct wire_cursor *c, const struct wire_ost_destroy_rep *m)
+{
+	wire_put_u32(c, m->nfailed);
+}
+
+void wire_ost_destroy_rep_decode(struct wire_cursor *c, struct wire_ost_destroy_rep *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->nfailed = wire_get_u32(c);
+	if (!wire_cursor_ok(c))
+		return;
+	if (m->nfailed > WIRE_OST_DESTROY_MAX ||
+	    wire_cursor_left(c) != (size_t)m->nfailed * WIRE_OST_DESTROY_FAIL_LEN)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* ost_destroy_fail (since version 1): u32 index (< WIRE_OST_DESTROY_MAX), i32 status (< 0) */
+void wire_ost_destroy_fail_put(struct wire_cursor *c, const struct wire_ost_destroy_fail *f)
+{
+	wire_put_u32(c, f->index);
+	wire_put_i32(c, f->status);
+}
+
+void wire_ost_destroy_fail_get(struct wire_cursor *c, struct wire_ost_destroy_fail *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->index = wire_get_u32(c);
+	f->status = wire_get_i32(c);
+	if (f->index >= WIRE_OST_DESTROY_MAX || f->status >= 0)
+		wire_cursor_fail(c, -EPROTO);
 }
 
 /* dirent (since version 1): u64 cookie, fid, u32 type (S_IFMT bits only), name name.

@@ -102,6 +102,8 @@ enum wire_opcode {
 	WIRE_OP_OST_GETATTR = 68, /* req: ost_io_req; rep: ost_attr_rep */
 	WIRE_OP_OST_STATFS = 69,  /* req: ost_io_req (only ost_idx); rep: statfs */
 	WIRE_OP_OST_SYNC = 70,    /* req: ost_io_req (offset/len: range, len 0 = all); rep: empty */
+	WIRE_OP_OST_DESTROY_BATCH = 71, /* req: ost_destroy_req + count ost_obj;
+					 * rep: ost_destroy_rep + nfailed ost_destroy_fail */
 
 	/* MDS locks (80..95); every request starts with a wire_cred */
 	WIRE_OP_MDS_LOCK_SET = 80, /* req: lock_req; rep: empty; -EAGAIN on a conflict */
@@ -387,6 +389,33 @@ struct wire_ost_attr_rep {
 	uint64_t blocks;
 };
 
+/* OST_DESTROY_BATCH (since version 1): the MDS's destroy log removes the objects of many
+ * unlinked files on one OST with one request. The OSS removes every object in order (a
+ * missing object is success, as for OST_DESTROY) and answers status 0 when all are gone,
+ * else the first error, with the list of the objects it could not remove. An OSS that
+ * predates the opcode answers -EOPNOTSUPP with an empty body: the MDS then sends one
+ * OST_DESTROY per object. */
+#define WIRE_OST_DESTROY_MAX 1024 /* objects in one request (24 bytes each) */
+#define WIRE_OST_OBJ_LEN 24       /* encoded ost_obj */
+#define WIRE_OST_DESTROY_FAIL_LEN 8 /* encoded ost_destroy_fail */
+struct wire_ost_obj { /* an object, named as ost_io_req names it */
+	struct nacre_fid fid;
+	uint32_t stripe_idx; /* < NACRE_MAX_STRIPES */
+	uint32_t layout_gen;
+};
+struct wire_ost_destroy_req { /* followed by count ost_obj */
+	uint32_t ost_idx; /* 0..65535 */
+	uint32_t flags;   /* reserved, 0 */
+	uint32_t count;   /* 1..WIRE_OST_DESTROY_MAX; exactly count * 24 bytes follow */
+};
+struct wire_ost_destroy_rep { /* followed by nfailed ost_destroy_fail, in request order */
+	uint32_t nfailed; /* 0..WIRE_OST_DESTROY_MAX; exactly nfailed * 8 bytes follow */
+};
+struct wire_ost_destroy_fail { /* an object the OSS could not remove */
+	uint32_t index; /* into the request's list; the receiver checks it against count */
+	int32_t status; /* negative errno */
+};
+
 /* Encoders append to c; decoders read from c and leave it failed (wire_cursor_ok() false) on
  * any violation. After a decode, callers check wire_cursor_ok() and wire_cursor_left() == 0
  * (trailing bytes are allowed only behind a feature bit). */
@@ -419,9 +448,18 @@ WIRE_MSG(hsm_progress);
 WIRE_MSG(hsm_import_req);
 WIRE_MSG(ost_io_req);
 WIRE_MSG(ost_attr_rep);
+WIRE_MSG(ost_destroy_req);
+WIRE_MSG(ost_destroy_rep);
 WIRE_MSG(lock_req);
 WIRE_MSG(lock_rep);
 #undef WIRE_MSG
+
+/* The items of OST_DESTROY_BATCH: the request's objects and the reply's failures. Read
+ * them after the header's decode, which checked that exactly that many are present. */
+void wire_ost_obj_put(struct wire_cursor *c, const struct wire_ost_obj *o);
+void wire_ost_obj_get(struct wire_cursor *c, struct wire_ost_obj *o);
+void wire_ost_destroy_fail_put(struct wire_cursor *c, const struct wire_ost_destroy_fail *f);
+void wire_ost_destroy_fail_get(struct wire_cursor *c, struct wire_ost_destroy_fail *f);
 
 /* READDIR reply: u32 count, u8 eof, then count entries {u64 cookie, fid, u32 type, name}.
  * The server writes the header with a placeholder count and patches it at the end. */

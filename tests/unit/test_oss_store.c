@@ -384,6 +384,110 @@ static void test_dispatch(void)
 	oss_target_close(t);
 }
 
+/* OST_DESTROY_BATCH: sends objs[0..n) to OST ost; the request body lives in cl->body. */
+static int destroy_batch(struct oss_ctx *ctx, struct call *cl, uint32_t ost,
+			 const struct wire_ost_obj *objs, uint32_t n)
+{
+	struct wire_ost_destroy_req m = { .ost_idx = ost, .flags = 0, .count = n };
+	struct wire_cursor c;
+	memset(cl, 0, sizeof(*cl));
+	wire_cursor_init_write(&c, cl->body, sizeof(cl->body));
+	wire_ost_destroy_req_encode(&c, &m);
+	for (uint32_t i = 0; i < n; i++)
+		wire_ost_obj_put(&c, &objs[i]);
+	CHECK(wire_cursor_ok(&c));
+	cl->hdr.opcode = WIRE_OP_OST_DESTROY_BATCH;
+	cl->req.hdr = &cl->hdr;
+	cl->req.body = cl->body;
+	cl->req.body_len = (uint32_t)wire_cursor_pos(&c);
+	cl->req.peer = "127.0.0.1:1";
+	cl->req.peer_name = "test";
+	wire_cursor_init_dyn(&cl->rep.body, WIRE_BODY_MAX);
+	return oss_dispatch(ctx, &cl->req, &cl->rep);
+}
+
+static int obj_exists(const struct oss_target *t, const struct wire_ost_obj *o)
+{
+	char name[OSS_OBJ_NAME_MAX];
+	struct stat st;
+	struct oss_obj_id id = { .fid = o->fid, .stripe = o->stripe_idx, .gen = o->layout_gen };
+	oss_store_obj_name(&id, name);
+	return fstatat(t->obj_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static void test_destroy_batch(void)
+{
+	char dir[512], err[1024];
+	struct oss_target *t = NULL;
+	struct call cl;
+
+	path_in(dir, sizeof(dir), "batch");
+	CHECK(oss_target_open(dir, "test1", 2, 1, &t, err, sizeof(err)) == 0);
+	if (!t)
+		return;
+	struct oss_target *tv[1] = { t };
+	struct oss_ctx ctx = { .targets = tv, .ntargets = 1 };
+	struct wire_ost_obj objs[5];
+	for (uint32_t i = 0; i < 5; i++) {
+		objs[i] = (struct wire_ost_obj){ .fid = { 0x200000400ull, 10 + i, 0 },
+						 .stripe_idx = i, .layout_gen = 1 };
+		struct oss_obj_id id = { .fid = objs[i].fid, .stripe = i, .gen = 1 };
+		if (i < 4) /* the last one never existed */
+			CHECK_EQ(oss_store_write(t, &id, 0, "x", 1), 0);
+	}
+	const unsigned slot = WIRE_OP_OST_DESTROY_BATCH - WIRE_OP_OST_WRITE;
+
+	/* a bad stripe index in the second object refuses everything: the first stays */
+	objs[1].stripe_idx = NACRE_MAX_STRIPES;
+	CHECK_EQ(destroy_batch(&ctx, &cl, 2, objs, 2), -EPROTO);
+	call_fini(&cl);
+	objs[1].stripe_idx = 1;
+	CHECK(obj_exists(t, &objs[0]));
+	CHECK_EQ(destroy_batch(&ctx, &cl, 3, objs, 2), -NACRE_ENOTARGET);
+	call_fini(&cl);
+	ctx.no_destroy_batch = 1; /* as an OSS that predates it */
+	CHECK_EQ(destroy_batch(&ctx, &cl, 2, objs, 2), -EOPNOTSUPP);
+	CHECK_EQ(wire_cursor_pos(&cl.rep.body), 0);
+	call_fini(&cl);
+	ctx.no_destroy_batch = 0;
+	CHECK(obj_exists(t, &objs[0]));
+
+	/* object 2 cannot be removed (a directory stands at its name): only it is listed */
+	char name[OSS_OBJ_NAME_MAX];
+	struct oss_obj_id id2 = { .fid = objs[2].fid, .stripe = 2, .gen = 1 };
+	oss_store_obj_name(&id2, name);
+	CHECK_EQ(oss_store_destroy(t, &id2), 0); /* through the store: it forgets cached fds */
+	CHECK(mkdirat(t->obj_fd, name, 0755) == 0);
+	CHECK_EQ(destroy_batch(&ctx, &cl, 2, objs, 5), -EISDIR);
+	struct wire_cursor rc;
+	struct wire_ost_destroy_rep r;
+	struct wire_ost_destroy_fail f = { 0 };
+	wire_cursor_init_read(&rc, cl.rep.body.buf, wire_cursor_pos(&cl.rep.body));
+	wire_ost_destroy_rep_decode(&rc, &r);
+	if (r.nfailed == 1)
+		wire_ost_destroy_fail_get(&rc, &f);
+	CHECK(wire_cursor_ok(&rc) && wire_cursor_left(&rc) == 0);
+	CHECK(r.nfailed == 1 && f.index == 2 && f.status == -EISDIR);
+	call_fini(&cl);
+	for (uint32_t i = 0; i < 5; i++)
+		CHECK(obj_exists(t, &objs[i]) == (i == 2));
+	CHECK(atomic_load(&t->stats.errors[slot]) == 1);
+
+	/* once it can go, everything is gone (the missing ones are fine) */
+	CHECK(unlinkat(t->obj_fd, name, AT_REMOVEDIR) == 0);
+	CHECK_EQ(destroy_batch(&ctx, &cl, 2, objs, 5), 0);
+	wire_cursor_init_read(&rc, cl.rep.body.buf, wire_cursor_pos(&cl.rep.body));
+	wire_ost_destroy_rep_decode(&rc, &r);
+	CHECK(wire_cursor_ok(&rc) && wire_cursor_left(&rc) == 0 && r.nfailed == 0);
+	call_fini(&cl);
+	for (uint32_t i = 0; i < 5; i++)
+		CHECK(!obj_exists(t, &objs[i]));
+	CHECK(atomic_load(&t->stats.ops[slot]) == 2); /* the refused ones reached no OST */
+	CHECK(atomic_load(&t->stats.errors[slot]) == 1);
+
+	oss_target_close(t);
+}
+
 int main(void)
 {
 	snprintf(root, sizeof(root), "/tmp/nacre-test-oss-XXXXXX");
@@ -394,6 +498,7 @@ int main(void)
 	test_format_and_open();
 	test_store();
 	test_dispatch();
+	test_destroy_batch();
 	rm_rf(root);
 	return unit_done();
 }

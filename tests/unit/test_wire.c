@@ -51,6 +51,8 @@ static void test_opcodes(void)
 	CHECK_EQ(WIRE_OP_OST_GETATTR, 68);
 	CHECK_EQ(WIRE_OP_OST_STATFS, 69);
 	CHECK_EQ(WIRE_OP_OST_SYNC, 70);
+	CHECK_EQ(WIRE_OP_OST_DESTROY_BATCH, 71);
+	CHECK_STR(wire_opcode_name(WIRE_OP_OST_DESTROY_BATCH), "OST_DESTROY_BATCH");
 	CHECK_EQ(WIRE_FLAG_REPLY, 1);
 	CHECK_EQ(WIRE_MAGIC, 0x5243414e);
 	CHECK_EQ(WIRE_HDR_LEN, 36);
@@ -1317,6 +1319,177 @@ static void test_lock(void)
 	wire_cursor_fini(&c);
 }
 
+/* ---- OST_DESTROY_BATCH ---- */
+
+/* Decodes a request and its objects from buf; 1 if everything decoded and was consumed. */
+static int destroy_req_decode(const uint8_t *buf, size_t len, struct wire_ost_destroy_req *m,
+			      struct wire_ost_obj *objs)
+{
+	struct wire_cursor c;
+	wire_cursor_init_read(&c, buf, len);
+	wire_ost_destroy_req_decode(&c, m);
+	for (uint32_t i = 0; i < m->count && wire_cursor_ok(&c); i++)
+		wire_ost_obj_get(&c, &objs[i]);
+	return wire_cursor_ok(&c) && wire_cursor_left(&c) == 0;
+}
+
+static int destroy_rep_decode(const uint8_t *buf, size_t len, struct wire_ost_destroy_rep *m,
+			      struct wire_ost_destroy_fail *fails)
+{
+	struct wire_cursor c;
+	wire_cursor_init_read(&c, buf, len);
+	wire_ost_destroy_rep_decode(&c, m);
+	for (uint32_t i = 0; i < m->nfailed && wire_cursor_ok(&c); i++)
+		wire_ost_destroy_fail_get(&c, &fails[i]);
+	return wire_cursor_ok(&c) && wire_cursor_left(&c) == 0;
+}
+
+static void test_destroy_batch(void)
+{
+	/* golden: two objects on OST 3: oid 42 stripe 1 gen 7, oid 43 stripe 0 gen 0 */
+	static const uint8_t golden[] = {
+		0x03, 0x00, 0x00, 0x00,                         /* ost_idx 3 */
+		0x00, 0x00, 0x00, 0x00,                         /* flags 0 */
+		0x02, 0x00, 0x00, 0x00,                         /* count 2 */
+		0x00, 0x04, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, /* seq */
+		0x2a, 0x00, 0x00, 0x00,                         /* oid 42 */
+		0x00, 0x00, 0x00, 0x00,                         /* ver */
+		0x01, 0x00, 0x00, 0x00,                         /* stripe_idx 1 */
+		0x07, 0x00, 0x00, 0x00,                         /* layout_gen 7 */
+		0x00, 0x04, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, /* seq */
+		0x2b, 0x00, 0x00, 0x00,                         /* oid 43 */
+		0x00, 0x00, 0x00, 0x00,                         /* ver */
+		0x00, 0x00, 0x00, 0x00,                         /* stripe_idx 0 */
+		0x00, 0x00, 0x00, 0x00,                         /* layout_gen 0 */
+	};
+	struct wire_ost_destroy_req m = {.ost_idx = 3, .flags = 0, .count = 2}, d;
+	struct wire_ost_obj *objs = calloc(WIRE_OST_DESTROY_MAX + 1, sizeof(*objs));
+	struct wire_ost_obj *dobjs = calloc(WIRE_OST_DESTROY_MAX + 1, sizeof(*dobjs));
+	struct wire_cursor c;
+
+	CHECK(objs && dobjs);
+	if (!objs || !dobjs)
+		goto out_free;
+	sample_fid(&objs[0].fid, 42);
+	objs[0].stripe_idx = 1;
+	objs[0].layout_gen = 7;
+	sample_fid(&objs[1].fid, 43);
+	ENCODE(&c, wire_ost_destroy_req_encode, &m);
+	wire_ost_obj_put(&c, &objs[0]);
+	wire_ost_obj_put(&c, &objs[1]);
+	CHECK_EQ(wire_cursor_pos(&c), sizeof(golden));
+	CHECK_MEM(c.buf, golden, sizeof(golden));
+	wire_cursor_fini(&c);
+	CHECK(destroy_req_decode(golden, sizeof(golden), &d, dobjs));
+	CHECK(memcmp(&m, &d, sizeof(m)) == 0);
+	CHECK(memcmp(objs, dobjs, 2 * sizeof(*objs)) == 0);
+	/* every shorter prefix, and a trailing byte, are refused */
+	for (size_t k = 0; k < sizeof(golden); k++)
+		CHECK(!destroy_req_decode(golden, k, &d, dobjs));
+	{
+		uint8_t longer[sizeof(golden) + 1];
+		memcpy(longer, golden, sizeof(golden));
+		longer[sizeof(golden)] = 0;
+		CHECK(!destroy_req_decode(longer, sizeof(longer), &d, dobjs));
+	}
+	/* bad header fields and a bad stripe index */
+	{
+		uint8_t bad[sizeof(golden)];
+		memcpy(bad, golden, sizeof(bad));
+		bad[4] = 1; /* flags */
+		CHECK(!destroy_req_decode(bad, sizeof(bad), &d, dobjs));
+		memcpy(bad, golden, sizeof(bad));
+		bad[2] = 1; /* ost_idx 65539 */
+		CHECK(!destroy_req_decode(bad, sizeof(bad), &d, dobjs));
+		memcpy(bad, golden, sizeof(bad));
+		bad[8] = 0; /* count 0 */
+		CHECK(!destroy_req_decode(bad, sizeof(bad), &d, dobjs));
+		memcpy(bad, golden, sizeof(bad));
+		bad[8] = 3; /* count above the objects present */
+		CHECK(!destroy_req_decode(bad, sizeof(bad), &d, dobjs));
+		memcpy(bad, golden, sizeof(bad));
+		bad[8] = 1; /* count below them */
+		CHECK(!destroy_req_decode(bad, sizeof(bad), &d, dobjs));
+		memcpy(bad, golden, sizeof(bad));
+		bad[8] = 0xff; /* a huge count */
+		bad[9] = 0xff;
+		bad[10] = 0xff;
+		bad[11] = 0xff;
+		CHECK(!destroy_req_decode(bad, sizeof(bad), &d, dobjs));
+		memcpy(bad, golden, sizeof(bad));
+		bad[12 + 16] = NACRE_MAX_STRIPES; /* stripe_idx of the first object */
+		CHECK(!destroy_req_decode(bad, sizeof(bad), &d, dobjs));
+	}
+
+	/* round trip at the limit; one more object than the limit is refused even though the
+	 * bytes are all there */
+	for (uint32_t i = 0; i <= WIRE_OST_DESTROY_MAX; i++) {
+		sample_fid(&objs[i].fid, 1000 + i);
+		objs[i].stripe_idx = i % NACRE_MAX_STRIPES;
+		objs[i].layout_gen = i / 3;
+	}
+	for (uint32_t count = WIRE_OST_DESTROY_MAX; count <= WIRE_OST_DESTROY_MAX + 1; count++) {
+		m.ost_idx = 65535;
+		m.count = count;
+		ENCODE(&c, wire_ost_destroy_req_encode, &m);
+		for (uint32_t i = 0; i < count; i++)
+			wire_ost_obj_put(&c, &objs[i]);
+		CHECK(wire_cursor_ok(&c));
+		CHECK_EQ(wire_cursor_pos(&c), 12 + (size_t)count * WIRE_OST_OBJ_LEN);
+		int ok = destroy_req_decode(c.buf, wire_cursor_pos(&c), &d, dobjs);
+		if (count <= WIRE_OST_DESTROY_MAX) {
+			CHECK(ok);
+			CHECK(memcmp(&m, &d, sizeof(m)) == 0);
+			CHECK(memcmp(objs, dobjs, count * sizeof(*objs)) == 0);
+		} else {
+			CHECK(!ok);
+		}
+		wire_cursor_fini(&c);
+	}
+
+	/* golden reply: object 1 failed with EIO */
+	static const uint8_t grep_[] = {
+		0x01, 0x00, 0x00, 0x00, /* nfailed 1 */
+		0x01, 0x00, 0x00, 0x00, /* index 1 */
+		0xfb, 0xff, 0xff, 0xff, /* status -5 */
+	};
+	struct wire_ost_destroy_rep r = {.nfailed = 1}, rd;
+	struct wire_ost_destroy_fail f = {.index = 1, .status = -EIO}, fd[2];
+	ENCODE(&c, wire_ost_destroy_rep_encode, &r);
+	wire_ost_destroy_fail_put(&c, &f);
+	CHECK_EQ(wire_cursor_pos(&c), sizeof(grep_));
+	CHECK_MEM(c.buf, grep_, sizeof(grep_));
+	wire_cursor_fini(&c);
+	CHECK(destroy_rep_decode(grep_, sizeof(grep_), &rd, fd));
+	CHECK_EQ(rd.nfailed, 1);
+	CHECK(fd[0].index == 1 && fd[0].status == -EIO);
+	/* success: an empty list */
+	static const uint8_t gok[] = {0, 0, 0, 0};
+	CHECK(destroy_rep_decode(gok, sizeof(gok), &rd, fd));
+	CHECK_EQ(rd.nfailed, 0);
+	for (size_t k = 0; k < sizeof(grep_); k++)
+		CHECK(!destroy_rep_decode(grep_, k, &rd, fd));
+	{
+		uint8_t bad[sizeof(grep_)];
+		memcpy(bad, grep_, sizeof(bad));
+		bad[0] = 2; /* more failures than present */
+		CHECK(!destroy_rep_decode(bad, sizeof(bad), &rd, fd));
+		memcpy(bad, grep_, sizeof(bad));
+		memset(bad + 8, 0, 4); /* status 0 is not a failure */
+		CHECK(!destroy_rep_decode(bad, sizeof(bad), &rd, fd));
+		memcpy(bad, grep_, sizeof(bad));
+		bad[5] = 0x04; /* index 1025 */
+		CHECK(!destroy_rep_decode(bad, sizeof(bad), &rd, fd));
+		memcpy(bad, grep_, sizeof(bad));
+		bad[0] = 0x01; /* nfailed 1025 */
+		bad[1] = 0x04;
+		CHECK(!destroy_rep_decode(bad, sizeof(bad), &rd, fd));
+	}
+out_free:
+	free(objs);
+	free(dobjs);
+}
+
 int main(void)
 {
 	test_opcodes();
@@ -1331,5 +1504,6 @@ int main(void)
 	test_reject_fields();
 	test_hsm();
 	test_lock();
+	test_destroy_batch();
 	return unit_done();
 }
