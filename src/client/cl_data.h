@@ -118,9 +118,8 @@ struct ra_chunk;
 struct cl_ra {
 	struct ra_chunk *chunks;
 	uint64_t bytes;      /* sum of the chunks' lengths */
-	uint64_t last_end;   /* end of the previous read, file offset */
-	uint64_t issued_end; /* readahead was issued up to here (file offset) */
-	uint64_t window;     /* current window in bytes; 0 = not streaming */
+	uint64_t last_end;   /* end of the stream so far (highest read end), file offset */
+	uint64_t window;     /* kept issued ahead of last_end, bytes; 0 = not streaming */
 	int seq;             /* consecutive sequential reads */
 	uint64_t hits, misses;
 };

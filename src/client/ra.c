@@ -1,13 +1,24 @@
 /* ra.c - readahead: sequential streams are detected per handle and read ahead into chunks
  * of object data, fetched by the pool in parallel over the stripes (see cl_data.h).
  *
- * A read within min(4 x its length, RA_SEQ_SLACK) of the end of the previous one is
- * sequential (the kernel's parallel readahead requests arrive a little out of order); per
- * object, readahead is extended to whole rpc windows. From the second sequential
- * read on, a window starting at max(2 x the read, rpc_max) is kept ahead of the reader and
- * doubles each time it is refilled, up to ra_max. Any other read ends the stream and drops
- * its unused chunks. Chunks behind the reader are freed; the cache of a file is bounded by
- * ra_max plus one row of RPCs, and the client's by four times that.
+ * A read within min(4 x its length, RA_SEQ_SLACK) of the end of the stream so far is
+ * sequential. Once the stream reads ahead, so is a read up to RA_KEEP_BEHIND behind that
+ * end or one whose first byte the stream holds: the kernel's parallel readahead requests
+ * overtake each other by several MiB while they wait on a slow link, and taking them for
+ * random reads dropped the whole window. From the second sequential read on, a window
+ * starting at max(2 x the read, rpc_max) and doubling with each sequential read up to
+ * ra_max is kept issued ahead of the stream's end. It is topped up on every read, per
+ * object in whole rpc windows, the lowest object offsets first, so every OST of the
+ * stripes keeps several RPCs in flight and none waits for the reader to drain half a
+ * window (with 1 MiB stripes a 4 MiB RPC holds data spread over N x 4 MiB of the file;
+ * refilling in bursts once half a window was read let the OSTs drain in turn). Any other
+ * read ends the stream and drops its unused chunks.
+ *
+ * Memory: a chunk is freed once every byte of it was read, or when it lies RA_KEEP_BEHIND
+ * behind the reader. The cache of a file is bounded by ra_max plus one row of RPCs
+ * (rpc_max per stripe: the row the reader is in), and the client's by four times that.
+ * When the bound is reached, readahead stops issuing until the reader frees chunks; it
+ * never evicts data ahead of the reader to fetch data further ahead.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,7 +29,9 @@
 #include "proto/wire.h"
 
 #define RA_SEQ_SLACK (8ull * 1024 * 1024)  /* out-of-order tolerance of a stream, at most */
-#define RA_KEEP_BEHIND (8ull * 1024 * 1024) /* chunks this far behind a read are freed */
+/* Chunks this far behind a read are freed, and a stream accepts reads this far behind its
+ * end: the kernel has up to max_background (12) readahead requests of 1 MiB out at once. */
+#define RA_KEEP_BEHIND (16ull * 1024 * 1024)
 
 enum { RA_FETCHING, RA_READY, RA_FAILED };
 
@@ -30,6 +43,7 @@ struct ra_chunk {
 	uint64_t obj_off, len; /* object range */
 	uint64_t file_last;    /* file offset of its last byte */
 	uint64_t gen;          /* fid write generation when issued */
+	uint64_t used;         /* bytes copied out to readers (f->lock) */
 	uint8_t *buf;
 	int pooled;
 	int state; /* f->lock */
@@ -92,53 +106,43 @@ static void chunk_run(struct cl_job *j)
 	pthread_mutex_unlock(&f->lock);
 }
 
-/* Frees the chunks matching: stale (another generation), failed, or (if below is set)
- * wholly before file offset below, or (all) every chunk not being fetched. Caller holds
- * f->lock. */
-static void drop_locked(struct nacre_file *f, uint64_t gen, uint64_t below, int all)
+/* Frees the chunks matching: stale (another generation), failed, read to the end, or (if
+ * below is set) wholly before file offset below, or (all) every chunk not being fetched.
+ * Returns how many of them had failed. Caller holds f->lock. */
+static int drop_locked(struct nacre_file *f, uint64_t gen, uint64_t below, int all)
 {
 	struct ra_chunk **pp = &f->ra.chunks;
+	int failed = 0;
 
 	while (*pp) {
 		struct ra_chunk *c = *pp;
 		int drop = c->state != RA_FETCHING &&
-			   (all || c->gen != gen || c->state == RA_FAILED || c->file_last < below);
+			   (all || c->gen != gen || c->state == RA_FAILED || c->used >= c->len ||
+			    c->file_last < below);
 		if (drop) {
+			failed += c->state == RA_FAILED;
 			*pp = c->next;
 			chunk_free(f, c);
 		} else {
 			pp = &c->next;
 		}
 	}
+	return failed;
 }
 
-/* Frees ready chunks, lowest file offset first, until need more bytes fit the file's and
- * the client's bounds. Returns 1 if they fit. Caller holds f->lock. */
-static int make_room_locked(struct nacre_file *f, uint64_t need)
+/* 1 if need more bytes fit the file's and the client's bounds. Nothing is evicted to make
+ * room: chunks ahead of the reader are the data it needs next, and the ones behind it are
+ * freed by drop_locked once read or left behind. Caller holds f->lock. */
+static int fits_locked(struct nacre_file *f, uint64_t need)
 {
 	struct nacre_fs *fs = f->fs;
 	uint64_t file_max = fs->ra_max + (uint64_t)fs->rpc_max * f->layout.nosts;
-	uint64_t client_max = 4 * file_max;
+	uint64_t total;
 
-	for (;;) {
-		struct ra_chunk **victim = NULL;
-		uint64_t total;
-
-		pthread_mutex_lock(&fs->pool.lock);
-		total = fs->pool.ra_bytes;
-		pthread_mutex_unlock(&fs->pool.lock);
-		if (f->ra.bytes + need <= file_max && total + need <= client_max)
-			return 1;
-		for (struct ra_chunk **pp = &f->ra.chunks; *pp; pp = &(*pp)->next)
-			if ((*pp)->state != RA_FETCHING &&
-			    (!victim || (*pp)->file_last < (*victim)->file_last))
-				victim = pp;
-		if (!victim)
-			return 0;
-		struct ra_chunk *c = *victim;
-		*victim = c->next;
-		chunk_free(f, c);
-	}
+	pthread_mutex_lock(&fs->pool.lock);
+	total = fs->pool.ra_bytes;
+	pthread_mutex_unlock(&fs->pool.lock);
+	return f->ra.bytes + need <= file_max && total + need <= 4 * file_max;
 }
 
 /* The chunk of stripe holding object offset o (valid generation, not failed). */
@@ -159,7 +163,7 @@ static int issue_one(struct nacre_file *f, uint32_t stripe, uint64_t p, uint64_t
 	struct nacre_fs *fs = f->fs;
 	struct ra_chunk *c;
 
-	if (!make_room_locked(f, q - p))
+	if (!fits_locked(f, q - p))
 		return -1;
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -196,8 +200,9 @@ static int issue_one(struct nacre_file *f, uint32_t stripe, uint64_t p, uint64_t
 
 /* Issues readahead of file range [a, b): per object the range it maps to, extended to
  * the end of its rpc window (within the file size), skipping what is cached or being
- * fetched; round-robin over the stripes so that every OST works at once. Caller holds
- * f->lock. */
+ * fetched; round-robin over the stripes, one RPC each per round, so that every OST gets
+ * the RPC the reader needs first before any gets a second. Stops at the memory bound (the
+ * next read tops up again). Caller holds f->lock. */
 static void issue_locked(struct nacre_file *f, uint64_t a, uint64_t b, uint64_t size,
 			 uint64_t gen)
 {
@@ -282,6 +287,7 @@ static int serve_locked(struct nacre_file *f, uint8_t *buf, uint64_t len, uint64
 				if (take > left)
 					take = left;
 				memcpy(dst, c->buf + (o - c->obj_off), take);
+				c->used += take; /* freed by the next pass once all read */
 				o += take;
 				dst += take;
 				left -= take;
@@ -295,20 +301,34 @@ static int serve_locked(struct nacre_file *f, uint8_t *buf, uint64_t len, uint64
 	return 1;
 }
 
+/* 1 if the stream's chunks hold (or are fetching) the byte at file offset off. Caller
+ * holds f->lock. */
+static int held_locked(struct nacre_file *f, uint64_t off, uint64_t gen)
+{
+	struct layout_extent ext;
+
+	return layout_split(&f->layout, off, 1, &ext, 1) == 1 &&
+	       find_locked(f, ext.stripe, ext.obj_off, gen) != NULL;
+}
+
 int cl_ra_read(struct nacre_file *f, uint8_t *buf, uint64_t len, uint64_t off, uint64_t size)
 {
 	struct nacre_fs *fs = f->fs;
 	struct cl_ra *r = &f->ra;
-	uint64_t end = off + len, gen, slack;
+	uint64_t end = off + len, gen, slack, behind;
 	int seq, served;
 
 	if (fs->ra_max == 0 || f->layout.nosts == 0 || len == 0)
 		return 0;
 	gen = cl_wgen(fs, &f->fid);
 	pthread_mutex_lock(&f->lock);
-	/* Out of order by a few reads is still a stream; farther is random access. */
+	/* Out of order by a few reads is still a stream; once it reads ahead, so is a read up
+	 * to RA_KEEP_BEHIND behind its end or of what it fetched (the kernel's readahead
+	 * requests overtake each other while they wait on a slow link). Farther is random. */
 	slack = 4 * len < RA_SEQ_SLACK ? 4 * len : RA_SEQ_SLACK;
-	seq = off + slack >= r->last_end && off <= r->last_end + slack;
+	behind = r->window > 0 ? RA_KEEP_BEHIND : slack;
+	seq = (off + behind >= r->last_end && off <= r->last_end + slack) ||
+	      (r->window > 0 && held_locked(f, off, gen));
 	if (seq) {
 		r->seq++;
 		if (end > r->last_end)
@@ -317,28 +337,27 @@ int cl_ra_read(struct nacre_file *f, uint8_t *buf, uint64_t len, uint64_t off, u
 		/* Random access: no stream, no window, nothing kept for it. */
 		r->seq = 0;
 		r->window = 0;
-		r->issued_end = 0;
 		r->last_end = end;
 		drop_locked(f, gen, 0, 1);
 	}
-	drop_locked(f, gen, off > RA_KEEP_BEHIND ? off - RA_KEEP_BEHIND : 0, 0);
+	if (drop_locked(f, gen, off > RA_KEEP_BEHIND ? off - RA_KEEP_BEHIND : 0, 0) > 0) {
+		/* An RPC failed: the reader's own read reports it; restart the stream rather
+		 * than refetch on every read. */
+		r->seq = 0;
+		r->window = 0;
+	}
 	if (r->seq >= 2) {
-		if (r->window == 0) {
+		if (r->window == 0)
 			r->window = 2 * len > fs->rpc_max ? 2 * len : fs->rpc_max;
-			r->issued_end = end;
-		}
+		else
+			r->window *= 2;
 		if (r->window > fs->ra_max)
 			r->window = fs->ra_max;
-		if (r->issued_end < end)
-			r->issued_end = end;
-		if (r->issued_end < end + r->window / 2 && r->issued_end < size) {
-			uint64_t to = end + r->window;
-			if (to > size)
-				to = size;
-			issue_locked(f, r->issued_end, to, size, gen);
-			r->issued_end = to;
-			r->window = r->window * 2 > fs->ra_max ? fs->ra_max : r->window * 2;
-		}
+		/* Top up from the stream's end: what is held or in flight is skipped. */
+		if (r->last_end < size)
+			issue_locked(f, r->last_end,
+				     size - r->last_end > r->window ? r->last_end + r->window : size,
+				     size, gen);
 	}
 	served = f->ra.chunks ? serve_locked(f, buf, len, off, gen) : 0;
 	if (served)
