@@ -690,12 +690,15 @@ static void conn_read(struct rpc_server *s, struct sconn *c)
 	for (;;) {
 		ssize_t n;
 		size_t want;
+		int direct;
 
 		rx_consume(s, c);
 		if (c->closing || c->paused)
 			return;
 		c->rx_off = c->rx_len = 0;
-		if (c->rx == RX_PAYLOAD && c->payload_len - c->payload_got >= RX_BUF) {
+		/* Not told apart by want: the rest of a payload may be exactly RX_BUF bytes. */
+		direct = c->rx == RX_PAYLOAD && c->payload_len - c->payload_got >= RX_BUF;
+		if (direct) {
 			want = c->payload_len - c->payload_got;
 			n = read(c->fd, c->payload + c->payload_got, want);
 		} else {
@@ -714,7 +717,7 @@ static void conn_read(struct rpc_server *s, struct sconn *c)
 			return;
 		}
 		metrics_add(metrics_net_recv(), (uint64_t)n);
-		if (want == RX_BUF) {
+		if (!direct) {
 			c->rx_len = (size_t)n;
 		} else {
 			c->payload_got += (size_t)n;
