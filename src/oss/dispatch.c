@@ -91,6 +91,32 @@ static void log_store_error(const struct oss_target *t, uint16_t op, const struc
 			wire_opcode_name(op), t->dir, OSS_OBJ_DIR, name, strerror(-rc));
 }
 
+/* Refuses a request whose body or bulk does not decode: -EPROTO, and a line naming the peer. */
+static int malformed(const struct rpc_request *req, uint16_t op)
+{
+	LOG_RATELIMITED(LOG_LVL_WARN, "dispatch",
+			"malformed %s request from %s (%s): body %u bytes, bulk %u bytes",
+			wire_opcode_name(op), req->peer, req->peer_name ? req->peer_name : "?",
+			req->body_len, req->bulk_len);
+	return -EPROTO;
+}
+
+/* The target a request names, counted in its per-op statistics; NULL (logged) if this OSS
+ * does not serve it. */
+static struct oss_target *target_of(const struct oss_ctx *ctx, const struct rpc_request *req,
+				    uint16_t op, uint32_t ost_idx)
+{
+	struct oss_target *t = oss_ctx_find(ctx, ost_idx);
+	if (!t) {
+		LOG_RATELIMITED(LOG_LVL_WARN, "dispatch", "%s from %s for OST%04x, not served here",
+				wire_opcode_name(op), req->peer, ost_idx);
+		return NULL;
+	}
+	unsigned slot = (unsigned)(op - WIRE_OP_OST_WRITE);
+	atomic_fetch_add_explicit(&t->stats.ops[slot], 1, memory_order_relaxed);
+	return t;
+}
+
 /* OST_DESTROY_BATCH: every object in order, after checking the whole list (a bad entry
  * refuses the request before anything is removed). The reply lists the failures. */
 static int do_destroy_batch(const struct oss_ctx *ctx, const struct rpc_request *req,
@@ -108,22 +134,12 @@ static int do_destroy_batch(const struct oss_ctx *ctx, const struct rpc_request 
 	objs = c; /* a read cursor over borrowed bytes: a copy reads them again */
 	for (uint32_t i = 0; i < m.count && wire_cursor_ok(&c); i++)
 		wire_ost_obj_get(&c, &o);
-	if (!wire_cursor_ok(&c) || wire_cursor_left(&c) != 0 || req->bulk_len != 0) {
-		LOG_RATELIMITED(LOG_LVL_WARN, "dispatch",
-				"malformed %s request from %s (%s): body %u bytes, bulk %u bytes",
-				wire_opcode_name(op), req->peer, req->peer_name ? req->peer_name : "?",
-				req->body_len, req->bulk_len);
-		return -EPROTO;
-	}
-
-	struct oss_target *t = oss_ctx_find(ctx, m.ost_idx);
-	if (!t) {
-		LOG_RATELIMITED(LOG_LVL_WARN, "dispatch", "%s from %s for OST%04x, not served here",
-				wire_opcode_name(op), req->peer, m.ost_idx);
+	if (!wire_cursor_ok(&c) || wire_cursor_left(&c) != 0 || req->bulk_len != 0)
+		return malformed(req, op);
+	struct oss_target *t = target_of(ctx, req, op, m.ost_idx);
+	if (!t)
 		return -NACRE_ENOTARGET;
-	}
-	unsigned slot = (unsigned)(op - WIRE_OP_OST_WRITE);
-	atomic_fetch_add_explicit(&t->stats.ops[slot], 1, memory_order_relaxed);
+	unsigned slot = (unsigned)(op - WIRE_OP_OST_WRITE); /* its errors are counted too */
 
 	/* the failure count is patched in at the end */
 	size_t count_pos = wire_cursor_pos(&rep->body);
@@ -165,22 +181,12 @@ int oss_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 	wire_cursor_init_read(&c, req->body, req->body_len);
 	wire_ost_io_req_decode(&c, &m);
 	if (!wire_cursor_ok(&c) || wire_cursor_left(&c) != 0 ||
-	    (op == WIRE_OP_OST_WRITE ? m.len != req->bulk_len : req->bulk_len != 0)) {
-		LOG_RATELIMITED(LOG_LVL_WARN, "dispatch",
-				"malformed %s request from %s (%s): body %u bytes, bulk %u bytes",
-				wire_opcode_name(op), req->peer, req->peer_name ? req->peer_name : "?",
-				req->body_len, req->bulk_len);
-		return -EPROTO;
-	}
-
-	struct oss_target *t = oss_ctx_find(ctx, m.ost_idx);
-	if (!t) {
-		LOG_RATELIMITED(LOG_LVL_WARN, "dispatch", "%s from %s for OST%04x, not served here",
-				wire_opcode_name(op), req->peer, m.ost_idx);
+	    (op == WIRE_OP_OST_WRITE ? m.len != req->bulk_len : req->bulk_len != 0))
+		return malformed(req, op);
+	struct oss_target *t = target_of(ctx, req, op, m.ost_idx);
+	if (!t)
 		return -NACRE_ENOTARGET;
-	}
-	unsigned slot = (unsigned)(op - WIRE_OP_OST_WRITE);
-	atomic_fetch_add_explicit(&t->stats.ops[slot], 1, memory_order_relaxed);
+	unsigned slot = (unsigned)(op - WIRE_OP_OST_WRITE); /* its errors are counted too */
 
 	int rc;
 	if (m.offset > (uint64_t)INT64_MAX || m.len > (uint64_t)INT64_MAX - m.offset) {

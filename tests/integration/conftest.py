@@ -286,8 +286,9 @@ class Cluster:
         return bad
 
 
-def start_cluster(**kw):
-    c = Cluster(**kw)
+def start_cluster(cls=None, **kw):
+    """Starts, mounts and waits for a cluster of class cls (Cluster or a subclass)."""
+    c = (cls or Cluster)(**kw)
     try:
         c.start()
         c.mount()
@@ -325,8 +326,8 @@ def make_cluster():
     """Factory for a private cluster per test (restart and error tests)."""
     made = []
 
-    def make(start=True, **kw):
-        c = start_cluster(**kw) if start else Cluster(**kw)
+    def make(start=True, cls=None, **kw):
+        c = start_cluster(cls, **kw) if start else (cls or Cluster)(**kw)
         made.append(c)
         return c
 

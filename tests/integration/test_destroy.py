@@ -38,36 +38,8 @@ class ScrapedCluster(Cluster):
 
 
 @pytest.fixture
-def scluster():
-    made = []
-
-    def make(**kw):
-        c = start_cluster_of(ScrapedCluster, **kw)
-        made.append(c)
-        return c
-
-    yield make
-    errors = []
-    for c in made:
-        bad = c.stop()
-        if bad:
-            errors.append("sanitizer reports: %s\n%s" % (", ".join(bad), c.logs(200)))
-    if errors:
-        pytest.fail("\n".join(errors))
-
-
-def start_cluster_of(cls, **kw):
-    c = cls(**kw)
-    try:
-        c.start()
-        c.mount()
-        c.wait_osts_up()
-    except BaseException:
-        print(c.logs())
-        print("reproduce with:\n" + c.reproduce())
-        c.stop()
-        raise
-    return c
+def scluster(make_cluster):
+    return lambda **kw: make_cluster(cls=ScrapedCluster, **kw)
 
 
 def objects(c, ost):
