@@ -300,14 +300,27 @@ int net_read_full(int fd, void *buf, size_t n)
 	return 0;
 }
 
-int net_read_full_timeout(int fd, void *buf, size_t n, int timeout_ms)
+/* The loop under both timed reads: each wait for data lasts at most idle_ms (< 0: no limit)
+ * and ends by deadline (net_now_ms() time; INT64_MAX: none). -ETIMEDOUT when either runs out,
+ * else as net_read_full(). */
+static int read_full_poll(int fd, void *buf, size_t n, int64_t deadline, int idle_ms)
 {
 	uint8_t *p = buf;
 
 	while (n > 0) {
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		int rc = poll(&pfd, 1, timeout_ms);
+		int wait = idle_ms;
+		int rc;
 
+		if (deadline != INT64_MAX) {
+			int64_t left = deadline - net_now_ms();
+
+			if (left <= 0)
+				return -ETIMEDOUT;
+			if (wait < 0 || left < wait)
+				wait = left > INT_MAX ? INT_MAX : (int)left;
+		}
+		rc = poll(&pfd, 1, wait);
 		if (rc < 0) {
 			if (errno == EINTR)
 				continue;
@@ -320,6 +333,16 @@ int net_read_full_timeout(int fd, void *buf, size_t n, int timeout_ms)
 			return rc;
 	}
 	return 0;
+}
+
+int net_read_full_deadline(int fd, void *buf, size_t n, int64_t deadline)
+{
+	return read_full_poll(fd, buf, n, deadline, -1);
+}
+
+int net_read_full_timeout(int fd, void *buf, size_t n, int timeout_ms)
+{
+	return read_full_poll(fd, buf, n, INT64_MAX, timeout_ms);
 }
 
 int net_writev_full(int fd, struct iovec *iov, int iovcnt)

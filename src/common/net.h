@@ -19,6 +19,9 @@ int net_listen(const char *addr, uint16_t *port_out);
 int net_connect(const char *addr, int timeout_ms);
 /* Reads exactly n bytes (0 on success, -ECONNRESET on EOF, -errno on error). Blocking fd. */
 int net_read_full(int fd, void *buf, size_t n);
+/* net_read_full() that gives up with -ETIMEDOUT once deadline (net_now_ms() time; INT64_MAX:
+ * none) has passed without all n bytes: the limit is on the whole read. */
+int net_read_full_deadline(int fd, void *buf, size_t n, int64_t deadline);
 /* net_read_full() that gives up with -ETIMEDOUT when no data arrives for timeout_ms: the
  * limit applies to each wait for more bytes, not to the whole read (-1: no limit). */
 int net_read_full_timeout(int fd, void *buf, size_t n, int timeout_ms);

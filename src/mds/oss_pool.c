@@ -84,6 +84,41 @@ out:
 	return rc;
 }
 
+/* An object operation's request body (an ost_io_req), kept until its reply. */
+#define OBJ_BODY_MAX 64
+
+/* Encodes req into body and starts opcode with it on conn. Returns 0 with *pend set, or an
+ * error (-EINVAL if req does not encode) with *pend NULL. body must outlive the reply. */
+static int obj_op_start(struct rpc_conn *conn, uint16_t opcode,
+			const struct wire_ost_io_req *req, uint8_t body[OBJ_BODY_MAX],
+			struct rpc_pending **pend)
+{
+	struct wire_cursor c;
+	*pend = NULL;
+	wire_cursor_init_write(&c, body, OBJ_BODY_MAX);
+	wire_ost_io_req_encode(&c, req);
+	if (!wire_cursor_ok(&c))
+		return -EINVAL;
+	struct rpc_call_args a = {.opcode = opcode,
+				  .flags = RPC_IDEMPOTENT,
+				  .body = body,
+				  .body_len = (uint32_t)wire_cursor_pos(&c),
+				  .timeout_ms = MDS_OSS_TIMEOUT_MS};
+	int rc = rpc_start(conn, &a, pend);
+	if (rc)
+		*pend = NULL;
+	return rc;
+}
+
+/* Waits for an operation obj_op_start started; returns its status (the reply is dropped). */
+static int obj_op_wait(struct rpc_pending *pend)
+{
+	struct rpc_msg *rep = NULL;
+	int rc = rpc_wait(pend, &rep);
+	rpc_msg_free(rep);
+	return rc;
+}
+
 /* One object operation per stripe, all in flight at once. */
 static int per_stripe(struct mds *m, uint16_t opcode, const struct nacre_fid *fid,
 		      const struct nacre_layout *l, uint64_t new_size)
@@ -91,7 +126,7 @@ static int per_stripe(struct mds *m, uint16_t opcode, const struct nacre_fid *fi
 	struct mds_oss_pool *p = m->oss;
 	uint32_t n = l->nosts <= NACRE_MAX_STRIPES ? l->nosts : NACRE_MAX_STRIPES;
 	struct rpc_pending *pend[NACRE_MAX_STRIPES];
-	uint8_t bodies[NACRE_MAX_STRIPES][64];
+	uint8_t bodies[NACRE_MAX_STRIPES][OBJ_BODY_MAX];
 	char fs[NACRE_FID_STR_MAX];
 	int first_err = 0;
 
@@ -116,32 +151,14 @@ static int per_stripe(struct mds *m, uint16_t opcode, const struct nacre_fid *fi
 					      .stripe_idx = i,
 					      .layout_gen = l->gen};
 		req.offset = layout_object_size(l, new_size, i);
-		struct wire_cursor c;
-		wire_cursor_init_write(&c, bodies[i], sizeof(bodies[i]));
-		wire_ost_io_req_encode(&c, &req);
-		if (!wire_cursor_ok(&c)) {
-			if (!first_err)
-				first_err = -EINVAL;
-			continue;
-		}
-		struct rpc_call_args a = {.opcode = opcode,
-					  .flags = RPC_IDEMPOTENT,
-					  .body = bodies[i],
-					  .body_len = (uint32_t)wire_cursor_pos(&c),
-					  .timeout_ms = MDS_OSS_TIMEOUT_MS};
-		rc = rpc_start(conn, &a, &pend[i]);
-		if (rc) {
-			pend[i] = NULL;
-			if (!first_err)
-				first_err = rc;
-		}
+		rc = obj_op_start(conn, opcode, &req, bodies[i], &pend[i]);
+		if (rc && !first_err)
+			first_err = rc;
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		if (!pend[i])
 			continue;
-		struct rpc_msg *rep = NULL;
-		int rc = rpc_wait(pend[i], &rep);
-		rpc_msg_free(rep);
+		int rc = obj_op_wait(pend[i]);
 		if (rc) {
 			LOG_RATELIMITED(LOG_LVL_WARN, "oss", "%s of %s stripe %u on OST%04x: %s",
 					wire_opcode_name(opcode), mds_fid_str(fid, fs, sizeof(fs)),
@@ -281,7 +298,7 @@ static void batch_finish(struct mds_oss_obj *objs, struct batch *b)
 static void batch_fallback(struct mds_oss_obj *objs, struct batch *b)
 {
 	struct rpc_pending *pend[FALLBACK_WINDOW];
-	uint8_t bodies[FALLBACK_WINDOW][64];
+	uint8_t bodies[FALLBACK_WINDOW][OBJ_BODY_MAX];
 	char fs[NACRE_FID_STR_MAX];
 
 	LOG_RATELIMITED(LOG_LVL_INFO, "oss",
@@ -297,30 +314,14 @@ static void batch_fallback(struct mds_oss_obj *objs, struct batch *b)
 						      .fid = o->fid,
 						      .stripe_idx = o->stripe,
 						      .layout_gen = o->gen};
-			struct wire_cursor c;
-			pend[i] = NULL;
-			wire_cursor_init_write(&c, bodies[i], sizeof(bodies[i]));
-			wire_ost_io_req_encode(&c, &req);
-			if (!wire_cursor_ok(&c)) {
-				o->rc = -EINVAL;
-				continue;
-			}
-			struct rpc_call_args a = {.opcode = WIRE_OP_OST_DESTROY,
-						  .flags = RPC_IDEMPOTENT,
-						  .body = bodies[i],
-						  .body_len = (uint32_t)wire_cursor_pos(&c),
-						  .timeout_ms = MDS_OSS_TIMEOUT_MS};
-			o->rc = rpc_start(b->conn, &a, &pend[i]);
-			if (o->rc)
-				pend[i] = NULL;
+			o->rc = obj_op_start(b->conn, WIRE_OP_OST_DESTROY, &req, bodies[i],
+					     &pend[i]);
 		}
 		for (uint32_t i = 0; i < k; i++) {
 			struct mds_oss_obj *o = &objs[b->first + w + i];
 			if (!pend[i])
 				continue;
-			struct rpc_msg *rep = NULL;
-			int rc = rpc_wait(pend[i], &rep);
-			rpc_msg_free(rep);
+			int rc = obj_op_wait(pend[i]);
 			o->rc = rc == -ENOENT ? 0 : rc;
 			if (o->rc)
 				LOG_RATELIMITED(LOG_LVL_WARN, "oss", "%s of %s stripe %u on OST%04x: %s",

@@ -102,9 +102,9 @@ static int malformed(const struct rpc_request *req, uint16_t op)
 }
 
 /* The target a request names, counted in its per-op statistics; NULL (logged) if this OSS
- * does not serve it. */
+ * does not serve it. *slot is op's index in t->stats, for the caller to count its errors. */
 static struct oss_target *target_of(const struct oss_ctx *ctx, const struct rpc_request *req,
-				    uint16_t op, uint32_t ost_idx)
+				    uint16_t op, uint32_t ost_idx, unsigned *slot)
 {
 	struct oss_target *t = oss_ctx_find(ctx, ost_idx);
 	if (!t) {
@@ -112,8 +112,8 @@ static struct oss_target *target_of(const struct oss_ctx *ctx, const struct rpc_
 				wire_opcode_name(op), req->peer, ost_idx);
 		return NULL;
 	}
-	unsigned slot = (unsigned)(op - WIRE_OP_OST_WRITE);
-	atomic_fetch_add_explicit(&t->stats.ops[slot], 1, memory_order_relaxed);
+	*slot = (unsigned)(op - WIRE_OP_OST_WRITE);
+	atomic_fetch_add_explicit(&t->stats.ops[*slot], 1, memory_order_relaxed);
 	return t;
 }
 
@@ -136,10 +136,10 @@ static int do_destroy_batch(const struct oss_ctx *ctx, const struct rpc_request 
 		wire_ost_obj_get(&c, &o);
 	if (!wire_cursor_ok(&c) || wire_cursor_left(&c) != 0 || req->bulk_len != 0)
 		return malformed(req, op);
-	struct oss_target *t = target_of(ctx, req, op, m.ost_idx);
+	unsigned slot;
+	struct oss_target *t = target_of(ctx, req, op, m.ost_idx, &slot);
 	if (!t)
 		return -NACRE_ENOTARGET;
-	unsigned slot = (unsigned)(op - WIRE_OP_OST_WRITE); /* its errors are counted too */
 
 	/* the failure count is patched in at the end */
 	size_t count_pos = wire_cursor_pos(&rep->body);
@@ -183,10 +183,10 @@ int oss_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 	if (!wire_cursor_ok(&c) || wire_cursor_left(&c) != 0 ||
 	    (op == WIRE_OP_OST_WRITE ? m.len != req->bulk_len : req->bulk_len != 0))
 		return malformed(req, op);
-	struct oss_target *t = target_of(ctx, req, op, m.ost_idx);
+	unsigned slot;
+	struct oss_target *t = target_of(ctx, req, op, m.ost_idx, &slot);
 	if (!t)
 		return -NACRE_ENOTARGET;
-	unsigned slot = (unsigned)(op - WIRE_OP_OST_WRITE); /* its errors are counted too */
 
 	int rc;
 	if (m.offset > (uint64_t)INT64_MAX || m.len > (uint64_t)INT64_MAX - m.offset) {

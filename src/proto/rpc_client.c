@@ -142,39 +142,6 @@ static void pending_finish(struct rpc_pending *p, int status, struct rpc_msg *re
 	pthread_cond_signal(&p->cond);
 }
 
-/* Reads n bytes before deadline on a blocking fd. */
-static int read_deadline(int fd, void *buf, size_t n, int64_t deadline)
-{
-	uint8_t *p = buf;
-
-	while (n > 0) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		int64_t left = deadline - net_now_ms();
-		ssize_t r;
-
-		if (left <= 0)
-			return -ETIMEDOUT;
-		r = poll(&pfd, 1, (int)left);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -ETIMEDOUT;
-		r = read(fd, p, n);
-		if (r == 0)
-			return -ECONNRESET;
-		if (r < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return -errno;
-		}
-		p += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
 static int send_frame(int fd, uint16_t opcode, uint64_t xid, const void *body, uint32_t body_len,
 		      const struct iovec *bulk, int bulk_iovcnt)
 {
@@ -223,7 +190,7 @@ static int handshake_reply(int fd, uint64_t xid, int64_t deadline, uint8_t *body
 	struct wire_hdr h;
 	int rc;
 
-	rc = read_deadline(fd, hb, sizeof(hb), deadline);
+	rc = net_read_full_deadline(fd, hb, sizeof(hb), deadline);
 	if (rc < 0)
 		return rc;
 	rc = wire_hdr_decode(hb, &h);
@@ -231,7 +198,7 @@ static int handshake_reply(int fd, uint64_t xid, int64_t deadline, uint8_t *body
 		return rc;
 	if (h.xid != xid || !(h.flags & WIRE_FLAG_REPLY) || h.body_len > cap || h.bulk_len)
 		return -EPROTO;
-	rc = read_deadline(fd, body, h.body_len, deadline);
+	rc = net_read_full_deadline(fd, body, h.body_len, deadline);
 	if (rc < 0)
 		return rc;
 	*body_len = h.body_len;

@@ -46,6 +46,11 @@ def objects(c, ost):
     return sum(len(files) for _, _, files in os.walk(c.ost_dir(ost) / "O"))
 
 
+def wait_empty(c, osts, timeout, what):
+    """Waits until OSTs osts hold no objects; what names them in the failure message."""
+    wait_for(lambda: all(objects(c, o) == 0 for o in osts), timeout, what, interval=0.2)
+
+
 def make_files(c, nacre_cli, n, name="d"):
     """n files in a directory striped over 4 OSTs, each with one byte in every stripe (so
     every file has an object on each OST)."""
@@ -73,8 +78,7 @@ def test_unlink_many_striped_files_empties_every_ost(scluster, nacre_cli):
     paths = make_files(c, nacre_cli, n)
     for p in paths:
         os.unlink(p)
-    wait_for(lambda: all(objects(c, o) == 0 for o in range(4)), 60,
-             "every OST's object directory to be empty", interval=0.2)
+    wait_empty(c, range(4), 60, "every OST's object directory to be empty")
     # Batched: none one by one, and fewer requests than objects (how many fewer depends on
     # how fast the unlinks came: a pass starts 20 ms after the first; on a quiet machine a
     # few dozen requests carry all 1200 objects).
@@ -95,15 +99,13 @@ def test_unlink_while_oss_down_destroys_rest_then_its_objects(scluster, nacre_cl
         c.wait_ost_down(o)
     for p in paths:
         os.unlink(p)
-    wait_for(lambda: all(objects(c, o) == 0 for o in live), 30,
-             f"the objects of OSTs {live} (up) to be destroyed", interval=0.2)
+    wait_empty(c, live, 30, f"the objects of OSTs {live} (up) to be destroyed")
     assert all(objects(c, o) == n for o in down), "objects of a down OSS went away"
     c.start_oss(1, fmt=False)
     c.wait_osts_up()
     # the destroy log retries every 3 s
-    wait_for(lambda: all(objects(c, o) == 0 for o in down), 30,
-             f"the objects of OSTs {down} to be destroyed after their OSS came back",
-             interval=0.2)
+    wait_empty(c, down, 30,
+               f"the objects of OSTs {down} to be destroyed after their OSS came back")
 
 
 def test_old_oss_gets_one_destroy_per_object(scluster, nacre_cli, monkeypatch):
@@ -113,7 +115,6 @@ def test_old_oss_gets_one_destroy_per_object(scluster, nacre_cli, monkeypatch):
     paths = make_files(c, nacre_cli, n)
     for p in paths:
         os.unlink(p)
-    wait_for(lambda: all(objects(c, o) == 0 for o in range(4)), 60,
-             "every OST's object directory to be empty", interval=0.2)
+    wait_empty(c, range(4), 60, "every OST's object directory to be empty")
     assert c.requests("OST_DESTROY") >= 4 * n
     assert "predates OST_DESTROY_BATCH" in c.mds.text()

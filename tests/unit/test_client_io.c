@@ -714,6 +714,23 @@ out:
 	free(rbuf);
 }
 
+/* Opens file_fid for one readahead case and zeroes the read counters, so the case sees only
+ * its own RPCs. 0, or the open's error (already reported). */
+static int open_read_case(struct nacre_fs *fs, int flags, struct nacre_file **f)
+{
+	int rc = nacre_open(fs, NULL, &file_fid, flags, f);
+	CHECK(rc == 0, "open: %d", rc);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&F.lock);
+	F.reads = 0;
+	F.read_max = 0;
+	F.inflight_max = 0;
+	F.stripes_busy_max = 0;
+	pthread_mutex_unlock(&F.lock);
+	return 0;
+}
+
 /* Readahead: a sequential reader gets 4 MiB RPCs in parallel ahead of it, on every OST;
  * reads a little out of order stay a stream; random reads get exactly what they ask; a
  * local write is never hidden by the cache. */
@@ -734,16 +751,8 @@ static void test_readahead(struct nacre_fs *fs)
 	n = nacre_pwrite(f, wbuf, big, 0); /* large: written through */
 	CHECK(n == (ssize_t)big && nacre_close(f) == 0, "write 48 MiB: %zd", n);
 
-	rc = nacre_open(fs, NULL, &file_fid, O_RDONLY, &f);
-	CHECK(rc == 0, "open: %d", rc);
-	if (rc)
+	if (open_read_case(fs, O_RDONLY, &f))
 		goto out;
-	pthread_mutex_lock(&F.lock);
-	F.reads = 0;
-	F.read_max = 0;
-	F.inflight_max = 0;
-	F.stripes_busy_max = 0;
-	pthread_mutex_unlock(&F.lock);
 	ok = 1;
 	for (size_t off = 0; off < big && ok; off += MIB) {
 		n = nacre_pread(f, rbuf, MIB, off);
@@ -761,13 +770,8 @@ static void test_readahead(struct nacre_fs *fs)
 	/* The kernel's parallel readahead requests overtake each other while they wait: after
 	 * a sequential start, 1 MiB reads in reverse order within each 8 MiB, up to 7 MiB
 	 * behind the stream's end, are still the stream; nothing is fetched twice. */
-	rc = nacre_open(fs, NULL, &file_fid, O_RDONLY, &f);
-	CHECK(rc == 0, "open: %d", rc);
-	if (rc)
+	if (open_read_case(fs, O_RDONLY, &f))
 		goto out;
-	pthread_mutex_lock(&F.lock);
-	F.reads = 0;
-	pthread_mutex_unlock(&F.lock);
 	ok = 1;
 	for (size_t off = 0; off < 4 * MIB && ok; off += MIB) {
 		n = nacre_pread(f, rbuf, MIB, off);
@@ -784,14 +788,8 @@ static void test_readahead(struct nacre_fs *fs)
 	CHECK(nacre_close(f) == 0, "close");
 
 	/* Random 64 KiB reads: no readahead. */
-	rc = nacre_open(fs, NULL, &file_fid, O_RDONLY, &f);
-	CHECK(rc == 0, "open: %d", rc);
-	if (rc)
+	if (open_read_case(fs, O_RDONLY, &f))
 		goto out;
-	pthread_mutex_lock(&F.lock);
-	F.reads = 0;
-	F.read_max = 0;
-	pthread_mutex_unlock(&F.lock);
 	ok = 1;
 	uint64_t x = 12345;
 	for (int i = 0; i < 20 && ok; i++) {
@@ -806,9 +804,7 @@ static void test_readahead(struct nacre_fs *fs)
 	CHECK(nacre_close(f) == 0, "close");
 
 	/* A stream with readahead in its cache, then a local write ahead of the reader. */
-	rc = nacre_open(fs, NULL, &file_fid, O_RDWR, &f);
-	CHECK(rc == 0, "open: %d", rc);
-	if (rc)
+	if (open_read_case(fs, O_RDWR, &f))
 		goto out;
 	for (size_t off = 0; off < 4 * MIB; off += MIB)
 		nacre_pread(f, rbuf, MIB, off);
