@@ -40,16 +40,16 @@ static int do_read(struct oss_target *t, const struct oss_obj_id *id,
 		return -EINVAL;
 	if (m->len == 0)
 		return 0;
-	void *buf = malloc((size_t)m->len);
+	void *buf = rpc_reply_bulk_alloc(rep, (size_t)m->len);
 	if (!buf)
 		return -ENOMEM;
 	size_t got = 0;
 	int rc = oss_store_read(t, id, m->offset, buf, (size_t)m->len, &got);
 	if (rc || got == 0) {
-		free(buf);
+		rpc_reply_bulk_free(rep, buf);
 		return rc;
 	}
-	rep->bulk = buf; /* the transport frees it after sending */
+	rep->bulk = buf; /* the transport takes it back after sending */
 	rep->bulk_len = (uint32_t)got;
 	atomic_fetch_add_explicit(&t->stats.read_bytes, got, memory_order_relaxed);
 	return 0;

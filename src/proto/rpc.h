@@ -29,6 +29,7 @@
 /* ---------------- server ---------------- */
 
 struct rpc_server;
+struct bufcache;
 
 /* What a handler sees of one request. Pointers are valid until the handler returns. */
 struct rpc_request {
@@ -43,13 +44,22 @@ struct rpc_request {
 };
 
 /* What a handler answers. body is a growable cursor (limit WIRE_BODY_MAX) set up by the
- * transport; bulk may be set to a malloc'd buffer of bulk_len bytes, which the transport
- * frees after sending. The handler's return value is the reply status. */
+ * transport; bulk may be set to a buffer of bulk_len bytes, from rpc_reply_bulk_alloc or
+ * malloc, which the transport releases after sending. The handler's return value is the
+ * reply status. */
 struct rpc_reply {
 	struct wire_cursor body;
 	void *bulk;
 	uint32_t bulk_len;
+	struct bufcache *bulk_cache; /* the transport's; rpc_reply_bulk_alloc takes from it */
+	size_t bulk_cap;             /* nonzero: bulk came from bulk_cache */
 };
+
+/* A bulk buffer of len bytes for rep from the server's cache of large buffers, which reuses
+ * them instead of faulting in fresh memory for every reply (common/bufcache.h). Set it as
+ * rep->bulk, or give it back with rpc_reply_bulk_free. One per reply. NULL if out of memory. */
+void *rpc_reply_bulk_alloc(struct rpc_reply *rep, size_t len);
+void rpc_reply_bulk_free(struct rpc_reply *rep, void *buf);
 
 /* Called on a worker thread, possibly on many at once. */
 typedef int (*rpc_handler_fn)(void *arg, const struct rpc_request *req, struct rpc_reply *rep);

@@ -22,6 +22,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include "common/bufcache.h"
 #include "common/crc32c.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -34,6 +35,11 @@
 #define CONN_MAX_INFLIGHT 32 /* per connection; reading pauses beyond it (backpressure) */
 #define EPOLL_BATCH 64
 #define RX_BUF 16384 /* per connection: many small requests per read() */
+/* Largest read() straight into a payload: its CRC is taken right after, while the bytes are
+ * still in the CPU cache (a whole 4 MiB bulk is not). */
+#define RX_DIRECT_MAX (256u * 1024u)
+/* Free payload buffers kept per server (bufcache.h: why). */
+#define PAYLOAD_CACHE_BYTES (64u * 1024u * 1024u)
 
 struct tx_frame {
 	struct tx_frame *next;
@@ -41,7 +47,9 @@ struct tx_frame {
 	int iovcnt;
 	int iov_idx;      /* first iov not fully written */
 	uint8_t *head;    /* header + body, freed after send */
-	void *bulk;       /* freed after send */
+	void *bulk;       /* released after send: to bulk_cache if bulk_cap, else free() */
+	struct bufcache *bulk_cache;
+	size_t bulk_cap;
 	int close_after;  /* close the connection once this frame is out */
 };
 
@@ -65,7 +73,9 @@ struct sconn {
 	size_t hdr_got;
 	struct wire_hdr hdr;
 	uint8_t *payload; /* body then bulk */
-	size_t payload_len, payload_got;
+	size_t payload_len, payload_got, payload_cap;
+	uint32_t bulk_crc; /* CRC-32C of the bulk bytes in [body_len, crc_upto) */
+	size_t crc_upto;
 
 	struct tx_frame *tx_head, *tx_tail;
 	int want_out;   /* EPOLLOUT registered */
@@ -84,7 +94,8 @@ struct job {
 	struct sconn *conn;
 	uint64_t conn_id;
 	struct wire_hdr hdr;
-	uint8_t *payload; /* owned */
+	uint8_t *payload; /* owned; from s->payloads */
+	size_t payload_cap;
 	/* result, for done_q */
 	struct tx_frame *reply;
 };
@@ -117,6 +128,7 @@ struct rpc_server {
 
 	pthread_t *workers;
 	int nworkers;
+	struct bufcache payloads; /* request payload buffers */
 };
 
 static void queue_push(struct job_queue *q, struct job *j)
@@ -157,9 +169,21 @@ static void wake_loop(struct rpc_server *s)
 }
 
 /* Builds a reply frame. Takes ownership of bulk. */
-static struct tx_frame *frame_build(const struct wire_hdr *req, int status, const void *body,
-				    uint32_t body_len, void *bulk, uint32_t bulk_len)
+/* Gives a reply's bulk back: to the cache it came from (rpc_reply_bulk_alloc), else free(). */
+static void bulk_release(struct bufcache *cache, void *bulk, size_t cap)
 {
+	if (cap)
+		bufcache_put(cache, bulk, cap);
+	else
+		free(bulk);
+}
+
+/* A reply frame; takes the bulk of rep (NULL for none) whatever happens. */
+static struct tx_frame *frame_build(const struct wire_hdr *req, int status, const void *body,
+				    uint32_t body_len, const struct rpc_reply *rep)
+{
+	void *bulk = rep ? rep->bulk : NULL;
+	uint32_t bulk_len = bulk ? rep->bulk_len : 0;
 	struct tx_frame *f = calloc(1, sizeof(*f));
 	struct wire_hdr h = {
 		.magic = WIRE_MAGIC,
@@ -186,18 +210,21 @@ static struct tx_frame *frame_build(const struct wire_hdr *req, int status, cons
 	f->iovcnt = 1;
 	if (bulk_len) {
 		f->bulk = bulk;
+		f->bulk_cache = rep->bulk_cache;
+		f->bulk_cap = rep->bulk_cap;
 		f->iov[1].iov_base = bulk;
 		f->iov[1].iov_len = bulk_len;
 		f->iovcnt = 2;
-	} else {
-		free(bulk);
+	} else if (bulk) {
+		bulk_release(rep->bulk_cache, bulk, rep->bulk_cap);
 	}
 	return f;
 
 out_free_frame:
 	free(f);
 out_free_bulk:
-	free(bulk);
+	if (bulk)
+		bulk_release(rep->bulk_cache, bulk, rep->bulk_cap);
 	return NULL;
 }
 
@@ -206,7 +233,7 @@ static void frame_free(struct tx_frame *f)
 	if (!f)
 		return;
 	free(f->head);
-	free(f->bulk);
+	bulk_release(f->bulk_cache, f->bulk, f->bulk_cap);
 	free(f);
 }
 
@@ -257,6 +284,21 @@ static struct op_metrics *op_metrics_get(uint16_t opcode)
 
 /* ---------------- worker side ---------------- */
 
+void *rpc_reply_bulk_alloc(struct rpc_reply *rep, size_t len)
+{
+	void *buf = bufcache_get(rep->bulk_cache, len, &rep->bulk_cap);
+
+	if (!buf)
+		rep->bulk_cap = 0;
+	return buf;
+}
+
+void rpc_reply_bulk_free(struct rpc_reply *rep, void *buf)
+{
+	bulk_release(rep->bulk_cache, buf, rep->bulk_cap);
+	rep->bulk_cap = 0;
+}
+
 static void run_request(struct rpc_server *s, struct job *j)
 {
 	struct rpc_request req = {
@@ -269,7 +311,7 @@ static void run_request(struct rpc_server *s, struct job *j)
 		.peer = j->conn->peer,
 		.peer_name = j->conn->peer_name,
 	};
-	struct rpc_reply rep = { 0 };
+	struct rpc_reply rep = { .bulk_cache = &s->payloads };
 	int status;
 
 	struct op_metrics *om = op_metrics_get(j->hdr.opcode);
@@ -290,14 +332,12 @@ static void run_request(struct rpc_server *s, struct job *j)
 		rep.body.pos = 0;
 	}
 	if (status < 0 && rep.bulk) {
-		free(rep.bulk);
+		bulk_release(rep.bulk_cache, rep.bulk, rep.bulk_cap);
 		rep.bulk = NULL;
-		rep.bulk_len = 0;
 	}
-	j->reply = frame_build(&j->hdr, status, rep.body.buf, (uint32_t)rep.body.pos, rep.bulk,
-			       rep.bulk_len);
+	j->reply = frame_build(&j->hdr, status, rep.body.buf, (uint32_t)rep.body.pos, &rep);
 	wire_cursor_fini(&rep.body);
-	free(j->payload);
+	bufcache_put(&s->payloads, j->payload, j->payload_cap);
 	j->payload = NULL;
 }
 
@@ -348,7 +388,7 @@ static void conn_free(struct rpc_server *s, struct sconn *c)
 		nf = f->next;
 		frame_free(f);
 	}
-	free(c->payload);
+	bufcache_put(&s->payloads, c->payload, c->payload_cap);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -475,7 +515,7 @@ static void conn_send(struct rpc_server *s, struct sconn *c, struct tx_frame *f)
 
 static void send_status(struct rpc_server *s, struct sconn *c, int status, int close_after)
 {
-	struct tx_frame *f = frame_build(&c->hdr, status, NULL, 0, NULL, 0);
+	struct tx_frame *f = frame_build(&c->hdr, status, NULL, 0, NULL);
 
 	if (f)
 		f->close_after = close_after;
@@ -524,7 +564,7 @@ static void handle_connect(struct rpc_server *s, struct sconn *c, const uint8_t 
 	wire_cursor_init_write(&cur, buf, sizeof(buf));
 	wire_connect_rep_encode(&cur, &rep);
 	c->connected = 1;
-	conn_send(s, c, frame_build(&c->hdr, 0, buf, (uint32_t)cur.pos, NULL, 0));
+	conn_send(s, c, frame_build(&c->hdr, 0, buf, (uint32_t)cur.pos, NULL));
 }
 
 static void handle_auth(struct rpc_server *s, struct sconn *c, const uint8_t *body)
@@ -558,48 +598,48 @@ static void handle_auth(struct rpc_server *s, struct sconn *c, const uint8_t *bo
 static void conn_dispatch(struct rpc_server *s, struct sconn *c)
 {
 	uint8_t *payload = c->payload;
+	size_t cap = c->payload_cap;
 	struct job *j;
 
 	c->payload = NULL;
 	if (c->hdr.flags & WIRE_FLAG_REPLY) {
 		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "unexpected reply frame from %s", c->peer);
-		free(payload);
+		bufcache_put(&s->payloads, payload, cap);
 		conn_close(s, c);
 		return;
 	}
-	if (c->hdr.bulk_len &&
-	    crc32c(0, payload + c->hdr.body_len, c->hdr.bulk_len) != c->hdr.bulk_crc) {
+	if (c->hdr.bulk_len && c->bulk_crc != c->hdr.bulk_crc) {
 		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "bulk checksum mismatch in %s from %s",
 				wire_opcode_name(c->hdr.opcode), c->peer);
-		free(payload);
+		bufcache_put(&s->payloads, payload, cap);
 		send_status(s, c, -EPROTO, 1);
 		return;
 	}
 	if (c->hdr.opcode == WIRE_OP_CONNECT) {
 		handle_connect(s, c, payload);
-		free(payload);
+		bufcache_put(&s->payloads, payload, cap);
 		return;
 	}
 	if (c->hdr.opcode == WIRE_OP_AUTH) {
 		handle_auth(s, c, payload);
-		free(payload);
+		bufcache_put(&s->payloads, payload, cap);
 		return;
 	}
 	if (!c->authed) {
 		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "%s sent %s before authenticating",
 				c->peer, wire_opcode_name(c->hdr.opcode));
-		free(payload);
+		bufcache_put(&s->payloads, payload, cap);
 		send_status(s, c, -NACRE_EAUTH, 1);
 		return;
 	}
 	if (c->hdr.opcode == WIRE_OP_PING) {
-		free(payload);
+		bufcache_put(&s->payloads, payload, cap);
 		send_status(s, c, 0, 0);
 		return;
 	}
 	j = calloc(1, sizeof(*j));
 	if (!j) {
-		free(payload);
+		bufcache_put(&s->payloads, payload, cap);
 		send_status(s, c, -ENOMEM, 0);
 		return;
 	}
@@ -608,6 +648,7 @@ static void conn_dispatch(struct rpc_server *s, struct sconn *c)
 	j->conn_id = c->id;
 	j->hdr = c->hdr;
 	j->payload = payload;
+	j->payload_cap = cap;
 	if (s->conf.runs_inline && s->conf.runs_inline(c->hdr.opcode)) {
 		run_request(s, j);
 		conn_send(s, c, j->reply);
@@ -637,14 +678,25 @@ static int hdr_complete(struct rpc_server *s, struct sconn *c)
 	c->hdr_got = 0;
 	c->payload_len = (size_t)c->hdr.body_len + c->hdr.bulk_len;
 	c->payload_got = 0;
-	/* +1 so a zero-length payload still has a distinct buffer */
-	c->payload = malloc(c->payload_len + 1);
+	c->bulk_crc = 0;
+	c->crc_upto = c->hdr.body_len;
+	c->payload = bufcache_get(&s->payloads, c->payload_len, &c->payload_cap);
 	if (!c->payload) {
 		conn_close(s, c);
 		return -1;
 	}
 	c->rx = RX_PAYLOAD;
 	return 0;
+}
+
+/* Extends c->bulk_crc over the bulk bytes received since the last call. */
+static void crc_advance(struct sconn *c)
+{
+	if (c->payload_got > c->crc_upto) {
+		c->bulk_crc = crc32c(c->bulk_crc, c->payload + c->crc_upto,
+				     c->payload_got - c->crc_upto);
+		c->crc_upto = c->payload_got;
+	}
 }
 
 /* Moves buffered bytes into the frame being assembled, dispatching every frame completed,
@@ -672,6 +724,7 @@ static void rx_consume(struct rpc_server *s, struct sconn *c)
 			memcpy(c->payload + c->payload_got, src, take);
 			c->payload_got += take;
 			c->rx_off += take;
+			crc_advance(c);
 		}
 		if (c->rx == RX_PAYLOAD && c->payload_got == c->payload_len) {
 			c->rx = RX_HDR;
@@ -700,6 +753,8 @@ static void conn_read(struct rpc_server *s, struct sconn *c)
 		direct = c->rx == RX_PAYLOAD && c->payload_len - c->payload_got >= RX_BUF;
 		if (direct) {
 			want = c->payload_len - c->payload_got;
+			if (want > RX_DIRECT_MAX)
+				want = RX_DIRECT_MAX;
 			n = read(c->fd, c->payload + c->payload_got, want);
 		} else {
 			want = RX_BUF;
@@ -721,6 +776,7 @@ static void conn_read(struct rpc_server *s, struct sconn *c)
 			c->rx_len = (size_t)n;
 		} else {
 			c->payload_got += (size_t)n;
+			crc_advance(c);
 			if (c->payload_got == c->payload_len) {
 				c->rx = RX_HDR;
 				conn_dispatch(s, c);
@@ -850,6 +906,7 @@ int rpc_server_create(const struct rpc_server_conf *conf, struct rpc_server **ou
 	pthread_mutex_init(&s->work_q.lock, NULL);
 	pthread_cond_init(&s->work_q.cond, NULL);
 	pthread_mutex_init(&s->done_lock, NULL);
+	bufcache_init(&s->payloads, PAYLOAD_CACHE_BYTES);
 
 	rc = net_listen(conf->listen_addr, &s->port);
 	if (rc < 0) {
@@ -955,7 +1012,7 @@ void rpc_server_destroy(struct rpc_server *s)
 	/* Workers have stopped: jobs left in the queues are ours to free. */
 	for (j = s->work_q.head; j; j = nj) {
 		nj = j->next;
-		free(j->payload);
+		bufcache_put(&s->payloads, j->payload, j->payload_cap);
 		free(j);
 	}
 	for (j = s->done_head; j; j = nj) {
@@ -973,7 +1030,7 @@ void rpc_server_destroy(struct rpc_server *s)
 			nf = f->next;
 			frame_free(f);
 		}
-		free(c->payload);
+		bufcache_put(&s->payloads, c->payload, c->payload_cap);
 		free(c);
 	}
 	if (s->listen_fd >= 0)
@@ -985,6 +1042,7 @@ void rpc_server_destroy(struct rpc_server *s)
 	pthread_mutex_destroy(&s->work_q.lock);
 	pthread_cond_destroy(&s->work_q.cond);
 	pthread_mutex_destroy(&s->done_lock);
+	bufcache_fini(&s->payloads);
 	free(s->workers);
 	free(s);
 }

@@ -27,7 +27,9 @@ static int echo_handler(void *arg, const struct rpc_request *req, struct rpc_rep
 		return -EOPNOTSUPP;
 	wire_put_bytes(&rep->body, req->body, req->body_len);
 	if (req->bulk_len) {
-		rep->bulk = malloc(req->bulk_len);
+		rep->bulk = rpc_reply_bulk_alloc(rep, req->bulk_len);
+		if (!rep->bulk)
+			return -ENOMEM;
 		memcpy(rep->bulk, req->bulk, req->bulk_len);
 		rep->bulk_len = req->bulk_len;
 	}
@@ -434,9 +436,54 @@ static void test_payload_read_boundaries(void)
 	srv_stop(&sv);
 }
 
+/* The server takes the bulk's CRC piece by piece as it reads (at most 256 KiB per read):
+ * a byte changed anywhere, first or last of a piece, fails the frame; intact frames of
+ * several pieces pass, one after another on one connection (their buffers are reused). */
+static void test_bulk_checksum_pieces(void)
+{
+	struct nacre_key k = make_key(5);
+	struct srv sv;
+	enum { BULK = 1024 * 1024 + 7 };
+	uint8_t *bulk = malloc(BULK), body[256];
+	uint32_t flips[] = {0, 262143, 262144, 524288 + 100, BULK - 1};
+	uint32_t len;
+	int x = 42, fd;
+
+	for (int i = 0; i < BULK; i++)
+		bulk[i] = (uint8_t)(i * 13 + 1);
+	CHECK(srv_start(&sv, "127.0.0.1:0", &k) == 0);
+	for (size_t i = 0; i < sizeof(flips) / sizeof(flips[0]); i++) {
+		struct wire_hdr h = {.magic = WIRE_MAGIC, .version = WIRE_VERSION,
+				     .opcode = OP_ECHO, .body_len = sizeof(x), .xid = 7,
+				     .bulk_len = BULK, .bulk_crc = crc32c(0, bulk, BULK)};
+		uint8_t hb[WIRE_HDR_LEN];
+		struct iovec v[3] = {{hb, sizeof(hb)}, {&x, sizeof(x)}, {bulk, BULK}};
+
+		fd = net_connect(sv.addr, 2000);
+		CHECK(fd >= 0 && raw_handshake(fd, &k) == 0);
+		wire_hdr_encode(&h, hb);
+		bulk[flips[i]] ^= 0x10; /* after the CRC was taken */
+		CHECK(net_writev_full(fd, v, 3) == 0);
+		bulk[flips[i]] ^= 0x10;
+		CHECK_EQ(read_reply(fd, body, sizeof(body), &len), -EPROTO);
+		close(fd);
+	}
+	fd = net_connect(sv.addr, 2000);
+	CHECK(fd >= 0 && raw_handshake(fd, &k) == 0);
+	for (int i = 0; i < 3; i++) {
+		CHECK(send_split(fd, OP_ECHO, 20 + i, &x, sizeof(x), bulk, BULK, 0) == 0);
+		CHECK_EQ(read_reply(fd, body, sizeof(body), &len), 0);
+		CHECK(len == sizeof(x) && memcmp(body, &x, sizeof(x)) == 0);
+	}
+	close(fd);
+	free(bulk);
+	srv_stop(&sv);
+}
+
 int main(void)
 {
 	test_payload_read_boundaries();
+	test_bulk_checksum_pieces();
 	test_pipelined();
 	test_concurrent_callers();
 	test_idle_restart_not_idempotent();
