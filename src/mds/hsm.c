@@ -36,6 +36,9 @@ struct active {
 	int64_t last_ms; /* last progress (or start) */
 	uint64_t done, total;
 	int cancel;
+	/* Finished or taken back, its new status not committed yet: it keeps its slot until
+	 * then, so the queue never shows more actions STARTED than the limit allows. */
+	int ending;
 	struct nacre_layout layout; /* RESTORE: where the copytool writes */
 };
 
@@ -126,6 +129,18 @@ static void active_drop(struct mds_hsm *h, struct active *a)
 	*a = h->act[--h->nact];
 	metrics_set(h->m_active, h->nact);
 	pthread_cond_broadcast(&h->work);
+}
+
+/* Drops the ending actions of cookies once their new status is committed. */
+static void drop_ended(struct mds_hsm *h, const uint64_t *cookies, uint32_t n)
+{
+	pthread_mutex_lock(&h->lock);
+	for (uint32_t i = 0; i < n; i++) {
+		struct active *a = active_find(h, cookies[i]);
+		if (a && a->ending)
+			active_drop(h, a);
+	}
+	pthread_mutex_unlock(&h->lock);
 }
 
 static void wake(struct mds_hsm *h)
@@ -595,6 +610,7 @@ static void requeue(struct mds_hsm *h, const uint64_t *cookies, uint32_t n, cons
 		return;
 	struct requeue_arg a = {cookies, n};
 	int rc = mds_writer_submit(h->m->writer, requeue_op, &a);
+	drop_ended(h, cookies, n);
 	if (rc)
 		LOG_WARN("hsm", "requeueing %u actions failed: %s", n, nacre_strerror(rc));
 	else
@@ -617,15 +633,12 @@ void mds_hsm_disconnect(struct mds *m, uint64_t conn_id)
 	}
 	*ag = h->agents[--h->nagents];
 	cookies = malloc(sizeof(*cookies) * (h->nact + 1));
-	for (uint32_t i = 0; cookies && i < h->nact;) {
-		if (h->act[i].conn == conn_id) {
+	for (uint32_t i = 0; cookies && i < h->nact; i++) {
+		if (h->act[i].conn == conn_id && !h->act[i].ending) {
 			cookies[n++] = h->act[i].cookie;
-			h->act[i] = h->act[--h->nact];
-		} else {
-			i++;
+			h->act[i].ending = 1;
 		}
 	}
-	metrics_set(h->m_active, h->nact);
 	pthread_mutex_unlock(&h->lock);
 	LOG_INFO("hsm", "agent on connection %llu went away", (unsigned long long)conn_id);
 	requeue(h, cookies, n, "their agent disconnected");
@@ -1086,7 +1099,7 @@ static int do_progress(struct mds_hsm *h, const struct rpc_request *req, struct 
 	uint32_t flags = 0, action = 0;
 	pthread_mutex_lock(&h->lock);
 	struct active *ac = active_find(h, p->cookie);
-	if (!ac || ac->conn != req->conn_id || !mds_fid_eq(&ac->fid, &p->fid)) {
+	if (!ac || ac->ending || ac->conn != req->conn_id || !mds_fid_eq(&ac->fid, &p->fid)) {
 		pthread_mutex_unlock(&h->lock);
 		free(p);
 		return -ESTALE; /* taken back (timeout) or never ours: the agent must drop it */
@@ -1099,12 +1112,13 @@ static int do_progress(struct mds_hsm *h, const struct rpc_request *req, struct 
 		flags |= WIRE_HSM_REP_CANCEL;
 	action = ac->action;
 	if (p->flags & WIRE_HSM_PROGRESS_FINAL)
-		active_drop(h, ac);
+		ac->ending = 1;
 	pthread_mutex_unlock(&h->lock);
 	if (p->flags & WIRE_HSM_PROGRESS_FINAL) {
 		struct finish_arg a = {h, p->cookie, p, 0};
 		char fs[NACRE_FID_STR_MAX];
 		rc = mds_writer_submit(h->m->writer, finish_op, &a);
+		drop_ended(h, &p->cookie, 1);
 		if (a.destroyed)
 			mds_ns_kick_destroy(h->m);
 		if (p->status && p->status != -ECANCELED) {
@@ -1242,12 +1256,10 @@ static void check_timeouts(struct mds_hsm *h)
 	uint32_t n = 0;
 	int64_t now = now_ms(), limit = (int64_t)h->conf.timeout_s * 1000;
 	pthread_mutex_lock(&h->lock);
-	for (uint32_t i = 0; i < h->nact && n < WIRE_HSM_POLL_MAX;) {
-		if (now - h->act[i].last_ms > limit) {
+	for (uint32_t i = 0; i < h->nact && n < WIRE_HSM_POLL_MAX; i++) {
+		if (!h->act[i].ending && now - h->act[i].last_ms > limit) {
 			cookies[n++] = h->act[i].cookie;
-			active_drop(h, &h->act[i]);
-		} else {
-			i++;
+			h->act[i].ending = 1;
 		}
 	}
 	pthread_mutex_unlock(&h->lock);
