@@ -128,7 +128,7 @@ struct rpc_server {
 
 	pthread_t *workers;
 	int nworkers;
-	struct bufcache payloads; /* request payload buffers */
+	struct bufcache payloads; /* request payloads and reply bulks */
 };
 
 static void queue_push(struct job_queue *q, struct job *j)
@@ -168,7 +168,6 @@ static void wake_loop(struct rpc_server *s)
 	(void)r; /* a full eventfd counter still wakes the loop */
 }
 
-/* Builds a reply frame. Takes ownership of bulk. */
 /* Gives a reply's bulk back: to the cache it came from (rpc_reply_bulk_alloc), else free(). */
 static void bulk_release(struct bufcache *cache, void *bulk, size_t cap)
 {
