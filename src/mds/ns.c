@@ -169,10 +169,11 @@ int mds_ns_readdir(struct mds *m, const struct nacre_cred *cr, const struct nacr
 	return rc < 0 ? rc : 0;
 }
 
+/* The caller needs search permission on every directory of the path, as a lookup of that
+ * path would: the names are not shown to someone who could not have walked to them. */
 int mds_ns_fid2path(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
 		    char *buf, size_t len)
 {
-	(void)cr;
 	struct nacre_fid root = mds_root_fid(), cur = *fid, parent;
 	char name[NACRE_NAME_MAX + 1];
 	char *tmp = malloc(NACRE_PATH_MAX + 1);
@@ -190,7 +191,6 @@ int mds_ns_fid2path(struct mds *m, const struct nacre_cred *cr, const struct nac
 		goto out_abort;
 	}
 	rc = mds_db_inode_get(txn, fid, ino);
-	free(ino);
 	/* a directory chain is at most PATH_MAX/2 deep; the bound stops a corrupt loop */
 	for (int depth = 0; !rc && !mds_fid_eq(&cur, &root); depth++) {
 		if (depth > NACRE_PATH_MAX) {
@@ -198,6 +198,10 @@ int mds_ns_fid2path(struct mds *m, const struct nacre_cred *cr, const struct nac
 			break;
 		}
 		rc = mds_db_link_first(txn, &cur, &parent, name);
+		if (!rc)
+			rc = mds_db_inode_get(txn, &parent, ino);
+		if (!rc)
+			rc = mds_perm_check(cr, ino, MDS_MAY_EXEC);
 		if (rc)
 			break;
 		size_t nl = strlen(name);
@@ -210,6 +214,7 @@ int mds_ns_fid2path(struct mds *m, const struct nacre_cred *cr, const struct nac
 		tmp[--pos] = '/';
 		cur = parent;
 	}
+	free(ino);
 out_abort:
 	mds_txn_abort(txn);
 	if (!rc) {

@@ -50,7 +50,7 @@ int mds_ns_readdir(struct mds *m, const struct nacre_cred *cr, const struct nacr
 		   uint64_t cookie, int (*fn)(void *arg, const struct nacre_dirent *d),
 		   void *arg);
 /* Path of fid from the root, starting with '/', into buf. -ENOENT for an unlinked FID,
- * -ERANGE if it does not fit. */
+ * -EACCES if cr may not search one of the path's directories, -ERANGE if it does not fit. */
 int mds_ns_fid2path(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
 		    char *buf, size_t len);
 

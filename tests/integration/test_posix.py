@@ -324,6 +324,28 @@ def test_eacces_as_other_user(pair):
     assert _as_user(lambda: open(os.path.join(a, "public"), "rb").read()) == 0
 
 
+def test_fid2path_needs_search_permission(pair, mnt):
+    """fid2path shows a path only to a caller who could have walked it: search permission
+    on every directory of the path, as a lookup needs."""
+    a, _ = pair
+    os.makedirs(os.path.join(a, "shut", "in"))
+    os.makedirs(os.path.join(a, "open", "in"))
+    for d in ("shut", "open"):
+        write_file(os.path.join(a, d, "in", "f"), b"x")
+        os.chmod(os.path.join(a, d, "in", "f"), 0o644)
+    os.chmod(os.path.join(a, "shut"), 0o700)  # root's; others may not search it
+
+    def fid2path(d):
+        fid = os.getxattr(os.path.join(a, d, "in", "f"), "nacre.fid").decode()
+        return lambda: os.getxattr(mnt, "nacre.fid2path." + fid).decode()
+
+    rel = os.path.relpath(a, mnt)
+    assert fid2path("shut")() == f"/{rel}/shut/in/f"  # root may
+    assert fid2path("open")() == f"/{rel}/open/in/f"
+    assert _as_user(fid2path("shut")) == errno.EACCES
+    assert _as_user(fid2path("open")) == 0
+
+
 def test_supplementary_groups(pair):
     """A directory open to one supplementary group: a member creates in it, a caller without
     the group is refused, and the same pair of callers in turn (nacre-mount keeps callers'
