@@ -592,6 +592,42 @@ static void handle_auth(struct rpc_server *s, struct sconn *c, const uint8_t *bo
 	send_status(s, c, 0, 0);
 }
 
+/* Frames the event thread answers itself (bad ones, the handshake, PING): returns 1 when c's
+ * frame was one of them, and payload is then no longer needed. */
+static int answered_here(struct rpc_server *s, struct sconn *c, const uint8_t *payload)
+{
+	if (c->hdr.flags & WIRE_FLAG_REPLY) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "unexpected reply frame from %s", c->peer);
+		conn_close(s, c);
+		return 1;
+	}
+	if (c->hdr.bulk_len && c->bulk_crc != c->hdr.bulk_crc) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "bulk checksum mismatch in %s from %s",
+				wire_opcode_name(c->hdr.opcode), c->peer);
+		send_status(s, c, -EPROTO, 1);
+		return 1;
+	}
+	if (c->hdr.opcode == WIRE_OP_CONNECT) {
+		handle_connect(s, c, payload);
+		return 1;
+	}
+	if (c->hdr.opcode == WIRE_OP_AUTH) {
+		handle_auth(s, c, payload);
+		return 1;
+	}
+	if (!c->authed) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "%s sent %s before authenticating",
+				c->peer, wire_opcode_name(c->hdr.opcode));
+		send_status(s, c, -NACRE_EAUTH, 1);
+		return 1;
+	}
+	if (c->hdr.opcode == WIRE_OP_PING) {
+		send_status(s, c, 0, 0);
+		return 1;
+	}
+	return 0;
+}
+
 /* A complete frame arrived on c: answer the handshake here, queue the rest for workers.
  * Takes ownership of c->payload. */
 static void conn_dispatch(struct rpc_server *s, struct sconn *c)
@@ -601,39 +637,8 @@ static void conn_dispatch(struct rpc_server *s, struct sconn *c)
 	struct job *j;
 
 	c->payload = NULL;
-	if (c->hdr.flags & WIRE_FLAG_REPLY) {
-		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "unexpected reply frame from %s", c->peer);
+	if (answered_here(s, c, payload)) {
 		bufcache_put(&s->payloads, payload, cap);
-		conn_close(s, c);
-		return;
-	}
-	if (c->hdr.bulk_len && c->bulk_crc != c->hdr.bulk_crc) {
-		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "bulk checksum mismatch in %s from %s",
-				wire_opcode_name(c->hdr.opcode), c->peer);
-		bufcache_put(&s->payloads, payload, cap);
-		send_status(s, c, -EPROTO, 1);
-		return;
-	}
-	if (c->hdr.opcode == WIRE_OP_CONNECT) {
-		handle_connect(s, c, payload);
-		bufcache_put(&s->payloads, payload, cap);
-		return;
-	}
-	if (c->hdr.opcode == WIRE_OP_AUTH) {
-		handle_auth(s, c, payload);
-		bufcache_put(&s->payloads, payload, cap);
-		return;
-	}
-	if (!c->authed) {
-		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "%s sent %s before authenticating",
-				c->peer, wire_opcode_name(c->hdr.opcode));
-		bufcache_put(&s->payloads, payload, cap);
-		send_status(s, c, -NACRE_EAUTH, 1);
-		return;
-	}
-	if (c->hdr.opcode == WIRE_OP_PING) {
-		bufcache_put(&s->payloads, payload, cap);
-		send_status(s, c, 0, 0);
 		return;
 	}
 	j = calloc(1, sizeof(*j));
