@@ -8,12 +8,19 @@
  * limit, bad bulk crc) is logged (rate-limited) and the connection is closed; an unknown
  * opcode is the handler's to refuse with -EOPNOTSUPP.
  *
- * Client: struct rpc_conn is one connection to one server, shared by many threads. Each call
- * gets a fresh xid; requests are pipelined and replies matched by xid, read by whichever
- * waiting caller holds the reader role (no receiver thread).
- * A lost connection is re-established (with the handshake) on the next call; a call waits
- * for a missing server until its deadline, then fails with -ETIMEDOUT (the caller maps it to
- * EIO for applications).
+ * Client: struct rpc_conn is one connection to one server (or to one of its failover
+ * addresses), shared by many threads. Each call gets a fresh xid; requests are pipelined and
+ * replies matched by xid, read by whichever waiting caller holds the reader role (no
+ * receiver thread). A lost connection is re-established (with the handshake) by the next
+ * caller. A call waits for a server that does not answer for the connection's recovery
+ * timeout, counted from the later of its start and the last time the server was heard
+ * from; then it fails with -ETIMEDOUT (the caller maps it to EIO for applications).
+ *
+ * Recovery (WIRE_FEAT_RECOVERY, docs/recovery.md): a connection with a client id is a
+ * session. Every request of a session may be resent after a reconnect (the server answers a
+ * resent one from its reply cache), so nothing is failed because a socket broke; a request
+ * whose change the server has not yet put on disk is kept after its reply and replayed if
+ * the server restarts, before any other request goes out.
  */
 #ifndef NACRE_RPC_H
 #define NACRE_RPC_H
@@ -41,6 +48,10 @@ struct rpc_request {
 	uint64_t conn_id;     /* stable id of the connection, for per-client state */
 	const char *peer;     /* "host:port" of the peer, for log messages */
 	const char *peer_name;/* the name the peer gave in CONNECT */
+	uint64_t client_id;   /* the peer's session id from CONNECT, 0 = none */
+	const struct wire_req_env *env; /* NULL on a connection without envelopes */
+	int resumed;          /* the handler runs again after rpc_resume */
+	void *job_;           /* the transport's, for rpc_defer */
 };
 
 /* What a handler answers. body is a growable cursor (limit WIRE_BODY_MAX) set up by the
@@ -53,7 +64,28 @@ struct rpc_reply {
 	uint32_t bulk_len;
 	struct bufcache *bulk_cache; /* the transport's; rpc_reply_bulk_alloc takes from it */
 	size_t bulk_cap;             /* nonzero: bulk came from bulk_cache */
+	struct wire_rep_env env;     /* transno and fid set by the handler; last_committed by
+				      * the transport (rpc_server_conf.last_committed) */
 };
+
+/* A handler that cannot answer yet (the MDS in recovery, a lock that must wait) calls
+ * rpc_defer and returns RPC_DEFER: the request stays open, counted against its
+ * connection's in-flight limit, until rpc_answer or rpc_resume, which must follow exactly
+ * once, from any thread. */
+#define RPC_DEFER (-(1 << 30))
+struct rpc_deferred;
+/* The open request of a handler that is about to return RPC_DEFER. Never NULL. */
+struct rpc_deferred *rpc_defer(const struct rpc_request *req);
+/* Answers a deferred request (body of len bytes, copied; env may be NULL). If its
+ * connection closed meanwhile the answer is dropped. */
+void rpc_answer(struct rpc_deferred *d, int status, const void *body, uint32_t len,
+		const struct wire_rep_env *env);
+/* Runs the handler of a deferred request again, on a worker, with req->resumed set. */
+void rpc_resume(struct rpc_deferred *d);
+/* The deferred request's connection, opcode and xid, for the code that parks it. */
+uint64_t rpc_deferred_conn(const struct rpc_deferred *d);
+uint16_t rpc_deferred_opcode(const struct rpc_deferred *d);
+uint64_t rpc_deferred_xid(const struct rpc_deferred *d);
 
 /* A bulk buffer of len bytes for rep from the server's cache of large buffers, which reuses
  * them instead of faulting in fresh memory for every reply (common/bufcache.h). Set it as
@@ -68,6 +100,14 @@ typedef void (*rpc_disconnect_fn)(void *arg, uint64_t conn_id);
 /* Whether requests of opcode are short and never block (a few memory lookups): those run
  * on the event thread itself, which saves two thread hand-offs per request. */
 typedef int (*rpc_inline_fn)(uint16_t opcode);
+/* Called on the event thread when a peer that negotiated WIRE_FEAT_RECOVERY connects: fills
+ * rep->session, recovery_ms and last_committed for it. Must not block. */
+typedef void (*rpc_connect_fn)(void *arg, uint64_t conn_id, const struct wire_connect_req *req,
+			       struct wire_connect_rep *rep);
+/* Called on the event thread as soon as an authenticated connection closes, before its
+ * requests at the workers have returned: time to answer the ones it deferred. Must not
+ * block. */
+typedef void (*rpc_close_fn)(void *arg, uint64_t conn_id);
 
 struct rpc_server_conf {
 	const char *listen_addr; /* "host:port"; port 0 = ephemeral */
@@ -78,6 +118,10 @@ struct rpc_server_conf {
 	rpc_handler_fn handler;
 	rpc_disconnect_fn on_disconnect; /* may be NULL */
 	rpc_inline_fn runs_inline;       /* may be NULL: every request goes to a worker */
+	rpc_connect_fn on_connect;       /* may be NULL: every session is NEW */
+	rpc_close_fn on_close;           /* may be NULL */
+	uint64_t (*last_committed)(void *arg); /* for reply envelopes; may be NULL (0) */
+	int allow_fault_set;             /* answer FAULT_SET (tests, fault injection) */
 	void *arg;
 };
 
@@ -86,6 +130,8 @@ struct rpc_server_conf {
 int rpc_server_create(const struct rpc_server_conf *conf, struct rpc_server **out, char *err,
 		      size_t err_len);
 uint16_t rpc_server_port(const struct rpc_server *s);
+/* Random per server start (CONNECT tells it to clients: a new one means a restart). */
+uint64_t rpc_server_instance(const struct rpc_server *s);
 /* Runs the event loop and workers until rpc_server_stop(). Returns 0 or -errno. */
 int rpc_server_run(struct rpc_server *s);
 /* Asks the loop to stop; async-signal-safe (writes to an eventfd). */
@@ -97,12 +143,32 @@ void rpc_server_destroy(struct rpc_server *s);
 
 struct rpc_conn;
 
+struct rpc_recovery;
+
+/* Called by the thread that reconnected a session to a server instance other than the one
+ * it held state with (rep->session says whether the server expects a replay, or has
+ * forgotten the client), before any other request uses the new socket. It brings the
+ * server back to what this client holds: rpc_recovery_replay, then the caller's opens and
+ * locks through rpc_recovery_call. Returns 0, or a negative error to drop the socket and
+ * reconnect. */
+typedef int (*rpc_recover_fn)(void *arg, struct rpc_recovery *r,
+			      const struct wire_connect_rep *rep);
+
+#define RPC_ADDRS_MAX 4 /* failover addresses of one server */
+
 struct rpc_conn_conf {
-	const char *addr;       /* "host:port" */
+	const char *addr;       /* "host:port", or failover addresses "host:port,host:port" */
 	const char *fsname;
 	const char *name;       /* our name for the server's logs */
 	const struct nacre_key *key;
-	int timeout_ms;         /* default deadline of a call; 0 = 30000 */
+	int timeout_ms;         /* per-request limit while the server answers: a request without
+				 * its reply after it is resent on a new socket; 0 = 30000 */
+	int recovery_timeout_ms;/* how long a call waits for a server that does not answer;
+				 * 0 = timeout_ms */
+	int connect_timeout_ms; /* one connection attempt; 0 = min(timeout_ms, 10000) */
+	uint64_t client_id;     /* nonzero: a session (resend, replay); 0: none */
+	rpc_recover_fn recover; /* sessions: brings a restarted server back; may be NULL */
+	void *recover_arg;
 };
 
 /* Creates a connection object. Does not connect: the first call (or rpc_conn_connect)
@@ -114,6 +180,7 @@ int rpc_conn_create(const struct rpc_conn_conf *conf, struct rpc_conn **out);
 int rpc_conn_connect(struct rpc_conn *c, int timeout_ms, char *err, size_t err_len);
 /* Closes the socket (fails calls in flight) and frees c. NULL is fine. */
 void rpc_conn_destroy(struct rpc_conn *c);
+/* The address in use (the first failover address before any connect). */
 const char *rpc_conn_addr(const struct rpc_conn *c);
 /* The server's name from CONNECT ("" before the first connect). */
 const char *rpc_conn_server_name(const struct rpc_conn *c);
@@ -122,6 +189,7 @@ const char *rpc_conn_server_name(const struct rpc_conn *c);
  * rpc_call_args.reply_bulk) or a heap copy owned by the reply. */
 struct rpc_msg {
 	struct wire_hdr hdr;
+	struct wire_rep_env env; /* zero on a connection without envelopes */
 	uint8_t *body;
 	uint32_t body_len;
 	uint8_t *bulk;
@@ -131,7 +199,9 @@ struct rpc_msg {
 void rpc_msg_free(struct rpc_msg *m); /* NULL is fine */
 
 enum {
-	RPC_IDEMPOTENT = 1 << 0, /* may be resent after a reconnect (OSS I/O, reads) */
+	RPC_IDEMPOTENT = 1 << 0, /* may be resent after a reconnect even without a session */
+	RPC_NO_TIMEOUT = 1 << 1, /* waits on the server by design (a blocking lock): no
+				  * per-request limit; the recovery timeout still applies */
 };
 
 struct rpc_call_args {
@@ -157,5 +227,18 @@ int rpc_start(struct rpc_conn *c, const struct rpc_call_args *a, struct rpc_pend
 int rpc_wait(struct rpc_pending *p, struct rpc_msg **reply);
 /* rpc_start + rpc_wait. */
 int rpc_call(struct rpc_conn *c, const struct rpc_call_args *a, struct rpc_msg **reply);
+
+/* Requests kept for replay now (answered, not yet on disk). Thread-safe. */
+int rpc_conn_retained(struct rpc_conn *c);
+
+/* ---- inside an rpc_recover_fn ---- */
+/* Replays every request kept for replay, in the server's commit order, with WIRE_ENV_REPLAY.
+ * A replay the server refuses is logged and dropped (the application was told it
+ * succeeded: the log line names it). Returns 0 or a transport error. */
+int rpc_recovery_replay(struct rpc_recovery *r);
+/* One call on the recovering socket, with env_flags (WIRE_ENV_*) in its envelope. Returns as
+ * rpc_call. */
+int rpc_recovery_call(struct rpc_recovery *r, uint16_t opcode, uint32_t env_flags,
+		      const void *body, uint32_t body_len, struct rpc_msg **reply);
 
 #endif

@@ -2,9 +2,10 @@
  * many threads, requests pipelined and replies matched by xid (see rpc.h).
  *
  * Locking: c->lock protects the connection state (fd, gen, connecting, reader_busy), the
- * pending table, the waiter list and every pending's state. c->send_lock serializes writes to
- * the socket so frames do not interleave; it is taken before c->lock is released-and-retaken,
- * never while waiting. Lock order: send_lock, then lock.
+ * pending table, the waiter list, the open-xid list, the retained list and every pending's
+ * state. c->send_lock serializes writes to the socket so frames do not interleave; it is
+ * taken before c->lock is released-and-retaken, never while waiting. Lock order: send_lock,
+ * then lock.
  *
  * Replies are read by the callers themselves (leader/follower): of the threads waiting in
  * rpc_wait, one at a time is the reader. It reads every reply that arrives, hands each to its
@@ -12,11 +13,17 @@
  * only the thread that waits for it, instead of a receiver thread and then the caller: on a
  * machine where a task switch is expensive that is most of the cost of a small call. With
  * nobody waiting nobody reads, so before sending on an idle socket the sender checks that the
- * server has not hung up (a restarted server) and drains what is left on it first.
+ * server has not hung up (a restarted server) and drains what is left on it first. While
+ * calls wait and the server is silent, the reader pings it, so a hung server is noticed
+ * (and logged) within UNRESPONSIVE_MS.
  *
- * When the socket fails, the reader marks every request sent on it: idempotent ones go back to
- * UNSENT (their waiter resends after a reconnect), the others fail with -ECONNRESET because
- * the server may have executed them.
+ * When the socket fails, the reader marks every request sent on it: on a session
+ * (client_id set) every request goes back to UNSENT, to be resent after a reconnect with
+ * WIRE_ENV_RESEND (the server's reply cache makes that safe); without a session only
+ * idempotent ones do, the others fail with -ECONNRESET because the server may have executed
+ * them. A session also keeps each answered request whose change the server has not yet put
+ * on disk (reply transno above last_committed) in c->retained, and replays them if the
+ * server restarts (run_recovery), before any other request may use the new socket.
  */
 #include <errno.h>
 #include <poll.h>
@@ -38,9 +45,22 @@
 
 #define SUBSYS "rpc"
 #define PENDING_BUCKETS 256
-#define RECONNECT_PAUSE_MS 200
+#define PING_XID 3               /* 1 and 2 are the handshake's; calls start at 16 */
+#define PING_AFTER_MS 1000       /* silence while calls wait before the reader pings */
+#define UNRESPONSIVE_MS 5000     /* silence after which the server is reported as hung */
+#define BACKOFF_MIN_MS 100       /* pause between connection attempts, doubling... */
+#define BACKOFF_MAX_MS 2000      /* ...up to this */
+#define CONNECT_TIMEOUT_MAX_MS 10000
+#define RETAIN_MAX 65536         /* requests kept for replay; beyond it the oldest go */
 
 enum pend_state { P_UNSENT, P_SENT, P_DONE };
+
+/* A link in c->open: every xid still open (no reply, or kept for replay), in xid order. The
+ * head is the ack_xid every request carries. */
+struct xid_link {
+	struct xid_link *prev, *next;
+	uint64_t xid;
+};
 
 struct rpc_pending {
 	struct rpc_pending *hnext; /* hash chain, protected by c->lock */
@@ -51,13 +71,28 @@ struct rpc_pending {
 	int status;            /* result when DONE */
 	struct rpc_msg *reply; /* when DONE and status came from a reply */
 	pthread_cond_t cond;
-	int64_t deadline_ms;
+	int64_t start_ms;      /* rpc_start time */
+	int64_t sent_ms;       /* last send; lock */
+	int resend;            /* sent before: the next send says WIRE_ENV_RESEND; lock */
 	struct rpc_call_args args;
-	uint8_t *body_copy;  /* the request body, kept for resends */
+	uint8_t *body_copy;  /* the request body, kept for resends (and replay) */
 	int in_table;
 	int receiving; /* the reader is reading bulk into args.reply_bulk; protected by lock */
 	struct rpc_pending *wnext, *wprev; /* c->waiters, while waiting as a follower */
 	int64_t start_us; /* rpc_start time, for the client latency histogram */
+	struct xid_link open; /* in c->open until the call ends (or its retained record
+			       * takes the place) */
+};
+
+/* An answered request whose change is not yet on disk at the server. */
+struct rpc_retained {
+	struct xid_link open;      /* in c->open, where its pending was */
+	struct rpc_retained *next; /* c->retained, in transno order */
+	uint16_t opcode;
+	uint64_t transno;
+	struct nacre_fid fid;      /* from the reply envelope: a replayed create reuses it */
+	uint8_t *body;
+	uint32_t body_len;
 };
 
 /* The reader's side of a socket: small replies come through buf, several per read();
@@ -69,16 +104,25 @@ struct rx_reader {
 };
 
 struct rpc_conn {
-	char addr[NACRE_ADDR_MAX + 1];
+	char addr_list[RPC_ADDRS_MAX * (NACRE_ADDR_MAX + 1)]; /* as configured, for messages */
+	char addrs[RPC_ADDRS_MAX][NACRE_ADDR_MAX + 1];
+	int naddrs;
+	int cur_addr; /* the address in use or tried next; protected by lock */
 	char fsname[NACRE_FSNAME_MAX + 1];
 	char name[NACRE_NAME_MAX + 1];
 	struct nacre_key key;
 	int timeout_ms;
+	int recovery_ms;
+	int connect_ms;
+	uint64_t client_id;
+	rpc_recover_fn recover;
+	void *recover_arg;
 
 	pthread_mutex_t lock;
 	pthread_mutex_t send_lock;
 	pthread_cond_t state_cond; /* connection state changes */
 	int fd;                    /* -1 when disconnected; protected by lock */
+	int env;                   /* the socket carries envelopes; protected by lock */
 	uint64_t gen;              /* bumped per established socket; protected by lock */
 	int connecting;            /* a thread is connecting; protected by lock */
 	int reader_busy;           /* a waiter is reading replies; protected by lock */
@@ -88,8 +132,43 @@ struct rpc_conn {
 	uint64_t next_xid;         /* protected by lock */
 	char server_name[NACRE_NAME_MAX + 1]; /* protected by lock */
 	int last_err;              /* last connect error, for messages; protected by lock */
+	int backoff_ms;            /* pause before the next attempt; protected by lock */
+	int64_t heard_ms;          /* last time the server was heard from; protected by lock */
+	int64_t ping_ms;           /* last ping sent; protected by lock */
+	int unresponsive;          /* reported as not responding; protected by lock */
+	uint64_t instance;         /* the server instance we hold state with; lock */
+	uint64_t last_committed;   /* from reply envelopes; protected by lock */
+	struct xid_link open;      /* sentinel of the open-xid list; protected by lock */
+	struct rpc_retained *retained, *retained_tail; /* protected by lock */
+	int nretained;             /* protected by lock */
 	struct rpc_pending *table[PENDING_BUCKETS];
 };
+
+static struct metric *resends_metric(void)
+{
+	static struct metric *m;
+	struct metric *x = __atomic_load_n(&m, __ATOMIC_ACQUIRE);
+
+	if (!x) {
+		x = metrics_counter("nacre_rpc_client_resends_total", "",
+				    "Requests sent again after a lost connection or reply");
+		__atomic_store_n(&m, x, __ATOMIC_RELEASE);
+	}
+	return x;
+}
+
+static struct metric *replays_metric(void)
+{
+	static struct metric *m;
+	struct metric *x = __atomic_load_n(&m, __ATOMIC_ACQUIRE);
+
+	if (!x) {
+		x = metrics_counter("nacre_rpc_client_replays_total", "",
+				    "Requests replayed to a restarted server");
+		__atomic_store_n(&m, x, __ATOMIC_RELEASE);
+	}
+	return x;
+}
 
 void rpc_msg_free(struct rpc_msg *m)
 {
@@ -100,6 +179,115 @@ void rpc_msg_free(struct rpc_msg *m)
 		free(m->bulk);
 	free(m);
 }
+
+/* ---- open xids, retained requests (all with c->lock held) ---- */
+
+static void open_link_tail(struct rpc_conn *c, struct xid_link *l, uint64_t xid)
+{
+	l->xid = xid;
+	l->prev = c->open.prev;
+	l->next = &c->open;
+	c->open.prev->next = l;
+	c->open.prev = l;
+}
+
+static void open_unlink(struct xid_link *l)
+{
+	if (!l->next)
+		return;
+	l->prev->next = l->next;
+	l->next->prev = l->prev;
+	l->next = l->prev = NULL;
+}
+
+/* Puts n where o is in the list (same xid position). */
+static void open_replace(struct xid_link *o, struct xid_link *n)
+{
+	n->xid = o->xid;
+	n->prev = o->prev;
+	n->next = o->next;
+	o->prev->next = n;
+	o->next->prev = n;
+	o->next = o->prev = NULL;
+}
+
+static uint64_t ack_xid(const struct rpc_conn *c)
+{
+	return c->open.next != &c->open ? c->open.next->xid : c->next_xid;
+}
+
+static void retained_free(struct rpc_retained *r)
+{
+	free(r->body);
+	free(r);
+}
+
+static void retained_insert(struct rpc_conn *c, struct rpc_retained *r)
+{
+	struct rpc_retained **pp = &c->retained;
+
+	r->next = NULL;
+	if (!c->retained_tail || c->retained_tail->transno <= r->transno) {
+		if (c->retained_tail)
+			c->retained_tail->next = r;
+		else
+			c->retained = r;
+		c->retained_tail = r;
+	} else {
+		while (*pp && (*pp)->transno <= r->transno)
+			pp = &(*pp)->next;
+		r->next = *pp;
+		*pp = r;
+	}
+	c->nretained++;
+}
+
+static void retained_pop(struct rpc_conn *c)
+{
+	struct rpc_retained *r = c->retained;
+
+	c->retained = r->next;
+	if (!c->retained)
+		c->retained_tail = NULL;
+	c->nretained--;
+	open_unlink(&r->open);
+	retained_free(r);
+}
+
+/* The server says every transno up to lc is on disk: forget those requests. */
+static void committed_upto(struct rpc_conn *c, uint64_t lc)
+{
+	if (lc > c->last_committed)
+		c->last_committed = lc;
+	while (c->retained && c->retained->transno <= c->last_committed)
+		retained_pop(c);
+}
+
+/* Keeps p's request for replay (its change is not on disk yet). Takes p's body copy. */
+static void retain(struct rpc_conn *c, struct rpc_pending *p, const struct wire_rep_env *env)
+{
+	struct rpc_retained *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return; /* it will not be replayed: the change was answered all the same */
+	if (c->nretained >= RETAIN_MAX) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+				"%s reports nothing on disk for %d changes: the oldest will not "
+				"be replayed if it crashes",
+				c->addrs[c->cur_addr], RETAIN_MAX);
+		retained_pop(c);
+	}
+	r->opcode = p->args.opcode;
+	r->transno = env->transno;
+	r->fid = env->fid;
+	r->body = p->body_copy;
+	r->body_len = p->args.body_len;
+	p->body_copy = NULL;
+	open_replace(&p->open, &r->open);
+	retained_insert(c, r);
+}
+
+/* ---- pending table ---- */
 
 static void table_add(struct rpc_conn *c, struct rpc_pending *p)
 {
@@ -142,20 +330,54 @@ static void pending_finish(struct rpc_pending *p, int status, struct rpc_msg *re
 	pthread_cond_signal(&p->cond);
 }
 
-static int send_frame(int fd, uint16_t opcode, uint64_t xid, const void *body, uint32_t body_len,
-		      const struct iovec *bulk, int bulk_iovcnt)
+/* Whether p may go out again after its socket broke. */
+static int resendable(const struct rpc_conn *c, const struct rpc_pending *p)
 {
-	struct iovec iov[2 + 64];
-	uint8_t hdr_buf[WIRE_HDR_LEN];
+	return c->client_id != 0 || (p->args.flags & RPC_IDEMPOTENT);
+}
+
+/* The time at which p gives up. A session call without a limit of its own waits for a
+ * server that does not answer for recovery_ms, counted from the later of its start and the
+ * last time the server was heard from. Called with c->lock held. */
+static int64_t call_deadline(const struct rpc_conn *c, const struct rpc_pending *p)
+{
+	int64_t from = p->start_ms;
+
+	if (p->args.timeout_ms > 0)
+		return p->start_ms + p->args.timeout_ms;
+	if (!c->client_id)
+		return p->start_ms + c->timeout_ms;
+	if (c->heard_ms > from)
+		from = c->heard_ms;
+	return from + c->recovery_ms;
+}
+
+/* A session request that has waited timeout_ms for its reply while the server answered
+ * others is lost on this socket (a server bug or a fault point): it is worth a new socket
+ * and a resend. Called with c->lock held. */
+static int reply_overdue(const struct rpc_conn *c, const struct rpc_pending *p, int64_t now)
+{
+	return c->client_id && p->state == P_SENT && p->sent_gen == c->gen &&
+	       !(p->args.flags & RPC_NO_TIMEOUT) && !p->args.timeout_ms &&
+	       now - p->sent_ms >= c->timeout_ms && c->heard_ms > p->sent_ms;
+}
+
+/* ---- frames ---- */
+
+static int send_frame(int fd, uint16_t opcode, uint64_t xid, const struct wire_req_env *env,
+		      const void *body, uint32_t body_len, const struct iovec *bulk,
+		      int bulk_iovcnt)
+{
+	struct iovec iov[3 + 64];
+	uint8_t hdr_buf[WIRE_HDR_LEN], env_buf[WIRE_REQ_ENV_LEN];
 	struct wire_hdr h = {
 		.magic = WIRE_MAGIC,
 		.version = WIRE_VERSION,
 		.opcode = opcode,
-		.body_len = body_len,
 		.xid = xid,
 	};
 	int i, n = 0;
-	uint32_t crc = 0;
+	uint32_t crc = 0, env_len = 0;
 	size_t bulk_len = 0;
 
 	if (bulk_iovcnt > 64)
@@ -164,13 +386,24 @@ static int send_frame(int fd, uint16_t opcode, uint64_t xid, const void *body, u
 		crc = crc32c(crc, bulk[i].iov_base, bulk[i].iov_len);
 		bulk_len += bulk[i].iov_len;
 	}
-	if (bulk_len > WIRE_BULK_MAX || body_len > WIRE_BODY_MAX)
+	if (env) {
+		struct wire_cursor ec;
+		wire_cursor_init_write(&ec, env_buf, sizeof(env_buf));
+		wire_req_env_encode(&ec, env);
+		env_len = (uint32_t)ec.pos;
+	}
+	if (bulk_len > WIRE_BULK_MAX || body_len + env_len > WIRE_BODY_MAX)
 		return -E2BIG;
+	h.body_len = body_len + env_len;
 	h.bulk_len = (uint32_t)bulk_len;
 	h.bulk_crc = bulk_len ? crc : 0;
 	wire_hdr_encode(&h, hdr_buf);
 	iov[n].iov_base = hdr_buf;
 	iov[n++].iov_len = WIRE_HDR_LEN;
+	if (env_len) {
+		iov[n].iov_base = env_buf;
+		iov[n++].iov_len = env_len;
+	}
 	if (body_len) {
 		iov[n].iov_base = (void *)body;
 		iov[n++].iov_len = body_len;
@@ -178,34 +411,66 @@ static int send_frame(int fd, uint16_t opcode, uint64_t xid, const void *body, u
 	for (i = 0; i < bulk_iovcnt; i++)
 		if (bulk[i].iov_len)
 			iov[n++] = bulk[i];
-	metrics_add(metrics_net_sent(), WIRE_HDR_LEN + body_len + bulk_len);
+	metrics_add(metrics_net_sent(), WIRE_HDR_LEN + h.body_len + bulk_len);
 	return net_writev_full(fd, iov, n);
+}
+
+/* Reads one whole reply frame synchronously (the handshake, and calls on a recovering socket
+ * that nobody else reads): header, body into a heap buffer (*body, *body_len), bulk
+ * discarded, until deadline. Returns 0 or a negative error; *h is the header. */
+static int read_frame_sync(int fd, int64_t deadline, struct wire_hdr *h, uint8_t **body)
+{
+	uint8_t hb[WIRE_HDR_LEN];
+	int rc;
+
+	*body = NULL;
+	rc = net_read_full_deadline(fd, hb, sizeof(hb), deadline);
+	if (rc < 0)
+		return rc;
+	rc = wire_hdr_decode(hb, h);
+	if (rc < 0)
+		return rc;
+	if (!(h->flags & WIRE_FLAG_REPLY))
+		return -EPROTO;
+	*body = malloc(h->body_len + 1);
+	if (!*body)
+		return -ENOMEM;
+	rc = net_read_full_deadline(fd, *body, h->body_len, deadline);
+	for (uint32_t left = h->bulk_len; rc == 0 && left > 0;) {
+		uint8_t skip[4096];
+		uint32_t n = left < sizeof(skip) ? left : (uint32_t)sizeof(skip);
+		rc = net_read_full_deadline(fd, skip, n, deadline);
+		left -= n;
+	}
+	if (rc < 0) {
+		free(*body);
+		*body = NULL;
+	}
+	return rc;
 }
 
 /* Reads one reply frame of the handshake (before the socket is shared). */
 static int handshake_reply(int fd, uint64_t xid, int64_t deadline, uint8_t *body, size_t cap,
 			   uint32_t *body_len)
 {
-	uint8_t hb[WIRE_HDR_LEN];
 	struct wire_hdr h;
-	int rc;
+	uint8_t *b;
+	int rc = read_frame_sync(fd, deadline, &h, &b);
 
-	rc = net_read_full_deadline(fd, hb, sizeof(hb), deadline);
 	if (rc < 0)
 		return rc;
-	rc = wire_hdr_decode(hb, &h);
-	if (rc < 0)
-		return rc;
-	if (h.xid != xid || !(h.flags & WIRE_FLAG_REPLY) || h.body_len > cap || h.bulk_len)
+	if (h.xid != xid || h.body_len > cap || h.bulk_len) {
+		free(b);
 		return -EPROTO;
-	rc = net_read_full_deadline(fd, body, h.body_len, deadline);
-	if (rc < 0)
-		return rc;
+	}
+	memcpy(body, b, h.body_len);
+	free(b);
 	*body_len = h.body_len;
 	return h.status;
 }
 
-static void describe(char *err, size_t err_len, const struct rpc_conn *c, int rc)
+static void describe(char *err, size_t err_len, const char *addr, const struct rpc_conn *c,
+		     int rc)
 {
 	const char *hint = "";
 
@@ -228,19 +493,20 @@ static void describe(char *err, size_t err_len, const struct rpc_conn *c, int rc
 		break;
 	}
 	if (rc == -NACRE_EAUTH)
-		snprintf(err, err_len, "cluster key rejected by %s%s", c->addr, hint);
+		snprintf(err, err_len, "cluster key rejected by %s%s", addr, hint);
 	else if (rc == -NACRE_EFSNAME)
-		snprintf(err, err_len, "%s does not serve file system '%s'%s", c->addr, c->fsname,
+		snprintf(err, err_len, "%s does not serve file system '%s'%s", addr, c->fsname,
 			 hint);
 	else
-		snprintf(err, err_len, "cannot reach %s: %s%s", c->addr, nacre_strerror(rc), hint);
+		snprintf(err, err_len, "cannot reach %s: %s%s", addr, nacre_strerror(rc), hint);
 }
 
-/* Opens a socket and runs CONNECT + AUTH. Returns the fd or a negative error. */
-static int dial(struct rpc_conn *c, int64_t deadline, char *server_name, size_t sn_len)
+/* Opens a socket to addr and runs CONNECT + AUTH by deadline. Returns the fd (and the
+ * server's answer in *rep) or a negative error. */
+static int dial(struct rpc_conn *c, const char *addr, uint64_t instance, int64_t deadline,
+		struct wire_connect_rep *rep)
 {
-	struct wire_connect_req req = { .version_min = 1, .version_max = WIRE_VERSION };
-	struct wire_connect_rep rep;
+	struct wire_connect_req req = {.version_min = 1, .version_max = WIRE_VERSION};
 	struct wire_auth_req auth;
 	struct wire_cursor cur;
 	uint8_t buf[1024], expect[WIRE_PROOF_LEN];
@@ -250,10 +516,12 @@ static int dial(struct rpc_conn *c, int64_t deadline, char *server_name, size_t 
 
 	if (left <= 0)
 		return -ETIMEDOUT;
-	fd = net_connect(c->addr, (int)left);
+	fd = net_connect(addr, (int)left);
 	if (fd < 0)
 		return fd;
 	req.features = WIRE_FEATURES_SUPPORTED;
+	req.client_id = c->client_id;
+	req.instance = instance;
 	rc = key_random(req.nonce, sizeof(req.nonce));
 	if (rc < 0)
 		goto out_close;
@@ -261,33 +529,32 @@ static int dial(struct rpc_conn *c, int64_t deadline, char *server_name, size_t 
 	str_copy(req.name, c->name, sizeof(req.name));
 	wire_cursor_init_write(&cur, buf, sizeof(buf));
 	wire_connect_req_encode(&cur, &req);
-	rc = send_frame(fd, WIRE_OP_CONNECT, 1, buf, (uint32_t)cur.pos, NULL, 0);
+	rc = send_frame(fd, WIRE_OP_CONNECT, 1, NULL, buf, (uint32_t)cur.pos, NULL, 0);
 	if (rc < 0)
 		goto out_close;
 	rc = handshake_reply(fd, 1, deadline, buf, sizeof(buf), &len);
 	if (rc < 0)
 		goto out_close;
 	wire_cursor_init_read(&cur, buf, len);
-	wire_connect_rep_decode(&cur, &rep);
-	if (!wire_cursor_ok(&cur) || rep.version < 1 || rep.version > WIRE_VERSION) {
+	wire_connect_rep_decode(&cur, rep);
+	if (!wire_cursor_ok(&cur) || rep->version < 1 || rep->version > WIRE_VERSION) {
 		rc = -EPROTO;
 		goto out_close;
 	}
-	key_proof(&c->key, "nacre-server", req.nonce, rep.nonce, WIRE_NONCE_LEN, expect);
-	if (!key_proof_eq(expect, rep.proof, WIRE_PROOF_LEN)) {
+	key_proof(&c->key, "nacre-server", req.nonce, rep->nonce, WIRE_NONCE_LEN, expect);
+	if (!key_proof_eq(expect, rep->proof, WIRE_PROOF_LEN)) {
 		rc = -NACRE_EAUTH; /* the server does not hold our key */
 		goto out_close;
 	}
-	key_proof(&c->key, "nacre-client", rep.nonce, req.nonce, WIRE_NONCE_LEN, auth.proof);
+	key_proof(&c->key, "nacre-client", rep->nonce, req.nonce, WIRE_NONCE_LEN, auth.proof);
 	wire_cursor_init_write(&cur, buf, sizeof(buf));
 	wire_auth_req_encode(&cur, &auth);
-	rc = send_frame(fd, WIRE_OP_AUTH, 2, buf, (uint32_t)cur.pos, NULL, 0);
+	rc = send_frame(fd, WIRE_OP_AUTH, 2, NULL, buf, (uint32_t)cur.pos, NULL, 0);
 	if (rc < 0)
 		goto out_close;
 	rc = handshake_reply(fd, 2, deadline, buf, sizeof(buf), &len);
 	if (rc < 0)
 		goto out_close;
-	str_copy(server_name, rep.server_name, sn_len);
 	/* A server that stops halfway through a frame for a whole call timeout is broken: the
 	 * reader's blocking reads then fail instead of holding every caller. */
 	struct timeval stall = {.tv_sec = c->timeout_ms / 1000,
@@ -308,15 +575,16 @@ static void socket_failed(struct rpc_conn *c, int fd, uint64_t gen)
 	pthread_mutex_lock(&c->lock);
 	if (c->gen == gen && c->fd == fd) {
 		c->fd = -1;
-		LOG_DEBUG(SUBSYS, "connection to %s lost", c->addr);
+		LOG_DEBUG(SUBSYS, "connection to %s lost", c->addrs[c->cur_addr]);
 	}
 	for (i = 0; i < PENDING_BUCKETS; i++) {
 		struct rpc_pending *p;
 		for (p = c->table[i]; p; p = p->hnext) {
 			if (p->state != P_SENT || p->sent_gen != gen)
 				continue;
-			if (p->args.flags & RPC_IDEMPOTENT) {
+			if (resendable(c, p)) {
 				p->state = P_UNSENT;
+				p->resend = 1;
 				pthread_cond_signal(&p->cond);
 			} else {
 				pending_finish(p, -ECONNRESET, NULL);
@@ -398,9 +666,35 @@ static int rx_wait(struct rx_reader *r, int64_t deadline)
 	}
 }
 
+/* Splits a reply body read into m->body into its envelope and the message. */
+static int strip_rep_env(struct rpc_msg *m)
+{
+	struct wire_cursor ec;
+
+	if (m->body_len < WIRE_REP_ENV_LEN)
+		return -EPROTO;
+	wire_cursor_init_read(&ec, m->body, WIRE_REP_ENV_LEN);
+	wire_rep_env_decode(&ec, &m->env);
+	if (!wire_cursor_ok(&ec))
+		return -EPROTO;
+	m->body_len -= WIRE_REP_ENV_LEN;
+	memmove(m->body, m->body + WIRE_REP_ENV_LEN, m->body_len);
+	return 0;
+}
+
+/* The server was heard from. Called with c->lock held. */
+static void heard(struct rpc_conn *c)
+{
+	c->heard_ms = net_now_ms();
+	if (c->unresponsive) {
+		c->unresponsive = 0;
+		LOG_WARN(SUBSYS, "%s (%s) answers again", c->addrs[c->cur_addr], c->server_name);
+	}
+}
+
 /* Reads one reply and hands it to its pending. 0, or a negative errno when the socket is
  * unusable (closed, stalled, or sending garbage). */
-static int read_one_reply(struct rpc_conn *c)
+static int read_one_reply(struct rpc_conn *c, int env)
 {
 	struct rx_reader *rx = &c->rx;
 	uint8_t hb[WIRE_HDR_LEN];
@@ -415,7 +709,8 @@ static int read_one_reply(struct rpc_conn *c)
 		return rc;
 	rc = wire_hdr_decode(hb, &h);
 	if (rc < 0 || !(h.flags & WIRE_FLAG_REPLY)) {
-		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "bad frame from %s; reconnecting", c->addr);
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "bad frame from %s; reconnecting",
+				c->addrs[c->cur_addr]);
 		return -EPROTO;
 	}
 	m = calloc(1, sizeof(*m));
@@ -425,12 +720,15 @@ static int read_one_reply(struct rpc_conn *c)
 	m->body_len = h.body_len;
 	m->body = malloc(h.body_len + 1);
 	rc = m->body ? rx_read(rx, m->body, h.body_len) : -ENOMEM;
+	if (rc == 0 && env)
+		rc = strip_rep_env(m);
 	if (rc < 0) {
 		rpc_msg_free(m);
 		return rc;
 	}
 	/* Where to put the bulk: straight into the caller's buffer if it fits. */
 	pthread_mutex_lock(&c->lock);
+	heard(c);
 	p = table_find(c, h.xid);
 	if (p && p->state == P_SENT && p->args.reply_bulk && h.bulk_len <= p->args.reply_bulk_cap) {
 		bulk_dst = p->args.reply_bulk;
@@ -448,7 +746,8 @@ static int read_one_reply(struct rpc_conn *c)
 		rc = m->bulk ? rx_read(rx, m->bulk, h.bulk_len) : -ENOMEM;
 		if (rc == 0 && crc32c(0, m->bulk, h.bulk_len) != h.bulk_crc) {
 			LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
-					"bulk checksum mismatch from %s; reconnecting", c->addr);
+					"bulk checksum mismatch from %s; reconnecting",
+					c->addrs[c->cur_addr]);
 			rc = -EPROTO;
 		}
 	}
@@ -459,15 +758,21 @@ static int read_one_reply(struct rpc_conn *c)
 		return rc;
 	}
 	metrics_add(metrics_net_recv(), WIRE_HDR_LEN + (uint64_t)h.body_len + h.bulk_len);
+	uint64_t lc = m->env.last_committed;
 	pthread_mutex_lock(&c->lock);
 	p = table_find(c, h.xid);
 	if (p && p->state == P_SENT) {
 		table_del(c, p);
+		if (c->client_id && h.status >= 0 && m->env.transno > c->last_committed &&
+		    m->env.transno > lc && !p->args.bulk_iovcnt)
+			retain(c, p, &m->env);
 		pending_finish(p, h.status, m);
 		m = NULL;
 	}
+	if (env)
+		committed_upto(c, lc);
 	pthread_mutex_unlock(&c->lock);
-	rpc_msg_free(m); /* a reply nobody waits for any more */
+	rpc_msg_free(m); /* a reply nobody waits for any more (or a ping's) */
 	return 0;
 }
 
@@ -502,25 +807,65 @@ static void wake_next_reader(struct rpc_conn *c)
 	}
 }
 
+/* Pings a silent server while calls wait for it, and reports one that stays silent. Called
+ * by the reader with c->lock held; may drop and retake it. */
+static void check_silence(struct rpc_conn *c, int fd, uint64_t gen, int env)
+{
+	int64_t now = net_now_ms();
+
+	if (now - c->heard_ms >= UNRESPONSIVE_MS && !c->unresponsive) {
+		c->unresponsive = 1;
+		LOG_WARN(SUBSYS, "%s (%s) has not answered for %d s; calls wait for it (up to "
+				 "%d s)",
+			 c->addrs[c->cur_addr], c->server_name, UNRESPONSIVE_MS / 1000,
+			 c->recovery_ms / 1000);
+	}
+	if (now - c->heard_ms < PING_AFTER_MS || now - c->ping_ms < PING_AFTER_MS)
+		return;
+	c->ping_ms = now;
+	struct wire_req_env e = {.ack_xid = ack_xid(c)};
+	pthread_mutex_unlock(&c->lock);
+	/* A sender holding send_lock is talking to the server anyway. */
+	if (pthread_mutex_trylock(&c->send_lock) == 0) {
+		pthread_mutex_lock(&c->lock);
+		int same = c->fd == fd && c->gen == gen;
+		pthread_mutex_unlock(&c->lock);
+		if (same)
+			send_frame(fd, WIRE_OP_PING, PING_XID, env ? &e : NULL, NULL, 0, NULL, 0);
+		pthread_mutex_unlock(&c->send_lock);
+	}
+	pthread_mutex_lock(&c->lock);
+}
+
 /* The reader role. Called with c->lock held and c->reader_busy just set by the caller;
  * returns with the lock held and the role given up. Reads replies, anyone's, until me is no
- * longer SENT (me NULL: until the socket ends), the deadline passes, or the socket fails. */
-static void lead(struct rpc_conn *c, struct rpc_pending *me, int64_t deadline)
+ * longer SENT (me NULL: until the socket ends), me's deadline passes or its reply is
+ * overdue, or the socket fails. */
+static void lead(struct rpc_conn *c, struct rpc_pending *me)
 {
-	int fd = c->fd;
+	int fd = c->fd, env = c->env;
 	uint64_t gen = c->gen;
 	int rc = 0;
 
 	while (!me || (me->state == P_SENT && me->sent_gen == gen)) {
+		int64_t now = net_now_ms();
+		int64_t until = me ? call_deadline(c, me) : now + c->timeout_ms;
+
+		if (me && (now >= until || reply_overdue(c, me, now)))
+			break;
+		if (until > now + PING_AFTER_MS)
+			until = now + PING_AFTER_MS;
 		pthread_mutex_unlock(&c->lock);
-		rc = rx_wait(&c->rx, deadline);
+		rc = rx_wait(&c->rx, until);
 		if (rc > 0)
-			rc = read_one_reply(c);
+			rc = read_one_reply(c, env);
 		else if (rc == 0 && !me)
 			rc = -ETIMEDOUT; /* a hung-up socket that did not end: give it up */
 		pthread_mutex_lock(&c->lock);
-		if (rc != 0 || net_now_ms() >= deadline)
+		if (rc != 0)
 			break;
+		if (me && me->state == P_SENT)
+			check_silence(c, fd, gen, env);
 	}
 	if (rc < 0) {
 		pthread_mutex_unlock(&c->lock);
@@ -541,23 +886,195 @@ static int peer_hung_up(int fd)
 	return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
-/* Makes sure a socket is up. Called with c->lock held; may drop and retake it.
+/* ---- recovery ---- */
+
+struct rpc_recovery {
+	struct rpc_conn *c;
+	int fd;
+	int env;
+	int64_t deadline;
+	int replayed; /* requests replayed */
+};
+
+int rpc_recovery_call(struct rpc_recovery *r, uint16_t opcode, uint32_t env_flags,
+		      const void *body, uint32_t body_len, struct rpc_msg **reply)
+{
+	struct rpc_conn *c = r->c;
+	struct wire_req_env e = {.flags = env_flags};
+	struct rpc_msg *m;
+	uint64_t xid;
+	int rc;
+
+	*reply = NULL;
+	pthread_mutex_lock(&c->lock);
+	xid = c->next_xid++;
+	e.ack_xid = ack_xid(c);
+	pthread_mutex_unlock(&c->lock);
+	rc = send_frame(r->fd, opcode, xid, r->env ? &e : NULL, body, body_len, NULL, 0);
+	if (rc < 0)
+		return rc;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	do { /* a ping's reply may come first */
+		free(m->body);
+		rc = read_frame_sync(r->fd, r->deadline, &m->hdr, &m->body);
+	} while (rc == 0 && m->hdr.xid != xid && m->hdr.xid == PING_XID);
+	if (rc == 0 && m->hdr.xid != xid)
+		rc = -EPROTO;
+	m->body_len = m->hdr.body_len;
+	if (rc == 0 && r->env)
+		rc = strip_rep_env(m);
+	if (rc < 0) {
+		rpc_msg_free(m);
+		return rc;
+	}
+	pthread_mutex_lock(&c->lock);
+	heard(c);
+	if (r->env)
+		committed_upto(c, m->env.last_committed);
+	pthread_mutex_unlock(&c->lock);
+	*reply = m;
+	return m->hdr.status;
+}
+
+/* One retained request, replayed: its first reply's transno and FID go in the envelope. */
+static int replay_one(struct rpc_recovery *r, struct rpc_retained *t)
+{
+	struct rpc_conn *c = r->c;
+	struct wire_req_env e = {.transno = t->transno, .flags = WIRE_ENV_REPLAY, .fid = t->fid};
+	struct rpc_msg *m;
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
+	e.ack_xid = ack_xid(c);
+	pthread_mutex_unlock(&c->lock);
+	rc = send_frame(r->fd, t->opcode, t->open.xid, &e, t->body, t->body_len, NULL, 0);
+	if (rc < 0)
+		return rc;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	do {
+		free(m->body);
+		rc = read_frame_sync(r->fd, r->deadline, &m->hdr, &m->body);
+	} while (rc == 0 && m->hdr.xid == PING_XID);
+	if (rc == 0 && m->hdr.xid != t->open.xid)
+		rc = -EPROTO;
+	m->body_len = m->hdr.body_len;
+	if (rc == 0)
+		rc = strip_rep_env(m);
+	if (rc < 0) {
+		rpc_msg_free(m);
+		return rc;
+	}
+	metrics_add(replays_metric(), 1);
+	r->replayed++;
+	if (m->hdr.status < 0)
+		LOG_ERR(SUBSYS, "replay of %s (xid %llu, transno %llu) to %s failed: %s; the "
+				"change the application was told of is lost",
+			wire_opcode_name(t->opcode), (unsigned long long)t->open.xid,
+			(unsigned long long)t->transno, c->addrs[c->cur_addr],
+			nacre_strerror(m->hdr.status));
+	pthread_mutex_lock(&c->lock);
+	heard(c);
+	/* re-executed: it has a new transno (or none, if it failed) */
+	t->transno = m->hdr.status < 0 ? 0 : m->env.transno;
+	pthread_mutex_unlock(&c->lock);
+	rpc_msg_free(m);
+	return 0;
+}
+
+int rpc_recovery_replay(struct rpc_recovery *r)
+{
+	struct rpc_conn *c = r->c;
+	struct rpc_retained **list, *t;
+	int n = 0, rc = 0;
+
+	/* Nobody else touches the retained list while the socket is being recovered (no
+	 * replies can arrive), but records may move once replayed: take them out first. */
+	pthread_mutex_lock(&c->lock);
+	list = calloc((size_t)c->nretained + 1, sizeof(*list));
+	if (!list) {
+		pthread_mutex_unlock(&c->lock);
+		return -ENOMEM;
+	}
+	while ((t = c->retained) != NULL) {
+		c->retained = t->next;
+		list[n++] = t;
+	}
+	c->retained_tail = NULL;
+	c->nretained = 0;
+	pthread_mutex_unlock(&c->lock);
+	if (n)
+		LOG_INFO(SUBSYS, "replaying %d requests to %s (%s)", n, c->addrs[c->cur_addr],
+			 c->server_name);
+	for (int i = 0; i < n; i++) {
+		if (rc == 0)
+			rc = replay_one(r, list[i]);
+		pthread_mutex_lock(&c->lock);
+		if (rc == 0 && list[i]->transno == 0) {
+			open_unlink(&list[i]->open);
+			retained_free(list[i]);
+		} else {
+			retained_insert(c, list[i]); /* kept: replayed again if this one fails */
+		}
+		pthread_mutex_unlock(&c->lock);
+	}
+	pthread_mutex_lock(&c->lock);
+	committed_upto(c, c->last_committed);
+	pthread_mutex_unlock(&c->lock);
+	free(list);
+	return rc;
+}
+
+/* A reconnected session whose server instance changed: bring the server back before any
+ * other request may use fd. Returns 0 or a negative error (drop the socket, try again). */
+static int run_recovery(struct rpc_conn *c, const char *addr, int fd, int env,
+			const struct wire_connect_rep *rep)
+{
+	struct rpc_recovery r = {.c = c, .fd = fd, .env = env};
+	int rc;
+
+	r.deadline = net_now_ms() + c->recovery_ms + (int64_t)rep->recovery_ms;
+	LOG_WARN(SUBSYS, "%s (%s) restarted (%s); %s", addr, rep->server_name,
+		 rep->session == WIRE_SESSION_RECOVER ? "in recovery"
+						       : "it no longer knows this client",
+		 rep->session == WIRE_SESSION_RECOVER ? "replaying" : "re-establishing state");
+	if (c->recover)
+		rc = c->recover(c->recover_arg, &r, rep);
+	else
+		rc = rpc_recovery_replay(&r);
+	if (rc < 0)
+		LOG_WARN(SUBSYS, "recovery with %s interrupted: %s; reconnecting", addr,
+			 nacre_strerror(rc));
+	else
+		LOG_INFO(SUBSYS, "recovery with %s done (%d requests replayed)", addr, r.replayed);
+	return rc;
+}
+
+/* Makes sure a socket is up. Called with c->lock held; may drop and retake it. Tries the
+ * failover addresses in turn, pausing (backoff) between rounds, until deadline.
  * Returns 0 when c->fd is valid, or a negative error. */
 static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 {
+	int tried = 0;
+
 	while (c->fd < 0) {
-		char sname[NACRE_NAME_MAX + 1] = "";
-		int fd;
+		struct wire_connect_rep rep;
+		char addr[NACRE_ADDR_MAX + 1];
+		int64_t now = net_now_ms(), attempt;
+		uint64_t instance = c->instance;
+		int fd, env = 0;
 
 		if (c->shutting_down)
 			return -ESHUTDOWN;
-		if (net_now_ms() >= deadline)
+		if (now >= deadline)
 			return c->last_err ? c->last_err : -ETIMEDOUT;
 		if (c->connecting) {
 			struct timespec ts;
-			int64_t until = deadline;
+			int64_t until = deadline - now;
 			clock_gettime(CLOCK_REALTIME, &ts);
-			until -= net_now_ms();
 			ts.tv_sec += until / 1000;
 			ts.tv_nsec += (until % 1000) * 1000000;
 			if (ts.tv_nsec >= 1000000000) {
@@ -568,35 +1085,65 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 			continue;
 		}
 		c->connecting = 1;
+		str_copy(addr, c->addrs[c->cur_addr], sizeof(addr));
 		pthread_mutex_unlock(&c->lock);
-		fd = dial(c, deadline, sname, sizeof(sname));
+		attempt = now + c->connect_ms < deadline ? now + c->connect_ms : deadline;
+		memset(&rep, 0, sizeof(rep));
+		fd = dial(c, addr, instance, attempt, &rep);
+		if (fd >= 0) {
+			env = (rep.features & WIRE_FEAT_RECOVERY) != 0;
+			if (c->client_id && env && instance && rep.instance != instance &&
+			    run_recovery(c, addr, fd, env, &rep) < 0) {
+				close(fd);
+				fd = -ECONNRESET;
+			}
+		}
 		pthread_mutex_lock(&c->lock);
 		c->connecting = 0;
+		tried++;
 		pthread_cond_broadcast(&c->state_cond);
 		if (fd < 0) {
 			if (c->last_err != fd)
-				LOG_DEBUG(SUBSYS, "cannot connect to %s: %s", c->addr,
-					 nacre_strerror(fd));
+				LOG_DEBUG(SUBSYS, "cannot connect to %s: %s", addr,
+					  nacre_strerror(fd));
 			c->last_err = fd;
 			/* Authentication and fsname errors will not heal by waiting. */
-			if (!retry || fd == -NACRE_EAUTH || fd == -NACRE_EFSNAME ||
+			if (fd == -NACRE_EAUTH || fd == -NACRE_EFSNAME ||
 			    fd == -NACRE_EPROTO_VERSION)
 				return fd;
+			c->cur_addr = (c->cur_addr + 1) % c->naddrs;
+			if (!retry && tried >= c->naddrs)
+				return fd;
+			if (c->cur_addr != 0 && tried < c->naddrs)
+				continue; /* the next failover address at once */
+			int pause = c->backoff_ms;
+			c->backoff_ms = pause * 2 < BACKOFF_MAX_MS ? pause * 2 : BACKOFF_MAX_MS;
 			pthread_mutex_unlock(&c->lock);
 			int64_t left = deadline - net_now_ms();
-			usleep((useconds_t)(left < RECONNECT_PAUSE_MS ? (left > 0 ? left : 0)
-								      : RECONNECT_PAUSE_MS) *
-			       1000);
+			if (left > pause)
+				left = pause;
+			if (left > 0)
+				usleep((useconds_t)left * 1000);
 			pthread_mutex_lock(&c->lock);
 			continue;
 		}
+		if (c->instance && rep.instance != c->instance)
+			LOG_INFO(SUBSYS, "connected to %s (%s), a new instance of the server", addr,
+				 rep.server_name);
 		c->gen++;
 		c->rx.fd = fd;
 		c->rx.off = c->rx.len = 0;
 		c->fd = fd;
+		c->env = env;
+		if (env)
+			c->instance = rep.instance;
 		c->last_err = 0;
-		str_copy(c->server_name, sname, sizeof(c->server_name));
-		LOG_DEBUG(SUBSYS, "connected to %s (%s)", c->addr, sname);
+		c->backoff_ms = BACKOFF_MIN_MS;
+		heard(c);
+		if (env)
+			committed_upto(c, rep.last_committed);
+		str_copy(c->server_name, rep.server_name, sizeof(c->server_name));
+		LOG_DEBUG(SUBSYS, "connected to %s (%s)", addr, rep.server_name);
 	}
 	return 0;
 }
@@ -604,21 +1151,29 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 /* Sends p on the current socket. Called with c->lock held (dropped while writing). */
 static int send_pending(struct rpc_conn *c, struct rpc_pending *p)
 {
-	int fd, rc;
+	struct wire_req_env e = {0};
+	int fd, rc, env;
 	uint64_t gen;
 
 	if (c->fd >= 0 && !c->reader_busy && peer_hung_up(c->fd)) {
 		/* take what the server sent before it went, then let the socket fail */
 		c->reader_busy = 1;
-		lead(c, NULL, net_now_ms() + c->timeout_ms);
+		lead(c, NULL);
 	}
-	rc = ensure_connected(c, p->deadline_ms, 1);
+	rc = ensure_connected(c, call_deadline(c, p), 1);
 	if (rc < 0)
 		return rc;
 	fd = c->fd;
 	gen = c->gen;
+	env = c->env;
 	p->state = P_SENT;
 	p->sent_gen = gen;
+	p->sent_ms = net_now_ms();
+	e.ack_xid = ack_xid(c);
+	if (p->resend) {
+		e.flags = WIRE_ENV_RESEND;
+		metrics_add(resends_metric(), 1);
+	}
 	pthread_mutex_unlock(&c->lock);
 
 	pthread_mutex_lock(&c->send_lock);
@@ -631,13 +1186,33 @@ static int send_pending(struct rpc_conn *c, struct rpc_pending *p)
 		return 0; /* the waiter resends */
 	}
 	pthread_mutex_unlock(&c->lock);
-	rc = send_frame(fd, p->args.opcode, p->xid, p->body_copy, p->args.body_len,
-			p->args.bulk, p->args.bulk_iovcnt);
+	rc = send_frame(fd, p->args.opcode, p->xid, env ? &e : NULL, p->body_copy,
+			p->args.body_len, p->args.bulk, p->args.bulk_iovcnt);
 	if (rc < 0)
 		shutdown(fd, SHUT_RDWR); /* the reader notices and requeues */
 	pthread_mutex_unlock(&c->send_lock);
 	pthread_mutex_lock(&c->lock);
 	return rc == -E2BIG || rc == -EINVAL ? rc : 0;
+}
+
+/* Splits "a:1,b:2" into c->addrs. Returns 0 or -EINVAL. */
+static int parse_addrs(struct rpc_conn *c, const char *list)
+{
+	const char *p = list;
+
+	while (*p) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+
+		if (n == 0 || n > NACRE_ADDR_MAX || c->naddrs == RPC_ADDRS_MAX)
+			return -EINVAL;
+		memcpy(c->addrs[c->naddrs], p, n);
+		c->addrs[c->naddrs++][n] = '\0';
+		p += n + (end ? 1 : 0);
+		if (end && !*p)
+			return -EINVAL;
+	}
+	return c->naddrs ? 0 : -EINVAL;
 }
 
 int rpc_conn_create(const struct rpc_conn_conf *conf, struct rpc_conn **out)
@@ -646,17 +1221,27 @@ int rpc_conn_create(const struct rpc_conn_conf *conf, struct rpc_conn **out)
 
 	if (!c)
 		return -ENOMEM;
-	if (str_copy(c->addr, conf->addr, sizeof(c->addr)) >= sizeof(c->addr)) {
+	if (!conf->addr || parse_addrs(c, conf->addr) < 0) {
 		free(c);
 		return -EINVAL;
 	}
+	str_copy(c->addr_list, conf->addr, sizeof(c->addr_list));
 	str_copy(c->fsname, conf->fsname ? conf->fsname : "", sizeof(c->fsname));
 	str_copy(c->name, conf->name ? conf->name : "client", sizeof(c->name));
 	if (conf->key)
 		c->key = *conf->key;
 	c->timeout_ms = conf->timeout_ms > 0 ? conf->timeout_ms : 30000;
+	c->recovery_ms = conf->recovery_timeout_ms > 0 ? conf->recovery_timeout_ms : c->timeout_ms;
+	c->connect_ms = conf->connect_timeout_ms > 0 ? conf->connect_timeout_ms
+		      : c->timeout_ms < CONNECT_TIMEOUT_MAX_MS ? c->timeout_ms
+							      : CONNECT_TIMEOUT_MAX_MS;
+	c->client_id = conf->client_id;
+	c->recover = conf->recover;
+	c->recover_arg = conf->recover_arg;
 	c->fd = -1;
-	c->next_xid = 16; /* 1 and 2 are the handshake's */
+	c->next_xid = 16; /* 1 and 2 are the handshake's, 3 the ping's */
+	c->backoff_ms = BACKOFF_MIN_MS;
+	c->open.next = c->open.prev = &c->open;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->send_lock, NULL);
 	pthread_cond_init(&c->state_cond, NULL);
@@ -670,12 +1255,12 @@ int rpc_conn_connect(struct rpc_conn *c, int timeout_ms, char *err, size_t err_l
 
 	pthread_mutex_lock(&c->lock);
 	c->last_err = 0;
-	/* An explicit connect reports the first failure at once (a mount should not hang on a
-	 * refused connection); calls keep retrying until their deadline. */
+	/* An explicit connect reports the failure at once, after one try of each address (a
+	 * mount should not hang on a refused connection); calls keep retrying. */
 	rc = ensure_connected(c, net_now_ms() + (timeout_ms > 0 ? timeout_ms : c->timeout_ms), 0);
 	pthread_mutex_unlock(&c->lock);
 	if (rc < 0)
-		describe(err, err_len, c, rc);
+		describe(err, err_len, c->addr_list, c, rc);
 	return rc;
 }
 
@@ -691,6 +1276,8 @@ void rpc_conn_destroy(struct rpc_conn *c)
 		pthread_cond_wait(&c->state_cond, &c->lock);
 	if (c->fd >= 0)
 		close(c->fd);
+	while (c->retained)
+		retained_pop(c);
 	pthread_mutex_unlock(&c->lock);
 	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_destroy(&c->send_lock);
@@ -700,12 +1287,23 @@ void rpc_conn_destroy(struct rpc_conn *c)
 
 const char *rpc_conn_addr(const struct rpc_conn *c)
 {
-	return c->addr;
+	/* cur_addr changes only between connection attempts: any value names this server */
+	return c->addrs[c->cur_addr];
 }
 
 const char *rpc_conn_server_name(const struct rpc_conn *c)
 {
 	return c->server_name;
+}
+
+int rpc_conn_retained(struct rpc_conn *c)
+{
+	int n;
+
+	pthread_mutex_lock(&c->lock);
+	n = c->nretained;
+	pthread_mutex_unlock(&c->lock);
+	return n;
 }
 
 int rpc_start(struct rpc_conn *c, const struct rpc_call_args *a, struct rpc_pending **out)
@@ -728,13 +1326,14 @@ int rpc_start(struct rpc_conn *c, const struct rpc_call_args *a, struct rpc_pend
 	if (a->body_len)
 		memcpy(p->body_copy, a->body, a->body_len);
 	pthread_cond_init(&p->cond, NULL);
-	p->deadline_ms = net_now_ms() + (a->timeout_ms > 0 ? a->timeout_ms : c->timeout_ms);
+	p->start_ms = net_now_ms();
 	p->start_us = net_now_us();
 
 	pthread_mutex_lock(&c->lock);
 	p->xid = c->next_xid++;
 	p->state = P_UNSENT;
 	table_add(c, p);
+	open_link_tail(c, &p->open, p->xid);
 	rc = send_pending(c, p);
 	if (rc < 0 && p->state != P_DONE)
 		pending_finish(p, rc, NULL);
@@ -765,6 +1364,19 @@ static struct metric *client_latency(uint16_t opcode)
 	return m;
 }
 
+/* The reply of p is overdue on a live server: drop the socket, so that p and everything
+ * else sent on it go out again on a new one. Called with c->lock held. */
+static void abandon_socket(struct rpc_conn *c, struct rpc_pending *p)
+{
+	LOG_WARN(SUBSYS, "no reply to %s (xid %llu) from %s in %d s although it answers; "
+			 "resending on a new connection",
+		 wire_opcode_name(p->args.opcode), (unsigned long long)p->xid,
+		 c->addrs[c->cur_addr], c->timeout_ms / 1000);
+	p->sent_ms = net_now_ms(); /* once per timeout */
+	if (c->fd >= 0)
+		shutdown(c->fd, SHUT_RDWR); /* the reader's next read fails: socket_failed */
+}
+
 int rpc_wait(struct rpc_pending *p, struct rpc_msg **reply)
 {
 	struct rpc_conn *c = p->conn;
@@ -774,7 +1386,8 @@ int rpc_wait(struct rpc_pending *p, struct rpc_msg **reply)
 	pthread_mutex_lock(&c->lock);
 	while (p->state != P_DONE) {
 		struct timespec ts;
-		int64_t left = p->deadline_ms - net_now_ms();
+		int64_t now = net_now_ms();
+		int64_t left = call_deadline(c, p) - now;
 
 		if (left <= 0 && p->receiving) {
 			/* bulk is landing in the caller's buffer: wait for the reader */
@@ -795,11 +1408,17 @@ int rpc_wait(struct rpc_pending *p, struct rpc_msg **reply)
 			}
 			continue;
 		}
-		if (!c->reader_busy && c->fd >= 0 && p->sent_gen == c->gen) {
-			c->reader_busy = 1;
-			lead(c, p, p->deadline_ms);
+		if (reply_overdue(c, p, now)) {
+			abandon_socket(c, p);
 			continue;
 		}
+		if (!c->reader_busy && c->fd >= 0 && p->sent_gen == c->gen) {
+			c->reader_busy = 1;
+			lead(c, p);
+			continue;
+		}
+		if (left > PING_AFTER_MS)
+			left = PING_AFTER_MS; /* look at the overdue check now and then */
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += left / 1000;
 		ts.tv_nsec += (left % 1000) * 1000000;
@@ -812,11 +1431,13 @@ int rpc_wait(struct rpc_pending *p, struct rpc_msg **reply)
 		waiter_del(c, p);
 	}
 	table_del(c, p);
+	open_unlink(&p->open);
 	pthread_mutex_unlock(&c->lock);
 	status = p->status;
 	metrics_observe(client_latency(p->args.opcode), (double)(net_now_us() - p->start_us) / 1e6);
 	if (status == -ETIMEDOUT)
-		LOG_DEBUG(SUBSYS, "%s to %s timed out", wire_opcode_name(p->args.opcode), c->addr);
+		LOG_DEBUG(SUBSYS, "%s to %s timed out", wire_opcode_name(p->args.opcode),
+			  rpc_conn_addr(c));
 	*reply = p->reply;
 	pthread_cond_destroy(&p->cond);
 	free(p->body_copy);

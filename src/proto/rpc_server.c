@@ -24,6 +24,7 @@
 
 #include "common/bufcache.h"
 #include "common/crc32c.h"
+#include "common/fault.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/net.h"
@@ -63,6 +64,9 @@ struct sconn {
 	char peer_name[NACRE_NAME_MAX + 1];
 	int authed;
 	int connected; /* CONNECT answered: nonces valid */
+	int env;            /* requests and replies carry envelopes (set at CONNECT, then read
+			     * by workers too) */
+	uint64_t client_id; /* the peer's session id from CONNECT, 0 = none */
 	uint8_t cnonce[WIRE_NONCE_LEN];
 	uint8_t snonce[WIRE_NONCE_LEN];
 
@@ -91,13 +95,19 @@ enum job_kind { JOB_REQUEST, JOB_DISCONNECT };
 struct job {
 	struct job *next;
 	enum job_kind kind;
+	struct rpc_server *srv;
 	struct sconn *conn;
 	uint64_t conn_id;
 	struct wire_hdr hdr;
 	uint8_t *payload; /* owned; from s->payloads */
 	size_t payload_cap;
+	int deferred;     /* the handler returned RPC_DEFER: rpc_answer or rpc_resume follow */
+	int resumed;      /* the handler runs again (rpc_resume) */
+	int counted;      /* counted in conn->inflight */
 	/* result, for done_q */
 	struct tx_frame *reply;
+	int drop_reply;   /* fault point: no reply goes out */
+	int close_conn;   /* fault point: the connection closes instead of the reply */
 };
 
 struct job_queue {
@@ -129,6 +139,7 @@ struct rpc_server {
 	pthread_t *workers;
 	int nworkers;
 	struct bufcache payloads; /* request payloads and reply bulks */
+	uint64_t instance;        /* random per start, told in CONNECT */
 };
 
 static void queue_push(struct job_queue *q, struct job *j)
@@ -177,19 +188,22 @@ static void bulk_release(struct bufcache *cache, void *bulk, size_t cap)
 		free(bulk);
 }
 
-/* A reply frame; takes the bulk of rep (NULL for none) whatever happens. */
+/* A reply frame, with the envelope env in front of the body when env is set; takes the bulk
+ * of rep (NULL for none) whatever happens. */
 static struct tx_frame *frame_build(const struct wire_hdr *req, int status, const void *body,
-				    uint32_t body_len, const struct rpc_reply *rep)
+				    uint32_t body_len, const struct rpc_reply *rep,
+				    const struct wire_rep_env *env)
 {
 	void *bulk = rep ? rep->bulk : NULL;
 	uint32_t bulk_len = bulk ? rep->bulk_len : 0;
+	uint32_t env_len = env ? WIRE_REP_ENV_LEN : 0;
 	struct tx_frame *f = calloc(1, sizeof(*f));
 	struct wire_hdr h = {
 		.magic = WIRE_MAGIC,
 		.version = WIRE_VERSION,
 		.opcode = req->opcode,
 		.flags = WIRE_FLAG_REPLY,
-		.body_len = body_len,
+		.body_len = env_len + body_len,
 		.xid = req->xid,
 		.status = status,
 		.bulk_len = bulk_len,
@@ -198,14 +212,24 @@ static struct tx_frame *frame_build(const struct wire_hdr *req, int status, cons
 
 	if (!f)
 		goto out_free_bulk;
-	f->head = malloc(WIRE_HDR_LEN + body_len);
+	if (env_len + body_len > WIRE_BODY_MAX) {
+		h.status = -EPROTO; /* the handler checked its body against the limit */
+		h.body_len = env_len;
+		body_len = 0;
+	}
+	f->head = malloc(WIRE_HDR_LEN + env_len + body_len);
 	if (!f->head)
 		goto out_free_frame;
 	wire_hdr_encode(&h, f->head);
+	if (env) {
+		struct wire_cursor ec;
+		wire_cursor_init_write(&ec, f->head + WIRE_HDR_LEN, env_len);
+		wire_rep_env_encode(&ec, env);
+	}
 	if (body_len)
-		memcpy(f->head + WIRE_HDR_LEN, body, body_len);
+		memcpy(f->head + WIRE_HDR_LEN + env_len, body, body_len);
 	f->iov[0].iov_base = f->head;
-	f->iov[0].iov_len = WIRE_HDR_LEN + body_len;
+	f->iov[0].iov_len = WIRE_HDR_LEN + env_len + body_len;
 	f->iovcnt = 1;
 	if (bulk_len) {
 		f->bulk = bulk;
@@ -298,8 +322,33 @@ void rpc_reply_bulk_free(struct rpc_reply *rep, void *buf)
 	rep->bulk_cap = 0;
 }
 
+/* The envelope of a reply on j's connection (NULL without envelopes), last_committed
+ * filled in. */
+static const struct wire_rep_env *reply_env(struct rpc_server *s, const struct job *j,
+					    struct wire_rep_env *e)
+{
+	if (!j->conn->env)
+		return NULL;
+	e->last_committed = s->conf.last_committed ? s->conf.last_committed(s->conf.arg) : 0;
+	return e;
+}
+
+/* Fault points between a handler and its reply. */
+static void reply_faults(struct job *j)
+{
+	struct fault_hit hit = {0};
+
+	if (NACRE_FAULT_OP(FAULT_RPC_DELAY_REPLY, j->hdr.opcode, &hit) && hit.ms)
+		usleep(hit.ms * 1000u);
+	if (NACRE_FAULT_OP(FAULT_RPC_DROP_REPLY, j->hdr.opcode, &hit))
+		j->drop_reply = 1;
+	if (NACRE_FAULT_OP(FAULT_RPC_CLOSE_CONN, j->hdr.opcode, &hit))
+		j->close_conn = 1;
+}
+
 static void run_request(struct rpc_server *s, struct job *j)
 {
+	struct wire_req_env env;
 	struct rpc_request req = {
 		.hdr = &j->hdr,
 		.body = j->payload,
@@ -309,15 +358,39 @@ static void run_request(struct rpc_server *s, struct job *j)
 		.conn_id = j->conn_id,
 		.peer = j->conn->peer,
 		.peer_name = j->conn->peer_name,
+		.client_id = j->conn->client_id,
+		.resumed = j->resumed,
+		.job_ = j,
 	};
 	struct rpc_reply rep = { .bulk_cache = &s->payloads };
+	struct wire_rep_env e;
 	int status;
 
 	struct op_metrics *om = op_metrics_get(j->hdr.opcode);
 	int64_t t0 = net_now_us();
 
-	wire_cursor_init_dyn(&rep.body, WIRE_BODY_MAX);
-	status = s->conf.handler(s->conf.arg, &req, &rep);
+	wire_cursor_init_dyn(&rep.body, WIRE_BODY_MAX - (j->conn->env ? WIRE_REP_ENV_LEN : 0));
+	if (j->conn->env) {
+		struct wire_cursor ec;
+		wire_cursor_init_read(&ec, j->payload, j->hdr.body_len);
+		wire_req_env_decode(&ec, &env);
+		req.env = &env;
+		req.body += WIRE_REQ_ENV_LEN;
+		req.body_len -= WIRE_REQ_ENV_LEN;
+		status = wire_cursor_ok(&ec) ? 0 : -EPROTO;
+		if (status)
+			LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "bad request envelope from %s",
+					req.peer);
+	} else {
+		status = 0;
+	}
+	if (status == 0)
+		status = s->conf.handler(s->conf.arg, &req, &rep);
+	if (status == RPC_DEFER) {
+		j->deferred = 1; /* rpc_answer or rpc_resume will follow; the payload stays */
+		wire_cursor_fini(&rep.body);
+		return;
+	}
 	if (om) {
 		metrics_add(om->count, 1);
 		if (status < 0)
@@ -334,10 +407,73 @@ static void run_request(struct rpc_server *s, struct job *j)
 		bulk_release(rep.bulk_cache, rep.bulk, rep.bulk_cap);
 		rep.bulk = NULL;
 	}
-	j->reply = frame_build(&j->hdr, status, rep.body.buf, (uint32_t)rep.body.pos, &rep);
+	e = rep.env;
+	j->reply = frame_build(&j->hdr, status, rep.body.buf, (uint32_t)rep.body.pos, &rep,
+			       reply_env(s, j, &e));
 	wire_cursor_fini(&rep.body);
 	bufcache_put(&s->payloads, j->payload, j->payload_cap);
 	j->payload = NULL;
+	if (fault_any_armed)
+		reply_faults(j);
+}
+
+/* Hands a finished job to the event thread. */
+static void post_done(struct rpc_server *s, struct job *j)
+{
+	pthread_mutex_lock(&s->done_lock);
+	j->next = NULL;
+	if (s->done_tail)
+		s->done_tail->next = j;
+	else
+		s->done_head = j;
+	s->done_tail = j;
+	pthread_mutex_unlock(&s->done_lock);
+	wake_loop(s);
+}
+
+struct rpc_deferred *rpc_defer(const struct rpc_request *req)
+{
+	return (struct rpc_deferred *)req->job_;
+}
+
+uint64_t rpc_deferred_conn(const struct rpc_deferred *d)
+{
+	return ((const struct job *)d)->conn_id;
+}
+
+uint16_t rpc_deferred_opcode(const struct rpc_deferred *d)
+{
+	return ((const struct job *)d)->hdr.opcode;
+}
+
+uint64_t rpc_deferred_xid(const struct rpc_deferred *d)
+{
+	return ((const struct job *)d)->hdr.xid;
+}
+
+void rpc_answer(struct rpc_deferred *d, int status, const void *body, uint32_t len,
+		const struct wire_rep_env *env)
+{
+	struct job *j = (struct job *)d;
+	struct rpc_server *s = j->srv;
+	struct wire_rep_env e = {0};
+
+	if (env)
+		e = *env;
+	j->deferred = 0;
+	j->reply = frame_build(&j->hdr, status, body, len, NULL, reply_env(s, j, &e));
+	bufcache_put(&s->payloads, j->payload, j->payload_cap);
+	j->payload = NULL;
+	post_done(s, j);
+}
+
+void rpc_resume(struct rpc_deferred *d)
+{
+	struct job *j = (struct job *)d;
+
+	j->deferred = 0;
+	j->resumed = 1;
+	queue_push(&j->srv->work_q, j);
 }
 
 static void *worker_main(void *arg)
@@ -353,15 +489,8 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		run_request(s, j);
-		pthread_mutex_lock(&s->done_lock);
-		j->next = NULL;
-		if (s->done_tail)
-			s->done_tail->next = j;
-		else
-			s->done_head = j;
-		s->done_tail = j;
-		pthread_mutex_unlock(&s->done_lock);
-		wake_loop(s);
+		if (!j->deferred)
+			post_done(s, j);
 	}
 	return NULL;
 }
@@ -437,6 +566,8 @@ static void conn_close(struct rpc_server *s, struct sconn *c)
 	c->fd = -1;
 	c->closing = 1;
 	__atomic_fetch_sub(&g_connections, 1, __ATOMIC_RELAXED);
+	if (c->authed && s->conf.on_close)
+		s->conf.on_close(s->conf.arg, c->id); /* may answer requests it parked */
 	conn_maybe_reap(s, c);
 }
 
@@ -512,13 +643,69 @@ static void conn_send(struct rpc_server *s, struct sconn *c, struct tx_frame *f)
 	conn_flush(s, c);
 }
 
+/* An empty reply to c's current frame, with an envelope once the handshake is done. */
 static void send_status(struct rpc_server *s, struct sconn *c, int status, int close_after)
 {
-	struct tx_frame *f = frame_build(&c->hdr, status, NULL, 0, NULL);
+	struct wire_rep_env e = {0};
+	int env = c->authed && c->env;
+	struct tx_frame *f;
 
+	if (env && s->conf.last_committed)
+		e.last_committed = s->conf.last_committed(s->conf.arg);
+	f = frame_build(&c->hdr, status, NULL, 0, NULL, env ? &e : NULL);
 	if (f)
 		f->close_after = close_after;
 	conn_send(s, c, f);
+}
+
+/* FAULT_SET: arms fault points in this process (tests only: the server must allow it). */
+static void handle_fault_set(struct rpc_server *s, struct sconn *c, const uint8_t *body)
+{
+	struct wire_fault_set_req *req = malloc(sizeof(*req));
+	struct wire_fault_set_rep *rep = malloc(sizeof(*rep));
+	struct wire_rep_env e = {0};
+	struct wire_cursor cur;
+	uint8_t *buf = malloc(WIRE_FAULT_SPEC_MAX + 8);
+	int rc = -ENOMEM;
+
+	if (!req || !rep || !buf)
+		goto out;
+	rc = -EPERM;
+	if (!s->conf.allow_fault_set) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+				"%s (%s) tried to set fault points; this server does not allow it",
+				c->peer, c->peer_name);
+		goto out;
+	}
+	wire_cursor_init_read(&cur, body, c->hdr.body_len);
+	if (c->env)
+		wire_get_view(&cur, WIRE_REQ_ENV_LEN);
+	wire_fault_set_req_decode(&cur, req);
+	rc = wire_cursor_ok(&cur) && wire_cursor_left(&cur) == 0 ? 0 : -EPROTO;
+	memset(rep, 0, sizeof(*rep));
+	if (rc == 0 && req->spec[0])
+		rc = fault_set(req->spec, wire_opcode_by_name, rep->armed, sizeof(rep->armed));
+	if (rc == 0) {
+		fault_describe(rep->armed, sizeof(rep->armed));
+		LOG_INFO(SUBSYS, "%s (%s) set fault points: %s", c->peer, c->peer_name,
+			 rep->armed[0] ? rep->armed : "none armed");
+	}
+	/* on -EINVAL, rep->armed holds fault_set's sentence */
+	wire_cursor_init_write(&cur, buf, WIRE_FAULT_SPEC_MAX + 8);
+	wire_fault_set_rep_encode(&cur, rep);
+	if (c->env && s->conf.last_committed)
+		e.last_committed = s->conf.last_committed(s->conf.arg);
+	conn_send(s, c, frame_build(&c->hdr, rc, buf, (uint32_t)cur.pos, NULL,
+				    c->env ? &e : NULL));
+	free(req);
+	free(rep);
+	free(buf);
+	return;
+out:
+	free(req);
+	free(rep);
+	free(buf);
+	send_status(s, c, rc, 0);
 }
 
 static void handle_connect(struct rpc_server *s, struct sconn *c, const uint8_t *body)
@@ -557,13 +744,23 @@ static void handle_connect(struct rpc_server *s, struct sconn *c, const uint8_t 
 	}
 	rep.version = req.version_max < WIRE_VERSION ? req.version_max : WIRE_VERSION;
 	rep.features = req.features & WIRE_FEATURES_SUPPORTED;
+	c->env = (rep.features & WIRE_FEAT_RECOVERY) != 0;
+	if (c->env) {
+		c->client_id = req.client_id;
+		rep.instance = s->instance;
+		rep.session = WIRE_SESSION_NEW;
+		if (s->conf.last_committed)
+			rep.last_committed = s->conf.last_committed(s->conf.arg);
+		if (s->conf.on_connect)
+			s->conf.on_connect(s->conf.arg, c->id, &req, &rep);
+	}
 	memcpy(rep.nonce, c->snonce, WIRE_NONCE_LEN);
 	key_proof(&s->key, "nacre-server", c->cnonce, c->snonce, WIRE_NONCE_LEN, rep.proof);
 	str_copy(rep.server_name, s->server_name, sizeof(rep.server_name));
 	wire_cursor_init_write(&cur, buf, sizeof(buf));
 	wire_connect_rep_encode(&cur, &rep);
 	c->connected = 1;
-	conn_send(s, c, frame_build(&c->hdr, 0, buf, (uint32_t)cur.pos, NULL));
+	conn_send(s, c, frame_build(&c->hdr, 0, buf, (uint32_t)cur.pos, NULL, NULL));
 }
 
 static void handle_auth(struct rpc_server *s, struct sconn *c, const uint8_t *body)
@@ -590,6 +787,20 @@ static void handle_auth(struct rpc_server *s, struct sconn *c, const uint8_t *bo
 	LOG_INFO(SUBSYS, "connection %llu from %s (%s) authenticated",
 		 (unsigned long long)c->id, c->peer, c->peer_name);
 	send_status(s, c, 0, 0);
+}
+
+/* Sends j's reply on c (or what a fault point made of it). */
+static void job_reply(struct rpc_server *s, struct sconn *c, struct job *j)
+{
+	if (j->close_conn) {
+		frame_free(j->reply);
+		conn_close(s, c);
+	} else if (j->drop_reply) {
+		frame_free(j->reply);
+	} else {
+		conn_send(s, c, j->reply);
+	}
+	j->reply = NULL;
 }
 
 /* Frames the event thread answers itself (bad ones, the handshake, PING): returns 1 when c's
@@ -625,6 +836,12 @@ static int answered_here(struct rpc_server *s, struct sconn *c, const uint8_t *p
 		send_status(s, c, 0, 0);
 		return 1;
 	}
+	if (c->hdr.opcode == WIRE_OP_FAULT_SET) {
+		handle_fault_set(s, c, payload);
+		return 1;
+	}
+	if (NACRE_FAULT_OP(FAULT_RPC_DROP_REQUEST, c->hdr.opcode, NULL))
+		return 1; /* as if it were lost on the way: no execution, no reply */
 	return 0;
 }
 
@@ -648,23 +865,30 @@ static void conn_dispatch(struct rpc_server *s, struct sconn *c)
 		return;
 	}
 	j->kind = JOB_REQUEST;
+	j->srv = s;
 	j->conn = c;
 	j->conn_id = c->id;
 	j->hdr = c->hdr;
 	j->payload = payload;
 	j->payload_cap = cap;
-	if (s->conf.runs_inline && s->conf.runs_inline(c->hdr.opcode)) {
+	/* With fault points armed everything runs on workers: a delayed reply must not stall
+	 * the event thread. */
+	if (s->conf.runs_inline && s->conf.runs_inline(c->hdr.opcode) && !fault_any_armed) {
 		run_request(s, j);
-		conn_send(s, c, j->reply);
-		free(j);
-		return;
+		if (!j->deferred) {
+			job_reply(s, c, j);
+			free(j);
+			return;
+		}
+		/* parked: from now on it is like a worker's job */
 	}
 	c->inflight++;
 	if (c->inflight >= CONN_MAX_INFLIGHT && !c->paused) {
 		c->paused = 1;
 		conn_update_events(s, c);
 	}
-	queue_push(&s->work_q, j);
+	if (!j->deferred)
+		queue_push(&s->work_q, j);
 }
 
 /* A frame header is complete in c->hdr_buf: checks it and prepares the payload buffer.
@@ -871,7 +1095,7 @@ static void drain_done(struct rpc_server *s)
 			frame_free(j->reply);
 			conn_maybe_reap(s, c);
 		} else {
-			conn_send(s, c, j->reply);
+			job_reply(s, c, j);
 			if (!c->closing && c->paused && c->inflight < CONN_MAX_INFLIGHT / 2) {
 				c->paused = 0;
 				conn_update_events(s, c);
@@ -911,6 +1135,8 @@ int rpc_server_create(const struct rpc_server_conf *conf, struct rpc_server **ou
 	pthread_cond_init(&s->work_q.cond, NULL);
 	pthread_mutex_init(&s->done_lock, NULL);
 	bufcache_init(&s->payloads, PAYLOAD_CACHE_BYTES);
+	if (key_random(&s->instance, sizeof(s->instance)) < 0 || s->instance == 0)
+		s->instance = (uint64_t)net_now_us() | 1;
 
 	rc = net_listen(conf->listen_addr, &s->port);
 	if (rc < 0) {
@@ -943,6 +1169,11 @@ out_free:
 uint16_t rpc_server_port(const struct rpc_server *s)
 {
 	return s->port;
+}
+
+uint64_t rpc_server_instance(const struct rpc_server *s)
+{
+	return s->instance;
 }
 
 int rpc_server_run(struct rpc_server *s)

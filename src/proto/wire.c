@@ -28,6 +28,7 @@ static const char *const opcode_names[WIRE_OP_MAX_] = {
 	[WIRE_OP_CONNECT] = "CONNECT",
 	[WIRE_OP_AUTH] = "AUTH",
 	[WIRE_OP_PING] = "PING",
+	[WIRE_OP_FAULT_SET] = "FAULT_SET",
 	[WIRE_OP_MDS_STATFS] = "MDS_STATFS",
 	[WIRE_OP_MDS_LOOKUP] = "MDS_LOOKUP",
 	[WIRE_OP_MDS_GETATTR] = "MDS_GETATTR",
@@ -56,6 +57,10 @@ static const char *const opcode_names[WIRE_OP_MAX_] = {
 	[WIRE_OP_MDS_TARGET_REGISTER] = "MDS_TARGET_REGISTER",
 	[WIRE_OP_MDS_TARGET_HEARTBEAT] = "MDS_TARGET_HEARTBEAT",
 	[WIRE_OP_MDS_SYNC] = "MDS_SYNC",
+	[WIRE_OP_MDS_DISCONNECT] = "MDS_DISCONNECT",
+	[WIRE_OP_MDS_RECOVERY_DONE] = "MDS_RECOVERY_DONE",
+	[WIRE_OP_MDS_RECOVERY_STATUS] = "MDS_RECOVERY_STATUS",
+	[WIRE_OP_MDS_APPEND] = "MDS_APPEND",
 	[WIRE_OP_MDS_HSM_REQUEST] = "MDS_HSM_REQUEST",
 	[WIRE_OP_MDS_HSM_STATE_GET] = "MDS_HSM_STATE_GET",
 	[WIRE_OP_MDS_HSM_STATE_SET] = "MDS_HSM_STATE_SET",
@@ -75,6 +80,8 @@ static const char *const opcode_names[WIRE_OP_MAX_] = {
 	[WIRE_OP_OST_DESTROY_BATCH] = "OST_DESTROY_BATCH",
 	[WIRE_OP_MDS_LOCK_SET] = "MDS_LOCK_SET",
 	[WIRE_OP_MDS_LOCK_GET] = "MDS_LOCK_GET",
+	[WIRE_OP_MDS_LOCK_WAIT] = "MDS_LOCK_WAIT",
+	[WIRE_OP_MDS_LOCK_CANCEL] = "MDS_LOCK_CANCEL",
 };
 
 const char *wire_opcode_name(uint16_t opcode)
@@ -82,6 +89,14 @@ const char *wire_opcode_name(uint16_t opcode)
 	if (opcode < WIRE_OP_MAX_ && opcode_names[opcode])
 		return opcode_names[opcode];
 	return "UNKNOWN";
+}
+
+int wire_opcode_by_name(const char *name)
+{
+	for (int i = 0; name && i < WIRE_OP_MAX_; i++)
+		if (opcode_names[i] && strcmp(opcode_names[i], name) == 0)
+			return i;
+	return -1;
 }
 
 /* ---- frame header: see the layout in wire.h (since version 1) ---- */
@@ -427,6 +442,10 @@ void wire_connect_req_encode(struct wire_cursor *c, const struct wire_connect_re
 	wire_put_bytes(c, m->nonce, WIRE_NONCE_LEN);
 	str_put(c, m->fsname, NACRE_FSNAME_MAX);
 	wire_name_put(c, m->name);
+	if (m->features & WIRE_FEAT_RECOVERY) {
+		wire_put_u64(c, m->client_id);
+		wire_put_u64(c, m->instance);
+	}
 }
 
 void wire_connect_req_decode(struct wire_cursor *c, struct wire_connect_req *m)
@@ -441,6 +460,10 @@ void wire_connect_req_decode(struct wire_cursor *c, struct wire_connect_req *m)
 	wire_name_get(c, m->name);
 	if (m->version_min < 1 || m->version_min > m->version_max)
 		wire_cursor_fail(c, -EPROTO);
+	if (m->features & WIRE_FEAT_RECOVERY) {
+		m->client_id = wire_get_u64(c);
+		m->instance = wire_get_u64(c);
+	}
 }
 
 /* connect_rep (since version 1):
@@ -452,6 +475,12 @@ void wire_connect_rep_encode(struct wire_cursor *c, const struct wire_connect_re
 	wire_put_bytes(c, m->nonce, WIRE_NONCE_LEN);
 	wire_put_bytes(c, m->proof, WIRE_PROOF_LEN);
 	wire_name_put(c, m->server_name);
+	if (m->features & WIRE_FEAT_RECOVERY) {
+		wire_put_u64(c, m->instance);
+		wire_put_u32(c, m->session);
+		wire_put_u32(c, m->recovery_ms);
+		wire_put_u64(c, m->last_committed);
+	}
 }
 
 void wire_connect_rep_decode(struct wire_cursor *c, struct wire_connect_rep *m)
@@ -464,6 +493,14 @@ void wire_connect_rep_decode(struct wire_cursor *c, struct wire_connect_rep *m)
 	wire_name_get(c, m->server_name);
 	if (m->version < 1)
 		wire_cursor_fail(c, -EPROTO);
+	if (m->features & WIRE_FEAT_RECOVERY) {
+		m->instance = wire_get_u64(c);
+		m->session = wire_get_u32(c);
+		m->recovery_ms = wire_get_u32(c);
+		m->last_committed = wire_get_u64(c);
+		if (m->session > WIRE_SESSION_RECOVER)
+			wire_cursor_fail(c, -EPROTO);
+	}
 }
 
 /* auth_req (since version 1): u8 proof[32] */
@@ -1242,4 +1279,154 @@ void wire_lock_rep_decode(struct wire_cursor *c, struct wire_lock_rep *m)
 	m->pid = wire_get_u32(c);
 	if (m->type > WIRE_LK_WRLCK || m->start > m->end)
 		wire_cursor_fail(c, -EPROTO);
+}
+
+/* ---- envelopes, admin and recovery (since version 1, with WIRE_FEAT_RECOVERY) ---- */
+
+/* req_env: u64 ack_xid, u64 transno, u32 flags (WIRE_ENV_*), fid */
+void wire_req_env_encode(struct wire_cursor *c, const struct wire_req_env *m)
+{
+	wire_put_u64(c, m->ack_xid);
+	wire_put_u64(c, m->transno);
+	wire_put_u32(c, m->flags);
+	wire_fid_put(c, &m->fid);
+}
+
+void wire_req_env_decode(struct wire_cursor *c, struct wire_req_env *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->ack_xid = wire_get_u64(c);
+	m->transno = wire_get_u64(c);
+	m->flags = wire_get_u32(c);
+	wire_fid_get(c, &m->fid);
+	if (m->flags & ~(uint32_t)(WIRE_ENV_RESEND | WIRE_ENV_REPLAY))
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* rep_env: u64 transno, u64 last_committed, fid */
+void wire_rep_env_encode(struct wire_cursor *c, const struct wire_rep_env *m)
+{
+	wire_put_u64(c, m->transno);
+	wire_put_u64(c, m->last_committed);
+	wire_fid_put(c, &m->fid);
+}
+
+void wire_rep_env_decode(struct wire_cursor *c, struct wire_rep_env *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->transno = wire_get_u64(c);
+	m->last_committed = wire_get_u64(c);
+	wire_fid_get(c, &m->fid);
+}
+
+/* fault_set_req: str spec (0..1024) */
+void wire_fault_set_req_encode(struct wire_cursor *c, const struct wire_fault_set_req *m)
+{
+	str_put(c, m->spec, WIRE_FAULT_SPEC_MAX);
+}
+
+void wire_fault_set_req_decode(struct wire_cursor *c, struct wire_fault_set_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	str_get(c, m->spec, 0, WIRE_FAULT_SPEC_MAX);
+}
+
+/* fault_set_rep: str armed (0..1024) */
+void wire_fault_set_rep_encode(struct wire_cursor *c, const struct wire_fault_set_rep *m)
+{
+	str_put(c, m->armed, WIRE_FAULT_SPEC_MAX);
+}
+
+void wire_fault_set_rep_decode(struct wire_cursor *c, struct wire_fault_set_rep *m)
+{
+	memset(m, 0, sizeof(*m));
+	str_get(c, m->armed, 0, WIRE_FAULT_SPEC_MAX);
+}
+
+/* recovery_done_req: cred, u32 stage (1..2) */
+void wire_recovery_done_req_encode(struct wire_cursor *c, const struct wire_recovery_done_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_put_u32(c, m->stage);
+}
+
+void wire_recovery_done_req_decode(struct wire_cursor *c, struct wire_recovery_done_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	m->stage = wire_get_u32(c);
+	if (m->stage < WIRE_RECOVERY_REPLAYED || m->stage > WIRE_RECOVERY_COMPLETE)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* recovery_status: u32 state, i64 start, u32 duration_s, u32 time_left_s, u32 expected,
+ * u32 connected, u32 replayed clients, u32 completed, u32 evicted, u64 replayed requests,
+ * u64 queued, u64 last_transno, u64 last_committed */
+void wire_recovery_status_encode(struct wire_cursor *c, const struct wire_recovery_status *m)
+{
+	wire_put_u32(c, m->state);
+	wire_put_i64(c, m->start);
+	wire_put_u32(c, m->duration_s);
+	wire_put_u32(c, m->time_left_s);
+	wire_put_u32(c, m->clients_expected);
+	wire_put_u32(c, m->clients_connected);
+	wire_put_u32(c, m->clients_replayed);
+	wire_put_u32(c, m->clients_completed);
+	wire_put_u32(c, m->clients_evicted);
+	wire_put_u64(c, m->replayed);
+	wire_put_u64(c, m->queued);
+	wire_put_u64(c, m->last_transno);
+	wire_put_u64(c, m->last_committed);
+}
+
+void wire_recovery_status_decode(struct wire_cursor *c, struct wire_recovery_status *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->state = wire_get_u32(c);
+	m->start = wire_get_i64(c);
+	m->duration_s = wire_get_u32(c);
+	m->time_left_s = wire_get_u32(c);
+	m->clients_expected = wire_get_u32(c);
+	m->clients_connected = wire_get_u32(c);
+	m->clients_replayed = wire_get_u32(c);
+	m->clients_completed = wire_get_u32(c);
+	m->clients_evicted = wire_get_u32(c);
+	m->replayed = wire_get_u64(c);
+	m->queued = wire_get_u64(c);
+	m->last_transno = wire_get_u64(c);
+	m->last_committed = wire_get_u64(c);
+	if (m->state > WIRE_RECOVERY_STATE_RECOVERING)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* append_req: cred, fid, u64 handle, u64 len (1..WIRE_BULK_MAX) */
+void wire_append_req_encode(struct wire_cursor *c, const struct wire_append_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_fid_put(c, &m->fid);
+	wire_put_u64(c, m->handle);
+	wire_put_u64(c, m->len);
+}
+
+void wire_append_req_decode(struct wire_cursor *c, struct wire_append_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	wire_fid_get(c, &m->fid);
+	m->handle = wire_get_u64(c);
+	m->len = wire_get_u64(c);
+	if (m->len == 0 || m->len > WIRE_BULK_MAX)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* append_rep: u64 offset */
+void wire_append_rep_encode(struct wire_cursor *c, const struct wire_append_rep *m)
+{
+	wire_put_u64(c, m->offset);
+}
+
+void wire_append_rep_decode(struct wire_cursor *c, struct wire_append_rep *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->offset = wire_get_u64(c);
 }

@@ -43,8 +43,10 @@ enum {
 	WIRE_FLAG_REPLY = 1u << 0,
 };
 
-/* Feature bits negotiated in CONNECT (none yet beyond the base protocol). */
-#define WIRE_FEATURES_SUPPORTED 0ull
+/* Feature bits negotiated in CONNECT: the server answers with the bits both sides know. */
+#define WIRE_FEAT_RECOVERY (1ull << 0) /* client ids, request and reply envelopes, reply
+					* cache, resend and replay (docs/recovery.md) */
+#define WIRE_FEATURES_SUPPORTED WIRE_FEAT_RECOVERY
 
 /* Opcodes. Never renumber; add at the end of a family. */
 enum wire_opcode {
@@ -52,6 +54,7 @@ enum wire_opcode {
 	WIRE_OP_CONNECT = 1, /* req: connect_req; rep: connect_rep */
 	WIRE_OP_AUTH = 2,    /* req: auth_req; rep: empty */
 	WIRE_OP_PING = 3,    /* req/rep: empty */
+	WIRE_OP_FAULT_SET = 4, /* req: fault_set_req; rep: fault_set_rep (the armed points) */
 
 	/* MDS; every request body starts with a wire_cred */
 	WIRE_OP_MDS_STATFS = 16,      /* req: cred; rep: statfs */
@@ -82,6 +85,11 @@ enum wire_opcode {
 	WIRE_OP_MDS_TARGET_REGISTER = 41, /* req: target_reg (from an OSS, no cred); rep: empty */
 	WIRE_OP_MDS_TARGET_HEARTBEAT = 42, /* req: target_reg; rep: empty */
 	WIRE_OP_MDS_SYNC = 43,        /* req: fid_req; rep: empty: namespace durable on disk */
+	WIRE_OP_MDS_DISCONNECT = 44,  /* req: cred; rep: empty: a clean unmount, forget me */
+	WIRE_OP_MDS_RECOVERY_DONE = 45, /* req: recovery_done_req; rep: empty, once the MDS's
+					 * recovery reached that stage */
+	WIRE_OP_MDS_RECOVERY_STATUS = 46, /* req: cred; rep: recovery_status */
+	WIRE_OP_MDS_APPEND = 47,      /* req: append_req; rep: append_rep (the offset to write) */
 	/* HSM (48..63); every request starts with a wire_cred */
 	WIRE_OP_MDS_HSM_REQUEST = 48,   /* req: hsm_request + nfids fids; rep: u32 n, i32 rc[n] */
 	WIRE_OP_MDS_HSM_STATE_GET = 49, /* req: fid_req; rep: hsm_state */
@@ -108,7 +116,10 @@ enum wire_opcode {
 	/* MDS locks (80..95); every request starts with a wire_cred */
 	WIRE_OP_MDS_LOCK_SET = 80, /* req: lock_req; rep: empty; -EAGAIN on a conflict */
 	WIRE_OP_MDS_LOCK_GET = 81, /* req: lock_req; rep: lock_rep (first conflicting lock) */
-	/* 82..95 reserved for locks */
+	WIRE_OP_MDS_LOCK_WAIT = 82, /* req: lock_req; rep: empty once granted (F_SETLKW) */
+	WIRE_OP_MDS_LOCK_CANCEL = 83, /* req: lock_req; rep: empty: a waiting LOCK_WAIT of that
+				       * owner and range ends with -EINTR */
+	/* 84..95 reserved for locks */
 
 	WIRE_OP_MAX_ = 128,
 };
@@ -172,6 +183,15 @@ struct wire_connect_req {
 	uint8_t nonce[WIRE_NONCE_LEN];
 	char fsname[NACRE_FSNAME_MAX + 1]; /* str; must match the server's */
 	char name[NACRE_NAME_MAX + 1];     /* name: the peer's name for logs */
+	/* with WIRE_FEAT_RECOVERY in features: */
+	uint64_t client_id; /* random, for the mount's life; 0 = no session (a server) */
+	uint64_t instance;  /* the server instance this client last held state with, 0 = none */
+};
+/* connect_rep.session: what the server holds of the connecting client. */
+enum {
+	WIRE_SESSION_NEW = 0,     /* nothing: a new client, or one evicted */
+	WIRE_SESSION_KNOWN = 1,   /* the same server instance: opens and locks are still held */
+	WIRE_SESSION_RECOVER = 2, /* the server restarted and expects this client to replay */
 };
 struct wire_connect_rep {
 	uint16_t version;
@@ -179,9 +199,88 @@ struct wire_connect_rep {
 	uint8_t nonce[WIRE_NONCE_LEN];
 	uint8_t proof[WIRE_PROOF_LEN];
 	char server_name[NACRE_NAME_MAX + 1]; /* e.g. "nacre-MDT0000" or "oss@host:port" */
+	/* with WIRE_FEAT_RECOVERY in features: */
+	uint64_t instance;       /* random per server start: a new one means a restart */
+	uint32_t session;        /* WIRE_SESSION_* */
+	uint32_t recovery_ms;    /* time left in the server's recovery window, 0 = none */
+	uint64_t last_committed; /* highest transno on disk */
 };
 struct wire_auth_req {
 	uint8_t proof[WIRE_PROOF_LEN];
+};
+
+/* ---- envelopes (with WIRE_FEAT_RECOVERY) ----
+ * On a connection that negotiated WIRE_FEAT_RECOVERY every request body after the handshake
+ * starts with a req_env and every reply body with a rep_env; the transport adds and strips
+ * them, so message codecs never see them.
+ *   req_env: u64 ack_xid, u64 transno, u32 flags, fid     (36 bytes)
+ *   rep_env: u64 transno, u64 last_committed, fid          (32 bytes)
+ * ack_xid: the client's lowest xid still open (no reply, or a reply whose change is not yet
+ * on disk): the server may forget what it keeps for every lower xid of that client. A
+ * REPLAY carries the transno and FID of its first reply, so a replayed create makes the same
+ * FID. transno: the server's commit sequence number of the change a request made (0 when it
+ * changed nothing); last_committed: every transno up to it is on disk. */
+#define WIRE_REQ_ENV_LEN 36
+#define WIRE_REP_ENV_LEN 32
+enum {
+	WIRE_ENV_RESEND = 1u << 0, /* this xid was sent before: answer from the reply cache */
+	WIRE_ENV_REPLAY = 1u << 1, /* replay after a server restart (see docs/recovery.md) */
+};
+struct wire_req_env {
+	uint64_t ack_xid;
+	uint64_t transno;
+	uint32_t flags;       /* WIRE_ENV_*; unknown bits fail the decode */
+	struct nacre_fid fid; /* REPLAY: the FID its first reply named, else zero */
+};
+struct wire_rep_env {
+	uint64_t transno;
+	uint64_t last_committed;
+	struct nacre_fid fid; /* the inode a create made (replays reuse it), else zero */
+};
+
+/* ---- admin and recovery ---- */
+#define WIRE_FAULT_SPEC_MAX 1024
+struct wire_fault_set_req {
+	char spec[WIRE_FAULT_SPEC_MAX + 1]; /* common/fault.h syntax; "" only reads */
+};
+struct wire_fault_set_rep {
+	char armed[WIRE_FAULT_SPEC_MAX + 1]; /* the points armed afterwards */
+};
+enum {
+	WIRE_RECOVERY_REPLAYED = 1, /* recovery_done_req.stage: my replays are all sent */
+	WIRE_RECOVERY_COMPLETE = 2, /* my opens and locks are back too */
+};
+struct wire_recovery_done_req {
+	struct nacre_cred cred;
+	uint32_t stage; /* WIRE_RECOVERY_* */
+};
+enum {
+	WIRE_RECOVERY_STATE_COMPLETE = 0,
+	WIRE_RECOVERY_STATE_RECOVERING = 1,
+};
+struct wire_recovery_status { /* RECOVERY_STATUS reply, as Lustre's recovery_status */
+	uint32_t state;            /* WIRE_RECOVERY_STATE_* */
+	int64_t start;             /* when the window opened (seconds since the epoch), 0 none */
+	uint32_t duration_s;       /* how long the last recovery took */
+	uint32_t time_left_s;      /* while recovering */
+	uint32_t clients_expected; /* sessions found on disk at start */
+	uint32_t clients_connected;
+	uint32_t clients_replayed; /* sent all their replays */
+	uint32_t clients_completed;
+	uint32_t clients_evicted;  /* did not come back in the window */
+	uint64_t replayed;         /* requests replayed */
+	uint64_t queued;           /* requests waiting for their turn now */
+	uint64_t last_transno;
+	uint64_t last_committed;
+};
+struct wire_append_req { /* APPEND: reserve len bytes at the end of a file (O_APPEND) */
+	struct nacre_cred cred;
+	struct nacre_fid fid;
+	uint64_t handle; /* the open handle writing */
+	uint64_t len;    /* 1..WIRE_BULK_MAX */
+};
+struct wire_append_rep {
+	uint64_t offset; /* where the bytes go; the file's size is now offset + len */
 };
 
 /* ---- MDS requests ---- */
@@ -452,7 +551,18 @@ WIRE_MSG(ost_destroy_req);
 WIRE_MSG(ost_destroy_rep);
 WIRE_MSG(lock_req);
 WIRE_MSG(lock_rep);
+WIRE_MSG(req_env);
+WIRE_MSG(rep_env);
+WIRE_MSG(fault_set_req);
+WIRE_MSG(fault_set_rep);
+WIRE_MSG(recovery_done_req);
+WIRE_MSG(recovery_status);
+WIRE_MSG(append_req);
+WIRE_MSG(append_rep);
 #undef WIRE_MSG
+
+/* The opcode named name ("MDS_CREATE"), or -1. Thread-safe. */
+int wire_opcode_by_name(const char *name);
 
 /* The items of OST_DESTROY_BATCH: the request's objects and the reply's failures. Read
  * them after the header's decode, which checked that exactly that many are present. */
