@@ -50,6 +50,8 @@ struct rpc_request {
 	const char *peer_name;/* the name the peer gave in CONNECT */
 	uint64_t client_id;   /* the peer's session id from CONNECT, 0 = none */
 	const struct wire_req_env *env; /* NULL on a connection without envelopes */
+	const uint8_t *replay_reply; /* a REPLAY's first reply (env->replay_len bytes), which
+				      * is not part of body */
 	int resumed;          /* the handler runs again after rpc_resume */
 	void *job_;           /* the transport's, for rpc_defer */
 };
@@ -64,8 +66,8 @@ struct rpc_reply {
 	uint32_t bulk_len;
 	struct bufcache *bulk_cache; /* the transport's; rpc_reply_bulk_alloc takes from it */
 	size_t bulk_cap;             /* nonzero: bulk came from bulk_cache */
-	struct wire_rep_env env;     /* transno and fid set by the handler; last_committed by
-				      * the transport (rpc_server_conf.last_committed) */
+	struct wire_rep_env env;     /* transno set by the handler; last_committed by the
+				      * transport (rpc_server_conf.last_committed) */
 };
 
 /* A handler that cannot answer yet (the MDS in recovery, a lock that must wait) calls

@@ -90,9 +90,10 @@ struct rpc_retained {
 	struct rpc_retained *next; /* c->retained, in transno order */
 	uint16_t opcode;
 	uint64_t transno;
-	struct nacre_fid fid;      /* from the reply envelope: a replayed create reuses it */
-	uint8_t *body;
-	uint32_t body_len;
+	uint8_t *body;             /* the request body, then the first reply's body: a replay
+				    * sends both, so the server makes the same FID and layout */
+	uint32_t body_len;         /* request bytes */
+	uint32_t reply_len;        /* reply bytes after them */
 };
 
 /* The reader's side of a socket: small replies come through buf, several per read();
@@ -263,13 +264,21 @@ static void committed_upto(struct rpc_conn *c, uint64_t lc)
 		retained_pop(c);
 }
 
-/* Keeps p's request for replay (its change is not on disk yet). Takes p's body copy. */
-static void retain(struct rpc_conn *c, struct rpc_pending *p, const struct wire_rep_env *env)
+/* Keeps p's request for replay (its change is not on disk yet), with the reply body m.
+ * Takes p's body copy. */
+static void retain(struct rpc_conn *c, struct rpc_pending *p, const struct rpc_msg *m)
 {
 	struct rpc_retained *r = calloc(1, sizeof(*r));
+	uint8_t *both = r && p->args.body_len + m->body_len + WIRE_REQ_ENV_LEN <= WIRE_BODY_MAX
+				? realloc(p->body_copy, p->args.body_len + m->body_len + 1)
+				: NULL;
 
-	if (!r)
+	if (!both) {
+		free(r);
 		return; /* it will not be replayed: the change was answered all the same */
+	}
+	p->body_copy = both;
+	memcpy(both + p->args.body_len, m->body, m->body_len);
 	if (c->nretained >= RETAIN_MAX) {
 		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
 				"%s reports nothing on disk for %d changes: the oldest will not "
@@ -278,10 +287,10 @@ static void retain(struct rpc_conn *c, struct rpc_pending *p, const struct wire_
 		retained_pop(c);
 	}
 	r->opcode = p->args.opcode;
-	r->transno = env->transno;
-	r->fid = env->fid;
+	r->transno = m->env.transno;
 	r->body = p->body_copy;
 	r->body_len = p->args.body_len;
+	r->reply_len = m->body_len;
 	p->body_copy = NULL;
 	open_replace(&p->open, &r->open);
 	retained_insert(c, r);
@@ -765,7 +774,7 @@ static int read_one_reply(struct rpc_conn *c, int env)
 		table_del(c, p);
 		if (c->client_id && h.status >= 0 && m->env.transno > c->last_committed &&
 		    m->env.transno > lc && !p->args.bulk_iovcnt)
-			retain(c, p, &m->env);
+			retain(c, p, m);
 		pending_finish(p, h.status, m);
 		m = NULL;
 	}
@@ -938,18 +947,21 @@ int rpc_recovery_call(struct rpc_recovery *r, uint16_t opcode, uint32_t env_flag
 	return m->hdr.status;
 }
 
-/* One retained request, replayed: its first reply's transno and FID go in the envelope. */
+/* One retained request, replayed: its first reply's transno in the envelope, its body after
+ * the request's. */
 static int replay_one(struct rpc_recovery *r, struct rpc_retained *t)
 {
 	struct rpc_conn *c = r->c;
-	struct wire_req_env e = {.transno = t->transno, .flags = WIRE_ENV_REPLAY, .fid = t->fid};
+	struct wire_req_env e = {.transno = t->transno, .flags = WIRE_ENV_REPLAY,
+				 .replay_len = t->reply_len};
 	struct rpc_msg *m;
 	int rc;
 
 	pthread_mutex_lock(&c->lock);
 	e.ack_xid = ack_xid(c);
 	pthread_mutex_unlock(&c->lock);
-	rc = send_frame(r->fd, t->opcode, t->open.xid, &e, t->body, t->body_len, NULL, 0);
+	rc = send_frame(r->fd, t->opcode, t->open.xid, &e, t->body, t->body_len + t->reply_len,
+			NULL, 0);
 	if (rc < 0)
 		return rc;
 	m = calloc(1, sizeof(*m));

@@ -377,7 +377,11 @@ static void run_request(struct rpc_server *s, struct job *j)
 		req.env = &env;
 		req.body += WIRE_REQ_ENV_LEN;
 		req.body_len -= WIRE_REQ_ENV_LEN;
-		status = wire_cursor_ok(&ec) ? 0 : -EPROTO;
+		status = wire_cursor_ok(&ec) && env.replay_len <= req.body_len ? 0 : -EPROTO;
+		if (status == 0 && env.replay_len) {
+			req.body_len -= env.replay_len;
+			req.replay_reply = req.body + req.body_len;
+		}
 		if (status)
 			LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "bad request envelope from %s",
 					req.peer);

@@ -1283,13 +1283,14 @@ void wire_lock_rep_decode(struct wire_cursor *c, struct wire_lock_rep *m)
 
 /* ---- envelopes, admin and recovery (since version 1, with WIRE_FEAT_RECOVERY) ---- */
 
-/* req_env: u64 ack_xid, u64 transno, u32 flags (WIRE_ENV_*), fid */
+/* req_env: u64 ack_xid, u64 transno, u32 flags (WIRE_ENV_*), u32 replay_len (only with
+ * WIRE_ENV_REPLAY) */
 void wire_req_env_encode(struct wire_cursor *c, const struct wire_req_env *m)
 {
 	wire_put_u64(c, m->ack_xid);
 	wire_put_u64(c, m->transno);
 	wire_put_u32(c, m->flags);
-	wire_fid_put(c, &m->fid);
+	wire_put_u32(c, m->replay_len);
 }
 
 void wire_req_env_decode(struct wire_cursor *c, struct wire_req_env *m)
@@ -1298,17 +1299,17 @@ void wire_req_env_decode(struct wire_cursor *c, struct wire_req_env *m)
 	m->ack_xid = wire_get_u64(c);
 	m->transno = wire_get_u64(c);
 	m->flags = wire_get_u32(c);
-	wire_fid_get(c, &m->fid);
-	if (m->flags & ~(uint32_t)(WIRE_ENV_RESEND | WIRE_ENV_REPLAY))
+	m->replay_len = wire_get_u32(c);
+	if (m->flags & ~(uint32_t)(WIRE_ENV_RESEND | WIRE_ENV_REPLAY) ||
+	    (m->replay_len && !(m->flags & WIRE_ENV_REPLAY)))
 		wire_cursor_fail(c, -EPROTO);
 }
 
-/* rep_env: u64 transno, u64 last_committed, fid */
+/* rep_env: u64 transno, u64 last_committed */
 void wire_rep_env_encode(struct wire_cursor *c, const struct wire_rep_env *m)
 {
 	wire_put_u64(c, m->transno);
 	wire_put_u64(c, m->last_committed);
-	wire_fid_put(c, &m->fid);
 }
 
 void wire_rep_env_decode(struct wire_cursor *c, struct wire_rep_env *m)
@@ -1316,7 +1317,6 @@ void wire_rep_env_decode(struct wire_cursor *c, struct wire_rep_env *m)
 	memset(m, 0, sizeof(*m));
 	m->transno = wire_get_u64(c);
 	m->last_committed = wire_get_u64(c);
-	wire_fid_get(c, &m->fid);
 }
 
 /* fault_set_req: str spec (0..1024) */

@@ -213,15 +213,16 @@ struct wire_auth_req {
  * On a connection that negotiated WIRE_FEAT_RECOVERY every request body after the handshake
  * starts with a req_env and every reply body with a rep_env; the transport adds and strips
  * them, so message codecs never see them.
- *   req_env: u64 ack_xid, u64 transno, u32 flags, fid     (36 bytes)
- *   rep_env: u64 transno, u64 last_committed, fid          (32 bytes)
+ *   req_env: u64 ack_xid, u64 transno, u32 flags, u32 replay_len   (24 bytes)
+ *   rep_env: u64 transno, u64 last_committed                        (16 bytes)
  * ack_xid: the client's lowest xid still open (no reply, or a reply whose change is not yet
- * on disk): the server may forget what it keeps for every lower xid of that client. A
- * REPLAY carries the transno and FID of its first reply, so a replayed create makes the same
- * FID. transno: the server's commit sequence number of the change a request made (0 when it
- * changed nothing); last_committed: every transno up to it is on disk. */
-#define WIRE_REQ_ENV_LEN 36
-#define WIRE_REP_ENV_LEN 32
+ * on disk): the server may forget what it keeps for every lower xid of that client.
+ * transno: the server's commit sequence number of the change a request made (0 when it
+ * changed nothing); last_committed: every transno up to it is on disk. A REPLAY carries the
+ * transno of its first reply, and that reply's body after its own body (replay_len bytes),
+ * so the server can make exactly what it made the first time (the same FID and layout). */
+#define WIRE_REQ_ENV_LEN 24
+#define WIRE_REP_ENV_LEN 16
 enum {
 	WIRE_ENV_RESEND = 1u << 0, /* this xid was sent before: answer from the reply cache */
 	WIRE_ENV_REPLAY = 1u << 1, /* replay after a server restart (see docs/recovery.md) */
@@ -229,13 +230,12 @@ enum {
 struct wire_req_env {
 	uint64_t ack_xid;
 	uint64_t transno;
-	uint32_t flags;       /* WIRE_ENV_*; unknown bits fail the decode */
-	struct nacre_fid fid; /* REPLAY: the FID its first reply named, else zero */
+	uint32_t flags;      /* WIRE_ENV_*; unknown bits fail the decode */
+	uint32_t replay_len; /* REPLAY: bytes of the first reply at the end of the body, else 0 */
 };
 struct wire_rep_env {
 	uint64_t transno;
 	uint64_t last_committed;
-	struct nacre_fid fid; /* the inode a create made (replays reuse it), else zero */
 };
 
 /* ---- admin and recovery ---- */
