@@ -20,12 +20,15 @@
 #define INODE_REC_VERSION 1
 #define DESTROY_REC_VERSION 1
 #define HSM_REC_VERSION 1
+#define CLIENT_REC_VERSION 1
+#define REPLY_REC_VERSION 1
 #define MAPSIZE (8ull << 30)
 
 struct mds_db {
 	MDB_env *env; /* LMDB is thread-safe; the handles below are set once at open */
 	MDB_dbi meta, inodes, dentries, links, xattrs, destroy, targets;
 	MDB_dbi hsm, hsm_fids; /* optional tables: created when missing */
+	MDB_dbi clients, replies; /* optional too (recovery) */
 	char fsname[NACRE_FSNAME_MAX + 1];
 	char dir[512];
 };
@@ -33,6 +36,8 @@ struct mds_db {
 struct mds_txn {
 	MDB_txn *t;
 	struct mds_db *db;
+	void *owner;              /* the writer's: the request an operation runs for */
+	struct mds_txn_note note; /* what the operation noted for the reply cache */
 };
 
 static int map_err(int rc, const char *what)
@@ -246,6 +251,11 @@ static int open_dbis(struct mds_db *db, MDB_txn *t, unsigned flags)
 	int rc = mdb_dbi_open(t, "hsm_actions", MDB_CREATE, &db->hsm);
 	if (!rc)
 		rc = mdb_dbi_open(t, "hsm_fids", MDB_CREATE, &db->hsm_fids);
+	/* added with recovery, the same way */
+	if (!rc)
+		rc = mdb_dbi_open(t, "clients", MDB_CREATE, &db->clients);
+	if (!rc)
+		rc = mdb_dbi_open(t, "replies", MDB_CREATE, &db->replies);
 	return rc;
 }
 
@@ -468,7 +478,7 @@ int mds_db_set_schema_version(struct mds_db *db, uint32_t version)
 
 static int txn_begin(struct mds_db *db, MDB_txn *parent, unsigned flags, struct mds_txn **out)
 {
-	struct mds_txn *x = malloc(sizeof(*x));
+	struct mds_txn *x = calloc(1, sizeof(*x));
 	if (!x)
 		return -ENOMEM;
 	int rc = mdb_txn_begin(db->env, parent, flags, &x->t);
@@ -518,6 +528,29 @@ void mds_txn_abort(struct mds_txn *txn)
 	free(txn);
 }
 
+void mds_txn_set_owner(struct mds_txn *txn, void *owner)
+{
+	txn->owner = owner;
+}
+
+void *mds_txn_owner(const struct mds_txn *txn)
+{
+	return txn->owner;
+}
+
+void mds_txn_note_result(struct mds_txn *txn, const struct nacre_fid *fid, uint64_t value)
+{
+	if (fid)
+		txn->note.fid = *fid;
+	txn->note.value = value;
+	txn->note.set = 1;
+}
+
+const struct mds_txn_note *mds_txn_noted(const struct mds_txn *txn)
+{
+	return &txn->note;
+}
+
 /* ---------------- FIDs ---------------- */
 
 int mds_db_fid_alloc(struct mds_txn *txn, struct nacre_fid *out)
@@ -532,6 +565,30 @@ int mds_db_fid_alloc(struct mds_txn *txn, struct nacre_fid *out)
 	out->oid = oid;
 	out->ver = 0;
 	/* oid 0 is never used; a full sequence moves to the next one */
+	if (oid == UINT32_MAX) {
+		seq++;
+		oid = 1;
+	} else {
+		oid++;
+	}
+	uint8_t next[12];
+	be64(next, seq);
+	be32(next + 8, oid);
+	return map_err(put_raw(txn->t, txn->db->meta, "next_fid", 8, next, 12), "next_fid put");
+}
+
+int mds_db_fid_reserve(struct mds_txn *txn, const struct nacre_fid *fid)
+{
+	MDB_val k = {8, "next_fid"}, v;
+	int rc = mdb_get(txn->t, txn->db->meta, &k, &v);
+	if (rc || v.mv_size != 12)
+		return rc ? map_err(rc, "next_fid get") : -EIO;
+	uint64_t seq = rd_be64(v.mv_data);
+	uint32_t oid = rd_be32((const uint8_t *)v.mv_data + 8);
+	if (fid->seq < seq || (fid->seq == seq && fid->oid < oid))
+		return 0; /* already handed out before */
+	seq = fid->seq;
+	oid = fid->oid;
 	if (oid == UINT32_MAX) {
 		seq++;
 		oid = 1;
@@ -1106,4 +1163,173 @@ int mds_db_hsm_fid_del(struct mds_txn *txn, const struct nacre_fid *fid)
 	MDB_val k = {16, kb};
 	int rc = mdb_del(txn->t, txn->db->hsm_fids, &k, NULL);
 	return rc == MDB_NOTFOUND ? 0 : map_err(rc, "hsm fid del");
+}
+
+/* ---------------- sessions and the reply cache ---------------- */
+
+int mds_db_transno_get(struct mds_txn *txn, uint64_t *out)
+{
+	MDB_val k = {12, "last_transno"}, v;
+	int rc = mdb_get(txn->t, txn->db->meta, &k, &v);
+	if (rc == MDB_NOTFOUND) {
+		*out = 0; /* an MDT from before recovery: no change had a transno */
+		return 0;
+	}
+	if (rc || v.mv_size != 8)
+		return rc ? map_err(rc, "last_transno get") : -EIO;
+	*out = rd_be64(v.mv_data);
+	return 0;
+}
+
+int mds_db_transno_put(struct mds_txn *txn, uint64_t transno)
+{
+	uint8_t b[8];
+	be64(b, transno);
+	return map_err(put_raw(txn->t, txn->db->meta, "last_transno", 12, b, 8),
+		       "last_transno put");
+}
+
+int mds_db_client_put(struct mds_txn *txn, uint64_t client, const char *name)
+{
+	uint8_t kb[8], vb[2 + 2 + NACRE_NAME_MAX];
+	struct wire_cursor c;
+
+	be64(kb, client);
+	wire_cursor_init_write(&c, vb, sizeof(vb));
+	wire_put_u16(&c, CLIENT_REC_VERSION);
+	wire_name_put(&c, name && name[0] ? name : "?");
+	if (!wire_cursor_ok(&c))
+		return -EINVAL;
+	return map_err(put_raw(txn->t, txn->db->clients, kb, 8, vb, c.pos), "client put");
+}
+
+int mds_db_client_iter(struct mds_txn *txn,
+		       int (*fn)(void *arg, uint64_t client, const char *name), void *arg)
+{
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc = mdb_cursor_open(txn->t, txn->db->clients, &cur), ret = 0;
+
+	if (rc)
+		return map_err(rc, "cursor open");
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		char name[NACRE_NAME_MAX + 1];
+		struct wire_cursor c;
+		if (k.mv_size != 8)
+			continue;
+		wire_cursor_init_read(&c, v.mv_data, v.mv_size);
+		uint16_t ver = wire_get_u16(&c);
+		wire_name_get(&c, name);
+		if (ver != CLIENT_REC_VERSION || !wire_cursor_ok(&c)) {
+			LOG_ERR("db", "skipping a corrupt client record");
+			continue;
+		}
+		ret = fn(arg, rd_be64(k.mv_data), name);
+		if (ret)
+			break;
+	}
+	if (!ret && rc && rc != MDB_NOTFOUND)
+		ret = map_err(rc, "client iter");
+	mdb_cursor_close(cur);
+	return ret;
+}
+
+static void reply_key(uint8_t kb[16], uint64_t client, uint64_t xid)
+{
+	be64(kb, client);
+	be64(kb + 8, xid);
+}
+
+/* Deletes client's replies with xid in [from, below). */
+static int reply_del_range(struct mds_txn *txn, uint64_t client, uint64_t from, uint64_t below)
+{
+	MDB_cursor *cur;
+	uint8_t kb[16];
+	MDB_val k = {16, kb}, v;
+	int rc = mdb_cursor_open(txn->t, txn->db->replies, &cur);
+
+	if (rc)
+		return map_err(rc, "cursor open");
+	reply_key(kb, client, from);
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); !rc;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		if (k.mv_size != 16 || rd_be64(k.mv_data) != client ||
+		    rd_be64((const uint8_t *)k.mv_data + 8) >= below)
+			break;
+		rc = mdb_cursor_del(cur, 0);
+		if (rc)
+			break;
+	}
+	mdb_cursor_close(cur);
+	return rc && rc != MDB_NOTFOUND ? map_err(rc, "reply trim") : 0;
+}
+
+int mds_db_client_del(struct mds_txn *txn, uint64_t client)
+{
+	uint8_t kb[8];
+	MDB_val k = {8, kb};
+	int rc;
+
+	be64(kb, client);
+	rc = mdb_del(txn->t, txn->db->clients, &k, NULL);
+	if (rc && rc != MDB_NOTFOUND)
+		return map_err(rc, "client del");
+	return reply_del_range(txn, client, 0, UINT64_MAX);
+}
+
+int mds_db_reply_put(struct mds_txn *txn, uint64_t client, uint64_t xid,
+		     const struct mds_reply_rec *r)
+{
+	uint8_t kb[16], vb[2 + 8 + 16 + 8];
+	struct wire_cursor c;
+
+	reply_key(kb, client, xid);
+	wire_cursor_init_write(&c, vb, sizeof(vb));
+	wire_put_u16(&c, REPLY_REC_VERSION);
+	wire_put_u64(&c, r->transno);
+	wire_fid_put(&c, &r->fid);
+	wire_put_u64(&c, r->value);
+	return map_err(put_raw(txn->t, txn->db->replies, kb, 16, vb, c.pos), "reply put");
+}
+
+int mds_db_reply_get(struct mds_txn *txn, uint64_t client, uint64_t xid,
+		     struct mds_reply_rec *out)
+{
+	uint8_t kb[16];
+	MDB_val k = {16, kb}, v;
+	struct wire_cursor c;
+	int rc;
+
+	reply_key(kb, client, xid);
+	rc = mdb_get(txn->t, txn->db->replies, &k, &v);
+	if (rc)
+		return map_err(rc, "reply get");
+	wire_cursor_init_read(&c, v.mv_data, v.mv_size);
+	uint16_t ver = wire_get_u16(&c);
+	out->transno = wire_get_u64(&c);
+	wire_fid_get(&c, &out->fid);
+	out->value = wire_get_u64(&c);
+	if (ver != REPLY_REC_VERSION || !wire_cursor_ok(&c) || wire_cursor_left(&c)) {
+		LOG_ERR("db", "corrupt reply record (client %016llx, xid %llu)",
+			(unsigned long long)client, (unsigned long long)xid);
+		return -EIO;
+	}
+	return 0;
+}
+
+int mds_db_reply_trim(struct mds_txn *txn, uint64_t client, uint64_t below)
+{
+	return reply_del_range(txn, client, 0, below);
+}
+
+uint64_t mds_db_reply_count(struct mds_db *db)
+{
+	MDB_txn *t;
+	MDB_stat st;
+	if (mdb_txn_begin(db->env, NULL, MDB_RDONLY, &t))
+		return 0;
+	int rc = mdb_stat(t, db->replies, &st);
+	mdb_txn_abort(t);
+	return rc ? 0 : st.ms_entries;
 }

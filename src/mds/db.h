@@ -10,6 +10,11 @@
  *   destroy   u64 BE sequence -> FID + layout (objects to destroy on the OSTs)
  *   targets   u32 BE type + u32 BE index -> addr
  *   hsm_actions, hsm_fids: the HSM coordinator queue (see below)
+ *   clients   u64 BE client id -> u16 version, name (every client holding a session:
+ *             expected back after a restart, see docs/recovery.md)
+ *   replies   u64 BE client id + u64 BE xid -> u16 version, u64 transno, fid, u64 value
+ *             (the reply cache: what a change made, written in its own transaction)
+ *   meta "last_transno" -> u64: the transno of the last change committed
  * The name hash (63 bits, >= 3) is the readdir cookie; cookies 0..2 are reserved (0 = start,
  * 1 and 2 for "." and ".." in clients). Entries with equal hashes are returned in one batch.
  *
@@ -81,6 +86,21 @@ void mds_txn_abort(struct mds_txn *txn);
 
 /* Allocates the next FID (write txn). */
 int mds_db_fid_alloc(struct mds_txn *txn, struct nacre_fid *out);
+/* Makes sure fid is never handed out again (a replayed create reuses its first FID). */
+int mds_db_fid_reserve(struct mds_txn *txn, const struct nacre_fid *fid);
+
+/* What the operation running in a (nested) write txn made, for the reply cache: the inode
+ * it created or changed, and one value (an append's offset, a create's handle). The writer
+ * sets the owner (the request the operation runs for) and reads the note after it. */
+struct mds_txn_note {
+	struct nacre_fid fid;
+	uint64_t value;
+	int set;
+};
+void mds_txn_set_owner(struct mds_txn *txn, void *owner);
+void *mds_txn_owner(const struct mds_txn *txn);
+void mds_txn_note_result(struct mds_txn *txn, const struct nacre_fid *fid, uint64_t value);
+const struct mds_txn_note *mds_txn_noted(const struct mds_txn *txn);
 
 /* inodes */
 int mds_db_inode_get(struct mds_txn *txn, const struct nacre_fid *fid, struct mds_inode *out);
@@ -156,6 +176,30 @@ int mds_db_hsm_last(struct mds_txn *txn, uint64_t *cookie);
 int mds_db_hsm_fid_get(struct mds_txn *txn, const struct nacre_fid *fid, uint64_t *cookie);
 int mds_db_hsm_fid_put(struct mds_txn *txn, const struct nacre_fid *fid, uint64_t cookie);
 int mds_db_hsm_fid_del(struct mds_txn *txn, const struct nacre_fid *fid);
+
+/* Sessions and the reply cache (tables clients and replies, created on first open when
+ * missing). transno: 0 on an MDT that never recorded one. */
+struct mds_reply_rec {
+	uint64_t transno;
+	struct nacre_fid fid; /* the noted inode, zero if none */
+	uint64_t value;
+};
+int mds_db_transno_get(struct mds_txn *txn, uint64_t *out);
+int mds_db_transno_put(struct mds_txn *txn, uint64_t transno);
+int mds_db_client_put(struct mds_txn *txn, uint64_t client, const char *name);
+/* Removes the client and every reply of it. A missing client is fine. */
+int mds_db_client_del(struct mds_txn *txn, uint64_t client);
+int mds_db_client_iter(struct mds_txn *txn,
+		       int (*fn)(void *arg, uint64_t client, const char *name), void *arg);
+int mds_db_reply_put(struct mds_txn *txn, uint64_t client, uint64_t xid,
+		     const struct mds_reply_rec *r);
+/* -ENOENT when the xid has no record. */
+int mds_db_reply_get(struct mds_txn *txn, uint64_t client, uint64_t xid,
+		     struct mds_reply_rec *out);
+/* Forgets the client's replies below xid below (the client acknowledged them). */
+int mds_db_reply_trim(struct mds_txn *txn, uint64_t client, uint64_t below);
+/* Records in the reply cache (metrics, tests). Thread-safe. */
+uint64_t mds_db_reply_count(struct mds_db *db);
 
 /* FID keys, shared with tests. */
 void mds_fid_to_key(const struct nacre_fid *fid, uint8_t out[16]);

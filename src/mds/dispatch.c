@@ -15,6 +15,7 @@
 #include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/targets.h"
+#include "mds/writer.h"
 
 /* Encoded size of one readdir entry: cookie, fid, type, u16 name length, name. */
 #define DIRENT_FIXED (8 + 16 + 4 + 2)
@@ -108,7 +109,7 @@ static int do_sync(struct mds *m, const struct rpc_request *req)
 {
 	DECODE(fid_req, r);
 	(void)r;
-	return mds_db_sync(m->db);
+	return mds_writer_sync(m->writer);
 }
 
 static int do_fid2path(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)

@@ -284,7 +284,7 @@ int main(int argc, char **argv)
 	}
 	if ((rc = mds_reap_orphans(&m)))
 		LOG_WARN("mds", "orphan cleanup failed: %s", nacre_strerror(rc));
-	if ((rc = mds_syncer_start(m.db, 1000, &syncer))) {
+	if ((rc = mds_syncer_start(m.writer, 1000, &syncer))) {
 		fprintf(stderr, "nacre-mds: cannot start the metadata sync thread: %s\n",
 			nacre_strerror(rc));
 		goto out;

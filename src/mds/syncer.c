@@ -9,7 +9,7 @@
 #include "nacre/nacre_errno.h"
 
 struct mds_syncer {
-	struct mds_db *db;
+	struct mds_writer *w;
 	int interval_ms;
 	pthread_t thread;
 	pthread_mutex_t lock;
@@ -36,7 +36,7 @@ static void *syncer_main(void *arg)
 		pthread_cond_timedwait(&s->cond, &s->lock, &ts);
 		pthread_mutex_unlock(&s->lock);
 		/* A sync with nothing new to flush is a cheap no-op in LMDB. */
-		rc = mds_db_sync(s->db);
+		rc = mds_writer_sync(s->w);
 		if (rc && !failing)
 			LOG_ERR("syncer", "cannot flush metadata to disk: %s (will retry)",
 				nacre_strerror(rc));
@@ -49,13 +49,13 @@ static void *syncer_main(void *arg)
 	return NULL;
 }
 
-int mds_syncer_start(struct mds_db *db, int interval_ms, struct mds_syncer **out)
+int mds_syncer_start(struct mds_writer *w, int interval_ms, struct mds_syncer **out)
 {
 	struct mds_syncer *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return -ENOMEM;
-	s->db = db;
+	s->w = w;
 	s->interval_ms = interval_ms > 0 ? interval_ms : 1000;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
@@ -78,7 +78,7 @@ void mds_syncer_stop(struct mds_syncer *s)
 	pthread_cond_signal(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 	pthread_join(s->thread, NULL);
-	mds_db_sync(s->db); /* a clean stop leaves everything on disk */
+	mds_writer_sync(s->w); /* a clean stop leaves everything on disk */
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->cond);
 	free(s);

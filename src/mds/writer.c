@@ -5,11 +5,16 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "common/fault.h"
 #include "common/log.h"
+#include "mds/req.h"
+#include "nacre/nacre_errno.h"
 
 struct op {
 	mds_op_fn fn;
 	void *arg;
+	struct mds_req *req; /* the request it is made for, or NULL */
+	uint64_t transno;    /* assigned in the batch */
 	int rc;
 	int done;        /* protected by writer.lock */
 	struct op *next; /* protected by writer.lock */
@@ -26,12 +31,40 @@ struct mds_writer {
 	struct op *head, *tail; /* queue; protected by lock */
 	int busy;               /* a batch is running; protected by lock */
 	int stop;               /* protected by lock */
+	uint64_t next_transno;  /* the batch runner's (one at a time) */
+	uint64_t committed;     /* last transno committed; atomic */
+	uint64_t synced;        /* last transno on disk; atomic */
+	pthread_mutex_t sync_lock; /* one sync at a time, so synced only grows */
 };
+
+/* The reply-cache side of an op made for a request: its record, the trim of what the client
+ * acknowledged, the session record of a client's first change. In the op's nested txn. */
+static int record(struct mds_txn *child, struct op *o)
+{
+	const struct mds_req *r = o->req;
+	struct mds_reply_rec rec = {.transno = o->transno};
+	const struct mds_txn_note *n = mds_txn_noted(child);
+	int rc = 0;
+
+	if (n->set) {
+		rec.fid = n->fid;
+		rec.value = n->value;
+	}
+	if (r->persist_client)
+		rc = mds_db_client_put(child, r->client_id, r->client_name);
+	if (!rc && r->trim_below)
+		rc = mds_db_reply_trim(child, r->client_id, r->trim_below);
+	if (!rc)
+		rc = mds_db_reply_put(child, r->client_id, r->xid, &rec);
+	return rc;
+}
 
 /* Runs one batch. Each op gets a nested txn so its failure undoes only its own changes. */
 static void run_batch(struct mds_writer *w, struct op *batch)
 {
+	struct fault_hit hit = {0};
 	struct mds_txn *txn;
+	uint64_t transno = w->next_transno;
 	int rc = mds_txn_begin_write(w->db, &txn);
 	if (rc) {
 		for (struct op *o = batch; o; o = o->next)
@@ -44,35 +77,78 @@ static void run_batch(struct mds_writer *w, struct op *batch)
 		o->rc = mds_txn_begin_nested(txn, &child);
 		if (o->rc)
 			continue;
+		mds_txn_set_owner(child, o->req);
 		o->rc = o->fn(child, o->arg);
+		if (!o->rc && o->req && o->req->record) {
+			o->transno = transno + 1;
+			o->rc = record(child, o);
+			if (!o->rc)
+				o->req->note = *mds_txn_noted(child);
+		}
 		if (o->rc) {
 			mds_txn_abort(child);
 			continue;
 		}
 		o->rc = mds_txn_commit(child);
-		if (!o->rc)
+		if (!o->rc) {
 			any_ok = 1;
+			if (o->transno)
+				transno = o->transno;
+		}
 	}
 	if (!any_ok) {
 		mds_txn_abort(txn);
 		return;
 	}
-	rc = mds_txn_commit(txn);
+	if (transno != w->next_transno)
+		rc = mds_db_transno_put(txn, transno);
+	if (!rc && NACRE_FAULT(FAULT_MDS_DB_FULL, &hit))
+		rc = hit.action == FAULT_ACT_ERROR ? hit.err : -ENOSPC;
+	if (!rc && NACRE_FAULT(FAULT_MDS_COMMIT_BEFORE, &hit)) {
+		if (hit.action == FAULT_ACT_ERROR)
+			rc = hit.err;
+		else
+			fault_crash(FAULT_MDS_COMMIT_BEFORE);
+	}
+	if (rc)
+		mds_txn_abort(txn);
+	else
+		rc = mds_txn_commit(txn);
 	if (rc) {
-		LOG_ERR("writer", "group commit failed: %d", rc);
+		LOG_RATELIMITED(LOG_LVL_ERR, "writer", "group commit failed: %s",
+				nacre_strerror(rc));
 		for (struct op *o = batch; o; o = o->next)
 			if (!o->rc)
 				o->rc = rc;
+		return;
 	}
+	w->next_transno = transno;
+	__atomic_store_n(&w->committed, transno, __ATOMIC_RELEASE);
+	for (struct op *o = batch; o; o = o->next)
+		if (!o->rc && o->req)
+			o->req->transno = o->transno;
+	if (NACRE_FAULT(FAULT_MDS_COMMIT_AFTER, &hit) && hit.action != FAULT_ACT_ERROR)
+		fault_crash(FAULT_MDS_COMMIT_AFTER); /* committed, nobody answered */
 }
 
 int mds_writer_create(struct mds_db *db, struct mds_writer **out)
 {
+	struct mds_txn *txn;
+	uint64_t last = 0;
+	int rc = mds_txn_begin_read(db, &txn);
+	if (rc)
+		return rc;
+	rc = mds_db_transno_get(txn, &last);
+	mds_txn_abort(txn);
+	if (rc)
+		return rc;
 	struct mds_writer *w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	w->db = db;
+	w->next_transno = w->committed = w->synced = last;
 	pthread_mutex_init(&w->lock, NULL);
+	pthread_mutex_init(&w->sync_lock, NULL);
 	pthread_cond_init(&w->done_cv, NULL);
 	*out = w;
 	return 0;
@@ -88,13 +164,14 @@ void mds_writer_destroy(struct mds_writer *w)
 		pthread_cond_wait(&w->done_cv, &w->lock);
 	pthread_mutex_unlock(&w->lock);
 	pthread_mutex_destroy(&w->lock);
+	pthread_mutex_destroy(&w->sync_lock);
 	pthread_cond_destroy(&w->done_cv);
 	free(w);
 }
 
 int mds_writer_submit(struct mds_writer *w, mds_op_fn fn, void *arg)
 {
-	struct op o = {.fn = fn, .arg = arg};
+	struct op o = {.fn = fn, .arg = arg, .req = mds_req_current};
 	pthread_mutex_lock(&w->lock);
 	if (w->stop) {
 		pthread_mutex_unlock(&w->lock);
@@ -130,4 +207,26 @@ int mds_writer_submit(struct mds_writer *w, mds_op_fn fn, void *arg)
 	}
 	pthread_mutex_unlock(&w->lock);
 	return o.rc;
+}
+
+int mds_writer_sync(struct mds_writer *w)
+{
+	pthread_mutex_lock(&w->sync_lock);
+	/* what is committed now is on disk once the sync returns */
+	uint64_t upto = __atomic_load_n(&w->committed, __ATOMIC_ACQUIRE);
+	int rc = mds_db_sync(w->db);
+	if (!rc && upto > __atomic_load_n(&w->synced, __ATOMIC_RELAXED))
+		__atomic_store_n(&w->synced, upto, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&w->sync_lock);
+	return rc;
+}
+
+uint64_t mds_writer_last_committed(const struct mds_writer *w)
+{
+	return __atomic_load_n(&w->synced, __ATOMIC_ACQUIRE);
+}
+
+uint64_t mds_writer_last_transno(const struct mds_writer *w)
+{
+	return __atomic_load_n(&w->committed, __ATOMIC_ACQUIRE);
 }

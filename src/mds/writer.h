@@ -5,9 +5,16 @@
  * takes every queued operation, opens one write transaction, runs each in a nested
  * transaction (so a failing one is rolled back alone), commits once and wakes every
  * submitter with its own result.
+ *
+ * An operation submitted while a request is current (req.h) gets a transno, and its nested
+ * transaction also writes the request's reply-cache record: a change and the record that
+ * it was made commit together or not at all. The writer also keeps the transno of the last
+ * committed change and of the last one known to be on disk (last_committed).
  */
 #ifndef NACRE_MDS_WRITER_H
 #define NACRE_MDS_WRITER_H
+
+#include <stdint.h>
 
 #include "mds/db.h"
 
@@ -17,7 +24,7 @@ struct mds_writer;
  * negative errno to roll them back. */
 typedef int (*mds_op_fn)(struct mds_txn *txn, void *arg);
 
-/* A group commit over db (borrowed; must outlive the writer). */
+/* A group commit over db (borrowed; must outlive the writer). Reads the last transno. */
 int mds_writer_create(struct mds_db *db, struct mds_writer **out);
 /* Refuses new operations, waits for the queued ones to commit, and frees w. NULL is fine. */
 void mds_writer_destroy(struct mds_writer *w);
@@ -25,5 +32,11 @@ void mds_writer_destroy(struct mds_writer *w);
  * commit error. Thread-safe; must not be called from inside an operation, nor while holding
  * a lock that an operation takes. */
 int mds_writer_submit(struct mds_writer *w, mds_op_fn fn, void *arg);
+/* Flushes every committed change to disk (mds_db_sync) and advances last_committed.
+ * Returns 0 or a negative errno. Thread-safe. */
+int mds_writer_sync(struct mds_writer *w);
+/* The highest transno on disk, and the highest committed (maybe not yet on disk). */
+uint64_t mds_writer_last_committed(const struct mds_writer *w);
+uint64_t mds_writer_last_transno(const struct mds_writer *w);
 
 #endif
