@@ -4,8 +4,9 @@
  * - The pool is a small set of threads per fs that run object RPCs in the background: each
  *   job is one OST_WRITE of a dirty chunk or one OST_READ of a readahead chunk. At most
  *   max_rpcs_in_flight jobs run per OST index at once (Lustre's max_rpcs_in_flight); jobs
- *   wait in one FIFO queue. A job's run function does the RPC (rpc_start + rpc_wait, with
- *   the retry of a moved OSS) and its completion; it may free the job.
+ *   wait in one FIFO queue. A job's run function does the RPC (cl_obj_io of the object
+ *   engine, obj.h: rpc_start + rpc_wait, with the retry of a moved OSS) and its completion;
+ *   it may free the job.
  * - Write-behind: nacre_pwrite copies into per-stripe chunks (object space, windows of
  *   max_rpc_size bytes, one contiguous dirty range each) and returns; full chunks go to the
  *   pool at once, the others on flush/fsync/close, when the dirty bounds are reached, or
@@ -24,7 +25,6 @@
 
 #include <pthread.h>
 #include <stdint.h>
-#include <sys/uio.h>
 
 struct nacre_fs;
 struct nacre_file;
@@ -130,17 +130,5 @@ struct cl_ra {
 int cl_ra_read(struct nacre_file *f, uint8_t *buf, uint64_t len, uint64_t off, uint64_t size);
 /* Frees every chunk (no job outstanding). */
 void cl_ra_fini(struct nacre_file *f);
-
-/* ---- io.c helpers for the above ---- */
-
-/* One object RPC (OST_WRITE of iov, or OST_READ into iov[0], zero-filling a short read),
- * with the retry of an OSS that moved. Blocks. Returns 0 or a negative error (logged). */
-int cl_obj_io(struct nacre_file *f, uint16_t opcode, uint32_t stripe, uint64_t obj_off,
-	      struct iovec *iov, int niov, uint64_t len);
-/* The fid's write generation bucket; bump with cl_wgen_bump. Atomic, lock-free. */
-uint64_t cl_wgen(struct nacre_fs *fs, const struct nacre_fid *fid);
-void cl_wgen_bump(struct nacre_fs *fs, const struct nacre_fid *fid);
-/* File offset of object offset obj_off of stripe. */
-uint64_t cl_obj_to_file(const struct nacre_file *f, uint32_t stripe, uint64_t obj_off);
 
 #endif

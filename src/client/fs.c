@@ -1,4 +1,5 @@
-/* fs.c - mounting and unmounting a file system, FID text, logging and the MDS call helper.
+/* fs.c - mounting and unmounting a file system: the mount spec, the MDS connection, the
+ * mount root, the OST table and the data path's tunables.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -9,178 +10,15 @@
 #include <unistd.h>
 
 #include "client/cl_export.h"
-#include "client/cl_hsm.h"
 #include "client/cl_internal.h"
+#include "client/mdc.h"
+#include "client/oss.h"
 #include "common/key.h"
 #include "proto/rpc.h"
 #include "proto/wire.h"
 
 #define CONNECT_TIMEOUT_DEFAULT_MS 10000
 #define TIMEOUT_DEFAULT_MS 30000
-
-void cl_log(const struct nacre_fs *fs, int level, const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-
-	if (!fs || !fs->log_fn)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	fs->log_fn(level, line, fs->log_arg);
-}
-
-const struct nacre_cred *cl_cred(const struct nacre_cred *cr, struct nacre_cred *out)
-{
-	if (cr)
-		return cr;
-	memset(out, 0, sizeof(*out));
-	return out;
-}
-
-int cl_decode_end(const struct wire_cursor *c)
-{
-	return wire_cursor_ok(c) && wire_cursor_left(c) == 0 ? 0 : -EPROTO;
-}
-
-int cl_is_transport_err(int rc)
-{
-	switch (-rc) {
-	case ETIMEDOUT:
-	case ECONNREFUSED:
-	case ECONNRESET:
-	case ECONNABORTED:
-	case EPIPE:
-	case EHOSTUNREACH:
-	case ENETUNREACH:
-	case ENOTCONN:
-	case NACRE_ETIMEDOUT_SRV:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-int cl_io_errno(int rc)
-{
-	return cl_is_transport_err(rc) ? -EIO : rc;
-}
-
-int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, uint32_t flags, const struct wire_cursor *req,
-		struct rpc_msg **rep)
-{
-	struct rpc_call_args a;
-	struct rpc_msg *m = NULL;
-	int rc;
-
-	*rep = NULL;
-	if (!wire_cursor_ok(req))
-		return req->err < 0 ? req->err : -EINVAL; /* e.g. a name too long to encode */
-	memset(&a, 0, sizeof(a));
-	a.opcode = opcode;
-	a.flags = flags;
-	a.body = req->buf;
-	a.body_len = (uint32_t)wire_cursor_pos(req);
-	rc = rpc_call(fs->mds, &a, &m);
-	/* a released file: the MDS queued its restore; wait and ask again */
-	for (int64_t waited = 0; rc == -NACRE_ERESTORING;) {
-		rpc_msg_free(m);
-		m = NULL;
-		rc = cl_restore_wait(fs, req, &waited);
-		if (rc == 0)
-			rc = rpc_call(fs->mds, &a, &m);
-	}
-	if (rc < 0) {
-		if (cl_is_transport_err(rc))
-			cl_log(fs, CL_LOG_WARN, "MDS %s: %s failed: %s", fs->addr, wire_opcode_name(opcode),
-			       nacre_strerror(rc));
-		rpc_msg_free(m);
-		return rc;
-	}
-	if (!m)
-		return -EPROTO;
-	if (m->hdr.status < 0) {
-		rc = m->hdr.status;
-		rpc_msg_free(m);
-		return rc;
-	}
-	*rep = m;
-	return 0;
-}
-
-/* ---- FIDs ---- */
-
-NACRE_API char *nacre_fid_format(const struct nacre_fid *fid, char *buf, size_t len)
-{
-	if (!buf || len == 0)
-		return buf;
-	if (!fid) {
-		buf[0] = '\0';
-		return buf;
-	}
-	snprintf(buf, len, "[0x%llx:0x%x:0x%x]", (unsigned long long)fid->seq, fid->oid, fid->ver);
-	return buf;
-}
-
-/* Parses 1..maxdigits hex digits with an optional 0x. Advances *sp. */
-static int parse_hex(const char **sp, int maxdigits, uint64_t *out)
-{
-	const char *s = *sp;
-	uint64_t v = 0;
-	int n = 0;
-
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
-		s += 2;
-	for (;; s++, n++) {
-		int d;
-		if (*s >= '0' && *s <= '9')
-			d = *s - '0';
-		else if (*s >= 'a' && *s <= 'f')
-			d = *s - 'a' + 10;
-		else if (*s >= 'A' && *s <= 'F')
-			d = *s - 'A' + 10;
-		else
-			break;
-		if (n >= maxdigits)
-			return -EINVAL;
-		v = (v << 4) | (uint64_t)d;
-	}
-	if (n == 0)
-		return -EINVAL;
-	*sp = s;
-	*out = v;
-	return 0;
-}
-
-NACRE_API int nacre_fid_parse(const char *s, struct nacre_fid *fid)
-{
-	uint64_t seq, oid, ver;
-	int bracket;
-
-	if (!s || !fid)
-		return -EINVAL;
-	bracket = *s == '[';
-	s += bracket;
-	if (parse_hex(&s, 16, &seq) || *s++ != ':' || parse_hex(&s, 8, &oid) || *s++ != ':' ||
-	    parse_hex(&s, 8, &ver))
-		return -EINVAL;
-	if (bracket && *s++ != ']')
-		return -EINVAL;
-	if (*s)
-		return -EINVAL;
-	fid->seq = seq;
-	fid->oid = (uint32_t)oid;
-	fid->ver = (uint32_t)ver;
-	return 0;
-}
-
-NACRE_API int nacre_fid_eq(const struct nacre_fid *a, const struct nacre_fid *b)
-{
-	return a->seq == b->seq && a->oid == b->oid && a->ver == b->ver;
-}
-
-/* ---- mount ---- */
 
 static void set_err(char *err, size_t err_len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

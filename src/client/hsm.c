@@ -1,43 +1,17 @@
 /* hsm.c - libnacre's HSM calls: user requests, state, the action queue, import, and the
- * agent (copytool) calls; and the wait for a restore behind nacre_open. */
+ * agent (copytool) calls. The wait for an implicit restore is in mdc.c, under every MDS call.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "client/cl_export.h"
-#include "client/cl_hsm.h"
-#include "client/cl_internal.h"
+#include "client/mdc.h"
 #include "proto/wire.h"
 
 /* fids per HSM_REQUEST: the header (cred up to 140 bytes + 16) and 16 bytes per fid must
  * fit the 64 KiB body */
 #define REQ_BATCH 3000
-
-int cl_restore_wait(struct nacre_fs *fs, const struct wire_cursor *req, int64_t *waited_ms)
-{
-	int64_t step = *waited_ms < 200 ? 20 : *waited_ms < 2000 ? 100 : 500;
-	int limit = fs->timeout_ms > 0 ? fs->timeout_ms : 30000;
-	struct timespec ts = {step / 1000, (step % 1000) * 1000000};
-
-	if (*waited_ms >= limit) {
-		struct wire_cursor c;
-		struct nacre_cred cr;
-		struct nacre_fid fid;
-		char fs_[NACRE_FID_STR_MAX];
-
-		wire_cursor_init_read(&c, req->buf, wire_cursor_pos(req));
-		wire_cred_get(&c, &cr);
-		wire_fid_get(&c, &fid);
-		cl_log(fs, CL_LOG_ERR, "restore of %s from the archive did not finish within %d s: "
-		       "is a copytool running for its archive id?",
-		       nacre_fid_format(&fid, fs_, sizeof(fs_)), limit / 1000);
-		return -ETIMEDOUT;
-	}
-	nanosleep(&ts, NULL);
-	*waited_ms += step;
-	return 0;
-}
 
 static int call(struct nacre_fs *fs, uint16_t op, uint32_t flags, struct wire_cursor *c,
 		struct rpc_msg **rep)

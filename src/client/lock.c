@@ -5,6 +5,8 @@
 #include "client/cl_data.h"
 #include "client/cl_export.h"
 #include "client/cl_internal.h"
+#include "client/mdc.h"
+#include "client/obj.h"
 #include "common/key.h"
 #include "proto/wire.h"
 

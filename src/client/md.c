@@ -13,12 +13,15 @@
 
 #include "client/cl_export.h"
 #include "client/cl_internal.h"
+#include "client/files.h"
+#include "client/mdc.h"
+#include "client/md.h"
+#include "client/oss.h"
 #include "proto/wire.h"
 
 /* Smallest encoded sizes, to check peer counts against the bytes present. */
 #define DIRENT_WIRE_MIN (8 + 16 + 4 + 2 + 1)
 #define DIRENT_WIRE_MAX (8 + 16 + 4 + 2 + NACRE_NAME_MAX)
-#define TARGET_WIRE_MIN (4 + 4 + 1 + 2)
 
 /* A component name the MDS will take: 1..NACRE_NAME_MAX bytes, no '/'. */
 static int check_name(const char *name)
@@ -659,7 +662,7 @@ NACRE_API int nacre_layout_set(struct nacre_fs *fs, const struct nacre_cred *cr,
 	return layout_reply(m, out);
 }
 
-/* Requests whose body is only the caller's credentials (STATFS, TARGETS). */
+/* Requests whose body is only the caller's credentials (STATFS). */
 static int cred_call(struct nacre_fs *fs, uint16_t op, struct rpc_msg **rep)
 {
 	struct wire_cursor c;
@@ -698,47 +701,6 @@ NACRE_API int nacre_statfs(struct nacre_fs *fs, struct nacre_statfs *out)
 	rpc_msg_free(m);
 	if (rc == 0)
 		*out = st;
-	return rc;
-}
-
-int cl_targets_fetch(struct nacre_fs *fs, struct nacre_target **out, int *count)
-{
-	struct wire_cursor c;
-	struct nacre_target *t = NULL;
-	struct rpc_msg *m;
-	uint32_t n, i;
-	int rc;
-
-	*out = NULL;
-	*count = 0;
-	rc = cred_call(fs, WIRE_OP_MDS_TARGETS, &m);
-	if (rc)
-		return rc;
-	wire_cursor_init_read(&c, m->body, m->body_len);
-	n = wire_get_u32(&c);
-	/* A count is believed only as far as the bytes present can hold it. */
-	if (!wire_cursor_ok(&c) || n > wire_cursor_left(&c) / TARGET_WIRE_MIN) {
-		rc = -EPROTO;
-		goto out_free_msg;
-	}
-	if (n > 0) {
-		t = calloc(n, sizeof(*t));
-		if (!t) {
-			rc = -ENOMEM;
-			goto out_free_msg;
-		}
-	}
-	for (i = 0; i < n; i++)
-		wire_target_get(&c, &t[i]);
-	rc = cl_decode_end(&c);
-	if (rc) {
-		free(t);
-		goto out_free_msg;
-	}
-	*out = t;
-	*count = (int)n;
-out_free_msg:
-	rpc_msg_free(m);
 	return rc;
 }
 

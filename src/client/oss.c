@@ -1,8 +1,9 @@
 /* oss.c - the OST connection table: which OSS serves each OST index, and one rpc_conn per
  * OSS address shared by every file (several OSTs of one OSS share its connection).
  *
- * The index -> address map comes from the MDS target list at mount, and is reloaded when
- * an index is unknown or a server stops answering (an OSS may come back elsewhere).
+ * The index -> address map comes from the MDS target list (cl_targets_fetch, also behind
+ * nacre_targets) at mount, and is reloaded when an index is unknown or a server stops
+ * answering (an OSS may come back elsewhere).
  * Connections are created lazily and kept until umount, because other threads may be
  * using a pointer they got earlier.
  */
@@ -12,9 +13,14 @@
 #include <time.h>
 
 #include "client/cl_internal.h"
+#include "client/mdc.h"
+#include "client/oss.h"
+#include "proto/wire.h"
 
 /* After a transport error, reload the map at most this often. */
 #define REFRESH_MIN_INTERVAL_MS 1000
+/* Smallest encoded target, to check the peer's count against the bytes present. */
+#define TARGET_WIRE_MIN (4 + 4 + 1 + 2)
 
 static int64_t now_ms(void)
 {
@@ -85,6 +91,51 @@ static struct cl_ost *find_ost_locked(struct cl_oss_table *t, uint32_t idx)
 		if (t->osts[i].idx == idx)
 			return &t->osts[i];
 	return NULL;
+}
+
+int cl_targets_fetch(struct nacre_fs *fs, struct nacre_target **out, int *count)
+{
+	struct wire_cursor c;
+	struct nacre_cred root;
+	struct nacre_target *t = NULL;
+	struct rpc_msg *m;
+	uint32_t n, i;
+	int rc;
+
+	*out = NULL;
+	*count = 0;
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_cred_put(&c, cl_cred(NULL, &root)); /* the request is only the credentials */
+	rc = cl_mds_call(fs, WIRE_OP_MDS_TARGETS, RPC_IDEMPOTENT, &c, &m);
+	wire_cursor_fini(&c);
+	if (rc)
+		return rc;
+	wire_cursor_init_read(&c, m->body, m->body_len);
+	n = wire_get_u32(&c);
+	/* A count is believed only as far as the bytes present can hold it. */
+	if (!wire_cursor_ok(&c) || n > wire_cursor_left(&c) / TARGET_WIRE_MIN) {
+		rc = -EPROTO;
+		goto out_free_msg;
+	}
+	if (n > 0) {
+		t = calloc(n, sizeof(*t));
+		if (!t) {
+			rc = -ENOMEM;
+			goto out_free_msg;
+		}
+	}
+	for (i = 0; i < n; i++)
+		wire_target_get(&c, &t[i]);
+	rc = cl_decode_end(&c);
+	if (rc) {
+		free(t);
+		goto out_free_msg;
+	}
+	*out = t;
+	*count = (int)n;
+out_free_msg:
+	rpc_msg_free(m);
+	return rc;
 }
 
 int cl_oss_refresh(struct nacre_fs *fs)

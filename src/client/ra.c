@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "client/cl_internal.h"
+#include "client/obj.h"
 #include "common/layout.h"
 #include "proto/wire.h"
 
@@ -48,31 +49,6 @@ struct ra_chunk {
 	int pooled;
 	int state; /* f->lock */
 };
-
-/* ---- helpers shared with wb.c and io.c ---- */
-
-static unsigned fid_bucket(const struct nacre_fid *fid)
-{
-	uint64_t h = fid->seq * 0x9e3779b97f4a7c15ull ^ fid->oid * 0xc2b2ae3d27d4eb4full ^ fid->ver;
-	return (unsigned)(h >> 32) % CL_WGEN_BUCKETS;
-}
-
-uint64_t cl_wgen(struct nacre_fs *fs, const struct nacre_fid *fid)
-{
-	return __atomic_load_n(&fs->wgen[fid_bucket(fid)], __ATOMIC_ACQUIRE);
-}
-
-void cl_wgen_bump(struct nacre_fs *fs, const struct nacre_fid *fid)
-{
-	__atomic_add_fetch(&fs->wgen[fid_bucket(fid)], 1, __ATOMIC_ACQ_REL);
-}
-
-uint64_t cl_obj_to_file(const struct nacre_file *f, uint32_t stripe, uint64_t obj_off)
-{
-	uint64_t s = f->layout.stripe_size, c = f->layout.nosts;
-
-	return obj_off / s * s * c + (uint64_t)stripe * s + obj_off % s;
-}
 
 /* ---- chunks ---- */
 

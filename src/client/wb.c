@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "client/cl_internal.h"
+#include "client/mdc.h"
+#include "client/obj.h"
 #include "common/layout.h"
 #include "proto/wire.h"
 

@@ -72,6 +72,25 @@ int fz_file_close(struct fz_file *f)
 	return rc;
 }
 
+/* fz_itable_walk callback: closes the files still open on in. */
+static int close_files_of(struct fz_inode *in, void *arg)
+{
+	(void)arg;
+	while (in->files) {
+		int rc = fz_file_close(in->files);
+
+		if (rc < 0)
+			LOG_WARN("file", "close at unmount: %s", nacre_strerror(rc));
+	}
+	return 0;
+}
+
+void fz_file_close_all(struct fz_mount *m)
+{
+	/* The kernel connection is gone: no release will come for these. */
+	fz_itable_walk(m, close_files_of, NULL);
+}
+
 static int time_eq(const struct nacre_time *a, const struct nacre_time *b)
 {
 	return a->sec == b->sec && a->nsec == b->nsec;

@@ -139,7 +139,7 @@ static inline struct fz_mount *fz_mnt(fuse_req_t req)
 /* ---- inode.c ---- */
 /* Prepares the table with the root inode (FUSE_ROOT_ID). 0 or -ENOMEM. Not thread-safe. */
 int fz_itable_init(struct fz_itable *t, const struct nacre_fid *root);
-/* Closes every file still open (after the session ended) and frees every inode. */
+/* Frees every inode; their files must be closed first (fz_file_close_all). */
 void fz_itable_fini(struct fz_itable *t);
 /* The inode behind a kernel inode number; valid while the kernel holds a lookup on it. NULL
  * (logged) for a number this table never gave out. Thread-safe: one mutex and a lookup. */
@@ -244,6 +244,9 @@ void fz_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 void fz_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 /* Closes f (flushing to the MDS) and frees it; returns nacre_close's result. */
 int fz_file_close(struct fz_file *f);
+/* Closes every file still open, after the session ended (errors are logged). Not
+ * thread-safe: nothing else may serve the mount. */
+void fz_file_close_all(struct fz_mount *m);
 /* Wraps nf in an fz_file linked to in (flags: the open flags; cr: the opener's). NULL on
  * ENOMEM (nf is then still the caller's). Thread-safe. */
 struct fz_file *fz_file_create(struct fz_inode *in, struct nacre_file *nf, int flags,

@@ -75,13 +75,6 @@ void fz_itable_fini(struct fz_itable *t)
 		while (in) {
 			struct fz_inode *next = in->hnext;
 
-			/* The kernel connection is gone: no release will come for these. */
-			while (in->files) {
-				int rc = fz_file_close(in->files);
-
-				if (rc < 0)
-					LOG_WARN("inode", "close at unmount: %s", nacre_strerror(rc));
-			}
 			pthread_mutex_destroy(&in->lock);
 			if (in != &t->root)
 				free(in);

@@ -734,6 +734,7 @@ out_args:
 out_itable:
 	fz_htable_walk(&m, destroy_dir, NULL);
 	fz_htable_fini(&m.htab);
+	fz_file_close_all(&m);
 	fz_itable_fini(&m.itab);
 out_umount_fs:
 	nacre_fs_umount(m.fs);

@@ -7,13 +7,6 @@
 #include "fuse/fz.h"
 #include "unit.h"
 
-/* inode.c closes files left open at fini; none are in these tests. */
-int fz_file_close(struct fz_file *f)
-{
-	(void)f;
-	return 0;
-}
-
 static struct nacre_fid fid(uint32_t oid)
 {
 	struct nacre_fid f = {0x200000400ULL, oid, 0};

@@ -1,0 +1,64 @@
+/* files.c - the open-file table of an fs (fs->files): every nacre_file open on this
+ * client, so that a truncate or an explicit mtime reaches the other handles of the file.
+ */
+#include <pthread.h>
+
+#include "client/cl_internal.h"
+#include "client/files.h"
+#include "client/obj.h"
+
+void cl_files_add(struct nacre_file *f)
+{
+	struct nacre_fs *fs = f->fs;
+
+	pthread_mutex_lock(&fs->files_lock);
+	f->prev = NULL;
+	f->next = fs->files;
+	if (fs->files)
+		fs->files->prev = f;
+	fs->files = f;
+	pthread_mutex_unlock(&fs->files_lock);
+}
+
+void cl_files_del(struct nacre_file *f)
+{
+	struct nacre_fs *fs = f->fs;
+
+	pthread_mutex_lock(&fs->files_lock);
+	if (f->prev)
+		f->prev->next = f->next;
+	else
+		fs->files = f->next;
+	if (f->next)
+		f->next->prev = f->prev;
+	pthread_mutex_unlock(&fs->files_lock);
+}
+
+void cl_files_set_size(struct nacre_fs *fs, const struct nacre_fid *fid, uint64_t size)
+{
+	pthread_mutex_lock(&fs->files_lock);
+	for (struct nacre_file *f = fs->files; f; f = f->next) {
+		if (!nacre_fid_eq(&f->fid, fid))
+			continue;
+		pthread_mutex_lock(&f->lock);
+		if (f->written_end > size)
+			f->written_end = size;
+		f->attr.size = size;
+		pthread_mutex_unlock(&f->lock);
+	}
+	pthread_mutex_unlock(&fs->files_lock);
+	cl_wgen_bump(fs, fid); /* readahead of the old contents is stale */
+}
+
+void cl_files_mtime_set(struct nacre_fs *fs, const struct nacre_fid *fid)
+{
+	pthread_mutex_lock(&fs->files_lock);
+	for (struct nacre_file *f = fs->files; f; f = f->next) {
+		if (!nacre_fid_eq(&f->fid, fid))
+			continue;
+		pthread_mutex_lock(&f->lock);
+		f->published_seq = f->write_seq;
+		pthread_mutex_unlock(&f->lock);
+	}
+	pthread_mutex_unlock(&fs->files_lock);
+}

@@ -1,0 +1,132 @@
+/* mdc.c - the MDS client: the call every metadata request goes through (it also waits for
+ * a file that is being restored from the archive), and the helpers every libnacre file
+ * uses: logging, credentials, reply checks, errno mapping.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/cl_internal.h"
+#include "client/mdc.h"
+#include "proto/wire.h"
+
+void cl_log(const struct nacre_fs *fs, int level, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	if (!fs || !fs->log_fn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fs->log_fn(level, line, fs->log_arg);
+}
+
+const struct nacre_cred *cl_cred(const struct nacre_cred *cr, struct nacre_cred *out)
+{
+	if (cr)
+		return cr;
+	memset(out, 0, sizeof(*out));
+	return out;
+}
+
+int cl_decode_end(const struct wire_cursor *c)
+{
+	return wire_cursor_ok(c) && wire_cursor_left(c) == 0 ? 0 : -EPROTO;
+}
+
+int cl_is_transport_err(int rc)
+{
+	switch (-rc) {
+	case ETIMEDOUT:
+	case ECONNREFUSED:
+	case ECONNRESET:
+	case ECONNABORTED:
+	case EPIPE:
+	case EHOSTUNREACH:
+	case ENETUNREACH:
+	case ENOTCONN:
+	case NACRE_ETIMEDOUT_SRV:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int cl_io_errno(int rc)
+{
+	return cl_is_transport_err(rc) ? -EIO : rc;
+}
+
+/* After an MDS call answered -NACRE_ERESTORING (the file is being restored): sleeps a
+ * little (growing backoff) and returns 0 to resend, or -ETIMEDOUT once *waited_ms passed the
+ * fs's timeout, with a log line naming the file (the FID of req, a cred + fid request). */
+static int restore_wait(struct nacre_fs *fs, const struct wire_cursor *req, int64_t *waited_ms)
+{
+	int64_t step = *waited_ms < 200 ? 20 : *waited_ms < 2000 ? 100 : 500;
+	int limit = fs->timeout_ms > 0 ? fs->timeout_ms : 30000;
+	struct timespec ts = {step / 1000, (step % 1000) * 1000000};
+
+	if (*waited_ms >= limit) {
+		struct wire_cursor c;
+		struct nacre_cred cr;
+		struct nacre_fid fid;
+		char fs_[NACRE_FID_STR_MAX];
+
+		wire_cursor_init_read(&c, req->buf, wire_cursor_pos(req));
+		wire_cred_get(&c, &cr);
+		wire_fid_get(&c, &fid);
+		cl_log(fs, CL_LOG_ERR, "restore of %s from the archive did not finish within %d s: "
+		       "is a copytool running for its archive id?",
+		       nacre_fid_format(&fid, fs_, sizeof(fs_)), limit / 1000);
+		return -ETIMEDOUT;
+	}
+	nanosleep(&ts, NULL);
+	*waited_ms += step;
+	return 0;
+}
+
+int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, uint32_t flags, const struct wire_cursor *req,
+		struct rpc_msg **rep)
+{
+	struct rpc_call_args a;
+	struct rpc_msg *m = NULL;
+	int rc;
+
+	*rep = NULL;
+	if (!wire_cursor_ok(req))
+		return req->err < 0 ? req->err : -EINVAL; /* e.g. a name too long to encode */
+	memset(&a, 0, sizeof(a));
+	a.opcode = opcode;
+	a.flags = flags;
+	a.body = req->buf;
+	a.body_len = (uint32_t)wire_cursor_pos(req);
+	rc = rpc_call(fs->mds, &a, &m);
+	/* a released file: the MDS queued its restore; wait and ask again */
+	for (int64_t waited = 0; rc == -NACRE_ERESTORING;) {
+		rpc_msg_free(m);
+		m = NULL;
+		rc = restore_wait(fs, req, &waited);
+		if (rc == 0)
+			rc = rpc_call(fs->mds, &a, &m);
+	}
+	if (rc < 0) {
+		if (cl_is_transport_err(rc))
+			cl_log(fs, CL_LOG_WARN, "MDS %s: %s failed: %s", fs->addr, wire_opcode_name(opcode),
+			       nacre_strerror(rc));
+		rpc_msg_free(m);
+		return rc;
+	}
+	if (!m)
+		return -EPROTO;
+	if (m->hdr.status < 0) {
+		rc = m->hdr.status;
+		rpc_msg_free(m);
+		return rc;
+	}
+	*rep = m;
+	return 0;
+}

@@ -1,0 +1,39 @@
+/* mdc.h - the MDS client (mdc.c): the call every metadata request goes through, and the
+ * helpers every libnacre file uses. The lowest layer of libnacre above the rpc layer: it
+ * calls no other client file but fid.c.
+ */
+#ifndef NACRE_CL_MDC_H
+#define NACRE_CL_MDC_H
+
+#include <stdint.h>
+
+#include "nacre/nacre.h"
+#include "proto/cursor.h"
+#include "proto/rpc.h"
+
+/* Log levels of nacre_log_fn (syslog values). */
+enum { CL_LOG_ERR = 3, CL_LOG_WARN = 4, CL_LOG_INFO = 6, CL_LOG_DEBUG = 7 };
+
+/* Sends a line to the fs's log sink if one is set; never prints. Thread-safe. */
+void cl_log(const struct nacre_fs *fs, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* cr, or root (uid 0, gid 0, no groups) when cr is NULL. Returns a pointer to out or cr. */
+const struct nacre_cred *cl_cred(const struct nacre_cred *cr, struct nacre_cred *out);
+
+/* Sends the request encoded in req (body bytes [0, pos)) to the MDS and waits. Returns 0
+ * with *rep set (the caller frees it with rpc_msg_free), or a negative error (transport
+ * error or the reply's status) with *rep NULL. While the MDS answers -NACRE_ERESTORING (a
+ * released file is being restored) it waits and resends, up to the fs's timeout
+ * (-ETIMEDOUT). Thread-safe. */
+int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, uint32_t flags, const struct wire_cursor *req,
+		struct rpc_msg **rep);
+/* 0 if a decode consumed the whole body without error, else -EPROTO. */
+int cl_decode_end(const struct wire_cursor *c);
+/* Maps a transport failure (timeout, lost server) to -EIO for applications; other errors
+ * (ENOSPC, EACCES...) pass through. */
+int cl_io_errno(int rc);
+/* 1 if rc means the server could not be reached (worth a target table refresh). */
+int cl_is_transport_err(int rc);
+
+#endif
