@@ -176,6 +176,24 @@ static void reap(struct mds_locks *lk, int64_t now_ms)
 	}
 }
 
+void mds_locks_drop_client(struct mds_locks *lk, uint64_t client)
+{
+	pthread_mutex_lock(&lk->lock);
+	for (struct lk_client **p = &lk->clients; *p; p = &(*p)->next) {
+		if ((*p)->id == client) {
+			struct lk_client *c = *p;
+			*p = c->next;
+			free(c);
+			break;
+		}
+	}
+	uint64_t n = drop_client_locks(lk, client);
+	pthread_mutex_unlock(&lk->lock);
+	if (n)
+		LOG_INFO("lock", "client %016llx evicted: %llu locks released",
+			 (unsigned long long)client, (unsigned long long)n);
+}
+
 /* The client record of a request, bound to conn_id; NULL on ENOMEM. */
 static struct lk_client *client_touch(struct mds_locks *lk, uint64_t id, uint64_t conn_id)
 {

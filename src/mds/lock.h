@@ -43,6 +43,8 @@ int mds_locks_get(struct mds_locks *lk, uint64_t conn_id, const struct wire_lock
 /* The connection broke: its clients' eviction clocks start (or, with evict_ms 0, their
  * locks go now). Thread-safe. */
 void mds_locks_disconnect(struct mds_locks *lk, uint64_t conn_id, int64_t now_ms);
+/* Drops every lock of a client now (its session was evicted). Thread-safe. */
+void mds_locks_drop_client(struct mds_locks *lk, uint64_t client);
 /* Locks held, for tests and metrics. Thread-safe. */
 uint64_t mds_locks_count(struct mds_locks *lk);
 

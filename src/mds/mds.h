@@ -15,6 +15,8 @@ struct mds_oss_pool;
 struct mds_destroyer;
 struct mds_hsm;
 struct mds_locks;
+struct mds_sessions;
+struct mds_recovery;
 
 struct mds {
 	struct mds_db *db;
@@ -25,6 +27,8 @@ struct mds {
 	struct mds_destroyer *destroyer;   /* NULL in unit tests */
 	struct mds_hsm *hsm;               /* HSM coordinator; NULL in unit tests */
 	struct mds_locks *locks;           /* POSIX and flock locks (lock.h) */
+	struct mds_sessions *sessions;     /* clients with state (session.h); NULL in unit tests */
+	struct mds_recovery *recovery;     /* the window after a start (recovery.h); may be NULL */
 	const char *data_dir;
 	char addr[NACRE_ADDR_MAX + 1];     /* "host:port" we serve on, for the TARGETS reply */
 	char fsname[NACRE_FSNAME_MAX + 1];
