@@ -16,52 +16,47 @@ struct daemons {
 	int failed; /* out of memory while building them */
 };
 
-static char *dup_printf(struct daemons *ds, const char *fmt, va_list ap)
-	__attribute__((format(printf, 2, 0)));
-static char *dup_printf(struct daemons *ds, const char *fmt, va_list ap)
+/* v[(*n)++] = s (a heap string, or NULL when it could not be made), if there is room. */
+static void push(struct daemons *ds, char **v, int *n, int max, char *s)
+{
+	if (!s || *n >= max) {
+		free(s);
+		ds->failed = 1;
+		return;
+	}
+	v[(*n)++] = s;
+}
+
+static void arg(struct daemons *ds, struct bu_daemon *d, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void arg(struct daemons *ds, struct bu_daemon *d, const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	push(ds, d->argv, &d->argc, BU_ARGS_MAX, s);
+}
+
+/* An option and its value. */
+static void opt(struct daemons *ds, struct bu_daemon *d, const char *name, const char *value)
+{
+	arg(ds, d, "%s", name);
+	arg(ds, d, "%s", value);
+}
+
+/* --format is added when dir/file is missing. */
+static void format_unless(struct daemons *ds, struct bu_daemon *d, const char *dir,
+			  const char *file)
 {
 	char *s = NULL;
 
-	if (vasprintf(&s, fmt, ap) < 0) {
-		ds->failed = 1;
-		return NULL;
-	}
-	return s;
-}
-
-static void arg(struct daemons *ds, struct bu_daemon *d, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void arg(struct daemons *ds, struct bu_daemon *d, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (d->argc >= BU_ARGS_MAX) {
-		ds->failed = 1;
-		return;
-	}
-	va_start(ap, fmt);
-	d->argv[d->argc] = dup_printf(ds, fmt, ap);
-	va_end(ap);
-	if (d->argv[d->argc])
-		d->argc++;
-}
-
-/* --format is added when the file fmt names is missing. */
-static void format_unless(struct daemons *ds, struct bu_daemon *d, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void format_unless(struct daemons *ds, struct bu_daemon *d, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (d->nformat >= CC_OSTS_CAP) {
-		ds->failed = 1;
-		return;
-	}
-	va_start(ap, fmt);
-	d->format_unless[d->nformat] = dup_printf(ds, fmt, ap);
-	va_end(ap);
-	if (d->format_unless[d->nformat])
-		d->nformat++;
+	if (asprintf(&s, "%s/%s", dir, file) < 0)
+		s = NULL;
+	push(ds, d->format_unless, &d->nformat, CC_OSTS_CAP, s);
 }
 
 static struct bu_daemon *add(struct daemons *ds, enum bu_kind kind, int index, const char *host,
@@ -82,8 +77,7 @@ static void metrics_args(struct daemons *ds, struct bu_daemon *d, const struct c
 			 const char *addr)
 {
 	if (addr[0]) {
-		arg(ds, d, "--metrics-addr");
-		arg(ds, d, "%s", addr);
+		opt(ds, d, "--metrics-addr", addr);
 	}
 	if (c->metrics_log_dir[0]) {
 		arg(ds, d, "--metrics-log");
@@ -100,17 +94,13 @@ static void add_mds(struct daemons *ds, const struct cc_conf *c)
 	struct bu_daemon *d = add(ds, BU_MDS, 0, c->mds_host, "nacre-mds", "nacre-mds: serving");
 
 	snprintf(d->role, sizeof(d->role), "mds");
-	arg(ds, d, "--fsname");
-	arg(ds, d, "%s", c->fsname);
-	arg(ds, d, "--data");
-	arg(ds, d, "%s", c->mds_data);
-	arg(ds, d, "--listen");
-	arg(ds, d, "%s", c->mds_listen);
-	arg(ds, d, "--key-file");
-	arg(ds, d, "%s", c->key_file);
+	opt(ds, d, "--fsname", c->fsname);
+	opt(ds, d, "--data", c->mds_data);
+	opt(ds, d, "--listen", c->mds_listen);
+	opt(ds, d, "--key-file", c->key_file);
 	metrics_args(ds, d, c, c->mds_metrics_addr);
 	/* Only a directory without an MDT is formatted; the MDS checks the fsname of one. */
-	format_unless(ds, d, "%s/data.mdb", c->mds_data);
+	format_unless(ds, d, c->mds_data, "data.mdb");
 }
 
 static void add_oss(struct daemons *ds, const struct cc_conf *c, int j)
@@ -119,21 +109,17 @@ static void add_oss(struct daemons *ds, const struct cc_conf *c, int j)
 	struct bu_daemon *d = add(ds, BU_OSS, j, o->host, "nacre-oss", "nacre-oss: serving");
 
 	snprintf(d->role, sizeof(d->role), "oss-%s", o->name);
-	arg(ds, d, "--fsname");
-	arg(ds, d, "%s", c->fsname);
-	arg(ds, d, "--mds");
-	arg(ds, d, "%s", c->mds_listen);
-	arg(ds, d, "--listen");
-	arg(ds, d, "%s", o->listen);
-	arg(ds, d, "--key-file");
-	arg(ds, d, "%s", c->key_file);
+	opt(ds, d, "--fsname", c->fsname);
+	opt(ds, d, "--mds", c->mds_listen);
+	opt(ds, d, "--listen", o->listen);
+	opt(ds, d, "--key-file", c->key_file);
 	for (int k = 0; k < o->nosts; k++) {
 		const struct cc_ost *ost = &c->osts[o->ost0 + k];
 
 		arg(ds, d, "--ost");
 		arg(ds, d, "%d:%s", ost->index, ost->dir);
 		/* --format creates only missing superblocks; existing ones are checked. */
-		format_unless(ds, d, "%s/nacre-ost.sb", ost->dir);
+		format_unless(ds, d, ost->dir, "nacre-ost.sb");
 	}
 	metrics_args(ds, d, c, o->metrics_addr);
 }
@@ -148,21 +134,16 @@ static void add_copytool(struct daemons *ds, const struct cc_conf *c, int host, 
 	snprintf(d->role, sizeof(d->role), "copytool-%d", a->id);
 	d->skip = !a->backend[0];
 	bu_spec(c, spec, sizeof(spec));
-	arg(ds, d, "--mds");
-	arg(ds, d, "%s", spec);
-	arg(ds, d, "--key-file");
-	arg(ds, d, "%s", c->key_file);
+	opt(ds, d, "--mds", spec);
+	opt(ds, d, "--key-file", c->key_file);
 	arg(ds, d, "--archive-id");
 	arg(ds, d, "%d", a->id);
-	arg(ds, d, "--backend");
-	arg(ds, d, "%s", a->backend);
+	opt(ds, d, "--backend", a->backend);
 	if (c->hsm_endpoint[0]) {
-		arg(ds, d, "--endpoint");
-		arg(ds, d, "%s", c->hsm_endpoint);
+		opt(ds, d, "--endpoint", c->hsm_endpoint);
 	}
 	if (c->hsm_credentials[0]) {
-		arg(ds, d, "--credentials");
-		arg(ds, d, "%s", c->hsm_credentials);
+		opt(ds, d, "--credentials", c->hsm_credentials);
 	}
 }
 

@@ -30,14 +30,6 @@
 #define COPYTOOL_WAIT_MS 15000
 #define READY_SCAN_MAX 65536 /* a daemon says it serves within its first lines */
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void sleep_ms(int ms)
 {
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -48,7 +40,7 @@ static void sleep_ms(int ms)
 void bu_local_step(struct bu_local *l, const char *fmt, ...)
 {
 	va_list ap;
-	double t = now_s();
+	double t = cli_now_s();
 
 	printf("[%.1fs] ", t - l->t0);
 	va_start(ap, fmt);
@@ -64,7 +56,7 @@ void bu_local_init(struct bu_local *l, const struct cc_conf *c, const char *dir)
 	memset(l, 0, sizeof(*l));
 	l->c = c;
 	str_copy(l->dir, dir, sizeof(l->dir));
-	l->t0 = now_s();
+	l->t0 = cli_now_s();
 }
 
 /* ---- the process table and DIR/cluster.pids */

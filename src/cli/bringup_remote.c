@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/bringup_remote.h"
@@ -23,19 +22,11 @@
 #define OST_WAIT_S 30
 #define KEY_TEXT_MAX 600
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* ---- step lines */
 
 static void step_begin(struct bu_remote *ru)
 {
-	ru->t0 = now_s();
+	ru->t0 = cli_now_s();
 }
 
 static void step_ok(struct bu_remote *ru, const char *fmt, ...)
@@ -44,7 +35,7 @@ static void step_ok(struct bu_remote *ru, const char *fmt, ...)
 {
 	va_list ap;
 
-	printf("[%5.1fs] ", now_s() - ru->t0);
+	printf("[%5.1fs] ", cli_now_s() - ru->t0);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);

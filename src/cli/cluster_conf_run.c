@@ -6,7 +6,6 @@
  * target list through libnacre, so the admin machine need not reach the cluster network. */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/bringup_remote.h"
@@ -14,14 +13,6 @@
 #include "cli/cluster_conf.h"
 #include "common/util.h"
 #include "nacre/nacre.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int load(const char *path, struct cc_conf *c, struct bu_remote *ru)
 {
@@ -38,7 +29,7 @@ static int cluster_up(const char *path)
 {
 	static struct cc_conf c;
 	struct bu_remote ru;
-	double t = now_s();
+	double t = cli_now_s();
 
 	if (load(path, &c, &ru) < 0)
 		return 1;
@@ -47,7 +38,7 @@ static int cluster_up(const char *path)
 				"running (stop it with `nacre cluster down %s`)\n", path);
 		return 1;
 	}
-	printf("%s is up in %.1f s\n", c.fsname, now_s() - t);
+	printf("%s is up in %.1f s\n", c.fsname, cli_now_s() - t);
 	return 0;
 }
 
@@ -127,7 +118,7 @@ static int cluster_targets(int argc, char **argv)
 		printf("MDS %s: down (%s)\n", argv[1], err);
 		return 1;
 	}
-	for (double end = now_s() + (double)wait_s;;) {
+	for (double end = cli_now_s() + (double)wait_s;;) {
 		int missing = 0;
 
 		n = nacre_targets(fs, tg, (int)ARRAY_SIZE(tg));
@@ -148,7 +139,7 @@ static int cluster_targets(int argc, char **argv)
 			rc = 0;
 			break;
 		}
-		if (now_s() >= end) {
+		if (cli_now_s() >= end) {
 			printf("%d OST%s not registered after %d s:\n", missing,
 			       missing == 1 ? " is" : "s are", (int)wait_s);
 			break;

@@ -7,23 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "cli/remote_shell.h"
 #include "common/util.h"
 
 #define MARKER "nacre-remote-ok"
 #define REMOTE_TIMEOUT_MS 60000
 #define SHELL_WORDS_MAX 16
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 void rs_quote(struct strbuf *b, const char *s)
 {
@@ -162,12 +154,12 @@ int rs_run(const struct cc_conf *c, const char *host, const struct strbuf *scrip
 		}
 	}
 	close(in[1]);
-	double end = now_s() + REMOTE_TIMEOUT_MS / 1000.0;
+	double end = cli_now_s() + REMOTE_TIMEOUT_MS / 1000.0;
 	int timed_out = 0;
 
 	for (;;) {
 		struct pollfd pfd = {.fd = out[0], .events = POLLIN};
-		int left = (int)((end - now_s()) * 1000);
+		int left = (int)((end - cli_now_s()) * 1000);
 
 		if (left <= 0) {
 			timed_out = 1;
