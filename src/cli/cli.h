@@ -35,6 +35,9 @@ void cli_usage(FILE *f, const char *verb);
 /* 1 if argv[i] is -h/--help for a verb that has no -h option of its own. */
 int cli_is_help(const char *arg);
 
+/* Seconds on the monotonic clock, for step durations. */
+double cli_now_s(void);
+
 /* Reads a virtual xattr of path into buf as a NUL-terminated string (trailing newline
  * kept). Returns the length or -errno. */
 int cli_getxattr(const char *path, const char *name, char *buf, size_t len);

@@ -204,19 +204,22 @@ static int take_osts(struct parse_state *ps, struct cc_oss *o, const char *v)
 			     (int)idx);
 			return -1;
 		}
-		for (int j = 0; j < ps->c->noss; j++)
-			for (int k = 0; k < ps->c->oss[j].nosts; k++)
-				if (ps->c->oss[j].osts[k].index == (int)idx) {
-					fail(ps, "duplicate OST index %d (already in [oss %s])",
-					     (int)idx, ps->c->oss[j].name);
-					return -1;
-				}
+		const struct cc_oss *dup = cc_oss_of_ost(ps->c, (int)idx);
+
+		if (dup) {
+			fail(ps, "duplicate OST index %d (already in [oss %s])", (int)idx,
+			     dup->name);
+			return -1;
+		}
 		if (o->nosts >= CC_MAX_OSTS_PER_OSS) {
 			fail(ps, "too many OSTs on one OSS (at most %d)", CC_MAX_OSTS_PER_OSS);
 			return -1;
 		}
-		o->osts[o->nosts].index = (int)idx;
-		str_copy(o->osts[o->nosts].dir, colon + 1, sizeof(o->osts[0].dir));
+		/* an OSS's OSTs are the tail of c->osts: sections do not interleave */
+		struct cc_ost *ost = &ps->c->osts[ps->c->nosts++];
+
+		ost->index = (int)idx;
+		str_copy(ost->dir, colon + 1, sizeof(ost->dir));
 		o->nosts++;
 		p += strcspn(p, ",");
 		if (*p == ',')
@@ -326,6 +329,24 @@ static int on_client(struct parse_state *ps, const char *name, const char *v)
 static const char *const archive_schemes[] = {"posix://", "file://", "s3://", "azure://",
 					       "az://", "http://", "https://"};
 
+/* The copytool's --backend for an archive URL: posix:// and file:// are posix:PATH, az:// is
+ * azure://. "" for a scheme the copytool has no backend for (http(s)://). */
+static void copytool_backend(const char *url, char *out, size_t len)
+{
+	int n = -1;
+
+	if (strncmp(url, "posix://", 8) == 0)
+		n = snprintf(out, len, "posix:%s", url + 8);
+	else if (strncmp(url, "file://", 7) == 0)
+		n = snprintf(out, len, "posix:%s", url + 7);
+	else if (strncmp(url, "az://", 5) == 0)
+		n = snprintf(out, len, "azure://%s", url + 5);
+	else if (strncmp(url, "azure://", 8) == 0 || strncmp(url, "s3://", 5) == 0)
+		n = snprintf(out, len, "%s", url);
+	if (n < 0 || (size_t)n >= len)
+		out[0] = '\0';
+}
+
 static int on_hsm(struct parse_state *ps, const char *name, const char *v)
 {
 	struct cc_conf *c = ps->c;
@@ -367,6 +388,8 @@ static int on_hsm(struct parse_state *ps, const char *name, const char *v)
 		if (str_copy(c->archives[c->narchives].url, colon + 1,
 			     sizeof(c->archives[0].url)) >= sizeof(c->archives[0].url))
 			fail(ps, "archive URL too long");
+		copytool_backend(colon + 1, c->archives[c->narchives].backend,
+				 sizeof(c->archives[0].backend));
 		c->narchives++;
 	} else if (strcmp(name, "copytools") == 0) {
 		const char *p = v;
@@ -475,6 +498,7 @@ static void enter_section(struct parse_state *ps, const char *section)
 		}
 		ps->cur_oss = &c->oss[c->noss++];
 		str_copy(ps->cur_oss->name, name, sizeof(ps->cur_oss->name));
+		ps->cur_oss->ost0 = c->nosts;
 		ps->cur_oss->line = ps->line;
 	} else if (strcmp(kind, "client") == 0) {
 		for (int i = 0; i < c->nclients; i++)
@@ -636,11 +660,11 @@ int cc_parse(const char *path, struct cc_conf *c, char *err, size_t err_len)
 	return check_required(&ps);
 }
 
-int cc_nosts(const struct cc_conf *c)
+const struct cc_oss *cc_oss_of_ost(const struct cc_conf *c, int ost)
 {
-	int n = 0;
-
 	for (int i = 0; i < c->noss; i++)
-		n += c->oss[i].nosts;
-	return n;
+		for (int k = 0; k < c->oss[i].nosts; k++)
+			if (c->osts[c->oss[i].ost0 + k].index == ost)
+				return &c->oss[i];
+	return NULL;
 }

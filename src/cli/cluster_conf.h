@@ -11,6 +11,9 @@
  *
  * Parsing is strict: an unknown section or key, a missing required key, a bad address or a
  * duplicate OST index is an error whose message starts with FILE:LINE. Single-threaded.
+ *
+ * `nacre up` fills a struct cc_conf itself (one host, up to 64 OSSes and 64 OSTs), so the
+ * arrays hold more than a parsed file may ask for.
  */
 #ifndef NACRE_CLUSTER_CONF_H
 #define NACRE_CLUSTER_CONF_H
@@ -23,8 +26,10 @@
 
 #define CC_NAME_MAX 31
 #define CC_HOST_MAX 255
-#define CC_MAX_OSS 32
-#define CC_MAX_OSTS_PER_OSS 16
+#define CC_MAX_OSS 32          /* [oss] sections in a file */
+#define CC_MAX_OSTS_PER_OSS 16 /* osts of one [oss] in a file */
+#define CC_OSS_CAP 64          /* room in struct cc_conf */
+#define CC_OSTS_CAP (CC_MAX_OSS * CC_MAX_OSTS_PER_OSS)
 #define CC_MAX_CLIENTS 32
 #define CC_MAX_ARCHIVES 8
 #define CC_MAX_COPYTOOLS 8
@@ -41,8 +46,7 @@ struct cc_oss {
 	char host[CC_HOST_MAX + 1];
 	char listen[CC_ADDR_MAX];
 	char metrics_addr[CC_ADDR_MAX];
-	struct cc_ost osts[CC_MAX_OSTS_PER_OSS];
-	int nosts;
+	int ost0, nosts; /* its OSTs: c->osts[ost0 .. ost0 + nosts - 1] */
 	int line; /* of the section header, for "missing key" messages */
 };
 
@@ -58,6 +62,7 @@ struct cc_client {
 struct cc_archive {
 	int id;
 	char url[1024];
+	char backend[1100]; /* the copytool's --backend for url; "" = the copytool has none */
 };
 
 struct cc_conf {
@@ -77,8 +82,10 @@ struct cc_conf {
 	char mds_data[PATH_MAX];
 	char mds_metrics_addr[CC_ADDR_MAX];
 	int mds_line;
-	struct cc_oss oss[CC_MAX_OSS];
+	struct cc_oss oss[CC_OSS_CAP];
 	int noss;
+	struct cc_ost osts[CC_OSTS_CAP]; /* of every OSS, in the order of the file */
+	int nosts;
 	struct cc_client clients[CC_MAX_CLIENTS];
 	int nclients;
 	/* [hsm] */
@@ -97,8 +104,8 @@ struct cc_conf {
  * "FILE:LINE: what is wrong" (or "FILE: ..." for file-level problems) in err. */
 int cc_parse(const char *path, struct cc_conf *c, char *err, size_t err_len);
 
-/* Total number of OSTs over every OSS. */
-int cc_nosts(const struct cc_conf *c);
+/* The OSS that serves OST index ost, or NULL. */
+const struct cc_oss *cc_oss_of_ost(const struct cc_conf *c, int ost);
 
 /* Splits "host:port" (or "[v6]:port") into host and port; 0 or -EINVAL. */
 int cc_split_addr(const char *addr, char *host, size_t host_len, int *port);

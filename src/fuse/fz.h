@@ -6,7 +6,7 @@
  * fz_inode.lock.
  *
  * Inode numbers and file handles given to the kernel are counters looked up in tables, not
- * addresses, so that nacre-mount --upgrade (upgrade.c) can hand them to a new process.
+ * addresses, so that nacre-mount --upgrade (upgrade.h) can hand them to a new process.
  */
 #ifndef NACRE_FZ_H
 #define NACRE_FZ_H
@@ -78,7 +78,7 @@ struct fz_htable {
 	uint64_t next;            /* lock: the next handle number; never reused */
 };
 
-/* State of a handover (upgrade.c) as the serving process sees it. */
+/* State of a handover (upgrade_give.c) as the serving process sees it. */
 struct fz_upgrade;
 
 /* Kernel readahead set on the mount's bdi (read_ahead_kb), so that buffered reads arrive as
@@ -304,7 +304,7 @@ int fz_lock_owners_walk(int (*fn)(const struct nacre_fid *fid, uint64_t owner, v
 /* Adds a pair to that table (an upgrade). 0 or -ENOMEM. */
 int fz_lock_owner_import(const struct nacre_fid *fid, uint64_t owner);
 
-/* ---- upgrade.c: nacre-mount --upgrade (see the top of upgrade.c for the steps) ---- */
+/* ---- upgrade_*.c: nacre-mount --upgrade (see upgrade.h for the steps) ---- */
 /* What the serving process tells a successor; strings live as long as the mount. */
 struct fz_upgrade_conf {
 	const char *spec;

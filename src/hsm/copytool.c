@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/daemon.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "hsm/backend.h"
@@ -351,27 +352,28 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"mds", required_argument, NULL, 'm'},	      {"key-file", required_argument, NULL, 'k'},
 		{"archive-id", required_argument, NULL, 'a'}, {"backend", required_argument, NULL, 'b'},
-		{"threads", required_argument, NULL, 't'},    {"log", required_argument, NULL, 'L'},
-		{"log-level", required_argument, NULL, 'v'},  {"endpoint", required_argument, NULL, 'e'},
+		{"threads", required_argument, NULL, 't'},    DAEMON_LONGOPTS,
+		{"endpoint", required_argument, NULL, 'e'},
 		{"credentials", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
 		{"bandwidth", required_argument, NULL, 'B'},
 		{NULL, 0, NULL, 0}};
-	const char *spec = NULL, *key = NULL, *url = NULL, *logf = NULL, *level = "info";
+	const char *spec = NULL, *key = NULL, *url = NULL;
+	struct daemon_log_opts lo;
 	struct hsm_backend_opts bo;
+	char err[512] = "";
 	int64_t v;
 	int c;
 	struct ct ct;
 
 	memset(&ct, 0, sizeof(ct));
 	memset(&bo, 0, sizeof(bo));
+	daemon_log_opts_init(&lo);
 	ct.threads = 4;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'm': spec = optarg; break;
 		case 'k': key = optarg; break;
 		case 'b': url = optarg; break;
-		case 'L': logf = optarg; break;
-		case 'v': level = optarg; break;
 		case 'e': bo.endpoint = optarg; break;
 		case 'c': bo.credentials = optarg; break;
 		case 'B':
@@ -394,7 +396,17 @@ int main(int argc, char **argv)
 				ct.threads = (int)v;
 			break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 1;
+		default: {
+			int r = daemon_log_opts_handle(&lo, c, optarg, err, sizeof(err));
+
+			if (r > 0)
+				break;
+			if (r < 0)
+				fprintf(stderr, "nacre-copytool: %s\n", err);
+			else
+				usage(stderr);
+			return 1;
+		}
 		}
 	}
 	if (!spec || !url || !ct.archive_id || optind < argc) {
@@ -402,18 +414,10 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 1;
 	}
-	enum log_level lvl;
-	if (log_level_parse(level, &lvl)) {
-		fprintf(stderr, "nacre-copytool: --log-level %s: expected err, warn, info or debug\n",
-			level);
+	if (daemon_log_start(&lo, "copytool", err, sizeof(err))) {
+		fprintf(stderr, "nacre-copytool: %s\n", err);
 		return 1;
 	}
-	log_init("copytool", lvl);
-	if (logf && log_open_file(logf)) {
-		fprintf(stderr, "nacre-copytool: cannot open --log %s\n", logf);
-		return 1;
-	}
-	char err[512] = "";
 	bo.threads = ct.threads;
 	if (hsm_backend_open(url, &bo, &ct.b, err, sizeof(err))) {
 		fprintf(stderr, "nacre-copytool: --backend: %s\n", err);
@@ -442,12 +446,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	daemon_stop_signals(on_signal);
 
 	pthread_mutex_init(&ct.lock, NULL);
 	pthread_cond_init(&ct.cond, NULL);

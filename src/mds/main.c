@@ -1,12 +1,12 @@
 /* main.c - nacre-mds: options, startup, signals, shutdown. */
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/daemon.h"
 #include "common/key.h"
 #include "common/log.h"
 #include "common/metrics_opts.h"
@@ -32,8 +32,7 @@ struct opts {
 	const char *data;
 	const char *listen;
 	const char *key_file;
-	const char *log_file;
-	const char *log_level;
+	struct daemon_log_opts log;
 	int format;
 	int workers;
 	int lock_evict_ms;
@@ -126,8 +125,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	static const struct option longopts[] = {
 		{"fsname", required_argument, NULL, 'f'},  {"data", required_argument, NULL, 'd'},
 		{"listen", required_argument, NULL, 'l'},  {"key-file", required_argument, NULL, 'k'},
-		{"format", no_argument, NULL, 'F'},        {"log", required_argument, NULL, 'L'},
-		{"log-level", required_argument, NULL, 'v'},
+		{"format", no_argument, NULL, 'F'},        DAEMON_LONGOPTS,
 		{"workers", required_argument, NULL, 'w'}, {"help", no_argument, NULL, 'h'},
 		METRICS_LONGOPTS,
 		{"hsm-remove-on-unlink", no_argument, NULL, OPT_HSM_RM},
@@ -142,7 +140,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	int c;
 	int64_t v;
 	memset(o, 0, sizeof(*o));
-	o->log_level = "info";
+	daemon_log_opts_init(&o->log);
 	o->lock_evict_ms = MDS_LOCK_EVICT_MS_DEFAULT;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
@@ -151,8 +149,6 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'l': o->listen = optarg; break;
 		case 'k': o->key_file = optarg; break;
 		case 'F': o->format = 1; break;
-		case 'L': o->log_file = optarg; break;
-		case 'v': o->log_level = optarg; break;
 		case 'w':
 			if (parse_i64(optarg, 1, 1024, &v)) {
 				fprintf(stderr, "nacre-mds: --workers %s: expected a number 1..1024\n",
@@ -186,7 +182,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'h': usage(stdout); exit(0);
 		default: {
 			char why[256];
-			int r = metrics_opts_handle(&o->metrics, c, optarg, why, sizeof(why));
+			int r = daemon_log_opts_handle(&o->log, c, optarg, why, sizeof(why));
+			if (r == 0)
+				r = metrics_opts_handle(&o->metrics, c, optarg, why, sizeof(why));
 			if (r > 0)
 				break;
 			if (r < 0)
@@ -225,19 +223,12 @@ int main(int argc, char **argv)
 	struct nacre_key key;
 	struct rpc_server *srv = NULL;
 	struct mds_syncer *syncer = NULL;
-	enum log_level lvl;
 	int rc, status = 1;
 
 	if (parse_opts(argc, argv, &o))
 		return 1;
-	if (log_level_parse(o.log_level, &lvl)) {
-		fprintf(stderr, "nacre-mds: --log-level %s: expected err, warn, info or debug\n",
-			o.log_level);
-		return 1;
-	}
-	log_init("mds", lvl);
-	if (o.log_file && (rc = log_open_file(o.log_file))) {
-		fprintf(stderr, "nacre-mds: --log %s: %s\n", o.log_file, strerror(-rc));
+	if (daemon_log_start(&o.log, "mds", err, sizeof(err))) {
+		fprintf(stderr, "nacre-mds: %s\n", err);
 		return 1;
 	}
 	if (key_load(o.key_file, &key, err, sizeof(err))) {
@@ -306,14 +297,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
 	g_server = srv;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	daemon_stop_signals(on_signal);
 
 	char host[256];
 	uint16_t port = 0;

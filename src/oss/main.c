@@ -3,12 +3,12 @@
  * handlers pread/pwrite directly. */
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/daemon.h"
 #include "common/key.h"
 #include "common/log.h"
 #include "common/metrics_opts.h"
@@ -36,8 +36,7 @@ struct opts {
 	const char *mds;
 	const char *listen;
 	const char *key_file;
-	const char *log_file;
-	enum log_level level;
+	struct daemon_log_opts log;
 	int format;
 	int workers;
 	struct ost_arg osts[OSS_MAX_OSTS];
@@ -126,8 +125,7 @@ static int parse_ost(const char *s, struct opts *o)
 
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
-	enum { O_FSNAME = 256, O_MDS, O_LISTEN, O_KEY, O_OST, O_FORMAT, O_LOG, O_LEVEL,
-	       O_WORKERS, O_HELP };
+	enum { O_FSNAME = 256, O_MDS, O_LISTEN, O_KEY, O_OST, O_FORMAT, O_WORKERS, O_HELP };
 	static const struct option lopts[] = {
 		{ "fsname", required_argument, NULL, O_FSNAME },
 		{ "mds", required_argument, NULL, O_MDS },
@@ -135,8 +133,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "key-file", required_argument, NULL, O_KEY },
 		{ "ost", required_argument, NULL, O_OST },
 		{ "format", no_argument, NULL, O_FORMAT },
-		{ "log", required_argument, NULL, O_LOG },
-		{ "log-level", required_argument, NULL, O_LEVEL },
+		DAEMON_LONGOPTS,
 		{ "workers", required_argument, NULL, O_WORKERS },
 		{ "help", no_argument, NULL, O_HELP },
 		METRICS_LONGOPTS,
@@ -146,7 +143,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->level = LOG_LVL_INFO;
+	daemon_log_opts_init(&o->log);
 	o->workers = OSS_DEFAULT_WORKERS;
 	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		switch (c) {
@@ -155,16 +152,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_LISTEN: o->listen = optarg; break;
 		case O_KEY: o->key_file = optarg; break;
 		case O_FORMAT: o->format = 1; break;
-		case O_LOG: o->log_file = optarg; break;
 		case O_OST:
 			if (parse_ost(optarg, o))
 				return -EINVAL;
-			break;
-		case O_LEVEL:
-			if (log_level_parse(optarg, &o->level)) {
-				fail("bad --log-level \"%s\": use err, warn, info or debug", optarg);
-				return -EINVAL;
-			}
 			break;
 		case O_WORKERS:
 			if (parse_i64(optarg, 1, OSS_MAX_WORKERS, &v)) {
@@ -179,7 +169,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			exit(0);
 		default: {
 			char why[256];
-			int r = metrics_opts_handle(&o->metrics, c, optarg, why, sizeof(why));
+			int r = daemon_log_opts_handle(&o->log, c, optarg, why, sizeof(why));
+			if (r == 0)
+				r = metrics_opts_handle(&o->metrics, c, optarg, why, sizeof(why));
 			if (r > 0)
 				break;
 			if (r < 0)
@@ -248,15 +240,13 @@ int main(int argc, char **argv)
 	struct rpc_server *srv = NULL;
 	struct oss_register *reg = NULL;
 
-	log_init("oss", LOG_LVL_INFO);
 	if (parse_opts(argc, argv, &o))
 		return 1;
-	log_set_level(o.level);
-	if (o.log_file && (rc = log_open_file(o.log_file)) != 0) {
-		fail("cannot open --log %s: %s", o.log_file, strerror(-rc));
+	if (daemon_log_start(&o.log, "oss", err, sizeof(err))) {
+		fail("%s", err);
 		return 1;
 	}
-	g_log_to_file = o.log_file != NULL;
+	g_log_to_file = o.log.file != NULL;
 
 	if (net_parse_addr(o.listen, NACRE_DEFAULT_PORT_OSS, host, sizeof(host), &port) ||
 	    join_addr(host, port, listen_addr, sizeof(listen_addr))) {
@@ -319,14 +309,7 @@ int main(int argc, char **argv)
 	}
 
 	g_server = srv;
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, NULL);
+	daemon_stop_signals(on_signal);
 
 	struct oss_register_conf rc_conf = {
 		.mds_addr = mds_addr,

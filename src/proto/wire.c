@@ -6,6 +6,7 @@
  *   name    = u16 len (1..255), bytes: no NUL, no '/', not "." or ".."
  *   str     = u16 len, bytes: no NUL; the maximum depends on the field (path: 4096)
  *   blob    = u32 len, bytes
+ *   lstr    = a blob that holds a string: no NUL (strings without a protocol limit)
  * Decoders start by zeroing the output struct, so a decoded struct has no stale bytes. Any
  * violation fails the cursor with -EPROTO; encoders fail it with -ENAMETOOLONG / -EINVAL on
  * a string they cannot represent, or -E2BIG when the buffer is full.
@@ -13,6 +14,7 @@
 #include "proto/wire.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -193,6 +195,16 @@ static void time_get(struct wire_cursor *c, struct nacre_time *t)
 		wire_cursor_fail(c, -EPROTO);
 }
 
+void wire_time_put(struct wire_cursor *c, const struct nacre_time *t)
+{
+	time_put(c, t);
+}
+
+void wire_time_get(struct wire_cursor *c, struct nacre_time *t)
+{
+	time_get(c, t);
+}
+
 /* A str: u16 length, then the bytes (no NUL). */
 static void str_put(struct wire_cursor *c, const char *s, size_t max)
 {
@@ -230,6 +242,33 @@ static int str_get(struct wire_cursor *c, char *out, size_t min, size_t max)
 	memcpy(out, p, n);
 	out[n] = '\0';
 	return n;
+}
+
+void wire_lstr_put(struct wire_cursor *c, const char *s)
+{
+	wire_put_blob(c, s ? s : "", s ? (uint32_t)strlen(s) : 0);
+}
+
+char *wire_lstr_dup(struct wire_cursor *c, uint32_t max)
+{
+	uint32_t n;
+	const uint8_t *p = wire_get_blob(c, max, &n);
+	char *s;
+
+	if (!p)
+		return NULL;
+	if (memchr(p, '\0', n)) {
+		wire_cursor_fail(c, -EPROTO);
+		return NULL;
+	}
+	s = malloc((size_t)n + 1);
+	if (!s) {
+		wire_cursor_fail(c, -ENOMEM);
+		return NULL;
+	}
+	memcpy(s, p, n);
+	s[n] = '\0';
+	return s;
 }
 
 void wire_fid_put(struct wire_cursor *c, const struct nacre_fid *fid)

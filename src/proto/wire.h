@@ -147,6 +147,14 @@ void wire_hdr_encode(const struct wire_hdr *h, uint8_t out[WIRE_HDR_LEN]);
 int wire_hdr_decode(const uint8_t in[WIRE_HDR_LEN], struct wire_hdr *h);
 
 /* ---- shared field groups ---- */
+/* time: i64 sec, u32 nsec; get fails the cursor (-EPROTO) on nsec >= 1e9 */
+void wire_time_put(struct wire_cursor *c, const struct nacre_time *t);
+void wire_time_get(struct wire_cursor *c, struct nacre_time *t);
+/* lstr: u32 length, the bytes, no NUL; NULL is written as "". dup returns a heap copy,
+ * NUL-terminated (the caller frees it), or NULL with the cursor failed: -EPROTO (more
+ * than max bytes, a NUL, short) or -ENOMEM. */
+void wire_lstr_put(struct wire_cursor *c, const char *s);
+char *wire_lstr_dup(struct wire_cursor *c, uint32_t max);
 void wire_fid_put(struct wire_cursor *c, const struct nacre_fid *fid);
 void wire_fid_get(struct wire_cursor *c, struct nacre_fid *fid);
 void wire_cred_put(struct wire_cursor *c, const struct nacre_cred *cr);

@@ -1,5 +1,6 @@
-"""Regressions found in review: close of a destroyed orphan, setattr rules for non-owners,
-a writer without ownership on a setuid file, concurrent closes of one orphan."""
+"""What a caller who does not own a file may do to it (write a setuid file, set times,
+truncate), and open files whose name went away (rename over an open file, closes of an
+unlinked file after an MDS restart and from several threads at once)."""
 import ctypes
 import errno
 import os

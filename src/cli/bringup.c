@@ -1,0 +1,278 @@
+/* bringup.c - the bring-up engine: what each step of up, down and status is (see bringup.h). */
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/bringup.h"
+#include "cli/cli.h"
+
+#define NDAEMONS_MAX (1 + CC_OSS_CAP + CC_MAX_COPYTOOLS * CC_MAX_ARCHIVES)
+
+struct daemons {
+	struct bu_daemon *d;
+	int n;
+	int failed; /* out of memory while building them */
+};
+
+/* v[(*n)++] = s (a heap string, or NULL when it could not be made), if there is room. */
+static void push(struct daemons *ds, char **v, int *n, int max, char *s)
+{
+	if (!s || *n >= max) {
+		free(s);
+		ds->failed = 1;
+		return;
+	}
+	v[(*n)++] = s;
+}
+
+static void arg(struct daemons *ds, struct bu_daemon *d, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void arg(struct daemons *ds, struct bu_daemon *d, const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	push(ds, d->argv, &d->argc, BU_ARGS_MAX, s);
+}
+
+/* An option and its value. */
+static void opt(struct daemons *ds, struct bu_daemon *d, const char *name, const char *value)
+{
+	arg(ds, d, "%s", name);
+	arg(ds, d, "%s", value);
+}
+
+/* --format is added when dir/file is missing. */
+static void format_unless(struct daemons *ds, struct bu_daemon *d, const char *dir,
+			  const char *file)
+{
+	char *s = NULL;
+
+	if (asprintf(&s, "%s/%s", dir, file) < 0)
+		s = NULL;
+	push(ds, d->format_unless, &d->nformat, CC_OSTS_CAP, s);
+}
+
+static struct bu_daemon *add(struct daemons *ds, enum bu_kind kind, int index, const char *host,
+			     const char *prog, const char *ready)
+{
+	struct bu_daemon *d = &ds->d[ds->n++];
+
+	memset(d, 0, sizeof(*d));
+	d->kind = kind;
+	d->index = index;
+	d->host = host;
+	d->prog = prog;
+	d->ready = ready;
+	return d;
+}
+
+static void metrics_args(struct daemons *ds, struct bu_daemon *d, const struct cc_conf *c,
+			 const char *addr)
+{
+	if (addr[0]) {
+		opt(ds, d, "--metrics-addr", addr);
+	}
+	if (c->metrics_log_dir[0]) {
+		arg(ds, d, "--metrics-log");
+		arg(ds, d, "%s/%s-%s.jsonl", c->metrics_log_dir, c->fsname, d->role);
+		if (c->metrics_interval) {
+			arg(ds, d, "--metrics-interval");
+			arg(ds, d, "%d", c->metrics_interval);
+		}
+	}
+}
+
+static void add_mds(struct daemons *ds, const struct cc_conf *c)
+{
+	struct bu_daemon *d = add(ds, BU_MDS, 0, c->mds_host, "nacre-mds", "nacre-mds: serving");
+
+	snprintf(d->role, sizeof(d->role), "mds");
+	opt(ds, d, "--fsname", c->fsname);
+	opt(ds, d, "--data", c->mds_data);
+	opt(ds, d, "--listen", c->mds_listen);
+	opt(ds, d, "--key-file", c->key_file);
+	metrics_args(ds, d, c, c->mds_metrics_addr);
+	/* Only a directory without an MDT is formatted; the MDS checks the fsname of one. */
+	format_unless(ds, d, c->mds_data, "data.mdb");
+}
+
+static void add_oss(struct daemons *ds, const struct cc_conf *c, int j)
+{
+	const struct cc_oss *o = &c->oss[j];
+	struct bu_daemon *d = add(ds, BU_OSS, j, o->host, "nacre-oss", "nacre-oss: serving");
+
+	snprintf(d->role, sizeof(d->role), "oss-%s", o->name);
+	opt(ds, d, "--fsname", c->fsname);
+	opt(ds, d, "--mds", c->mds_listen);
+	opt(ds, d, "--listen", o->listen);
+	opt(ds, d, "--key-file", c->key_file);
+	for (int k = 0; k < o->nosts; k++) {
+		const struct cc_ost *ost = &c->osts[o->ost0 + k];
+
+		arg(ds, d, "--ost");
+		arg(ds, d, "%d:%s", ost->index, ost->dir);
+		/* --format creates only missing superblocks; existing ones are checked. */
+		format_unless(ds, d, ost->dir, "nacre-ost.sb");
+	}
+	metrics_args(ds, d, c, o->metrics_addr);
+}
+
+static void add_copytool(struct daemons *ds, const struct cc_conf *c, int host, int k)
+{
+	const struct cc_archive *a = &c->archives[k];
+	struct bu_daemon *d = add(ds, BU_COPYTOOL, k, c->copytools[host], "nacre-copytool",
+				  "serving archive");
+	char spec[CC_ADDR_MAX + NACRE_FSNAME_MAX + 4];
+
+	snprintf(d->role, sizeof(d->role), "copytool-%d", a->id);
+	d->skip = !a->backend[0];
+	bu_spec(c, spec, sizeof(spec));
+	opt(ds, d, "--mds", spec);
+	opt(ds, d, "--key-file", c->key_file);
+	arg(ds, d, "--archive-id");
+	arg(ds, d, "%d", a->id);
+	opt(ds, d, "--backend", a->backend);
+	if (c->hsm_endpoint[0]) {
+		opt(ds, d, "--endpoint", c->hsm_endpoint);
+	}
+	if (c->hsm_credentials[0]) {
+		opt(ds, d, "--credentials", c->hsm_credentials);
+	}
+}
+
+static void daemons_free(struct daemons *ds)
+{
+	for (int i = 0; i < ds->n; i++) {
+		for (int k = 0; k < ds->d[i].argc; k++)
+			free(ds->d[i].argv[k]);
+		for (int k = 0; k < ds->d[i].nformat; k++)
+			free(ds->d[i].format_unless[k]);
+	}
+	free(ds->d);
+	ds->d = NULL;
+}
+
+/* Every daemon in start order: the MDS, each OSS, then each copytool host's archives. */
+static int daemons_build(const struct cc_conf *c, struct daemons *ds)
+{
+	memset(ds, 0, sizeof(*ds));
+	ds->d = calloc(NDAEMONS_MAX, sizeof(*ds->d));
+	if (!ds->d) {
+		cli_err("out of memory");
+		return -1;
+	}
+	add_mds(ds, c);
+	for (int j = 0; j < c->noss; j++)
+		add_oss(ds, c, j);
+	for (int i = 0; i < c->ncopytools; i++)
+		for (int k = 0; k < c->narchives; k++)
+			add_copytool(ds, c, i, k);
+	if (ds->failed) {
+		daemons_free(ds);
+		cli_err("out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+void bu_spec(const struct cc_conf *c, char *out, size_t len)
+{
+	snprintf(out, len, "%s:/%s", c->mds_listen, c->fsname);
+}
+
+/* nacre-mount's -o: the key, the client's options, its metrics address. */
+static void mount_opts(const struct cc_conf *c, const struct cc_client *cl, char *out,
+		       size_t len)
+{
+	int n = snprintf(out, len, "key_file=%s%s%s", c->key_file, cl->options[0] ? "," : "",
+			 cl->options);
+
+	if (cl->metrics_addr[0] && n >= 0 && (size_t)n < len)
+		snprintf(out + n, len - (size_t)n, ",metrics_addr=%s", cl->metrics_addr);
+}
+
+int bu_up(const struct cc_conf *c, const struct bu_runner *r, void *ctx)
+{
+	char spec[CC_ADDR_MAX + NACRE_FSNAME_MAX + 4], opts[PATH_MAX + 1400];
+	struct daemons ds;
+	int first_ct = 1 + c->noss, rc = -1;
+
+	if (daemons_build(c, &ds) < 0)
+		return -1;
+	if (r->prepare(ctx) < 0)
+		goto out;
+	for (int i = 0; i < first_ct; i++)
+		if (r->start(ctx, &ds.d[i]) < 0)
+			goto out;
+	if (r->wait_osts(ctx) < 0)
+		goto out;
+	bu_spec(c, spec, sizeof(spec));
+	for (int i = 0; i < c->nclients; i++) {
+		mount_opts(c, &c->clients[i], opts, sizeof(opts));
+		if (r->mount(ctx, &c->clients[i], spec, opts, i == 0) < 0)
+			goto out;
+	}
+	for (int i = first_ct; i < ds.n; i++) {
+		if (ds.d[i].skip)
+			r->skip(ctx, &ds.d[i]);
+		else if (r->start(ctx, &ds.d[i]) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	daemons_free(&ds);
+	return rc;
+}
+
+int bu_down(const struct cc_conf *c, const struct bu_runner *r, void *ctx)
+{
+	struct daemons ds;
+	int first_ct = 1 + c->noss, rc = 0;
+
+	if (daemons_build(c, &ds) < 0)
+		return -1;
+	/* Clients first, then copytools, OSSes, the MDS last: nothing is left talking to a
+	 * server that is gone. */
+	for (int i = 0; i < c->nclients; i++)
+		if (r->unmount(ctx, &c->clients[i]) < 0)
+			rc = -1;
+	for (int i = first_ct; i < ds.n; i++)
+		if (r->stop(ctx, &ds.d[i]) < 0)
+			rc = -1;
+	for (int i = 1; i < first_ct; i++)
+		if (r->stop(ctx, &ds.d[i]) < 0)
+			rc = -1;
+	if (r->stop(ctx, &ds.d[0]) < 0)
+		rc = -1;
+	daemons_free(&ds);
+	return rc;
+}
+
+int bu_status(const struct cc_conf *c, const struct bu_runner *r, void *ctx)
+{
+	struct daemons ds;
+	int down = 0;
+
+	if (daemons_build(c, &ds) < 0)
+		return -1;
+	printf("daemons:\n");
+	for (int i = 0; i < ds.n; i++)
+		if (r->daemon_status(ctx, &ds.d[i]) < 0)
+			down++;
+	printf("targets (as the MDS sees them):\n");
+	if (r->targets_status(ctx) < 0)
+		down++;
+	printf("mounts:\n");
+	for (int i = 0; i < c->nclients; i++)
+		if (r->mount_status(ctx, &c->clients[i]) < 0)
+			down++;
+	daemons_free(&ds);
+	return down;
+}
