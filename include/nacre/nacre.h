@@ -32,8 +32,13 @@ typedef void (*nacre_log_fn)(int level, const char *line, void *arg);
 
 struct nacre_mount_opts {
 	const char *key_file;   /* cluster key file; NULL = $NACRE_KEY_FILE, else none */
-	int timeout_ms;         /* per request, including waits for a missing server; 0 = 30000 */
-	int connect_timeout_ms; /* first contact with the MDS; 0 = 10000 */
+	int timeout_ms;         /* per request while its server answers: a request without its
+				 * reply after it is resent on a new connection; it also bounds
+				 * each connection attempt; 0 = 30000 */
+	int recovery_timeout_ms;/* how long calls wait for a server that does not answer (down,
+				 * hung, restarting, failing over) before they fail with EIO;
+				 * 0 = 300000 */
+	int connect_timeout_ms; /* first contact with the MDS at mount; 0 = 10000 */
 	const char *client_name;/* shown in server logs; NULL = hostname */
 	nacre_log_fn log_fn;
 	void *log_arg;
@@ -48,9 +53,12 @@ struct nacre_mount_opts {
 };
 
 /* Parses a mount spec: "host[:port]:/fsname[/subdir]" or Lustre's "host[@tcp][:port]:/fsname
- * [/subdir]". Writes "host:port" to addr (port defaults to NACRE_DEFAULT_PORT_MDS), the fsname
- * and the subdirectory ("" for none, else starting with '/'). On error returns -EINVAL and
- * writes a sentence saying what is wrong to err (if err_len > 0). Thread-safe. */
+ * [/subdir]", where the MDS may be given with its failover partners, joined by ','
+ * ("mds1:9400,mds2:9400:/fs") or Lustre's way ("mds1@tcp:mds2@tcp:/fs"). Writes
+ * "host:port" to addr (port defaults to NACRE_DEFAULT_PORT_MDS), several joined by ','
+ * (NACRE_ADDR_LIST_MAX bytes hold them all), the fsname and the subdirectory ("" for none,
+ * else starting with '/'). On error returns -EINVAL and writes a sentence saying what is
+ * wrong to err (if err_len > 0). Thread-safe. */
 int nacre_parse_spec(const char *spec, char *addr, size_t addr_len, char *fsname,
 		     size_t fsname_len, char *subdir, size_t subdir_len, char *err, size_t err_len);
 

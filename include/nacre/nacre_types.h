@@ -15,6 +15,9 @@
 #define NACRE_MAX_STRIPES 128
 #define NACRE_FSNAME_MAX 8   /* as Lustre: fsname is 1..8 chars [A-Za-z0-9_-] */
 #define NACRE_ADDR_MAX 63    /* "host:port" of a server */
+#define NACRE_FAILOVER_MAX 4 /* addresses of one server (failover partners) */
+/* "host:port,host:port": a server's failover addresses, as a mount spec lists them */
+#define NACRE_ADDR_LIST_MAX (NACRE_FAILOVER_MAX * (NACRE_ADDR_MAX + 1))
 
 #define NACRE_DEFAULT_PORT_MDS 9400
 #define NACRE_DEFAULT_PORT_OSS 9410

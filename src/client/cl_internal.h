@@ -46,12 +46,13 @@ struct cl_oss_table {
 
 struct nacre_fs {
 	/* immutable after mount */
-	char addr[NACRE_ADDR_MAX + 1];
+	char addr[NACRE_ADDR_LIST_MAX]; /* the MDS ("host:port", failover partners after ',') */
 	char fsname[NACRE_FSNAME_MAX + 1];
 	char subdir[NACRE_PATH_MAX + 1];
 	char client_name[NACRE_NAME_MAX + 1];
 	struct nacre_key key;
 	int timeout_ms;
+	int recovery_timeout_ms;
 	struct rpc_conn *mds;
 	struct nacre_fid root;
 	nacre_log_fn log_fn;
@@ -68,9 +69,17 @@ struct nacre_fs {
 	uint64_t wgen[CL_WGEN_BUCKETS]; /* write generations by fid hash (obj.c): atomics */
 
 	uint64_t lock_client;       /* atomic: this mount's id in lock owners, 0 = not chosen yet */
+	uint64_t client_id;         /* this mount's session with the servers (random, top bit
+				     * set); immutable after mount */
 
-	pthread_mutex_t files_lock; /* protects files and every nacre_file's next/prev */
+	pthread_mutex_t files_lock; /* protects files, files_cond and every nacre_file's
+				     * next/prev/pins */
+	pthread_cond_t files_cond;  /* a pin was dropped */
 	struct nacre_file *files;   /* open files (files.c), so a truncate can correct their sizes */
+
+	pthread_mutex_t locks_lock; /* protects locks (a leaf) */
+	struct cl_lock_rec *locks;  /* the lock requests that built what this mount holds, in
+				     * order (lock.c), replayed to a restarted MDS */
 };
 
 struct nacre_file {
@@ -79,11 +88,11 @@ struct nacre_file {
 	struct nacre_fid fid;
 	struct nacre_cred cred;
 	int flags;
-	uint64_t handle;
 	struct nacre_layout layout;
 
 	pthread_mutex_t append_lock; /* serializes O_APPEND writes (size lookup + write) */
 	pthread_mutex_t lock;        /* protects the fields below */
+	uint64_t handle;             /* the MDS's; a new one after the MDS restarted */
 	struct nacre_attr attr;      /* as the MDS last reported it */
 	uint64_t written_end;        /* highest end offset written through this handle */
 	int wrote;                   /* wrote at all: the size must be reported */
@@ -98,6 +107,7 @@ struct nacre_file {
 	struct cl_ra ra;             /* lock: readahead state (ra.c) */
 
 	struct nacre_file *next, *prev; /* fs->files (files.c), under fs->files_lock */
+	int pins;                       /* files_lock: the MDS recovery uses it (files.c) */
 };
 
 #endif

@@ -1,7 +1,9 @@
 /* files.c - the open-file table of an fs (fs->files): every nacre_file open on this
  * client, so that a truncate or an explicit mtime reaches the other handles of the file.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "client/cl_internal.h"
 #include "client/files.h"
@@ -31,7 +33,53 @@ void cl_files_del(struct nacre_file *f)
 		fs->files = f->next;
 	if (f->next)
 		f->next->prev = f->prev;
+	f->next = f->prev = NULL;
+	while (f->pins > 0)
+		pthread_cond_wait(&fs->files_cond, &fs->files_lock);
 	pthread_mutex_unlock(&fs->files_lock);
+}
+
+int cl_files_pin(struct nacre_fs *fs, struct nacre_file ***out, int *n)
+{
+	struct nacre_file **v = NULL;
+	int count = 0, cap = 0;
+
+	*out = NULL;
+	*n = 0;
+	pthread_mutex_lock(&fs->files_lock);
+	for (struct nacre_file *f = fs->files; f; f = f->next) {
+		if (count == cap) {
+			int ncap = cap ? cap * 2 : 16;
+			struct nacre_file **nv = realloc(v, (size_t)ncap * sizeof(*nv));
+			if (!nv) {
+				for (int i = 0; i < count; i++)
+					v[i]->pins--;
+				pthread_mutex_unlock(&fs->files_lock);
+				free(v);
+				return -ENOMEM;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		f->pins++;
+		v[count++] = f;
+	}
+	pthread_mutex_unlock(&fs->files_lock);
+	*out = v;
+	*n = count;
+	return 0;
+}
+
+void cl_files_unpin(struct nacre_fs *fs, struct nacre_file **files, int n)
+{
+	if (!files)
+		return;
+	pthread_mutex_lock(&fs->files_lock);
+	for (int i = 0; i < n; i++)
+		files[i]->pins--;
+	pthread_cond_broadcast(&fs->files_cond);
+	pthread_mutex_unlock(&fs->files_lock);
+	free(files);
 }
 
 void cl_files_set_size(struct nacre_fs *fs, const struct nacre_fid *fid, uint64_t size)

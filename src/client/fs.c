@@ -11,14 +11,18 @@
 
 #include "client/cl_export.h"
 #include "client/cl_internal.h"
+#include "client/lock.h"
 #include "client/mdc.h"
 #include "client/oss.h"
+#include "client/recover.h"
 #include "common/key.h"
 #include "proto/rpc.h"
 #include "proto/wire.h"
 
 #define CONNECT_TIMEOUT_DEFAULT_MS 10000
 #define TIMEOUT_DEFAULT_MS 30000
+#define RECOVERY_TIMEOUT_DEFAULT_MS 300000
+#define UMOUNT_TIMEOUT_MS 2000 /* a clean unmount tells the MDS, if it answers soon */
 
 static void set_err(char *err, size_t err_len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -152,12 +156,26 @@ static void set_tunables(struct nacre_fs *fs, const struct nacre_mount_opts *opt
 		fs->ra_max = rpc;
 }
 
+/* A session id: random, with the top bit set (the MDS tells sessions from connections by
+ * it). */
+static uint64_t new_client_id(const struct nacre_fs *fs)
+{
+	uint64_t id;
+
+	if (key_random(&id, sizeof(id)) < 0)
+		id = (uint64_t)(uintptr_t)fs * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+	return id | (1ull << 63);
+}
+
 static void fs_free(struct nacre_fs *fs)
 {
 	cl_pool_fini(&fs->pool);
 	rpc_conn_destroy(fs->mds);
 	cl_oss_fini(&fs->oss);
+	cl_locks_fini(fs);
 	pthread_mutex_destroy(&fs->files_lock);
+	pthread_cond_destroy(&fs->files_cond);
+	pthread_mutex_destroy(&fs->locks_lock);
 	explicit_bzero(&fs->key, sizeof(fs->key));
 	free(fs);
 }
@@ -188,6 +206,8 @@ NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *op
 	}
 	cl_oss_init(&fs->oss);
 	pthread_mutex_init(&fs->files_lock, NULL);
+	pthread_cond_init(&fs->files_cond, NULL);
+	pthread_mutex_init(&fs->locks_lock, NULL);
 	set_tunables(fs, opts);
 	rc = cl_pool_init(&fs->pool, opts->max_rpcs_in_flight > 0 ? opts->max_rpcs_in_flight
 								  : CL_RPCS_IN_FLIGHT_DEFAULT,
@@ -199,7 +219,12 @@ NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *op
 	fs->log_fn = opts->log_fn;
 	fs->log_arg = opts->log_arg;
 	fs->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : TIMEOUT_DEFAULT_MS;
+	fs->recovery_timeout_ms = opts->recovery_timeout_ms > 0 ? opts->recovery_timeout_ms
+								: RECOVERY_TIMEOUT_DEFAULT_MS;
 	ct = opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms : CONNECT_TIMEOUT_DEFAULT_MS;
+	if (ct > fs->timeout_ms)
+		ct = fs->timeout_ms; /* a short per-request limit shortens the connect too */
+	fs->client_id = new_client_id(fs);
 	fs->root.seq = NACRE_ROOT_SEQ;
 	fs->root.oid = NACRE_ROOT_OID;
 	pick_client_name(opts->client_name, fs->client_name, sizeof(fs->client_name));
@@ -226,6 +251,11 @@ NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *op
 	conf.name = fs->client_name;
 	conf.key = &fs->key;
 	conf.timeout_ms = fs->timeout_ms;
+	conf.recovery_timeout_ms = fs->recovery_timeout_ms;
+	conf.connect_timeout_ms = ct;
+	conf.client_id = fs->client_id;
+	conf.recover = cl_recover;
+	conf.recover_arg = fs;
 	rc = rpc_conn_create(&conf, &fs->mds);
 	if (rc) {
 		set_err(err, err_len, "cannot set up a connection to MDS %s: %s", fs->addr,
@@ -256,6 +286,40 @@ out_free:
 	return rc;
 }
 
+/* A clean unmount: what the MDS answered goes to disk if it is not there yet (nobody will
+ * be left to replay it), then the MDS forgets this client, so that a restart of it does not
+ * wait for us. Best effort, within UMOUNT_TIMEOUT_MS each. */
+static void say_goodbye(struct nacre_fs *fs)
+{
+	struct wire_cursor c;
+	struct nacre_cred root;
+	struct rpc_msg *m = NULL;
+	struct rpc_call_args a = {.timeout_ms = UMOUNT_TIMEOUT_MS};
+
+	if (rpc_conn_retained(fs->mds) > 0) {
+		struct wire_fid_req f = {.fid = fs->root};
+		wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+		wire_fid_req_encode(&c, &f);
+		a.opcode = WIRE_OP_MDS_SYNC;
+		a.body = c.buf;
+		a.body_len = (uint32_t)c.pos;
+		if (rpc_call(fs->mds, &a, &m) < 0)
+			cl_log(fs, CL_LOG_WARN, "MDS %s: the last changes could not be made durable "
+			       "before unmounting", fs->addr);
+		rpc_msg_free(m);
+		wire_cursor_fini(&c);
+	}
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_cred_put(&c, cl_cred(NULL, &root));
+	a.opcode = WIRE_OP_MDS_DISCONNECT;
+	a.body = c.buf;
+	a.body_len = (uint32_t)c.pos;
+	m = NULL;
+	rpc_call(fs->mds, &a, &m);
+	rpc_msg_free(m);
+	wire_cursor_fini(&c);
+}
+
 NACRE_API void nacre_fs_umount(struct nacre_fs *fs)
 {
 	if (!fs)
@@ -265,6 +329,8 @@ NACRE_API void nacre_fs_umount(struct nacre_fs *fs)
 	pthread_mutex_unlock(&fs->files_lock);
 	if (open_files)
 		cl_log(fs, CL_LOG_WARN, "unmounting %s with files still open", fs->fsname);
+	else
+		say_goodbye(fs); /* files still open keep the session for the MDS to evict */
 	fs_free(fs);
 }
 

@@ -174,18 +174,32 @@ NACRE_API ssize_t nacre_pread(struct nacre_file *f, void *buf, size_t len, uint6
 	return rc < 0 ? rc : (ssize_t)len;
 }
 
-/* Reloads the MDS size (for O_APPEND). */
-static int refresh_attr(struct nacre_file *f)
+/* O_APPEND: the MDS puts len bytes at the end of the file for us, atomically with every
+ * other client's appends (size += len), and says where: the bytes go there. */
+static int append_offset(struct nacre_file *f, uint64_t len, uint64_t *off)
 {
-	struct nacre_attr a;
-	int rc = nacre_getattr(f->fs, &f->cred, &f->fid, &a);
+	struct wire_append_req req = {.cred = f->cred, .fid = f->fid, .len = len};
+	struct wire_append_rep rep;
+	struct wire_cursor c;
+	struct rpc_msg *m;
+	int rc;
 
+	pthread_mutex_lock(&f->lock);
+	req.handle = f->handle;
+	pthread_mutex_unlock(&f->lock);
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_append_req_encode(&c, &req);
+	rc = cl_mds_call(f->fs, WIRE_OP_MDS_APPEND, 0, &c, &m);
+	wire_cursor_fini(&c);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&f->lock);
-	f->attr = a;
-	pthread_mutex_unlock(&f->lock);
-	return 0;
+	wire_cursor_init_read(&c, m->body, m->body_len);
+	wire_append_rep_decode(&c, &rep);
+	rc = cl_decode_end(&c);
+	rpc_msg_free(m);
+	if (rc == 0)
+		*off = rep.offset;
+	return rc;
 }
 
 NACRE_API ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len, uint64_t off)
@@ -202,13 +216,9 @@ NACRE_API ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len
 		return 0;
 	append = (f->flags & O_APPEND) != 0;
 	if (append) {
+		/* this client's appends go out in the order they got their offsets */
 		pthread_mutex_lock(&f->append_lock);
-		rc = cl_io_errno(refresh_attr(f));
-		if (rc == 0) {
-			pthread_mutex_lock(&f->lock);
-			off = known_size_locked(f);
-			pthread_mutex_unlock(&f->lock);
-		}
+		rc = append_offset(f, len, &off);
 	}
 	if (rc == 0 && (off > FILE_OFF_MAX || len > FILE_OFF_MAX - off))
 		rc = -EFBIG;
@@ -257,8 +267,8 @@ static int send_size(struct nacre_file *f, uint16_t opcode)
 	memset(&req, 0, sizeof(req));
 	req.cred = f->cred;
 	req.fid = f->fid;
-	req.handle = f->handle;
 	pthread_mutex_lock(&f->lock);
+	req.handle = f->handle;
 	req.size = f->written_end;
 	seq = f->write_seq;
 	req.has_mtime = seq != f->published_seq;

@@ -1,10 +1,18 @@
-/* lock.c - libnacre's lock calls: POSIX byte-range locks and flock, held by the MDS. */
+/* lock.c - libnacre's lock calls: POSIX byte-range locks and flock, held by the MDS, and
+ * the record of the requests that built what this mount holds, replayed to a restarted MDS
+ * (which forgets every lock). The record is the requests themselves, in order: replaying
+ * them rebuilds the same splits and merges the MDS made. A request that covers an owner's
+ * earlier ones of the same file (the same range or more) replaces them, so the record
+ * stays about as long as the list of locks held.
+ */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "client/cl_data.h"
 #include "client/cl_export.h"
 #include "client/cl_internal.h"
+#include "client/lock.h"
 #include "client/mdc.h"
 #include "client/obj.h"
 #include "common/key.h"
@@ -63,6 +71,90 @@ static int fill_req(struct nacre_fs *fs, const struct nacre_cred *cr, const stru
 	return r->start <= r->end ? 0 : -EINVAL;
 }
 
+struct cl_lock_rec {
+	struct cl_lock_rec *next;
+	struct wire_lock_req r;
+};
+
+static int same_holder(const struct wire_lock_req *a, const struct wire_lock_req *b)
+{
+	return a->kind == b->kind && a->owner == b->owner && nacre_fid_eq(&a->fid, &b->fid);
+}
+
+/* Records a granted LOCK_SET. An unlock that leaves nothing of the owner's in its range is
+ * not kept: replaying it would change nothing. */
+static void record(struct nacre_fs *fs, const struct wire_lock_req *r)
+{
+	struct cl_lock_rec **pp, *n;
+	int overlaps = 0;
+
+	pthread_mutex_lock(&fs->locks_lock);
+	for (pp = &fs->locks; *pp;) {
+		struct cl_lock_rec *e = *pp;
+		if (same_holder(&e->r, r) && r->start <= e->r.start && e->r.end <= r->end) {
+			*pp = e->next; /* superseded */
+			free(e);
+			continue;
+		}
+		if (same_holder(&e->r, r) && e->r.start <= r->end && r->start <= e->r.end)
+			overlaps = 1;
+		pp = &e->next;
+	}
+	if (r->type != WIRE_LK_UNLCK || overlaps) {
+		n = malloc(sizeof(*n));
+		if (n) { /* without it a restarted MDS would not know this lock */
+			n->r = *r;
+			n->next = NULL;
+			*pp = n;
+		}
+	}
+	pthread_mutex_unlock(&fs->locks_lock);
+}
+
+int cl_locks_replay(struct nacre_fs *fs, struct rpc_recovery *r)
+{
+	int n = 0, lost = 0, rc = 0;
+
+	/* Nothing changes the record meanwhile: lock calls need the socket being recovered. */
+	pthread_mutex_lock(&fs->locks_lock);
+	struct cl_lock_rec *e = fs->locks;
+	pthread_mutex_unlock(&fs->locks_lock);
+	for (; e && rc == 0; e = e->next) {
+		struct wire_cursor c;
+		struct rpc_msg *m = NULL;
+		uint8_t buf[512];
+		wire_cursor_init_write(&c, buf, sizeof(buf));
+		wire_lock_req_encode(&c, &e->r);
+		rc = rpc_recovery_call(r, WIRE_OP_MDS_LOCK_SET, WIRE_ENV_REPLAY, buf,
+				       (uint32_t)c.pos, &m);
+		if (rc < 0 && m) {
+			char fid[NACRE_FID_STR_MAX];
+			cl_log(fs, CL_LOG_ERR, "MDS %s: the lock on %s [%llu, %llu] of owner %llx "
+			       "could not be taken back after the MDS restarted: %s",
+			       fs->addr, nacre_fid_format(&e->r.fid, fid, sizeof(fid)),
+			       (unsigned long long)e->r.start, (unsigned long long)e->r.end,
+			       (unsigned long long)e->r.owner, nacre_strerror(rc));
+			lost++;
+			rc = 0;
+		}
+		rpc_msg_free(m);
+		n++;
+	}
+	if (n)
+		cl_log(fs, CL_LOG_INFO, "MDS %s: %d lock requests replayed, %d lost", fs->addr, n,
+		       lost);
+	return rc;
+}
+
+void cl_locks_fini(struct nacre_fs *fs)
+{
+	while (fs->locks) {
+		struct cl_lock_rec *e = fs->locks;
+		fs->locks = e->next;
+		free(e);
+	}
+}
+
 /* After a grant: the previous holder's writes are on the servers (its client flushed before
  * unlocking), so this client's open handles of fid take the size the MDS has now, and
  * readahead of the old contents is dropped. Without it a read under the lock would stop at
@@ -104,6 +196,7 @@ NACRE_API int nacre_lock_set(struct nacre_fs *fs, const struct nacre_cred *cr,
 	if (rc)
 		return rc == -EAGAIN ? rc : cl_io_errno(rc);
 	rpc_msg_free(m);
+	record(fs, &r);
 	if (l->type != NACRE_LK_UNLCK)
 		revalidate(fs, fid);
 	return 0;

@@ -114,11 +114,15 @@ int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, uint32_t flags, const stru
 			rc = rpc_call(fs->mds, &a, &m);
 	}
 	if (rc < 0) {
-		if (cl_is_transport_err(rc))
-			cl_log(fs, CL_LOG_WARN, "MDS %s: %s failed: %s", fs->addr, wire_opcode_name(opcode),
-			       nacre_strerror(rc));
 		rpc_msg_free(m);
-		return rc;
+		if (!cl_is_transport_err(rc))
+			return rc;
+		/* no transport errno reaches an application: the server stayed away for the
+		 * whole recovery timeout */
+		cl_log(fs, CL_LOG_ERR, "MDS %s: %s failed: %s (it did not answer within "
+		       "recovery_timeout=%d s)", fs->addr, wire_opcode_name(opcode),
+		       nacre_strerror(rc), fs->recovery_timeout_ms / 1000);
+		return -EIO;
 	}
 	if (!m)
 		return -EPROTO;

@@ -76,6 +76,10 @@ static struct cl_oss_conn *conn_for_addr_locked(struct nacre_fs *fs, const char 
 	conf.name = fs->client_name;
 	conf.key = &fs->key;
 	conf.timeout_ms = fs->timeout_ms;
+	/* a session too (no recovery hook: OSTs keep no client state), so object I/O waits
+	 * for a restarting OSS as long as metadata calls wait for the MDS */
+	conf.recovery_timeout_ms = fs->recovery_timeout_ms;
+	conf.client_id = fs->client_id;
 	if (rpc_conn_create(&conf, &oc->conn) != 0) {
 		free(oc);
 		return NULL;

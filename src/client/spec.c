@@ -1,5 +1,7 @@
 /* spec.c - parsing of mount specs: "host[:port]:/fsname[/subdir]", Lustre's
- * "host@tcp[N][:port]:/fsname[/subdir]" and "[v6addr][:port]:/fsname[/subdir]".
+ * "host@tcp[N][:port]:/fsname[/subdir]" and "[v6addr][:port]:/fsname[/subdir]", with the
+ * failover addresses of the MDS joined by ',' ("mds1:9400,mds2:9400:/fs") or, in Lustre's
+ * form, by ':' after a network ("mds1@tcp:mds2@tcp:/fs").
  *
  * Every rejection says what is wrong in one sentence, because the text ends up in front of
  * a person typing a mount command. */
@@ -12,8 +14,8 @@
 #include "nacre/nacre.h"
 
 #define SPEC_FORM "host[:port]:/fsname[/subdir]"
-/* Longest spec worth looking at: an address, ":/", an fsname and a full path. */
-#define SPEC_MAX (NACRE_ADDR_MAX + 2 + NACRE_FSNAME_MAX + NACRE_PATH_MAX)
+/* Longest spec worth looking at: the addresses, ":/", an fsname and a full path. */
+#define SPEC_MAX (NACRE_ADDR_LIST_MAX + 2 + NACRE_FSNAME_MAX + NACRE_PATH_MAX)
 
 static int fail(char *err, size_t err_len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -84,9 +86,6 @@ static int parse_tail(const char *spec, const char *tail, const char *end, unsig
 		return fail(err, err_len, "unexpected '%.*s' after the host in '%s'",
 			    (int)(end - p), p, spec);
 	p++;
-	if (memchr(p, '@', (size_t)(end - p)) || memchr(p, ':', (size_t)(end - p)))
-		return fail(err, err_len,
-			    "only one MDS address is supported, but '%s' lists several", spec);
 	unsigned v = 0;
 	const char *digits = p;
 	for (; p < end; p++) {
@@ -103,17 +102,18 @@ static int parse_tail(const char *spec, const char *tail, const char *end, unsig
 	return 0;
 }
 
-/* Splits the server part [spec, end) into the "host:port" text written to out. */
-static int parse_server(const char *spec, const char *end, char *out, size_t out_len,
-			char *err, size_t err_len)
+/* Splits one server address [start, end) of the mount spec spec into the "host:port" text
+ * written to out. */
+static int parse_server(const char *spec, const char *start, const char *end, char *out,
+			size_t out_len, char *err, size_t err_len)
 {
 	const char *host, *hend, *tail;
 	unsigned port = NACRE_DEFAULT_PORT_MDS;
-	int v6 = spec[0] == '[';
+	int v6 = start[0] == '[';
 	int rc;
 
 	if (v6) {
-		host = spec + 1;
+		host = start + 1;
 		hend = memchr(host, ']', (size_t)(end - host));
 		if (!hend)
 			return fail(err, err_len, "unterminated '[' in the server address of '%s'",
@@ -125,7 +125,7 @@ static int parse_server(const char *spec, const char *end, char *out, size_t out
 					    (int)(hend - host), host, spec);
 		tail = hend + 1;
 	} else {
-		host = spec;
+		host = start;
 		hend = host;
 		while (hend < end && *hend != '@' && *hend != ':')
 			hend++;
@@ -138,11 +138,6 @@ static int parse_server(const char *spec, const char *end, char *out, size_t out
 				    "[::1]:9400:/fsname",
 				    spec);
 		for (const char *p = host; p < hend; p++) {
-			if (*p == ',')
-				return fail(err, err_len,
-					    "only one MDS address is supported, but '%s' lists "
-					    "several",
-					    spec);
 			if (!host_char_ok(*p))
 				return fail(err, err_len, "bad character '%c' in host '%.*s' of '%s'",
 					    *p, (int)(hend - host), host, spec);
@@ -160,10 +155,76 @@ static int parse_server(const char *spec, const char *end, char *out, size_t out
 			 port);
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		return fail(err, err_len, "server address '%.*s' is too long (at most %d bytes)",
-			    (int)(end - spec), spec, NACRE_ADDR_MAX);
+			    (int)(end - start), start, NACRE_ADDR_MAX);
 	if ((size_t)n >= out_len)
 		return fail(err, err_len, "no room for the server address (%d bytes)", n);
 	memcpy(out, buf, (size_t)n + 1);
+	return 0;
+}
+
+/* The end of the first address of a list [p, end): at a ',' or, in Lustre's form, at the
+ * ':' that follows a network ("@tcp") and starts another address rather than a port. */
+static const char *address_end(const char *p, const char *end)
+{
+	const char *at = NULL;
+
+	if (*p == '[') {
+		const char *close = memchr(p, ']', (size_t)(end - p));
+		if (close)
+			p = close;
+	}
+	for (const char *q = p; q < end; q++) {
+		if (*q == ',')
+			return q;
+		if (*q == '@')
+			at = q;
+		if (*q == ':' && at) {
+			const char *n = q + 1;
+			while (n < end && *n >= '0' && *n <= '9')
+				n++;
+			if (n == q + 1 || (n < end && *n != ',' && *n != ':'))
+				return q; /* not a port: the next address */
+		}
+	}
+	return end;
+}
+
+/* Every address of the server part [spec, end), "host:port" each, joined by ','. */
+static int parse_servers(const char *spec, const char *end, char *out, size_t out_len,
+			 char *err, size_t err_len)
+{
+	size_t used = 0;
+	int n = 0;
+
+	if (spec == end)
+		return fail(err, err_len, "empty host in '%s' (expected " SPEC_FORM ")", spec);
+	for (const char *p = spec; p < end;) {
+		const char *e = address_end(p, end);
+		char one[NACRE_ADDR_MAX + 1];
+		size_t len;
+		int rc;
+
+		if (e == p)
+			return fail(err, err_len, "empty MDS address in '%s'", spec);
+		if (++n > NACRE_FAILOVER_MAX)
+			return fail(err, err_len, "'%s' lists more than %d MDS addresses", spec,
+				    NACRE_FAILOVER_MAX);
+		rc = parse_server(spec, p, e, one, sizeof(one), err, err_len);
+		if (rc)
+			return rc;
+		len = strlen(one);
+		if (used + len + 2 > out_len)
+			return fail(err, err_len, "no room for the server addresses");
+		if (used)
+			out[used++] = ',';
+		memcpy(out + used, one, len + 1);
+		used += len;
+		p = e < end ? e + 1 : e;
+		if (e < end && p == end)
+			return fail(err, err_len, "empty MDS address at the end of the server part "
+						  "of '%s'",
+				    spec);
+	}
 	return 0;
 }
 
@@ -263,7 +324,7 @@ NACRE_API int nacre_parse_spec(const char *spec, char *addr, size_t addr_len, ch
 			    ")",
 			    spec);
 
-	rc = parse_server(spec, sep, addr, addr_len, err, err_len);
+	rc = parse_servers(spec, sep, addr, addr_len, err, err_len);
 	if (rc)
 		return rc;
 	fs = sep + 2;

@@ -50,6 +50,7 @@ struct args {
 	double attr_timeout;
 	double entry_timeout;
 	double timeout;
+	double recovery_timeout;
 	/* data path tunables, as struct nacre_mount_opts (0 = default, -1 = off) */
 	unsigned max_rpc_size;
 	int max_rpcs_in_flight;
@@ -88,7 +89,9 @@ static void usage(FILE *out, const char *prog)
 		"  -o ro             read-only mount\n"
 		"  -o key_file=PATH  cluster key (default $NACRE_KEY_FILE)\n"
 		"  -o attr_timeout=SECS, entry_timeout=SECS   kernel cache times (default 1.0)\n"
-		"  -o timeout=SECS   request timeout (default 30)\n"
+		"  -o timeout=SECS   per-request limit while a server answers (default 30)\n"
+		"  -o recovery_timeout=SECS   how long calls wait for a server that is down or\n"
+		"                    restarting before they fail with EIO (default 300)\n"
 		"  -o max_rpc_size=BYTES       bytes per OST RPC (K/M suffix; default 4M)\n"
 		"  -o max_rpcs_in_flight=N     background RPCs per OST (default 8)\n"
 		"  -o max_dirty_mb=N           write-behind MiB per client (default 256; 0 = off)\n"
@@ -214,6 +217,9 @@ static int parse_opts(struct args *a, char *opts)
 				fprintf(stderr, "%s: %s\n", a->prog, why);
 				return -1;
 			}
+		} else if (val && strcmp(opt, "recovery_timeout") == 0) {
+			if (parse_secs(a, opt, val, 0.001, &a->recovery_timeout) < 0)
+				return -1;
 		} else if (val && strcmp(opt, "timeout") == 0) {
 			if (parse_secs(a, opt, val, 0.001, &a->timeout) < 0)
 				return -1;
@@ -252,7 +258,8 @@ static int parse_opts(struct args *a, char *opts)
 		} else {
 			fprintf(stderr,
 				"%s: unknown mount option '%s%s%s' (known: ro, key_file=PATH, "
-				"attr_timeout=SECS, entry_timeout=SECS, timeout=SECS, max_rpc_size=BYTES, "
+				"attr_timeout=SECS, entry_timeout=SECS, timeout=SECS, recovery_timeout=SECS, "
+				"max_rpc_size=BYTES, "
 				"max_rpcs_in_flight=N, max_dirty_mb=N, readahead_max_mb=N, flock, "
 				"localflock, noflock, debug, control_socket=PATH)\n",
 				a->prog, opt, val ? "=" : "", val ? val : "");
@@ -553,6 +560,9 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 	mo.timeout_ms = (int)(a->timeout * 1000.0);
 	if (mo.timeout_ms < 1)
 		mo.timeout_ms = 1;
+	mo.recovery_timeout_ms = (int)(a->recovery_timeout * 1000.0);
+	if (mo.recovery_timeout_ms < 1)
+		mo.recovery_timeout_ms = 1;
 	mo.log_fn = nacre_log;
 	mo.max_rpc_size = a->max_rpc_size;
 	mo.max_rpcs_in_flight = a->max_rpcs_in_flight;
@@ -795,7 +805,7 @@ static int fork_daemon(const char *prog)
  * them). Returns the exit code. */
 static int upgrade_main(const struct args *cmd)
 {
-	char addr[NACRE_ADDR_MAX + 1], fsname[NACRE_FSNAME_MAX + 1], subdir[NACRE_PATH_MAX + 1];
+	char addr[NACRE_ADDR_LIST_MAX], fsname[NACRE_FSNAME_MAX + 1], subdir[NACRE_PATH_MAX + 1];
 	char dev[64], fstype[64], sock[108], err[1024];
 	struct fz_takeover *tk = NULL;
 	struct args *a = NULL;
@@ -842,6 +852,7 @@ static int upgrade_main(const struct args *cmd)
 	a->attr_timeout = 1.0;
 	a->entry_timeout = 1.0;
 	a->timeout = 30.0;
+	a->recovery_timeout = 300.0;
 	a->spec = fz_takeover_spec(tk);
 	a->foreground = cmd->foreground;
 	a->fuse_debug = cmd->fuse_debug;
@@ -887,7 +898,7 @@ out_free:
 
 int main(int argc, char **argv)
 {
-	char addr[NACRE_ADDR_MAX + 1], fsname[NACRE_FSNAME_MAX + 1], subdir[NACRE_PATH_MAX + 1];
+	char addr[NACRE_ADDR_LIST_MAX], fsname[NACRE_FSNAME_MAX + 1], subdir[NACRE_PATH_MAX + 1];
 	char err[256];
 	struct args a;
 	struct stat st;
@@ -902,6 +913,7 @@ int main(int argc, char **argv)
 	a.attr_timeout = 1.0;
 	a.entry_timeout = 1.0;
 	a.timeout = 30.0;
+	a.recovery_timeout = 300.0;
 	rc = parse_args(&a, argc, argv);
 	if (rc != 0)
 		return rc > 0 ? 0 : 1;

@@ -13,6 +13,7 @@
 #include "mds/hsm.h"
 #include "mds/lock.h"
 #include "mds/ns.h"
+#include "mds/session.h"
 #include "mds/open.h"
 #include "mds/targets.h"
 #include "mds/writer.h"
@@ -279,7 +280,7 @@ static int do_create(struct mds *m, const struct rpc_request *req, struct rpc_re
 		struct nacre_layout l;
 		uint16_t op = req->hdr->opcode;
 		uint64_t handle = 0;
-		rc = mds_ns_create(m, req->conn_id, op, r, &a, &l, &handle);
+		rc = mds_ns_create(m, mds_owner_of(req), op, r, &a, &l, &handle);
 		if (!rc) {
 			wire_attr_put(&rep->body, &a);
 			if (op == WIRE_OP_MDS_CREATE)
@@ -320,7 +321,7 @@ static int do_open(struct mds *m, const struct rpc_request *req, struct rpc_repl
 	struct wire_open_rep *o = calloc(1, sizeof(*o));
 	if (!o)
 		return -ENOMEM;
-	int rc = mds_ns_open(m, req->conn_id, &r, o);
+	int rc = mds_ns_open(m, req->conn_id, mds_owner_of(req), &r, o);
 	if (!rc)
 		wire_open_rep_encode(&rep->body, o);
 	free(o);
@@ -332,9 +333,19 @@ static int do_close(struct mds *m, const struct rpc_request *req, struct rpc_rep
 {
 	DECODE(close_req, r);
 	struct nacre_attr a;
-	int rc = mds_ns_close(m, req->conn_id, &r, is_close, &a);
+	int rc = mds_ns_close(m, mds_owner_of(req), &r, is_close, &a);
 	if (!rc)
 		wire_attr_put(&rep->body, &a);
+	return rc;
+}
+
+static int do_append(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	DECODE(append_req, r);
+	struct wire_append_rep o = {0};
+	int rc = mds_ns_append(m, mds_owner_of(req), &r, &o.offset);
+	if (!rc)
+		wire_append_rep_encode(&rep->body, &o);
 	return rc;
 }
 
@@ -423,6 +434,8 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 		return do_target(m, req, 1);
 	case WIRE_OP_MDS_SYNC:
 		return do_sync(m, req);
+	case WIRE_OP_MDS_APPEND:
+		return do_append(m, req, rep);
 	case WIRE_OP_MDS_HSM_REQUEST:
 	case WIRE_OP_MDS_HSM_STATE_GET:
 	case WIRE_OP_MDS_HSM_STATE_SET:
@@ -472,6 +485,7 @@ int mds_runs_inline(uint16_t opcode)
 	case WIRE_OP_MDS_REMOVEXATTR:
 	case WIRE_OP_MDS_CLOSE:
 	case WIRE_OP_MDS_SIZE_UPDATE:
+	case WIRE_OP_MDS_APPEND:
 		return 1;
 	default:
 		/* setattr may punch objects on an OSS, open may wait for a restore, sync

@@ -1,12 +1,15 @@
 /* main.c - nacre-mds: options, startup, signals, shutdown. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <sys/file.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/daemon.h"
+#include "common/fault.h"
 #include "common/key.h"
 #include "common/log.h"
 #include "common/metrics_opts.h"
@@ -21,6 +24,9 @@
 #include "mds/mds.h"
 #include "mds/open.h"
 #include "mds/oss_pool.h"
+#include "mds/recovery.h"
+#include "mds/serve.h"
+#include "mds/session.h"
 #include "mds/targets.h"
 #include "mds/syncer.h"
 #include "mds/writer.h"
@@ -36,6 +42,10 @@ struct opts {
 	int format;
 	int workers;
 	int lock_evict_ms;
+	int evict_ms;
+	int recovery_window_ms;
+	int standby;
+	int allow_faults;
 	struct mds_hsm_conf hsm;
 	struct metrics_opts metrics;
 };
@@ -60,6 +70,8 @@ static void usage(FILE *f)
 		   "                 [--hsm-timeout SECS] [--hsm-grace SECS]\n"
 		   "                 [--hsm-archive-age SECS] [--hsm-release HIGH:LOW]\n"
 		   "                 [--hsm-policy-period SECS] [--lock-evict-timeout SECS]\n"
+		   "                 [--evict-timeout SECS] [--recovery-window SECS] [--standby]\n"
+		   "                 [--allow-fault-injection]\n"
 		   METRICS_USAGE);
 }
 
@@ -72,6 +84,10 @@ enum {
 	OPT_HSM_RELEASE,
 	OPT_HSM_PERIOD,
 	OPT_LOCK_EVICT,
+	OPT_EVICT,
+	OPT_WINDOW,
+	OPT_STANDBY,
+	OPT_FAULTS,
 };
 
 /* --hsm-* options; returns 0, 1 if c is not one of them, -1 on a bad value. */
@@ -136,6 +152,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"hsm-release", required_argument, NULL, OPT_HSM_RELEASE},
 		{"hsm-policy-period", required_argument, NULL, OPT_HSM_PERIOD},
 		{"lock-evict-timeout", required_argument, NULL, OPT_LOCK_EVICT},
+		{"evict-timeout", required_argument, NULL, OPT_EVICT},
+		{"recovery-window", required_argument, NULL, OPT_WINDOW},
+		{"standby", no_argument, NULL, OPT_STANDBY},
+		{"allow-fault-injection", no_argument, NULL, OPT_FAULTS},
 		{NULL, 0, NULL, 0}};
 	int c;
 	int64_t v;
@@ -157,18 +177,31 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			}
 			o->workers = (int)v;
 			break;
-		case OPT_LOCK_EVICT: {
-			/* seconds, fractions allowed: tests use a short one */
+		case OPT_LOCK_EVICT:
+		case OPT_EVICT:
+		case OPT_WINDOW: {
+			/* seconds, fractions allowed: tests use short ones */
+			const char *name = c == OPT_LOCK_EVICT ? "--lock-evict-timeout"
+					   : c == OPT_EVICT    ? "--evict-timeout"
+							       : "--recovery-window";
 			char *end;
 			double secs = strtod(optarg, &end);
 			if (end == optarg || *end || !(secs >= 0.0 && secs <= 86400.0)) {
-				fprintf(stderr, "nacre-mds: --lock-evict-timeout %s: expected seconds "
-						"0..86400, e.g. 30 or 1.5\n", optarg);
+				fprintf(stderr, "nacre-mds: %s %s: expected seconds 0..86400, e.g. "
+						"30 or 1.5\n", name, optarg);
 				return -1;
 			}
-			o->lock_evict_ms = (int)(secs * 1000.0);
+			int ms = (int)(secs * 1000.0);
+			if (c == OPT_LOCK_EVICT)
+				o->lock_evict_ms = ms;
+			else if (c == OPT_EVICT)
+				o->evict_ms = ms > 0 ? ms : 1;
+			else
+				o->recovery_window_ms = ms > 0 ? ms : 1;
 			break;
 		}
+		case OPT_STANDBY: o->standby = 1; break;
+		case OPT_FAULTS: o->allow_faults = 1; break;
 		case OPT_HSM_RM:
 		case OPT_HSM_MAX:
 		case OPT_HSM_TIMEOUT:
@@ -215,6 +248,45 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
+/* One MDS serves an MDT at a time: the serving process holds flock on the MDT directory
+ * (a standby started on shared storage waits for it). Returns the locked fd, -1 with
+ * nothing held when the directory does not exist yet (a --format creates it), or -2 after
+ * printing why. */
+static int lock_mdt(const char *dir, int standby)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return errno == ENOENT ? -1 : (fprintf(stderr, "nacre-mds: --data %s: %s\n", dir,
+						       strerror(errno)),
+					       -2);
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return fd;
+	if (errno != EWOULDBLOCK) {
+		fprintf(stderr, "nacre-mds: cannot lock %s: %s\n", dir, strerror(errno));
+		close(fd);
+		return -2;
+	}
+	if (!standby) {
+		fprintf(stderr, "nacre-mds: another nacre-mds serves the MDT in %s (it holds its "
+				"lock); stop it first, or start this one with --standby to take over "
+				"when it ends\n", dir);
+		close(fd);
+		return -2;
+	}
+	fprintf(stderr, "nacre-mds: standby: waiting for the MDS serving %s to end\n", dir);
+	LOG_INFO("mds", "standby: waiting for the lock on %s", dir);
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno != EINTR) {
+			fprintf(stderr, "nacre-mds: cannot lock %s: %s\n", dir, strerror(errno));
+			close(fd);
+			return -2;
+		}
+	}
+	LOG_INFO("mds", "standby: the MDT in %s is ours now: taking over", dir);
+	return fd;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
@@ -235,6 +307,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nacre-mds: --key-file: %s\n", err);
 		return 1;
 	}
+	if (fault_init_env(wire_opcode_by_name, err, sizeof(err))) {
+		fprintf(stderr, "nacre-mds: NACRE_FAULT: %s\n", err);
+		return 1;
+	}
+	int mdt_lock = lock_mdt(o.data, o.standby);
+	if (mdt_lock == -2)
+		return 1;
 
 	memset(&m, 0, sizeof(m));
 	/* bind first: a busy port must not leave a freshly formatted MDT behind */
@@ -245,9 +324,13 @@ int main(int argc, char **argv)
 				       .server_name = server_name,
 				       .key = &key,
 				       .nworkers = o.workers,
-				       .handler = mds_dispatch,
+				       .handler = mds_serve,
 				       .on_disconnect = mds_on_disconnect,
 				       .runs_inline = mds_runs_inline,
+				       .on_connect = mds_serve_connect,
+				       .on_close = mds_serve_close,
+				       .last_committed = mds_serve_last_committed,
+				       .allow_fault_set = o.allow_faults,
 				       .arg = &m};
 	if (rpc_server_create(&conf, &srv, err, sizeof(err))) {
 		fprintf(stderr, "nacre-mds: --listen: %s\n", err);
@@ -259,6 +342,11 @@ int main(int argc, char **argv)
 	if (mds_db_open(o.data, o.fsname, o.format, &m.db, err, sizeof(err))) {
 		fprintf(stderr, "nacre-mds: --data: %s\n", err);
 		rpc_server_destroy(srv);
+		return 1;
+	}
+	if (mdt_lock == -1 && (mdt_lock = lock_mdt(o.data, 0)) < 0) {
+		rpc_server_destroy(srv);
+		mds_db_close(m.db);
 		return 1;
 	}
 	if ((rc = mds_writer_create(m.db, &m.writer)) || (rc = mds_targets_create(&m.targets)) ||
@@ -273,7 +361,15 @@ int main(int argc, char **argv)
 			nacre_strerror(rc));
 		goto out;
 	}
-	if ((rc = mds_reap_orphans(&m)))
+	if ((rc = mds_writer_sync(m.writer)) || (rc = mds_sessions_create(&m, o.evict_ms, &m.sessions)) ||
+	    (rc = mds_recovery_create(&m, o.recovery_window_ms, &m.recovery))) {
+		fprintf(stderr, "nacre-mds: cannot load the client sessions from %s: %s\n", o.data,
+			nacre_strerror(rc));
+		goto out;
+	}
+	/* Unlinked files still open when the MDS stopped live until recovery ends: their
+	 * clients re-open them. With no client to wait for they go now. */
+	if (!mds_recovery_active(m.recovery) && (rc = mds_reap_orphans(&m)))
 		LOG_WARN("mds", "orphan cleanup failed: %s", nacre_strerror(rc));
 	if ((rc = mds_syncer_start(m.writer, 1000, &syncer))) {
 		fprintf(stderr, "nacre-mds: cannot start the metadata sync thread: %s\n",
@@ -321,6 +417,8 @@ out:
 	g_server = NULL;
 	metrics_opts_stop();
 	rpc_server_destroy(srv);
+	mds_recovery_destroy(m.recovery);
+	mds_sessions_destroy(m.sessions);
 	mds_hsm_stop(m.hsm);
 	mds_destroyer_stop(m.destroyer);
 	mds_writer_destroy(m.writer);
@@ -330,5 +428,7 @@ out:
 	mds_locks_destroy(m.locks);
 	mds_targets_destroy(m.targets);
 	mds_db_close(m.db);
+	if (mdt_lock >= 0)
+		close(mdt_lock);
 	return status;
 }

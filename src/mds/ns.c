@@ -16,6 +16,7 @@
 #include "mds/open.h"
 #include "mds/oss_pool.h"
 #include "mds/perm.h"
+#include "mds/req.h"
 #include "mds/writer.h"
 
 struct nacre_fid mds_root_fid(void)
@@ -388,13 +389,23 @@ static int create_op(struct mds_txn *txn, void *arg)
 		mds_inode_to_attr(ino, a->out);
 		if (a->layout_out)
 			*a->layout_out = ino->layout;
+		mds_txn_note_result(txn, &ino->fid, 0);
 		return 0;
 	}
 	if (rc != -ENOENT)
 		return rc;
 
 	struct nacre_time now = time_now();
-	rc = mds_db_fid_alloc(txn, &ino->fid);
+	const struct mds_req *rq = mds_req_of(txn);
+	if (rq && rq->has_replay_fid) {
+		/* a replay makes the FID its first execution made */
+		ino->fid = rq->replay_fid;
+		rc = mds_db_fid_reserve(txn, &ino->fid);
+		if (!rc && mds_db_inode_get(txn, &ino->fid, &(struct mds_inode){0}) == 0)
+			rc = -EEXIST;
+	} else {
+		rc = mds_db_fid_alloc(txn, &ino->fid);
+	}
 	if (rc)
 		return rc;
 	ino->mode = mode;
@@ -411,7 +422,10 @@ static int create_op(struct mds_txn *txn, void *arg)
 		ino->mode &= ~(uint32_t)S_ISGID;
 	ino->nlink = S_ISDIR(mode) ? 2 : 1;
 	ino->atime = ino->mtime = ino->ctime = now;
-	if (S_ISREG(mode) && a->opcode == WIRE_OP_MDS_CREATE) {
+	if (S_ISREG(mode) && rq && rq->has_replay_layout) {
+		ino->layout = rq->replay_layout; /* where its data already is */
+		ino->has_layout = 1;
+	} else if (S_ISREG(mode) && a->opcode == WIRE_OP_MDS_CREATE) {
 		rc = mds_alloc_file_layout(a->m, txn, &dir, req->has_layout ? &req->layout : NULL,
 					   &ino->layout);
 		if (rc)
@@ -453,9 +467,15 @@ static int create_op(struct mds_txn *txn, void *arg)
 			memset(a->layout_out, 0, sizeof(*a->layout_out));
 	}
 	/* Registered before the commit makes the name visible, so an unlink racing with the
-	 * create finds the file open and keeps it as an orphan. */
-	if (a->opcode == WIRE_OP_MDS_CREATE && (req->flags & WIRE_CREATE_OPEN))
-		return mds_open_handle_add(a->m->open, a->conn_id, &ino->fid, &a->handle);
+	 * create finds the file open and keeps it as an orphan. A replay opens nothing: the
+	 * client re-opens what it still has open afterwards. */
+	if (a->opcode == WIRE_OP_MDS_CREATE && (req->flags & WIRE_CREATE_OPEN) &&
+	    !(rq && rq->replay)) {
+		rc = mds_open_handle_add(a->m->open, a->conn_id, &ino->fid, &a->handle);
+		if (rc)
+			return rc;
+	}
+	mds_txn_note_result(txn, &ino->fid, a->handle);
 	return 0;
 }
 
@@ -471,6 +491,52 @@ int mds_ns_create(struct mds *m, uint64_t conn_id, uint16_t opcode,
 		mds_open_handle_drop(m->open, conn_id, a.handle, &out->fid); /* not committed */
 	if (handle_out)
 		*handle_out = rc ? 0 : a.handle;
+	return rc;
+}
+
+/* ---------------- append ---------------- */
+
+struct append_arg {
+	const struct wire_append_req *r;
+	uint64_t offset;
+};
+
+static int append_op(struct mds_txn *txn, void *arg)
+{
+	struct append_arg *a = arg;
+	struct mds_inode ino;
+	int rc = mds_db_inode_get(txn, &a->r->fid, &ino);
+
+	if (rc)
+		return rc;
+	if (S_ISDIR(ino.mode))
+		return -EISDIR;
+	if (!S_ISREG(ino.mode))
+		return -EINVAL;
+	if (ino.size > (uint64_t)INT64_MAX - a->r->len)
+		return -EFBIG;
+	a->offset = ino.size;
+	ino.size += a->r->len;
+	ino.mtime = ino.ctime = time_now();
+	mds_hsm_mark_dirty(&ino);
+	rc = mds_db_inode_put(txn, &ino);
+	if (!rc)
+		mds_txn_note_result(txn, &ino.fid, a->offset);
+	return rc;
+}
+
+int mds_ns_append(struct mds *m, uint64_t owner, const struct wire_append_req *r,
+		  uint64_t *offset)
+{
+	struct append_arg a = {.r = r};
+	int rc;
+
+	/* the open that checked write permission is the right to append */
+	if (!mds_open_handle_known(m->open, owner, r->handle, &r->fid))
+		return -EBADF;
+	rc = mds_writer_submit(m->writer, append_op, &a);
+	if (!rc)
+		*offset = a.offset;
 	return rc;
 }
 

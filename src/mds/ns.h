@@ -35,6 +35,11 @@ int mds_ns_setattr(struct mds *m, const struct nacre_cred *cr, const struct nacr
 int mds_ns_create(struct mds *m, uint64_t conn_id, uint16_t opcode,
 		  const struct wire_create_req *req, struct nacre_attr *out,
 		  struct nacre_layout *layout_out, uint64_t *handle_out);
+/* APPEND: reserves r->len bytes at the end of the file for an O_APPEND write through
+ * owner's open handle (-EBADF without one), atomically with every other append: the size
+ * grows by len now and *offset says where the bytes go. */
+int mds_ns_append(struct mds *m, uint64_t owner, const struct wire_append_req *r,
+		  uint64_t *offset);
 /* target gets NACRE_PATH_MAX + 1 bytes. */
 int mds_ns_readlink(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
 		    char *target);

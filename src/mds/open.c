@@ -14,6 +14,7 @@
 #include "mds/hsm.h"
 #include "mds/ns.h"
 #include "mds/perm.h"
+#include "mds/req.h"
 #include "mds/writer.h"
 
 #define NBUCKETS 4096u
@@ -181,7 +182,25 @@ void mds_open_handle_drop(struct mds_open_table *t, uint64_t conn_id, uint64_t h
 	handle_remove(t, conn_id, handle, fid);
 }
 
-int mds_ns_open(struct mds *m, uint64_t conn_id, const struct wire_open_req *r,
+int mds_open_handle_known(struct mds_open_table *t, uint64_t owner, uint64_t handle,
+			  const struct nacre_fid *fid)
+{
+	return handle_find(t, owner, handle, fid, 0, 0) >= 0;
+}
+
+void mds_open_handle_forget(struct mds_open_table *t, uint64_t owner, uint64_t handle)
+{
+	pthread_mutex_lock(&t->lock);
+	for (struct handle **pp = &t->handles[handle % NBUCKETS]; *pp; pp = &(*pp)->next) {
+		if ((*pp)->id == handle && (*pp)->conn_id == owner) {
+			handle_drop_locked(t, pp);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+int mds_ns_open(struct mds *m, uint64_t conn_id, uint64_t owner, const struct wire_open_req *r,
 		struct wire_open_rep *rep)
 {
 	uint32_t acc = r->flags & O_ACCMODE;
@@ -191,7 +210,7 @@ int mds_ns_open(struct mds *m, uint64_t conn_id, const struct wire_open_req *r,
 	int trunc = (r->flags & O_TRUNC) && (mask & MDS_MAY_WRITE);
 	uint64_t id;
 	/* the handle exists before we look, so a racing unlink keeps the inode as an orphan */
-	int rc = handle_add(m->open, conn_id, &r->fid, &id);
+	int rc = handle_add(m->open, owner, &r->fid, &id);
 	if (rc)
 		return rc;
 	struct mds_inode *ino = malloc(sizeof(*ino));
@@ -226,7 +245,7 @@ int mds_ns_open(struct mds *m, uint64_t conn_id, const struct wire_open_req *r,
 		rc = mds_hsm_open_released(m, conn_id, ino, &rep->layout);
 		if (rc < 0)
 			goto out_drop;
-		handle_find(m->open, conn_id, id, &r->fid, 0, 1);
+		handle_find(m->open, owner, id, &r->fid, 0, 1);
 		rep->handle = id;
 		free(ino);
 		return 0;
@@ -249,12 +268,14 @@ int mds_ns_open(struct mds *m, uint64_t conn_id, const struct wire_open_req *r,
 	if (S_ISREG(ino->mode) && ino->has_layout)
 		rep->layout = ino->layout;
 	rep->handle = id;
+	if (mds_req_current)
+		mds_req_current->note.value = id; /* a resent OPEN gets this handle back */
 	free(ino);
 	return 0;
 
 out_drop:
 	free(ino);
-	handle_remove(m->open, conn_id, id, &r->fid);
+	handle_remove(m->open, owner, id, &r->fid);
 	return rc;
 }
 

@@ -307,6 +307,10 @@ int mds_session_begin(struct mds_sessions *ss, uint64_t client_id, uint64_t xid,
 	if (!s)
 		goto out;
 	ip = inprog_find(s, xid);
+	if (ip && !d) {
+		rc = 1;
+		goto out;
+	}
 	if (ip) {
 		struct rpc_deferred **w = realloc(ip->waiters, (size_t)(ip->nwaiters + 1) * sizeof(*w));
 		if (w) {

@@ -1454,7 +1454,7 @@ void wire_append_req_decode(struct wire_cursor *c, struct wire_append_req *m)
 	wire_fid_get(c, &m->fid);
 	m->handle = wire_get_u64(c);
 	m->len = wire_get_u64(c);
-	if (m->len == 0 || m->len > WIRE_BULK_MAX)
+	if (m->len == 0 || m->len > (uint64_t)INT64_MAX)
 		wire_cursor_fail(c, -EPROTO);
 }
 

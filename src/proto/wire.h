@@ -285,7 +285,7 @@ struct wire_append_req { /* APPEND: reserve len bytes at the end of a file (O_AP
 	struct nacre_cred cred;
 	struct nacre_fid fid;
 	uint64_t handle; /* the open handle writing */
-	uint64_t len;    /* 1..WIRE_BULK_MAX */
+	uint64_t len;    /* 1..INT64_MAX */
 };
 struct wire_append_rep {
 	uint64_t offset; /* where the bytes go; the file's size is now offset + len */

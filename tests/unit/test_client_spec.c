@@ -21,7 +21,7 @@ static int passed, failed;
 
 static void good(const char *spec, const char *addr, const char *fsname, const char *subdir)
 {
-	char a[NACRE_ADDR_MAX + 1], f[NACRE_FSNAME_MAX + 1], s[NACRE_PATH_MAX + 1], err[256];
+	char a[NACRE_ADDR_LIST_MAX], f[NACRE_FSNAME_MAX + 1], s[NACRE_PATH_MAX + 1], err[256];
 	int rc = nacre_parse_spec(spec, a, sizeof(a), f, sizeof(f), s, sizeof(s), err, sizeof(err));
 
 	CHECK(rc == 0, "'%s' rejected: %s", spec, err);
@@ -35,7 +35,7 @@ static void good(const char *spec, const char *addr, const char *fsname, const c
 /* want: a piece of text the error sentence must contain. */
 static void bad(const char *spec, const char *want)
 {
-	char a[NACRE_ADDR_MAX + 1], f[NACRE_FSNAME_MAX + 1], s[NACRE_PATH_MAX + 1], err[512];
+	char a[NACRE_ADDR_LIST_MAX], f[NACRE_FSNAME_MAX + 1], s[NACRE_PATH_MAX + 1], err[512];
 	int rc;
 
 	err[0] = '\0';
@@ -90,8 +90,16 @@ static void test_bad(void)
 	bad("mds@o2ib:/fs", "network type 'o2ib' in 'mds@o2ib:/fs' is not supported");
 	bad("mds@:/fs", "empty network type");
 	bad("mds@tcpx:/fs", "not supported");
-	bad("mds1@tcp:mds2@tcp:/fs", "only one MDS address");
-	bad("mds1,mds2:/fs", "only one MDS address");
+	/* failover partners: joined by ',' or, Lustre's way, ':' after a network */
+	good("mds1@tcp:mds2@tcp:/fs", "mds1:9400,mds2:9400", "fs", "");
+	good("mds1,mds2:/fs", "mds1:9400,mds2:9400", "fs", "");
+	good("mds1:9401,mds2:9402:/fs/sub", "mds1:9401,mds2:9402", "fs", "/sub");
+	good("mds1@tcp:9401:mds2@tcp1:/fs", "mds1:9401,mds2:9400", "fs", "");
+	good("[::1]:9401,10.0.0.2:/fs", "[::1]:9401,10.0.0.2:9400", "fs", "");
+	bad("a,b,c,d,e:/fs", "more than 4 MDS addresses");
+	bad("mds1,,mds2:/fs", "empty MDS address");
+	bad("mds1,:/fs", "empty MDS address");
+	bad("mds1,mds 2:/fs", "bad character ' '");
 	bad("::1:/fs", "must be in brackets");
 	bad("[::1:/fs", "unterminated '['");
 	bad("[::1]x:/fs", "unexpected");

@@ -247,7 +247,7 @@ int main(void)
 	CHECK_RC(make(&m, &root_cr, &root, "o", WIRE_OP_MDS_CREATE, 0644, NULL, &d), 0);
 	struct wire_open_req orq = {.cred = root_cr, .fid = d.fid, .flags = O_RDWR};
 	struct wire_open_rep orp;
-	CHECK_RC(mds_ns_open(&m, 7, &orq, &orp), 0);
+	CHECK_RC(mds_ns_open(&m, 7, 7, &orq, &orp), 0);
 	CHECK(orp.layout.nosts == 1);
 	CHECK_RC(mds_ns_unlink(&m, &root_cr, &root, "o", 0), 0);
 	CHECK_RC(mds_ns_getattr(&m, &root_cr, &d.fid, &c), 0);

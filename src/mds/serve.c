@@ -1,0 +1,339 @@
+/* serve.c - the request path around dispatch (see serve.h). */
+#include "mds/serve.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "mds/db.h"
+#include "mds/dispatch.h"
+#include "mds/ns.h"
+#include "mds/open.h"
+#include "mds/recovery.h"
+#include "mds/req.h"
+#include "mds/session.h"
+#include "mds/writer.h"
+
+int mds_op_records(uint16_t opcode)
+{
+	switch (opcode) {
+	case WIRE_OP_MDS_SETATTR:
+	case WIRE_OP_MDS_CREATE:
+	case WIRE_OP_MDS_MKDIR:
+	case WIRE_OP_MDS_MKNOD:
+	case WIRE_OP_MDS_UNLINK:
+	case WIRE_OP_MDS_RMDIR:
+	case WIRE_OP_MDS_RENAME:
+	case WIRE_OP_MDS_LINK:
+	case WIRE_OP_MDS_SYMLINK:
+	case WIRE_OP_MDS_CLOSE:
+	case WIRE_OP_MDS_SIZE_UPDATE:
+	case WIRE_OP_MDS_SETXATTR:
+	case WIRE_OP_MDS_REMOVEXATTR:
+	case WIRE_OP_MDS_LAYOUT_SET:
+	case WIRE_OP_MDS_HSM_IMPORT:
+	case WIRE_OP_MDS_APPEND:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Ops that make an inode: a replay makes the same one. */
+static int makes_inode(uint16_t opcode)
+{
+	return opcode == WIRE_OP_MDS_CREATE || opcode == WIRE_OP_MDS_MKDIR ||
+	       opcode == WIRE_OP_MDS_MKNOD || opcode == WIRE_OP_MDS_SYMLINK ||
+	       opcode == WIRE_OP_MDS_HSM_IMPORT;
+}
+
+/* A replay's first reply names the FID (and, for CREATE, the layout) it made. */
+static void replay_takes_first_reply(const struct rpc_request *req, struct mds_req *r)
+{
+	struct wire_cursor c;
+	struct nacre_attr a;
+
+	if (!req->replay_reply || !makes_inode(req->hdr->opcode))
+		return;
+	wire_cursor_init_read(&c, req->replay_reply, req->env->replay_len);
+	wire_attr_get(&c, &a);
+	if (!wire_cursor_ok(&c))
+		return;
+	r->has_replay_fid = 1;
+	r->replay_fid = a.fid;
+	if (req->hdr->opcode == WIRE_OP_MDS_CREATE) {
+		wire_layout_get(&c, &r->replay_layout);
+		r->has_replay_layout = wire_cursor_ok(&c) && r->replay_layout.nosts > 0;
+	}
+}
+
+/* The FID a request names (the one its reply describes), for a record that noted none. */
+static int request_fid(const struct rpc_request *req, struct nacre_fid *fid)
+{
+	struct wire_cursor c;
+	struct nacre_cred cr;
+
+	wire_cursor_init_read(&c, req->body, req->body_len);
+	wire_cred_get(&c, &cr);
+	wire_fid_get(&c, fid);
+	return wire_cursor_ok(&c) ? 0 : -EPROTO;
+}
+
+/* The current attributes (and layout) of fid, as root would see them. */
+static int current_inode(struct mds *m, const struct nacre_fid *fid, struct mds_inode *ino)
+{
+	struct mds_txn *txn;
+	int rc = mds_txn_begin_read(m->db, &txn);
+
+	if (rc)
+		return rc;
+	rc = mds_db_inode_get(txn, fid, ino);
+	mds_txn_abort(txn);
+	return rc;
+}
+
+/* Rebuilds the reply of a change the reply cache says was made (Lustre's reconstruct):
+ * from what it noted and the inode as it is now. */
+static int reconstruct(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep,
+		       const struct mds_reply_rec *rec)
+{
+	uint16_t op = req->hdr->opcode;
+	struct nacre_fid fid = rec->fid;
+	struct mds_inode *ino;
+	struct nacre_attr a;
+	int rc = 0;
+
+	rep->env.transno = rec->transno;
+	switch (op) {
+	case WIRE_OP_MDS_UNLINK:
+	case WIRE_OP_MDS_RMDIR:
+	case WIRE_OP_MDS_RENAME:
+	case WIRE_OP_MDS_SETXATTR:
+	case WIRE_OP_MDS_REMOVEXATTR:
+		return 0;
+	case WIRE_OP_MDS_APPEND:
+		wire_put_u64(&rep->body, rec->value);
+		return 0;
+	default:
+		break;
+	}
+	if (!rec->fid.seq && !rec->fid.oid && request_fid(req, &fid) < 0)
+		return -EPROTO;
+	ino = calloc(1, sizeof(*ino));
+	if (!ino)
+		return -ENOMEM;
+	rc = current_inode(m, &fid, ino);
+	if (rc == -ENOENT) {
+		/* changed since and gone (a closed orphan): the change was made all the same */
+		memset(ino, 0, sizeof(*ino));
+		ino->fid = fid;
+		rc = 0;
+	}
+	if (rc)
+		goto out;
+	mds_inode_to_attr(ino, &a);
+	if (op == WIRE_OP_MDS_LAYOUT_SET) {
+		wire_layout_put(&rep->body, &ino->layout);
+		goto out;
+	}
+	wire_attr_put(&rep->body, &a);
+	if (op == WIRE_OP_MDS_CREATE) {
+		struct wire_create_req *cr = malloc(sizeof(*cr));
+		struct wire_cursor c;
+		struct nacre_layout none = {0};
+		if (!cr) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		wire_cursor_init_read(&c, req->body, req->body_len);
+		wire_create_req_decode(&c, cr);
+		wire_layout_put(&rep->body, ino->has_layout ? &ino->layout : &none);
+		if (wire_cursor_ok(&c) && (cr->flags & WIRE_CREATE_OPEN)) {
+			/* the handle the first execution made, if this MDS still has it */
+			uint64_t h = rec->value;
+			if (!h || !mds_open_handle_known(m->open, mds_owner_of(req), h, &fid))
+				rc = mds_open_handle_add(m->open, mds_owner_of(req), &fid, &h);
+			wire_put_u64(&rep->body, rc ? 0 : h);
+		}
+		free(cr);
+	}
+out:
+	free(ino);
+	return rc;
+}
+
+/* A change of a session: at most once, with its reply-cache record. */
+static int serve_change(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep,
+			const struct mds_session_view *v)
+{
+	uint64_t id = req->client_id, xid = req->hdr->xid;
+	struct mds_reply_rec rec;
+	struct mds_txn *txn;
+	int rc;
+
+	if (req->env->flags & (WIRE_ENV_RESEND | WIRE_ENV_REPLAY)) {
+		if (mds_session_begin(m->sessions, id, xid, rpc_defer(req)) == 1)
+			return RPC_DEFER; /* still executing: answered from the record after */
+		rc = mds_txn_begin_read(m->db, &txn);
+		if (!rc) {
+			rc = mds_db_reply_get(txn, id, xid, &rec);
+			mds_txn_abort(txn);
+		}
+		if (rc == 0) {
+			LOG_DEBUG("serve", "%s xid %llu of %s answered from the reply cache",
+				  wire_opcode_name(req->hdr->opcode), (unsigned long long)xid,
+				  req->peer_name);
+			rc = reconstruct(m, req, rep, &rec);
+			mds_session_end(m->sessions, id, xid);
+			return rc;
+		}
+	} else if (mds_session_begin(m->sessions, id, xid, NULL) == 1) {
+		return -EPROTO; /* a new request with a running xid: not from a real client */
+	}
+	struct mds_req r = {
+		.client_id = id,
+		.xid = xid,
+		.opcode = req->hdr->opcode,
+		.record = 1,
+		.trim_below = v->trim_below,
+		.persist_client = !v->persisted,
+		.client_name = req->peer_name,
+		.replay = (req->env->flags & WIRE_ENV_REPLAY) != 0,
+	};
+	if (r.replay)
+		replay_takes_first_reply(req, &r);
+	mds_req_current = &r;
+	rc = mds_dispatch(m, req, rep);
+	mds_req_current = NULL;
+	if (r.transno) {
+		rep->env.transno = r.transno;
+		mds_session_committed(m->sessions, id, r.persist_client, r.trim_below);
+	}
+	mds_session_end(m->sessions, id, xid);
+	return rc;
+}
+
+/* OPEN of a session: a resent one gives the handle of its first execution back. */
+static int serve_open(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep,
+		      const struct mds_session_view *v)
+{
+	uint64_t id = req->client_id, xid = req->hdr->xid, old = 0;
+	struct mds_req r = {.client_id = id, .xid = xid, .opcode = req->hdr->opcode};
+	int rc;
+
+	if (!v->persisted) {
+		rc = mds_session_persist(m->sessions, id); /* a restart must expect it back */
+		if (rc)
+			return rc;
+	}
+	if (req->env->flags & WIRE_ENV_RESEND)
+		old = mds_session_open_handle(m->sessions, id, xid);
+	mds_req_current = &r;
+	rc = mds_dispatch(m, req, rep);
+	mds_req_current = NULL;
+	if (rc == 0 && r.note.value) {
+		if (old)
+			mds_open_handle_forget(m->open, mds_owner_of(req), old);
+		mds_session_open_done(m->sessions, id, xid, r.note.value);
+	}
+	return rc;
+}
+
+/* Requests of the recovery and session protocol, not namespace operations. */
+static int serve_session_op(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	struct wire_recovery_status st;
+	struct wire_cursor c;
+	struct nacre_cred cr;
+
+	switch (req->hdr->opcode) {
+	case WIRE_OP_MDS_RECOVERY_DONE:
+		return 0; /* no window open (recovery.c answers it during one) */
+	case WIRE_OP_MDS_RECOVERY_STATUS:
+		mds_recovery_status(m->recovery, &st);
+		wire_recovery_status_encode(&rep->body, &st);
+		return 0;
+	case WIRE_OP_MDS_DISCONNECT:
+		wire_cursor_init_read(&c, req->body, req->body_len);
+		wire_cred_get(&c, &cr);
+		if (!wire_cursor_ok(&c) || wire_cursor_left(&c))
+			return -EPROTO;
+		if (req->client_id && m->sessions)
+			mds_session_evict(m->sessions, req->client_id, "unmounted");
+		return 0;
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+int mds_serve(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	struct mds *m = arg;
+	uint16_t op = req->hdr->opcode;
+	struct mds_session_view v = {0};
+	int session = req->client_id && req->env && m->sessions;
+	int rc;
+
+	if (session) {
+		rc = mds_session_touch(m->sessions, req->client_id, req->conn_id, req->peer_name,
+				       req->env->ack_xid, &v);
+		if (rc)
+			return rc;
+	}
+	if (mds_recovery_active(m->recovery)) {
+		rc = mds_recovery_admit(m->recovery, req);
+		if (rc != MDS_RECOVERY_PASS)
+			return rc;
+	}
+	switch (op) {
+	case WIRE_OP_MDS_RECOVERY_DONE:
+	case WIRE_OP_MDS_RECOVERY_STATUS:
+	case WIRE_OP_MDS_DISCONNECT:
+		return serve_session_op(m, req, rep);
+	default:
+		break;
+	}
+	if (session && mds_op_records(op)) {
+		rc = serve_change(m, req, rep, &v);
+		if (rc != RPC_DEFER && (req->env->flags & WIRE_ENV_REPLAY))
+			mds_recovery_replay_done(m->recovery, req->client_id, req->hdr->xid);
+		return rc;
+	}
+	if (session && op == WIRE_OP_MDS_OPEN)
+		return serve_open(m, req, rep, &v);
+	if (session && !v.persisted && (op == WIRE_OP_MDS_LOCK_SET || op == WIRE_OP_MDS_LOCK_WAIT)) {
+		rc = mds_session_persist(m->sessions, req->client_id);
+		if (rc)
+			return rc;
+	}
+	return mds_dispatch(m, req, rep);
+}
+
+void mds_serve_connect(void *arg, uint64_t conn_id, const struct wire_connect_req *req,
+		       struct wire_connect_rep *rep)
+{
+	struct mds *m = arg;
+
+	(void)conn_id;
+	rep->last_committed = mds_writer_last_committed(m->writer);
+	if (!req->client_id || !m->sessions)
+		return;
+	rep->session = mds_session_state(m->sessions, req->client_id);
+	mds_recovery_connect(m->recovery, req->client_id, &rep->session, &rep->recovery_ms);
+}
+
+void mds_serve_close(void *arg, uint64_t conn_id)
+{
+	struct mds *m = arg;
+
+	if (m->recovery)
+		mds_recovery_disconnect(m->recovery, conn_id);
+	if (m->sessions)
+		mds_session_disconnect(m->sessions, conn_id);
+}
+
+uint64_t mds_serve_last_committed(void *arg)
+{
+	return mds_writer_last_committed(((struct mds *)arg)->writer);
+}
