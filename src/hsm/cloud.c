@@ -131,7 +131,8 @@ int cloud_call(struct cloud *cl, const struct cloud_call *c, struct hsm_http_res
 	pl = (size_t)snprintf(path, CLOUD_URL_MAX, "%s/%s", cl->base_path, cl->container);
 	if (c->key) {
 		path[pl++] = '/';
-		if (hsm_url_encode(c->key, 1, path + pl, CLOUD_URL_MAX - pl) >= CLOUD_URL_MAX - pl) {
+		size_t room = CLOUD_URL_MAX - pl;
+		if (hsm_url_encode(c->key, 1, path + pl, room) >= room) {
 			rc = -ENAMETOOLONG;
 			snprintf(err, err_len, "%s name too long: %s", cl->svc->noun, c->key);
 			goto out_free;
@@ -175,7 +176,8 @@ int cloud_head(struct cloud *cl, const char *key, struct hsm_meta *meta,
 	memset(meta, 0, sizeof(*meta));
 	len = hsm_http_resp_header(resp, "content-length");
 	if (!len || parse_i64(len, 0, INT64_MAX, &size) < 0) {
-		snprintf(err, err_len, "HEAD of %s %s: no valid Content-Length", cl->svc->noun, key);
+		snprintf(err, err_len, "HEAD of %s %s: no valid Content-Length", cl->svc->noun,
+			 key);
 		return -EPROTO;
 	}
 	meta->size = (uint64_t)size;
@@ -459,7 +461,8 @@ static int put_single(struct cloud *cl, const char *path, const char *key, uint6
 		goto out;
 	}
 	if ((meta && (rc = hsm_meta_to_headers(meta, svc->meta_prefix, &h)) < 0) ||
-	    (svc->put_hdr.name && (rc = hsm_hdrs_set(&h, svc->put_hdr.name, svc->put_hdr.value)) < 0) ||
+	    (svc->put_hdr.name &&
+	     (rc = hsm_hdrs_set(&h, svc->put_hdr.name, svc->put_hdr.value)) < 0) ||
 	    (rc = md5_of(buf, len, b64, hex)) < 0 ||
 	    (rc = hsm_hdrs_set(&h, "Content-MD5", b64)) < 0)
 		goto out;
@@ -508,8 +511,8 @@ static int put_multipart(struct cloud *cl, const char *key, uint64_t size, hsm_r
 	/* A multipart ETag is no MD5 (each part's was checked): verify the size. */
 	rc = cloud_head(cl, key, &got, &resp, err, err_len);
 	if (rc == 0 && got.size != size) {
-		snprintf(err, err_len, "%s %s has %llu bytes after upload, expected %llu", svc->noun,
-			 key, (unsigned long long)got.size, (unsigned long long)size);
+		snprintf(err, err_len, "%s %s has %llu bytes after upload, expected %llu",
+			 svc->noun, key, (unsigned long long)got.size, (unsigned long long)size);
 		rc = -EIO;
 	}
 	hsm_http_resp_fini(&resp);

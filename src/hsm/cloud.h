@@ -7,8 +7,9 @@
  *
  * A listing goes page by page. A service (struct cloud_service) brings only what differs:
  * how a request is signed and its URL built, which MD5 its replies carry, its verbs to start,
- * add a part to, finish and abort an upload, and its listing's query and page format. Its own state (account and key, credentials and region) hangs off
- * struct cloud. Every function here is thread-safe on one struct cloud once it is open.
+ * add a part to, finish and abort an upload, and its listing's query and page format. Its
+ * own state (account and key, credentials and region) hangs off struct cloud. Every function
+ * here is thread-safe on one struct cloud once it is open.
  */
 #ifndef NACRE_HSM_CLOUD_H
 #define NACRE_HSM_CLOUD_H
