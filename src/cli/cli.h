@@ -2,7 +2,7 @@
  * they share (virtual xattrs on a mounted path, mount discovery, option parsing).
  *
  * Path-based commands never talk to a server: they ask the FUSE mount through the virtual
- * xattrs of docs/CONTRACTS.md, as lfs asks the kernel through ioctls, so they need no key.
+ * xattrs of nacre/nacre_vxattr.h, as lfs asks the kernel through ioctls, so they need no key.
  * Only `up`/`down` start processes and use libnacre directly. Single-threaded.
  */
 #ifndef NACRE_CLI_H
@@ -13,12 +13,7 @@
 #include <stdio.h>
 
 #include "nacre/nacre_types.h"
-
-#define CLI_XATTR_LAYOUT "nacre.layout"
-#define CLI_XATTR_FID "nacre.fid"
-#define CLI_XATTR_TARGETS "nacre.targets"
-#define CLI_XATTR_FSNAME "nacre.fsname"
-#define CLI_XATTR_FID2PATH "nacre.fid2path."
+#include "nacre/nacre_vxattr.h"
 
 /* A subcommand: run() gets argv with argv[0] = the verb; returns the exit code. */
 struct cli_cmd {

@@ -61,7 +61,7 @@ int cli_check_nacre(const char *path, char *fid, size_t fid_len)
 		cli_err("cannot access %s: %s", path, strerror(err));
 		return -err;
 	}
-	int n = cli_getxattr(path, CLI_XATTR_FID, buf, sizeof(buf));
+	int n = cli_getxattr(path, NACRE_VXATTR_FID, buf, sizeof(buf));
 
 	if (n < 0) {
 		/* Another file system has no handler for our names (ENOTSUP) or no such

@@ -1,7 +1,7 @@
 /* df.c - `nacre df`: per-target space and inodes, in the column format of `lfs df`.
  *
  * The mount serves the cluster registry as the nacre.targets xattr of its root, one line
- * per target: "TYPE INDEX UP ADDR KB_TOTAL KB_FREE KB_AVAIL FILES FFREE". */
+ * per target (nacre/nacre_vxattr.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -11,17 +11,11 @@
 
 #include "cli/cli.h"
 #include "common/util.h"
+#include "common/vxattr.h"
 
 #define DF_MAX_MOUNTS 64
 #define DF_MAX_TARGETS 1024
 #define TARGETS_TEXT_MAX (DF_MAX_TARGETS * 160)
-
-struct df_target {
-	char type[8];
-	unsigned index;
-	unsigned up;
-	unsigned long long total, free, avail, files, ffree;
-};
 
 struct df_opts {
 	int human;
@@ -74,20 +68,17 @@ static void print_row(const char *uuid, const struct df_opts *o, unsigned long l
 	printf("\n");
 }
 
-static int parse_targets(char *text, struct df_target *t, int max)
+static int parse_targets(char *text, struct nacre_target *t, int max)
 {
 	int n = 0;
 	char *line = text;
 
 	while (line && *line && n < max) {
 		char *nl = strchr(line, '\n');
-		char addr[NACRE_ADDR_MAX + 1];
 
 		if (nl)
 			*nl = '\0';
-		if (sscanf(line, "%7s %u %u %63s %llu %llu %llu %llu %llu", t[n].type, &t[n].index,
-			   &t[n].up, addr, &t[n].total, &t[n].free, &t[n].avail, &t[n].files,
-			   &t[n].ffree) == 9)
+		if (vxattr_target_parse(line, &t[n]) == 0)
 			n++;
 		line = nl ? nl + 1 : NULL;
 	}
@@ -99,14 +90,14 @@ static int df_mount(const char *root, const struct df_opts *o)
 {
 	char fsname[64];
 	char *text = malloc(TARGETS_TEXT_MAX);
-	struct df_target *t = calloc(DF_MAX_TARGETS, sizeof(*t));
+	struct nacre_target *t = calloc(DF_MAX_TARGETS, sizeof(*t));
 	int rc = 1;
 
 	if (!text || !t) {
 		cli_err("out of memory");
 		goto out_free;
 	}
-	int n = cli_getxattr(root, CLI_XATTR_FSNAME, fsname, sizeof(fsname));
+	int n = cli_getxattr(root, NACRE_VXATTR_FSNAME, fsname, sizeof(fsname));
 
 	if (n < 0) {
 		if (n == -ENOTSUP || n == -ENODATA)
@@ -116,7 +107,7 @@ static int df_mount(const char *root, const struct df_opts *o)
 		goto out_free;
 	}
 	fsname[strcspn(fsname, "\n")] = '\0';
-	n = cli_getxattr(root, CLI_XATTR_TARGETS, text, TARGETS_TEXT_MAX);
+	n = cli_getxattr(root, NACRE_VXATTR_TARGETS, text, TARGETS_TEXT_MAX);
 	if (n < 0) {
 		cli_err("cannot read the targets of %s: %s (is the MDS reachable?)", root,
 			strerror(-n));
@@ -140,7 +131,7 @@ static int df_mount(const char *root, const struct df_opts *o)
 		for (int i = 0; i < nt; i++) {
 			char uuid[96];
 
-			if (strcmp(t[i].type, want) != 0)
+			if (t[i].type != (pass == 0 ? NACRE_TGT_MDT : NACRE_TGT_OST))
 				continue;
 			if (!t[i].up) {
 				char shortname[16];
@@ -152,14 +143,16 @@ static int df_mount(const char *root, const struct df_opts *o)
 			snprintf(uuid, sizeof(uuid), "%s-%s%04x_UUID", fsname, want, t[i].index);
 			unsigned long long total, used, avail;
 
+			const struct nacre_statfs *st = &t[i].st;
 			if (o->inodes) {
-				total = t[i].files;
-				used = t[i].files - (t[i].ffree < t[i].files ? t[i].ffree : t[i].files);
-				avail = t[i].ffree;
+				total = st->files;
+				used = st->files - (st->ffree < st->files ? st->ffree : st->files);
+				avail = st->ffree;
 			} else {
-				total = t[i].total;
-				used = t[i].total - (t[i].free < t[i].total ? t[i].free : t[i].total);
-				avail = t[i].avail;
+				total = st->kb_total;
+				used = st->kb_total - (st->kb_free < st->kb_total ? st->kb_free
+										 : st->kb_total);
+				avail = st->kb_avail;
 			}
 			print_row(uuid, o, total, used, avail, root, want, t[i].index);
 			/* The summary counts space on OSTs and inodes on MDTs, as lfs. */

@@ -56,7 +56,7 @@ static int find_root(const char *arg, char *root, size_t len)
 	for (int i = 0; i < n; i++) {
 		char fsname[64];
 
-		if (cli_getxattr(m[i].dir, CLI_XATTR_FSNAME, fsname, sizeof(fsname)) < 0)
+		if (cli_getxattr(m[i].dir, NACRE_VXATTR_FSNAME, fsname, sizeof(fsname)) < 0)
 			continue;
 		fsname[strcspn(fsname, "\n")] = '\0';
 		if (strcmp(fsname, arg) == 0) {
@@ -93,7 +93,7 @@ int cli_fid2path(int argc, char **argv)
 			continue;
 		}
 		nacre_fid_format(&fid, fidtxt, sizeof(fidtxt));
-		snprintf(name, sizeof(name), "%s%s", CLI_XATTR_FID2PATH, fidtxt);
+		snprintf(name, sizeof(name), "%s%s", NACRE_VXATTR_FID2PATH, fidtxt);
 		int n = cli_getxattr(root, name, path, sizeof(path));
 
 		if (n < 0) {

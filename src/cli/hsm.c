@@ -1,6 +1,6 @@
 /* hsm.c - `nacre hsm_*` and `nacre hsm list|import`, with lfs's syntax and output.
  *
- * Everything goes through the mount (the nacre.hsm* virtual xattrs, see src/fuse/hsm.c), so
+ * Everything goes through the mount (the nacre.hsm* virtual xattrs of nacre/nacre_vxattr.h), so
  * each request carries the caller's credentials and the MDS decides, as with lfs. Requests
  * for many files are sent in batches on the mount root; when a batch fails, each file is
  * asked again alone so that the message names the file and the reason. Only import reads an
@@ -21,6 +21,7 @@
 
 #include "cli/cli.h"
 #include "common/util.h"
+#include "common/vxattr.h"
 #include "hsm/backend.h"
 #include "nacre/nacre.h"
 
@@ -98,29 +99,13 @@ static void walk(struct files *f, const char *dir)
 	closedir(d);
 }
 
-static const char *verb_of(uint32_t action)
-{
-	switch (action) {
-	case NACRE_HUA_ARCHIVE: return "archive";
-	case NACRE_HUA_RESTORE: return "restore";
-	case NACRE_HUA_RELEASE: return "release";
-	case NACRE_HUA_REMOVE: return "remove";
-	default: return "cancel";
-	}
-}
-
 static int get_state(const char *path, uint32_t *st, uint32_t *aid)
 {
 	char buf[64];
-	int n = cli_getxattr(path, "nacre.hsm_state", buf, sizeof(buf));
+	int n = cli_getxattr(path, NACRE_VXATTR_HSM_STATE, buf, sizeof(buf));
 	if (n < 0)
 		return n;
-	unsigned int s, a;
-	if (sscanf(buf, "%x %u", &s, &a) != 2)
-		return -EPROTO;
-	*st = s;
-	*aid = a;
-	return 0;
+	return vxattr_hsm_state_parse(buf, st, aid) < 0 ? -EPROTO : 0;
 }
 
 /* Why a request for one file failed, in words. */
@@ -149,7 +134,7 @@ static void explain(const char *path, uint32_t action, int err)
 	} else if (err == EINVAL) {
 		why = "not a regular file";
 	}
-	cli_err("cannot %s %s: %s", verb_of(action), path, why);
+	cli_err("cannot %s %s: %s", vxattr_hsm_request_name(action), path, why);
 }
 
 /* Sends action for every file; prints one message per failing file. Returns the number of
@@ -168,7 +153,7 @@ static int send_requests(struct files *f, uint32_t action, uint32_t aid)
 	}
 	char root[PATH_MAX] = "";
 	for (size_t i = 0; i < f->n;) {
-		size_t pos = (size_t)snprintf(val, cap, "%s %u\n", verb_of(action), aid), k = 0;
+		size_t pos = (size_t)vxattr_hsm_request_format(val, cap, action, aid, 1), k = 0;
 		char broot[PATH_MAX] = "";
 		for (; i < f->n && k < BATCH; i++) {
 			char fid[NACRE_FID_STR_MAX];
@@ -189,19 +174,19 @@ static int send_requests(struct files *f, uint32_t action, uint32_t aid)
 			if (k > 0 && strcmp(root, broot) != 0)
 				break; /* another file system: next batch */
 			str_copy(broot, root, sizeof(broot));
-			pos += (size_t)snprintf(val + pos, cap - pos, "%s\n", fid);
+			pos += (size_t)snprintf(val + pos, cap - pos, "%s\n", fid); /* one per line */
 			idx[k++] = i;
 		}
 		if (k == 0)
 			continue;
-		if (setxattr(broot, "nacre.hsm_request", val, pos, 0) == 0)
+		if (setxattr(broot, NACRE_VXATTR_HSM_REQUEST, val, pos, 0) == 0)
 			continue;
 		/* find out which files failed, and why */
 		for (size_t j = 0; j < k; j++) {
 			const char *p = f->v[idx[j]];
 			char one[32];
-			int n = snprintf(one, sizeof(one), "%s %u", verb_of(action), aid);
-			if (setxattr(p, "nacre.hsm_request", one, (size_t)n, 0) < 0) {
+			int n = vxattr_hsm_request_format(one, sizeof(one), action, aid, 0);
+			if (setxattr(p, NACRE_VXATTR_HSM_REQUEST, one, (size_t)n, 0) < 0) {
 				explain(p, action, errno);
 				failed++;
 			}
@@ -237,20 +222,23 @@ static void print_state(const char *path, uint32_t st, uint32_t aid)
 /* What is happening to a file still released, in words, for the final report. */
 static const char *restore_status(const char *path, char *buf, size_t len)
 {
-	char v[256], act[32] = "", st[32] = "";
-	unsigned long long done = 0, total = 0;
-	int n = cli_getxattr(path, "nacre.hsm_action", v, sizeof(v));
+	char v[256];
+	struct nacre_hsm_action a;
+	int n = cli_getxattr(path, NACRE_VXATTR_HSM_ACTION, v, sizeof(v));
 	if (n < 0) {
 		snprintf(buf, len, "cannot get its HSM action: %s", strerror(-n));
 		return buf;
 	}
-	if (n == 0 || sscanf(v, "%31s %31s %llu %llu", act, st, &done, &total) < 2)
+	if (vxattr_hsm_action_parse(v, &a) < 0)
 		return "no restore queued: it failed or was canceled (see `nacre hsm list` and the "
 		       "copytool's log), then run hsm_restore again";
-	if (!strcmp(st, "STARTED"))
-		snprintf(buf, len, "%s running, %llu of %llu bytes moved", act, done, total);
+	if (a.status == NACRE_HAS_STARTED)
+		snprintf(buf, len, "%s running, %llu of %llu bytes moved",
+			 vxattr_hsm_action_name(a.action), (unsigned long long)a.bytes_done,
+			 (unsigned long long)a.bytes_total);
 	else
-		snprintf(buf, len, "%s waiting: is a copytool running for its archive id?", act);
+		snprintf(buf, len, "%s waiting: is a copytool running for its archive id?",
+			 vxattr_hsm_action_name(a.action));
 	return buf;
 }
 
@@ -261,7 +249,7 @@ static int restore_gave_up(const char *path)
 {
 	char v[256];
 	uint32_t st, aid;
-	int n = cli_getxattr(path, "nacre.hsm_action", v, sizeof(v));
+	int n = cli_getxattr(path, NACRE_VXATTR_HSM_ACTION, v, sizeof(v));
 	return n == 0 && get_state(path, &st, &aid) == 0 && (st & NACRE_HS_RELEASED);
 }
 
@@ -508,13 +496,13 @@ static int set_clear(int argc, char **argv, int clear)
 	}
 	for (size_t i = 0; i < o.files.n; i++) {
 		char val[64];
-		int n = snprintf(val, sizeof(val), "%x %x %u", clear ? 0 : o.set, clear ? o.set : 0,
-				 o.archive_id);
+		int n = vxattr_hsm_flags_format(val, sizeof(val), clear ? 0 : o.set, clear ? o.set : 0,
+						o.archive_id);
 		if (cli_check_nacre(o.files.v[i], NULL, 0) < 0) {
 			rc = 1;
 			continue;
 		}
-		if (setxattr(o.files.v[i], "nacre.hsm_state", val, (size_t)n, 0) < 0) {
+		if (setxattr(o.files.v[i], NACRE_VXATTR_HSM_STATE, val, (size_t)n, 0) < 0) {
 			int e = errno;
 			cli_err("cannot %s HSM flags of %s: %s", clear ? "clear" : "set", o.files.v[i],
 				e == EPERM ? "not permitted (users may change only norelease, "
@@ -546,24 +534,28 @@ int cli_hsm_action(int argc, char **argv)
 		return 1;
 	}
 	for (size_t i = 0; i < o.files.n; i++) {
-		char buf[256], act[32] = "", status[32] = "";
-		unsigned long long done = 0, total = 0;
+		char buf[256];
+		struct nacre_hsm_action a;
 		if (cli_check_nacre(o.files.v[i], NULL, 0) < 0) {
 			rc = 1;
 			continue;
 		}
-		int n = cli_getxattr(o.files.v[i], "nacre.hsm_action", buf, sizeof(buf));
+		int n = cli_getxattr(o.files.v[i], NACRE_VXATTR_HSM_ACTION, buf, sizeof(buf));
 		if (n < 0) {
 			cli_err("cannot get the HSM action of %s: %s", o.files.v[i], strerror(-n));
 			rc = 1;
 			continue;
 		}
-		if (n == 0 || sscanf(buf, "%31s %31s %llu %llu", act, status, &done, &total) < 2) {
+		const char *act = vxattr_hsm_action_parse(buf, &a) == 0
+					  ? vxattr_hsm_action_name(a.action)
+					  : NULL;
+		if (!act) {
 			printf("%s: NOOP\n", o.files.v[i]);
-		} else if (!strcmp(status, "STARTED") && (!strcmp(act, "ARCHIVE") ||
-							   !strcmp(act, "RESTORE"))) {
-			printf("%s: %s running (%llu bytes moved)\n", o.files.v[i], act, done);
-		} else if (!strcmp(status, "STARTED")) {
+		} else if (a.status == NACRE_HAS_STARTED && (a.action == NACRE_HSMA_ARCHIVE ||
+							     a.action == NACRE_HSMA_RESTORE)) {
+			printf("%s: %s running (%llu bytes moved)\n", o.files.v[i], act,
+			       (unsigned long long)a.bytes_done);
+		} else if (a.status == NACRE_HAS_STARTED) {
 			printf("%s: %s running\n", o.files.v[i], act);
 		} else {
 			printf("%s: %s waiting (from 0 to EOF)\n", o.files.v[i], act);
@@ -591,6 +583,7 @@ static int find_mount(const char *arg, char *root, size_t len)
 static int hsm_list(int argc, char **argv)
 {
 	char root[PATH_MAX], name[64];
+	struct nacre_hsm_action a;
 	size_t cap = 512 * 1024;
 	char *buf = malloc(cap);
 	unsigned long long after = 0;
@@ -600,7 +593,7 @@ static int hsm_list(int argc, char **argv)
 		return 1;
 	}
 	while (more) {
-		snprintf(name, sizeof(name), "nacre.hsm_list.%llu", after);
+		snprintf(name, sizeof(name), NACRE_VXATTR_HSM_LIST "%llu", after);
 		int n = cli_getxattr(root, name, buf, cap);
 		if (n < 0) {
 			cli_err("cannot read the HSM queue of %s: %s", root, strerror(-n));
@@ -613,31 +606,25 @@ static int hsm_list(int argc, char **argv)
 			if (!nl)
 				break;
 			*nl = 0;
-			if (!strcmp(line, "more")) {
-				more = 1;
+			char fid[NACRE_FID_STR_MAX];
+			int r = vxattr_hsm_list_parse(line, &a, fid, &more);
+			if (r == 0)
 				break;
-			}
-			if (!strcmp(line, "eof"))
-				break;
-			unsigned long long cookie, done, total;
-			char act[16], st[16], fid[64], path[PATH_MAX];
-			unsigned aid;
-			int err;
-			if (sscanf(line, "%llu %15s %15s %63s %u %llu %llu %d %4095[^\n]", &cookie, act,
-				   st, fid, &aid, &done, &total, &err, path) != 9)
+			if (r < 0)
 				continue;
-			const char *fb = fid[0] == '[' ? fid + 1 : fid;
+			unsigned long long done = a.bytes_done, total = a.bytes_total;
 			printf("fid=%s dfid=%s compound/cookie=0x0/0x%llx action=%s archive#=%u "
 			       "flags=0x0 extent=0x0-0xffffffffffffffff gid=0x0 status=%s "
 			       "done=%llu total=%llu",
-			       fid, fid, cookie, act, aid, st, done, total);
+			       fid, fid, (unsigned long long)a.cookie,
+			       vxattr_hsm_action_name(a.action), a.archive_id,
+			       vxattr_hsm_status_name(a.status), done, total);
 			if (total)
 				printf(" (%llu%%)", done * 100 / total);
-			if (err)
-				printf(" error=%s", strerror(-err));
-			printf(" path=%s\n", path);
-			(void)fb;
-			after = cookie;
+			if (a.err)
+				printf(" error=%s", strerror(-a.err));
+			printf(" path=%s\n", a.path);
+			after = a.cookie;
 		}
 	}
 	free(buf);
@@ -714,18 +701,15 @@ static int import_one(void *arg, const char *path, const struct hsm_meta *meta)
 		*slash = 0;
 		int rc = mkdirs(full);
 		char val[256 + NACRE_NAME_MAX + NACRE_PATH_MAX];
-		int n = snprintf(val, sizeof(val), "%llu %o %u %u %lld %u %u",
-				 (unsigned long long)m.size, m.mode & 07777, m.uid, m.gid,
-				 (long long)m.mtime.sec, m.mtime.nsec, im->archive_id);
-		size_t nl = strlen(slash + 1), pl = strlen(path);
-		if (!rc && (size_t)n + 2 + nl + pl < sizeof(val)) {
-			memcpy(val + n + 1, slash + 1, nl + 1);
-			memcpy(val + n + 2 + nl, path, pl + 1);
-			if (setxattr(full, "nacre.hsm_import", val, (size_t)n + 2 + nl + pl + 1, 0) < 0)
-				rc = -errno;
-		} else if (!rc) {
-			rc = -ENAMETOOLONG;
-		}
+		struct vxattr_hsm_import vi = { .size = m.size, .mode = m.mode & 07777,
+						.uid = m.uid, .gid = m.gid, .mtime = m.mtime,
+						.archive_id = im->archive_id, .name = slash + 1,
+						.path = path };
+		int n = rc ? rc : vxattr_hsm_import_format(val, sizeof(val), &vi);
+		if (n < 0)
+			rc = n;
+		else if (setxattr(full, NACRE_VXATTR_HSM_IMPORT, val, (size_t)n, 0) < 0)
+			rc = -errno;
 		*slash = '/';
 		if (rc) {
 			cli_err("cannot import %s: %s", full,

@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "common/layout.h"
 #include "common/util.h"
+#include "common/vxattr.h"
 
 #define LAYOUT_TEXT_MAX 4096 /* as the mount formats nacre.layout */
 
@@ -38,11 +39,11 @@ static int find_layout(const char *path, struct nacre_layout *l)
 	}
 	if (cli_check_nacre(path, NULL, 0) < 0)
 		return -ENOTSUP;
-	n = cli_getxattr(path, CLI_XATTR_LAYOUT, text, sizeof(text));
+	n = cli_getxattr(path, NACRE_VXATTR_LAYOUT, text, sizeof(text));
 	if (n == -ENODATA) {
 		char root[PATH_MAX];
 		if (cli_mount_root(path, root, sizeof(root)) == 0)
-			n = cli_getxattr(root, CLI_XATTR_LAYOUT, text, sizeof(text));
+			n = cli_getxattr(root, NACRE_VXATTR_LAYOUT, text, sizeof(text));
 	}
 	if (n == -ENODATA)
 		return 0;
@@ -55,13 +56,21 @@ static int find_layout(const char *path, struct nacre_layout *l)
 static int count_osts(const char *path)
 {
 	char root[PATH_MAX], buf[16384];
+	struct nacre_target t;
 	int n = 0;
 
 	if (cli_mount_root(path, root, sizeof(root)) < 0 ||
-	    cli_getxattr(root, CLI_XATTR_TARGETS, buf, sizeof(buf)) < 0)
+	    cli_getxattr(root, NACRE_VXATTR_TARGETS, buf, sizeof(buf)) < 0)
 		return 1;
-	for (char *p = buf; (p = strstr(p, "OST ")) != NULL; p += 4)
-		n++;
+	for (char *line = buf; *line;) {
+		size_t len = strcspn(line, "\n");
+		char *next = line + len + (line[len] != '\0');
+
+		line[len] = '\0';
+		if (vxattr_target_parse(line, &t) == 0 && t.type == NACRE_TGT_OST)
+			n++;
+		line = next;
+	}
 	return n > 0 ? n : 1;
 }
 

@@ -31,7 +31,7 @@ static int set_layout_xattr(const char *path, const struct nacre_layout *l)
 
 	if (n < 0 || (size_t)n >= sizeof(text))
 		return -EINVAL;
-	if (setxattr(path, CLI_XATTR_LAYOUT, text, (size_t)n, 0) < 0)
+	if (setxattr(path, NACRE_VXATTR_LAYOUT, text, (size_t)n, 0) < 0)
 		return -errno;
 	return 0;
 }
@@ -118,7 +118,7 @@ static int setstripe_one(const char *path, const struct nacre_layout *l, int del
 				path);
 			return 1;
 		}
-		if (removexattr(path, CLI_XATTR_LAYOUT) < 0 && errno != ENODATA) {
+		if (removexattr(path, NACRE_VXATTR_LAYOUT) < 0 && errno != ENODATA) {
 			cli_err("cannot delete the default layout of %s: %s", path,
 				strerror(errno));
 			return 1;
@@ -238,7 +238,7 @@ static int nbare(const struct gs_opts *o)
 static int read_layout(const char *path, struct nacre_layout *l)
 {
 	char text[LAYOUT_TEXT_MAX];
-	int n = cli_getxattr(path, CLI_XATTR_LAYOUT, text, sizeof(text));
+	int n = cli_getxattr(path, NACRE_VXATTR_LAYOUT, text, sizeof(text));
 
 	if (n < 0)
 		return n;

@@ -1,7 +1,6 @@
 /* metrics.c - the metric registry and its two renderings (Prometheus text, JSON line). */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 
 
 #include "common/metrics.h"
+#include "common/strbuf.h"
 #include "common/util.h"
 
 /* Histogram bucket upper bounds in seconds: 50 us .. 10 s, then +Inf. */
@@ -239,66 +239,27 @@ enum metric_kind metrics_kind(const struct metric *m)
 
 /* ---- rendering ---- */
 
-struct sbuf {
-	char *p;
-	size_t len, cap;
-	int failed;
-};
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->failed)
-		return;
-	for (;;) {
-		size_t room = b->cap - b->len;
-		va_start(ap, fmt);
-		n = vsnprintf(b->p + b->len, room, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->failed = 1;
-			return;
-		}
-		if ((size_t)n < room) {
-			b->len += (size_t)n;
-			return;
-		}
-		size_t cap = b->cap * 2 + (size_t)n + 1;
-		char *np = realloc(b->p, cap);
-		if (!np) {
-			b->failed = 1;
-			return;
-		}
-		b->p = np;
-		b->cap = cap;
-	}
-}
-
 static const char *kind_name(enum metric_kind k)
 {
 	return k == METRIC_COUNTER ? "counter" : k == METRIC_GAUGE ? "gauge" : "histogram";
 }
 
 /* "name{labels}" or "name" when there are no labels; extra is appended as one more label. */
-static void series(struct sbuf *b, const char *name, const char *suffix, const char *labels,
+static void series(struct strbuf *b, const char *name, const char *suffix, const char *labels,
 		   const char *extra)
 {
 	int has = labels[0] != '\0', ext = extra && extra[0];
 
-	sb_printf(b, "%s%s", name, suffix);
+	strbuf_printf(b, "%s%s", name, suffix);
 	if (has || ext)
-		sb_printf(b, "{%s%s%s}", labels, has && ext ? "," : "", ext ? extra : "");
+		strbuf_printf(b, "{%s%s%s}", labels, has && ext ? "," : "", ext ? extra : "");
 }
 
-static void render_one(struct sbuf *b, const struct metric *m)
+static void render_one(struct strbuf *b, const struct metric *m)
 {
 	if (m->kind != METRIC_HISTOGRAM) {
 		series(b, m->name, "", m->labels, NULL);
-		sb_printf(b, " %.17g\n", metrics_value(m));
+		strbuf_printf(b, " %.17g\n", metrics_value(m));
 		return;
 	}
 	uint64_t cum = 0;
@@ -310,32 +271,29 @@ static void render_one(struct sbuf *b, const struct metric *m)
 		else
 			str_copy(le, "le=\"+Inf\"", sizeof(le));
 		series(b, m->name, "_bucket", m->labels, le);
-		sb_printf(b, " %llu\n", (unsigned long long)cum);
+		strbuf_printf(b, " %llu\n", (unsigned long long)cum);
 	}
 	series(b, m->name, "_sum", m->labels, NULL);
-	sb_printf(b, " %.9f\n", (double)__atomic_load_n(&m->sum_ns, __ATOMIC_RELAXED) / 1e9);
+	strbuf_printf(b, " %.9f\n", (double)__atomic_load_n(&m->sum_ns, __ATOMIC_RELAXED) / 1e9);
 	series(b, m->name, "_count", m->labels, NULL);
-	sb_printf(b, " %llu\n", (unsigned long long)cum);
+	strbuf_printf(b, " %llu\n", (unsigned long long)cum);
 }
 
 char *metrics_render_prometheus(void)
 {
-	struct sbuf b = { .p = malloc(4096), .cap = 4096 };
+	struct strbuf b = STRBUF_INIT;
 	struct metric *head, *m, *n;
 	uint64_t kb_free, kb_total;
 
-	if (!b.p)
-		return NULL;
-	b.p[0] = '\0';
 	metrics_space(&kb_free, &kb_total);
-	sb_printf(&b, "# HELP nacre_kbytes_free Free KiB of this daemon's storage\n"
+	strbuf_printf(&b, "# HELP nacre_kbytes_free Free KiB of this daemon's storage\n"
 		      "# TYPE nacre_kbytes_free gauge\nnacre_kbytes_free %llu\n"
 		      "# HELP nacre_kbytes_total Total KiB of this daemon's storage\n"
 		      "# TYPE nacre_kbytes_total gauge\nnacre_kbytes_total %llu\n",
 		  (unsigned long long)kb_free, (unsigned long long)kb_total);
 	double load[3] = { 0, 0, 0 };
 	if (getloadavg(load, 3) == 3)
-		sb_printf(&b, "# HELP nacre_load1 Load average over one minute\n"
+		strbuf_printf(&b, "# HELP nacre_load1 Load average over one minute\n"
 			      "# TYPE nacre_load1 gauge\nnacre_load1 %.2f\n",
 			  load[0]);
 
@@ -353,15 +311,11 @@ char *metrics_render_prometheus(void)
 			}
 		if (seen)
 			continue;
-		sb_printf(&b, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name,
+		strbuf_printf(&b, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name,
 			  kind_name(m->kind));
 		for (n = m; n; n = n->next)
 			if (strcmp(n->name, m->name) == 0)
 				render_one(&b, n);
 	}
-	if (b.failed) {
-		free(b.p);
-		return NULL;
-	}
-	return b.p;
+	return strbuf_take(&b);
 }

@@ -1,6 +1,7 @@
 /* xattr.c - extended attributes. Ordinary names go to the MDS. The "nacre." names are
- * virtual (docs/CONTRACTS.md): served here through libnacre, never stored on the MDS and
- * never listed. The CLI (setstripe, getstripe, df, fid2path) talks to the mount this way.
+ * virtual (include/nacre/nacre_vxattr.h): served here through libnacre, never stored on the
+ * MDS and never listed. The CLI (setstripe, getstripe, df, fid2path) talks to the mount this
+ * way; the HSM ones are in hsm.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -9,16 +10,16 @@
 
 #include "common/layout.h"
 #include "common/log.h"
+#include "common/vxattr.h"
 #include "fuse/fz.h"
+#include "nacre/nacre_vxattr.h"
 
-#define VPREFIX "nacre."
-#define FID2PATH_PREFIX "nacre.fid2path."
 #define LAYOUT_TEXT_MAX 4096
 #define TARGETS_MAX 65537 /* the MDT and every possible OST index */
 
 static int is_virtual(const char *name)
 {
-	return strncmp(name, VPREFIX, strlen(VPREFIX)) == 0;
+	return strncmp(name, NACRE_VXATTR_PREFIX, strlen(NACRE_VXATTR_PREFIX)) == 0;
 }
 
 /* Replies value (len bytes) with getxattr's size rules: size 0 asks for the length. */
@@ -32,8 +33,8 @@ static void reply_value(fuse_req_t req, const void *value, size_t len, size_t si
 		fuse_reply_buf(req, value, len);
 }
 
-/* "TYPE INDEX UP ADDR KB_TOTAL KB_FREE KB_AVAIL FILES FFREE\n" per target into a new buffer
- * (*out, *len). 0 or a negative error. */
+/* One line per target (vxattr_target_format) into a new buffer (*out, *len). 0 or a
+ * negative error. */
 static int format_targets(struct nacre_fs *fs, char **out, size_t *len)
 {
 	struct nacre_target *t = NULL;
@@ -66,12 +67,7 @@ static int format_targets(struct nacre_fs *fs, char **out, size_t *len)
 		return -ENOMEM;
 	}
 	for (i = 0; i < n; i++) {
-		const struct nacre_target *g = &t[i];
-		int w = snprintf(buf + pos, cap - pos, "%s %u %u %s %llu %llu %llu %llu %llu\n",
-				 g->type == NACRE_TGT_MDT ? "MDT" : "OST", g->index, g->up ? 1u : 0u,
-				 g->addr[0] ? g->addr : "-", (unsigned long long)g->st.kb_total,
-				 (unsigned long long)g->st.kb_free, (unsigned long long)g->st.kb_avail,
-				 (unsigned long long)g->st.files, (unsigned long long)g->st.ffree);
+		int w = vxattr_target_format(buf + pos, cap - pos, &t[i]);
 
 		if (w < 0 || (size_t)w >= cap - pos)
 			break;
@@ -93,7 +89,7 @@ static void get_virtual(fuse_req_t req, struct fz_inode *in, const char *name, s
 	if (fz_hsm_getxattr(req, in, name, size))
 		return;
 	fz_cred(req, &cr);
-	if (strcmp(name, "nacre.layout") == 0) {
+	if (strcmp(name, NACRE_VXATTR_LAYOUT) == 0) {
 		struct nacre_layout l;
 		char text[LAYOUT_TEXT_MAX];
 		int len;
@@ -109,16 +105,16 @@ static void get_virtual(fuse_req_t req, struct fz_inode *in, const char *name, s
 			return;
 		}
 		reply_value(req, text, (size_t)len, size);
-	} else if (strcmp(name, "nacre.fid") == 0) {
+	} else if (strcmp(name, NACRE_VXATTR_FID) == 0) {
 		char text[NACRE_FID_STR_MAX];
 
 		nacre_fid_format(&in->fid, text, sizeof(text));
 		reply_value(req, text, strlen(text), size);
-	} else if (is_root && strcmp(name, "nacre.fsname") == 0) {
+	} else if (is_root && strcmp(name, NACRE_VXATTR_FSNAME) == 0) {
 		const char *fsname = nacre_fs_name(m->fs);
 
 		reply_value(req, fsname, strlen(fsname), size);
-	} else if (is_root && strcmp(name, "nacre.targets") == 0) {
+	} else if (is_root && strcmp(name, NACRE_VXATTR_TARGETS) == 0) {
 		char *text;
 		size_t len;
 
@@ -129,11 +125,12 @@ static void get_virtual(fuse_req_t req, struct fz_inode *in, const char *name, s
 		}
 		reply_value(req, text, len, size);
 		free(text);
-	} else if (is_root && strncmp(name, FID2PATH_PREFIX, strlen(FID2PATH_PREFIX)) == 0) {
+	} else if (is_root &&
+		   strncmp(name, NACRE_VXATTR_FID2PATH, strlen(NACRE_VXATTR_FID2PATH)) == 0) {
 		struct nacre_fid fid;
 		char *path;
 
-		if (nacre_fid_parse(name + strlen(FID2PATH_PREFIX), &fid) < 0) {
+		if (nacre_fid_parse(name + strlen(NACRE_VXATTR_FID2PATH), &fid) < 0) {
 			fuse_reply_err(req, EINVAL);
 			return;
 		}
@@ -221,7 +218,7 @@ void fz_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 	if (is_virtual(name)) {
 		if (fz_hsm_setxattr(req, in, name, value, size))
 			return;
-		if (strcmp(name, "nacre.layout") == 0)
+		if (strcmp(name, NACRE_VXATTR_LAYOUT) == 0)
 			set_layout(req, in, value, size);
 		else
 			fuse_reply_err(req, EPERM); /* read-only facts, nothing to store */
@@ -277,7 +274,7 @@ void fz_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		fuse_reply_err(req, fz_errno_or_ok(nacre_removexattr(m->fs, &cr, &in->fid, name)));
 		return;
 	}
-	if (strcmp(name, "nacre.layout") != 0) {
+	if (strcmp(name, NACRE_VXATTR_LAYOUT) != 0) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}

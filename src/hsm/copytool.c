@@ -21,6 +21,7 @@
 #include "common/daemon.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "common/vxattr.h"
 #include "hsm/backend.h"
 #include "nacre/nacre.h"
 
@@ -59,13 +60,6 @@ static int64_t now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static const char *action_name(uint32_t a)
-{
-	return a == NACRE_HSMA_ARCHIVE ? "ARCHIVE" : a == NACRE_HSMA_RESTORE ? "RESTORE"
-						    : a == NACRE_HSMA_REMOVE	 ? "REMOVE"
-										 : "CANCEL";
 }
 
 /* Per-transfer state for the backend callbacks. */
@@ -245,7 +239,7 @@ static void run_action(struct ct *ct, const struct nacre_hsm_action *a)
 	x.start_ms = t0;
 	pthread_mutex_init(&x.lock, NULL);
 	nacre_fid_format(&a->fid, fid, sizeof(fid));
-	LOG_INFO("ct", "%s %s started (cookie %llu)", action_name(a->action), fid,
+	LOG_INFO("ct", "%s %s started (cookie %llu)", vxattr_hsm_action_name(a->action), fid,
 		 (unsigned long long)a->cookie);
 	if (!path)
 		rc = -ENOMEM;
@@ -263,21 +257,21 @@ static void run_action(struct ct *ct, const struct nacre_hsm_action *a)
 		rc = -ECANCELED;
 	if (x.stop == 2) {
 		LOG_WARN("ct", "%s %s was taken back by the coordinator: dropped",
-			 action_name(a->action), fid);
+			 vxattr_hsm_action_name(a->action), fid);
 	} else {
 		int prc = nacre_hsm_agent_progress(ct->fs, a, rc ? x.reported : x.total, x.total, 1,
 						   rc > 0 ? -EIO : rc, path ? path : NULL);
 		if (rc == 0)
 			LOG_INFO("ct", "%s %s done: %llu bytes in %lld ms (%s)",
-				 action_name(a->action), fid, (unsigned long long)x.total,
+				 vxattr_hsm_action_name(a->action), fid, (unsigned long long)x.total,
 				 (long long)(now_ms() - t0), path);
 		else if (rc == -ECANCELED)
-			LOG_INFO("ct", "%s %s canceled", action_name(a->action), fid);
+			LOG_INFO("ct", "%s %s canceled", vxattr_hsm_action_name(a->action), fid);
 		else
-			LOG_ERR("ct", "%s %s failed: %s%s%s", action_name(a->action), fid,
+			LOG_ERR("ct", "%s %s failed: %s%s%s", vxattr_hsm_action_name(a->action), fid,
 				nacre_strerror(rc), err[0] ? ": " : "", err);
 		if (prc < 0)
-			LOG_WARN("ct", "reporting the end of %s %s: %s", action_name(a->action), fid,
+			LOG_WARN("ct", "reporting the end of %s %s: %s", vxattr_hsm_action_name(a->action), fid,
 				 nacre_strerror(prc));
 	}
 	pthread_mutex_destroy(&x.lock);

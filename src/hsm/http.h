@@ -1,6 +1,6 @@
-/* http.h - what the cloud backends (azure.c, s3.c) share: a small HTTP client over libcurl
- * with retries, a bounded XML reader for service replies, and helpers (credentials,
- * encodings, parallel ranges, progress and cancel, metadata headers).
+/* http.h - what the cloud backends (azure.c, s3.c, and their engine cloud.c) share: a small
+ * HTTP client over libcurl with retries, a bounded XML reader for service replies, and helpers
+ * (credentials, encodings, parallel tasks, progress and cancel, metadata headers).
  *
  * Nothing here prints: every failure is a negative errno plus a sentence in err that names
  * the URL, the HTTP status and the service's error code.
@@ -168,33 +168,6 @@ void hsm_meta_from_resp(struct hsm_meta *meta, const struct hsm_http_resp *resp,
 typedef int (*hsm_task_fn)(void *arg, size_t i, char *err, size_t err_len);
 int hsm_run_parallel(int threads, size_t n, hsm_task_fn task, void *arg, char *err,
 		     size_t err_len);
-
-/* Reads exactly len bytes at off through rd (looping over short reads). 0 or -errno, with
- * a short read of the source being -EIO. */
-int hsm_read_full(hsm_read_fn rd, void *arg, void *buf, size_t len, uint64_t off);
-
-/* A sink that fills a caller's buffer (bounded: a reply longer than len fails -EPROTO). */
-struct hsm_buf_sink {
-	char *buf;
-	size_t len;
-	size_t got; /* highest byte written + 1 in the last attempt */
-};
-int hsm_buf_sink_fn(void *arg, const void *data, size_t len, uint64_t off);
-
-/* Downloads size bytes as ranges of block bytes on threads threads: range(ctx, off, len,
- * buf) must fill buf with exactly len bytes; each filled range goes to wr and counts in
- * xfer. 0 or the first failure's -errno with err. */
-typedef int (*hsm_range_fn)(void *ctx, uint64_t off, size_t len, void *buf, char *err,
-			    size_t err_len);
-int hsm_get_ranges(int threads, uint64_t size, uint64_t block, hsm_range_fn range, void *ctx,
-		   hsm_write_fn wr, void *wr_arg, struct hsm_xfer *xfer, char *err,
-		   size_t err_len);
-/* Uploads size bytes read through rd as parts of part bytes on threads threads:
- * part(ctx, i, buf, len) stores part i (0-based). Counts in xfer. 0 or -errno with err. */
-typedef int (*hsm_part_fn)(void *ctx, size_t i, const void *buf, size_t len, char *err,
-			   size_t err_len);
-int hsm_put_parts(int threads, uint64_t size, uint64_t part, hsm_read_fn rd, void *rd_arg,
-		  hsm_part_fn fn, void *ctx, struct hsm_xfer *xfer, char *err, size_t err_len);
 
 /* SigV4 (s3.c): the Authorization header of a request all of whose headers h are signed.
  * canon_uri is the encoded path, canon_query the sorted encoded query ("" if none),
