@@ -113,10 +113,11 @@ void cl_log(const struct nacre_fs *fs, int level, const char *fmt, ...)
 /* cr, or root (uid 0, gid 0, no groups) when cr is NULL. Returns a pointer to out or cr. */
 const struct nacre_cred *cl_cred(const struct nacre_cred *cr, struct nacre_cred *out);
 
-/* Sends the request encoded in req (body bytes [0, pos)) to the MDS and waits. Returns 0
+/* Sends the request encoded in req (body bytes [0, pos)) to the MDS and waits; the rpc layer
+ * may resend it after a reconnect if the opcode table says it is idempotent. Returns 0
  * with *rep set (the caller frees it with rpc_msg_free), or a negative error (transport
  * error or the reply's status) with *rep NULL. Thread-safe. */
-int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, uint32_t flags, const struct wire_cursor *req,
+int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *req,
 		struct rpc_msg **rep);
 /* CREATE with WIRE_CREATE_OPEN: makes a regular file (O_EXCL of flags refuses an existing
  * name) and opens it in the same request. *handle_out is the new file's handle, or 0 when

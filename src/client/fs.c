@@ -67,7 +67,7 @@ int cl_io_errno(int rc)
 	return cl_is_transport_err(rc) ? -EIO : rc;
 }
 
-int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, uint32_t flags, const struct wire_cursor *req,
+int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *req,
 		struct rpc_msg **rep)
 {
 	struct rpc_call_args a;
@@ -79,7 +79,7 @@ int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, uint32_t flags, const stru
 		return req->err < 0 ? req->err : -EINVAL; /* e.g. a name too long to encode */
 	memset(&a, 0, sizeof(a));
 	a.opcode = opcode;
-	a.flags = flags;
+	a.flags = wire_op_idempotent(opcode) ? RPC_IDEMPOTENT : 0;
 	a.body = req->buf;
 	a.body_len = (uint32_t)wire_cursor_pos(req);
 	rc = rpc_call(fs->mds, &a, &m);

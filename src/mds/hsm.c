@@ -820,9 +820,10 @@ static int do_request(struct mds_hsm *h, const struct rpc_request *req, struct r
 			wake(h);
 	}
 	if (!rc) {
-		wire_put_u32(&rep->body, r.nfids);
+		struct wire_hsm_request_rep head = {.nfids = r.nfids};
+		wire_hsm_request_rep_encode(&rep->body, &head);
 		for (uint32_t i = 0; i < r.nfids; i++)
-			wire_put_i32(&rep->body, rcs[i]);
+			wire_hsm_rc_put(&rep->body, rcs[i]);
 		rc = wire_cursor_ok(&rep->body) ? 0 : -E2BIG;
 	}
 	free(fids);
@@ -933,7 +934,8 @@ static int do_action(struct mds_hsm *h, const struct rpc_request *req, struct rp
 	int have = !rc && active_rec(txn, &r.fid, rec) == 0;
 	mds_txn_abort(txn);
 	if (!rc) {
-		wire_put_u8(&rep->body, have ? 1 : 0);
+		struct wire_hsm_action_rep head = {.has = have ? 1 : 0};
+		wire_hsm_action_rep_encode(&rep->body, &head);
 		if (have) {
 			overlay(h, &rec->a);
 			wire_hsm_action_put(&rep->body, &rec->a);
@@ -962,16 +964,16 @@ static int do_list(struct mds_hsm *h, const struct rpc_request *req, struct rpc_
 		free(rec);
 		return rc;
 	}
-	size_t count_pos = wire_cursor_pos(&rep->body);
-	wire_put_u32(&rep->body, 0);
-	wire_put_u8(&rep->body, 0);
+	size_t head_pos = wire_cursor_pos(&rep->body);
+	struct wire_hsm_list_rep head = {0};
+	wire_hsm_list_rep_encode(&rep->body, &head);
 	uint32_t n = 0;
 	int eof = 1;
 	for (uint64_t from = r.cookie + 1; r.cookie != UINT64_MAX; from = rec->a.cookie + 1) {
 		if (mds_db_hsm_next(txn, from, rec))
 			break;
-		/* an action takes at most WIRE_HSM_ACTION_MIN + 4 KiB: stop before overflowing */
-		if (n >= max || wire_cursor_pos(&rep->body) + WIRE_HSM_ACTION_MIN + 4096 + 64 >
+		/* stop before an action could overflow the body */
+		if (n >= max || wire_cursor_pos(&rep->body) + WIRE_HSM_ACTION_MAX + 64 >
 					WIRE_BODY_MAX) {
 			eof = 0;
 			break;
@@ -984,9 +986,9 @@ static int do_list(struct mds_hsm *h, const struct rpc_request *req, struct rpc_
 	}
 	mds_txn_abort(txn);
 	free(rec);
-	wire_patch_u32(&rep->body, count_pos, n);
-	if (eof && wire_cursor_ok(&rep->body))
-		rep->body.buf[count_pos + 4] = 1;
+	head.count = n;
+	head.eof = eof;
+	wire_hsm_list_rep_patch(&rep->body, head_pos, &head);
 	return wire_cursor_ok(&rep->body) ? 0 : -E2BIG;
 }
 
@@ -1031,8 +1033,7 @@ static int do_poll(struct mds_hsm *h, const struct rpc_request *req, struct rpc_
 	int rc = finish_decode(req, &c);
 	if (rc)
 		return rc;
-	/* each action may carry a 4 KiB path: keep the reply under the body limit */
-	uint32_t max = r.max < 12 ? r.max : 12;
+	uint32_t max = r.max < WIRE_HSM_POLL_REP_MAX ? r.max : WIRE_HSM_POLL_REP_MAX;
 	struct nacre_hsm_action *out = malloc(sizeof(*out) * max);
 	if (!out)
 		return -ENOMEM;
@@ -1066,7 +1067,8 @@ static int do_poll(struct mds_hsm *h, const struct rpc_request *req, struct rpc_
 		free(out);
 		return n;
 	}
-	wire_put_u32(&rep->body, (uint32_t)n);
+	struct wire_hsm_poll_rep head = {.count = (uint32_t)n};
+	wire_hsm_poll_rep_encode(&rep->body, &head);
 	for (int i = 0; i < n; i++)
 		wire_hsm_action_put(&rep->body, &out[i]);
 	free(out);
@@ -1134,15 +1136,17 @@ static int do_progress(struct mds_hsm *h, const struct rpc_request *req, struct 
 		wake(h);
 	}
 	free(p);
-	if (!rc)
-		wire_put_u32(&rep->body, flags);
+	if (!rc) {
+		struct wire_hsm_progress_rep out = {.flags = flags};
+		wire_hsm_progress_rep_encode(&rep->body, &out);
+	}
 	return rc;
 }
 
 struct import_arg {
 	struct mds *m;
 	const struct wire_hsm_import_req *r;
-	struct nacre_attr out;
+	struct wire_attr_rep out;
 };
 
 static int import_op(struct mds_txn *txn, void *arg)
@@ -1191,7 +1195,7 @@ static int import_op(struct mds_txn *txn, void *arg)
 	dir->mtime = dir->ctime = now;
 	rc = mds_db_inode_put(txn, dir);
 	if (!rc)
-		mds_inode_to_attr(ino, &a->out);
+		mds_inode_to_attr(ino, &a->out.attr);
 out:
 	free(dir);
 	free(ino);
@@ -1213,7 +1217,7 @@ static int do_import(struct mds_hsm *h, const struct rpc_request *req, struct rp
 		struct import_arg a = {.m = h->m, .r = r};
 		rc = mds_writer_submit(h->m->writer, import_op, &a);
 		if (!rc)
-			wire_attr_put(&rep->body, &a.out);
+			wire_attr_rep_encode(&rep->body, &a.out);
 	}
 	free(r);
 	return rc;
