@@ -8,12 +8,10 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "mds/alloc.h"
 #include "mds/db.h"
 #include "mds/hsm.h"
 #include "mds/lock.h"
 #include "mds/ns.h"
-#include "mds/open.h"
 #include "mds/targets.h"
 
 /* A decoded body must be whole and exactly consumed. */
@@ -174,7 +172,7 @@ static int do_layout_get(struct mds *m, const struct rpc_request *req, struct rp
 {
 	DECODE(fid_req, r);
 	struct wire_layout_rep l;
-	int rc = mds_layout_get(m, &r.cred, &r.fid, &l.layout);
+	int rc = mds_ns_layout_get(m, &r.cred, &r.fid, &l.layout);
 	if (!rc)
 		wire_layout_rep_encode(&rep->body, &l);
 	return rc;
@@ -339,7 +337,7 @@ static int do_layout_set(struct mds *m, const struct rpc_request *req, struct rp
 {
 	DECODE(layout_set_req, r);
 	struct wire_layout_rep l;
-	int rc = mds_layout_set(m, &r.cred, &r.fid, &r.layout, &l.layout);
+	int rc = mds_ns_layout_set(m, &r.cred, &r.fid, &r.layout, &l.layout);
 	if (!rc)
 		wire_layout_rep_encode(&rep->body, &l);
 	return rc;
@@ -437,7 +435,7 @@ int mds_runs_inline(uint16_t opcode)
 
 void mds_on_disconnect(void *arg, uint64_t conn_id)
 {
-	mds_open_disconnect(arg, conn_id);
+	mds_ns_disconnect(arg, conn_id);
 	mds_hsm_disconnect(arg, conn_id);
 	mds_lock_disconnect(arg, conn_id);
 }

@@ -19,6 +19,7 @@
 #include "mds/mds_metrics.h"
 #include "mds/lock.h"
 #include "mds/mds.h"
+#include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/oss_pool.h"
 #include "mds/targets.h"
@@ -282,7 +283,7 @@ int main(int argc, char **argv)
 			nacre_strerror(rc));
 		goto out;
 	}
-	if ((rc = mds_reap_orphans(&m)))
+	if ((rc = mds_ns_reap_orphans(&m)))
 		LOG_WARN("mds", "orphan cleanup failed: %s", nacre_strerror(rc));
 	if ((rc = mds_syncer_start(m.db, 1000, &syncer))) {
 		fprintf(stderr, "nacre-mds: cannot start the metadata sync thread: %s\n",
