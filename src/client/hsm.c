@@ -13,10 +13,9 @@
  * fit the 64 KiB body */
 #define REQ_BATCH 3000
 
-static int call(struct nacre_fs *fs, uint16_t op, uint32_t flags, struct wire_cursor *c,
-		struct rpc_msg **rep)
+static int call(struct nacre_fs *fs, uint16_t op, struct wire_cursor *c, struct rpc_msg **rep)
 {
-	int rc = cl_mds_call(fs, op, flags, c, rep);
+	int rc = cl_mds_call(fs, op, c, rep);
 	wire_cursor_fini(c);
 	return rc;
 }
@@ -33,6 +32,7 @@ NACRE_API int nacre_hsm_request(struct nacre_fs *fs, const struct nacre_cred *cr
 		int k = n - done > REQ_BATCH ? REQ_BATCH : n - done;
 		struct wire_hsm_request r = {.cred = *cl_cred(cr, &root), .action = action,
 					     .archive_id = archive_id, .nfids = (uint32_t)k};
+		struct wire_hsm_request_rep head;
 		struct wire_cursor c;
 		struct rpc_msg *m;
 		int rc;
@@ -41,16 +41,16 @@ NACRE_API int nacre_hsm_request(struct nacre_fs *fs, const struct nacre_cred *cr
 		wire_hsm_request_encode(&c, &r);
 		for (int i = 0; i < k; i++)
 			wire_fid_put(&c, &fids[done + i]);
-		/* idempotent: a resent request joins the actions it queued the first time */
-		rc = call(fs, WIRE_OP_MDS_HSM_REQUEST, RPC_IDEMPOTENT, &c, &m);
+		rc = call(fs, WIRE_OP_MDS_HSM_REQUEST, &c, &m);
 		if (rc)
 			return rc;
 		wire_cursor_init_read(&c, m->body, m->body_len);
-		uint32_t cnt = wire_get_u32(&c);
-		if (cnt != (uint32_t)k)
+		wire_hsm_request_rep_decode(&c, &head);
+		if (head.nfids != (uint32_t)k)
 			wire_cursor_fail(&c, -EPROTO);
 		for (int i = 0; i < k && wire_cursor_ok(&c); i++) {
-			int32_t v = wire_get_i32(&c);
+			int32_t v;
+			wire_hsm_rc_get(&c, &v);
 			rcs[done + i] = v > 0 ? -EPROTO : v;
 		}
 		rc = cl_decode_end(&c);
@@ -76,7 +76,7 @@ static int fid_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_t o
 	r.fid = *fid;
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_fid_req_encode(&c, &r);
-	return call(fs, op, RPC_IDEMPOTENT, &c, rep);
+	return call(fs, op, &c, rep);
 }
 
 static int state_reply(struct rpc_msg *m, uint32_t *state, uint32_t *archive_id)
@@ -128,37 +128,36 @@ NACRE_API int nacre_hsm_state_set(struct nacre_fs *fs, const struct nacre_cred *
 	r.archive_id = archive_id;
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_hsm_state_set_encode(&c, &r);
-	rc = call(fs, WIRE_OP_MDS_HSM_STATE_SET, RPC_IDEMPOTENT, &c, &m);
+	rc = call(fs, WIRE_OP_MDS_HSM_STATE_SET, &c, &m);
 	return rc ? rc : state_reply(m, state, archive_id_out);
 }
 
 NACRE_API int nacre_hsm_action_get(struct nacre_fs *fs, const struct nacre_cred *cr,
 				   const struct nacre_fid *fid, struct nacre_hsm_action *out)
 {
+	struct wire_hsm_action_rep head;
 	struct wire_cursor c;
 	struct rpc_msg *m;
 	int rc = fid_call(fs, cr, WIRE_OP_MDS_HSM_ACTION, fid, &m);
-	uint8_t has;
 
 	if (rc)
 		return rc;
 	wire_cursor_init_read(&c, m->body, m->body_len);
-	has = wire_get_u8(&c);
-	if (has > 1)
-		wire_cursor_fail(&c, -EPROTO);
-	if (has)
+	wire_hsm_action_rep_decode(&c, &head);
+	if (head.has)
 		wire_hsm_action_get(&c, out);
 	rc = cl_decode_end(&c);
 	rpc_msg_free(m);
-	return rc ? rc : has;
+	return rc ? rc : head.has;
 }
 
-/* Decodes u32 count, then count actions (at most max) into out. */
+/* Decodes the n actions after a list header (whose decoder checked n against the bytes
+ * present) into out, which holds max. */
 static int actions_decode(struct wire_cursor *c, uint32_t n, struct nacre_hsm_action *out,
 			  int max)
 {
-	if (n > (uint32_t)max || n > wire_cursor_left(c) / WIRE_HSM_ACTION_MIN)
-		return -EPROTO; /* a count the bytes present cannot hold */
+	if (n > (uint32_t)max)
+		return -EPROTO;
 	for (uint32_t i = 0; i < n; i++)
 		wire_hsm_action_get(c, &out[i]);
 	return cl_decode_end(c) ? -EPROTO : (int)n;
@@ -169,6 +168,7 @@ NACRE_API int nacre_hsm_list(struct nacre_fs *fs, const struct nacre_cred *cr, u
 {
 	struct nacre_cred root;
 	struct wire_hsm_list_req r;
+	struct wire_hsm_list_rep head;
 	struct wire_cursor c;
 	struct rpc_msg *m;
 	int rc;
@@ -181,15 +181,14 @@ NACRE_API int nacre_hsm_list(struct nacre_fs *fs, const struct nacre_cred *cr, u
 	r.max = max > WIRE_HSM_POLL_MAX ? WIRE_HSM_POLL_MAX : (uint32_t)max;
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_hsm_list_req_encode(&c, &r);
-	rc = call(fs, WIRE_OP_MDS_HSM_LIST, RPC_IDEMPOTENT, &c, &m);
+	rc = call(fs, WIRE_OP_MDS_HSM_LIST, &c, &m);
 	if (rc)
 		return rc;
 	wire_cursor_init_read(&c, m->body, m->body_len);
-	uint32_t n = wire_get_u32(&c);
-	uint8_t e = wire_get_u8(&c);
-	rc = wire_cursor_ok(&c) && e <= 1 ? actions_decode(&c, n, out, max) : -EPROTO;
+	wire_hsm_list_rep_decode(&c, &head);
+	rc = wire_cursor_ok(&c) ? actions_decode(&c, head.count, out, max) : -EPROTO;
 	rpc_msg_free(m);
-	*eof = e;
+	*eof = head.eof;
 	return rc;
 }
 
@@ -225,16 +224,16 @@ NACRE_API int nacre_hsm_import(struct nacre_fs *fs, const struct nacre_cred *cr,
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_hsm_import_req_encode(&c, r);
 	free(r);
-	rc = call(fs, WIRE_OP_MDS_HSM_IMPORT, 0, &c, &m);
+	rc = call(fs, WIRE_OP_MDS_HSM_IMPORT, &c, &m);
 	if (rc)
 		return rc;
 	wire_cursor_init_read(&c, m->body, m->body_len);
-	struct nacre_attr a;
-	wire_attr_get(&c, &a);
+	struct wire_attr_rep a;
+	wire_attr_rep_decode(&c, &a);
 	rc = cl_decode_end(&c);
 	rpc_msg_free(m);
 	if (!rc && out)
-		*out = a;
+		*out = a.attr;
 	return rc;
 }
 
@@ -256,7 +255,7 @@ NACRE_API int nacre_hsm_agent_register(struct nacre_fs *fs, const uint32_t *arch
 		r.ids[i] = archive_ids[i];
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_hsm_agent_reg_encode(&c, &r);
-	rc = call(fs, WIRE_OP_MDS_HSM_AGENT_REGISTER, 0, &c, &m);
+	rc = call(fs, WIRE_OP_MDS_HSM_AGENT_REGISTER, &c, &m);
 	if (rc)
 		return rc;
 	rc = m->body_len == 0 ? 0 : -EPROTO;
@@ -279,13 +278,13 @@ NACRE_API int nacre_hsm_agent_poll(struct nacre_fs *fs, struct nacre_hsm_action 
 	r.wait_ms = wait_ms < 0 ? 0 : (uint32_t)wait_ms;
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_hsm_poll_req_encode(&c, &r);
-	/* not idempotent: a poll hands actions out */
-	rc = call(fs, WIRE_OP_MDS_HSM_AGENT_POLL, 0, &c, &m);
+	rc = call(fs, WIRE_OP_MDS_HSM_AGENT_POLL, &c, &m);
 	if (rc)
 		return rc;
 	wire_cursor_init_read(&c, m->body, m->body_len);
-	uint32_t n = wire_get_u32(&c);
-	rc = wire_cursor_ok(&c) ? actions_decode(&c, n, out, max) : -EPROTO;
+	struct wire_hsm_poll_rep head;
+	wire_hsm_poll_rep_decode(&c, &head);
+	rc = wire_cursor_ok(&c) ? actions_decode(&c, head.count, out, max) : -EPROTO;
 	rpc_msg_free(m);
 	return rc;
 }
@@ -316,14 +315,15 @@ NACRE_API int nacre_hsm_agent_progress(struct nacre_fs *fs, const struct nacre_h
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_hsm_progress_encode(&c, p);
 	free(p);
-	rc = call(fs, WIRE_OP_MDS_HSM_AGENT_PROGRESS, 0, &c, &m);
+	rc = call(fs, WIRE_OP_MDS_HSM_AGENT_PROGRESS, &c, &m);
 	if (rc)
 		return rc;
 	wire_cursor_init_read(&c, m->body, m->body_len);
-	uint32_t flags = wire_get_u32(&c);
+	struct wire_hsm_progress_rep r;
+	wire_hsm_progress_rep_decode(&c, &r);
 	rc = cl_decode_end(&c);
 	rpc_msg_free(m);
 	if (rc)
 		return rc;
-	return (flags & WIRE_HSM_REP_CANCEL) ? 1 : 0;
+	return (r.flags & WIRE_HSM_REP_CANCEL) ? 1 : 0;
 }

@@ -99,7 +99,7 @@ NACRE_API int nacre_open(struct nacre_fs *fs, const struct nacre_cred *cr,
 		cl_wb_flush_fid(fs, fid);
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_open_req_encode(&c, &req);
-	rc = cl_mds_call(fs, WIRE_OP_MDS_OPEN, 0, &c, &m); /* makes a handle: not idempotent */
+	rc = cl_mds_call(fs, WIRE_OP_MDS_OPEN, &c, &m);
 	wire_cursor_fini(&c);
 	if (rc)
 		return rc;
@@ -189,7 +189,7 @@ static int append_offset(struct nacre_file *f, uint64_t len, uint64_t *off)
 	pthread_mutex_unlock(&f->lock);
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_append_req_encode(&c, &req);
-	rc = cl_mds_call(f->fs, WIRE_OP_MDS_APPEND, 0, &c, &m);
+	rc = cl_mds_call(f->fs, WIRE_OP_MDS_APPEND, &c, &m);
 	wire_cursor_fini(&c);
 	if (rc)
 		return rc;
@@ -259,7 +259,7 @@ static int send_size(struct nacre_file *f, uint16_t opcode)
 {
 	struct wire_close_req req;
 	struct wire_cursor c;
-	struct nacre_attr a;
+	struct wire_attr_rep a;
 	struct rpc_msg *m;
 	uint64_t seq;
 	int rc;
@@ -276,17 +276,17 @@ static int send_size(struct nacre_file *f, uint16_t opcode)
 	pthread_mutex_unlock(&f->lock);
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_close_req_encode(&c, &req);
-	rc = cl_mds_call(f->fs, opcode, 0, &c, &m);
+	rc = cl_mds_call(f->fs, opcode, &c, &m);
 	wire_cursor_fini(&c);
 	if (rc)
 		return cl_io_errno(rc);
 	wire_cursor_init_read(&c, m->body, m->body_len);
-	wire_attr_get(&c, &a);
+	wire_attr_rep_decode(&c, &a);
 	rc = cl_decode_end(&c);
 	rpc_msg_free(m);
 	if (rc == 0) {
 		pthread_mutex_lock(&f->lock);
-		f->attr = a;
+		f->attr = a.attr;
 		if (seq > f->published_seq)
 			f->published_seq = seq;
 		pthread_mutex_unlock(&f->lock);

@@ -190,8 +190,7 @@ NACRE_API int nacre_lock_set(struct nacre_fs *fs, const struct nacre_cred *cr,
 		return rc;
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_lock_req_encode(&c, &r);
-	/* idempotent: taking or dropping the same lock twice leaves the same state */
-	rc = cl_mds_call(fs, WIRE_OP_MDS_LOCK_SET, RPC_IDEMPOTENT, &c, &m);
+	rc = cl_mds_call(fs, WIRE_OP_MDS_LOCK_SET, &c, &m);
 	wire_cursor_fini(&c);
 	if (rc)
 		return rc == -EAGAIN ? rc : cl_io_errno(rc);
@@ -219,7 +218,7 @@ NACRE_API int nacre_lock_get(struct nacre_fs *fs, const struct nacre_cred *cr,
 		return rc;
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_lock_req_encode(&c, &r);
-	rc = cl_mds_call(fs, WIRE_OP_MDS_LOCK_GET, RPC_IDEMPOTENT, &c, &m);
+	rc = cl_mds_call(fs, WIRE_OP_MDS_LOCK_GET, &c, &m);
 	wire_cursor_fini(&c);
 	if (rc)
 		return cl_io_errno(rc);

@@ -1,9 +1,9 @@
 /* md.c - the namespace calls of nacre.h, one MDS RPC each.
  *
  * Each call encodes a wire message into a growable cursor, sends it with cl_mds_call() and
- * decodes the reply body, which must be consumed exactly. Calls that only read are sent
- * RPC_IDEMPOTENT so the rpc layer may resend them after a reconnect; anything that changes
- * the namespace is not (a resent unlink or create would answer ENOENT or EEXIST).
+ * decodes the reply message, which must consume the body exactly. Whether the rpc layer may
+ * resend a call after a reconnect is the opcode table's to say (wire.h): reads, yes;
+ * namespace changes, no.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,10 +18,6 @@
 #include "client/md.h"
 #include "client/oss.h"
 #include "proto/wire.h"
-
-/* Smallest encoded sizes, to check peer counts against the bytes present. */
-#define DIRENT_WIRE_MIN (8 + 16 + 4 + 2 + 1)
-#define DIRENT_WIRE_MAX (8 + 16 + 4 + 2 + NACRE_NAME_MAX)
 
 /* A component name the MDS will take: 1..NACRE_NAME_MAX bytes, no '/'. */
 static int check_name(const char *name)
@@ -41,10 +37,10 @@ static int check_name(const char *name)
 }
 
 /* cl_mds_call that also frees the request cursor. */
-static int mds_rpc(struct nacre_fs *fs, uint16_t op, uint32_t flags, struct wire_cursor *req,
+static int mds_rpc(struct nacre_fs *fs, uint16_t op, struct wire_cursor *req,
 		   struct rpc_msg **rep)
 {
-	int rc = cl_mds_call(fs, op, flags, req, rep);
+	int rc = cl_mds_call(fs, op, req, rep);
 
 	wire_cursor_fini(req);
 	return rc;
@@ -54,15 +50,15 @@ static int mds_rpc(struct nacre_fs *fs, uint16_t op, uint32_t flags, struct wire
 static int attr_reply(struct rpc_msg *m, struct nacre_attr *out)
 {
 	struct wire_cursor c;
-	struct nacre_attr a;
+	struct wire_attr_rep a;
 	int rc;
 
 	wire_cursor_init_read(&c, m->body, m->body_len);
-	wire_attr_get(&c, &a);
+	wire_attr_rep_decode(&c, &a);
 	rc = cl_decode_end(&c);
 	rpc_msg_free(m);
 	if (rc == 0 && out)
-		*out = a;
+		*out = a.attr;
 	return rc;
 }
 
@@ -75,7 +71,7 @@ static int empty_reply(struct rpc_msg *m)
 	return rc;
 }
 
-/* fid_req calls: GETATTR, READLINK, LAYOUT_GET, FID2PATH. */
+/* fid_req calls: GETATTR, READLINK, LAYOUT_GET, FID2PATH, SYNC. */
 static int fid_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_t op,
 		    const struct nacre_fid *fid, struct rpc_msg **rep)
 {
@@ -90,13 +86,12 @@ static int fid_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_t o
 	m.fid = *fid;
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_fid_req_encode(&c, &m);
-	return mds_rpc(fs, op, RPC_IDEMPOTENT, &c, rep);
+	return mds_rpc(fs, op, &c, rep);
 }
 
 /* name_req calls: LOOKUP, UNLINK, RMDIR. */
 static int name_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_t op,
-		     uint32_t flags, const struct nacre_fid *parent, const char *name,
-		     struct rpc_msg **rep)
+		     const struct nacre_fid *parent, const char *name, struct rpc_msg **rep)
 {
 	struct wire_name_req m;
 	struct wire_cursor c;
@@ -114,7 +109,7 @@ static int name_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_t 
 	memcpy(m.name, name, strlen(name) + 1);
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_name_req_encode(&c, &m);
-	return mds_rpc(fs, op, flags, &c, rep);
+	return mds_rpc(fs, op, &c, rep);
 }
 
 NACRE_API int nacre_lookup(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -127,7 +122,7 @@ NACRE_API int nacre_lookup(struct nacre_fs *fs, const struct nacre_cred *cr,
 		return nacre_getattr(fs, cr, parent, out);
 	if (name && strcmp(name, "..") == 0)
 		return -EINVAL; /* the MDS keeps no parent pointers to answer this */
-	rc = name_call(fs, cr, WIRE_OP_MDS_LOOKUP, RPC_IDEMPOTENT, parent, name, &m);
+	rc = name_call(fs, cr, WIRE_OP_MDS_LOOKUP, parent, name, &m);
 	if (rc)
 		return rc;
 	return attr_reply(m, out);
@@ -166,7 +161,7 @@ NACRE_API int nacre_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 		cl_wb_flush_fid(fs, fid);
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_setattr_req_encode(&c, &req);
-	rc = mds_rpc(fs, WIRE_OP_MDS_SETATTR, 0, &c, &m);
+	rc = mds_rpc(fs, WIRE_OP_MDS_SETATTR, &c, &m);
 	if (rc)
 		return rc;
 	rc = attr_reply(m, out);
@@ -190,10 +185,9 @@ static int create_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_
 		       uint64_t *handle_out)
 {
 	struct wire_create_req *req;
-	struct wire_cursor c, rc_cur;
+	struct wire_create_rep r;
+	struct wire_cursor c;
 	struct nacre_cred root;
-	struct nacre_attr a;
-	struct nacre_layout l;
 	struct rpc_msg *m;
 	int rc;
 
@@ -220,27 +214,25 @@ static int create_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_create_req_encode(&c, req);
 	free(req);
-	rc = mds_rpc(fs, op, 0, &c, &m);
+	rc = mds_rpc(fs, op, &c, &m);
 	if (rc)
 		return rc;
 	if (op != WIRE_OP_MDS_CREATE)
 		return attr_reply(m, out);
-	wire_cursor_init_read(&rc_cur, m->body, m->body_len);
-	wire_attr_get(&rc_cur, &a);
-	wire_layout_get(&rc_cur, &l);
-	uint64_t handle = 0;
-	if ((flags & WIRE_CREATE_OPEN) && wire_cursor_left(&rc_cur) > 0)
-		handle = wire_get_u64(&rc_cur);
-	rc = cl_decode_end(&rc_cur);
+	wire_cursor_init_read(&c, m->body, m->body_len);
+	wire_create_rep_decode(&c, &r);
+	rc = cl_decode_end(&c);
 	rpc_msg_free(m);
+	if (rc == 0 && r.has_handle && !(flags & WIRE_CREATE_OPEN))
+		rc = -EPROTO; /* a handle nobody asked for */
 	if (rc)
 		return rc;
 	if (out)
-		*out = a;
+		*out = r.attr;
 	if (layout_out)
-		*layout_out = l;
+		*layout_out = r.layout;
 	if (handle_out)
-		*handle_out = handle;
+		*handle_out = r.handle;
 	return 0;
 }
 
@@ -311,27 +303,27 @@ NACRE_API int nacre_symlink(struct nacre_fs *fs, const struct nacre_cred *cr,
 static int path_reply(struct rpc_msg *m, char *buf, size_t len)
 {
 	struct wire_cursor c;
-	char *path;
+	struct wire_path_rep *r;
 	size_t n;
 	int rc;
 
-	path = malloc(NACRE_PATH_MAX + 1);
-	if (!path) {
+	r = malloc(sizeof(*r));
+	if (!r) {
 		rpc_msg_free(m);
 		return -ENOMEM;
 	}
 	wire_cursor_init_read(&c, m->body, m->body_len);
-	wire_path_get(&c, path, NACRE_PATH_MAX);
+	wire_path_rep_decode(&c, r);
 	rc = cl_decode_end(&c);
 	rpc_msg_free(m);
 	if (rc == 0) {
-		n = strlen(path);
+		n = strlen(r->path);
 		if (n >= len)
 			rc = -ERANGE;
 		else
-			memcpy(buf, path, n + 1);
+			memcpy(buf, r->path, n + 1);
 	}
-	free(path);
+	free(r);
 	return rc;
 }
 
@@ -353,7 +345,7 @@ NACRE_API int nacre_unlink(struct nacre_fs *fs, const struct nacre_cred *cr,
 			   const struct nacre_fid *parent, const char *name)
 {
 	struct rpc_msg *m;
-	int rc = name_call(fs, cr, WIRE_OP_MDS_UNLINK, 0, parent, name, &m);
+	int rc = name_call(fs, cr, WIRE_OP_MDS_UNLINK, parent, name, &m);
 
 	if (rc)
 		return rc;
@@ -364,7 +356,7 @@ NACRE_API int nacre_rmdir(struct nacre_fs *fs, const struct nacre_cred *cr,
 			  const struct nacre_fid *parent, const char *name)
 {
 	struct rpc_msg *m;
-	int rc = name_call(fs, cr, WIRE_OP_MDS_RMDIR, 0, parent, name, &m);
+	int rc = name_call(fs, cr, WIRE_OP_MDS_RMDIR, parent, name, &m);
 
 	if (rc)
 		return rc;
@@ -396,7 +388,7 @@ NACRE_API int nacre_rename(struct nacre_fs *fs, const struct nacre_cred *cr,
 	req.flags = flags;
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_rename_req_encode(&c, &req);
-	rc = mds_rpc(fs, WIRE_OP_MDS_RENAME, 0, &c, &m);
+	rc = mds_rpc(fs, WIRE_OP_MDS_RENAME, &c, &m);
 	if (rc)
 		return rc;
 	return empty_reply(m);
@@ -424,7 +416,7 @@ NACRE_API int nacre_link(struct nacre_fs *fs, const struct nacre_cred *cr,
 	memcpy(req.name, newname, strlen(newname) + 1);
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_link_req_encode(&c, &req);
-	rc = mds_rpc(fs, WIRE_OP_MDS_LINK, 0, &c, &m);
+	rc = mds_rpc(fs, WIRE_OP_MDS_LINK, &c, &m);
 	if (rc)
 		return rc;
 	return attr_reply(m, out);
@@ -435,12 +427,13 @@ NACRE_API int nacre_readdir(struct nacre_fs *fs, const struct nacre_cred *cr,
 			    int max, int *eof)
 {
 	struct wire_readdir_req req;
+	struct wire_readdir_rep head;
 	struct wire_cursor c;
 	struct nacre_cred root;
 	struct nacre_dirent extra;
 	struct rpc_msg *m;
-	uint32_t count, i;
-	int rc, more = 0, at_end;
+	uint32_t i;
+	int rc, more = 0;
 
 	if (!fs || !dir || !ents || max <= 0)
 		return -EINVAL;
@@ -449,22 +442,21 @@ NACRE_API int nacre_readdir(struct nacre_fs *fs, const struct nacre_cred *cr,
 	req.fid = *dir;
 	req.cookie = cookie;
 	/* Ask for about max entries' worth; the server caps it anyway. */
-	uint64_t want = (uint64_t)max * DIRENT_WIRE_MAX;
+	uint64_t want = (uint64_t)max * WIRE_DIRENT_MAX;
 	req.max_bytes = want < WIRE_READDIR_MAX_BYTES ? (uint32_t)want : WIRE_READDIR_MAX_BYTES;
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_readdir_req_encode(&c, &req);
-	rc = mds_rpc(fs, WIRE_OP_MDS_READDIR, RPC_IDEMPOTENT, &c, &m);
+	rc = mds_rpc(fs, WIRE_OP_MDS_READDIR, &c, &m);
 	if (rc)
 		return rc;
 
 	wire_cursor_init_read(&c, m->body, m->body_len);
-	count = wire_get_u32(&c);
-	at_end = wire_get_u8(&c) != 0;
-	if (!wire_cursor_ok(&c) || count > wire_cursor_left(&c) / DIRENT_WIRE_MIN) {
+	wire_readdir_rep_decode(&c, &head);
+	if (!wire_cursor_ok(&c)) {
 		rpc_msg_free(m);
 		return -EPROTO;
 	}
-	for (i = 0; i < count; i++) {
+	for (i = 0; i < head.count; i++) {
 		if (i < (uint32_t)max) {
 			wire_dirent_get(&c, &ents[i]);
 		} else {
@@ -478,12 +470,12 @@ NACRE_API int nacre_readdir(struct nacre_fs *fs, const struct nacre_cred *cr,
 	if (rc)
 		return rc;
 	if (eof)
-		*eof = at_end && !more;
-	return (int)(count < (uint32_t)max ? count : (uint32_t)max);
+		*eof = head.eof && !more;
+	return (int)(head.count < (uint32_t)max ? head.count : (uint32_t)max);
 }
 
-/* GETXATTR and LISTXATTR share the reply form: the u32 length when size is 0, else the
- * value bytes. Returns the length. */
+/* GETXATTR and LISTXATTR share the reply forms: xattr_len_rep when size is 0, else
+ * xattr_rep. Returns the length. */
 static int xattr_read(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_t op,
 		      const struct nacre_fid *fid, const char *name, void *value, size_t size)
 {
@@ -505,22 +497,29 @@ static int xattr_read(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_t
 	req.size = (uint32_t)size;
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_xattr_req_encode(&c, &req);
-	rc = mds_rpc(fs, op, RPC_IDEMPOTENT, &c, &m);
+	rc = mds_rpc(fs, op, &c, &m);
 	if (rc)
 		return rc;
+	wire_cursor_init_read(&c, m->body, m->body_len);
 	if (size == 0) {
-		uint32_t len;
+		struct wire_xattr_len_rep r;
 
-		wire_cursor_init_read(&c, m->body, m->body_len);
-		len = wire_get_u32(&c);
+		wire_xattr_len_rep_decode(&c, &r);
 		rc = cl_decode_end(&c);
 		if (rc == 0)
-			rc = len <= NACRE_XATTR_MAX ? (int)len : -EPROTO;
-	} else if (m->body_len > size) {
-		rc = -ERANGE;
+			rc = (int)r.len;
 	} else {
-		memcpy(value, m->body, m->body_len);
-		rc = (int)m->body_len;
+		struct wire_xattr_rep r;
+
+		wire_xattr_rep_decode(&c, &r);
+		rc = cl_decode_end(&c);
+		if (rc == 0 && r.len > size)
+			rc = -ERANGE;
+		else if (rc == 0) {
+			if (r.len > 0)
+				memcpy(value, r.value, r.len);
+			rc = (int)r.len;
+		}
 	}
 	rpc_msg_free(m);
 	return rc;
@@ -580,7 +579,7 @@ NACRE_API int nacre_setxattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 	req.value_len = (uint32_t)size;
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_xattr_req_encode(&c, &req);
-	rc = mds_rpc(fs, WIRE_OP_MDS_SETXATTR, 0, &c, &m);
+	rc = mds_rpc(fs, WIRE_OP_MDS_SETXATTR, &c, &m);
 	if (rc)
 		return rc;
 	return empty_reply(m);
@@ -606,7 +605,7 @@ NACRE_API int nacre_removexattr(struct nacre_fs *fs, const struct nacre_cred *cr
 	memcpy(req.name, name, strlen(name) + 1);
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_xattr_req_encode(&c, &req);
-	rc = mds_rpc(fs, WIRE_OP_MDS_REMOVEXATTR, 0, &c, &m);
+	rc = mds_rpc(fs, WIRE_OP_MDS_REMOVEXATTR, &c, &m);
 	if (rc)
 		return rc;
 	return empty_reply(m);
@@ -615,15 +614,15 @@ NACRE_API int nacre_removexattr(struct nacre_fs *fs, const struct nacre_cred *cr
 static int layout_reply(struct rpc_msg *m, struct nacre_layout *out)
 {
 	struct wire_cursor c;
-	struct nacre_layout l;
+	struct wire_layout_rep l;
 	int rc;
 
 	wire_cursor_init_read(&c, m->body, m->body_len);
-	wire_layout_get(&c, &l);
+	wire_layout_rep_decode(&c, &l);
 	rc = cl_decode_end(&c);
 	rpc_msg_free(m);
 	if (rc == 0 && out)
-		*out = l;
+		*out = l.layout;
 	return rc;
 }
 
@@ -656,7 +655,7 @@ NACRE_API int nacre_layout_set(struct nacre_fs *fs, const struct nacre_cred *cr,
 	req.layout = *layout;
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_layout_set_req_encode(&c, &req);
-	rc = mds_rpc(fs, WIRE_OP_MDS_LAYOUT_SET, 0, &c, &m);
+	rc = mds_rpc(fs, WIRE_OP_MDS_LAYOUT_SET, &c, &m);
 	if (rc)
 		return rc;
 	return layout_reply(m, out);
@@ -665,12 +664,14 @@ NACRE_API int nacre_layout_set(struct nacre_fs *fs, const struct nacre_cred *cr,
 /* Requests whose body is only the caller's credentials (STATFS). */
 static int cred_call(struct nacre_fs *fs, uint16_t op, struct rpc_msg **rep)
 {
+	struct wire_cred_req r;
 	struct wire_cursor c;
 	struct nacre_cred root;
 
+	r.cred = *cl_cred(NULL, &root);
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
-	wire_cred_put(&c, cl_cred(NULL, &root));
-	return mds_rpc(fs, op, RPC_IDEMPOTENT, &c, rep);
+	wire_cred_req_encode(&c, &r);
+	return mds_rpc(fs, op, &c, rep);
 }
 
 NACRE_API int nacre_sync_md(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -686,7 +687,7 @@ NACRE_API int nacre_sync_md(struct nacre_fs *fs, const struct nacre_cred *cr,
 NACRE_API int nacre_statfs(struct nacre_fs *fs, struct nacre_statfs *out)
 {
 	struct wire_cursor c;
-	struct nacre_statfs st;
+	struct wire_statfs_rep st;
 	struct rpc_msg *m;
 	int rc;
 
@@ -696,11 +697,11 @@ NACRE_API int nacre_statfs(struct nacre_fs *fs, struct nacre_statfs *out)
 	if (rc)
 		return rc;
 	wire_cursor_init_read(&c, m->body, m->body_len);
-	wire_statfs_get(&c, &st);
+	wire_statfs_rep_decode(&c, &st);
 	rc = cl_decode_end(&c);
 	rpc_msg_free(m);
 	if (rc == 0)
-		*out = st;
+		*out = st.st;
 	return rc;
 }
 

@@ -72,16 +72,15 @@ static int restore_wait(struct nacre_fs *fs, const struct wire_cursor *req, int6
 
 	if (*waited_ms >= limit) {
 		struct wire_cursor c;
-		struct nacre_cred cr;
-		struct nacre_fid fid;
+		struct wire_fid_req r;
 		char fs_[NACRE_FID_STR_MAX];
 
+		/* every request that may meet a released file starts as a fid_req does */
 		wire_cursor_init_read(&c, req->buf, wire_cursor_pos(req));
-		wire_cred_get(&c, &cr);
-		wire_fid_get(&c, &fid);
+		wire_fid_req_decode(&c, &r);
 		cl_log(fs, CL_LOG_ERR, "restore of %s from the archive did not finish within %d s: "
 		       "is a copytool running for its archive id?",
-		       nacre_fid_format(&fid, fs_, sizeof(fs_)), limit / 1000);
+		       nacre_fid_format(&r.fid, fs_, sizeof(fs_)), limit / 1000);
 		return -ETIMEDOUT;
 	}
 	nanosleep(&ts, NULL);
@@ -89,7 +88,7 @@ static int restore_wait(struct nacre_fs *fs, const struct wire_cursor *req, int6
 	return 0;
 }
 
-int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, uint32_t flags, const struct wire_cursor *req,
+int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *req,
 		struct rpc_msg **rep)
 {
 	struct rpc_call_args a;
@@ -101,7 +100,7 @@ int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, uint32_t flags, const stru
 		return req->err < 0 ? req->err : -EINVAL; /* e.g. a name too long to encode */
 	memset(&a, 0, sizeof(a));
 	a.opcode = opcode;
-	a.flags = flags;
+	a.flags = wire_op_idempotent(opcode) ? RPC_IDEMPOTENT : 0;
 	a.body = req->buf;
 	a.body_len = (uint32_t)wire_cursor_pos(req);
 	rc = rpc_call(fs->mds, &a, &m);

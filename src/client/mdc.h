@@ -21,12 +21,13 @@ void cl_log(const struct nacre_fs *fs, int level, const char *fmt, ...)
 /* cr, or root (uid 0, gid 0, no groups) when cr is NULL. Returns a pointer to out or cr. */
 const struct nacre_cred *cl_cred(const struct nacre_cred *cr, struct nacre_cred *out);
 
-/* Sends the request encoded in req (body bytes [0, pos)) to the MDS and waits. Returns 0
+/* Sends the request encoded in req (body bytes [0, pos)) to the MDS and waits; the rpc layer
+ * resends it after a reconnect (the MDS's reply cache answers a resent change). Returns 0
  * with *rep set (the caller frees it with rpc_msg_free), or a negative error (transport
  * error or the reply's status) with *rep NULL. While the MDS answers -NACRE_ERESTORING (a
  * released file is being restored) it waits and resends, up to the fs's timeout
  * (-ETIMEDOUT). Thread-safe. */
-int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, uint32_t flags, const struct wire_cursor *req,
+int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *req,
 		struct rpc_msg **rep);
 /* 0 if a decode consumed the whole body without error, else -EPROTO. */
 int cl_decode_end(const struct wire_cursor *c);

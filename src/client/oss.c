@@ -20,7 +20,6 @@
 /* After a transport error, reload the map at most this often. */
 #define REFRESH_MIN_INTERVAL_MS 1000
 /* Smallest encoded target, to check the peer's count against the bytes present. */
-#define TARGET_WIRE_MIN (4 + 4 + 1 + 2)
 
 static int64_t now_ms(void)
 {
@@ -100,7 +99,9 @@ static struct cl_ost *find_ost_locked(struct cl_oss_table *t, uint32_t idx)
 int cl_targets_fetch(struct nacre_fs *fs, struct nacre_target **out, int *count)
 {
 	struct wire_cursor c;
+	struct wire_cred_req r;
 	struct nacre_cred root;
+	struct wire_targets_rep head;
 	struct nacre_target *t = NULL;
 	struct rpc_msg *m;
 	uint32_t n, i;
@@ -108,16 +109,18 @@ int cl_targets_fetch(struct nacre_fs *fs, struct nacre_target **out, int *count)
 
 	*out = NULL;
 	*count = 0;
+	r.cred = *cl_cred(NULL, &root);
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
-	wire_cred_put(&c, cl_cred(NULL, &root)); /* the request is only the credentials */
-	rc = cl_mds_call(fs, WIRE_OP_MDS_TARGETS, RPC_IDEMPOTENT, &c, &m);
+	wire_cred_req_encode(&c, &r);
+	rc = cl_mds_call(fs, WIRE_OP_MDS_TARGETS, &c, &m);
 	wire_cursor_fini(&c);
 	if (rc)
 		return rc;
 	wire_cursor_init_read(&c, m->body, m->body_len);
-	n = wire_get_u32(&c);
-	/* A count is believed only as far as the bytes present can hold it. */
-	if (!wire_cursor_ok(&c) || n > wire_cursor_left(&c) / TARGET_WIRE_MIN) {
+	/* the decoder believes a count only as far as the bytes present can hold it */
+	wire_targets_rep_decode(&c, &head);
+	n = head.count;
+	if (!wire_cursor_ok(&c)) {
 		rc = -EPROTO;
 		goto out_free_msg;
 	}

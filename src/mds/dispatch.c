@@ -8,18 +8,13 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "mds/alloc.h"
 #include "mds/db.h"
 #include "mds/hsm.h"
 #include "mds/lock.h"
 #include "mds/ns.h"
 #include "mds/session.h"
-#include "mds/open.h"
 #include "mds/targets.h"
 #include "mds/writer.h"
-
-/* Encoded size of one readdir entry: cookie, fid, type, u16 name length, name. */
-#define DIRENT_FIXED (8 + 16 + 4 + 2)
 
 /* A decoded body must be whole and exactly consumed. */
 static int finish_decode(const struct rpc_request *req, const struct wire_cursor *c)
@@ -44,14 +39,6 @@ static int finish_decode(const struct rpc_request *req, const struct wire_cursor
 			return drc_;                                                        \
 	} while (0)
 
-static int decode_cred(const struct rpc_request *req, struct nacre_cred *cr)
-{
-	struct wire_cursor c;
-	wire_cursor_init_read(&c, req->body, req->body_len);
-	wire_cred_get(&c, cr);
-	return finish_decode(req, &c);
-}
-
 /* The MDT's own space and inode figures, from the file system holding the data dir. */
 static void mdt_statfs(struct mds *m, struct nacre_statfs *st)
 {
@@ -75,32 +62,32 @@ static void mdt_statfs(struct mds *m, struct nacre_statfs *st)
 static int do_lookup(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	DECODE(name_req, r);
-	struct nacre_attr a;
-	int rc = mds_ns_lookup(m, &r.cred, &r.parent, r.name, &a);
+	struct wire_attr_rep a;
+	int rc = mds_ns_lookup(m, &r.cred, &r.parent, r.name, &a.attr);
 	if (!rc)
-		wire_attr_put(&rep->body, &a);
+		wire_attr_rep_encode(&rep->body, &a);
 	return rc;
 }
 
 static int do_getattr(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	DECODE(fid_req, r);
-	struct nacre_attr a;
-	int rc = mds_ns_getattr(m, &r.cred, &r.fid, &a);
+	struct wire_attr_rep a;
+	int rc = mds_ns_getattr(m, &r.cred, &r.fid, &a.attr);
 	if (!rc)
-		wire_attr_put(&rep->body, &a);
+		wire_attr_rep_encode(&rep->body, &a);
 	return rc;
 }
 
 static int do_readlink(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	DECODE(fid_req, r);
-	char *t = malloc(NACRE_PATH_MAX + 1);
+	struct wire_path_rep *t = malloc(sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	int rc = mds_ns_readlink(m, &r.cred, &r.fid, t);
+	int rc = mds_ns_readlink(m, &r.cred, &r.fid, t->path);
 	if (!rc)
-		wire_path_put(&rep->body, t);
+		wire_path_rep_encode(&rep->body, t);
 	free(t);
 	return rc;
 }
@@ -116,12 +103,12 @@ static int do_sync(struct mds *m, const struct rpc_request *req)
 static int do_fid2path(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	DECODE(fid_req, r);
-	char *p = malloc(NACRE_PATH_MAX + 1);
+	struct wire_path_rep *p = malloc(sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	int rc = mds_ns_fid2path(m, &r.cred, &r.fid, p, NACRE_PATH_MAX + 1);
+	int rc = mds_ns_fid2path(m, &r.cred, &r.fid, p->path, sizeof(p->path));
 	if (!rc)
-		wire_path_put(&rep->body, p);
+		wire_path_rep_encode(&rep->body, p);
 	free(p);
 	return rc;
 }
@@ -141,7 +128,7 @@ struct readdir_enc {
 static int readdir_one(void *arg, const struct nacre_dirent *d)
 {
 	struct readdir_enc *e = arg;
-	uint32_t sz = DIRENT_FIXED + (uint32_t)strlen(d->name);
+	uint32_t sz = WIRE_DIRENT_FIXED + (uint32_t)strlen(d->name);
 	if (e->used + sz > e->max) {
 		/* entries sharing a hash share a cookie: never split them between replies */
 		if (e->count > 0 && d->cookie == e->last_hash && e->group_count > 0) {
@@ -169,27 +156,27 @@ static int do_readdir(struct mds *m, const struct rpc_request *req, struct rpc_r
 	DECODE(readdir_req, r);
 	struct readdir_enc e = {.c = &rep->body};
 	e.max = r.max_bytes < WIRE_READDIR_MAX_BYTES ? r.max_bytes : WIRE_READDIR_MAX_BYTES;
-	if (e.max < DIRENT_FIXED + NACRE_NAME_MAX)
+	if (e.max < WIRE_DIRENT_MAX)
 		return -EINVAL; /* too small for one entry: the caller could never progress */
-	size_t count_pos = wire_cursor_pos(&rep->body);
-	wire_put_u32(&rep->body, 0);
-	wire_put_u8(&rep->body, 0);
+	size_t head_pos = wire_cursor_pos(&rep->body);
+	struct wire_readdir_rep head = {0};
+	wire_readdir_rep_encode(&rep->body, &head);
 	int rc = mds_ns_readdir(m, &r.cred, &r.fid, r.cookie, readdir_one, &e);
 	if (rc)
 		return rc;
-	wire_patch_u32(&rep->body, count_pos, e.count);
-	if (!e.full)
-		rep->body.buf[count_pos + 4] = 1; /* eof */
+	head.count = e.count;
+	head.eof = !e.full;
+	wire_readdir_rep_patch(&rep->body, head_pos, &head);
 	return wire_cursor_ok(&rep->body) ? 0 : -EOVERFLOW;
 }
 
 static int do_layout_get(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	DECODE(fid_req, r);
-	struct nacre_layout l;
-	int rc = mds_layout_get(m, &r.cred, &r.fid, &l);
+	struct wire_layout_rep l;
+	int rc = mds_ns_layout_get(m, &r.cred, &r.fid, &l.layout);
 	if (!rc)
-		wire_layout_put(&rep->body, &l);
+		wire_layout_rep_encode(&rep->body, &l);
 	return rc;
 }
 
@@ -206,10 +193,13 @@ static int do_getxattr(struct mds *m, const struct rpc_request *req, struct rpc_
 	int rc = list ? mds_xattr_list(m, &r.cred, &r.fid, buf, size)
 		      : mds_xattr_get(m, &r.cred, &r.fid, r.name, buf, size);
 	if (rc >= 0) {
-		if (size == 0)
-			wire_put_u32(&rep->body, (uint32_t)rc);
-		else
-			wire_put_bytes(&rep->body, buf, (size_t)rc);
+		if (size == 0) {
+			struct wire_xattr_len_rep x = {.len = (uint32_t)rc};
+			wire_xattr_len_rep_encode(&rep->body, &x);
+		} else {
+			struct wire_xattr_rep x = {.value = buf, .len = (uint32_t)rc};
+			wire_xattr_rep_encode(&rep->body, &x);
+		}
 		rc = wire_cursor_ok(&rep->body) ? 0 : -E2BIG;
 	}
 	free(buf);
@@ -218,27 +208,24 @@ static int do_getxattr(struct mds *m, const struct rpc_request *req, struct rpc_
 
 static int do_statfs(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
 {
-	struct nacre_cred cr;
-	int rc = decode_cred(req, &cr);
-	if (rc)
-		return rc;
-	struct nacre_statfs mdt, sum = {0};
+	DECODE(cred_req, r);
+	(void)r;
+	struct nacre_statfs mdt;
+	struct wire_statfs_rep sum = {0};
 	mdt_statfs(m, &mdt);
-	mds_targets_space(m->targets, &sum);
-	sum.files = mdt.files;
-	sum.ffree = mdt.ffree;
-	sum.bsize = 4096;
-	sum.namemax = NACRE_NAME_MAX;
-	wire_statfs_put(&rep->body, &sum);
+	mds_targets_space(m->targets, &sum.st);
+	sum.st.files = mdt.files;
+	sum.st.ffree = mdt.ffree;
+	sum.st.bsize = 4096;
+	sum.st.namemax = NACRE_NAME_MAX;
+	wire_statfs_rep_encode(&rep->body, &sum);
 	return 0;
 }
 
 static int do_targets(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
 {
-	struct nacre_cred cr;
-	int rc = decode_cred(req, &cr);
-	if (rc)
-		return rc;
+	DECODE(cred_req, r);
+	(void)r;
 	struct nacre_target *osts = NULL;
 	int n = mds_targets_list(m->targets, &osts);
 	if (n < 0)
@@ -246,7 +233,8 @@ static int do_targets(struct mds *m, const struct rpc_request *req, struct rpc_r
 	struct nacre_target mdt = {.type = NACRE_TGT_MDT, .index = 0, .up = 1};
 	mdt_statfs(m, &mdt.st);
 	str_copy(mdt.addr, m->addr, sizeof(mdt.addr));
-	wire_put_u32(&rep->body, (uint32_t)n + 1);
+	struct wire_targets_rep head = {.count = (uint32_t)n + 1};
+	wire_targets_rep_encode(&rep->body, &head);
 	wire_target_put(&rep->body, &mdt);
 	for (int i = 0; i < n; i++)
 		wire_target_put(&rep->body, &osts[i]);
@@ -259,10 +247,10 @@ static int do_targets(struct mds *m, const struct rpc_request *req, struct rpc_r
 static int do_setattr(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	DECODE(setattr_req, r);
-	struct nacre_attr a;
-	int rc = mds_ns_setattr(m, &r.cred, &r.fid, &r.sa, &a);
+	struct wire_attr_rep a;
+	int rc = mds_ns_setattr(m, &r.cred, &r.fid, &r.sa, &a.attr);
 	if (!rc)
-		wire_attr_put(&rep->body, &a);
+		wire_attr_rep_encode(&rep->body, &a);
 	return rc;
 }
 
@@ -276,17 +264,15 @@ static int do_create(struct mds *m, const struct rpc_request *req, struct rpc_re
 	wire_create_req_decode(&c, r);
 	int rc = finish_decode(req, &c);
 	if (!rc) {
-		struct nacre_attr a;
-		struct nacre_layout l;
+		struct wire_create_rep o = {0};
 		uint16_t op = req->hdr->opcode;
-		uint64_t handle = 0;
-		rc = mds_ns_create(m, mds_owner_of(req), op, r, &a, &l, &handle);
-		if (!rc) {
-			wire_attr_put(&rep->body, &a);
-			if (op == WIRE_OP_MDS_CREATE)
-				wire_layout_put(&rep->body, &l);
-			if (op == WIRE_OP_MDS_CREATE && (r->flags & WIRE_CREATE_OPEN))
-				wire_put_u64(&rep->body, handle);
+		rc = mds_ns_create(m, mds_owner_of(req), op, r, &o.attr, &o.layout, &o.handle);
+		o.has_handle = (r->flags & WIRE_CREATE_OPEN) != 0;
+		if (!rc && op == WIRE_OP_MDS_CREATE) {
+			wire_create_rep_encode(&rep->body, &o);
+		} else if (!rc) {
+			struct wire_attr_rep a = {.attr = o.attr};
+			wire_attr_rep_encode(&rep->body, &a);
 		}
 	}
 	free(r);
@@ -308,10 +294,10 @@ static int do_rename(struct mds *m, const struct rpc_request *req)
 static int do_link(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	DECODE(link_req, r);
-	struct nacre_attr a;
-	int rc = mds_ns_link(m, &r.cred, &r.fid, &r.parent, r.name, &a);
+	struct wire_attr_rep a;
+	int rc = mds_ns_link(m, &r.cred, &r.fid, &r.parent, r.name, &a.attr);
 	if (!rc)
-		wire_attr_put(&rep->body, &a);
+		wire_attr_rep_encode(&rep->body, &a);
 	return rc;
 }
 
@@ -332,10 +318,10 @@ static int do_close(struct mds *m, const struct rpc_request *req, struct rpc_rep
 		    int is_close)
 {
 	DECODE(close_req, r);
-	struct nacre_attr a;
-	int rc = mds_ns_close(m, mds_owner_of(req), &r, is_close, &a);
+	struct wire_attr_rep a;
+	int rc = mds_ns_close(m, mds_owner_of(req), &r, is_close, &a.attr);
 	if (!rc)
-		wire_attr_put(&rep->body, &a);
+		wire_attr_rep_encode(&rep->body, &a);
 	return rc;
 }
 
@@ -362,10 +348,10 @@ static int do_setxattr(struct mds *m, const struct rpc_request *req, int remove)
 static int do_layout_set(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	DECODE(layout_set_req, r);
-	struct nacre_layout l;
-	int rc = mds_layout_set(m, &r.cred, &r.fid, &r.layout, &l);
+	struct wire_layout_rep l;
+	int rc = mds_ns_layout_set(m, &r.cred, &r.fid, &r.layout, &l.layout);
 	if (!rc)
-		wire_layout_put(&rep->body, &l);
+		wire_layout_rep_encode(&rep->body, &l);
 	return rc;
 }
 
@@ -458,45 +444,12 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 
 int mds_runs_inline(uint16_t opcode)
 {
-	switch (opcode) {
-	case WIRE_OP_MDS_STATFS:
-	case WIRE_OP_MDS_LOOKUP:
-	case WIRE_OP_MDS_GETATTR:
-	case WIRE_OP_MDS_READLINK:
-	case WIRE_OP_MDS_READDIR:
-	case WIRE_OP_MDS_GETXATTR:
-	case WIRE_OP_MDS_LISTXATTR:
-	case WIRE_OP_MDS_LAYOUT_GET:
-	case WIRE_OP_MDS_TARGETS:
-	case WIRE_OP_MDS_FID2PATH:
-		return 1;
-	/* Namespace changes wait only for their group commit, which (with no fsync per
-	 * commit) takes microseconds; whatever they start on the OSSes (object destruction)
-	 * runs later on other threads. */
-	case WIRE_OP_MDS_CREATE:
-	case WIRE_OP_MDS_MKDIR:
-	case WIRE_OP_MDS_MKNOD:
-	case WIRE_OP_MDS_SYMLINK:
-	case WIRE_OP_MDS_UNLINK:
-	case WIRE_OP_MDS_RMDIR:
-	case WIRE_OP_MDS_RENAME:
-	case WIRE_OP_MDS_LINK:
-	case WIRE_OP_MDS_SETXATTR:
-	case WIRE_OP_MDS_REMOVEXATTR:
-	case WIRE_OP_MDS_CLOSE:
-	case WIRE_OP_MDS_SIZE_UPDATE:
-	case WIRE_OP_MDS_APPEND:
-		return 1;
-	default:
-		/* setattr may punch objects on an OSS, open may wait for a restore, sync
-		 * waits for the disk, locks and HSM agents may wait for others */
-		return 0;
-	}
+	return wire_op_inline(opcode); /* the opcode table says which, and why */
 }
 
 void mds_on_disconnect(void *arg, uint64_t conn_id)
 {
-	mds_open_disconnect(arg, conn_id);
+	mds_ns_disconnect(arg, conn_id);
 	mds_hsm_disconnect(arg, conn_id);
 	mds_lock_disconnect(arg, conn_id);
 }

@@ -12,8 +12,9 @@
  * reply. Unknown opcodes answer -EOPNOTSUPP. Runs on worker threads, and on the event
  * thread for the operations mds_runs_inline names. */
 int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep);
-/* rpc_inline_fn: the operations the event thread runs itself: reads (short LMDB read
- * transactions) and namespace changes that wait for nothing but their group commit. */
+/* rpc_inline_fn: the operations the event thread runs itself, those the opcode table marks
+ * WIRE_OPF_INLINE: reads (short LMDB read transactions) and namespace changes that wait for
+ * nothing but their group commit. */
 int mds_runs_inline(uint16_t opcode);
 /* rpc_disconnect_fn: closes the handles the connection left open and starts the eviction
  * clock of the locks its clients hold. */

@@ -8,6 +8,7 @@
  * a request for 100k files costs 100k small records, not memory. Finished records are kept
  * conf.grace_s seconds for `nacre hsm list` / hsm_action, then purged.
  *
+ * The coordinator is split by job into the hsm_*.c files (hsm_int.h names them).
  * Locking: the coordinator's mutex is a leaf; it is taken inside writer operations and never
  * held across a writer submit or an RPC. */
 #ifndef NACRE_MDS_HSM_H
@@ -58,7 +59,7 @@ int mds_hsm_set_dirty(struct mds *m, const struct nacre_fid *fid);
  * archived inode. */
 void mds_hsm_mark_dirty(struct mds_inode *ino);
 /* Inside the writer op that deletes ino: queues a REMOVE of its archive copy when the MDS
- * runs with --hsm-remove-on-unlink. */
-int mds_hsm_inode_destroyed(struct mds_txn *txn, const struct mds_inode *ino);
+ * runs with --hsm-remove-on-unlink (nothing when m has no coordinator). */
+int mds_hsm_inode_destroyed(struct mds *m, struct mds_txn *txn, const struct mds_inode *ino);
 
 #endif

@@ -22,6 +22,7 @@
 #include "mds/mds_metrics.h"
 #include "mds/lock.h"
 #include "mds/mds.h"
+#include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/oss_pool.h"
 #include "mds/recovery.h"
@@ -369,7 +370,7 @@ int main(int argc, char **argv)
 	}
 	/* Unlinked files still open when the MDS stopped live until recovery ends: their
 	 * clients re-open them. With no client to wait for they go now. */
-	if (!mds_recovery_active(m.recovery) && (rc = mds_reap_orphans(&m)))
+	if (!mds_recovery_active(m.recovery) && (rc = mds_ns_reap_orphans(&m)))
 		LOG_WARN("mds", "orphan cleanup failed: %s", nacre_strerror(rc));
 	if ((rc = mds_syncer_start(m.writer, 1000, &syncer))) {
 		fprintf(stderr, "nacre-mds: cannot start the metadata sync thread: %s\n",

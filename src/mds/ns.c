@@ -1,5 +1,7 @@
 /* ns.c - namespace operations: lookup, getattr, setattr, create family, readlink, unlink,
- * rmdir, link, readdir, fid2path. Rename is in rename.c, xattrs in xattr.c. */
+ * rmdir, link, readdir, fid2path, and the helpers the other ns files share. Rename is in
+ * rename.c, xattrs in xattr.c, open and close in ns_open.c, layouts in ns_layout.c, HSM
+ * import in ns_import.c. */
 #include "mds/ns.h"
 
 #include <errno.h>
@@ -13,44 +15,12 @@
 #include "mds/alloc.h"
 #include "mds/destroy.h"
 #include "mds/hsm.h"
+#include "mds/inode.h"
 #include "mds/open.h"
 #include "mds/oss_pool.h"
 #include "mds/perm.h"
 #include "mds/req.h"
 #include "mds/writer.h"
-
-struct nacre_fid mds_root_fid(void)
-{
-	struct nacre_fid f = {NACRE_ROOT_SEQ, NACRE_ROOT_OID, 0};
-	return f;
-}
-
-void mds_inode_to_attr(const struct mds_inode *ino, struct nacre_attr *a)
-{
-	memset(a, 0, sizeof(*a));
-	a->fid = ino->fid;
-	a->mode = ino->mode;
-	a->nlink = ino->nlink;
-	a->uid = ino->uid;
-	a->gid = ino->gid;
-	a->rdev = ino->rdev;
-	if (S_ISREG(ino->mode) && ino->has_layout && ino->layout.stripe_size)
-		a->blksize = ino->layout.stripe_size;
-	else
-		a->blksize = S_ISREG(ino->mode) ? NACRE_STRIPE_SIZE_DEFAULT : 4096;
-	a->size = ino->size;
-	a->blocks = (ino->size + 511) / 512;
-	a->atime = ino->atime;
-	a->mtime = ino->mtime;
-	a->ctime = ino->ctime;
-	a->hsm_state = ino->hsm_state;
-	a->archive_id = ino->archive_id;
-}
-
-void mds_ns_kick_destroy(struct mds *m)
-{
-	mds_destroyer_kick(m->destroyer);
-}
 
 int mds_ns_get_dir(struct mds_txn *txn, const struct nacre_fid *fid, struct mds_inode *dir)
 {
@@ -64,10 +34,10 @@ int mds_ns_get_dir(struct mds_txn *txn, const struct nacre_fid *fid, struct mds_
 	return 0;
 }
 
-int mds_ns_destroy_inode(struct mds_txn *txn, const struct mds_inode *ino)
+int mds_ns_destroy_inode(struct mds *m, struct mds_txn *txn, const struct mds_inode *ino)
 {
 	/* a released file has no objects left; an archived one may take its copy along */
-	int rc = mds_hsm_inode_destroyed(txn, ino);
+	int rc = mds_hsm_inode_destroyed(m, txn, ino);
 	if (!rc && S_ISREG(ino->mode) && ino->has_layout && ino->layout.nosts > 0 &&
 	    !(ino->hsm_state & NACRE_HS_RELEASED))
 		rc = mds_db_destroy_add(txn, &ino->fid, &ino->layout);
@@ -82,13 +52,13 @@ int mds_ns_drop_name(struct mds *m, struct mds_txn *txn, struct mds_inode *ino,
 		     struct nacre_time now)
 {
 	if (S_ISDIR(ino->mode))
-		return mds_ns_destroy_inode(txn, ino);
+		return mds_ns_destroy_inode(m, txn, ino);
 	if (ino->nlink > 0)
 		ino->nlink--;
 	ino->ctime = now;
 	if (ino->nlink > 0 || mds_open_count(m->open, &ino->fid) > 0)
 		return mds_db_inode_put(txn, ino); /* still named, or an orphan until last close */
-	return mds_ns_destroy_inode(txn, ino);
+	return mds_ns_destroy_inode(m, txn, ino);
 }
 
 /* ---------------- reads ---------------- */
@@ -600,7 +570,7 @@ int mds_ns_unlink(struct mds *m, const struct nacre_cred *cr, const struct nacre
 	struct unlink_arg a = {m, cr, parent, name, is_rmdir};
 	int rc = mds_writer_submit(m->writer, unlink_op, &a);
 	if (!rc)
-		mds_ns_kick_destroy(m);
+		mds_destroyer_kick(m->destroyer);
 	return rc;
 }
 

@@ -1,7 +1,9 @@
 /* ns.h - namespace operations: the POSIX semantics of the MDS over the db, with permission
  * checks by the caller's credentials. Reads run in short read-only transactions on the
  * calling thread; mutations go to the writer (group commit) and block until committed.
- * Every function is thread-safe and returns 0 (or a length) or a negative errno. */
+ * Every function is thread-safe and returns 0 (or a length) or a negative errno.
+ * ns.c: lookup to fid2path; rename.c; xattr.c; ns_open.c: open, close, orphans;
+ * ns_layout.c: layouts; ns_import.c: HSM import. */
 #ifndef NACRE_MDS_NS_H
 #define NACRE_MDS_NS_H
 
@@ -14,11 +16,6 @@
 
 #define MDS_RENAME_NOREPLACE 1u
 #define MDS_RENAME_EXCHANGE 2u
-
-/* Attributes as sent to clients: blksize is the stripe size (directories 4096), blocks is
- * (size + 511) / 512. */
-void mds_inode_to_attr(const struct mds_inode *ino, struct nacre_attr *a);
-struct nacre_fid mds_root_fid(void);
 
 int mds_ns_lookup(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *parent,
 		  const char *name, struct nacre_attr *out);
@@ -59,6 +56,43 @@ int mds_ns_readdir(struct mds *m, const struct nacre_cred *cr, const struct nacr
 int mds_ns_fid2path(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
 		    char *buf, size_t len);
 
+/* OPEN (ns_open.c): checks access for the O_ACCMODE of flags (directories: read only),
+ * truncates on O_TRUNC (as SETATTR size 0), registers a handle for owner (session.h:
+ * mds_owner_of) on connection conn_id (an HSM agent's restore is known by it). A released file
+ * queues a restore (-NACRE_ERESTORING), except for the copytool restoring it, which gets
+ * the new objects' layout. */
+int mds_ns_open(struct mds *m, uint64_t conn_id, uint64_t owner, const struct wire_open_req *r,
+		struct wire_open_rep *rep);
+/* CLOSE (is_close 1) or SIZE_UPDATE: size = max(stored, reported) for regular files,
+ * has_mtime sets mtime and ctime. CLOSE drops the handle; the last close of an orphan
+ * destroys it. An unknown handle is not an error (the size update still applies). A CLOSE
+ * of an inode that no longer exists (destroyed orphan) succeeds with an attr holding only
+ * the FID; a SIZE_UPDATE of one fails with -ESTALE. */
+int mds_ns_close(struct mds *m, uint64_t conn_id, const struct wire_close_req *r, int is_close,
+		 struct nacre_attr *out);
+/* Closes every handle of an owner that went away: a connection without a session, or an
+ * evicted session (orphans it held open go). */
+void mds_ns_disconnect(struct mds *m, uint64_t conn_id);
+/* Destroys every inode with nlink 0 that nobody has open (left over from open unlinked
+ * files): at startup, or once recovery gave their clients the chance to re-open them. */
+int mds_ns_reap_orphans(struct mds *m);
+
+/* Layouts (ns_layout.c). GET: the file's layout or the directory's default; -ENODATA if
+ * there is none. SET of a directory: sets its default; a request with stripe_count 0,
+ * stripe_size 0 and stripe_offset -1 clears it (out then has nosts 0 and stripe_count 0).
+ * Needs owner or root. Of a regular file: only while its size is 0 (else -EBUSY);
+ * allocates new OSTs, bumps gen and queues the old objects for destruction. Needs write
+ * permission. Others: -EINVAL. */
+int mds_ns_layout_get(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		      struct nacre_layout *out);
+int mds_ns_layout_set(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		      const struct nacre_layout *l, struct nacre_layout *out);
+
+/* HSM_IMPORT (ns_import.c): a released stub named r->name in r->parent, whose data is the
+ * archive object r->path. Root only (it sets any owner, as chown does); -EEXIST if the name
+ * is taken. */
+int mds_ns_import(struct mds *m, const struct wire_hsm_import_req *r, struct nacre_attr *out);
+
 /* xattrs (xattr.c). get/list copy into buf when size > 0 and return the length (-ERANGE if
  * size is too small); size 0 returns the length only. flags: XATTR_CREATE 1, REPLACE 2. */
 int mds_xattr_get(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
@@ -78,9 +112,8 @@ int mds_ns_get_dir(struct mds_txn *txn, const struct nacre_fid *fid, struct mds_
  * queued for destruction. Writes ino back if it stays. */
 int mds_ns_drop_name(struct mds *m, struct mds_txn *txn, struct mds_inode *ino,
 		     struct nacre_time now);
-/* Deletes an inode, its xattrs, and queues its objects in the destroy log. */
-int mds_ns_destroy_inode(struct mds_txn *txn, const struct mds_inode *ino);
-/* Wakes the destroy thread after a commit that may have queued objects. */
-void mds_ns_kick_destroy(struct mds *m);
+/* Deletes an inode, its xattrs, and queues its objects in the destroy log (the caller
+ * kicks the destroy thread after the commit: mds_destroyer_kick). */
+int mds_ns_destroy_inode(struct mds *m, struct mds_txn *txn, const struct mds_inode *ino);
 
 #endif

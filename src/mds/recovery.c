@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/net.h"
 #include "common/util.h"
+#include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/session.h"
 #include "mds/writer.h"
@@ -362,6 +363,8 @@ void mds_recovery_connect(struct mds_recovery *r, uint64_t client_id, uint32_t *
 void mds_recovery_status(struct mds_recovery *r, struct wire_recovery_status *out)
 {
 	memset(out, 0, sizeof(*out));
+	if (!r)
+		return; /* no window was ever opened: COMPLETE */
 	pthread_mutex_lock(&r->lock);
 	out->state = r->phase == PH_DONE ? WIRE_RECOVERY_STATE_COMPLETE
 					 : WIRE_RECOVERY_STATE_RECOVERING;
@@ -470,7 +473,7 @@ static void *recovery_main(void *arg)
 	pthread_mutex_unlock(&r->lock);
 	if (finished) {
 		/* unlinked files that nobody re-opened go now */
-		int rc = mds_reap_orphans(r->m);
+		int rc = mds_ns_reap_orphans(r->m);
 		if (rc)
 			LOG_ERR("recovery", "cannot destroy the orphans left after recovery: %s",
 				nacre_strerror(rc));

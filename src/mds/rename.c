@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 
 #include "common/util.h"
+#include "mds/destroy.h"
+#include "mds/inode.h"
 #include "mds/ns.h"
 #include "mds/perm.h"
 #include "mds/writer.h"
@@ -237,6 +239,6 @@ int mds_ns_rename(struct mds *m, const struct wire_rename_req *r)
 	int rc = mds_writer_submit(m->writer, rename_op, c);
 	free(c);
 	if (!rc)
-		mds_ns_kick_destroy(m);
+		mds_destroyer_kick(m->destroyer);
 	return rc;
 }

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "mds/db.h"
 #include "mds/dispatch.h"
+#include "mds/inode.h"
 #include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/recovery.h"
@@ -17,27 +18,7 @@
 
 int mds_op_records(uint16_t opcode)
 {
-	switch (opcode) {
-	case WIRE_OP_MDS_SETATTR:
-	case WIRE_OP_MDS_CREATE:
-	case WIRE_OP_MDS_MKDIR:
-	case WIRE_OP_MDS_MKNOD:
-	case WIRE_OP_MDS_UNLINK:
-	case WIRE_OP_MDS_RMDIR:
-	case WIRE_OP_MDS_RENAME:
-	case WIRE_OP_MDS_LINK:
-	case WIRE_OP_MDS_SYMLINK:
-	case WIRE_OP_MDS_CLOSE:
-	case WIRE_OP_MDS_SIZE_UPDATE:
-	case WIRE_OP_MDS_SETXATTR:
-	case WIRE_OP_MDS_REMOVEXATTR:
-	case WIRE_OP_MDS_LAYOUT_SET:
-	case WIRE_OP_MDS_HSM_IMPORT:
-	case WIRE_OP_MDS_APPEND:
-		return 1;
-	default:
-		return 0;
-	}
+	return wire_op_reply_cached(opcode);
 }
 
 /* Ops that make an inode: a replay makes the same one. */
@@ -52,31 +33,38 @@ static int makes_inode(uint16_t opcode)
 static void replay_takes_first_reply(const struct rpc_request *req, struct mds_req *r)
 {
 	struct wire_cursor c;
-	struct nacre_attr a;
 
 	if (!req->replay_reply || !makes_inode(req->hdr->opcode))
 		return;
 	wire_cursor_init_read(&c, req->replay_reply, req->env->replay_len);
-	wire_attr_get(&c, &a);
-	if (!wire_cursor_ok(&c))
-		return;
-	r->has_replay_fid = 1;
-	r->replay_fid = a.fid;
 	if (req->hdr->opcode == WIRE_OP_MDS_CREATE) {
-		wire_layout_get(&c, &r->replay_layout);
-		r->has_replay_layout = wire_cursor_ok(&c) && r->replay_layout.nosts > 0;
+		struct wire_create_rep cr;
+		wire_create_rep_decode(&c, &cr);
+		if (!wire_cursor_ok(&c))
+			return;
+		r->replay_fid = cr.attr.fid;
+		r->replay_layout = cr.layout;
+		r->has_replay_layout = cr.layout.nosts > 0;
+	} else {
+		struct wire_attr_rep ar;
+		wire_attr_rep_decode(&c, &ar);
+		if (!wire_cursor_ok(&c))
+			return;
+		r->replay_fid = ar.attr.fid;
 	}
+	r->has_replay_fid = 1;
 }
 
-/* The FID a request names (the one its reply describes), for a record that noted none. */
+/* The FID a request names (the one its reply describes), for a record that noted none:
+ * every reply-cached request with an attr or layout reply starts as a fid_req does. */
 static int request_fid(const struct rpc_request *req, struct nacre_fid *fid)
 {
 	struct wire_cursor c;
-	struct nacre_cred cr;
+	struct wire_fid_req r;
 
 	wire_cursor_init_read(&c, req->body, req->body_len);
-	wire_cred_get(&c, &cr);
-	wire_fid_get(&c, fid);
+	wire_fid_req_decode(&c, &r);
+	*fid = r.fid;
 	return wire_cursor_ok(&c) ? 0 : -EPROTO;
 }
 
@@ -101,7 +89,6 @@ static int reconstruct(struct mds *m, const struct rpc_request *req, struct rpc_
 	uint16_t op = req->hdr->opcode;
 	struct nacre_fid fid = rec->fid;
 	struct mds_inode *ino;
-	struct nacre_attr a;
 	int rc = 0;
 
 	rep->env.transno = rec->transno;
@@ -110,11 +97,13 @@ static int reconstruct(struct mds *m, const struct rpc_request *req, struct rpc_
 	case WIRE_OP_MDS_RMDIR:
 	case WIRE_OP_MDS_RENAME:
 	case WIRE_OP_MDS_SETXATTR:
-	case WIRE_OP_MDS_REMOVEXATTR:
+	case WIRE_OP_MDS_REMOVEXATTR: /* empty replies */
 		return 0;
-	case WIRE_OP_MDS_APPEND:
-		wire_put_u64(&rep->body, rec->value);
+	case WIRE_OP_MDS_APPEND: {
+		struct wire_append_rep a = {.offset = rec->value};
+		wire_append_rep_encode(&rep->body, &a);
 		return 0;
+	}
 	default:
 		break;
 	}
@@ -132,31 +121,37 @@ static int reconstruct(struct mds *m, const struct rpc_request *req, struct rpc_
 	}
 	if (rc)
 		goto out;
-	mds_inode_to_attr(ino, &a);
 	if (op == WIRE_OP_MDS_LAYOUT_SET) {
-		wire_layout_put(&rep->body, &ino->layout);
-		goto out;
-	}
-	wire_attr_put(&rep->body, &a);
-	if (op == WIRE_OP_MDS_CREATE) {
-		struct wire_create_req *cr = malloc(sizeof(*cr));
+		struct wire_layout_rep l = {.layout = ino->layout};
+		wire_layout_rep_encode(&rep->body, &l);
+	} else if (op == WIRE_OP_MDS_CREATE) {
+		struct wire_create_rep cr = {0};
+		struct wire_create_req *q = malloc(sizeof(*q));
 		struct wire_cursor c;
-		struct nacre_layout none = {0};
-		if (!cr) {
+		if (!q) {
 			rc = -ENOMEM;
 			goto out;
 		}
 		wire_cursor_init_read(&c, req->body, req->body_len);
-		wire_create_req_decode(&c, cr);
-		wire_layout_put(&rep->body, ino->has_layout ? &ino->layout : &none);
-		if (wire_cursor_ok(&c) && (cr->flags & WIRE_CREATE_OPEN)) {
+		wire_create_req_decode(&c, q);
+		mds_inode_to_attr(ino, &cr.attr);
+		if (ino->has_layout)
+			cr.layout = ino->layout;
+		cr.has_handle = wire_cursor_ok(&c) && (q->flags & WIRE_CREATE_OPEN);
+		if (cr.has_handle) {
 			/* the handle the first execution made, if this MDS still has it */
-			uint64_t h = rec->value;
-			if (!h || !mds_open_handle_known(m->open, mds_owner_of(req), h, &fid))
-				rc = mds_open_handle_add(m->open, mds_owner_of(req), &fid, &h);
-			wire_put_u64(&rep->body, rc ? 0 : h);
+			uint64_t owner = mds_owner_of(req);
+			cr.handle = rec->value;
+			if (!cr.handle || !mds_open_handle_known(m->open, owner, cr.handle, &fid))
+				rc = mds_open_handle_add(m->open, owner, &fid, &cr.handle);
 		}
-		free(cr);
+		free(q);
+		if (!rc)
+			wire_create_rep_encode(&rep->body, &cr);
+	} else {
+		struct wire_attr_rep a;
+		mds_inode_to_attr(ino, &a.attr);
+		wire_attr_rep_encode(&rep->body, &a);
 	}
 out:
 	free(ino);
@@ -245,7 +240,7 @@ static int serve_session_op(struct mds *m, const struct rpc_request *req, struct
 {
 	struct wire_recovery_status st;
 	struct wire_cursor c;
-	struct nacre_cred cr;
+	struct wire_cred_req cr;
 
 	switch (req->hdr->opcode) {
 	case WIRE_OP_MDS_RECOVERY_DONE:
@@ -256,7 +251,7 @@ static int serve_session_op(struct mds *m, const struct rpc_request *req, struct
 		return 0;
 	case WIRE_OP_MDS_DISCONNECT:
 		wire_cursor_init_read(&c, req->body, req->body_len);
-		wire_cred_get(&c, &cr);
+		wire_cred_req_decode(&c, &cr);
 		if (!wire_cursor_ok(&c) || wire_cursor_left(&c))
 			return -EPROTO;
 		if (req->client_id && m->sessions)

@@ -13,6 +13,7 @@
 #include "common/util.h"
 #include "mds/db.h"
 #include "mds/lock.h"
+#include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/writer.h"
 #include "nacre/nacre_errno.h"
@@ -414,7 +415,7 @@ int mds_session_evict(struct mds_sessions *ss, uint64_t client_id, const char *w
 	pthread_mutex_unlock(&ss->lock);
 	if (!s)
 		return -ENOENT;
-	mds_open_disconnect(m, client_id | OWNER_BIT);
+	mds_ns_disconnect(m, client_id | OWNER_BIT);
 	if (m->locks)
 		mds_locks_drop_client(m->locks, client_id);
 	if (s->persisted)

@@ -67,11 +67,11 @@ static int do_getattr(struct oss_target *t, const struct oss_obj_id *id, struct 
 
 static int do_statfs(struct oss_target *t, struct rpc_reply *rep)
 {
-	struct nacre_statfs st;
-	int rc = oss_store_statfs(t, &st);
+	struct wire_statfs_rep st;
+	int rc = oss_store_statfs(t, &st.st);
 	if (rc)
 		return rc;
-	wire_statfs_put(&rep->body, &st);
+	wire_statfs_rep_encode(&rep->body, &st);
 	return wire_cursor_ok(&rep->body) ? 0 : -EPROTO;
 }
 
@@ -142,7 +142,7 @@ static int do_destroy_batch(const struct oss_ctx *ctx, const struct rpc_request 
 		return -NACRE_ENOTARGET;
 
 	/* the failure count is patched in at the end */
-	size_t count_pos = wire_cursor_pos(&rep->body);
+	size_t head_pos = wire_cursor_pos(&rep->body);
 	struct wire_ost_destroy_rep r = { .nfailed = 0 };
 	wire_ost_destroy_rep_encode(&rep->body, &r);
 	int first_err = 0;
@@ -159,7 +159,7 @@ static int do_destroy_batch(const struct oss_ctx *ctx, const struct rpc_request 
 		if (!first_err)
 			first_err = rc;
 	}
-	wire_patch_u32(&rep->body, count_pos, r.nfailed);
+	wire_ost_destroy_rep_patch(&rep->body, head_pos, &r);
 	if (first_err)
 		atomic_fetch_add_explicit(&t->stats.errors[slot], 1, memory_order_relaxed);
 	return first_err;

@@ -26,77 +26,123 @@
 #define HSM_BITS 0x7fu
 #define LAYOUT_EXT_EOF UINT64_MAX
 
-static const char *const opcode_names[WIRE_OP_MAX_] = {
-	[WIRE_OP_CONNECT] = "CONNECT",
-	[WIRE_OP_AUTH] = "AUTH",
-	[WIRE_OP_PING] = "PING",
-	[WIRE_OP_FAULT_SET] = "FAULT_SET",
-	[WIRE_OP_MDS_STATFS] = "MDS_STATFS",
-	[WIRE_OP_MDS_LOOKUP] = "MDS_LOOKUP",
-	[WIRE_OP_MDS_GETATTR] = "MDS_GETATTR",
-	[WIRE_OP_MDS_SETATTR] = "MDS_SETATTR",
-	[WIRE_OP_MDS_CREATE] = "MDS_CREATE",
-	[WIRE_OP_MDS_MKDIR] = "MDS_MKDIR",
-	[WIRE_OP_MDS_MKNOD] = "MDS_MKNOD",
-	[WIRE_OP_MDS_UNLINK] = "MDS_UNLINK",
-	[WIRE_OP_MDS_RMDIR] = "MDS_RMDIR",
-	[WIRE_OP_MDS_RENAME] = "MDS_RENAME",
-	[WIRE_OP_MDS_LINK] = "MDS_LINK",
-	[WIRE_OP_MDS_SYMLINK] = "MDS_SYMLINK",
-	[WIRE_OP_MDS_READLINK] = "MDS_READLINK",
-	[WIRE_OP_MDS_READDIR] = "MDS_READDIR",
-	[WIRE_OP_MDS_OPEN] = "MDS_OPEN",
-	[WIRE_OP_MDS_CLOSE] = "MDS_CLOSE",
-	[WIRE_OP_MDS_SIZE_UPDATE] = "MDS_SIZE_UPDATE",
-	[WIRE_OP_MDS_GETXATTR] = "MDS_GETXATTR",
-	[WIRE_OP_MDS_SETXATTR] = "MDS_SETXATTR",
-	[WIRE_OP_MDS_LISTXATTR] = "MDS_LISTXATTR",
-	[WIRE_OP_MDS_REMOVEXATTR] = "MDS_REMOVEXATTR",
-	[WIRE_OP_MDS_LAYOUT_GET] = "MDS_LAYOUT_GET",
-	[WIRE_OP_MDS_LAYOUT_SET] = "MDS_LAYOUT_SET",
-	[WIRE_OP_MDS_TARGETS] = "MDS_TARGETS",
-	[WIRE_OP_MDS_FID2PATH] = "MDS_FID2PATH",
-	[WIRE_OP_MDS_TARGET_REGISTER] = "MDS_TARGET_REGISTER",
-	[WIRE_OP_MDS_TARGET_HEARTBEAT] = "MDS_TARGET_HEARTBEAT",
-	[WIRE_OP_MDS_SYNC] = "MDS_SYNC",
-	[WIRE_OP_MDS_DISCONNECT] = "MDS_DISCONNECT",
-	[WIRE_OP_MDS_RECOVERY_DONE] = "MDS_RECOVERY_DONE",
-	[WIRE_OP_MDS_RECOVERY_STATUS] = "MDS_RECOVERY_STATUS",
-	[WIRE_OP_MDS_APPEND] = "MDS_APPEND",
-	[WIRE_OP_MDS_HSM_REQUEST] = "MDS_HSM_REQUEST",
-	[WIRE_OP_MDS_HSM_STATE_GET] = "MDS_HSM_STATE_GET",
-	[WIRE_OP_MDS_HSM_STATE_SET] = "MDS_HSM_STATE_SET",
-	[WIRE_OP_MDS_HSM_ACTION] = "MDS_HSM_ACTION",
-	[WIRE_OP_MDS_HSM_LIST] = "MDS_HSM_LIST",
-	[WIRE_OP_MDS_HSM_AGENT_REGISTER] = "MDS_HSM_AGENT_REGISTER",
-	[WIRE_OP_MDS_HSM_AGENT_POLL] = "MDS_HSM_AGENT_POLL",
-	[WIRE_OP_MDS_HSM_AGENT_PROGRESS] = "MDS_HSM_AGENT_PROGRESS",
-	[WIRE_OP_MDS_HSM_IMPORT] = "MDS_HSM_IMPORT",
-	[WIRE_OP_OST_WRITE] = "OST_WRITE",
-	[WIRE_OP_OST_READ] = "OST_READ",
-	[WIRE_OP_OST_PUNCH] = "OST_PUNCH",
-	[WIRE_OP_OST_DESTROY] = "OST_DESTROY",
-	[WIRE_OP_OST_GETATTR] = "OST_GETATTR",
-	[WIRE_OP_OST_STATFS] = "OST_STATFS",
-	[WIRE_OP_OST_SYNC] = "OST_SYNC",
-	[WIRE_OP_OST_DESTROY_BATCH] = "OST_DESTROY_BATCH",
-	[WIRE_OP_MDS_LOCK_SET] = "MDS_LOCK_SET",
-	[WIRE_OP_MDS_LOCK_GET] = "MDS_LOCK_GET",
-	[WIRE_OP_MDS_LOCK_WAIT] = "MDS_LOCK_WAIT",
-	[WIRE_OP_MDS_LOCK_CANCEL] = "MDS_LOCK_CANCEL",
+/* ---- the opcode table ----
+ * Idempotent: reads, object I/O at a fixed offset, registrations, and the changes a second run
+ * leaves as the first did (HSM_REQUEST joins the actions it queued, LOCK_SET takes or drops
+ * the same lock). The other MDS changes are not: a resent unlink or create would answer
+ * ENOENT or EEXIST, a resent poll would hand out other actions.
+ * Inline on the MDS event thread: reads, and namespace changes, which wait only for their
+ * group commit (microseconds with no fsync per commit; whatever they start on the OSSes, as
+ * object destruction, runs later on other threads). On a worker: SETATTR may punch objects
+ * on an OSS, OPEN may wait for a restore, SYNC waits for the disk, locks and HSM agents may
+ * wait for others. */
+#define IDEM WIRE_OPF_IDEMPOTENT
+#define INL WIRE_OPF_INLINE
+#define RC WIRE_OPF_REPLY_CACHE
+#define OP(op, req, rep, flags) [WIRE_OP_##op] = {#op, req, rep, flags}
+static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
+	OP(CONNECT, "connect_req", "connect_rep", 0),
+	OP(AUTH, "auth_req", "empty", 0),
+	OP(PING, "empty", "empty", IDEM),
+	OP(FAULT_SET, "fault_set_req", "fault_set_rep", IDEM),
+	OP(MDS_STATFS, "cred_req", "statfs_rep", IDEM | INL),
+	OP(MDS_LOOKUP, "name_req", "attr_rep", IDEM | INL),
+	OP(MDS_GETATTR, "fid_req", "attr_rep", IDEM | INL),
+	OP(MDS_SETATTR, "setattr_req", "attr_rep", RC),
+	OP(MDS_CREATE, "create_req", "create_rep", INL | RC),
+	OP(MDS_MKDIR, "create_req", "attr_rep", INL | RC),
+	OP(MDS_MKNOD, "create_req", "attr_rep", INL | RC),
+	OP(MDS_UNLINK, "name_req", "empty", INL | RC),
+	OP(MDS_RMDIR, "name_req", "empty", INL | RC),
+	OP(MDS_RENAME, "rename_req", "empty", INL | RC),
+	OP(MDS_LINK, "link_req", "attr_rep", INL | RC),
+	OP(MDS_SYMLINK, "create_req", "attr_rep", INL | RC),
+	OP(MDS_READLINK, "fid_req", "path_rep", IDEM | INL),
+	OP(MDS_READDIR, "readdir_req", "readdir_rep", IDEM | INL),
+	OP(MDS_OPEN, "open_req", "open_rep", 0),
+	OP(MDS_CLOSE, "close_req", "attr_rep", INL | RC),
+	OP(MDS_SIZE_UPDATE, "close_req", "attr_rep", INL | RC),
+	OP(MDS_GETXATTR, "xattr_req", "xattr_rep", IDEM | INL),
+	OP(MDS_SETXATTR, "xattr_req", "empty", INL | RC),
+	OP(MDS_LISTXATTR, "xattr_req", "xattr_rep", IDEM | INL),
+	OP(MDS_REMOVEXATTR, "xattr_req", "empty", INL | RC),
+	OP(MDS_LAYOUT_GET, "fid_req", "layout_rep", IDEM | INL),
+	OP(MDS_LAYOUT_SET, "layout_set_req", "layout_rep", RC),
+	OP(MDS_TARGETS, "cred_req", "targets_rep", IDEM | INL),
+	OP(MDS_FID2PATH, "fid_req", "path_rep", IDEM | INL),
+	OP(MDS_TARGET_REGISTER, "target_reg", "empty", IDEM),
+	OP(MDS_TARGET_HEARTBEAT, "target_reg", "empty", IDEM),
+	OP(MDS_SYNC, "fid_req", "empty", IDEM),
+	OP(MDS_DISCONNECT, "cred_req", "empty", IDEM),
+	OP(MDS_RECOVERY_DONE, "recovery_done_req", "empty", IDEM),
+	OP(MDS_RECOVERY_STATUS, "cred_req", "recovery_status", IDEM | INL),
+	OP(MDS_APPEND, "append_req", "append_rep", INL | RC),
+	OP(MDS_HSM_REQUEST, "hsm_request", "hsm_request_rep", IDEM),
+	OP(MDS_HSM_STATE_GET, "fid_req", "hsm_state", IDEM),
+	OP(MDS_HSM_STATE_SET, "hsm_state_set", "hsm_state", IDEM),
+	OP(MDS_HSM_ACTION, "fid_req", "hsm_action_rep", IDEM),
+	OP(MDS_HSM_LIST, "hsm_list_req", "hsm_list_rep", IDEM),
+	OP(MDS_HSM_AGENT_REGISTER, "hsm_agent_reg", "empty", 0),
+	OP(MDS_HSM_AGENT_POLL, "hsm_poll_req", "hsm_poll_rep", 0),
+	OP(MDS_HSM_AGENT_PROGRESS, "hsm_progress", "hsm_progress_rep", 0),
+	OP(MDS_HSM_IMPORT, "hsm_import_req", "attr_rep", RC),
+	OP(OST_WRITE, "ost_io_req", "empty", IDEM),
+	OP(OST_READ, "ost_io_req", "empty", IDEM),
+	OP(OST_PUNCH, "ost_io_req", "empty", IDEM),
+	OP(OST_DESTROY, "ost_io_req", "empty", IDEM),
+	OP(OST_GETATTR, "ost_io_req", "ost_attr_rep", IDEM),
+	OP(OST_STATFS, "ost_io_req", "statfs_rep", IDEM),
+	OP(OST_SYNC, "ost_io_req", "empty", IDEM),
+	OP(OST_DESTROY_BATCH, "ost_destroy_req", "ost_destroy_rep", IDEM),
+	OP(MDS_LOCK_SET, "lock_req", "empty", IDEM),
+	OP(MDS_LOCK_GET, "lock_req", "lock_rep", IDEM),
+	OP(MDS_LOCK_WAIT, "lock_req", "empty", IDEM),
+	OP(MDS_LOCK_CANCEL, "lock_req", "empty", IDEM),
 };
+#undef OP
+#undef RC
+#undef INL
+#undef IDEM
+
+const struct wire_op_info *wire_op_info(uint16_t opcode)
+{
+	if (opcode < WIRE_OP_MAX_ && op_table[opcode].name)
+		return &op_table[opcode];
+	return NULL;
+}
 
 const char *wire_opcode_name(uint16_t opcode)
 {
-	if (opcode < WIRE_OP_MAX_ && opcode_names[opcode])
-		return opcode_names[opcode];
-	return "UNKNOWN";
+	const struct wire_op_info *op = wire_op_info(opcode);
+
+	return op ? op->name : "UNKNOWN";
+}
+
+int wire_op_idempotent(uint16_t opcode)
+{
+	const struct wire_op_info *op = wire_op_info(opcode);
+
+	return op && (op->flags & WIRE_OPF_IDEMPOTENT);
+}
+
+int wire_op_inline(uint16_t opcode)
+{
+	const struct wire_op_info *op = wire_op_info(opcode);
+
+	return op && (op->flags & WIRE_OPF_INLINE);
+}
+
+int wire_op_reply_cached(uint16_t opcode)
+{
+	const struct wire_op_info *op = wire_op_info(opcode);
+
+	return op && (op->flags & WIRE_OPF_REPLY_CACHE);
 }
 
 int wire_opcode_by_name(const char *name)
 {
 	for (int i = 0; name && i < WIRE_OP_MAX_; i++)
-		if (opcode_names[i] && strcmp(opcode_names[i], name) == 0)
+		if (op_table[i].name && strcmp(op_table[i].name, name) == 0)
 			return i;
 	return -1;
 }
@@ -855,6 +901,172 @@ void wire_target_reg_decode(struct wire_cursor *c, struct wire_target_reg *m)
 		wire_cursor_fail(c, -EPROTO);
 }
 
+/* ---- MDS replies ---- */
+
+/* Writes a header again over the one encoded at pos (see wire.h: streamed lists). Returns 1
+ * with w a write cursor over those len bytes, or 0 (c failed, or nothing written there). */
+static int header_at(struct wire_cursor *c, size_t pos, size_t len, struct wire_cursor *w)
+{
+	if (!wire_cursor_ok(c))
+		return 0;
+	if (pos > wire_cursor_pos(c) || wire_cursor_pos(c) - pos < len) {
+		wire_cursor_fail(c, -EINVAL);
+		return 0;
+	}
+	wire_cursor_init_write(w, c->buf + pos, len);
+	return 1;
+}
+
+/* cred_req (since version 1): cred */
+void wire_cred_req_encode(struct wire_cursor *c, const struct wire_cred_req *m)
+{
+	wire_cred_put(c, &m->cred);
+}
+
+void wire_cred_req_decode(struct wire_cursor *c, struct wire_cred_req *m)
+{
+	wire_cred_get(c, &m->cred);
+}
+
+/* attr_rep (since version 1): attr */
+void wire_attr_rep_encode(struct wire_cursor *c, const struct wire_attr_rep *m)
+{
+	wire_attr_put(c, &m->attr);
+}
+
+void wire_attr_rep_decode(struct wire_cursor *c, struct wire_attr_rep *m)
+{
+	wire_attr_get(c, &m->attr);
+}
+
+/* create_rep (since version 1): attr, layout, then u64 handle when the request had
+ * WIRE_CREATE_OPEN (an MDS that predates the flag sends none): any byte after the layout
+ * starts the handle. */
+void wire_create_rep_encode(struct wire_cursor *c, const struct wire_create_rep *m)
+{
+	wire_attr_put(c, &m->attr);
+	wire_layout_put(c, &m->layout);
+	if (m->has_handle)
+		wire_put_u64(c, m->handle);
+}
+
+void wire_create_rep_decode(struct wire_cursor *c, struct wire_create_rep *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_attr_get(c, &m->attr);
+	wire_layout_get(c, &m->layout);
+	if (wire_cursor_ok(c) && wire_cursor_left(c) > 0) {
+		m->has_handle = 1;
+		m->handle = wire_get_u64(c);
+	}
+}
+
+/* path_rep (since version 1): str path (0..4096) */
+void wire_path_rep_encode(struct wire_cursor *c, const struct wire_path_rep *m)
+{
+	wire_path_put(c, m->path);
+}
+
+void wire_path_rep_decode(struct wire_cursor *c, struct wire_path_rep *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_path_get(c, m->path, NACRE_PATH_MAX);
+}
+
+/* layout_rep (since version 1): layout */
+void wire_layout_rep_encode(struct wire_cursor *c, const struct wire_layout_rep *m)
+{
+	wire_layout_put(c, &m->layout);
+}
+
+void wire_layout_rep_decode(struct wire_cursor *c, struct wire_layout_rep *m)
+{
+	wire_layout_get(c, &m->layout);
+}
+
+/* statfs_rep (since version 1): statfs */
+void wire_statfs_rep_encode(struct wire_cursor *c, const struct wire_statfs_rep *m)
+{
+	wire_statfs_put(c, &m->st);
+}
+
+void wire_statfs_rep_decode(struct wire_cursor *c, struct wire_statfs_rep *m)
+{
+	wire_statfs_get(c, &m->st);
+}
+
+/* xattr_rep (since version 1): the value bytes, no length: the body's length is the value's
+ * (decoded as a view of the rest of the body). */
+void wire_xattr_rep_encode(struct wire_cursor *c, const struct wire_xattr_rep *m)
+{
+	wire_put_bytes(c, m->value, m->len);
+}
+
+void wire_xattr_rep_decode(struct wire_cursor *c, struct wire_xattr_rep *m)
+{
+	size_t n = wire_cursor_left(c);
+
+	memset(m, 0, sizeof(*m));
+	if (!wire_cursor_ok(c) || n == 0)
+		return;
+	m->value = wire_get_view(c, n);
+	m->len = (uint32_t)n;
+}
+
+/* xattr_len_rep (since version 1): u32 len (<= NACRE_XATTR_MAX) */
+void wire_xattr_len_rep_encode(struct wire_cursor *c, const struct wire_xattr_len_rep *m)
+{
+	wire_put_u32(c, m->len);
+}
+
+void wire_xattr_len_rep_decode(struct wire_cursor *c, struct wire_xattr_len_rep *m)
+{
+	m->len = wire_get_u32(c);
+	if (m->len > NACRE_XATTR_MAX)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* readdir_rep (since version 1): u32 count, u8 eof (any nonzero value is "end"), then count
+ * dirents: the decoder checks that count of the smallest entry fit in the bytes left. */
+#define READDIR_REP_LEN 5
+
+void wire_readdir_rep_encode(struct wire_cursor *c, const struct wire_readdir_rep *m)
+{
+	wire_put_u32(c, m->count);
+	wire_put_u8(c, m->eof);
+}
+
+void wire_readdir_rep_decode(struct wire_cursor *c, struct wire_readdir_rep *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->count = wire_get_u32(c);
+	m->eof = wire_get_u8(c);
+	if (wire_cursor_ok(c) && m->count > wire_cursor_left(c) / WIRE_DIRENT_MIN)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+void wire_readdir_rep_patch(struct wire_cursor *c, size_t pos, const struct wire_readdir_rep *m)
+{
+	struct wire_cursor w;
+
+	if (header_at(c, pos, READDIR_REP_LEN, &w))
+		wire_readdir_rep_encode(&w, m);
+}
+
+/* targets_rep (since version 1): u32 count, then count targets: the decoder checks that
+ * count of the smallest target fit in the bytes left. */
+void wire_targets_rep_encode(struct wire_cursor *c, const struct wire_targets_rep *m)
+{
+	wire_put_u32(c, m->count);
+}
+
+void wire_targets_rep_decode(struct wire_cursor *c, struct wire_targets_rep *m)
+{
+	m->count = wire_get_u32(c);
+	if (wire_cursor_ok(c) && m->count > wire_cursor_left(c) / WIRE_TARGET_MIN)
+		wire_cursor_fail(c, -EPROTO);
+}
+
 /* ---- HSM ---- */
 
 /* hsm_request (since version 1):
@@ -1100,6 +1312,96 @@ void wire_hsm_action_get(struct wire_cursor *c, struct nacre_hsm_action *a)
 		wire_cursor_fail(c, -EPROTO);
 }
 
+/* hsm_request_rep (since version 1): u32 nfids (<= WIRE_HSM_FIDS_MAX), then exactly nfids
+ * i32 statuses, read with wire_hsm_rc_get. */
+void wire_hsm_request_rep_encode(struct wire_cursor *c, const struct wire_hsm_request_rep *m)
+{
+	wire_put_u32(c, m->nfids);
+}
+
+void wire_hsm_request_rep_decode(struct wire_cursor *c, struct wire_hsm_request_rep *m)
+{
+	m->nfids = wire_get_u32(c);
+	if (wire_cursor_ok(c) && (m->nfids > WIRE_HSM_FIDS_MAX ||
+				  wire_cursor_left(c) != (size_t)m->nfids * 4))
+		wire_cursor_fail(c, -EPROTO);
+}
+
+void wire_hsm_rc_put(struct wire_cursor *c, int32_t rc)
+{
+	wire_put_i32(c, rc);
+}
+
+void wire_hsm_rc_get(struct wire_cursor *c, int32_t *rc)
+{
+	*rc = wire_get_i32(c);
+}
+
+/* hsm_action_rep (since version 1): u8 has (0 or 1), then one hsm_action if has is 1 */
+void wire_hsm_action_rep_encode(struct wire_cursor *c, const struct wire_hsm_action_rep *m)
+{
+	wire_put_u8(c, m->has ? 1 : 0);
+}
+
+void wire_hsm_action_rep_decode(struct wire_cursor *c, struct wire_hsm_action_rep *m)
+{
+	m->has = wire_get_u8(c);
+	if (m->has > 1)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* hsm_list_rep (since version 1): u32 count, u8 eof (0 or 1), then count hsm_action: the
+ * decoder checks that count of the smallest action fit in the bytes left. */
+#define HSM_LIST_REP_LEN 5
+
+void wire_hsm_list_rep_encode(struct wire_cursor *c, const struct wire_hsm_list_rep *m)
+{
+	wire_put_u32(c, m->count);
+	wire_put_u8(c, m->eof ? 1 : 0);
+}
+
+void wire_hsm_list_rep_decode(struct wire_cursor *c, struct wire_hsm_list_rep *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->count = wire_get_u32(c);
+	m->eof = wire_get_u8(c);
+	if (wire_cursor_ok(c) &&
+	    (m->eof > 1 || m->count > wire_cursor_left(c) / WIRE_HSM_ACTION_MIN))
+		wire_cursor_fail(c, -EPROTO);
+}
+
+void wire_hsm_list_rep_patch(struct wire_cursor *c, size_t pos, const struct wire_hsm_list_rep *m)
+{
+	struct wire_cursor w;
+
+	if (header_at(c, pos, HSM_LIST_REP_LEN, &w))
+		wire_hsm_list_rep_encode(&w, m);
+}
+
+/* hsm_poll_rep (since version 1): u32 count, then count hsm_action (checked as for a list) */
+void wire_hsm_poll_rep_encode(struct wire_cursor *c, const struct wire_hsm_poll_rep *m)
+{
+	wire_put_u32(c, m->count);
+}
+
+void wire_hsm_poll_rep_decode(struct wire_cursor *c, struct wire_hsm_poll_rep *m)
+{
+	m->count = wire_get_u32(c);
+	if (wire_cursor_ok(c) && m->count > wire_cursor_left(c) / WIRE_HSM_ACTION_MIN)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* hsm_progress_rep (since version 1): u32 flags (WIRE_HSM_REP_*; unknown bits ignored) */
+void wire_hsm_progress_rep_encode(struct wire_cursor *c, const struct wire_hsm_progress_rep *m)
+{
+	wire_put_u32(c, m->flags);
+}
+
+void wire_hsm_progress_rep_decode(struct wire_cursor *c, struct wire_hsm_progress_rep *m)
+{
+	m->flags = wire_get_u32(c);
+}
+
 /* ---- OSS requests ---- */
 
 /* ost_io_req (since version 1):
@@ -1207,6 +1509,15 @@ void wire_ost_destroy_rep_decode(struct wire_cursor *c, struct wire_ost_destroy_
 	if (m->nfailed > WIRE_OST_DESTROY_MAX ||
 	    wire_cursor_left(c) != (size_t)m->nfailed * WIRE_OST_DESTROY_FAIL_LEN)
 		wire_cursor_fail(c, -EPROTO);
+}
+
+void wire_ost_destroy_rep_patch(struct wire_cursor *c, size_t pos,
+				const struct wire_ost_destroy_rep *m)
+{
+	struct wire_cursor w;
+
+	if (header_at(c, pos, 4, &w))
+		wire_ost_destroy_rep_encode(&w, m);
 }
 
 /* ost_destroy_fail (since version 1): u32 index (< WIRE_OST_DESTROY_MAX), i32 status (< 0) */

@@ -48,7 +48,8 @@ enum {
 					* cache, resend and replay (docs/recovery.md) */
 #define WIRE_FEATURES_SUPPORTED WIRE_FEAT_RECOVERY
 
-/* Opcodes. Never renumber; add at the end of a family. */
+/* Opcodes. Never renumber; add at the end of a family. Each has a row in the opcode table
+ * (wire.c, read through wire_op_info): its request and reply messages, named here too. */
 enum wire_opcode {
 	/* any server */
 	WIRE_OP_CONNECT = 1, /* req: connect_req; rep: connect_rep */
@@ -57,31 +58,31 @@ enum wire_opcode {
 	WIRE_OP_FAULT_SET = 4, /* req: fault_set_req; rep: fault_set_rep (the armed points) */
 
 	/* MDS; every request body starts with a wire_cred */
-	WIRE_OP_MDS_STATFS = 16,      /* req: cred; rep: statfs */
-	WIRE_OP_MDS_LOOKUP = 17,      /* req: name_req; rep: attr */
-	WIRE_OP_MDS_GETATTR = 18,     /* req: fid_req; rep: attr */
-	WIRE_OP_MDS_SETATTR = 19,     /* req: setattr_req; rep: attr */
-	WIRE_OP_MDS_CREATE = 20,      /* req: create_req; rep: attr, layout */
-	WIRE_OP_MDS_MKDIR = 21,       /* req: create_req; rep: attr */
-	WIRE_OP_MDS_MKNOD = 22,       /* req: create_req; rep: attr */
+	WIRE_OP_MDS_STATFS = 16,      /* req: cred_req; rep: statfs_rep */
+	WIRE_OP_MDS_LOOKUP = 17,      /* req: name_req; rep: attr_rep */
+	WIRE_OP_MDS_GETATTR = 18,     /* req: fid_req; rep: attr_rep */
+	WIRE_OP_MDS_SETATTR = 19,     /* req: setattr_req; rep: attr_rep */
+	WIRE_OP_MDS_CREATE = 20,      /* req: create_req; rep: create_rep */
+	WIRE_OP_MDS_MKDIR = 21,       /* req: create_req; rep: attr_rep */
+	WIRE_OP_MDS_MKNOD = 22,       /* req: create_req; rep: attr_rep */
 	WIRE_OP_MDS_UNLINK = 23,      /* req: name_req; rep: empty */
 	WIRE_OP_MDS_RMDIR = 24,       /* req: name_req; rep: empty */
 	WIRE_OP_MDS_RENAME = 25,      /* req: rename_req; rep: empty */
-	WIRE_OP_MDS_LINK = 26,        /* req: link_req; rep: attr */
-	WIRE_OP_MDS_SYMLINK = 27,     /* req: create_req (target set); rep: attr */
-	WIRE_OP_MDS_READLINK = 28,    /* req: fid_req; rep: str target */
+	WIRE_OP_MDS_LINK = 26,        /* req: link_req; rep: attr_rep */
+	WIRE_OP_MDS_SYMLINK = 27,     /* req: create_req (target set); rep: attr_rep */
+	WIRE_OP_MDS_READLINK = 28,    /* req: fid_req; rep: path_rep (the target) */
 	WIRE_OP_MDS_READDIR = 29,     /* req: readdir_req; rep: readdir_rep */
 	WIRE_OP_MDS_OPEN = 30,        /* req: open_req; rep: open_rep */
-	WIRE_OP_MDS_CLOSE = 31,       /* req: close_req; rep: attr */
-	WIRE_OP_MDS_SIZE_UPDATE = 32, /* req: close_req (handle stays open); rep: attr */
-	WIRE_OP_MDS_GETXATTR = 33,    /* req: xattr_req; rep: bytes value (or u32 len if size 0) */
+	WIRE_OP_MDS_CLOSE = 31,       /* req: close_req; rep: attr_rep */
+	WIRE_OP_MDS_SIZE_UPDATE = 32, /* req: close_req (handle stays open); rep: attr_rep */
+	WIRE_OP_MDS_GETXATTR = 33,    /* req: xattr_req; rep: xattr_rep (xattr_len_rep if size 0) */
 	WIRE_OP_MDS_SETXATTR = 34,    /* req: xattr_req; rep: empty */
-	WIRE_OP_MDS_LISTXATTR = 35,   /* req: xattr_req (name empty); rep: bytes list */
+	WIRE_OP_MDS_LISTXATTR = 35,   /* req: xattr_req (name empty); rep: as GETXATTR */
 	WIRE_OP_MDS_REMOVEXATTR = 36, /* req: xattr_req; rep: empty */
-	WIRE_OP_MDS_LAYOUT_GET = 37,  /* req: fid_req; rep: layout */
-	WIRE_OP_MDS_LAYOUT_SET = 38,  /* req: layout_set_req; rep: layout */
-	WIRE_OP_MDS_TARGETS = 39,     /* req: cred; rep: targets_rep */
-	WIRE_OP_MDS_FID2PATH = 40,    /* req: fid_req; rep: str path */
+	WIRE_OP_MDS_LAYOUT_GET = 37,  /* req: fid_req; rep: layout_rep */
+	WIRE_OP_MDS_LAYOUT_SET = 38,  /* req: layout_set_req; rep: layout_rep */
+	WIRE_OP_MDS_TARGETS = 39,     /* req: cred_req; rep: targets_rep */
+	WIRE_OP_MDS_FID2PATH = 40,    /* req: fid_req; rep: path_rep */
 	WIRE_OP_MDS_TARGET_REGISTER = 41, /* req: target_reg (from an OSS, no cred); rep: empty */
 	WIRE_OP_MDS_TARGET_HEARTBEAT = 42, /* req: target_reg; rep: empty */
 	WIRE_OP_MDS_SYNC = 43,        /* req: fid_req; rep: empty: namespace durable on disk */
@@ -91,24 +92,24 @@ enum wire_opcode {
 	WIRE_OP_MDS_RECOVERY_STATUS = 46, /* req: cred; rep: recovery_status */
 	WIRE_OP_MDS_APPEND = 47,      /* req: append_req; rep: append_rep (the offset to write) */
 	/* HSM (48..63); every request starts with a wire_cred */
-	WIRE_OP_MDS_HSM_REQUEST = 48,   /* req: hsm_request + nfids fids; rep: u32 n, i32 rc[n] */
+	WIRE_OP_MDS_HSM_REQUEST = 48,   /* req: hsm_request; rep: hsm_request_rep */
 	WIRE_OP_MDS_HSM_STATE_GET = 49, /* req: fid_req; rep: hsm_state */
 	WIRE_OP_MDS_HSM_STATE_SET = 50, /* req: hsm_state_set; rep: hsm_state */
-	WIRE_OP_MDS_HSM_ACTION = 51,    /* req: fid_req; rep: u8 has, hsm_action if has */
-	WIRE_OP_MDS_HSM_LIST = 52,      /* req: hsm_list_req; rep: u32 n, u8 eof, hsm_action[n] */
+	WIRE_OP_MDS_HSM_ACTION = 51,    /* req: fid_req; rep: hsm_action_rep */
+	WIRE_OP_MDS_HSM_LIST = 52,      /* req: hsm_list_req; rep: hsm_list_rep */
 	WIRE_OP_MDS_HSM_AGENT_REGISTER = 53, /* req: hsm_agent_reg; rep: empty */
-	WIRE_OP_MDS_HSM_AGENT_POLL = 54,     /* req: hsm_poll_req; rep: u32 n, hsm_action[n] */
-	WIRE_OP_MDS_HSM_AGENT_PROGRESS = 55, /* req: hsm_progress; rep: u32 WIRE_HSM_REP_* flags */
-	WIRE_OP_MDS_HSM_IMPORT = 56,    /* req: hsm_import_req; rep: attr */
+	WIRE_OP_MDS_HSM_AGENT_POLL = 54,     /* req: hsm_poll_req; rep: hsm_poll_rep */
+	WIRE_OP_MDS_HSM_AGENT_PROGRESS = 55, /* req: hsm_progress; rep: hsm_progress_rep */
+	WIRE_OP_MDS_HSM_IMPORT = 56,    /* req: hsm_import_req; rep: attr_rep */
 	/* 57..63 reserved for HSM */
 
 	/* OSS; no cred: OSS requests come from authenticated nodes */
 	WIRE_OP_OST_WRITE = 64,   /* req: ost_io_req + bulk; rep: empty */
-	WIRE_OP_OST_READ = 65,    /* req: ost_io_req; rep: bulk (short at object end) */
+	WIRE_OP_OST_READ = 65,    /* req: ost_io_req; rep: empty + bulk (short at object end) */
 	WIRE_OP_OST_PUNCH = 66,   /* req: ost_io_req (offset = new object size); rep: empty */
 	WIRE_OP_OST_DESTROY = 67, /* req: ost_io_req; rep: empty (missing object is fine) */
 	WIRE_OP_OST_GETATTR = 68, /* req: ost_io_req; rep: ost_attr_rep */
-	WIRE_OP_OST_STATFS = 69,  /* req: ost_io_req (only ost_idx); rep: statfs */
+	WIRE_OP_OST_STATFS = 69,  /* req: ost_io_req (only ost_idx); rep: statfs_rep */
 	WIRE_OP_OST_SYNC = 70,    /* req: ost_io_req (offset/len: range, len 0 = all); rep: empty */
 	WIRE_OP_OST_DESTROY_BATCH = 71, /* req: ost_destroy_req + count ost_obj;
 					 * rep: ost_destroy_rep + nfailed ost_destroy_fail */
@@ -124,8 +125,36 @@ enum wire_opcode {
 	WIRE_OP_MAX_ = 128,
 };
 
+/* A row of the opcode table. The message names are those of the wire_<name>_encode/_decode
+ * pairs below, or "empty" for a body of zero bytes. */
+enum {
+	/* Running it twice leaves the same state and gives the same answer: a client may
+	 * resend it after a reconnect. */
+	WIRE_OPF_IDEMPOTENT = 1u << 0,
+	/* The MDS answers it on its event thread rather than on a worker: it never waits for
+	 * anything but its own group commit. */
+	WIRE_OPF_INLINE = 1u << 1,
+	/* A change the MDS runs at most once per (client, xid): its transaction writes a
+	 * reply-cache record, a resend or replay is answered from it (docs/recovery.md). */
+	WIRE_OPF_REPLY_CACHE = 1u << 2,
+};
+struct wire_op_info {
+	const char *name; /* "MDS_LOOKUP" */
+	const char *req;  /* request message: "name_req" */
+	const char *rep;  /* reply message: "attr_rep" */
+	uint32_t flags;   /* WIRE_OPF_* */
+};
+
+/* The table's row for opcode (static storage), or NULL for an unknown opcode. Thread-safe. */
+const struct wire_op_info *wire_op_info(uint16_t opcode);
 /* Returns a static name for an opcode ("MDS_LOOKUP"), or "UNKNOWN". Thread-safe. */
 const char *wire_opcode_name(uint16_t opcode);
+/* 1 if opcode is known and idempotent, else 0. Thread-safe. */
+int wire_op_idempotent(uint16_t opcode);
+/* 1 if opcode is known and answered on the MDS event thread, else 0. Thread-safe. */
+int wire_op_inline(uint16_t opcode);
+/* 1 if opcode is a change the MDS's reply cache keeps exactly-once, else 0. Thread-safe. */
+int wire_op_reply_cached(uint16_t opcode);
 
 /* ---- frame header ---- */
 struct wire_hdr {
@@ -382,6 +411,54 @@ struct wire_target_reg { /* TARGET_REGISTER, TARGET_HEARTBEAT: one OST each */
 	struct nacre_statfs st;
 };
 
+/* ---- MDS replies ---- */
+struct wire_cred_req { /* STATFS, TARGETS: the caller's credentials, nothing else */
+	struct nacre_cred cred;
+};
+struct wire_attr_rep { /* LOOKUP, GETATTR, SETATTR, MKDIR, MKNOD, LINK, SYMLINK, CLOSE,
+			* SIZE_UPDATE, HSM_IMPORT */
+	struct nacre_attr attr;
+};
+struct wire_create_rep { /* CREATE */
+	struct nacre_attr attr;
+	struct nacre_layout layout;
+	uint8_t has_handle; /* the trailing handle is there: the request had WIRE_CREATE_OPEN */
+	uint64_t handle;
+};
+struct wire_path_rep { /* READLINK (the target), FID2PATH */
+	char path[NACRE_PATH_MAX + 1];
+};
+struct wire_layout_rep { /* LAYOUT_GET, LAYOUT_SET */
+	struct nacre_layout layout;
+};
+struct wire_statfs_rep { /* MDS_STATFS (the file system), OST_STATFS (one OST) */
+	struct nacre_statfs st;
+};
+struct wire_xattr_rep { /* GETXATTR, LISTXATTR with a size: the value or list, all the body */
+	const uint8_t *value; /* view into the receive buffer */
+	uint32_t len;
+};
+struct wire_xattr_len_rep { /* GETXATTR, LISTXATTR with size 0: the length it would have */
+	uint32_t len; /* <= NACRE_XATTR_MAX */
+};
+
+/* READDIR reply: a readdir_rep, then count entries (wire_dirent_put/_get). An entry is
+ * WIRE_DIRENT_FIXED bytes and its name; a page holds at most the request's max_bytes of
+ * entries, and a server refuses a max_bytes that cannot hold the longest entry. */
+#define WIRE_DIRENT_FIXED (8 + 16 + 4 + 2)
+#define WIRE_DIRENT_MIN (WIRE_DIRENT_FIXED + 1)
+#define WIRE_DIRENT_MAX (WIRE_DIRENT_FIXED + NACRE_NAME_MAX)
+struct wire_readdir_rep {
+	uint32_t count; /* checked against the bytes present (WIRE_DIRENT_MIN each) */
+	uint8_t eof;    /* nonzero: the directory has no entry after these */
+};
+
+/* TARGETS reply: a targets_rep, then count targets (wire_target_put/_get), the MDT first. */
+#define WIRE_TARGET_MIN (4 + 4 + 1 + 2 + 48) /* a target with an empty addr */
+struct wire_targets_rep {
+	uint32_t count; /* checked against the bytes present (WIRE_TARGET_MIN each) */
+};
+
 /* ---- HSM ---- */
 #define WIRE_HSM_FIDS_MAX 4000      /* fids in one HSM_REQUEST (16 bytes each) */
 #define WIRE_HSM_ARCHIVES_MAX 32    /* archive ids one agent serves */
@@ -447,6 +524,25 @@ struct wire_hsm_import_req {
 	struct nacre_time mtime;
 	uint32_t archive_id; /* >= 1 */
 	char path[NACRE_PATH_MAX + 1]; /* archive object name */
+};
+
+/* HSM replies. The list replies are a header, then the items, each read with its _get. */
+#define WIRE_HSM_POLL_REP_MAX 12 /* actions in one poll reply: each may carry a 4 KiB path */
+struct wire_hsm_request_rep { /* followed by nfids i32 statuses (wire_hsm_rc_put/_get) */
+	uint32_t nfids; /* <= WIRE_HSM_FIDS_MAX; exactly nfids * 4 bytes follow */
+};
+struct wire_hsm_action_rep { /* followed by one hsm_action when has is 1 */
+	uint8_t has; /* 0: nothing queued or running for the file */
+};
+struct wire_hsm_list_rep { /* followed by count hsm_action, by cookie */
+	uint32_t count; /* checked against the bytes present (WIRE_HSM_ACTION_MIN each) */
+	uint8_t eof;    /* 0 or 1: no action after these */
+};
+struct wire_hsm_poll_rep { /* followed by count hsm_action handed to the agent */
+	uint32_t count; /* checked against the bytes present (WIRE_HSM_ACTION_MIN each) */
+};
+struct wire_hsm_progress_rep {
+	uint32_t flags; /* WIRE_HSM_REP_* */
 };
 
 /* ---- locks (since version 1) ----
@@ -545,6 +641,16 @@ WIRE_MSG(close_req);
 WIRE_MSG(xattr_req);
 WIRE_MSG(layout_set_req);
 WIRE_MSG(target_reg);
+WIRE_MSG(cred_req);
+WIRE_MSG(attr_rep);
+WIRE_MSG(create_rep);
+WIRE_MSG(path_rep);
+WIRE_MSG(layout_rep);
+WIRE_MSG(statfs_rep);
+WIRE_MSG(xattr_rep);
+WIRE_MSG(xattr_len_rep);
+WIRE_MSG(readdir_rep);
+WIRE_MSG(targets_rep);
 WIRE_MSG(hsm_request);
 WIRE_MSG(hsm_state);
 WIRE_MSG(hsm_state_set);
@@ -553,6 +659,11 @@ WIRE_MSG(hsm_agent_reg);
 WIRE_MSG(hsm_poll_req);
 WIRE_MSG(hsm_progress);
 WIRE_MSG(hsm_import_req);
+WIRE_MSG(hsm_request_rep);
+WIRE_MSG(hsm_action_rep);
+WIRE_MSG(hsm_list_rep);
+WIRE_MSG(hsm_poll_rep);
+WIRE_MSG(hsm_progress_rep);
 WIRE_MSG(ost_io_req);
 WIRE_MSG(ost_attr_rep);
 WIRE_MSG(ost_destroy_req);
@@ -572,6 +683,20 @@ WIRE_MSG(append_rep);
 /* The opcode named name ("MDS_CREATE"), or -1. Thread-safe. */
 int wire_opcode_by_name(const char *name);
 
+/* Lists a server streams (READDIR, HSM_LIST, OST_DESTROY_BATCH replies) know their count
+ * only at the end: encode the header first at pos = wire_cursor_pos(c) (count 0), append
+ * the items, then rewrite the header in place with its final values. A no-op on a failed
+ * cursor; fails it with -EINVAL if no header was written at pos. */
+void wire_readdir_rep_patch(struct wire_cursor *c, size_t pos, const struct wire_readdir_rep *m);
+void wire_hsm_list_rep_patch(struct wire_cursor *c, size_t pos, const struct wire_hsm_list_rep *m);
+void wire_ost_destroy_rep_patch(struct wire_cursor *c, size_t pos,
+				const struct wire_ost_destroy_rep *m);
+
+/* The items of HSM_REQUEST's reply: one status per fid, 0 or a negative errno (the decoder
+ * takes any value; a caller maps a positive one to -EPROTO). */
+void wire_hsm_rc_put(struct wire_cursor *c, int32_t rc);
+void wire_hsm_rc_get(struct wire_cursor *c, int32_t *rc);
+
 /* The items of OST_DESTROY_BATCH: the request's objects and the reply's failures. Read
  * them after the header's decode, which checked that exactly that many are present. */
 void wire_ost_obj_put(struct wire_cursor *c, const struct wire_ost_obj *o);
@@ -579,21 +704,20 @@ void wire_ost_obj_get(struct wire_cursor *c, struct wire_ost_obj *o);
 void wire_ost_destroy_fail_put(struct wire_cursor *c, const struct wire_ost_destroy_fail *f);
 void wire_ost_destroy_fail_get(struct wire_cursor *c, struct wire_ost_destroy_fail *f);
 
-/* READDIR reply: u32 count, u8 eof, then count entries {u64 cookie, fid, u32 type, name}.
- * The server writes the header with a placeholder count and patches it at the end. */
+/* A READDIR entry: u64 cookie, fid, u32 type, name. */
 void wire_dirent_put(struct wire_cursor *c, const struct nacre_dirent *d);
 void wire_dirent_get(struct wire_cursor *c, struct nacre_dirent *d);
 
-/* One HSM action (HSM_ACTION, HSM_LIST and HSM_AGENT_POLL replies): u64 cookie, u32 action
- * (NACRE_HSMA_*), u32 status (NACRE_HAS_*), fid, u32 archive_id, u32 flags, u64 bytes_done,
- * u64 bytes_total, i32 err, time ctime, time mtime, str path (0..4096). A list is u32 count
- * (checked against the bytes present: an action is at least WIRE_HSM_ACTION_MIN bytes). */
+/* One HSM action (after the header of the HSM_ACTION, HSM_LIST and HSM_AGENT_POLL replies):
+ * u64 cookie, u32 action (NACRE_HSMA_*), u32 status (NACRE_HAS_*), fid, u32 archive_id,
+ * u32 flags, u64 bytes_done, u64 bytes_total, i32 err, time ctime, time mtime, str path
+ * (0..4096): WIRE_HSM_ACTION_MIN bytes and the path. */
 #define WIRE_HSM_ACTION_MIN (8 + 4 + 4 + 16 + 4 + 4 + 8 + 8 + 4 + 12 + 12 + 2)
+#define WIRE_HSM_ACTION_MAX (WIRE_HSM_ACTION_MIN + NACRE_PATH_MAX)
 void wire_hsm_action_put(struct wire_cursor *c, const struct nacre_hsm_action *a);
 void wire_hsm_action_get(struct wire_cursor *c, struct nacre_hsm_action *a);
 
-/* TARGETS reply: u32 count, then count targets {u32 type, u32 index, u8 up, str addr,
- * statfs}. count is checked against the bytes present before any allocation. */
+/* A TARGETS entry: u32 type, u32 index, u8 up, str addr, statfs. */
 void wire_target_put(struct wire_cursor *c, const struct nacre_target *t);
 void wire_target_get(struct wire_cursor *c, struct nacre_target *t);
 

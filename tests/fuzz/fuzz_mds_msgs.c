@@ -1,5 +1,7 @@
 /* fuzz_mds_msgs.c - MDS and connection message decoders. The first input byte selects the
  * message type; the rest is its body. See fuzz_roundtrip.h for what is checked. */
+#include <errno.h>
+
 #include "fuzz_roundtrip.h"
 
 FZ_MSG(connect_req)
@@ -18,11 +20,12 @@ FZ_MSG(close_req)
 FZ_MSG(xattr_req)
 FZ_MSG(layout_set_req)
 FZ_MSG(target_reg)
-FZ_GROUP(attr, struct nacre_attr, wire_attr_put, wire_attr_get)
-FZ_GROUP(layout, struct nacre_layout, wire_layout_put, wire_layout_get)
+FZ_MSG(attr_rep)
+FZ_MSG(layout_rep)
 FZ_GROUP(dirent, struct nacre_dirent, wire_dirent_put, wire_dirent_get)
 FZ_GROUP(target, struct nacre_target, wire_target_put, wire_target_get)
-FZ_GROUP(cred, struct nacre_cred, wire_cred_put, wire_cred_get)
+FZ_MSG(cred_req)
+FZ_MSG(path_rep)
 FZ_MSG(hsm_state)
 FZ_MSG(hsm_state_set)
 FZ_MSG(hsm_list_req)
@@ -33,6 +36,10 @@ FZ_MSG(hsm_import_req)
 FZ_GROUP(hsm_action, struct nacre_hsm_action, wire_hsm_action_put, wire_hsm_action_get)
 FZ_MSG(lock_req)
 FZ_MSG(lock_rep)
+FZ_MSG(create_rep)
+FZ_MSG(xattr_rep)
+FZ_MSG(xattr_len_rep)
+FZ_MSG(hsm_progress_rep)
 
 /* HSM_REQUEST: the header, then exactly nfids fids. */
 struct fz_hsm_req {
@@ -54,18 +61,46 @@ static void dec_hsm_request(struct wire_cursor *c, void *m)
 		wire_fid_get(c, &r->fids[i]);
 }
 
-/* READLINK / FID2PATH replies: one path. */
-struct fz_path {
-	char s[NACRE_PATH_MAX + 1];
-};
-static void enc_path(struct wire_cursor *c, const void *m)
+/* The list replies: a header, then as many items as its field nfield says, at most max (as
+ * many as a server may send; the wrapper refuses a longer list, as a client does). */
+#define FZ_LIST(name, nfield, item_t, max, put, get)                                        \
+	struct fz_##name {                                                                  \
+		struct wire_##name h;                                                       \
+		item_t items[max];                                                          \
+	};                                                                                  \
+	static void enc_##name(struct wire_cursor *c, const void *m)                        \
+	{                                                                                   \
+		const struct fz_##name *r = m;                                              \
+		wire_##name##_encode(c, &r->h);                                             \
+		for (uint32_t i = 0; i < r->h.nfield && i < (max); i++)                     \
+			put(c, &r->items[i]);                                               \
+	}                                                                                   \
+	static void dec_##name(struct wire_cursor *c, void *m)                              \
+	{                                                                                   \
+		struct fz_##name *r = m;                                                    \
+		wire_##name##_decode(c, &r->h);                                             \
+		if (r->h.nfield > (max))                                                    \
+			wire_cursor_fail(c, -EPROTO);                                       \
+		for (uint32_t i = 0; wire_cursor_ok(c) && i < r->h.nfield; i++)             \
+			get(c, &r->items[i]);                                               \
+	}
+
+static void rc_put(struct wire_cursor *c, const int32_t *rc)
 {
-	wire_path_put(c, ((const struct fz_path *)m)->s);
+	wire_hsm_rc_put(c, *rc);
 }
-static void dec_path(struct wire_cursor *c, void *m)
-{
-	wire_path_get(c, ((struct fz_path *)m)->s, NACRE_PATH_MAX);
-}
+
+FZ_LIST(readdir_rep, count, struct nacre_dirent, WIRE_BODY_MAX / WIRE_DIRENT_MIN,
+	wire_dirent_put, wire_dirent_get)
+FZ_LIST(targets_rep, count, struct nacre_target, WIRE_BODY_MAX / WIRE_TARGET_MIN,
+	wire_target_put, wire_target_get)
+FZ_LIST(hsm_request_rep, nfids, int32_t, WIRE_HSM_FIDS_MAX, rc_put, wire_hsm_rc_get)
+FZ_LIST(hsm_action_rep, has, struct nacre_hsm_action, 1, wire_hsm_action_put,
+	wire_hsm_action_get)
+FZ_LIST(hsm_list_rep, count, struct nacre_hsm_action, WIRE_HSM_POLL_MAX, wire_hsm_action_put,
+	wire_hsm_action_get)
+FZ_LIST(hsm_poll_rep, count, struct nacre_hsm_action, WIRE_HSM_POLL_MAX, wire_hsm_action_put,
+	wire_hsm_action_get)
 
 /* The SETXATTR value is a view into the buffer it was decoded from: compare contents, then
  * point m1 at m2's copy so the struct compare can use memcmp. */
@@ -76,6 +111,16 @@ static void fix_xattr(void *a, void *b)
 	if (m1->value_len != m2->value_len ||
 	    (m1->value_len && memcmp(m1->value, m2->value, m1->value_len) != 0))
 		fz_fail("xattr_req", "value differs");
+	m1->value = m2->value;
+}
+
+/* The GETXATTR value is a view too. */
+static void fix_xattr_rep(void *a, void *b)
+{
+	struct wire_xattr_rep *m1 = a, *m2 = b;
+
+	if (m1->len != m2->len || (m1->len && memcmp(m1->value, m2->value, m1->len) != 0))
+		fz_fail("xattr_rep", "value differs");
 	m1->value = m2->value;
 }
 
@@ -96,12 +141,12 @@ static const struct fz_type types[] = {
 	FZ_ROW(xattr_req, struct wire_xattr_req, fix_xattr, 1),
 	FZ_ROW(layout_set_req, struct wire_layout_set_req, NULL, 1),
 	FZ_ROW(target_reg, struct wire_target_reg, NULL, 1),
-	FZ_ROW(attr, struct nacre_attr, NULL, 1),
-	FZ_ROW(layout, struct nacre_layout, NULL, 1),
+	FZ_ROW(attr_rep, struct wire_attr_rep, NULL, 1),
+	FZ_ROW(layout_rep, struct wire_layout_rep, NULL, 1),
 	FZ_ROW(dirent, struct nacre_dirent, NULL, 1),
 	FZ_ROW(target, struct nacre_target, NULL, 1),
-	FZ_ROW(cred, struct nacre_cred, NULL, 1),
-	FZ_ROW(path, struct fz_path, NULL, 1),
+	FZ_ROW(cred_req, struct wire_cred_req, NULL, 1),
+	FZ_ROW(path_rep, struct wire_path_rep, NULL, 1),
 	FZ_ROW(hsm_request, struct fz_hsm_req, NULL, 1),
 	FZ_ROW(hsm_state, struct wire_hsm_state, NULL, 1),
 	FZ_ROW(hsm_state_set, struct wire_hsm_state_set, NULL, 1),
@@ -114,6 +159,16 @@ static const struct fz_type types[] = {
 	/* new rows go at the end: a seed's first byte picks its row */
 	FZ_ROW(lock_req, struct wire_lock_req, NULL, 1),
 	FZ_ROW(lock_rep, struct wire_lock_rep, NULL, 1),
+	FZ_ROW(create_rep, struct wire_create_rep, NULL, 1),
+	FZ_ROW(xattr_rep, struct wire_xattr_rep, fix_xattr_rep, 1),
+	FZ_ROW(xattr_len_rep, struct wire_xattr_len_rep, NULL, 1),
+	FZ_ROW(readdir_rep, struct fz_readdir_rep, NULL, 1),
+	FZ_ROW(targets_rep, struct fz_targets_rep, NULL, 1),
+	FZ_ROW(hsm_request_rep, struct fz_hsm_request_rep, NULL, 1),
+	FZ_ROW(hsm_action_rep, struct fz_hsm_action_rep, NULL, 1),
+	FZ_ROW(hsm_list_rep, struct fz_hsm_list_rep, NULL, 1),
+	FZ_ROW(hsm_poll_rep, struct fz_hsm_poll_rep, NULL, 1),
+	FZ_ROW(hsm_progress_rep, struct wire_hsm_progress_rep, NULL, 1),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

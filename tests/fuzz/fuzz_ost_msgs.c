@@ -4,44 +4,44 @@
 
 FZ_MSG(ost_io_req)
 FZ_MSG(ost_attr_rep)
-FZ_GROUP(statfs, struct nacre_statfs, wire_statfs_put, wire_statfs_get)
+FZ_MSG(statfs_rep)
 FZ_GROUP(fid, struct nacre_fid, wire_fid_put, wire_fid_get)
 
 /* OST_DESTROY_BATCH: the header, then exactly count objects. */
-struct fz_destroy_req {
+struct fz_ost_destroy_req {
 	struct wire_ost_destroy_req h;
 	struct wire_ost_obj objs[WIRE_OST_DESTROY_MAX];
 };
-static void enc_destroy_req(struct wire_cursor *c, const void *m)
+static void enc_ost_destroy_req(struct wire_cursor *c, const void *m)
 {
-	const struct fz_destroy_req *r = m;
+	const struct fz_ost_destroy_req *r = m;
 	wire_ost_destroy_req_encode(c, &r->h);
 	for (uint32_t i = 0; i < r->h.count && i < WIRE_OST_DESTROY_MAX; i++)
 		wire_ost_obj_put(c, &r->objs[i]);
 }
-static void dec_destroy_req(struct wire_cursor *c, void *m)
+static void dec_ost_destroy_req(struct wire_cursor *c, void *m)
 {
-	struct fz_destroy_req *r = m;
+	struct fz_ost_destroy_req *r = m;
 	wire_ost_destroy_req_decode(c, &r->h);
 	for (uint32_t i = 0; wire_cursor_ok(c) && i < r->h.count; i++)
 		wire_ost_obj_get(c, &r->objs[i]);
 }
 
 /* Its reply: the header, then exactly nfailed failures. */
-struct fz_destroy_rep {
+struct fz_ost_destroy_rep {
 	struct wire_ost_destroy_rep h;
 	struct wire_ost_destroy_fail fails[WIRE_OST_DESTROY_MAX];
 };
-static void enc_destroy_rep(struct wire_cursor *c, const void *m)
+static void enc_ost_destroy_rep(struct wire_cursor *c, const void *m)
 {
-	const struct fz_destroy_rep *r = m;
+	const struct fz_ost_destroy_rep *r = m;
 	wire_ost_destroy_rep_encode(c, &r->h);
 	for (uint32_t i = 0; i < r->h.nfailed && i < WIRE_OST_DESTROY_MAX; i++)
 		wire_ost_destroy_fail_put(c, &r->fails[i]);
 }
-static void dec_destroy_rep(struct wire_cursor *c, void *m)
+static void dec_ost_destroy_rep(struct wire_cursor *c, void *m)
 {
-	struct fz_destroy_rep *r = m;
+	struct fz_ost_destroy_rep *r = m;
 	wire_ost_destroy_rep_decode(c, &r->h);
 	for (uint32_t i = 0; wire_cursor_ok(c) && i < r->h.nfailed; i++)
 		wire_ost_destroy_fail_get(c, &r->fails[i]);
@@ -50,10 +50,10 @@ static void dec_destroy_rep(struct wire_cursor *c, void *m)
 static const struct fz_type types[] = {
 	FZ_ROW(ost_io_req, struct wire_ost_io_req, NULL, 1),
 	FZ_ROW(ost_attr_rep, struct wire_ost_attr_rep, NULL, 1),
-	FZ_ROW(statfs, struct nacre_statfs, NULL, 1),
+	FZ_ROW(statfs_rep, struct wire_statfs_rep, NULL, 1),
 	FZ_ROW(fid, struct nacre_fid, NULL, 1),
-	FZ_ROW(destroy_req, struct fz_destroy_req, NULL, 1),
-	FZ_ROW(destroy_rep, struct fz_destroy_rep, NULL, 1),
+	FZ_ROW(ost_destroy_req, struct fz_ost_destroy_req, NULL, 1),
+	FZ_ROW(ost_destroy_rep, struct fz_ost_destroy_rep, NULL, 1),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

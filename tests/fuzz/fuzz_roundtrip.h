@@ -74,7 +74,8 @@ static inline void fz_roundtrip(const struct fz_type *t, const uint8_t *data, si
 	t->enc(&e1, m1);
 	if (!wire_cursor_ok(&e1))
 		fz_fail(t->name, "a decoded message does not encode");
-	if (t->exact && (wire_cursor_pos(&e1) != used || memcmp(e1.buf, data, used) != 0))
+	/* (an empty message leaves e1 without a buffer: compare bytes only when there are some) */
+	if (t->exact && (wire_cursor_pos(&e1) != used || (used && memcmp(e1.buf, data, used))))
 		fz_fail(t->name, "re-encoding differs from the input");
 
 	wire_cursor_init_read(&r, e1.buf, wire_cursor_pos(&e1));
@@ -89,7 +90,7 @@ static inline void fz_roundtrip(const struct fz_type *t, const uint8_t *data, si
 	wire_cursor_init_dyn(&e2, size + 64);
 	t->enc(&e2, m2);
 	if (!wire_cursor_ok(&e2) || wire_cursor_pos(&e2) != wire_cursor_pos(&e1) ||
-	    memcmp(e1.buf, e2.buf, wire_cursor_pos(&e1)) != 0)
+	    (wire_cursor_pos(&e1) && memcmp(e1.buf, e2.buf, wire_cursor_pos(&e1)) != 0))
 		fz_fail(t->name, "encoding is not stable");
 	wire_cursor_fini(&e2);
 	wire_cursor_fini(&e1);

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "mds/db.h"
+#include "mds/inode.h"
 #include "mds/mds.h"
 #include "mds/ns.h"
 #include "mds/open.h"

@@ -1,4 +1,5 @@
-/* test_wire.c - the wire protocol: pinned opcodes, golden bytes, round trips, rejections. */
+/* test_wire.c - the wire protocol: pinned opcodes, the frame header, requests (golden bytes,
+ * round trips, rejections). Replies and the opcode table: test_wire_replies.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -9,6 +10,7 @@
 #include "proto/cursor.h"
 #include "proto/wire.h"
 #include "unit.h"
+#include "wire_test.h"
 
 /* ---- opcodes: values are protocol and must never change ---- */
 static void test_opcodes(void)
@@ -181,50 +183,8 @@ static void test_hdr(void)
 	CHECK_EQ(wire_hdr_decode(out, &d), 0);
 }
 
-/* ---- helpers ---- */
+/* ---- fix-ups of the round trips ---- */
 
-/* Encodes with enc into a fresh dynamic cursor; the caller frees *c. */
-#define ENCODE(c, enc, m)                                                                   \
-	do {                                                                                \
-		wire_cursor_init_dyn((c), WIRE_BODY_MAX);                                   \
-		enc((c), (m));                                                              \
-		CHECK(wire_cursor_ok(c));                                                   \
-	} while (0)
-
-/* Decodes buf/len with dec into out; 1 if ok and everything was consumed. */
-#define DECODE_OK(dec, buf, len, out)                                                       \
-	({                                                                                  \
-		struct wire_cursor r_;                                                      \
-		wire_cursor_init_read(&r_, (buf), (len));                                   \
-		dec(&r_, (out));                                                            \
-		wire_cursor_ok(&r_) && wire_cursor_left(&r_) == 0;                          \
-	})
-
-/* Round trip: encode, decode equal, and every shorter prefix fails to decode. */
-#define ROUNDTRIP(type, m)                                                                  \
-	do {                                                                                \
-		struct wire_cursor c_;                                                      \
-		struct wire_##type *d_ = malloc(sizeof(*d_));                               \
-		size_t n_, bad_ = 0;                                                        \
-		ENCODE(&c_, wire_##type##_encode, (m));                                     \
-		n_ = wire_cursor_pos(&c_);                                                  \
-		CHECK(DECODE_OK(wire_##type##_decode, c_.buf, n_, d_));                     \
-		fixup_##type(d_, (m));                                                      \
-		CHECK_MEM(d_, (m), sizeof(*d_));                                            \
-		for (size_t k_ = 0; k_ < n_; k_++)                                          \
-			bad_ += DECODE_OK(wire_##type##_decode, c_.buf, k_, d_);            \
-		CHECK_EQ(bad_, 0);                                                          \
-		free(d_);                                                                   \
-		wire_cursor_fini(&c_);                                                      \
-	} while (0)
-
-/* Pointers into the receive buffer differ by nature: compare contents, then align them. */
-#define NOFIX(type)                                                                         \
-	static void fixup_##type(struct wire_##type *d, const struct wire_##type *m)        \
-	{                                                                                   \
-		(void)d;                                                                    \
-		(void)m;                                                                    \
-	}
 NOFIX(connect_req)
 NOFIX(connect_rep)
 NOFIX(auth_req)
@@ -242,7 +202,6 @@ NOFIX(layout_set_req)
 NOFIX(target_reg)
 NOFIX(ost_io_req)
 NOFIX(ost_attr_rep)
-NOFIX(hsm_state)
 NOFIX(hsm_state_set)
 NOFIX(hsm_list_req)
 NOFIX(hsm_agent_reg)
@@ -250,7 +209,6 @@ NOFIX(hsm_poll_req)
 NOFIX(hsm_progress)
 NOFIX(hsm_import_req)
 NOFIX(lock_req)
-NOFIX(lock_rep)
 
 static void fixup_xattr_req(struct wire_xattr_req *d, const struct wire_xattr_req *m)
 {
@@ -258,67 +216,6 @@ static void fixup_xattr_req(struct wire_xattr_req *d, const struct wire_xattr_re
 	if (d->value_len == m->value_len && m->value_len > 0)
 		CHECK_MEM(d->value, m->value, m->value_len);
 	d->value = m->value;
-}
-
-static void sample_cred(struct nacre_cred *cr)
-{
-	cr->uid = 1000;
-	cr->gid = 100;
-	cr->ngroups = 3;
-	cr->groups[0] = 10;
-	cr->groups[1] = 20;
-	cr->groups[2] = 0xfffffffe;
-}
-
-static void sample_fid(struct nacre_fid *f, uint32_t oid)
-{
-	f->seq = NACRE_FIRST_SEQ;
-	f->oid = oid;
-	f->ver = 0;
-}
-
-static void sample_layout(struct nacre_layout *l, uint32_t n)
-{
-	l->pattern = NACRE_PATTERN_RAID0;
-	l->stripe_size = 1u << 20;
-	l->stripe_count = (int32_t)n;
-	l->stripe_offset = -1;
-	l->gen = 5;
-	l->nosts = n;
-	for (uint32_t i = 0; i < n; i++)
-		l->ost_idx[i] = i * 3;
-}
-
-static void sample_attr(struct nacre_attr *a)
-{
-	sample_fid(&a->fid, 77);
-	a->mode = S_IFREG | 0644;
-	a->nlink = 1;
-	a->uid = 1000;
-	a->gid = 100;
-	a->rdev = 0;
-	a->blksize = 1u << 20;
-	a->size = 123456789012ull;
-	a->blocks = 241127;
-	a->atime.sec = 1700000000;
-	a->atime.nsec = 1;
-	a->mtime.sec = -5;
-	a->mtime.nsec = 999999999;
-	a->ctime.sec = 1800000000;
-	a->ctime.nsec = 500;
-	a->hsm_state = NACRE_HS_EXISTS | NACRE_HS_ARCHIVED;
-	a->archive_id = 2;
-}
-
-static void sample_statfs(struct nacre_statfs *s)
-{
-	s->kb_total = 1000000;
-	s->kb_free = 500000;
-	s->kb_avail = 400000;
-	s->files = 1 << 20;
-	s->ffree = 1 << 19;
-	s->bsize = 4096;
-	s->namemax = 255;
 }
 
 /* ---- golden bytes ---- */
@@ -1129,19 +1026,6 @@ static void test_hsm(void)
 		CHECK(!wire_cursor_ok(&rc_));
 	}
 
-	/* golden: state 0x0d archive 1 */
-	static const uint8_t gstate[] = {0x0d, 0, 0, 0, 0x01, 0, 0, 0};
-	struct wire_hsm_state s = {0x0d, 1}, sd;
-	ENCODE(&c, wire_hsm_state_encode, &s);
-	CHECK_MEM(c.buf, gstate, sizeof(gstate));
-	wire_cursor_fini(&c);
-	CHECK(DECODE_OK(wire_hsm_state_decode, gstate, sizeof(gstate), &sd));
-	ROUNDTRIP(hsm_state, &s);
-	s.state = 0x80; /* PCC bits are not ours */
-	ENCODE(&c, wire_hsm_state_encode, &s);
-	CHECK(!DECODE_OK(wire_hsm_state_decode, c.buf, wire_cursor_pos(&c), &sd));
-	wire_cursor_fini(&c);
-
 	struct wire_hsm_state_set ss;
 	memset(&ss, 0, sizeof(ss));
 	sample_cred(&ss.cred);
@@ -1304,28 +1188,6 @@ static void test_lock(void)
 		CHECK(!DECODE_OK(wire_lock_req_decode, c.buf, wire_cursor_pos(&c), &d));
 		wire_cursor_fini(&c);
 	}
-
-	/* golden reply: a read lock on [0, 99] held by pid 7 */
-	static const uint8_t grep_[] = {
-		0x01,                                           /* RDLCK */
-		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* start 0 */
-		0x63, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* end 99 */
-		0x07, 0x00, 0x00, 0x00,                         /* pid 7 */
-	};
-	struct wire_lock_rep r, rd;
-	memset(&r, 0, sizeof(r)); /* padding too: the round trip compares bytes */
-	r.type = WIRE_LK_RDLCK;
-	r.end = 99;
-	r.pid = 7;
-	ENCODE(&c, wire_lock_rep_encode, &r);
-	CHECK_EQ(wire_cursor_pos(&c), sizeof(grep_));
-	CHECK_MEM(c.buf, grep_, sizeof(grep_));
-	wire_cursor_fini(&c);
-	ROUNDTRIP(lock_rep, &r);
-	r.type = 3;
-	ENCODE(&c, wire_lock_rep_encode, &r);
-	CHECK(!DECODE_OK(wire_lock_rep_decode, c.buf, wire_cursor_pos(&c), &rd));
-	wire_cursor_fini(&c);
 }
 
 /* ---- OST_DESTROY_BATCH ---- */
@@ -1339,17 +1201,6 @@ static int destroy_req_decode(const uint8_t *buf, size_t len, struct wire_ost_de
 	wire_ost_destroy_req_decode(&c, m);
 	for (uint32_t i = 0; i < m->count && wire_cursor_ok(&c); i++)
 		wire_ost_obj_get(&c, &objs[i]);
-	return wire_cursor_ok(&c) && wire_cursor_left(&c) == 0;
-}
-
-static int destroy_rep_decode(const uint8_t *buf, size_t len, struct wire_ost_destroy_rep *m,
-			      struct wire_ost_destroy_fail *fails)
-{
-	struct wire_cursor c;
-	wire_cursor_init_read(&c, buf, len);
-	wire_ost_destroy_rep_decode(&c, m);
-	for (uint32_t i = 0; i < m->nfailed && wire_cursor_ok(&c); i++)
-		wire_ost_destroy_fail_get(&c, &fails[i]);
 	return wire_cursor_ok(&c) && wire_cursor_left(&c) == 0;
 }
 
@@ -1454,45 +1305,6 @@ static void test_destroy_batch(void)
 			CHECK(!ok);
 		}
 		wire_cursor_fini(&c);
-	}
-
-	/* golden reply: object 1 failed with EIO */
-	static const uint8_t grep_[] = {
-		0x01, 0x00, 0x00, 0x00, /* nfailed 1 */
-		0x01, 0x00, 0x00, 0x00, /* index 1 */
-		0xfb, 0xff, 0xff, 0xff, /* status -5 */
-	};
-	struct wire_ost_destroy_rep r = {.nfailed = 1}, rd;
-	struct wire_ost_destroy_fail f = {.index = 1, .status = -EIO}, fd[2];
-	ENCODE(&c, wire_ost_destroy_rep_encode, &r);
-	wire_ost_destroy_fail_put(&c, &f);
-	CHECK_EQ(wire_cursor_pos(&c), sizeof(grep_));
-	CHECK_MEM(c.buf, grep_, sizeof(grep_));
-	wire_cursor_fini(&c);
-	CHECK(destroy_rep_decode(grep_, sizeof(grep_), &rd, fd));
-	CHECK_EQ(rd.nfailed, 1);
-	CHECK(fd[0].index == 1 && fd[0].status == -EIO);
-	/* success: an empty list */
-	static const uint8_t gok[] = {0, 0, 0, 0};
-	CHECK(destroy_rep_decode(gok, sizeof(gok), &rd, fd));
-	CHECK_EQ(rd.nfailed, 0);
-	for (size_t k = 0; k < sizeof(grep_); k++)
-		CHECK(!destroy_rep_decode(grep_, k, &rd, fd));
-	{
-		uint8_t bad[sizeof(grep_)];
-		memcpy(bad, grep_, sizeof(bad));
-		bad[0] = 2; /* more failures than present */
-		CHECK(!destroy_rep_decode(bad, sizeof(bad), &rd, fd));
-		memcpy(bad, grep_, sizeof(bad));
-		memset(bad + 8, 0, 4); /* status 0 is not a failure */
-		CHECK(!destroy_rep_decode(bad, sizeof(bad), &rd, fd));
-		memcpy(bad, grep_, sizeof(bad));
-		bad[5] = 0x04; /* index 1025 */
-		CHECK(!destroy_rep_decode(bad, sizeof(bad), &rd, fd));
-		memcpy(bad, grep_, sizeof(bad));
-		bad[0] = 0x01; /* nfailed 1025 */
-		bad[1] = 0x04;
-		CHECK(!destroy_rep_decode(bad, sizeof(bad), &rd, fd));
 	}
 out_free:
 	free(objs);

@@ -1,0 +1,33 @@
+/* inode.c - inode attributes and the root FID. See inode.h. */
+#include "mds/inode.h"
+
+#include <string.h>
+#include <sys/stat.h>
+
+struct nacre_fid mds_root_fid(void)
+{
+	struct nacre_fid f = {NACRE_ROOT_SEQ, NACRE_ROOT_OID, 0};
+	return f;
+}
+
+void mds_inode_to_attr(const struct mds_inode *ino, struct nacre_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->fid = ino->fid;
+	a->mode = ino->mode;
+	a->nlink = ino->nlink;
+	a->uid = ino->uid;
+	a->gid = ino->gid;
+	a->rdev = ino->rdev;
+	if (S_ISREG(ino->mode) && ino->has_layout && ino->layout.stripe_size)
+		a->blksize = ino->layout.stripe_size;
+	else
+		a->blksize = S_ISREG(ino->mode) ? NACRE_STRIPE_SIZE_DEFAULT : 4096;
+	a->size = ino->size;
+	a->blocks = (ino->size + 511) / 512;
+	a->atime = ino->atime;
+	a->mtime = ino->mtime;
+	a->ctime = ino->ctime;
+	a->hsm_state = ino->hsm_state;
+	a->archive_id = ino->archive_id;
+}

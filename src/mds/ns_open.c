@@ -1,0 +1,232 @@
+/* ns_open.c - OPEN, CLOSE / SIZE_UPDATE, a connection's handles when it goes, and orphans
+ * (unlinked inodes kept while open) at startup. The handles are open.c's table. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/log.h"
+#include "mds/destroy.h"
+#include "mds/hsm.h"
+#include "mds/inode.h"
+#include "mds/ns.h"
+#include "mds/open.h"
+#include "mds/perm.h"
+#include "mds/req.h"
+#include "mds/writer.h"
+
+/* ---------------- OPEN ---------------- */
+
+int mds_ns_open(struct mds *m, uint64_t conn_id, uint64_t owner, const struct wire_open_req *r,
+		struct wire_open_rep *rep)
+{
+	uint32_t acc = r->flags & O_ACCMODE;
+	int mask = acc == O_RDONLY ? MDS_MAY_READ
+		   : acc == O_WRONLY ? MDS_MAY_WRITE
+				     : MDS_MAY_READ | MDS_MAY_WRITE;
+	int trunc = (r->flags & O_TRUNC) && (mask & MDS_MAY_WRITE);
+	uint64_t id;
+	/* the handle exists before we look, so a racing unlink keeps the inode as an orphan */
+	int rc = mds_open_handle_add(m->open, owner, &r->fid, &id);
+	if (rc)
+		return rc;
+	struct mds_inode *ino = malloc(sizeof(*ino));
+	struct mds_txn *txn = NULL;
+	if (!ino) {
+		rc = -ENOMEM;
+		goto out_drop;
+	}
+	rc = mds_txn_begin_read(m->db, &txn);
+	if (rc)
+		goto out_drop;
+	rc = mds_db_inode_get(txn, &r->fid, ino);
+	mds_txn_abort(txn);
+	if (rc)
+		goto out_drop;
+	if (S_ISLNK(ino->mode)) {
+		rc = -ELOOP;
+		goto out_drop;
+	}
+	if (S_ISDIR(ino->mode) && (mask & MDS_MAY_WRITE)) {
+		rc = -EISDIR;
+		goto out_drop;
+	}
+	rc = mds_perm_check(&r->cred, ino, mask);
+	if (rc)
+		goto out_drop;
+	mds_inode_to_attr(ino, &rep->attr);
+	memset(&rep->layout, 0, sizeof(rep->layout));
+	if (S_ISREG(ino->mode) && (ino->hsm_state & NACRE_HS_RELEASED)) {
+		/* no data here: the copytool restoring it gets the new objects, anyone else
+		 * queues (or joins) the restore and retries */
+		rc = mds_hsm_open_released(m, conn_id, ino, &rep->layout);
+		if (rc < 0)
+			goto out_drop;
+		mds_open_handle_set_restore(m->open, owner, id, &r->fid);
+		rep->handle = id;
+		free(ino);
+		return 0;
+	}
+	if (S_ISREG(ino->mode) && (mask & MDS_MAY_WRITE) && (ino->hsm_state & NACRE_HS_EXISTS) &&
+	    !(ino->hsm_state & NACRE_HS_DIRTY)) {
+		/* the archive copy is about to be stale */
+		rc = mds_hsm_set_dirty(m, &r->fid);
+		if (rc)
+			goto out_drop;
+		rep->attr.hsm_state |= NACRE_HS_DIRTY;
+	}
+	if (trunc && S_ISREG(ino->mode)) {
+		struct nacre_setattr sa = {.valid = NACRE_SET_SIZE | NACRE_SET_MTIME_NOW,
+					   .size = 0};
+		rc = mds_ns_setattr(m, &r->cred, &r->fid, &sa, &rep->attr);
+		if (rc)
+			goto out_drop;
+	}
+	if (S_ISREG(ino->mode) && ino->has_layout)
+		rep->layout = ino->layout;
+	rep->handle = id;
+	if (mds_req_current)
+		mds_req_current->note.value = id; /* a resent OPEN gets this handle back */
+	free(ino);
+	return 0;
+
+out_drop:
+	free(ino);
+	mds_open_handle_drop(m->open, owner, id, &r->fid);
+	return rc;
+}
+
+/* ---------------- CLOSE / SIZE_UPDATE ---------------- */
+
+struct close_arg {
+	struct mds *m;
+	const struct wire_close_req *r; /* NULL: orphan check only */
+	const struct nacre_fid *fid;
+	struct nacre_attr *out;
+	int destroyed;
+	int restore; /* a copytool's restore handle: its size and mtime are not the file's */
+};
+
+static int close_op(struct mds_txn *txn, void *arg)
+{
+	struct close_arg *a = arg;
+	struct mds_inode ino;
+	int rc = mds_db_inode_get(txn, a->fid, &ino);
+	if (rc)
+		return rc;
+	int changed = 0;
+	if (a->r && S_ISREG(ino.mode) && !a->restore) {
+		if (a->r->size > ino.size) {
+			ino.size = a->r->size;
+			changed = 1;
+		}
+		if (a->r->has_mtime) {
+			ino.mtime = a->r->mtime;
+			ino.ctime = a->r->mtime;
+			mds_hsm_mark_dirty(&ino);
+			changed = 1;
+		}
+	}
+	if (a->out)
+		mds_inode_to_attr(&ino, a->out);
+	/* the last close of an unlinked file: it goes now */
+	if (ino.nlink == 0 && !S_ISDIR(ino.mode) && mds_open_count(a->m->open, a->fid) == 0) {
+		a->destroyed = 1;
+		return mds_ns_destroy_inode(a->m, txn, &ino);
+	}
+	/* a close that brings nothing new (most of them: readers, empty files) writes
+	 * nothing, so its commit is free */
+	if (!changed)
+		return 0;
+	return mds_db_inode_put(txn, &ino);
+}
+
+int mds_ns_close(struct mds *m, uint64_t conn_id, const struct wire_close_req *r, int is_close,
+		 struct nacre_attr *out)
+{
+	int kind = mds_open_handle_find(m->open, conn_id, r->handle, &r->fid, is_close);
+	if (kind < 0 && is_close)
+		LOG_DEBUG("open", "close of unknown handle %llu (conn %llu)",
+			  (unsigned long long)r->handle, (unsigned long long)conn_id);
+	struct close_arg a = {m, r, &r->fid, out, 0, kind == 1};
+	int rc = mds_writer_submit(m->writer, close_op, &a);
+	if (a.destroyed && !rc)
+		mds_destroyer_kick(m->destroyer);
+	if (rc == -ENOENT) {
+		/* The inode is gone: an unlinked file whose other handle's close destroyed it
+		 * first, or an orphan reaped when the MDS restarted. Closing it has nothing
+		 * left to do; a size report names a file handle that is stale. */
+		if (!is_close)
+			return -ESTALE;
+		memset(out, 0, sizeof(*out));
+		out->fid = r->fid;
+		rc = 0;
+	}
+	return rc;
+}
+
+void mds_ns_disconnect(struct mds *m, uint64_t conn_id)
+{
+	struct nacre_fid *closed;
+	size_t n = mds_open_drop_conn(m->open, conn_id, &closed);
+	int destroyed = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct close_arg a = {m, NULL, &closed[i], NULL, 0, 0};
+		if (mds_writer_submit(m->writer, close_op, &a) == 0 && a.destroyed)
+			destroyed = 1;
+	}
+	if (n)
+		LOG_DEBUG("open", "connection %llu went away with %zu open handles",
+			  (unsigned long long)conn_id, n);
+	free(closed);
+	if (destroyed)
+		mds_destroyer_kick(m->destroyer);
+}
+
+/* ---------------- orphans at startup ---------------- */
+
+struct orphans {
+	struct nacre_fid *v;
+	size_t n, cap;
+};
+
+static int collect_orphan(void *arg, const struct mds_inode *ino)
+{
+	struct orphans *o = arg;
+	if (ino->nlink != 0 || S_ISDIR(ino->mode))
+		return 0;
+	if (o->n == o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 64;
+		struct nacre_fid *v = realloc(o->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		o->v = v;
+		o->cap = cap;
+	}
+	o->v[o->n++] = ino->fid;
+	return 0;
+}
+
+int mds_ns_reap_orphans(struct mds *m)
+{
+	struct orphans o = {0};
+	struct mds_txn *txn;
+	int rc = mds_txn_begin_read(m->db, &txn);
+	if (rc)
+		return rc;
+	rc = mds_db_inode_iter(txn, collect_orphan, &o);
+	mds_txn_abort(txn);
+	for (size_t i = 0; !rc && i < o.n; i++) {
+		struct close_arg a = {m, NULL, &o.v[i], NULL, 0, 0};
+		rc = mds_writer_submit(m->writer, close_op, &a);
+		if (rc == -ENOENT)
+			rc = 0;
+	}
+	if (o.n)
+		LOG_INFO("open", "destroyed %zu orphan inodes left by unlinked open files", o.n);
+	free(o.v);
+	if (!rc && o.n)
+		mds_destroyer_kick(m->destroyer);
+	return rc;
+}
