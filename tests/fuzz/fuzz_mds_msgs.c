@@ -40,6 +40,14 @@ FZ_MSG(create_rep)
 FZ_MSG(xattr_rep)
 FZ_MSG(xattr_len_rep)
 FZ_MSG(hsm_progress_rep)
+FZ_MSG(req_env)
+FZ_MSG(rep_env)
+FZ_MSG(fault_set_req)
+FZ_MSG(fault_set_rep)
+FZ_MSG(recovery_done_req)
+FZ_MSG(recovery_status)
+FZ_MSG(append_req)
+FZ_MSG(append_rep)
 
 /* HSM_REQUEST: the header, then exactly nfids fids. */
 struct fz_hsm_req {
@@ -169,6 +177,14 @@ static const struct fz_type types[] = {
 	FZ_ROW(hsm_list_rep, struct fz_hsm_list_rep, NULL, 1),
 	FZ_ROW(hsm_poll_rep, struct fz_hsm_poll_rep, NULL, 1),
 	FZ_ROW(hsm_progress_rep, struct wire_hsm_progress_rep, NULL, 1),
+	FZ_ROW(req_env, struct wire_req_env, NULL, 1),
+	FZ_ROW(rep_env, struct wire_rep_env, NULL, 1),
+	FZ_ROW(fault_set_req, struct wire_fault_set_req, NULL, 1),
+	FZ_ROW(fault_set_rep, struct wire_fault_set_rep, NULL, 1),
+	FZ_ROW(recovery_done_req, struct wire_recovery_done_req, NULL, 1),
+	FZ_ROW(recovery_status, struct wire_recovery_status, NULL, 1),
+	FZ_ROW(append_req, struct wire_append_req, NULL, 1),
+	FZ_ROW(append_rep, struct wire_append_rep, NULL, 1),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

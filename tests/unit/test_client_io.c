@@ -215,6 +215,20 @@ static int mds_handler(void *arg, const struct rpc_request *req, struct rpc_repl
 			wire_put_bytes(&rep->body, val, 5);
 		break;
 	}
+	case WIRE_OP_MDS_APPEND: {
+		/* as the MDS does: the end of the file, then the size grows by len */
+		struct wire_append_req m;
+		struct wire_append_rep r;
+		wire_append_req_decode(&c, &m);
+		if (m.handle != 42)
+			F.bad_requests++;
+		r.offset = F.size;
+		F.size += m.len;
+		wire_append_rep_encode(&rep->body, &r);
+		break;
+	}
+	case WIRE_OP_MDS_DISCONNECT: /* an unmount: nothing to forget here */
+		break;
 	case WIRE_OP_MDS_SETATTR: {
 		struct wire_setattr_req m;
 		wire_setattr_req_decode(&c, &m);
@@ -873,9 +887,10 @@ int main(void)
 	}
 	CHECK(F.bad_requests == 0, "%d malformed requests reached the servers", F.bad_requests);
 
-	/* An OSS that is gone: the write fails with EIO after the request timeout. */
+	/* An OSS that is gone: the write fails with EIO once the recovery timeout passed. */
 	server_stop(&oss[1]);
 	o.timeout_ms = 1000;
+	o.recovery_timeout_ms = 1000;
 	rc = nacre_fs_mount(spec, &o, &fs, err, sizeof(err));
 	CHECK(rc == 0, "second mount: %d %s", rc, err);
 	if (rc == 0) {

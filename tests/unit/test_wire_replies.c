@@ -25,6 +25,15 @@ NOFIX(hsm_state)
 NOFIX(hsm_progress_rep)
 NOFIX(lock_rep)
 NOFIX(ost_attr_rep)
+NOFIX(fault_set_rep)
+NOFIX(recovery_status)
+NOFIX(append_rep)
+NOFIX(req_env)
+NOFIX(rep_env)
+NOFIX(recovery_done_req)
+NOFIX(append_req)
+NOFIX(fault_set_req)
+NOFIX(connect_req)
 
 /* Checks that m encodes to golden, and that golden decodes (whole) to a struct equal to m. */
 #define GOLDEN(type, m, golden)                                                             \
@@ -416,6 +425,156 @@ static void test_connect_open_rep(void)
 	GOLDEN(open_rep, &o, gopen);
 }
 
+/* ---- recovery (WIRE_FEAT_RECOVERY): envelopes, CONNECT's session fields, admin ---- */
+
+static void test_recovery_msgs(void)
+{
+	static const uint8_t greq_env[] = {
+		0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* ack_xid 16 */
+		0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* transno 7 */
+		0x02, 0x00, 0x00, 0x00,                         /* flags REPLAY */
+		0x64, 0x00, 0x00, 0x00,                         /* replay_len 100 */
+	};
+	static const uint8_t grep_env[] = {
+		0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* transno 8 */
+		0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* last_committed 5 */
+	};
+	static const uint8_t gconn[] = {
+		0x01, 0x00,                                     /* version 1 */
+		0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* features RECOVERY */
+		0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, /* nonce */
+		0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa,
+		0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, /* proof */
+		0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55,
+		0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55,
+		0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55,
+		0x03, 0x00, 'm',  'd',  't',                    /* server_name "mdt" */
+		0x21, 0x43, 0x65, 0x87, 0x00, 0x00, 0x00, 0x00, /* instance 0x87654321 */
+		0x02, 0x00, 0x00, 0x00,                         /* session RECOVER */
+		0x60, 0xea, 0x00, 0x00,                         /* recovery_ms 60000 */
+		0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* last_committed 9 */
+	};
+	static const uint8_t gconn_req[] = {
+		0x01, 0x00, 0x01, 0x00,                         /* versions 1..1 */
+		0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* features RECOVERY */
+		0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb, /* nonce */
+		0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb,
+		0x02, 0x00, 'f', 's',                           /* fsname "fs" */
+		0x01, 0x00, 'c',                                /* name "c" */
+		0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, /* client_id (top bit) | 1 */
+		0x21, 0x43, 0x65, 0x87, 0x00, 0x00, 0x00, 0x00, /* instance 0x87654321 */
+	};
+	static const uint8_t gfault_req[] = {0x0f, 0x00, 'r', 'p', 'c', '.', 'd', 'r', 'o', 'p',
+					      '_', 'r', 'e', 'p', '=', 'o', 'n'};
+	static const uint8_t gfault_rep[] = {0x00, 0x00}; /* nothing armed */
+	static const uint8_t gdone[] = {
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* cred: uid 0, gid 0 */
+		0x00, 0x00, 0x00, 0x00,                         /* no groups */
+		0x02, 0x00, 0x00, 0x00,                         /* stage COMPLETE */
+	};
+	static const uint8_t gstatus[] = {
+		0x01, 0x00, 0x00, 0x00,                         /* RECOVERING */
+		0x00, 0x00, 0x00, 0x60, 0x00, 0x00, 0x00, 0x00, /* start 0x60000000 */
+		0x03, 0x00, 0x00, 0x00,                         /* duration 3 s */
+		0x39, 0x00, 0x00, 0x00,                         /* 57 s left */
+		0x04, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, /* expected 4, connected 3 */
+		0x02, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, /* replayed 2, completed 1 */
+		0x00, 0x00, 0x00, 0x00,                         /* evicted 0 */
+		0x0a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* 10 requests replayed */
+		0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* 2 queued */
+		0x64, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* last_transno 100 */
+		0x5a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* last_committed 90 */
+	};
+	static const uint8_t gappend_req[] = {
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* cred */
+		G_FID(0x01),
+		0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* handle 42 */
+		0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* len 4096 */
+	};
+	static const uint8_t gappend_rep[] = {0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00};
+	struct wire_req_env qe = {.ack_xid = 16, .transno = 7, .flags = WIRE_ENV_REPLAY,
+				  .replay_len = 100};
+	struct wire_rep_env pe = {.transno = 8, .last_committed = 5};
+	struct wire_connect_rep c;
+	struct wire_connect_req cq;
+	struct wire_fault_set_req *fq = calloc(1, sizeof(*fq));
+	struct wire_fault_set_rep *fp = calloc(1, sizeof(*fp));
+	struct wire_recovery_done_req d = {.stage = WIRE_RECOVERY_COMPLETE};
+	struct wire_recovery_status st = {
+		.state = WIRE_RECOVERY_STATE_RECOVERING, .start = 0x60000000, .duration_s = 3,
+		.time_left_s = 57, .clients_expected = 4, .clients_connected = 3,
+		.clients_replayed = 2, .clients_completed = 1, .replayed = 10, .queued = 2,
+		.last_transno = 100, .last_committed = 90};
+	struct wire_append_req aq = {.handle = 42, .len = 4096};
+	struct wire_append_rep ap = {.offset = 0x100000};
+
+	GOLDEN(req_env, &qe, greq_env);
+	GOLDEN(rep_env, &pe, grep_env);
+	CHECK_EQ(sizeof(greq_env), WIRE_REQ_ENV_LEN);
+	CHECK_EQ(sizeof(grep_env), WIRE_REP_ENV_LEN);
+	{ /* unknown flags, and replay bytes without a replay, are refused */
+		struct wire_req_env bad;
+		uint8_t b[sizeof(greq_env)];
+		memcpy(b, greq_env, sizeof(b));
+		b[16] = 0x06;
+		CHECK(!DECODE_OK(wire_req_env_decode, b, sizeof(b), &bad));
+		b[16] = 0x01; /* RESEND with replay_len 100 */
+		CHECK(!DECODE_OK(wire_req_env_decode, b, sizeof(b), &bad));
+		CHECK(!DECODE_OK(wire_req_env_decode, greq_env, sizeof(greq_env) - 1, &bad));
+	}
+	memset(&c, 0, sizeof(c));
+	c.version = 1;
+	c.features = WIRE_FEAT_RECOVERY;
+	memset(c.nonce, 0xaa, sizeof(c.nonce));
+	memset(c.proof, 0x55, sizeof(c.proof));
+	memcpy(c.server_name, "mdt", 4);
+	c.instance = 0x87654321;
+	c.session = WIRE_SESSION_RECOVER;
+	c.recovery_ms = 60000;
+	c.last_committed = 9;
+	GOLDEN(connect_rep, &c, gconn);
+	{
+		struct wire_connect_rep bad;
+		uint8_t b[sizeof(gconn)];
+		memcpy(b, gconn, sizeof(b));
+		b[sizeof(b) - 16] = 3; /* no such session state */
+		CHECK(!DECODE_OK(wire_connect_rep_decode, b, sizeof(b), &bad));
+	}
+	memset(&cq, 0, sizeof(cq));
+	cq.version_min = cq.version_max = 1;
+	cq.features = WIRE_FEAT_RECOVERY;
+	memset(cq.nonce, 0xbb, sizeof(cq.nonce));
+	memcpy(cq.fsname, "fs", 3);
+	memcpy(cq.name, "c", 2);
+	cq.client_id = 1ull | (1ull << 63);
+	cq.instance = 0x87654321;
+	GOLDEN(connect_req, &cq, gconn_req);
+	memcpy(fq->spec, "rpc.drop_rep=on", 16);
+	GOLDEN(fault_set_req, fq, gfault_req);
+	GOLDEN(fault_set_rep, fp, gfault_rep);
+	GOLDEN(recovery_done_req, &d, gdone);
+	{
+		struct wire_recovery_done_req bad;
+		uint8_t b[sizeof(gdone)];
+		memcpy(b, gdone, sizeof(b));
+		b[12] = 3; /* no such stage */
+		CHECK(!DECODE_OK(wire_recovery_done_req_decode, b, sizeof(b), &bad));
+	}
+	GOLDEN(recovery_status, &st, gstatus);
+	sample_fid(&aq.fid, 1);
+	GOLDEN(append_req, &aq, gappend_req);
+	{
+		struct wire_append_req bad;
+		uint8_t b[sizeof(gappend_req)];
+		memcpy(b, gappend_req, sizeof(b));
+		memset(b + sizeof(b) - 8, 0, 8); /* an append of nothing */
+		CHECK(!DECODE_OK(wire_append_req_decode, b, sizeof(b), &bad));
+	}
+	GOLDEN(append_rep, &ap, gappend_rep);
+	free(fq);
+	free(fp);
+}
+
 /* ---- HSM replies ---- */
 
 static void test_hsm_state(void)
@@ -691,7 +850,8 @@ static const struct codec codecs[] = {
 	REQ(open_req), REQ(close_req), REQ(xattr_req), REQ(layout_set_req), REQ(target_reg),
 	REQ(hsm_request), REQ(hsm_state_set), REQ(hsm_list_req), REQ(hsm_agent_reg),
 	REQ(hsm_poll_req), REQ(hsm_progress), REQ(hsm_import_req), REQ(ost_io_req),
-	REQ(ost_destroy_req), REQ(lock_req),
+	REQ(ost_destroy_req), REQ(lock_req), REQ(fault_set_req), REQ(recovery_done_req),
+	REQ(append_req),
 	REP(connect_rep, test_connect_open_rep),
 	REP(open_rep, test_connect_open_rep),
 	REP(attr_rep, test_attr_rep),
@@ -710,6 +870,9 @@ static const struct codec codecs[] = {
 	REP(hsm_poll_rep, test_hsm_action_lists),
 	REP(hsm_progress_rep, test_hsm_progress_rep),
 	REP(lock_rep, test_lock_rep),
+	REP(fault_set_rep, test_recovery_msgs),
+	REP(recovery_status, test_recovery_msgs),
+	REP(append_rep, test_recovery_msgs),
 	REP(ost_attr_rep, test_ost_attr_rep),
 	REP(ost_destroy_rep, test_ost_destroy_rep),
 };
@@ -758,6 +921,8 @@ static void test_op_table(void)
 		WIRE_OP_OST_WRITE, WIRE_OP_OST_READ, WIRE_OP_OST_PUNCH, WIRE_OP_OST_DESTROY,
 		WIRE_OP_OST_GETATTR, WIRE_OP_OST_STATFS, WIRE_OP_OST_SYNC,
 		WIRE_OP_OST_DESTROY_BATCH, WIRE_OP_MDS_LOCK_SET, WIRE_OP_MDS_LOCK_GET,
+		WIRE_OP_FAULT_SET, WIRE_OP_MDS_DISCONNECT, WIRE_OP_MDS_RECOVERY_DONE,
+		WIRE_OP_MDS_RECOVERY_STATUS, WIRE_OP_MDS_LOCK_WAIT, WIRE_OP_MDS_LOCK_CANCEL,
 	};
 	static const uint16_t inline_[] = {
 		WIRE_OP_MDS_STATFS, WIRE_OP_MDS_LOOKUP, WIRE_OP_MDS_GETATTR, WIRE_OP_MDS_READLINK,
@@ -766,7 +931,15 @@ static void test_op_table(void)
 		WIRE_OP_MDS_CREATE, WIRE_OP_MDS_MKDIR, WIRE_OP_MDS_MKNOD, WIRE_OP_MDS_SYMLINK,
 		WIRE_OP_MDS_UNLINK, WIRE_OP_MDS_RMDIR, WIRE_OP_MDS_RENAME, WIRE_OP_MDS_LINK,
 		WIRE_OP_MDS_SETXATTR, WIRE_OP_MDS_REMOVEXATTR, WIRE_OP_MDS_CLOSE,
-		WIRE_OP_MDS_SIZE_UPDATE,
+		WIRE_OP_MDS_SIZE_UPDATE, WIRE_OP_MDS_RECOVERY_STATUS, WIRE_OP_MDS_APPEND,
+	};
+	/* Pinned: the changes the MDS's reply cache runs exactly once. */
+	static const uint16_t cached[] = {
+		WIRE_OP_MDS_SETATTR, WIRE_OP_MDS_CREATE, WIRE_OP_MDS_MKDIR, WIRE_OP_MDS_MKNOD,
+		WIRE_OP_MDS_UNLINK, WIRE_OP_MDS_RMDIR, WIRE_OP_MDS_RENAME, WIRE_OP_MDS_LINK,
+		WIRE_OP_MDS_SYMLINK, WIRE_OP_MDS_CLOSE, WIRE_OP_MDS_SIZE_UPDATE,
+		WIRE_OP_MDS_SETXATTR, WIRE_OP_MDS_REMOVEXATTR, WIRE_OP_MDS_LAYOUT_SET,
+		WIRE_OP_MDS_HSM_IMPORT, WIRE_OP_MDS_APPEND,
 	};
 	int rows = 0;
 
@@ -792,8 +965,12 @@ static void test_op_table(void)
 			 in(idempotent, sizeof(idempotent) / sizeof(idempotent[0]), (uint16_t)op));
 		CHECK_EQ(wire_op_inline((uint16_t)op),
 			 in(inline_, sizeof(inline_) / sizeof(inline_[0]), (uint16_t)op));
+		CHECK_EQ(wire_op_reply_cached((uint16_t)op),
+			 in(cached, sizeof(cached) / sizeof(cached[0]), (uint16_t)op));
+		/* what runs once through the reply cache is never resent blindly */
+		CHECK(!(wire_op_reply_cached((uint16_t)op) && wire_op_idempotent((uint16_t)op)));
 	}
-	CHECK_EQ(rows, 50);
+	CHECK_EQ(rows, 57);
 	CHECK(wire_op_info(WIRE_OP_MAX_) == NULL && wire_op_info(0xffff) == NULL);
 	CHECK(!wire_op_idempotent(0xffff) && !wire_op_inline(0xffff));
 	/* xattr_len_rep is GETXATTR's other form (a size of 0), not in the table's column */
