@@ -77,6 +77,14 @@ struct nacre_fs {
 	pthread_cond_t files_cond;  /* a pin was dropped */
 	struct nacre_file *files;   /* open files (files.c), so a truncate can correct their sizes */
 
+	/* The pinger: an idle mount asks the MDS every CL_PING_MS whether it is still there, so
+	 * that after a restart it reconnects (and recovers) without waiting for work. */
+	pthread_t pinger;
+	int pinger_started;         /* immutable after mount */
+	pthread_mutex_t ping_lock;  /* protects ping_stop */
+	pthread_cond_t ping_cond;
+	int ping_stop;
+
 	pthread_mutex_t locks_lock; /* protects locks (a leaf) */
 	struct cl_lock_rec *locks;  /* the lock requests that built what this mount holds, in
 				     * order (lock.c), replayed to a restarted MDS */

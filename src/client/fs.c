@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client/cl_export.h"
@@ -23,6 +24,7 @@
 #define TIMEOUT_DEFAULT_MS 30000
 #define RECOVERY_TIMEOUT_DEFAULT_MS 300000
 #define UMOUNT_TIMEOUT_MS 2000 /* a clean unmount tells the MDS, if it answers soon */
+#define CL_PING_MS 2000        /* an idle mount checks its MDS this often */
 
 static void set_err(char *err, size_t err_len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -167,8 +169,52 @@ static uint64_t new_client_id(const struct nacre_fs *fs)
 	return id | (1ull << 63);
 }
 
+/* Pings the MDS while the mount is idle (a busy mount's calls do that job): a restarted
+ * MDS waits for its clients to come back, and an idle one would not notice otherwise. */
+static void *pinger_main(void *arg)
+{
+	struct nacre_fs *fs = arg;
+
+	pthread_mutex_lock(&fs->ping_lock);
+	while (!fs->ping_stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += CL_PING_MS / 1000;
+		ts.tv_nsec += (CL_PING_MS % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&fs->ping_cond, &fs->ping_lock, &ts);
+		if (fs->ping_stop)
+			break;
+		pthread_mutex_unlock(&fs->ping_lock);
+		struct rpc_call_args a = {.opcode = WIRE_OP_PING, .flags = RPC_IDEMPOTENT,
+					  .timeout_ms = CL_PING_MS};
+		struct rpc_msg *m = NULL;
+		rpc_call(fs->mds, &a, &m); /* the answer does not matter: reaching it does */
+		rpc_msg_free(m);
+		pthread_mutex_lock(&fs->ping_lock);
+	}
+	pthread_mutex_unlock(&fs->ping_lock);
+	return NULL;
+}
+
+static void pinger_stop(struct nacre_fs *fs)
+{
+	if (!fs->pinger_started)
+		return;
+	pthread_mutex_lock(&fs->ping_lock);
+	fs->ping_stop = 1;
+	pthread_cond_signal(&fs->ping_cond);
+	pthread_mutex_unlock(&fs->ping_lock);
+	pthread_join(fs->pinger, NULL);
+	fs->pinger_started = 0;
+}
+
 static void fs_free(struct nacre_fs *fs)
 {
+	pinger_stop(fs);
 	cl_pool_fini(&fs->pool);
 	rpc_conn_destroy(fs->mds);
 	cl_oss_fini(&fs->oss);
@@ -176,6 +222,8 @@ static void fs_free(struct nacre_fs *fs)
 	pthread_mutex_destroy(&fs->files_lock);
 	pthread_cond_destroy(&fs->files_cond);
 	pthread_mutex_destroy(&fs->locks_lock);
+	pthread_mutex_destroy(&fs->ping_lock);
+	pthread_cond_destroy(&fs->ping_cond);
 	explicit_bzero(&fs->key, sizeof(fs->key));
 	free(fs);
 }
@@ -208,6 +256,8 @@ NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *op
 	pthread_mutex_init(&fs->files_lock, NULL);
 	pthread_cond_init(&fs->files_cond, NULL);
 	pthread_mutex_init(&fs->locks_lock, NULL);
+	pthread_mutex_init(&fs->ping_lock, NULL);
+	pthread_cond_init(&fs->ping_cond, NULL);
 	set_tunables(fs, opts);
 	rc = cl_pool_init(&fs->pool, opts->max_rpcs_in_flight > 0 ? opts->max_rpcs_in_flight
 								  : CL_RPCS_IN_FLIGHT_DEFAULT,
@@ -276,6 +326,7 @@ NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *op
 			nacre_strerror(rc));
 		goto out_free;
 	}
+	fs->pinger_started = pthread_create(&fs->pinger, NULL, pinger_main, fs) == 0;
 	cl_log(fs, CL_LOG_INFO, "mounted %s:/%s%s (%s)", fs->addr, fs->fsname, fs->subdir,
 	       rpc_conn_server_name(fs->mds));
 	*out = fs;
@@ -329,7 +380,8 @@ NACRE_API void nacre_fs_umount(struct nacre_fs *fs)
 	pthread_mutex_unlock(&fs->files_lock);
 	if (open_files)
 		cl_log(fs, CL_LOG_WARN, "unmounting %s with files still open", fs->fsname);
-	else
+	pinger_stop(fs);
+	if (!open_files)
 		say_goodbye(fs); /* files still open keep the session for the MDS to evict */
 	fs_free(fs);
 }

@@ -101,9 +101,7 @@ struct job {
 	struct wire_hdr hdr;
 	uint8_t *payload; /* owned; from s->payloads */
 	size_t payload_cap;
-	int deferred;     /* the handler returned RPC_DEFER: rpc_answer or rpc_resume follow */
 	int resumed;      /* the handler runs again (rpc_resume) */
-	int counted;      /* counted in conn->inflight */
 	/* result, for done_q */
 	struct tx_frame *reply;
 	int drop_reply;   /* fault point: no reply goes out */
@@ -346,7 +344,9 @@ static void reply_faults(struct job *j)
 		j->close_conn = 1;
 }
 
-static void run_request(struct rpc_server *s, struct job *j)
+/* Runs j's handler. Returns 1 when it deferred the request: the job then belongs to whoever
+ * answers or resumes it (maybe already, on another thread), else 0 with j->reply set. */
+static int run_request(struct rpc_server *s, struct job *j)
 {
 	struct wire_req_env env;
 	struct rpc_request req = {
@@ -391,9 +391,10 @@ static void run_request(struct rpc_server *s, struct job *j)
 	if (status == 0)
 		status = s->conf.handler(s->conf.arg, &req, &rep);
 	if (status == RPC_DEFER) {
-		j->deferred = 1; /* rpc_answer or rpc_resume will follow; the payload stays */
+		/* rpc_answer or rpc_resume follow (they may have run already); the payload
+		 * stays with the job */
 		wire_cursor_fini(&rep.body);
-		return;
+		return 1;
 	}
 	if (om) {
 		metrics_add(om->count, 1);
@@ -419,6 +420,7 @@ static void run_request(struct rpc_server *s, struct job *j)
 	j->payload = NULL;
 	if (fault_any_armed)
 		reply_faults(j);
+	return 0;
 }
 
 /* Hands a finished job to the event thread. */
@@ -464,7 +466,6 @@ void rpc_answer(struct rpc_deferred *d, int status, const void *body, uint32_t l
 
 	if (env)
 		e = *env;
-	j->deferred = 0;
 	j->reply = frame_build(&j->hdr, status, body, len, NULL, reply_env(s, j, &e));
 	bufcache_put(&s->payloads, j->payload, j->payload_cap);
 	j->payload = NULL;
@@ -475,7 +476,6 @@ void rpc_resume(struct rpc_deferred *d)
 {
 	struct job *j = (struct job *)d;
 
-	j->deferred = 0;
 	j->resumed = 1;
 	queue_push(&j->srv->work_q, j);
 }
@@ -492,8 +492,7 @@ static void *worker_main(void *arg)
 			free(j);
 			continue;
 		}
-		run_request(s, j);
-		if (!j->deferred)
+		if (!run_request(s, j))
 			post_done(s, j);
 	}
 	return NULL;
@@ -856,6 +855,7 @@ static void conn_dispatch(struct rpc_server *s, struct sconn *c)
 	uint8_t *payload = c->payload;
 	size_t cap = c->payload_cap;
 	struct job *j;
+	int deferred = 0;
 
 	c->payload = NULL;
 	if (answered_here(s, c, payload)) {
@@ -878,20 +878,21 @@ static void conn_dispatch(struct rpc_server *s, struct sconn *c)
 	/* With fault points armed everything runs on workers: a delayed reply must not stall
 	 * the event thread. */
 	if (s->conf.runs_inline && s->conf.runs_inline(c->hdr.opcode) && !fault_any_armed) {
-		run_request(s, j);
-		if (!j->deferred) {
+		if (!run_request(s, j)) {
 			job_reply(s, c, j);
 			free(j);
 			return;
 		}
-		/* parked: from now on it is like a worker's job */
+		/* parked (or resumed already): from now on it is a worker's job, which the
+		 * done queue hands back to this thread */
+		deferred = 1;
 	}
 	c->inflight++;
 	if (c->inflight >= CONN_MAX_INFLIGHT && !c->paused) {
 		c->paused = 1;
 		conn_update_events(s, c);
 	}
-	if (!j->deferred)
+	if (!deferred)
 		queue_push(&s->work_q, j);
 }
 
