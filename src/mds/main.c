@@ -21,6 +21,7 @@
 #include "mds/hsm.h"
 #include "mds/mds_metrics.h"
 #include "mds/lock.h"
+#include "mds/lock_rpc.h"
 #include "mds/mds.h"
 #include "mds/ns.h"
 #include "mds/open.h"
@@ -352,7 +353,7 @@ int main(int argc, char **argv)
 	}
 	if ((rc = mds_writer_create(m.db, &m.writer)) || (rc = mds_targets_create(&m.targets)) ||
 	    (rc = mds_open_table_create(&m.open)) ||
-	    (rc = mds_locks_create(o.lock_evict_ms, &m.locks)) ||
+	    (rc = mds_locks_create(o.lock_evict_ms, mds_lock_answer, NULL, &m.locks)) ||
 	    (rc = mds_oss_pool_create(o.fsname, &key, &m.oss))) {
 		fprintf(stderr, "nacre-mds: cannot start: %s\n", nacre_strerror(rc));
 		goto out;
