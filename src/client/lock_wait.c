@@ -9,7 +9,7 @@
  *
  * Every parked LOCK_WAIT holds one of the MDS connection's in-flight requests on the MDS:
  * at most CL_LOCK_WAITS_MAX are out at once; more wait here, asking with LOCK_SET now and
- * then, until a slot frees.
+ * then, until a slot frees. An MDS that does not know LOCK_WAIT is asked that way too.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -136,28 +136,34 @@ static void pause_ms(struct nacre_fs *fs, int ms)
 	pthread_cond_timedwait(&fs->waits_cond, &fs->waits_lock, &ts);
 }
 
-/* Takes one of the MDS slots for w. Returns 0 (taken), 1 (granted meanwhile by LOCK_SET),
- * -EINTR (canceled) or LOCK_SET's error. */
-static int slot_take(struct nacre_lock_wait *w)
+/* Asks with LOCK_SET, pausing a little longer each time, until the lock is granted (0),
+ * the wait is canceled (-EINTR), LOCK_SET fails otherwise, or, if for_slot, one of the MDS
+ * slots is free: then it is taken and the result is 1. */
+static int poll_set(struct nacre_lock_wait *w, int for_slot)
 {
 	struct nacre_fs *fs = w->fs;
-	int ms = POLL_MIN_MS, rc = 0;
+	int ms = POLL_MIN_MS, rc;
 
 	pthread_mutex_lock(&fs->waits_lock);
-	while (!w->canceled && fs->lock_waits >= CL_LOCK_WAITS_MAX) {
+	for (;;) {
+		if (w->canceled) {
+			rc = -EINTR;
+			break;
+		}
+		if (for_slot && fs->lock_waits < CL_LOCK_WAITS_MAX) {
+			fs->lock_waits++;
+			rc = 1;
+			break;
+		}
 		pthread_mutex_unlock(&fs->waits_lock);
 		rc = cl_lock_set_req(fs, &w->r);
-		if (rc != -EAGAIN)
-			return rc == 0 ? 1 : rc;
 		pthread_mutex_lock(&fs->waits_lock);
-		if (!w->canceled && fs->lock_waits >= CL_LOCK_WAITS_MAX)
+		if (rc != -EAGAIN)
+			break;
+		if (!w->canceled && !(for_slot && fs->lock_waits < CL_LOCK_WAITS_MAX))
 			pause_ms(fs, ms);
 		ms = ms * 2 > POLL_MAX_MS ? POLL_MAX_MS : ms * 2;
 	}
-	if (w->canceled)
-		rc = -EINTR;
-	else
-		fs->lock_waits++;
 	pthread_mutex_unlock(&fs->waits_lock);
 	return rc;
 }
@@ -174,9 +180,9 @@ NACRE_API int nacre_lock_wait(struct nacre_lock_wait *w)
 	fs = w->fs;
 	if (w->r.type == WIRE_LK_UNLCK)
 		return cl_lock_set_req(fs, &w->r); /* never waits */
-	rc = slot_take(w);
-	if (rc)
-		return rc == 1 ? 0 : rc;
+	rc = poll_set(w, 1);
+	if (rc != 1)
+		return rc;
 	rc = start(fs, WIRE_OP_MDS_LOCK_WAIT, RPC_NO_TIMEOUT, &w->r, &p);
 	pthread_mutex_lock(&fs->waits_lock);
 	w->out = rc == 0;
@@ -203,6 +209,8 @@ NACRE_API int nacre_lock_wait(struct nacre_lock_wait *w)
 		rpc_wait(cp, &cm); /* answered right after the wait ended */
 		rpc_msg_free(cm);
 	}
+	if (rc == -EOPNOTSUPP)
+		return poll_set(w, 0); /* an MDS from before LOCK_WAIT */
 	if (rc == 0)
 		cl_lock_granted(fs, &w->r);
 	return rc;
