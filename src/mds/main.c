@@ -423,8 +423,8 @@ out:
 	mds_sessions_destroy(m.sessions);
 	mds_hsm_stop(m.hsm);
 	mds_destroyer_stop(m.destroyer);
+	mds_syncer_stop(syncer); /* it syncs through the writer */
 	mds_writer_destroy(m.writer);
-	mds_syncer_stop(syncer);
 	mds_oss_pool_destroy(m.oss);
 	mds_open_table_destroy(m.open);
 	mds_locks_destroy(m.locks);
