@@ -277,9 +277,9 @@ int nacre_lock_set(struct nacre_fs *fs, const struct nacre_cred *cr, const struc
  * MDS at once (its connection must stay free for other calls); more wait in the mount,
  * asking now and then, until one of those ends.
  * nacre_lock_wait_create returns 0, -EINVAL or -ENOMEM. nacre_lock_wait, once per handle:
- * 0 (granted), -EINTR (canceled; nothing changed), -EDEADLK (POSIX: the lock is held by an
- * owner that waits for a lock owner holds), -ENOLCK (the MDS's tables are full), -EIO (MDS
- * unreachable) or another negative error. nacre_lock_wait_cancel may be called from any
+ * 0 (granted), -EINTR (canceled; nothing changed), -EDEADLK (POSIX: an owner that holds
+ * the range, or queued for it first, itself waits for a lock of owner's), -ENOLCK (the
+ * MDS's tables are full), -EIO (MDS unreachable) or another negative error. nacre_lock_wait_cancel may be called from any
  * thread, any number of times, between create and destroy: a wait not yet granted ends with
  * -EINTR (one the MDS granted just before keeps its lock and returns 0). It does not wait
  * for the MDS. nacre_lock_wait_destroy frees the handle (NULL is fine); no cancel may run
