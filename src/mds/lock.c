@@ -852,6 +852,13 @@ void mds_locks_disconnect(struct mds_locks *lk, uint64_t conn_id, int64_t now_ms
 	unlock_and_answer(lk);
 }
 
+void mds_locks_tick(struct mds_locks *lk, int64_t now_ms)
+{
+	pthread_mutex_lock(&lk->lock);
+	reap(lk, now_ms);
+	unlock_and_answer(lk);
+}
+
 uint64_t mds_locks_count(struct mds_locks *lk)
 {
 	pthread_mutex_lock(&lk->lock);

@@ -13,7 +13,7 @@
  *
  * A client whose connection breaks keeps its locks for evict_ms; a lock request from it on
  * a new connection within that time binds them to the new one, otherwise the next lock
- * request anyone makes drops them (eviction). Its waiters end as soon as their connection
+ * request anyone makes, or the next tick (mds_locks_tick), drops them (eviction). Its waiters end as soon as their connection
  * closes (the client sends them again on its new connection).
  *
  * One mutex guards everything; it is a leaf: nothing else is taken under it, and the
@@ -95,6 +95,9 @@ void mds_locks_disconnect(struct mds_locks *lk, uint64_t conn_id, int64_t now_ms
 /* Drops every lock and waiter (answered -EIO) of a client now (its session was evicted).
  * Thread-safe. */
 void mds_locks_drop_client(struct mds_locks *lk, uint64_t client);
+/* Evicts the clients disconnected longer than evict_ms by now_ms, as every lock request
+ * does first: for the waiters behind their locks when no request comes. Thread-safe. */
+void mds_locks_tick(struct mds_locks *lk, int64_t now_ms);
 /* Locks held and waiters queued, for tests and metrics. Thread-safe. */
 uint64_t mds_locks_count(struct mds_locks *lk);
 uint64_t mds_locks_waiters(struct mds_locks *lk);

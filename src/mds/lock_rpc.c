@@ -2,10 +2,12 @@
 #include "mds/lock_rpc.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "common/net.h"
-#include "mds/lock.h"
 
 void mds_lock_answer(void *arg, void *token, int status)
 {
@@ -60,4 +62,66 @@ int mds_lock_dispatch(struct mds *m, const struct rpc_request *req, struct rpc_r
 			wire_lock_rep_encode(&rep->body, &out);
 		return rc;
 	}
+}
+
+struct mds_lock_reaper {
+	struct mds_locks *lk;
+	pthread_t thread;
+	pthread_mutex_t lock; /* protects stop */
+	pthread_cond_t cond;
+	int stop;
+};
+
+static void *reaper_main(void *arg)
+{
+	struct mds_lock_reaper *r = arg;
+
+	pthread_mutex_lock(&r->lock);
+	while (!r->stop) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += MDS_LOCK_TICK_MS * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&r->cond, &r->lock, &ts);
+		pthread_mutex_unlock(&r->lock);
+		mds_locks_tick(r->lk, net_now_ms());
+		pthread_mutex_lock(&r->lock);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+int mds_lock_reaper_start(struct mds_locks *lk, struct mds_lock_reaper **out)
+{
+	struct mds_lock_reaper *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->lk = lk;
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->cond, NULL);
+	if (pthread_create(&r->thread, NULL, reaper_main, r) != 0) {
+		pthread_mutex_destroy(&r->lock);
+		pthread_cond_destroy(&r->cond);
+		free(r);
+		return -EAGAIN;
+	}
+	*out = r;
+	return 0;
+}
+
+void mds_lock_reaper_stop(struct mds_lock_reaper *r)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->lock);
+	r->stop = 1;
+	pthread_cond_signal(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+	pthread_join(r->thread, NULL);
+	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->cond);
+	free(r);
 }

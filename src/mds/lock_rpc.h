@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "mds/lock.h"
 #include "mds/mds.h"
 #include "proto/rpc.h"
 
@@ -21,5 +22,14 @@ int mds_lock_dispatch(struct mds *m, const struct rpc_request *req, struct rpc_r
 void mds_lock_close(struct mds *m, uint64_t conn_id);
 /* rpc disconnect part: mds_locks_disconnect at the current time (m->locks may be NULL). */
 void mds_lock_disconnect(struct mds *m, uint64_t conn_id);
+
+struct mds_lock_reaper;
+/* Starts a thread that ticks lk (mds_locks_tick) every MDS_LOCK_TICK_MS, so that a client
+ * gone for good loses its locks on time although nobody asks for one. Returns 0 or
+ * -EAGAIN / -ENOMEM. */
+#define MDS_LOCK_TICK_MS 500
+int mds_lock_reaper_start(struct mds_locks *lk, struct mds_lock_reaper **out);
+/* Stops and frees it; NULL is fine. */
+void mds_lock_reaper_stop(struct mds_lock_reaper *r);
 
 #endif

@@ -297,6 +297,7 @@ int main(int argc, char **argv)
 	struct nacre_key key;
 	struct rpc_server *srv = NULL;
 	struct mds_syncer *syncer = NULL;
+	struct mds_lock_reaper *lock_reaper = NULL;
 	int rc, status = 1;
 
 	if (parse_opts(argc, argv, &o))
@@ -378,6 +379,11 @@ int main(int argc, char **argv)
 			nacre_strerror(rc));
 		goto out;
 	}
+	if ((rc = mds_lock_reaper_start(m.locks, &lock_reaper))) {
+		fprintf(stderr, "nacre-mds: cannot start the lock eviction thread: %s\n",
+			nacre_strerror(rc));
+		goto out;
+	}
 	if ((rc = mds_destroyer_start(&m, &m.destroyer))) {
 		fprintf(stderr, "nacre-mds: cannot start the destroy thread: %s\n",
 			nacre_strerror(rc));
@@ -427,6 +433,7 @@ out:
 	mds_writer_destroy(m.writer);
 	mds_oss_pool_destroy(m.oss);
 	mds_open_table_destroy(m.open);
+	mds_lock_reaper_stop(lock_reaper);
 	mds_locks_destroy(m.locks);
 	mds_targets_destroy(m.targets);
 	mds_db_close(m.db);

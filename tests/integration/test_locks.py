@@ -360,16 +360,20 @@ def test_locks_of_dead_client_are_evicted(lc, lockers):
     pa = c / "evict"
     pa.write_bytes(b"y" * 100)
     pb = lc.mounts[1] / "evict"
-    x, y = lockers(pa), lockers(pb)
+    x, y, z = lockers(pa), lockers(pb), lockers(pb)
     x.do("setlk f W 0 0")
     x.do(f"open g {pa}")
     x.do("flock g EX")
     y.do("setlk f W 0 1", EAGAIN)
+    z.send("setlkw f W 0 1")              # parked on the MDS behind the doomed lock
     c.proc.kill(signal.SIGKILL)           # the client dies with its locks held
     t0 = time.monotonic()
-    y.do("setlk f W 0 1", EAGAIN)         # kept for the eviction timeout...
-    wait_for(lambda: y.do("setlk f W 0 1", None) == "ok", EVICT_S + 5, "eviction")
+    assert not z.answered(EVICT_S - 0.5)  # kept for the eviction timeout...
+    assert z.recv(EVICT_S + 5) == "ok"    # ...then given to the waiter, with nobody asking
     assert time.monotonic() - t0 >= EVICT_S - 0.5
+    y.do("setlk f W 0 1", EAGAIN)
+    z.do("setlk f U 0 0")
+    y.do("setlk f W 0 1")
     y.do("flock f EX nb")
     assert "evicted client" in lc.mds.text()
     x.kill()
