@@ -21,6 +21,7 @@
 #include "mds/hsm.h"
 #include "mds/mds_metrics.h"
 #include "mds/lock.h"
+#include "mds/lock_rpc.h"
 #include "mds/mds.h"
 #include "mds/ns.h"
 #include "mds/open.h"
@@ -304,6 +305,7 @@ int main(int argc, char **argv)
 	struct nacre_key key;
 	struct rpc_server *srv = NULL;
 	struct mds_syncer *syncer = NULL;
+	struct mds_lock_reaper *lock_reaper = NULL;
 	int rc, status = 1;
 
 	if (parse_opts(argc, argv, &o))
@@ -360,7 +362,7 @@ int main(int argc, char **argv)
 	}
 	if ((rc = mds_writer_create(m.db, &m.writer)) || (rc = mds_targets_create(&m.targets)) ||
 	    (rc = mds_open_table_create(&m.open)) ||
-	    (rc = mds_locks_create(o.lock_evict_ms, &m.locks)) ||
+	    (rc = mds_locks_create(o.lock_evict_ms, mds_lock_answer, NULL, &m.locks)) ||
 	    (rc = mds_oss_pool_create(o.fsname, &key, &m.oss))) {
 		fprintf(stderr, "nacre-mds: cannot start: %s\n", nacre_strerror(rc));
 		goto out;
@@ -382,6 +384,11 @@ int main(int argc, char **argv)
 		LOG_WARN("mds", "orphan cleanup failed: %s", nacre_strerror(rc));
 	if ((rc = mds_syncer_start(m.writer, o.sync_interval_ms, &syncer))) {
 		fprintf(stderr, "nacre-mds: cannot start the metadata sync thread: %s\n",
+			nacre_strerror(rc));
+		goto out;
+	}
+	if ((rc = mds_lock_reaper_start(m.locks, &lock_reaper))) {
+		fprintf(stderr, "nacre-mds: cannot start the lock eviction thread: %s\n",
 			nacre_strerror(rc));
 		goto out;
 	}
@@ -430,10 +437,11 @@ out:
 	mds_sessions_destroy(m.sessions);
 	mds_hsm_stop(m.hsm);
 	mds_destroyer_stop(m.destroyer);
+	mds_syncer_stop(syncer); /* it syncs through the writer */
 	mds_writer_destroy(m.writer);
-	mds_syncer_stop(syncer);
 	mds_oss_pool_destroy(m.oss);
 	mds_open_table_destroy(m.open);
+	mds_lock_reaper_stop(lock_reaper);
 	mds_locks_destroy(m.locks);
 	mds_targets_destroy(m.targets);
 	mds_db_close(m.db);
