@@ -69,6 +69,10 @@ int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *opts, struct
 		   char *err, size_t err_len);
 /* Closes every connection and frees fs. Open files must be closed first. NULL is fine. */
 void nacre_fs_umount(struct nacre_fs *fs);
+/* The mount is going away: from now on a call waits for a missing server only its
+ * per-request timeout (not recovery_timeout), so that closing the files left open at
+ * unmount does not hang on a dead MDS. Thread-safe. */
+void nacre_fs_unmounting(struct nacre_fs *fs);
 
 /* FID of the mounted root (the subdirectory for a subdirectory mount). */
 struct nacre_fid nacre_fs_root(const struct nacre_fs *fs);

@@ -370,6 +370,12 @@ static void say_goodbye(struct nacre_fs *fs)
 	wire_cursor_fini(&c);
 }
 
+NACRE_API void nacre_fs_unmounting(struct nacre_fs *fs)
+{
+	if (fs)
+		__atomic_store_n(&fs->unmounting, 1, __ATOMIC_RELEASE);
+}
+
 NACRE_API void nacre_fs_umount(struct nacre_fs *fs)
 {
 	if (!fs)

@@ -101,6 +101,8 @@ int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *
 	memset(&a, 0, sizeof(a));
 	a.opcode = opcode;
 	a.flags = wire_op_idempotent(opcode) ? RPC_IDEMPOTENT : 0;
+	if (__atomic_load_n(&fs->unmounting, __ATOMIC_ACQUIRE))
+		a.timeout_ms = fs->timeout_ms; /* nobody will wait for the answer much longer */
 	a.body = req->buf;
 	a.body_len = (uint32_t)wire_cursor_pos(req);
 	rc = rpc_call(fs->mds, &a, &m);
