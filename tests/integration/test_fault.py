@@ -185,6 +185,55 @@ def test_oss_write_after_crash_then_the_client_resends(make_cluster, nacre_cli):
         assert f.read() == data
 
 
+def test_lost_mds_messages_are_resent_and_answered_once(make_cluster, nacre_cli):
+    c = make_cluster(osts=1, fsname="fltrpc", mds_args=ALLOW)
+    q = c.mount(opts=["timeout=3"], name="quick").path  # a lost reply is resent after 3 s
+    mds = f"{c.mds_addr}:/{c.fsname}"
+    # A dropped reply of an O_EXCL create: the resend is answered from the reply cache, not
+    # with EEXIST for the file the first execution made.
+    fault(nacre_cli, c, "set", mds, "rpc.drop_reply=once,op=MDS_CREATE", check=True)
+    os.close(os.open(q / "excl", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    assert "fault point rpc.drop_reply fired" in c.mds.text()
+    # A connection closed instead of a mkdir's reply.
+    fault(nacre_cli, c, "set", mds, "rpc.close_conn", "once,op=MDS_MKDIR", check=True)
+    os.mkdir(q / "d")
+    assert "fault point rpc.close_conn fired" in c.mds.text()
+    # A request lost on the way: never executed, so the resend executes it.
+    fault(nacre_cli, c, "set", mds, "rpc.drop_request=once,op=MDS_UNLINK", check=True)
+    os.unlink(q / "excl")
+    assert "fault point rpc.drop_request fired" in c.mds.text()
+    assert sorted(os.listdir(q)) == ["d"]
+    assert fault(nacre_cli, c, "list", mds, check=True).stdout == ""
+
+
+def test_mds_crash_around_a_commit(make_cluster, nacre_cli):
+    c = make_cluster(osts=1, fsname="fltcmt", mds_args=ALLOW)
+    m = c.mounts[0].path
+    for point in ("mds.commit_before", "mds.commit_after"):
+        name = point.split(".")[1]
+        fault(nacre_cli, c, "set", point, "once", cwd=m, check=True)
+        done = {}
+
+        def mkdir():
+            try:
+                os.mkdir(m / name)
+                done["ok"] = True
+            except OSError as e:
+                done["err"] = e
+
+        t = threading.Thread(target=mkdir)
+        t.start()
+        assert c.mds.p.wait(30) == 86, c.mds.text()
+        assert f"fault point {point}: crashing on purpose" in c.mds.text()
+        c.start_mds(fmt=False)
+        # before the commit: the change was lost and the resend makes it; after it: the
+        # resend is answered from the record the commit wrote. Either way, once, no error.
+        t.join(60)
+        assert not t.is_alive() and done.get("ok"), done
+        assert os.path.isdir(m / name)
+    assert sorted(os.listdir(m)) == ["commit_after", "commit_before"]
+
+
 def scrape(port):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
         text = r.read().decode()
