@@ -34,8 +34,9 @@ static int from_spec(const char *spec, const char *what, struct cli_fault_args *
 	return 0;
 }
 
-/* The nacre mount the working directory is in, else the only one below it. 0, or -ENOENT
- * (none, or several below: nothing printed). */
+/* The nacre mount the working directory is in, else the only one below it (not from "/":
+ * that would be any mount of the machine). 0, or -ENOENT (none, or several below: nothing
+ * printed). */
 static int mount_here(struct cli_mount *out)
 {
 	char cwd[PATH_MAX];
@@ -44,7 +45,7 @@ static int mount_here(struct cli_mount *out)
 
 	if (cli_mount_of(".", out) == 0)
 		return 0;
-	if (cli_abspath(".", cwd, sizeof(cwd)) < 0)
+	if (cli_abspath(".", cwd, sizeof(cwd)) < 0 || strcmp(cwd, "/") == 0)
 		return -ENOENT;
 	m = calloc(CLI_MOUNTS_MAX, sizeof(*m));
 	if (!m)
@@ -53,7 +54,7 @@ static int mount_here(struct cli_mount *out)
 	for (int i = 0; i < n; i++) {
 		size_t len = strlen(cwd);
 
-		if (strncmp(m[i].dir, cwd, len) == 0 && (m[i].dir[len] == '/' || len == 1)) {
+		if (strncmp(m[i].dir, cwd, len) == 0 && m[i].dir[len] == '/') {
 			*out = m[i];
 			found++;
 		}

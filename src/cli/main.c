@@ -111,7 +111,8 @@ static const struct cli_cmd commands[] = {
 	 "       nacre hsm archive|release|restore|remove|cancel|state|action|set|clear ...\n"
 	 "  list    the coordinator queue with progress\n"
 	 "  import  released stubs for every object of the backend, under DESTDIR (root only)\n"},
-	{"recovery-status", cli_recovery_status, "the MDS's recovery window, as Lustre's recovery_status",
+	{"recovery-status", cli_recovery_status,
+	 "the MDS's recovery window, as Lustre's recovery_status",
 	 "usage: nacre recovery-status [PATH|FSNAME]...\n"
 	 "  Per MDT: status (COMPLETE or RECOVERING), when recovery started, how long it took or\n"
 	 "  how long is left, clients connected/expected, replaying, completed and evicted,\n"

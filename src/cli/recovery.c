@@ -5,6 +5,7 @@
  * is when this command is wanted.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,12 @@
 #include "common/util.h"
 #include "common/vxattr.h"
 #include "nacre/nacre.h"
+
+/* a - b, or 0: the counts come from the mount and are printed whatever they are */
+static unsigned minus(uint32_t a, uint32_t b)
+{
+	return a > b ? a - b : 0;
+}
 
 /* Lustre's lines for one MDT. COMPLETE gets evicted_clients too (Lustre prints it only
  * while recovering) so that an eviction stays visible afterwards. */
@@ -23,7 +30,7 @@ static void print_status(const char *fsname, const struct nacre_recovery_status 
 		printf("status: COMPLETE\n");
 		printf("recovery_start: %lld\n", (long long)r->start);
 		printf("recovery_duration: %u\n", r->duration_s);
-		printf("completed_clients: %u/%u\n", r->clients_expected - r->clients_evicted,
+		printf("completed_clients: %u/%u\n", minus(r->clients_expected, r->clients_evicted),
 		       r->clients_expected);
 		printf("evicted_clients: %u\n", r->clients_evicted);
 		printf("replayed_requests: %llu\n", (unsigned long long)r->replayed);
@@ -35,9 +42,9 @@ static void print_status(const char *fsname, const struct nacre_recovery_status 
 	printf("time_remaining: %u\n", r->time_left_s);
 	printf("connected_clients: %u/%u\n", r->clients_connected, r->clients_expected);
 	/* connected, still replaying requests; then replayed, re-opening files and locks */
-	printf("req_replay_clients: %u\n", r->clients_connected - r->clients_replayed);
+	printf("req_replay_clients: %u\n", minus(r->clients_connected, r->clients_replayed));
 	/* Lustre's spelling, so that scripts reading its output read ours */
-	printf("lock_repay_clients: %u\n", r->clients_replayed - r->clients_completed);
+	printf("lock_repay_clients: %u\n", minus(r->clients_replayed, r->clients_completed));
 	printf("completed_clients: %u\n", r->clients_completed);
 	printf("evicted_clients: %u\n", r->clients_evicted);
 	printf("replayed_requests: %llu\n", (unsigned long long)r->replayed);
