@@ -174,29 +174,18 @@ static void check_target(const char *s)
 		fail("a target line differs after the round trip");
 }
 
-static int same_recovery(const struct nacre_recovery_status *a,
-			 const struct nacre_recovery_status *b)
-{
-	return a->state == b->state && a->start == b->start && a->duration_s == b->duration_s &&
-	       a->time_left_s == b->time_left_s && a->clients_expected == b->clients_expected &&
-	       a->clients_connected == b->clients_connected &&
-	       a->clients_replayed == b->clients_replayed &&
-	       a->clients_completed == b->clients_completed &&
-	       a->clients_evicted == b->clients_evicted && a->replayed == b->replayed &&
-	       a->queued == b->queued && a->last_transno == b->last_transno &&
-	       a->last_committed == b->last_committed;
-}
-
 static void check_recovery(const char *s)
 {
 	struct nacre_recovery_status r, r2;
-	char out[256];
+	char out[256], out2[256];
 
 	if (vxattr_recovery_parse(s, &r) < 0)
 		return;
 	if (vxattr_recovery_format(out, sizeof(out), &r) >= (int)sizeof(out))
 		fail("a recovery status does not fit");
-	if (vxattr_recovery_parse(out, &r2) < 0 || !same_recovery(&r, &r2))
+	/* every field is in the text: the same text means the same values */
+	if (vxattr_recovery_parse(out, &r2) < 0 ||
+	    vxattr_recovery_format(out2, sizeof(out2), &r2) < 0 || strcmp(out, out2) != 0)
 		fail("a recovery status differs after the round trip");
 }
 
