@@ -194,9 +194,11 @@ class Cluster:
         return argv + self.oss_args + (["--format"] if fmt else [])
 
     def start_mds(self, fmt=True):
-        self.mds = Proc("mds", self.mds_argv(fmt), self.dir / "mds.log", self.env).start()
-        wait_for(lambda: "nacre-mds: serving" in self.mds.text() or not self.mds.alive(), 15,
-                 f"nacre-mds to print 'serving' in {self.mds.log}")
+        log = self.dir / "mds.log"
+        before = log.stat().st_size if log.exists() else 0  # a restart appends to it
+        self.mds = Proc("mds", self.mds_argv(fmt), log, self.env).start()
+        wait_for(lambda: "nacre-mds: serving" in self.mds.text()[before:] or
+                 not self.mds.alive(), 15, f"nacre-mds to print 'serving' in {self.mds.log}")
         assert self.mds.alive(), f"nacre-mds exited:\n{self.mds.text()}"
 
     def start_oss(self, j, fmt=True):
