@@ -51,6 +51,7 @@
 #define BACKOFF_MIN_MS 100       /* pause between connection attempts, doubling... */
 #define BACKOFF_MAX_MS 2000      /* ...up to this */
 #define CONNECT_TIMEOUT_MAX_MS 10000
+#define LAST_TRY_MS 1000         /* the connection attempt of a call past its deadline */
 #define RETAIN_MAX 65536         /* requests kept for replay; beyond it the oldest go */
 
 enum pend_state { P_UNSENT, P_SENT, P_DONE };
@@ -135,6 +136,9 @@ struct rpc_conn {
 	int last_err;              /* last connect error, for messages; protected by lock */
 	int backoff_ms;            /* pause before the next attempt; protected by lock */
 	int64_t heard_ms;          /* last time the server was heard from; protected by lock */
+	int gave_up;               /* a call waited its whole recovery_ms since heard_ms and
+				    * failed: until the server is heard again, calls fail after
+				    * one connection attempt instead of waiting again; lock */
 	int64_t ping_ms;           /* last ping sent; protected by lock */
 	int unresponsive;          /* reported as not responding; protected by lock */
 	uint64_t instance;         /* the server instance we hold state with; lock */
@@ -347,7 +351,10 @@ static int resendable(const struct rpc_conn *c, const struct rpc_pending *p)
 
 /* The time at which p gives up. A session call without a limit of its own waits for a
  * server that does not answer for recovery_ms, counted from the later of its start and the
- * last time the server was heard from. Called with c->lock held. */
+ * last time the server was heard from. Once a call has waited that long and failed, the
+ * server counts as gone: the next calls fail after one connection attempt (so a system call
+ * that makes several calls in a row fails after one recovery timeout, not several), until
+ * it is heard from again. Called with c->lock held. */
 static int64_t call_deadline(const struct rpc_conn *c, const struct rpc_pending *p)
 {
 	int64_t from = p->start_ms;
@@ -356,6 +363,8 @@ static int64_t call_deadline(const struct rpc_conn *c, const struct rpc_pending 
 		return p->start_ms + p->args.timeout_ms;
 	if (!c->client_id)
 		return p->start_ms + c->timeout_ms;
+	if (c->gave_up)
+		return p->start_ms;
 	if (c->heard_ms > from)
 		from = c->heard_ms;
 	return from + c->recovery_ms;
@@ -369,6 +378,15 @@ static int reply_overdue(const struct rpc_conn *c, const struct rpc_pending *p, 
 	return c->client_id && p->state == P_SENT && p->sent_gen == c->gen &&
 	       !(p->args.flags & RPC_NO_TIMEOUT) && !p->args.timeout_ms &&
 	       now - p->sent_ms >= c->timeout_ms && c->heard_ms > p->sent_ms;
+}
+
+/* A session call without a limit of its own failed because the server stayed away for its
+ * whole recovery time: the next ones should not wait again (see call_deadline). Called with
+ * c->lock held. */
+static void note_given_up(struct rpc_conn *c, const struct rpc_pending *p)
+{
+	if (c->client_id && !p->args.timeout_ms && c->fd < 0 && !c->shutting_down)
+		c->gave_up = 1;
 }
 
 /* ---- frames ---- */
@@ -695,6 +713,7 @@ static int strip_rep_env(struct rpc_msg *m)
 static void heard(struct rpc_conn *c)
 {
 	c->heard_ms = net_now_ms();
+	c->gave_up = 0;
 	if (c->unresponsive) {
 		c->unresponsive = 0;
 		LOG_WARN(SUBSYS, "%s (%s) answers again", c->addrs[c->cur_addr], c->server_name);
@@ -1070,7 +1089,7 @@ static int run_recovery(struct rpc_conn *c, const char *addr, int fd, int env,
  * Returns 0 when c->fd is valid, or a negative error. */
 static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 {
-	int tried = 0;
+	int tried = 0, last_try = 0;
 
 	while (c->fd < 0) {
 		struct wire_connect_rep rep;
@@ -1081,8 +1100,12 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 
 		if (c->shutting_down)
 			return -ESHUTDOWN;
-		if (now >= deadline)
+		if (now >= deadline && (tried || last_try))
 			return c->last_err ? c->last_err : -ETIMEDOUT;
+		if (now >= deadline) {
+			deadline = now + LAST_TRY_MS; /* one quick try: the server may be back */
+			last_try = 1;
+		}
 		if (c->connecting) {
 			struct timespec ts;
 			int64_t until = deadline - now;
@@ -1124,7 +1147,7 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 			    fd == -NACRE_EPROTO_VERSION)
 				return fd;
 			c->cur_addr = (c->cur_addr + 1) % c->naddrs;
-			if (!retry && tried >= c->naddrs)
+			if ((!retry || last_try) && tried >= c->naddrs)
 				return fd;
 			if (c->cur_addr != 0 && tried < c->naddrs)
 				continue; /* the next failover address at once */
@@ -1347,8 +1370,10 @@ int rpc_start(struct rpc_conn *c, const struct rpc_call_args *a, struct rpc_pend
 	table_add(c, p);
 	open_link_tail(c, &p->open, p->xid);
 	rc = send_pending(c, p);
-	if (rc < 0 && p->state != P_DONE)
+	if (rc < 0 && p->state != P_DONE) {
 		pending_finish(p, rc, NULL);
+		note_given_up(c, p);
+	}
 	if (p->state == P_DONE)
 		table_del(c, p);
 	pthread_mutex_unlock(&c->lock);
@@ -1410,6 +1435,7 @@ int rpc_wait(struct rpc_pending *p, struct rpc_msg **reply)
 			pending_finish(p, c->last_err && c->fd < 0 ? c->last_err : -ETIMEDOUT,
 				       NULL);
 			table_del(c, p);
+			note_given_up(c, p);
 			break;
 		}
 		if (p->state == P_UNSENT) {
@@ -1417,6 +1443,7 @@ int rpc_wait(struct rpc_pending *p, struct rpc_msg **reply)
 			if (rc < 0 && p->state != P_DONE) {
 				pending_finish(p, rc, NULL);
 				table_del(c, p);
+				note_given_up(c, p);
 			}
 			continue;
 		}
