@@ -32,7 +32,8 @@ struct rclient {
 	char name[NACRE_NAME_MAX + 1];
 	enum cstate st;
 	uint64_t conn_id;
-	int queued; /* its replays in replay_q */
+	int queued;       /* its replays in replay_q */
+	uint64_t replays; /* executed (or answered from the reply cache) */
 };
 
 struct parked {
@@ -251,8 +252,13 @@ int mds_recovery_admit(struct mds_recovery *r, const struct rpc_request *req)
 				c->st = C_REPLAYED;
 			rc = 0;
 		} else {
-			if (c)
+			if (c && c->st != C_COMPLETE) {
 				c->st = C_COMPLETE;
+				LOG_INFO("recovery", "client %s (%016llx) recovered: %llu requests "
+						     "replayed, its opens and locks back",
+					 c->name, (unsigned long long)c->id,
+					 (unsigned long long)c->replays);
+			}
 			rc = park(r, &r->wait_q, req, 0, 1); /* answered at the end */
 		}
 		advance(r, &out);
@@ -290,8 +296,11 @@ void mds_recovery_replay_done(struct mds_recovery *r, uint64_t client_id, uint64
 
 	pthread_mutex_lock(&r->lock);
 	if (r->running && r->run_client == client_id && r->run_xid == xid) {
+		struct rclient *c = client_of(r, client_id);
 		r->running = 0;
 		r->replayed++;
+		if (c)
+			c->replays++;
 		r->last_progress_ms = net_now_ms();
 		advance(r, &out);
 	}
