@@ -134,10 +134,10 @@ class Mount:
 class Cluster:
     """One MDS, OSTs spread over OSS processes (ost i on oss i % noss), any number of mounts."""
 
-    def __init__(self, osts=2, oss=None, fsname="testfs", ost_dirs=None):
+    def __init__(self, osts=2, oss=None, fsname="testfs", ost_dirs=None, prefix="nacre-it-"):
         require_fuse()
         # Under /tmp with mode 0755 (pytest's tmp is 0700) so non-root children can reach it.
-        self.dir = Path(tempfile.mkdtemp(prefix="nacre-it-"))
+        self.dir = Path(tempfile.mkdtemp(prefix=prefix))
         os.chmod(self.dir, 0o755)
         self.fsname = fsname
         self.nosts = osts
