@@ -1,7 +1,6 @@
 """The chaos run's cluster: the integration tests' Cluster (tests/integration/conftest.py),
 plus what chaos needs on top: restarting a killed server and waiting until it serves again,
 stopping and continuing one, and a teardown that keeps the directory when asked to."""
-import os
 import shutil
 import signal
 import subprocess
@@ -12,17 +11,24 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "integration"))
 import conftest  # noqa: E402  (the integration tests' cluster plumbing)
+import test_data  # noqa: E402  (the names of OST objects)
 
+__all__ = ["ChaosCluster", "conftest", "test_data", "nacre_cli", "sanitizer_reports"]
 SERVING = {"mds": "nacre-mds: serving", "oss": "nacre-oss: serving"}
 
 
 class ChaosCluster(conftest.Cluster):
     """One MDS, noss OSS processes with osts_per_oss OSTs each."""
 
-    def __init__(self, noss, osts_per_oss):
+    def __init__(self, noss, osts_per_oss, mds_log_level=None):
         super().__init__(osts=noss * osts_per_oss, oss=noss, fsname="chaos",
                          prefix="nacre-chaos-")
         self.stopped = set()  # names of servers under SIGSTOP
+        self.mds_log_level = mds_log_level
+
+    def mds_argv(self, fmt):
+        level = ["--log-level", self.mds_log_level] if self.mds_log_level else []
+        return super().mds_argv(fmt) + level
 
     def server_names(self):
         return ["mds"] + [f"oss{j}" for j in range(self.noss)]
@@ -106,6 +112,3 @@ def sanitizer_reports(cluster):
                     break
     return bad
 
-
-def mounted(path):
-    return os.fspath(path) in conftest.mounted_dirs()

@@ -6,24 +6,32 @@
 - every file whose bytes are known has them (size and sha256);
 - every locked counter equals the sum of the increments its workers made;
 - the append log holds every acknowledged record exactly once, intact, in each writer's
-  order, and nothing else.
+  order, and nothing else;
+- every object on the OSTs belongs to a file that still has a name (unlinked files, closed
+  by now, must have been destroyed).
 """
 import hashlib
 import os
 import stat
+import time
 from collections import Counter
 
 from workload import COUNTER_WIDTH, RECORD, parse_record
+from cluster import test_data
+
+DESTROY_WAIT_S = 30  # objects of unlinked files go asynchronously
 
 MIB = 1 << 20
 
 
 class Verifier:
-    def __init__(self, root, setup_entries, manifests):
+    def __init__(self, root, setup_entries, manifests, ost_dirs):
         self.root = root
+        self.ost_dirs = ost_dirs  # {OST index: its directory}
         self.manifests = manifests
         self.failures = []
         self.checks = Counter()
+        self.orphans = set()  # object paths that belong to no named file
         self.expected = dict(setup_entries)
         self.uncertain = set()
         for m in manifests:
@@ -40,6 +48,7 @@ class Verifier:
         self.tree("")
         self.counters()
         self.append_log()
+        self.objects()
         return self.failures
 
     # ---- what the workers saw
@@ -200,3 +209,54 @@ class Verifier:
             if w not in writers or seq >= writers[w]["records"]:
                 self.fail("append unexpected", rel, f"{w} record {seq} was never written")
 
+
+    # ---- OST objects without a file
+    def live_objects(self):
+        """The object paths every named regular file may have."""
+        out = set()
+        for d, _, files in os.walk(self.root):
+            for n in files:
+                p = os.path.join(d, n)
+                try:
+                    if not stat.S_ISREG(os.lstat(p).st_mode):
+                        continue
+                    fid = test_data.parse_fid(os.getxattr(p, "nacre.fid").decode())
+                    _, _, gen, osts = test_data.parse_layout(os.getxattr(p, "nacre.layout").decode())
+                except OSError as err:
+                    self.fail("check error", os.path.relpath(p, self.root), f"xattr: {err}")
+                    continue
+                for stripe, ost in enumerate(osts):
+                    out.add(test_data.object_path(self.ost_dirs[ost], fid, stripe, gen))
+        return out
+
+    def stored_objects(self):
+        out = set()
+        for d in self.ost_dirs.values():
+            for sub, _, files in os.walk(os.path.join(d, "O")):
+                out.update(os.path.join(sub, n) for n in files)
+        return out
+
+    def objects(self):
+        live = self.live_objects()
+        end = time.monotonic() + DESTROY_WAIT_S
+        while True:
+            stored = self.stored_objects()
+            orphans = sorted(stored - live)
+            if not orphans or time.monotonic() > end:
+                break
+            time.sleep(1)
+        self.checks["OST objects checked"] += len(stored)
+        self.orphans = set(orphans)
+        if orphans:
+            self.fail("objects leaked", f"{len(orphans)} of {len(stored)} OST objects",
+                      f"belong to no named file {DESTROY_WAIT_S} s after the end, e.g. "
+                      f"{', '.join(os.path.basename(o) for o in orphans[:4])} (the MDS may "
+                      f"still hold them open)")
+
+    def orphans_left(self, wait_s=15):
+        """The orphans still stored, once they had wait_s to go (after the mounts that ran
+        the workload unmounted: an object that goes then was held open by their sessions)."""
+        end = time.monotonic() + wait_s
+        while (left := self.orphans & self.stored_objects()) and time.monotonic() < end:
+            time.sleep(1)
+        return left
