@@ -237,6 +237,8 @@ class Verifier:
         return out
 
     def objects(self):
+        if not self.ost_dirs:
+            return
         live = self.live_objects()
         end = time.monotonic() + DESTROY_WAIT_S
         while True:
