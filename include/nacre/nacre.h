@@ -244,10 +244,11 @@ int nacre_hsm_agent_progress(struct nacre_fs *fs, const struct nacre_hsm_action 
 			     const char *path);
 
 /* ---- locks: POSIX (fcntl) byte-range locks and flock, coherent across clients ----
- * The MDS holds them (in memory: an MDS restart drops them). An owner is this mount plus
- * owner, an id the caller picks (nacre-mount passes the kernel's lock owner). Locks live
- * until unlocked, or until this mount stays disconnected from the MDS longer than the
- * MDS's --lock-evict-timeout. No call waits for a lock: F_SETLKW is the caller retrying. */
+ * The MDS holds them (in memory; this mount takes its locks back from an MDS that
+ * restarted). An owner is this mount plus owner, an id the caller picks (nacre-mount passes
+ * the kernel's lock owner). Locks live until unlocked, or until this mount stays
+ * disconnected from the MDS longer than the MDS's --lock-evict-timeout. nacre_lock_set
+ * never waits; F_SETLKW is a nacre_lock_wait, queued on the MDS in arrival order. */
 enum { NACRE_LOCK_POSIX = 0, NACRE_LOCK_FLOCK = 1 };
 enum { NACRE_LK_UNLCK = 0, NACRE_LK_RDLCK = 1, NACRE_LK_WRLCK = 2 };
 #define NACRE_LOCK_EOF UINT64_MAX /* end of a lock that runs to the end of the file */
@@ -266,6 +267,30 @@ struct nacre_lock {
  * Thread-safe. */
 int nacre_lock_set(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
 		   int kind, uint64_t owner, const struct nacre_lock *l);
+/* F_SETLKW and blocking flock, in steps so that another thread can cancel the wait (a
+ * signal): nacre_lock_wait_create notes the request (no RPC) in *out, owned by the caller;
+ * nacre_lock_wait sends it and waits (no per-request timeout: only the mount's
+ * recovery_timeout ends a wait on an MDS that is away) until the MDS grants it; then it is
+ * recorded and the handles are revalidated as after nacre_lock_set.
+ * Waiters of one file are served in arrival order, and one that conflicts with nothing
+ * held or queued before it is granted at once. A mount keeps at most a few waits at the
+ * MDS at once (its connection must stay free for other calls); more wait in the mount,
+ * asking now and then, until one of those ends.
+ * nacre_lock_wait_create returns 0, -EINVAL or -ENOMEM. nacre_lock_wait, once per handle:
+ * 0 (granted), -EINTR (canceled; nothing changed), -EDEADLK (POSIX: an owner that holds
+ * the range, or queued for it first, itself waits for a lock of owner's), -ENOLCK (the
+ * MDS's tables are full), -EIO (MDS unreachable) or another negative error. nacre_lock_wait_cancel may be called from any
+ * thread, any number of times, between create and destroy: a wait not yet granted ends with
+ * -EINTR (one the MDS granted just before keeps its lock and returns 0). It does not wait
+ * for the MDS. nacre_lock_wait_destroy frees the handle (NULL is fine); no cancel may run
+ * then. Thread-safe. */
+struct nacre_lock_wait;
+int nacre_lock_wait_create(struct nacre_fs *fs, const struct nacre_cred *cr,
+			   const struct nacre_fid *fid, int kind, uint64_t owner,
+			   const struct nacre_lock *l, struct nacre_lock_wait **out);
+int nacre_lock_wait(struct nacre_lock_wait *w);
+void nacre_lock_wait_cancel(struct nacre_lock_wait *w);
+void nacre_lock_wait_destroy(struct nacre_lock_wait *w);
 /* This mount's id in lock owners (chosen at random on first use). A process that takes
  * over another's mount (nacre-mount --upgrade) adopts its id with nacre_fs_set_lock_client
  * before any lock call; its first lock request then binds the held locks to its own MDS

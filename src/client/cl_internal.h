@@ -88,6 +88,11 @@ struct nacre_fs {
 	pthread_mutex_t locks_lock; /* protects locks (a leaf) */
 	struct cl_lock_rec *locks;  /* the lock requests that built what this mount holds, in
 				     * order (lock.c), replayed to a restarted MDS */
+	pthread_mutex_t waits_lock; /* protects lock_waits and the state of every
+				     * nacre_lock_wait (lock_wait.c); a leaf */
+	pthread_cond_t waits_cond;  /* with waits_lock: a LOCK_WAIT ended or a wait was
+				     * canceled */
+	int lock_waits;             /* waits_lock: LOCK_WAITs out at the MDS */
 };
 
 struct nacre_file {

@@ -221,7 +221,6 @@ static void fs_free(struct nacre_fs *fs)
 	cl_locks_fini(fs);
 	pthread_mutex_destroy(&fs->files_lock);
 	pthread_cond_destroy(&fs->files_cond);
-	pthread_mutex_destroy(&fs->locks_lock);
 	pthread_mutex_destroy(&fs->ping_lock);
 	pthread_cond_destroy(&fs->ping_cond);
 	explicit_bzero(&fs->key, sizeof(fs->key));
@@ -255,7 +254,7 @@ NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *op
 	cl_oss_init(&fs->oss);
 	pthread_mutex_init(&fs->files_lock, NULL);
 	pthread_cond_init(&fs->files_cond, NULL);
-	pthread_mutex_init(&fs->locks_lock, NULL);
+	cl_locks_init(fs);
 	pthread_mutex_init(&fs->ping_lock, NULL);
 	pthread_cond_init(&fs->ping_cond, NULL);
 	set_tunables(fs, opts);

@@ -1,6 +1,6 @@
-/* lock.c - libnacre's lock calls: POSIX byte-range locks and flock, held by the MDS, and
- * the record of the requests that built what this mount holds, replayed to a restarted MDS
- * (which forgets every lock). The record is the requests themselves, in order: replaying
+/* lock.c - libnacre's lock calls that do not wait: POSIX byte-range locks and flock, held by
+ * the MDS, and the record of the requests that built what this mount holds, replayed to a
+ * restarted MDS (which forgets every lock). Blocking requests are lock_wait.c's. The record is the requests themselves, in order: replaying
  * them rebuilds the same splits and merges the MDS made. A request that covers an owner's
  * earlier ones of the same file (the same range or more) replaces them, so the record
  * stays about as long as the list of locks held.
@@ -51,8 +51,8 @@ NACRE_API int nacre_fs_set_lock_client(struct nacre_fs *fs, uint64_t id)
 	return zero == id ? 0 : -EBUSY;
 }
 
-static int fill_req(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
-		    int kind, uint64_t owner, const struct nacre_lock *l, struct wire_lock_req *r)
+int cl_lock_req(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		int kind, uint64_t owner, const struct nacre_lock *l, struct wire_lock_req *r)
 {
 	struct nacre_cred root;
 	if (!fs || !fid || !l || (kind != NACRE_LOCK_POSIX && kind != NACRE_LOCK_FLOCK) ||
@@ -81,7 +81,7 @@ static int same_holder(const struct wire_lock_req *a, const struct wire_lock_req
 	return a->kind == b->kind && a->owner == b->owner && nacre_fid_eq(&a->fid, &b->fid);
 }
 
-/* Records a granted LOCK_SET. An unlock that leaves nothing of the owner's in its range is
+/* Records a granted LOCK_SET or LOCK_WAIT. An unlock that leaves nothing of the owner's in its range is
  * not kept: replaying it would change nothing. */
 static void record(struct nacre_fs *fs, const struct wire_lock_req *r)
 {
@@ -146,6 +146,13 @@ int cl_locks_replay(struct nacre_fs *fs, struct rpc_recovery *r)
 	return rc;
 }
 
+void cl_locks_init(struct nacre_fs *fs)
+{
+	pthread_mutex_init(&fs->locks_lock, NULL);
+	pthread_mutex_init(&fs->waits_lock, NULL);
+	pthread_cond_init(&fs->waits_cond, NULL);
+}
+
 void cl_locks_fini(struct nacre_fs *fs)
 {
 	while (fs->locks) {
@@ -153,6 +160,9 @@ void cl_locks_fini(struct nacre_fs *fs)
 		fs->locks = e->next;
 		free(e);
 	}
+	pthread_mutex_destroy(&fs->locks_lock);
+	pthread_mutex_destroy(&fs->waits_lock);
+	pthread_cond_destroy(&fs->waits_cond);
 }
 
 /* After a grant: the previous holder's writes are on the servers (its client flushed before
@@ -178,27 +188,38 @@ static void revalidate(struct nacre_fs *fs, const struct nacre_fid *fid)
 	cl_wgen_bump(fs, fid);
 }
 
-NACRE_API int nacre_lock_set(struct nacre_fs *fs, const struct nacre_cred *cr,
-			     const struct nacre_fid *fid, int kind, uint64_t owner,
-			     const struct nacre_lock *l)
+void cl_lock_granted(struct nacre_fs *fs, const struct wire_lock_req *r)
 {
-	struct wire_lock_req r;
+	record(fs, r);
+	if (r->type != WIRE_LK_UNLCK)
+		revalidate(fs, &r->fid);
+}
+
+int cl_lock_set_req(struct nacre_fs *fs, const struct wire_lock_req *r)
+{
 	struct wire_cursor c;
 	struct rpc_msg *m;
-	int rc = fill_req(fs, cr, fid, kind, owner, l, &r);
-	if (rc)
-		return rc;
+	int rc;
+
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
-	wire_lock_req_encode(&c, &r);
+	wire_lock_req_encode(&c, r);
 	rc = cl_mds_call(fs, WIRE_OP_MDS_LOCK_SET, &c, &m);
 	wire_cursor_fini(&c);
 	if (rc)
 		return rc == -EAGAIN ? rc : cl_io_errno(rc);
 	rpc_msg_free(m);
-	record(fs, &r);
-	if (l->type != NACRE_LK_UNLCK)
-		revalidate(fs, fid);
+	cl_lock_granted(fs, r);
 	return 0;
+}
+
+NACRE_API int nacre_lock_set(struct nacre_fs *fs, const struct nacre_cred *cr,
+			     const struct nacre_fid *fid, int kind, uint64_t owner,
+			     const struct nacre_lock *l)
+{
+	struct wire_lock_req r;
+	int rc = cl_lock_req(fs, cr, fid, kind, owner, l, &r);
+
+	return rc ? rc : cl_lock_set_req(fs, &r);
 }
 
 NACRE_API int nacre_lock_get(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -213,7 +234,7 @@ NACRE_API int nacre_lock_get(struct nacre_fs *fs, const struct nacre_cred *cr,
 
 	if (!conflict || !want || want->type == NACRE_LK_UNLCK)
 		return -EINVAL;
-	rc = fill_req(fs, cr, fid, NACRE_LOCK_POSIX, owner, want, &r);
+	rc = cl_lock_req(fs, cr, fid, NACRE_LOCK_POSIX, owner, want, &r);
 	if (rc)
 		return rc;
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);

@@ -112,6 +112,13 @@ int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *
 		if (rc == 0)
 			rc = rpc_call(fs->mds, &a, &m);
 	}
+	return cl_mds_result(fs, opcode, rc, m, rep);
+}
+
+int cl_mds_result(struct nacre_fs *fs, uint16_t opcode, int rc, struct rpc_msg *m,
+		  struct rpc_msg **rep)
+{
+	*rep = NULL;
 	if (rc < 0) {
 		rpc_msg_free(m);
 		if (!cl_is_transport_err(rc))

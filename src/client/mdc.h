@@ -29,6 +29,11 @@ const struct nacre_cred *cl_cred(const struct nacre_cred *cr, struct nacre_cred 
  * (-ETIMEDOUT). Thread-safe. */
 int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *req,
 		struct rpc_msg **rep);
+/* The end of cl_mds_call, for a caller that made the call itself (rpc_start, rpc_wait):
+ * takes rc and m as rpc_wait gave them (m is freed or handed over) and returns as
+ * cl_mds_call does, a transport failure logged and mapped to -EIO. Thread-safe. */
+int cl_mds_result(struct nacre_fs *fs, uint16_t opcode, int rc, struct rpc_msg *m,
+		  struct rpc_msg **rep);
 /* 0 if a decode consumed the whole body without error, else -EPROTO. */
 int cl_decode_end(const struct wire_cursor *c);
 /* Maps a transport failure (timeout, lost server) to -EIO for applications; other errors

@@ -8,21 +8,19 @@
  * so reads under the lock see what the previous holder wrote (ROMIO's data sieving relies
  * on it: read-modify-write under F_SETLKW).
  *
- * F_SETLKW and blocking flock do not wait on the MDS: the handler asks again with a short,
- * growing pause until the lock is granted or the kernel interrupts the request (a signal).
- * Mount options: flock (default) as described; localflock: the kernel keeps locks locally
+ * F_SETLKW and blocking flock wait on the MDS (nacre_lock_wait), queued there in arrival
+ * order: the FUSE thread serving one sleeps until the MDS answers. When the kernel
+ * interrupts the request (a signal), libfuse's interrupt callback cancels the wait, which
+ * then ends with EINTR. Mount options: flock (default) as described; localflock: the kernel keeps locks locally
  * (this client only); noflock: every lock call fails with ENOSYS, as on Lustre. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/file.h>
-#include <time.h>
 
 #include "common/log.h"
 #include "fuse/fz.h"
 
-#define WAIT_MIN_MS 2   /* first pause of a blocking lock */
-#define WAIT_MAX_MS 100 /* longest pause: a freed lock is seen within this */
 #define OWNER_BUCKETS 256
 
 /* (fid, owner) pairs that took a POSIX lock through this mount and have not closed since:
@@ -35,7 +33,7 @@ struct owner_ent {
 };
 static pthread_mutex_t owners_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct owner_ent *owners[OWNER_BUCKETS]; /* owners_lock */
-/* Requests in set_wait's retry loop: an upgrade cannot hand those over (upgrade.c). */
+/* Requests waiting in set_wait: an upgrade cannot hand those over (upgrade.c). */
 static int lock_waiters; /* atomic */
 
 static int owner_add(const struct nacre_fid *fid, uint64_t owner);
@@ -134,12 +132,6 @@ static int to_lock(const struct flock *fl, struct nacre_lock *l)
 	return l->end >= l->start ? 0 : -EINVAL;
 }
 
-static void pause_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
-
 /* Sends every open handle's buffered writes to in's file out (see the top comment). */
 static void flush_inode(struct fz_inode *in)
 {
@@ -159,34 +151,37 @@ static void drop_cache(struct fz_mount *m, fuse_ino_t ino)
 		fuse_lowlevel_notify_inval_inode(m->se, ino, 0, 0);
 }
 
-/* Sets a lock, retrying while it conflicts if sleep; -EINTR once the kernel interrupts. */
+/* libfuse's interrupt callback (the kernel sent INTERRUPT for a waiting lock request). */
+static void lock_interrupted(fuse_req_t req, void *wait)
+{
+	(void)req;
+	nacre_lock_wait_cancel(wait);
+}
+
+/* Sets a lock; if sleep, waits on the MDS until it is granted, -EINTR once the kernel
+ * interrupts the request. */
 static int set_wait(fuse_req_t req, const struct nacre_fid *fid, int kind, uint64_t owner,
 		    const struct nacre_lock *l, int sleep)
 {
 	struct fz_mount *m = fz_mnt(req);
+	struct nacre_lock_wait *w;
 	struct nacre_cred cr;
-	int ms = WAIT_MIN_MS;
-
-	int rc, counted = 0;
+	int rc;
 
 	fz_cred(req, &cr);
-	for (;;) {
-		rc = nacre_lock_set(m->fs, &cr, fid, kind, owner, l);
-		if (rc != -EAGAIN || !sleep)
-			break;
-		if (fuse_req_interrupted(req)) {
-			rc = -EINTR;
-			break;
-		}
-		if (!counted) {
-			__atomic_add_fetch(&lock_waiters, 1, __ATOMIC_ACQ_REL);
-			counted = 1;
-		}
-		pause_ms(ms);
-		ms = ms * 2 > WAIT_MAX_MS ? WAIT_MAX_MS : ms * 2;
-	}
-	if (counted)
-		__atomic_sub_fetch(&lock_waiters, 1, __ATOMIC_ACQ_REL);
+	if (!sleep || l->type == NACRE_LK_UNLCK)
+		return nacre_lock_set(m->fs, &cr, fid, kind, owner, l);
+	rc = nacre_lock_wait_create(m->fs, &cr, fid, kind, owner, l, &w);
+	if (rc)
+		return rc;
+	__atomic_add_fetch(&lock_waiters, 1, __ATOMIC_ACQ_REL);
+	/* runs the callback at once if the kernel interrupted the request already */
+	fuse_req_interrupt_func(req, lock_interrupted, w);
+	rc = nacre_lock_wait(w);
+	/* after this no callback runs, nor is one still running (it holds the request's lock) */
+	fuse_req_interrupt_func(req, NULL, NULL);
+	__atomic_sub_fetch(&lock_waiters, 1, __ATOMIC_ACQ_REL);
+	nacre_lock_wait_destroy(w);
 	return rc;
 }
 

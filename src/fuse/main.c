@@ -34,6 +34,9 @@
 #include "fuse/fz_metrics.h"
 
 #define MAX_IDLE_THREADS 16
+/* libfuse's default is 10; every F_SETLKW waiting on the MDS holds one thread, and the
+ * mount must still serve the unlock that ends the wait. */
+#define MAX_THREADS 64
 #define FUSE_OPTS_MAX 2048
 
 struct args {
@@ -682,6 +685,7 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 	}
 	fuse_loop_cfg_set_clone_fd(cfg, 1);
 	fuse_loop_cfg_set_idle_threads(cfg, MAX_IDLE_THREADS);
+	fuse_loop_cfg_set_max_threads(cfg, MAX_THREADS);
 	for (;;) {
 		int up;
 

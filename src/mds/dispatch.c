@@ -10,7 +10,7 @@
 #include "common/util.h"
 #include "mds/db.h"
 #include "mds/hsm.h"
-#include "mds/lock.h"
+#include "mds/lock_rpc.h"
 #include "mds/ns.h"
 #include "mds/session.h"
 #include "mds/targets.h"
@@ -434,6 +434,8 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 		return mds_hsm_dispatch(m, req, rep);
 	case WIRE_OP_MDS_LOCK_SET:
 	case WIRE_OP_MDS_LOCK_GET:
+	case WIRE_OP_MDS_LOCK_WAIT:
+	case WIRE_OP_MDS_LOCK_CANCEL:
 		return mds_lock_dispatch(m, req, rep);
 	default:
 		LOG_RATELIMITED(LOG_LVL_INFO, "dispatch", "unsupported opcode %u (%s) from %s",

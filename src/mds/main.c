@@ -21,6 +21,7 @@
 #include "mds/hsm.h"
 #include "mds/mds_metrics.h"
 #include "mds/lock.h"
+#include "mds/lock_rpc.h"
 #include "mds/mds.h"
 #include "mds/ns.h"
 #include "mds/open.h"
@@ -45,6 +46,7 @@ struct opts {
 	int lock_evict_ms;
 	int evict_ms;
 	int recovery_window_ms;
+	int sync_interval_ms;
 	int standby;
 	int allow_faults;
 	struct mds_hsm_conf hsm;
@@ -72,6 +74,7 @@ static void usage(FILE *f)
 		   "                 [--hsm-archive-age SECS] [--hsm-release HIGH:LOW]\n"
 		   "                 [--hsm-policy-period SECS] [--lock-evict-timeout SECS]\n"
 		   "                 [--evict-timeout SECS] [--recovery-window SECS] [--standby]\n"
+		   "                 [--sync-interval SECS]\n"
 		   "                 [--allow-fault-injection]\n"
 		   METRICS_USAGE);
 }
@@ -89,6 +92,7 @@ enum {
 	OPT_WINDOW,
 	OPT_STANDBY,
 	OPT_FAULTS,
+	OPT_SYNC,
 };
 
 /* --hsm-* options; returns 0, 1 if c is not one of them, -1 on a bad value. */
@@ -157,6 +161,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"recovery-window", required_argument, NULL, OPT_WINDOW},
 		{"standby", no_argument, NULL, OPT_STANDBY},
 		{"allow-fault-injection", no_argument, NULL, OPT_FAULTS},
+		{"sync-interval", required_argument, NULL, OPT_SYNC},
 		{NULL, 0, NULL, 0}};
 	int c;
 	int64_t v;
@@ -180,10 +185,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_LOCK_EVICT:
 		case OPT_EVICT:
-		case OPT_WINDOW: {
+		case OPT_WINDOW:
+		case OPT_SYNC: {
 			/* seconds, fractions allowed: tests use short ones */
 			const char *name = c == OPT_LOCK_EVICT ? "--lock-evict-timeout"
 					   : c == OPT_EVICT    ? "--evict-timeout"
+					   : c == OPT_SYNC     ? "--sync-interval"
 							       : "--recovery-window";
 			char *end;
 			double secs = strtod(optarg, &end);
@@ -197,6 +204,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				o->lock_evict_ms = ms;
 			else if (c == OPT_EVICT)
 				o->evict_ms = ms > 0 ? ms : 1;
+			else if (c == OPT_SYNC)
+				o->sync_interval_ms = ms > 0 ? ms : 1;
 			else
 				o->recovery_window_ms = ms > 0 ? ms : 1;
 			break;
@@ -296,6 +305,7 @@ int main(int argc, char **argv)
 	struct nacre_key key;
 	struct rpc_server *srv = NULL;
 	struct mds_syncer *syncer = NULL;
+	struct mds_lock_reaper *lock_reaper = NULL;
 	int rc, status = 1;
 
 	if (parse_opts(argc, argv, &o))
@@ -352,7 +362,7 @@ int main(int argc, char **argv)
 	}
 	if ((rc = mds_writer_create(m.db, &m.writer)) || (rc = mds_targets_create(&m.targets)) ||
 	    (rc = mds_open_table_create(&m.open)) ||
-	    (rc = mds_locks_create(o.lock_evict_ms, &m.locks)) ||
+	    (rc = mds_locks_create(o.lock_evict_ms, mds_lock_answer, NULL, &m.locks)) ||
 	    (rc = mds_oss_pool_create(o.fsname, &key, &m.oss))) {
 		fprintf(stderr, "nacre-mds: cannot start: %s\n", nacre_strerror(rc));
 		goto out;
@@ -372,8 +382,13 @@ int main(int argc, char **argv)
 	 * clients re-open them. With no client to wait for they go now. */
 	if (!mds_recovery_active(m.recovery) && (rc = mds_ns_reap_orphans(&m)))
 		LOG_WARN("mds", "orphan cleanup failed: %s", nacre_strerror(rc));
-	if ((rc = mds_syncer_start(m.writer, 1000, &syncer))) {
+	if ((rc = mds_syncer_start(m.writer, o.sync_interval_ms, &syncer))) {
 		fprintf(stderr, "nacre-mds: cannot start the metadata sync thread: %s\n",
+			nacre_strerror(rc));
+		goto out;
+	}
+	if ((rc = mds_lock_reaper_start(m.locks, &lock_reaper))) {
+		fprintf(stderr, "nacre-mds: cannot start the lock eviction thread: %s\n",
 			nacre_strerror(rc));
 		goto out;
 	}
@@ -422,10 +437,11 @@ out:
 	mds_sessions_destroy(m.sessions);
 	mds_hsm_stop(m.hsm);
 	mds_destroyer_stop(m.destroyer);
+	mds_syncer_stop(syncer); /* it syncs through the writer */
 	mds_writer_destroy(m.writer);
-	mds_syncer_stop(syncer);
 	mds_oss_pool_destroy(m.oss);
 	mds_open_table_destroy(m.open);
+	mds_lock_reaper_stop(lock_reaper);
 	mds_locks_destroy(m.locks);
 	mds_targets_destroy(m.targets);
 	mds_db_close(m.db);

@@ -9,6 +9,7 @@
 #include "mds/db.h"
 #include "mds/dispatch.h"
 #include "mds/inode.h"
+#include "mds/lock_rpc.h"
 #include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/recovery.h"
@@ -326,6 +327,7 @@ void mds_serve_close(void *arg, uint64_t conn_id)
 		mds_recovery_disconnect(m->recovery, conn_id);
 	if (m->sessions)
 		mds_session_disconnect(m->sessions, conn_id);
+	mds_lock_close(m, conn_id);
 }
 
 uint64_t mds_serve_last_committed(void *arg)

@@ -12,7 +12,6 @@
 #include "common/net.h"
 #include "common/util.h"
 #include "mds/db.h"
-#include "mds/lock.h"
 #include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/writer.h"
@@ -415,9 +414,9 @@ int mds_session_evict(struct mds_sessions *ss, uint64_t client_id, const char *w
 	pthread_mutex_unlock(&ss->lock);
 	if (!s)
 		return -ENOENT;
+	/* its locks have their own clock (lock.c, --lock-evict-timeout): they are the mount's
+	 * lock client's, which outlives a session across nacre-mount --upgrade */
 	mds_ns_disconnect(m, client_id | OWNER_BIT);
-	if (m->locks)
-		mds_locks_drop_client(m->locks, client_id);
 	if (s->persisted)
 		rc = mds_writer_submit(m->writer, del_op, &d);
 	LOG_INFO("session", "evicted client %s (%016llx): %s", s->name,

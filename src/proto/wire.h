@@ -549,7 +549,8 @@ struct wire_hsm_progress_rep {
  * POSIX (fcntl) byte-range locks and flock locks, held by the MDS. An owner is the pair
  * (client, owner): client is a random id a mount picks once (so locks survive a
  * reconnect), owner the kernel's lock owner (POSIX: the process's files; flock: the open
- * file). The MDS never waits: a blocking F_SETLKW is the client retrying LOCK_SET. */
+ * file). LOCK_SET never waits; LOCK_WAIT (F_SETLKW) is parked by the MDS until granted,
+ * queued in arrival order (docs/protocol.md, Locks). */
 #define WIRE_LOCK_EOF UINT64_MAX /* lock_req.end: to the end of the file, however it grows */
 enum {
 	WIRE_LOCK_POSIX = 0, /* lock_req.kind */
@@ -560,7 +561,7 @@ enum {
 	WIRE_LK_RDLCK = 1,
 	WIRE_LK_WRLCK = 2,
 };
-struct wire_lock_req { /* LOCK_SET, LOCK_GET */
+struct wire_lock_req { /* LOCK_SET, LOCK_GET, LOCK_WAIT, LOCK_CANCEL */
 	struct nacre_cred cred;
 	struct nacre_fid fid;
 	uint64_t client; /* the mount's random id */

@@ -113,7 +113,9 @@ def test_missing_oss_read_times_out_then_recovers(make_cluster, nacre_cli):
         f.write(data)
         os.fsync(f.fileno())
     # A second mount that has never read the file: nothing of it is in its page cache.
-    reader = c.mount(opts=["timeout=3"], name="mnt-timeout")
+    # A missing server fails calls once the recovery timeout passed (the per-request timeout
+    # bounds each connection attempt).
+    reader = c.mount(opts=["timeout=3", "recovery_timeout=3"], name="mnt-timeout")
     rpath = reader.path / "on-ost1"
     assert os.path.getsize(rpath) == len(data)
     c.oss[1].kill(signal.SIGKILL)
@@ -123,7 +125,7 @@ def test_missing_oss_read_times_out_then_recovers(make_cluster, nacre_cli):
             f.read()
     took = time.monotonic() - t0
     assert ei.value.errno == errno.EIO, ei.value
-    assert 2.0 <= took <= 20, f"read failed after {took:.1f}s (timeout=3)"
+    assert 2.0 <= took <= 20, f"read failed after {took:.1f}s (recovery_timeout=3)"
     # Metadata still works while an OSS is missing.
     assert os.path.getsize(rpath) == len(data)
     c.start_oss(1, fmt=False)

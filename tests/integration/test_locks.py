@@ -1,16 +1,20 @@
 """Cluster-wide locks: fcntl byte-range locks and flock across two mounts and several
-processes, blocking waits, release on close, exit and client death (eviction)."""
+processes, blocking waits (queued on the MDS in arrival order, woken at once, EDEADLK,
+interrupted by a signal), release on close, exit and client death (eviction)."""
 import errno
 import os
+import re
+import select
 import signal
 import struct
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 
-from conftest import Cluster, finish, mounted_dirs, wait_for
+from conftest import Cluster, finish, free_port, mounted_dirs, wait_for
 
 EVICT_S = 2  # the MDS's --lock-evict-timeout in these tests
 
@@ -48,10 +52,14 @@ for line in sys.stdin:
             name = {fcntl.F_RDLCK: "R", fcntl.F_WRLCK: "W", fcntl.F_UNLCK: "U"}[t]
             out = f"ok {name} {start} {length} {pid}"
         elif a[0] == "flock":
+            # flock FD SH|EX|UN [nb | ALARM_SECS]
             op = {"SH": fcntl.LOCK_SH, "EX": fcntl.LOCK_EX, "UN": fcntl.LOCK_UN}[a[2]]
             if len(a) > 3 and a[3] == "nb":
                 op |= fcntl.LOCK_NB
+            elif len(a) > 3:
+                signal.alarm(int(a[3]))
             fcntl.flock(fds[a[1]], op)
+            signal.alarm(0)
             out = "ok"
         else:
             out = "err bad-command"
@@ -74,8 +82,14 @@ class Locker:
         self.p.stdin.write(cmd + "\n")
         self.p.stdin.flush()
 
-    def recv(self):
+    def recv(self, timeout=30):
+        # a lock that never comes fails the test instead of hanging it
+        assert self.answered(timeout), f"locker {self.pid}: no answer within {timeout} s"
         return self.p.stdout.readline().strip()
+
+    def answered(self, timeout):
+        """Whether an answer is waiting (without reading it), after up to timeout seconds."""
+        return bool(select.select([self.p.stdout], [], [], timeout)[0])
 
     def do(self, cmd, expect="ok"):
         self.send(cmd)
@@ -102,7 +116,9 @@ EAGAIN = f"err {errno.EAGAIN}"
 def lc():
     c = Cluster(osts=2)
     base = c.mds_argv
-    c.mds_argv = lambda fmt: base(fmt) + ["--lock-evict-timeout", str(EVICT_S)]
+    c.metrics_port = free_port()
+    c.mds_argv = lambda fmt: base(fmt) + ["--lock-evict-timeout", str(EVICT_S), "--metrics-addr",
+                                          f"127.0.0.1:{c.metrics_port}"]
     try:
         c.start()
         c.mount(name="a")
@@ -127,6 +143,17 @@ def lockers():
     yield make
     for lk in made:
         lk.kill()
+
+
+def mds_requests(lc, op):
+    """How many requests of opcode op (its name) the MDS has answered at once."""
+    pat = re.compile(r'^nacre_rpc_server_requests_total\{[^}]*op="%s"[^}]*\}\s+(\S+)$' % op)
+    with urllib.request.urlopen(f"http://127.0.0.1:{lc.metrics_port}/metrics", timeout=5) as r:
+        for line in r.read().decode().splitlines():
+            m = pat.match(line)
+            if m:
+                return int(float(m.group(1)))
+    return 0
 
 
 def paths(lc, name):
@@ -213,6 +240,84 @@ def test_blocking_wait_interrupted(lc, lockers):
     y.do("setlk f W 0 10")                # the interrupted wait left nothing behind
 
 
+def test_wait_is_woken_by_the_mds_not_polling(lc, lockers):
+    pa, pb = paths(lc, "woken")
+    x, y = lockers(pa), lockers(pb)
+    lat = []
+    for _ in range(3):
+        x.do("setlk f W 0 10")
+        y.send("setlkw f W 0 10")
+        time.sleep(0.3)                   # y is parked on the MDS now
+        sets = mds_requests(lc, "MDS_LOCK_SET")
+        time.sleep(1.0)
+        assert mds_requests(lc, "MDS_LOCK_SET") == sets, "a waiting lock asked again"
+        assert not y.answered(0)
+        t0 = time.monotonic()
+        x.do("setlk f U 0 10")
+        assert y.recv() == "ok"
+        lat.append(time.monotonic() - t0)
+        y.do("setlk f U 0 0")
+    lat.sort()
+    assert lat[1] < 0.1, f"woken {lat} s after the unlock"
+
+
+def test_waiters_granted_in_arrival_order(lc, lockers):
+    pa, pb = paths(lc, "fifo")
+    x = lockers(pa)
+    w = [lockers(pb), lockers(pa), lockers(pb)]  # both mounts, in turn
+    x.do("setlk f R 0 0")
+    for lk in w:
+        lk.send("setlkw f W 0 0")
+        time.sleep(0.3)                   # fixes the arrival order at the MDS
+    z = lockers(pa)
+    z.do("setlk f R 0 0", EAGAIN)         # a reader fits with x but does not jump the queue
+    x.do("setlk f U 0 0")
+    for i, lk in enumerate(w):
+        assert lk.answered(5), f"waiter {i} was not granted"
+        assert lk.recv() == "ok"
+        for later in w[i + 1:]:
+            assert not later.answered(0.3), "a later waiter overtook an earlier one"
+        z.do("setlk f R 0 0", EAGAIN)
+        lk.do("setlk f U 0 0")
+    z.do("setlk f R 0 0")
+
+
+def test_wait_for_each_other_is_edeadlk(lc, lockers):
+    pa, pb = paths(lc, "deadlock")
+    x, y = lockers(pa), lockers(pb)
+    x.do("setlk f W 0 10")
+    y.do("setlk f W 10 10")
+    x.send("setlkw f W 10 10")            # x waits for y
+    time.sleep(0.3)
+    y.do("setlkw f W 0 10", f"err {errno.EDEADLK}")  # y would wait for x: a cycle of two
+    assert not x.answered(0.2)
+    y.do("setlk f U 0 0")
+    assert x.answered(5) and x.recv() == "ok"
+    y.do("setlk f W 15 1", EAGAIN)
+
+
+def test_interrupted_wait_leaves_no_waiter(lc, lockers):
+    pa, pb = paths(lc, "intrq")
+    x, y, z = lockers(pa), lockers(pb), lockers(pa)
+    cancels = mds_requests(lc, "MDS_LOCK_CANCEL")
+    x.do("setlk f W 0 10")
+    x.do("flock f EX nb")
+    y.do("setlkw f W 0 10 1", f"err {errno.EINTR}")
+    y.do("flock f EX 1", f"err {errno.EINTR}")
+    wait_for(lambda: mds_requests(lc, "MDS_LOCK_CANCEL") >= cancels + 2, 5, "two cancels")
+    # had y's waits stayed on the MDS, they would be served first and z would wait on
+    z.send("setlkw f W 0 10")
+    time.sleep(0.3)
+    x.do("setlk f U 0 0")
+    assert z.answered(5) and z.recv() == "ok"
+    z.send("flock f EX")
+    time.sleep(0.3)
+    x.do("flock f UN")
+    assert z.answered(5) and z.recv() == "ok"
+    y.do("setlk f W 0 10", EAGAIN)        # z holds them, not y
+    y.do("flock f EX nb", EAGAIN)
+
+
 def test_release_on_close_and_exit(lc, lockers):
     pa, pb = paths(lc, "close")
     x, y = lockers(pa), lockers(pb)
@@ -255,16 +360,20 @@ def test_locks_of_dead_client_are_evicted(lc, lockers):
     pa = c / "evict"
     pa.write_bytes(b"y" * 100)
     pb = lc.mounts[1] / "evict"
-    x, y = lockers(pa), lockers(pb)
+    x, y, z = lockers(pa), lockers(pb), lockers(pb)
     x.do("setlk f W 0 0")
     x.do(f"open g {pa}")
     x.do("flock g EX")
     y.do("setlk f W 0 1", EAGAIN)
+    z.send("setlkw f W 0 1")              # parked on the MDS behind the doomed lock
     c.proc.kill(signal.SIGKILL)           # the client dies with its locks held
     t0 = time.monotonic()
-    y.do("setlk f W 0 1", EAGAIN)         # kept for the eviction timeout...
-    wait_for(lambda: y.do("setlk f W 0 1", None) == "ok", EVICT_S + 5, "eviction")
+    assert not z.answered(EVICT_S - 0.5)  # kept for the eviction timeout...
+    assert z.recv(EVICT_S + 5) == "ok"    # ...then given to the waiter, with nobody asking
     assert time.monotonic() - t0 >= EVICT_S - 0.5
+    y.do("setlk f W 0 1", EAGAIN)
+    z.do("setlk f U 0 0")
+    y.do("setlk f W 0 1")
     y.do("flock f EX nb")
     assert "evicted client" in lc.mds.text()
     x.kill()

@@ -95,7 +95,7 @@ def test_read_your_writes_while_streaming(two):
 
 def test_oss_killed_with_dirty_data(make_cluster, nacre_cli):
     c = make_cluster(osts=2, oss=2)
-    m = c.mount(opts=["timeout=3"], name="mnt-wb")
+    m = c.mount(opts=["timeout=3", "recovery_timeout=3"], name="mnt-wb")
     good, lost = m.path / "on-ost0", m.path / "on-ost1"
     nacre_cli("setstripe", "-c", 1, "-i", 0, good, check=True)
     nacre_cli("setstripe", "-c", 1, "-i", 1, lost, check=True)

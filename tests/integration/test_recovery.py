@@ -1,0 +1,510 @@
+"""Recovery: a server restart, crash, hang or dropped connection is invisible to applications
+(docs/recovery.md). Each test runs a real workload in child processes (their calls must all
+succeed) while the test kills, stops or cuts a server, then checks what the workload was
+told against what the file system holds, through another mount where it matters."""
+import errno
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import Cluster, wait_for
+
+MIB = 1 << 20
+
+
+class RecoveryCluster(Cluster):
+    """An MDS with a short recovery window (clients that are gone for good are evicted
+    soon) and fault injection allowed; extra MDS arguments per test."""
+    mds_extra = ("--recovery-window", "20", "--allow-fault-injection")
+
+    def mds_argv(self, fmt):
+        return super().mds_argv(fmt) + list(self.mds_extra)
+
+
+def restart_mds(c, down=0.3):
+    c.mds.kill(signal.SIGKILL)
+    time.sleep(down)
+    c.start_mds(fmt=False)
+
+
+def run_script(code, *args, timeout=600):
+    """Starts a python child running code with args in sys.argv[1:]: it prints one JSON
+    line with its result and exits non-zero (printing the failed call) on any error."""
+    return subprocess.Popen([sys.executable, "-c", code, *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(p, timeout=600):
+    out, err = p.communicate(timeout=timeout)
+    assert p.returncode == 0, f"workload failed ({p.returncode}):\n{err}\n{out}"
+    return json.loads(out.strip().splitlines()[-1]) if out.strip() else None
+
+
+LOOP = r"""
+import json, os, sys, time
+kind, d, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+t0 = time.monotonic()
+for i in range(n):
+    try:
+        if kind == "create":
+            os.close(os.open(f"{d}/f{i}", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        elif kind == "mkdir":
+            os.mkdir(f"{d}/d{i}")
+        elif kind == "rename":
+            os.rename(f"{d}/f{i}", f"{d}/g{i}")
+        elif kind == "unlink":
+            os.unlink(f"{d}/f{i}")
+    except OSError as e:
+        print(f"{kind} #{i} in {d}: {e}", file=sys.stderr)
+        sys.exit(1)
+    if i == n // 4:
+        open(f"{d}.quarter", "w").close()
+print(json.dumps({"ops": n, "secs": time.monotonic() - t0}))
+"""
+
+
+def loop_through_restart(c, kind, d, n):
+    """Runs a LOOP of kind over n names in d and kills -9 and restarts the MDS a quarter
+    of the way through."""
+    marker = f"{d}.quarter"
+    p = run_script(LOOP, kind, d, n)
+    wait_for(lambda: os.path.exists(marker) or p.poll() is not None, 120,
+             f"the {kind} loop to get a quarter through")
+    os.unlink(marker)
+    restart_mds(c)
+    return finish(p)
+
+
+def test_mds_kill9_during_create_rename_unlink_loops(make_cluster):
+    c = make_cluster(cls=RecoveryCluster, osts=2)
+    m = c.mounts[0].path
+    n = 1500
+    d = m / "loop"
+    d.mkdir()
+    loop_through_restart(c, "create", d, n)
+    assert sorted(os.listdir(d)) == sorted(f"f{i}" for i in range(n))
+    loop_through_restart(c, "rename", d, n)
+    assert sorted(os.listdir(d)) == sorted(f"g{i}" for i in range(n))
+    for i in range(n):
+        os.rename(d / f"g{i}", d / f"f{i}")
+    loop_through_restart(c, "unlink", d, n)
+    assert os.listdir(d) == []
+    dd = m / "dirs"
+    dd.mkdir()
+    loop_through_restart(c, "mkdir", dd, 500)
+    assert sorted(os.listdir(dd)) == sorted(f"d{i}" for i in range(500))
+    # another mount sees the same
+    other = c.mount().path
+    assert sorted(os.listdir(other / "dirs")) == sorted(f"d{i}" for i in range(500))
+
+
+HOLDER = r"""
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+print("locked", flush=True)
+sys.stdin.readline()
+fcntl.lockf(fd, fcntl.LOCK_UN)
+print("unlocked", flush=True)
+sys.stdin.readline()
+"""
+
+TRYLOCK = r"""
+import errno, fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+try:
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    print("got")
+except OSError as e:
+    print(errno.errorcode[e.errno])
+"""
+
+
+def trylock(path):
+    r = subprocess.run([sys.executable, "-c", TRYLOCK, str(path)], capture_output=True,
+                       text=True, timeout=120)
+    return r.stdout.strip()
+
+
+def test_lock_held_across_mds_kill9(make_cluster):
+    c = make_cluster(cls=RecoveryCluster, osts=1)
+    a = c.mounts[0].path
+    b = c.mount().path
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(a / "locked")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        assert trylock(b / "locked") in ("EAGAIN", "EACCES")
+        restart_mds(c)
+        # after the restart the holder's mount has re-asserted its lock: still taken
+        assert trylock(b / "locked") in ("EAGAIN", "EACCES")
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline().strip() == "unlocked"
+        assert trylock(b / "locked") == "got"
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+WRITER = r"""
+import hashlib, json, os, random, sys
+path, mib, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rng = random.Random(seed)
+h = hashlib.sha256()
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+for i in range(mib):
+    block = rng.randbytes(1 << 20)
+    h.update(block)
+    mv = memoryview(block)
+    while mv:
+        mv = mv[os.write(fd, mv):]
+    if i == mib // 4:
+        open(path + ".quarter", "w").close()
+os.fsync(fd)
+os.close(fd)
+print(json.dumps({"sha256": h.hexdigest()}))
+"""
+
+
+def sha256_of(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(4 * MIB)
+            if not b:
+                return h.hexdigest()
+            h.update(b)
+
+
+def test_oss_kill9_during_striped_write(make_cluster, nacre_cli):
+    mib = int(os.environ.get("NACRE_TEST_BIG_MB", "2048"))
+    c = make_cluster(cls=RecoveryCluster, osts=4, oss=2)
+    m = c.mounts[0].path
+    path = m / "big"
+    nacre_cli("setstripe", "-c", 4, "-S", "1M", path, check=True)
+    p = run_script(WRITER, path, mib, 7)
+    wait_for(lambda: os.path.exists(f"{path}.quarter") or p.poll() is not None, 300,
+             "the writer to get a quarter through")
+    c.oss[1].kill(signal.SIGKILL)
+    time.sleep(1.0)
+    c.start_oss(1, fmt=False)
+    want = finish(p)["sha256"]
+    other = c.mount().path
+    assert os.path.getsize(other / "big") == mib * MIB
+    assert sha256_of(other / "big") == want
+
+
+WORKLOAD = r"""
+import json, os, sys, time
+d, secs = sys.argv[1], float(sys.argv[2])
+end = time.monotonic() + secs
+i = 0
+while time.monotonic() < end:
+    p = f"{d}/w{i}"
+    try:
+        with open(p, "wb") as f:
+            f.write(os.urandom(4096 + i))
+            f.flush()
+            os.fsync(f.fileno())
+        os.stat(p)
+        os.listdir(d)
+        if i % 3 == 0:
+            os.rename(p, p + ".r")
+        if i % 5 == 0:
+            os.unlink(p + ".r" if i % 3 == 0 else p)
+    except OSError as e:
+        print(f"op #{i} on {p}: {e}", file=sys.stderr)
+        sys.exit(1)
+    i += 1
+    time.sleep(0.05)
+print(json.dumps({"ops": i}))
+"""
+
+
+def test_mds_sigstop_20s_during_workload(make_cluster):
+    c = make_cluster(cls=RecoveryCluster, osts=2)
+    d = c.mounts[0].path / "work"
+    d.mkdir()
+    p = run_script(WORKLOAD, d, 30)
+    time.sleep(3)
+    c.mds.p.send_signal(signal.SIGSTOP)
+    time.sleep(20)
+    c.mds.p.send_signal(signal.SIGCONT)
+    r = finish(p)
+    assert r["ops"] > 20
+    # pings noticed the silence and said so, naming the server
+    log = c.mounts[0].proc.text()
+    assert "has not answered for 5 s" in log, log[-3000:]
+    assert "answers again" in log
+
+
+ORPHAN = r"""
+import os, sys
+path = sys.argv[1]
+fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+os.write(fd, b"A" * 100000)
+os.fsync(fd)
+os.unlink(path)
+print("unlinked", flush=True)
+for step in range(2):
+    sys.stdin.readline()              # the test broke the MDS meanwhile
+    os.lseek(fd, 0, 0)
+    data = os.pread(fd, 200000, 0)
+    want = b"A" * 100000 + b"B" * 1000 * step
+    if data != want:
+        print(f"step {step}: read {len(data)} bytes, not the {len(want)} written", flush=True)
+        sys.exit(1)
+    os.pwrite(fd, b"B" * 1000, 100000 + 1000 * step)
+    os.fsync(fd)
+    print("ok", flush=True)
+sys.stdin.readline()
+os.close(fd)
+print("closed", flush=True)
+"""
+
+
+class TcpCutter:
+    """A TCP proxy between a mount and the MDS whose connections the test can cut."""
+
+    def __init__(self, target_port):
+        self.target = ("127.0.0.1", target_port)
+        self.lsock = socket.socket()
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(16)
+        self.port = self.lsock.getsockname()[1]
+        self.pairs = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                a, _ = self.lsock.accept()
+            except OSError:
+                return
+            try:
+                b = socket.create_connection(self.target)
+            except OSError:
+                a.close()  # the MDS is down: the client sees a refused connection
+                continue
+            with self.lock:
+                self.pairs.append((a, b))
+            for x, y in ((a, b), (b, a)):
+                threading.Thread(target=self._pump, args=(x, y), daemon=True).start()
+
+    @staticmethod
+    def _pump(x, y):
+        try:
+            while True:
+                d = x.recv(65536)
+                if not d:
+                    break
+                y.sendall(d)
+        except OSError:
+            pass
+        for s in (x, y):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self):
+        with self.lock:
+            pairs, self.pairs = self.pairs, []
+        for a, b in pairs:
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        return len(pairs)
+
+    def close(self):
+        self.lsock.close()
+        self.cut()
+
+
+def test_open_unlinked_file_survives_mds_restart_and_dropped_connection(make_cluster):
+    c = make_cluster(cls=RecoveryCluster, osts=2)
+    cutter = TcpCutter(c.mds_port)
+    # a mount whose spec names the proxy, so that the test can cut its MDS connection
+    real = c.mds_port
+    c.mds_port = cutter.port
+    try:
+        m = c.mount(name="via-proxy").path
+    finally:
+        c.mds_port = real
+    p = subprocess.Popen([sys.executable, "-c", ORPHAN, str(m / "tmpfile")],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "unlinked"
+        # 1: the MDS is killed and restarted
+        restart_mds(c)
+        p.stdin.write("\n")
+        p.stdin.flush()
+        assert p.stdout.readline().strip() == "ok"
+        # 2: the client's MDS connection is cut
+        assert cutter.cut() >= 1
+        p.stdin.write("\n")
+        p.stdin.flush()
+        assert p.stdout.readline().strip() == "ok"
+        # still open: the orphan's objects are on the OSTs; after the close they go
+        objs = orphan_objects(c)
+        assert objs, "the open unlinked file's objects are gone while it is open"
+        p.stdin.write("\n")
+        p.stdin.flush()
+        assert p.stdout.readline().strip() == "closed"
+        wait_for(lambda: not any(os.path.exists(o) for o in objs), 20,
+                 "the orphan's objects to be destroyed after its last close")
+    finally:
+        p.kill()
+        p.wait()
+        cutter.close()
+
+
+def orphan_objects(c):
+    """Every object file on the cluster's OSTs."""
+    out = []
+    for i in range(c.nosts):
+        for root, _, files in os.walk(c.ost_dir(i) / "O"):
+            out.extend(os.path.join(root, f) for f in files)
+    return out
+
+
+APPENDER = r"""
+import os, sys
+path, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+for i in range(n):
+    rec = f"{tag} {i:06d} ".encode().ljust(63, b"x") + b"\n"
+    if os.write(fd, rec) != len(rec):
+        sys.exit("short append")
+os.close(fd)
+"""
+
+
+def test_append_from_four_mounts_four_processes(make_cluster):
+    c = make_cluster(cls=RecoveryCluster, osts=2)
+    mounts = [c.mounts[0].path] + [c.mount().path for _ in range(3)]
+    log = "shared.log"
+    n = 150
+    procs = []
+    for mi, m in enumerate(mounts):
+        for pi in range(4):
+            procs.append(subprocess.Popen([sys.executable, "-c", APPENDER, str(m / log),
+                                           f"m{mi}p{pi}", str(n)]))
+    for p in procs:
+        assert p.wait(300) == 0
+    check = c.mount().path / log
+    data = check.read_bytes()
+    assert len(data) == 16 * n * 64, f"{len(data)} bytes, want {16 * n * 64}"
+    seen = {}
+    for k in range(0, len(data), 64):
+        rec = data[k:k + 64]
+        assert rec.endswith(b"\n") and rec.count(b"\n") == 1, f"torn record at {k}: {rec!r}"
+        tag, seq = rec.split()[:2]
+        seen.setdefault(tag.decode(), []).append(int(seq))
+    assert len(seen) == 16
+    for tag, seqs in seen.items():
+        assert seqs == list(range(n)), f"{tag}: records missing, repeated or out of order"
+
+
+def test_mds_down_70s_blocks_then_succeeds_or_fails_after_recovery_timeout(make_cluster):
+    c = make_cluster(cls=RecoveryCluster, osts=2)
+    patient = c.mounts[0].path
+    quick = c.mount(opts=["recovery_timeout=20"]).path
+    for m in (patient, quick):
+        (m / f"existing-{m.name}").write_bytes(b"x" * 10000)
+
+    def ops(m, tag):
+        return [
+            ("stat uncached", lambda: os.stat(m / f"never-seen-{tag}")),
+            ("create", lambda: open(m / f"new-{tag}", "wb").close()),
+            ("mkdir", lambda: os.mkdir(m / f"dir-{tag}")),
+            ("readdir", lambda: os.listdir(m / f"dir-{tag}-none")),
+            ("write+fsync", lambda: write_fsync(m / f"w-{tag}", b"y" * 5000)),
+            ("chmod", lambda: os.chmod(m / f"existing-{m.name}", 0o600)),
+        ]
+
+    results = {}
+
+    def run(name, m, fn):
+        t0 = time.monotonic()
+        try:
+            fn()
+            results[name] = ("ok", time.monotonic() - t0)
+        except OSError as e:
+            results[name] = (errno.errorcode.get(e.errno, e.errno), time.monotonic() - t0)
+
+    c.mds.kill(signal.SIGKILL)
+    time.sleep(0.5)
+    threads = []
+    for tag, m in (("p", patient), ("q", quick)):
+        for what, fn in ops(m, tag):
+            t = threading.Thread(target=run, args=(f"{tag}:{what}", m, fn))
+            t.start()
+            threads.append(t)
+    time.sleep(70)
+    c.start_mds(fmt=False)
+    for t in threads:
+        t.join(120)
+    for what, (res, took) in sorted(results.items()):
+        if what.startswith("p:"):
+            # "stat uncached" and "readdir" of missing names answer ENOENT once back
+            want = "ENOENT" if what in ("p:stat uncached", "p:readdir") else "ok"
+            assert res == want and took >= 69, (what, res, took)
+        else:
+            assert res == "EIO" and 18 <= took <= 23, (what, res, took)
+    assert len(results) == 12
+
+
+def write_fsync(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+class NoSyncCluster(RecoveryCluster):
+    """An MDS that never flushes on its own: only fsync makes changes durable, so a copy of
+    the MDT taken right after an fsync is exactly what a power failure would leave."""
+    mds_extra = RecoveryCluster.mds_extra + ("--sync-interval", "86400")
+
+
+def test_acknowledged_changes_replayed_after_lost_commits(make_cluster):
+    c = make_cluster(cls=NoSyncCluster, osts=2)
+    m = c.mounts[0].path
+    (m / "durable").mkdir()
+    write_fsync(m / "durable" / "a", b"a" * 1000)  # fsync: on disk now
+    snap = c.dir / "mdt-snapshot"
+    snap.mkdir()
+    subprocess.run(["mdb_copy", str(c.dir / "mdt"), str(snap)], check=True, capture_output=True)
+    # acknowledged but not on disk: the MDS has not flushed them
+    (m / "lost").mkdir()
+    for i in range(20):
+        (m / "lost" / f"f{i}").write_bytes(b"z" * (i + 1))
+    os.rename(m / "lost" / "f0", m / "lost" / "renamed")
+    os.unlink(m / "lost" / "f1")
+    fid = os.getxattr(m / "lost" / "f2", "nacre.fid")
+    # the machine "loses power": the MDT goes back to the copy taken at the fsync
+    c.mds.kill(signal.SIGKILL)
+    shutil.copy(snap / "data.mdb", c.dir / "mdt" / "data.mdb")
+    c.start_mds(fmt=False)
+    names = sorted(os.listdir(m / "lost"))
+    assert names == sorted(["renamed"] + [f"f{i}" for i in range(2, 20)])
+    assert os.getxattr(m / "lost" / "f2", "nacre.fid") == fid  # the same FID again
+    other = c.mount().path
+    assert sorted(os.listdir(other / "lost")) == names
+    for i in range(2, 20):
+        assert (other / "lost" / f"f{i}").read_bytes() == b"z" * (i + 1)
+    assert "replaying" in c.mounts[0].proc.text()
