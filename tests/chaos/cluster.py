@@ -1,6 +1,7 @@
 """The chaos run's cluster: the integration tests' Cluster (tests/integration/conftest.py),
 plus what chaos needs on top: restarting a killed server and waiting until it serves again,
 stopping and continuing one, and a teardown that keeps the directory when asked to."""
+import re
 import shutil
 import signal
 import subprocess
@@ -13,7 +14,8 @@ sys.path.insert(0, str(REPO / "tests" / "integration"))
 import conftest  # noqa: E402  (the integration tests' cluster plumbing)
 import test_data  # noqa: E402  (the names of OST objects)
 
-__all__ = ["ChaosCluster", "conftest", "test_data", "nacre_cli", "sanitizer_reports"]
+__all__ = ["ChaosCluster", "conftest", "test_data", "nacre_cli", "sanitizer_reports",
+           "error_lines"]
 SERVING = {"mds": "nacre-mds: serving", "oss": "nacre-oss: serving"}
 
 
@@ -112,3 +114,17 @@ def sanitizer_reports(cluster):
                     break
     return bad
 
+
+
+def error_lines(cluster):
+    """The daemons' ERR lines, alike ones counted once (numbers blanked):
+    {(role, message): count}, for the summary."""
+    out = {}
+    for log in sorted({p.log for p in cluster.procs()}):
+        with open(log, errors="replace") as f:
+            for line in f:
+                if " ERR " in line:
+                    msg = re.sub(r"[0-9a-f]{6,}|\d+", "N", line.split(" ERR ", 1)[1].strip())
+                    key = (log.stem, msg)
+                    out[key] = out.get(key, 0) + 1
+    return out
