@@ -139,6 +139,15 @@ class Verifier:
             self.fail("wrong bytes", rel, f"sha256 {h.hexdigest()[:16]}, acknowledged "
                       f"{e['sha256'][:16]} ({e['size']} bytes)")
 
+    def read_all(self, rel):
+        """The bytes of a file, or None once the error is recorded."""
+        try:
+            with open(os.path.join(self.root, rel), "rb") as f:
+                return f.read()
+        except OSError as err:
+            self.fail("check error", rel, f"read: {err}")
+            return None
+
     # ---- locked counters
     def counters(self):
         sums, unsure = Counter(), set()
@@ -148,11 +157,8 @@ class Verifier:
                 if rel in m["uncertain"] or not m["final"]:
                     unsure.add(rel)
         for rel in sorted(sums):
-            try:
-                with open(os.path.join(self.root, rel), "rb") as f:
-                    b = f.read()
-            except OSError as err:
-                self.fail("check error", rel, f"read: {err}")
+            b = self.read_all(rel)
+            if b is None:
                 continue
             self.checks["counters checked"] += 1
             if len(b) != COUNTER_WIDTH + 1 or not b[:-1].isdigit():
@@ -170,11 +176,8 @@ class Verifier:
         if not writers:
             return
         rel = next(iter(writers.values()))["log"]
-        try:
-            with open(os.path.join(self.root, rel), "rb") as f:
-                data = f.read()
-        except OSError as err:
-            self.fail("check error", rel, f"read: {err}")
+        data = self.read_all(rel)
+        if data is None:
             return
         if len(data) % RECORD:
             self.fail("append log torn", rel, f"size {len(data)} is not a multiple of "
