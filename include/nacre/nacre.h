@@ -69,6 +69,10 @@ int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *opts, struct
 		   char *err, size_t err_len);
 /* Closes every connection and frees fs. Open files must be closed first. NULL is fine. */
 void nacre_fs_umount(struct nacre_fs *fs);
+/* The mount is going away: from now on a call waits for a missing server only its
+ * per-request timeout (not recovery_timeout), so that closing the files left open at
+ * unmount does not hang on a dead MDS. Thread-safe. */
+void nacre_fs_unmounting(struct nacre_fs *fs);
 
 /* FID of the mounted root (the subdirectory for a subdirectory mount). */
 struct nacre_fid nacre_fs_root(const struct nacre_fs *fs);
@@ -152,6 +156,27 @@ int nacre_fid2path(struct nacre_fs *fs, const struct nacre_cred *cr, const struc
 /* Resolves a path relative to the mount root ("/a/b" or "a/b"), following no symlinks. */
 int nacre_resolve(struct nacre_fs *fs, const struct nacre_cred *cr, const char *path,
 		  struct nacre_attr *out);
+
+/* ---- administration ---- */
+
+/* The MDS's recovery state. Asked on a connection of its own (without this mount's
+ * session), so that it answers at once even while this mount's own requests wait for the
+ * MDS's recovery to end. Returns 0, or a negative error (the MDS cannot be reached within
+ * the mount's timeout: -ECONNREFUSED, -ETIMEDOUT...). Thread-safe. */
+int nacre_recovery_status(struct nacre_fs *fs, struct nacre_recovery_status *out);
+
+/* Arms or disarms fault points (docs/recovery.md) in the server at addr ("host:port", or
+ * failover addresses joined by ','), any nacre server (MDS or OSS) of file system fsname,
+ * on a connection of its own: no mount is needed. spec is the fault point syntax
+ * ("POINT=MODE[,op=OPCODE][,ms=N][,err=ERRNO][,action=crash|error]", several joined by
+ * ';', "all=off"); "" only reads. key_file is the cluster key (NULL = $NACRE_KEY_FILE).
+ * On success writes the points armed afterwards, in the same syntax ("" when none), to
+ * armed and returns 0. On failure returns a negative error with a sentence in err:
+ * -EINVAL (the server's words naming the bad part of spec), -EPERM (the server was not
+ * started with --allow-fault-injection), or why the server could not be reached.
+ * Thread-safe. */
+int nacre_fault_set(const char *addr, const char *fsname, const char *key_file,
+		    const char *spec, char *armed, size_t armed_len, char *err, size_t err_len);
 
 /* ---- file I/O ---- */
 /* Opens fid with open(2) flags (O_ACCMODE, O_TRUNC, O_APPEND honoured; O_CREAT is not:

@@ -195,4 +195,23 @@ struct nacre_target {
 
 enum { NACRE_TGT_MDT = 1, NACRE_TGT_OST = 2 };
 
+/* The MDS's recovery window (docs/recovery.md), as Lustre's recovery_status shows it. */
+enum { NACRE_RECOVERY_COMPLETE = 0, NACRE_RECOVERY_RECOVERING = 1 };
+struct nacre_recovery_status {
+	uint32_t state;             /* NACRE_RECOVERY_* */
+	int64_t start;              /* when the window opened, seconds since the epoch; 0 when
+				     * the MDS had no client to wait for at start */
+	uint32_t duration_s;        /* how long recovery took (so far, while recovering) */
+	uint32_t time_left_s;       /* while recovering: until the window closes */
+	uint32_t clients_expected;  /* clients the MDS knew at start, and waits for */
+	uint32_t clients_connected; /* of those, back */
+	uint32_t clients_replayed;  /* have sent all their replays */
+	uint32_t clients_completed; /* have their open files and locks back too */
+	uint32_t clients_evicted;   /* did not come back within the window */
+	uint64_t replayed;          /* requests replayed */
+	uint64_t queued;            /* requests waiting for recovery now */
+	uint64_t last_transno;      /* the last change committed */
+	uint64_t last_committed;    /* the last change known to be on disk */
+};
+
 #endif

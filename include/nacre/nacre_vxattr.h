@@ -36,6 +36,16 @@
  * on every directory of that path (EACCES otherwise), as a lookup of the path would. */
 #define NACRE_VXATTR_FID2PATH "nacre.fid2path."
 
+/* get; the mount's root: the MDS's recovery window (nacre_recovery_status), one line
+ *   "STATE START DURATION TIME_LEFT EXPECTED CONNECTED REPLAYED COMPLETED EVICTED
+ *    REPLAYED_REQUESTS QUEUED LAST_TRANSNO LAST_COMMITTED"
+ * STATE is a name below, START seconds since the epoch (0: no window since the MDS
+ * started), DURATION and TIME_LEFT seconds, then the clients by state and the request
+ * counts. Answered even while the MDS holds this mount's other requests for its recovery. */
+#define NACRE_VXATTR_RECOVERY_STATUS "nacre.recovery_status"
+#define NACRE_RECOVERY_COMPLETE_NAME "COMPLETE"
+#define NACRE_RECOVERY_RECOVERING_NAME "RECOVERING"
+
 /* get; a file: "0xSTATE ARCHIVE_ID", STATE the NACRE_HS_* bits as 8 hex digits.
  * set; a file: "SET CLEAR [ARCHIVE_ID]", the bits to set and to clear in hex (without 0x);
  * an archive id of 0 or none keeps the file's. */

@@ -3,7 +3,8 @@
  *
  * Path-based commands never talk to a server: they ask the FUSE mount through the virtual
  * xattrs of nacre/nacre_vxattr.h, as lfs asks the kernel through ioctls, so they need no key.
- * Only `up`/`down` start processes and use libnacre directly. Single-threaded.
+ * Only `up`/`down` start processes and use libnacre directly, and `fault` talks to a server
+ * itself (with the cluster key: a fault may be set on an OSS). Single-threaded.
  */
 #ifndef NACRE_CLI_H
 #define NACRE_CLI_H
@@ -51,6 +52,15 @@ struct cli_mount {
 };
 /* Fills at most max entries; returns the count or -errno. */
 int cli_list_mounts(struct cli_mount *out, int max);
+/* The nacre mount holding path (the deepest one), found from path's text and the mount
+ * table alone: neither path nor the mount is touched, so this never waits for a server
+ * (a stat of a mount whose MDS is in recovery would). Symbolic links in path are not
+ * followed. Returns 0, -ENOENT when path is on no nacre mount, or -errno. */
+int cli_mount_of(const char *path, struct cli_mount *out);
+#define CLI_MOUNTS_MAX 256
+/* path made absolute (from the working directory) with ".", ".." and repeated '/' removed
+ * from its text, touching no file. Returns 0 or -errno (-ENAMETOOLONG). */
+int cli_abspath(const char *path, char *out, size_t len);
 /* 1 if dir (an absolute path) is a mount point of any type in /proc/self/mounts. */
 int cli_is_mounted(const char *dir);
 
@@ -80,5 +90,7 @@ int cli_romio_hints(int argc, char **argv); /* romio.c */
 int cli_cluster(int argc, char **argv);     /* cluster_conf_run.c */
 int cli_stats(int argc, char **argv);       /* stats.c */
 int cli_top(int argc, char **argv);         /* stats.c */
+int cli_fault(int argc, char **argv);       /* fault.c */
+int cli_recovery_status(int argc, char **argv); /* recovery.c */
 
 #endif

@@ -242,3 +242,80 @@ int cli_parse_stripe_size(const char *s, uint32_t *out, char *err, size_t err_le
 	*out = (uint32_t)v;
 	return 0;
 }
+
+int cli_abspath(const char *path, char *out, size_t len)
+{
+	char buf[PATH_MAX];
+	size_t n = 0;
+
+	if (path[0] == '/') {
+		buf[0] = '\0';
+	} else if (!getcwd(buf, sizeof(buf))) {
+		return -errno;
+	}
+	n = strlen(buf);
+	if (n == 1)
+		n = 0; /* the working directory is "/" */
+	for (const char *p = path; *p;) {
+		size_t seg;
+
+		while (*p == '/')
+			p++;
+		seg = strcspn(p, "/");
+		if (seg == 0 || (seg == 1 && p[0] == '.')) {
+			p += seg;
+			continue;
+		}
+		if (seg == 2 && p[0] == '.' && p[1] == '.') {
+			while (n > 0 && buf[n - 1] != '/')
+				n--;
+			if (n > 0)
+				n--; /* and its '/' */
+		} else {
+			if (n + 1 + seg >= sizeof(buf))
+				return -ENAMETOOLONG;
+			buf[n++] = '/';
+			memcpy(buf + n, p, seg);
+			n += seg;
+		}
+		p += seg;
+	}
+	if (n == 0)
+		buf[n++] = '/';
+	buf[n] = '\0';
+	return str_copy(out, buf, len) >= len ? -ENAMETOOLONG : 0;
+}
+
+/* 1 if path (absolute, normalized) is dir or below it. */
+static int is_below(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (strcmp(dir, "/") == 0)
+		return 1;
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+int cli_mount_of(const char *path, struct cli_mount *out)
+{
+	char abs[PATH_MAX];
+	struct cli_mount *m = calloc(CLI_MOUNTS_MAX, sizeof(*m));
+	int n, best = -1, rc;
+
+	if (!m)
+		return -ENOMEM;
+	rc = cli_abspath(path, abs, sizeof(abs));
+	n = rc < 0 ? rc : cli_list_mounts(m, CLI_MOUNTS_MAX);
+	if (n < 0) {
+		free(m);
+		return n;
+	}
+	for (int i = 0; i < n; i++)
+		if (is_below(abs, m[i].dir) &&
+		    (best < 0 || strlen(m[i].dir) > strlen(m[best].dir)))
+			best = i;
+	if (best >= 0)
+		*out = m[best];
+	free(m);
+	return best >= 0 ? 0 : -ENOENT;
+}

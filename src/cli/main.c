@@ -111,6 +111,36 @@ static const struct cli_cmd commands[] = {
 	 "       nacre hsm archive|release|restore|remove|cancel|state|action|set|clear ...\n"
 	 "  list    the coordinator queue with progress\n"
 	 "  import  released stubs for every object of the backend, under DESTDIR (root only)\n"},
+	{"recovery-status", cli_recovery_status,
+	 "the MDS's recovery window, as Lustre's recovery_status",
+	 "usage: nacre recovery-status [PATH|FSNAME]...\n"
+	 "  Per MDT: status (COMPLETE or RECOVERING), when recovery started, how long it took or\n"
+	 "  how long is left, clients connected/expected, replaying, completed and evicted,\n"
+	 "  requests replayed and queued, last_transno. Without an argument, every mounted\n"
+	 "  nacre file system. Answers at once even while the mount waits for its MDS.\n"
+	 "OSTs are not listed: they keep no client state, so they have no recovery window.\n"},
+	{"fault", cli_fault, "arm or disarm fault points of a server (tests; Lustre's fail_loc)",
+	 "usage: nacre fault set [OPTIONS] [SERVER] POINT=MODE[,SETTING...]|POINT MODE...\n"
+	 "       nacre fault list [OPTIONS] [SERVER]\n"
+	 "       nacre fault clear [OPTIONS] [SERVER]\n"
+	 "  set    arm (or, with MODE off, disarm) points; several items may follow\n"
+	 "  list   print the armed points, one per line\n"
+	 "  clear  disarm every point\n"
+	 "  SERVER          host:port of a nacre-mds or nacre-oss started with\n"
+	 "                  --allow-fault-injection, or host:port:/FSNAME; default: the MDS of\n"
+	 "                  --mds, or of the nacre mount the working directory is in (or the\n"
+	 "                  only one below it)\n"
+	 "  --key-file FILE the cluster key (default $NACRE_KEY_FILE)\n"
+	 "  --fsname NAME   the file system the server serves (default: from SERVER or the MDS)\n"
+	 "  --mds SPEC      a mount spec (host:port:/fsname) naming the default server\n"
+	 "POINT: mds.commit_before mds.commit_after mds.db_full oss.write_before\n"
+	 "       oss.write_after rpc.drop_request rpc.drop_reply rpc.delay_reply rpc.close_conn\n"
+	 "MODE:  once, every:N, skip:N (every pass after the first N), prob:P (percent), off\n"
+	 "SETTING: op=OPCODE (only that request type), ms=N (rpc.delay_reply), err=ERRNO,\n"
+	 "       action=crash|error\n"
+	 "e.g. nacre fault set mds.commit_after once\n"
+	 "     nacre fault set 10.0.0.5:9410:/fs oss.write_before=every:10,err=5\n"
+	 "The armed points are printed afterwards, one per line.\n"},
 	{"help", cmd_help, "list commands, or show the usage of one", "usage: nacre help [COMMAND]\n"},
 };
 

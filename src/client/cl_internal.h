@@ -53,6 +53,7 @@ struct nacre_fs {
 	struct nacre_key key;
 	int timeout_ms;
 	int recovery_timeout_ms;
+	int unmounting;             /* atomic: calls wait for a missing server only timeout_ms */
 	struct rpc_conn *mds;
 	struct nacre_fid root;
 	nacre_log_fn log_fn;

@@ -58,34 +58,6 @@ static void pick_client_name(const char *want, char *out, size_t len)
 			*p = '_';
 }
 
-static void connect_error(struct nacre_fs *fs, int rc, int timeout_ms, const char *rpc_err,
-			  char *err, size_t err_len)
-{
-	switch (-rc) {
-	case ECONNREFUSED:
-		set_err(err, err_len,
-			"cannot reach MDS %s: connection refused (is nacre-mds running?)", fs->addr);
-		break;
-	case ETIMEDOUT:
-		set_err(err, err_len,
-			"cannot reach MDS %s: no answer within %d ms (is the host up and the port "
-			"open?)",
-			fs->addr, timeout_ms);
-		break;
-	case EHOSTUNREACH:
-	case ENETUNREACH:
-		set_err(err, err_len, "cannot reach MDS %s: no route to host (check the address)",
-			fs->addr);
-		break;
-	default:
-		if (rpc_err[0])
-			set_err(err, err_len, "%s", rpc_err);
-		else
-			set_err(err, err_len, "cannot connect to MDS %s: %s", fs->addr,
-				nacre_strerror(rc));
-	}
-}
-
 /* Walks fs->subdir from the file system root and makes its directory the mount root. */
 static int resolve_subdir(struct nacre_fs *fs, char *err, size_t err_len)
 {
@@ -313,7 +285,7 @@ NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *op
 	}
 	rc = rpc_conn_connect(fs->mds, ct, rpc_err, sizeof(rpc_err));
 	if (rc) {
-		connect_error(fs, rc, ct, rpc_err, err, err_len);
+		cl_connect_error("MDS", fs->addr, "nacre-mds", rc, ct, rpc_err, err, err_len);
 		goto out_free;
 	}
 	rc = resolve_subdir(fs, err, err_len);
@@ -368,6 +340,12 @@ static void say_goodbye(struct nacre_fs *fs)
 	rpc_call(fs->mds, &a, &m);
 	rpc_msg_free(m);
 	wire_cursor_fini(&c);
+}
+
+NACRE_API void nacre_fs_unmounting(struct nacre_fs *fs)
+{
+	if (fs)
+		__atomic_store_n(&fs->unmounting, 1, __ATOMIC_RELEASE);
 }
 
 NACRE_API void nacre_fs_umount(struct nacre_fs *fs)

@@ -1,6 +1,6 @@
 /* mdc.c - the MDS client: the call every metadata request goes through (it also waits for
  * a file that is being restored from the archive), and the helpers every libnacre file
- * uses: logging, credentials, reply checks, errno mapping.
+ * uses: logging, credentials, reply checks, errno mapping, connect errors.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -36,6 +36,36 @@ const struct nacre_cred *cl_cred(const struct nacre_cred *cr, struct nacre_cred 
 int cl_decode_end(const struct wire_cursor *c)
 {
 	return wire_cursor_ok(c) && wire_cursor_left(c) == 0 ? 0 : -EPROTO;
+}
+
+void cl_connect_error(const char *role, const char *addr, const char *program, int rc,
+		      int timeout_ms, const char *rpc_err, char *err, size_t err_len)
+{
+	if (!err || err_len == 0)
+		return;
+	switch (-rc) {
+	case ECONNREFUSED:
+		snprintf(err, err_len, "cannot reach %s %s: connection refused (is %s running?)",
+			 role, addr, program);
+		break;
+	case ETIMEDOUT:
+		snprintf(err, err_len,
+			 "cannot reach %s %s: no answer within %d ms (is the host up and the port "
+			 "open?)",
+			 role, addr, timeout_ms);
+		break;
+	case EHOSTUNREACH:
+	case ENETUNREACH:
+		snprintf(err, err_len, "cannot reach %s %s: no route to host (check the address)",
+			 role, addr);
+		break;
+	default:
+		if (rpc_err && rpc_err[0])
+			snprintf(err, err_len, "%s", rpc_err);
+		else
+			snprintf(err, err_len, "cannot connect to %s %s: %s", role, addr,
+				 nacre_strerror(rc));
+	}
 }
 
 int cl_is_transport_err(int rc)
@@ -101,6 +131,8 @@ int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *
 	memset(&a, 0, sizeof(a));
 	a.opcode = opcode;
 	a.flags = wire_op_idempotent(opcode) ? RPC_IDEMPOTENT : 0;
+	if (__atomic_load_n(&fs->unmounting, __ATOMIC_ACQUIRE))
+		a.timeout_ms = fs->timeout_ms; /* nobody will wait for the answer much longer */
 	a.body = req->buf;
 	a.body_len = (uint32_t)wire_cursor_pos(req);
 	rc = rpc_call(fs->mds, &a, &m);

@@ -5,6 +5,7 @@
 #ifndef NACRE_CL_MDC_H
 #define NACRE_CL_MDC_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "nacre/nacre.h"
@@ -39,6 +40,11 @@ int cl_decode_end(const struct wire_cursor *c);
 /* Maps a transport failure (timeout, lost server) to -EIO for applications; other errors
  * (ENOSPC, EACCES...) pass through. */
 int cl_io_errno(int rc);
+/* A sentence for a first connect to role ("MDS") at addr that failed with rc, into err:
+ * what went wrong and what to check (program: "nacre-mds", the process that should be
+ * listening). rpc_err is the rpc layer's sentence, used for the other errors. */
+void cl_connect_error(const char *role, const char *addr, const char *program, int rc,
+		      int timeout_ms, const char *rpc_err, char *err, size_t err_len);
 /* 1 if rc means the server could not be reached (worth a target table refresh). */
 int cl_is_transport_err(int rc);
 

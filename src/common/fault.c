@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,6 +284,27 @@ int fault_init_env(fault_op_resolver resolve, char *err, size_t err_len)
 	return fault_set(spec, resolve, err, err_len);
 }
 
+/* Appends to buf (len bytes, used so far *used) what fmt makes; 0, or -1 when it does not
+ * fit (then buf keeps what fitted before). */
+static int append(char *buf, size_t len, size_t *used, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int append(char *buf, size_t len, size_t *used, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *used, len - *used, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= len - *used) {
+		buf[*used] = '\0';
+		return -1;
+	}
+	*used += (size_t)n;
+	return 0;
+}
+
 char *fault_describe(char *buf, size_t len)
 {
 	size_t used = 0;
@@ -293,8 +315,8 @@ char *fault_describe(char *buf, size_t len)
 	pthread_mutex_lock(&fault_lock);
 	for (int i = 0; i < FAULT_POINT_COUNT_; i++) {
 		const struct fault_state *p = &points[i];
+		size_t start = used;
 		char mode[32];
-		int n;
 
 		switch (p->mode) {
 		case MODE_OFF:
@@ -312,17 +334,15 @@ char *fault_describe(char *buf, size_t len)
 			snprintf(mode, sizeof(mode), "prob:%u", p->n);
 			break;
 		}
-		n = snprintf(buf + used, len - used, "%s%s=%s", used ? ";" : "", point_names[i],
-			     mode);
-		if (n < 0 || (size_t)n >= len - used)
-			break;
-		used += (size_t)n;
-		if (p->opcode >= 0)
-			used += (size_t)snprintf(buf + used, len - used, ",op=%d", p->opcode);
-		if (p->hit.ms && used < len)
-			used += (size_t)snprintf(buf + used, len - used, ",ms=%u", p->hit.ms);
-		if (used >= len) {
-			used = len - 1;
+		/* Every setting is written, so that the spec read back arms the same point. */
+		if (append(buf, len, &used, "%s%s=%s", used ? ";" : "", point_names[i], mode) ||
+		    (p->opcode >= 0 && append(buf, len, &used, ",op=%d", p->opcode)) ||
+		    (p->hit.ms && append(buf, len, &used, ",ms=%u", p->hit.ms)) ||
+		    (p->hit.action == FAULT_ACT_ERROR &&
+		     append(buf, len, &used, ",err=%d", -p->hit.err)) ||
+		    (p->hit.action == FAULT_ACT_CRASH &&
+		     append(buf, len, &used, ",action=crash"))) {
+			buf[start] = '\0'; /* no half-written point */
 			break;
 		}
 	}

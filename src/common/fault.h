@@ -70,7 +70,9 @@ typedef int (*fault_op_resolver)(const char *name);
 int fault_set(const char *spec, fault_op_resolver resolve, char *err, size_t err_len);
 /* Arms from the NACRE_FAULT environment variable if set. Returns as fault_set. */
 int fault_init_env(fault_op_resolver resolve, char *err, size_t err_len);
-/* Writes the armed points as a spec (";"-joined) into buf; "" when none. Returns buf. */
+/* Writes the armed points as a spec (";"-joined, each with its settings, so that fault_set
+ * of it arms the same points) into buf; "" when none. A point that does not fit is left
+ * out. Returns buf. */
 char *fault_describe(char *buf, size_t len);
 /* The point's name ("mds.commit_after"); "?" when out of range. */
 const char *fault_point_name(enum fault_point point);

@@ -313,3 +313,83 @@ int vxattr_target_parse(const char *line, struct nacre_target *t)
 	t->st.ffree = ffree;
 	return 0;
 }
+
+/* ---- nacre.recovery_status ---- */
+
+int vxattr_recovery_format(char *buf, size_t len, const struct nacre_recovery_status *r)
+{
+	return snprintf(buf, len,
+			"%s %" PRId64 " %u %u %u %u %u %u %u %" PRIu64 " %" PRIu64 " %" PRIu64
+			" %" PRIu64 "\n",
+			r->state == NACRE_RECOVERY_RECOVERING ? NACRE_RECOVERY_RECOVERING_NAME
+							      : NACRE_RECOVERY_COMPLETE_NAME,
+			r->start, r->duration_s, r->time_left_s, r->clients_expected,
+			r->clients_connected, r->clients_replayed, r->clients_completed,
+			r->clients_evicted, r->replayed, r->queued, r->last_transno,
+			r->last_committed);
+}
+
+/* One space, then a decimal number of at most max at *p; *p is moved past it. 0 or
+ * -EINVAL (no digits, too large, anything else). */
+static int next_number(const char **p, uint64_t max, uint64_t *out)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+
+	if (*s++ != ' ' || *s < '0' || *s > '9')
+		return -EINVAL;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		uint64_t d = (uint64_t)(*s - '0');
+
+		if (v > (max - d) / 10)
+			return -EINVAL;
+		v = v * 10 + d;
+	}
+	*p = s;
+	*out = v;
+	return 0;
+}
+
+int vxattr_recovery_parse(const char *s, struct nacre_recovery_status *r)
+{
+	uint64_t v[12];
+	/* the limits of START, the u32 fields and the u64 ones, in the value's order */
+	static const uint64_t max[12] = {INT64_MAX,  UINT32_MAX, UINT32_MAX, UINT32_MAX,
+					 UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX,
+					 UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
+	size_t n = strcspn(s, " ");
+	uint32_t state;
+
+	if (n == strlen(NACRE_RECOVERY_COMPLETE_NAME) &&
+	    memcmp(s, NACRE_RECOVERY_COMPLETE_NAME, n) == 0)
+		state = NACRE_RECOVERY_COMPLETE;
+	else if (n == strlen(NACRE_RECOVERY_RECOVERING_NAME) &&
+		 memcmp(s, NACRE_RECOVERY_RECOVERING_NAME, n) == 0)
+		state = NACRE_RECOVERY_RECOVERING;
+	else
+		return -EINVAL;
+	s += n;
+	for (size_t i = 0; i < ARRAY_SIZE(v); i++)
+		if (next_number(&s, max[i], &v[i]) < 0)
+			return -EINVAL;
+	if (*s == '\n')
+		s++;
+	if (*s)
+		return -EINVAL;
+	*r = (struct nacre_recovery_status){
+		.state = state,
+		.start = (int64_t)v[0],
+		.duration_s = (uint32_t)v[1],
+		.time_left_s = (uint32_t)v[2],
+		.clients_expected = (uint32_t)v[3],
+		.clients_connected = (uint32_t)v[4],
+		.clients_replayed = (uint32_t)v[5],
+		.clients_completed = (uint32_t)v[6],
+		.clients_evicted = (uint32_t)v[7],
+		.replayed = v[8],
+		.queued = v[9],
+		.last_transno = v[10],
+		.last_committed = v[11],
+	};
+	return 0;
+}

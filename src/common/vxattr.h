@@ -100,4 +100,11 @@ int vxattr_target_format(char *buf, size_t len, const struct nacre_target *t);
 /* line NUL-terminated, without its '\n', into t (ADDR "-" is ""). 0 or -EINVAL. */
 int vxattr_target_parse(const char *line, struct nacre_target *t);
 
+/* ---- nacre.recovery_status ---- */
+
+/* The value (with its '\n'). */
+int vxattr_recovery_format(char *buf, size_t len, const struct nacre_recovery_status *r);
+/* s NUL-terminated, the '\n' optional. 0 or -EINVAL. */
+int vxattr_recovery_parse(const char *s, struct nacre_recovery_status *r);
+
 #endif

@@ -748,6 +748,7 @@ out_args:
 out_itable:
 	fz_htable_walk(&m, destroy_dir, NULL);
 	fz_htable_fini(&m.htab);
+	nacre_fs_unmounting(m.fs); /* the closes below do not wait long for a missing MDS */
 	fz_file_close_all(&m);
 	fz_itable_fini(&m.itab);
 out_umount_fs:

@@ -1,7 +1,7 @@
 /* xattr.c - extended attributes. Ordinary names go to the MDS. The "nacre." names are
  * virtual (include/nacre/nacre_vxattr.h): served here through libnacre, never stored on the
- * MDS and never listed. The CLI (setstripe, getstripe, df, fid2path) talks to the mount this
- * way; the HSM ones are in hsm.c.
+ * MDS and never listed. The CLI (setstripe, getstripe, df, fid2path, recovery-status) talks
+ * to the mount this way; the HSM ones are in hsm.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -125,6 +125,22 @@ static void get_virtual(fuse_req_t req, struct fz_inode *in, const char *name, s
 		}
 		reply_value(req, text, len, size);
 		free(text);
+	} else if (is_root && strcmp(name, NACRE_VXATTR_RECOVERY_STATUS) == 0) {
+		struct nacre_recovery_status st;
+		char text[256];
+		int len;
+
+		rc = nacre_recovery_status(m->fs, &st);
+		if (rc < 0) {
+			fz_reply_rc(req, rc);
+			return;
+		}
+		len = vxattr_recovery_format(text, sizeof(text), &st);
+		if (len < 0 || (size_t)len >= sizeof(text)) {
+			fuse_reply_err(req, EIO);
+			return;
+		}
+		reply_value(req, text, (size_t)len, size);
 	} else if (is_root &&
 		   strncmp(name, NACRE_VXATTR_FID2PATH, strlen(NACRE_VXATTR_FID2PATH)) == 0) {
 		struct nacre_fid fid;

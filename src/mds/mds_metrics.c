@@ -1,11 +1,18 @@
 /* mds_metrics.c - what the MDS exports besides the rpc layer's per-operation counters:
- * MDT space, open files, OSTs registered and up. Values are computed at scrape time. */
+ * MDT space, open files, OSTs registered and up, sessions, the reply cache, commits and the
+ * recovery window. Values are computed at scrape time. */
+#include <stddef.h>
 #include <sys/statvfs.h>
 
 #include "common/metrics.h"
+#include "common/util.h"
+#include "mds/db.h"
 #include "mds/mds_metrics.h"
 #include "mds/open.h"
+#include "mds/recovery.h"
+#include "mds/session.h"
 #include "mds/targets.h"
+#include "mds/writer.h"
 
 static void mdt_space(void *arg, uint64_t *kb_free, uint64_t *kb_total)
 {
@@ -31,11 +38,106 @@ static double osts_up(void *arg)
 	return (double)mds_targets_up(m->targets, info, 1024);
 }
 
+static double sessions(void *arg)
+{
+	struct mds *m = arg;
+	return m->sessions ? (double)mds_sessions_count(m->sessions) : 0;
+}
+
+static double reply_records(void *arg)
+{
+	struct mds *m = arg;
+	return (double)mds_db_reply_count(m->db);
+}
+
+static double last_transno(void *arg)
+{
+	struct mds *m = arg;
+	return (double)mds_writer_last_transno(m->writer);
+}
+
+static double last_committed(void *arg)
+{
+	struct mds *m = arg;
+	return (double)mds_writer_last_committed(m->writer);
+}
+
+/* One field of the recovery status per gauge. */
+struct recovery_gauge {
+	const char *name, *labels, *help;
+	size_t offset; /* in struct wire_recovery_status */
+	int wide;      /* a uint64_t field, else uint32_t */
+};
+
+#define RG(name, labels, help, field)                                                      \
+	{ name, labels, help, offsetof(struct wire_recovery_status, field),                \
+	  sizeof(((struct wire_recovery_status *)0)->field) == 8 }
+
+_Static_assert(WIRE_RECOVERY_STATE_RECOVERING == 1 && WIRE_RECOVERY_STATE_COMPLETE == 0,
+	       "nacre_mds_recovery_active is the state field itself");
+
+static const struct recovery_gauge recovery_gauges[] = {
+	RG("nacre_mds_recovery_active", "", "1 while the recovery window is open", state),
+	RG("nacre_mds_recovery_time_left_seconds", "", "Until the recovery window closes",
+	   time_left_s),
+	RG("nacre_mds_recovery_clients", "state=\"expected\"",
+	   "Clients of the last recovery window by state", clients_expected),
+	RG("nacre_mds_recovery_clients", "state=\"connected\"", "", clients_connected),
+	RG("nacre_mds_recovery_clients", "state=\"replayed\"", "", clients_replayed),
+	RG("nacre_mds_recovery_clients", "state=\"completed\"", "", clients_completed),
+	RG("nacre_mds_recovery_clients", "state=\"evicted\"", "", clients_evicted),
+	RG("nacre_mds_recovery_queued_requests", "", "Requests waiting for recovery to end",
+	   queued),
+};
+
+struct recovery_metric {
+	struct mds *m;
+	const struct recovery_gauge *g;
+};
+
+static double recovery_field(void *arg)
+{
+	const struct recovery_metric *rm = arg;
+	struct wire_recovery_status st;
+	const char *p = (const char *)&st + rm->g->offset;
+
+	mds_recovery_status(rm->m->recovery, &st);
+	return rm->g->wide ? (double)*(const uint64_t *)p : (double)*(const uint32_t *)p;
+}
+
+static double recovery_replayed(void *arg)
+{
+	struct mds *m = arg;
+	struct wire_recovery_status st;
+
+	mds_recovery_status(m->recovery, &st);
+	return (double)st.replayed;
+}
+
 void mds_metrics_register(struct mds *m)
 {
+	static struct recovery_metric rms[ARRAY_SIZE(recovery_gauges)];
+
 	metrics_set_space_fn(mdt_space, m);
 	metrics_gauge_fn("nacre_mds_open_files", "", "Files open by clients (handles)",
 			 open_files, m);
 	metrics_gauge_fn("nacre_mds_osts_up", "", "OSTs whose server sent a recent heartbeat",
 			 osts_up, m);
+	metrics_gauge_fn("nacre_mds_sessions", "", "Clients with a session (state kept for them)",
+			 sessions, m);
+	metrics_gauge_fn("nacre_mds_reply_cache_records", "",
+			 "Reply-cache records (changes a resend is answered from)", reply_records,
+			 m);
+	metrics_gauge_fn("nacre_mds_last_transno", "", "Commit number of the last change",
+			 last_transno, m);
+	metrics_gauge_fn("nacre_mds_last_committed", "",
+			 "Commit number of the last change known to be on disk", last_committed, m);
+	for (size_t i = 0; i < ARRAY_SIZE(recovery_gauges); i++) {
+		rms[i] = (struct recovery_metric){m, &recovery_gauges[i]};
+		metrics_gauge_fn(recovery_gauges[i].name, recovery_gauges[i].labels,
+				 recovery_gauges[i].help, recovery_field, &rms[i]);
+	}
+	metrics_counter_fn("nacre_mds_recovery_replayed_requests_total", "",
+			   "Requests replayed by clients in recovery since the MDS started",
+			   recovery_replayed, m);
 }

@@ -217,16 +217,19 @@ int mds_ns_reap_orphans(struct mds *m)
 		return rc;
 	rc = mds_db_inode_iter(txn, collect_orphan, &o);
 	mds_txn_abort(txn);
+	size_t destroyed = 0;
 	for (size_t i = 0; !rc && i < o.n; i++) {
 		struct close_arg a = {m, NULL, &o.v[i], NULL, 0, 0};
 		rc = mds_writer_submit(m->writer, close_op, &a);
 		if (rc == -ENOENT)
 			rc = 0;
+		destroyed += a.destroyed;
 	}
-	if (o.n)
-		LOG_INFO("open", "destroyed %zu orphan inodes left by unlinked open files", o.n);
+	if (destroyed)
+		LOG_INFO("open", "destroyed %zu orphan inodes left by unlinked open files "
+				 "(%zu still open)", destroyed, o.n - destroyed);
 	free(o.v);
-	if (!rc && o.n)
+	if (!rc && destroyed)
 		mds_destroyer_kick(m->destroyer);
 	return rc;
 }

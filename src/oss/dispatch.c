@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fault.h"
 #include "common/log.h"
 #include "nacre/nacre_errno.h"
 #include "oss/store.h"
@@ -24,12 +25,28 @@ static int fid_is_zero(const struct nacre_fid *f)
 	return f->seq == 0 && f->oid == 0 && f->ver == 0;
 }
 
+/* What an oss.write_* fault point that fired does: crash (its default), or fail the write
+ * with the point's error. */
+static int write_fault(enum fault_point point, const struct fault_hit *hit)
+{
+	if (hit->action != FAULT_ACT_ERROR)
+		fault_crash(point);
+	return hit->err;
+}
+
 static int do_write(struct oss_target *t, const struct oss_obj_id *id,
 		    const struct wire_ost_io_req *m, const struct rpc_request *req)
 {
-	int rc = oss_store_write(t, id, m->offset, req->bulk, req->bulk_len);
+	struct fault_hit hit;
+	int rc;
+
+	if (NACRE_FAULT(FAULT_OSS_WRITE_BEFORE, &hit))
+		return write_fault(FAULT_OSS_WRITE_BEFORE, &hit); /* nothing written */
+	rc = oss_store_write(t, id, m->offset, req->bulk, req->bulk_len);
 	if (rc == 0)
 		atomic_fetch_add_explicit(&t->stats.write_bytes, m->len, memory_order_relaxed);
+	if (rc == 0 && NACRE_FAULT(FAULT_OSS_WRITE_AFTER, &hit))
+		rc = write_fault(FAULT_OSS_WRITE_AFTER, &hit); /* written, the client is told not */
 	return rc;
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/daemon.h"
+#include "common/fault.h"
 #include "common/key.h"
 #include "common/log.h"
 #include "common/metrics_opts.h"
@@ -39,6 +40,7 @@ struct opts {
 	struct daemon_log_opts log;
 	int format;
 	int workers;
+	int allow_faults;
 	struct ost_arg osts[OSS_MAX_OSTS];
 	int nosts;
 	struct metrics_opts metrics;
@@ -61,6 +63,7 @@ static void usage(FILE *f)
 		"                 --key-file FILE --ost IDX:DIR [--ost IDX:DIR ...]\n"
 		"                 [--format] [--log FILE] [--log-level err|warn|info|debug]\n"
 		"                 [--workers N] [--metrics-addr HOST:PORT] [--metrics-log FILE]\n"
+		"                 [--allow-fault-injection]\n"
 		"Serves object storage targets (OSTs) of the nacre file system NAME.\n"
 		"  --fsname NAME     file system name (1-8 of A-Z a-z 0-9 _ -)\n"
 		"  --mds HOST:PORT   the MDS to register with (default port %d)\n"
@@ -69,7 +72,9 @@ static void usage(FILE *f)
 		"  --key-file FILE   the cluster key (nacre up writes DIR/cluster.key)\n"
 		"  --ost IDX:DIR     serve OST index IDX from directory DIR (repeatable)\n"
 		"  --format          create an OST in each empty or missing DIR\n"
-		"  --workers N       I/O worker threads (default %d)\n" METRICS_USAGE,
+		"  --workers N       I/O worker threads (default %d)\n"
+		"  --allow-fault-injection  let `nacre fault set` arm fault points here (tests)\n"
+		METRICS_USAGE,
 		NACRE_DEFAULT_PORT_MDS, NACRE_DEFAULT_PORT_OSS, OSS_DEFAULT_WORKERS);
 }
 
@@ -125,7 +130,8 @@ static int parse_ost(const char *s, struct opts *o)
 
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
-	enum { O_FSNAME = 256, O_MDS, O_LISTEN, O_KEY, O_OST, O_FORMAT, O_WORKERS, O_HELP };
+	enum { O_FSNAME = 256, O_MDS, O_LISTEN, O_KEY, O_OST, O_FORMAT, O_WORKERS, O_FAULTS,
+	       O_HELP };
 	static const struct option lopts[] = {
 		{ "fsname", required_argument, NULL, O_FSNAME },
 		{ "mds", required_argument, NULL, O_MDS },
@@ -135,6 +141,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "format", no_argument, NULL, O_FORMAT },
 		DAEMON_LONGOPTS,
 		{ "workers", required_argument, NULL, O_WORKERS },
+		{ "allow-fault-injection", no_argument, NULL, O_FAULTS },
 		{ "help", no_argument, NULL, O_HELP },
 		METRICS_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
@@ -152,6 +159,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_LISTEN: o->listen = optarg; break;
 		case O_KEY: o->key_file = optarg; break;
 		case O_FORMAT: o->format = 1; break;
+		case O_FAULTS: o->allow_faults = 1; break;
 		case O_OST:
 			if (parse_ost(optarg, o))
 				return -EINVAL;
@@ -271,6 +279,10 @@ int main(int argc, char **argv)
 		fail("%s: check --key-file", err);
 		return 1;
 	}
+	if (fault_init_env(wire_opcode_by_name, err, sizeof(err))) {
+		fail("NACRE_FAULT: %s", err);
+		return 1;
+	}
 
 	for (int i = 0; i < o.nosts; i++) {
 		rc = oss_target_open(o.osts[i].dir, o.fsname, o.osts[i].index, o.format,
@@ -294,6 +306,7 @@ int main(int argc, char **argv)
 		.key = &key,
 		.nworkers = o.workers,
 		.handler = oss_dispatch,
+		.allow_fault_set = o.allow_faults,
 		.arg = &ctx,
 	};
 	rc = rpc_server_create(&sc, &srv, err, sizeof(err));

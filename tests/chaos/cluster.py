@@ -23,14 +23,10 @@ class ChaosCluster(conftest.Cluster):
     """One MDS, noss OSS processes with osts_per_oss OSTs each."""
 
     def __init__(self, noss, osts_per_oss, mds_log_level=None):
+        level = ["--log-level", mds_log_level] if mds_log_level else []
         super().__init__(osts=noss * osts_per_oss, oss=noss, fsname="chaos",
-                         prefix="nacre-chaos-")
+                         mds_args=level, prefix="nacre-chaos-")
         self.stopped = set()  # names of servers under SIGSTOP
-        self.mds_log_level = mds_log_level
-
-    def mds_argv(self, fmt):
-        level = ["--log-level", self.mds_log_level] if self.mds_log_level else []
-        return super().mds_argv(fmt) + level
 
     def server_names(self):
         return ["mds"] + [f"oss{j}" for j in range(self.noss)]
@@ -48,8 +44,8 @@ class ChaosCluster(conftest.Cluster):
         start = log.stat().st_size if log.exists() else 0
         t0 = time.monotonic()
         if name == "mds":
-            # Not start_mds: its wait would see the previous start's "serving" line.
-            self.mds = conftest.Proc("mds", self.mds_argv(False), log).start()
+            # Not start_mds: a restart that fails is reported, not raised.
+            self.mds = conftest.Proc("mds", self.mds_argv(False), log, self.env).start()
         else:
             self.start_oss(int(name[3:]), fmt=False)
         proc = self.server(name)

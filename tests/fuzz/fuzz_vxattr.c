@@ -13,7 +13,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { K_STATE, K_FLAGS, K_ACTION, K_REQUEST, K_LIST, K_IMPORT, K_TARGET, K_COUNT };
+enum { K_STATE, K_FLAGS, K_ACTION, K_REQUEST, K_LIST, K_IMPORT, K_TARGET, K_RECOVERY, K_COUNT };
 
 #define OUT_MAX (2 * NACRE_PATH_MAX + 256)
 
@@ -174,6 +174,21 @@ static void check_target(const char *s)
 		fail("a target line differs after the round trip");
 }
 
+static void check_recovery(const char *s)
+{
+	struct nacre_recovery_status r, r2;
+	char out[256], out2[256];
+
+	if (vxattr_recovery_parse(s, &r) < 0)
+		return;
+	if (vxattr_recovery_format(out, sizeof(out), &r) >= (int)sizeof(out))
+		fail("a recovery status does not fit");
+	/* every field is in the text: the same text means the same values */
+	if (vxattr_recovery_parse(out, &r2) < 0 ||
+	    vxattr_recovery_format(out2, sizeof(out2), &r2) < 0 || strcmp(out, out2) != 0)
+		fail("a recovery status differs after the round trip");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *v;
@@ -199,7 +214,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case K_ACTION: check_action(v); break;
 	case K_REQUEST: check_request(v); break;
 	case K_LIST: check_list(v); break;
-	default: check_target(v); break;
+	case K_TARGET: check_target(v); break;
+	default: check_recovery(v); break;
 	}
 	free(v);
 	return 0;

@@ -78,16 +78,19 @@ def daemon_env():
 
 
 class Proc:
-    def __init__(self, role, argv, log):
+    def __init__(self, role, argv, log, env=None):
         self.role, self.argv, self.log = role, argv, Path(log)
+        self.env = dict(env or {})  # added to daemon_env(), e.g. NACRE_FAULT
         self.p = None
 
     def start(self):
         with open(self.log, "ab") as lf:
-            lf.write(f"=== {time.strftime('%H:%M:%S')} {shlex.join(self.argv)}\n".encode())
+            envs = "".join(f"{k}={shlex.quote(v)} " for k, v in self.env.items())
+            lf.write(f"=== {time.strftime('%H:%M:%S')} {envs}{shlex.join(self.argv)}\n".encode())
             lf.flush()
             self.p = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=lf, stderr=lf,
-                                      env=daemon_env(), start_new_session=True)
+                                      env={**daemon_env(), **self.env},
+                                      start_new_session=True)
         return self
 
     def alive(self):
@@ -132,9 +135,13 @@ class Mount:
 
 
 class Cluster:
-    """One MDS, OSTs spread over OSS processes (ost i on oss i % noss), any number of mounts."""
+    """One MDS, OSTs spread over OSS processes (ost i on oss i % noss), any number of mounts.
+    mds_args and oss_args are added to every start of those daemons (--allow-fault-injection,
+    --recovery-window 30...), env to their environment (NACRE_FAULT); tests may change them
+    between restarts."""
 
-    def __init__(self, osts=2, oss=None, fsname="testfs", ost_dirs=None, prefix="nacre-it-"):
+    def __init__(self, osts=2, oss=None, fsname="testfs", ost_dirs=None, mds_args=(),
+                 oss_args=(), env=None, prefix="nacre-it-"):
         require_fuse()
         # Under /tmp with mode 0755 (pytest's tmp is 0700) so non-root children can reach it.
         self.dir = Path(tempfile.mkdtemp(prefix=prefix))
@@ -152,6 +159,8 @@ class Cluster:
         self.oss = [None] * self.noss
         self.mounts = []
         self.extra = []  # other processes started by tests, for log collection
+        self.mds_args, self.oss_args = list(mds_args), list(oss_args)
+        self.env = dict(env or {})
 
     # ---- addresses and paths
     @property
@@ -174,7 +183,7 @@ class Cluster:
     # ---- daemons
     def mds_argv(self, fmt):
         argv = [binary("nacre-mds"), "--fsname", self.fsname, "--data", str(self.dir / "mdt"),
-                "--listen", self.mds_addr, "--key-file", str(self.key)]
+                "--listen", self.mds_addr, "--key-file", str(self.key)] + self.mds_args
         return argv + (["--format"] if fmt else [])
 
     def oss_argv(self, j, fmt):
@@ -182,16 +191,19 @@ class Cluster:
                 "--listen", f"127.0.0.1:{self.oss_ports[j]}", "--key-file", str(self.key)]
         for i in self.osts_of(j):
             argv += ["--ost", f"{i}:{self.ost_dir(i)}"]
-        return argv + (["--format"] if fmt else [])
+        return argv + self.oss_args + (["--format"] if fmt else [])
 
     def start_mds(self, fmt=True):
-        self.mds = Proc("mds", self.mds_argv(fmt), self.dir / "mds.log").start()
-        wait_for(lambda: "nacre-mds: serving" in self.mds.text() or not self.mds.alive(), 15,
-                 f"nacre-mds to print 'serving' in {self.mds.log}")
+        log = self.dir / "mds.log"
+        before = log.stat().st_size if log.exists() else 0  # a restart appends to it
+        self.mds = Proc("mds", self.mds_argv(fmt), log, self.env).start()
+        wait_for(lambda: "nacre-mds: serving" in self.mds.text()[before:] or
+                 not self.mds.alive(), 15, f"nacre-mds to print 'serving' in {self.mds.log}")
         assert self.mds.alive(), f"nacre-mds exited:\n{self.mds.text()}"
 
     def start_oss(self, j, fmt=True):
-        self.oss[j] = Proc(f"oss{j}", self.oss_argv(j, fmt), self.dir / f"oss{j}.log").start()
+        self.oss[j] = Proc(f"oss{j}", self.oss_argv(j, fmt), self.dir / f"oss{j}.log",
+                           self.env).start()
         return self.oss[j]
 
     def start(self):
@@ -253,7 +265,8 @@ class Cluster:
     def reproduce(self):
         lines = [f"# cluster dir {self.dir}"]
         for p in self.procs():
-            lines.append(shlex.join(p.argv) + " &")
+            envs = "".join(f"{k}={shlex.quote(v)} " for k, v in p.env.items())
+            lines.append(envs + shlex.join(p.argv) + " &")
         return "\n".join(lines)
 
     def logs(self, tail=80):
@@ -346,9 +359,9 @@ def nacre_cli():
     """Runs the nacre CLI: returns a CompletedProcess with text output."""
     exe = binary("nacre")
 
-    def run(*args, check=False, timeout=60, **kw):
+    def run(*args, check=False, timeout=60, env=None, **kw):
         r = subprocess.run([exe, *map(str, args)], capture_output=True, text=True,
-                           timeout=timeout, env=daemon_env(), **kw)
+                           timeout=timeout, env=env or daemon_env(), **kw)
         if check and r.returncode != 0:
             raise AssertionError(f"nacre {shlex.join(map(str, args))} failed "
                                  f"({r.returncode}):\n{r.stdout}{r.stderr}")

@@ -419,53 +419,57 @@ def test_append_from_four_mounts_four_processes(make_cluster):
         assert seqs == list(range(n)), f"{tag}: records missing, repeated or out of order"
 
 
+ONE_OP = r"""
+import errno, json, os, sys, time
+what, m, tag = sys.argv[1], sys.argv[2], sys.argv[3]
+t0 = time.monotonic()
+try:
+    if what == "stat":
+        os.stat(f"{m}/never-seen-{tag}")
+    elif what == "create":
+        open(f"{m}/new-{tag}", "wb").close()
+    elif what == "mkdir":
+        os.mkdir(f"{m}/dir-{tag}")
+    elif what == "readdir":
+        os.listdir(f"{m}/existing-dir-{tag}")
+    elif what == "write+fsync":
+        with open(f"{m}/w-{tag}", "wb") as f:
+            f.write(b"y" * 5000)
+            f.flush()
+            os.fsync(f.fileno())
+    elif what == "chmod":
+        os.chmod(f"{m}/existing-{tag}", 0o600)
+    res = "ok"
+except OSError as e:
+    res = errno.errorcode.get(e.errno, str(e.errno))
+print(json.dumps({"res": res, "took": time.monotonic() - t0}))
+"""
+OPS = ("stat", "create", "mkdir", "readdir", "write+fsync", "chmod")
+
+
 def test_mds_down_70s_blocks_then_succeeds_or_fails_after_recovery_timeout(make_cluster):
     c = make_cluster(cls=RecoveryCluster, osts=2)
     patient = c.mounts[0].path
     quick = c.mount(opts=["recovery_timeout=20"]).path
-    for m in (patient, quick):
-        (m / f"existing-{m.name}").write_bytes(b"x" * 10000)
-
-    def ops(m, tag):
-        return [
-            ("stat uncached", lambda: os.stat(m / f"never-seen-{tag}")),
-            ("create", lambda: open(m / f"new-{tag}", "wb").close()),
-            ("mkdir", lambda: os.mkdir(m / f"dir-{tag}")),
-            ("readdir", lambda: os.listdir(m / f"dir-{tag}-none")),
-            ("write+fsync", lambda: write_fsync(m / f"w-{tag}", b"y" * 5000)),
-            ("chmod", lambda: os.chmod(m / f"existing-{m.name}", 0o600)),
-        ]
-
-    results = {}
-
-    def run(name, m, fn):
-        t0 = time.monotonic()
-        try:
-            fn()
-            results[name] = ("ok", time.monotonic() - t0)
-        except OSError as e:
-            results[name] = (errno.errorcode.get(e.errno, e.errno), time.monotonic() - t0)
-
+    for tag, m in (("p", patient), ("q", quick)):
+        (m / f"existing-{tag}").write_bytes(b"x" * 10000)
+        (m / f"existing-dir-{tag}").mkdir()
     c.mds.kill(signal.SIGKILL)
     time.sleep(0.5)
-    threads = []
-    for tag, m in (("p", patient), ("q", quick)):
-        for what, fn in ops(m, tag):
-            t = threading.Thread(target=run, args=(f"{tag}:{what}", m, fn))
-            t.start()
-            threads.append(t)
+    # each call in a process of its own (a thread's open FUSE file would be flushed by the
+    # fork that starts the MDS again)
+    procs = {(tag, what): run_script(ONE_OP, what, m, tag)
+             for tag, m in (("p", patient), ("q", quick)) for what in OPS}
     time.sleep(70)
     c.start_mds(fmt=False)
-    for t in threads:
-        t.join(120)
-    for what, (res, took) in sorted(results.items()):
-        if what.startswith("p:"):
-            # "stat uncached" and "readdir" of missing names answer ENOENT once back
-            want = "ENOENT" if what in ("p:stat uncached", "p:readdir") else "ok"
-            assert res == want and took >= 69, (what, res, took)
+    for (tag, what), p in procs.items():
+        r = finish(p, timeout=300)
+        if tag == "p":
+            # a name never created answers ENOENT once the MDS is back
+            want = "ENOENT" if what == "stat" else "ok"
+            assert r["res"] == want and r["took"] >= 69, (tag, what, r)
         else:
-            assert res == "EIO" and 18 <= took <= 23, (what, res, took)
-    assert len(results) == 12
+            assert r["res"] == "EIO" and 18 <= r["took"] <= 23, (tag, what, r)
 
 
 def write_fsync(path, data):

@@ -66,13 +66,21 @@ static void test_skip_prob_filter(void)
 	CHECK(n > 350 && n < 650);
 	char desc[256];
 	fault_describe(desc, sizeof(desc));
-	CHECK_STR(desc, "mds.commit_after=prob:50");
+	CHECK_STR(desc, "mds.commit_after=prob:50,action=crash");
 
 	CHECK_EQ(fault_set("oss.write_after=once,err=28", resolve, err, sizeof(err)), 0);
 	memset(&hit, 0, sizeof(hit));
 	CHECK_EQ(NACRE_FAULT(FAULT_OSS_WRITE_AFTER, &hit), 1);
 	CHECK_EQ(hit.action, FAULT_ACT_ERROR);
 	CHECK_EQ(hit.err, -ENOSPC);
+	CHECK_EQ(fault_set("all=off", NULL, NULL, 0), 0);
+	CHECK_EQ(fault_set("oss.write_before=every:2,err=5;rpc.delay_reply=once,op=20,ms=30",
+			   resolve, err, sizeof(err)),
+		 0);
+	fault_describe(desc, sizeof(desc));
+	CHECK_STR(desc, "oss.write_before=every:2,err=5;rpc.delay_reply=once,op=20,ms=30");
+	fault_describe(desc, 40); /* the second point does not fit: left out whole */
+	CHECK_STR(desc, "oss.write_before=every:2,err=5");
 	CHECK_EQ(fault_set("all=off", NULL, NULL, 0), 0);
 }
 

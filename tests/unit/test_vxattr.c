@@ -179,6 +179,42 @@ static void test_targets(void)
 	CHECK_EQ(vxattr_target_parse("OST 0 0 - 0 0 0 0", &got), -EINVAL);
 }
 
+static void test_recovery(void)
+{
+	struct nacre_recovery_status r = { .state = NACRE_RECOVERY_RECOVERING,
+					   .start = 1700000000, .duration_s = 12,
+					   .time_left_s = 18, .clients_expected = 3,
+					   .clients_connected = 2, .clients_replayed = 2,
+					   .clients_completed = 1, .clients_evicted = 0,
+					   .replayed = 7, .queued = 4, .last_transno = 1ull << 40,
+					   .last_committed = 99 };
+	struct nacre_recovery_status got;
+	char buf[256], again[256];
+
+	vxattr_recovery_format(buf, sizeof(buf), &r);
+	CHECK_STR(buf, "RECOVERING 1700000000 12 18 3 2 2 1 0 7 4 1099511627776 99\n");
+	CHECK_EQ(vxattr_recovery_parse(buf, &got), 0);
+	vxattr_recovery_format(again, sizeof(again), &got); /* every field is in the text */
+	CHECK_STR(again, buf);
+	buf[strlen(buf) - 1] = '\0'; /* the newline is optional */
+	CHECK_EQ(vxattr_recovery_parse(buf, &got), 0);
+	CHECK_EQ(vxattr_recovery_parse("COMPLETE 0 0 0 0 0 0 0 0 0 0 0 0", &got), 0);
+	CHECK(got.state == NACRE_RECOVERY_COMPLETE && got.start == 0);
+	/* every malformed shape is refused */
+	CHECK_EQ(vxattr_recovery_parse("DONE 0 0 0 0 0 0 0 0 0 0 0 0", &got), -EINVAL);
+	CHECK_EQ(vxattr_recovery_parse("COMPLETE 0 0 0 0 0 0 0 0 0 0 0", &got), -EINVAL);
+	CHECK_EQ(vxattr_recovery_parse("COMPLETE 0 0 0 0 0 0 0 0 0 0 0 0 0", &got), -EINVAL);
+	CHECK_EQ(vxattr_recovery_parse("COMPLETE 0 -1 0 0 0 0 0 0 0 0 0 0", &got), -EINVAL);
+	CHECK_EQ(vxattr_recovery_parse("COMPLETE 0 4294967296 0 0 0 0 0 0 0 0 0 0", &got),
+		 -EINVAL);
+	CHECK_EQ(vxattr_recovery_parse("COMPLETE 0 0 0 0 0 0 0 0 0 0 0 18446744073709551616",
+				       &got),
+		 -EINVAL);
+	CHECK_EQ(vxattr_recovery_parse("COMPLETE 0 0 0 0 0 0 0 0 0 0 0 0\n\n", &got), -EINVAL);
+	CHECK_EQ(vxattr_recovery_parse("COMPLETE  0 0 0 0 0 0 0 0 0 0 0 0", &got), -EINVAL);
+	CHECK_EQ(vxattr_recovery_parse("", &got), -EINVAL);
+}
+
 int main(void)
 {
 	test_names();
@@ -188,5 +224,6 @@ int main(void)
 	test_list();
 	test_import();
 	test_targets();
+	test_recovery();
 	return unit_done();
 }
