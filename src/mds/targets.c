@@ -24,6 +24,7 @@ struct mds_targets {
 	pthread_mutex_t lock;
 	struct tgt *v; /* sorted by index; protected by lock */
 	size_t n, cap; /* protected by lock */
+	int64_t loaded_ms; /* when the persisted targets were loaded; protected by lock */
 };
 
 int mds_targets_create(struct mds_targets **out)
@@ -48,6 +49,15 @@ void mds_targets_destroy(struct mds_targets *t)
 static int is_up(const struct tgt *g, int64_t now)
 {
 	return g->last_hb_ms && now - g->last_hb_ms <= MDS_TARGET_UP_MS;
+}
+
+/* Up, or remembered from before a restart and not yet heard from: for the first
+ * MDS_TARGET_UP_MS after the load, creates use it instead of failing while its OSS comes
+ * back to register (clients' I/O waits for an OSS that is away). */
+static int is_usable(const struct mds_targets *t, const struct tgt *g, int64_t now)
+{
+	return is_up(g, now) || (!g->last_hb_ms && g->addr[0] && t->loaded_ms &&
+				 now - t->loaded_ms <= MDS_TARGET_UP_MS);
 }
 
 /* Finds or inserts index. Caller holds t->lock. */
@@ -96,6 +106,9 @@ int mds_targets_load(struct mds *m)
 		return rc;
 	rc = mds_db_target_iter(txn, load_one, m->targets);
 	mds_txn_abort(txn);
+	pthread_mutex_lock(&m->targets->lock);
+	m->targets->loaded_ms = net_now_ms();
+	pthread_mutex_unlock(&m->targets->lock);
 	return rc;
 }
 
@@ -164,7 +177,7 @@ int mds_targets_up(struct mds_targets *t, struct mds_ost_info *out, int max)
 	int n = 0;
 	pthread_mutex_lock(&t->lock);
 	for (size_t i = 0; i < t->n && n < max; i++) {
-		if (!is_up(&t->v[i], now))
+		if (!is_usable(t, &t->v[i], now))
 			continue;
 		out[n].index = t->v[i].index;
 		out[n].kb_total = t->v[i].st.kb_total;

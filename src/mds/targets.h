@@ -27,7 +27,9 @@ int mds_targets_load(struct mds *m);
  * marks the OST up at addr; a new or changed address is persisted through the writer.
  * Returns 0, -NACRE_EFSNAME, -EINVAL, or -EADDRINUSE (index held by another up address). */
 int mds_targets_register(struct mds *m, const struct wire_target_reg *r, int heartbeat);
-/* Fills out with up to max up OSTs, by index. Returns how many. */
+/* Fills out with up to max OSTs that can take new files, by index: the up ones, and for
+ * MDS_TARGET_UP_MS after mds_targets_load the persisted ones not heard from yet (an MDS
+ * that restarted does not refuse creates while its OSSes come back). Returns how many. */
 int mds_targets_up(struct mds_targets *t, struct mds_ost_info *out, int max);
 /* Copies the address of OST index into addr (NACRE_ADDR_MAX + 1 bytes); *up tells whether it
  * is up. Returns 0 or -ENOENT (never registered). */

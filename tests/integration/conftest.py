@@ -141,10 +141,10 @@ class Cluster:
     between restarts."""
 
     def __init__(self, osts=2, oss=None, fsname="testfs", ost_dirs=None, mds_args=(),
-                 oss_args=(), env=None):
+                 oss_args=(), env=None, prefix="nacre-it-"):
         require_fuse()
         # Under /tmp with mode 0755 (pytest's tmp is 0700) so non-root children can reach it.
-        self.dir = Path(tempfile.mkdtemp(prefix="nacre-it-"))
+        self.dir = Path(tempfile.mkdtemp(prefix=prefix))
         os.chmod(self.dir, 0o755)
         self.fsname = fsname
         self.nosts = osts

@@ -115,3 +115,16 @@ def test_mds_restart_keeps_layout_defaults(make_cluster, nacre_cli):
     out = wait_for(works, 30, "getstripe after MDS restart", interval=0.5)
     assert out.splitlines()[-1] == \
         "stripe_count:  2 stripe_size:   131072 pattern:       raid0 stripe_offset: -1"
+
+
+def test_creates_right_after_mds_restart_wait_for_no_ost(make_cluster):
+    """The OSSes register again only at their next heartbeat (every 2 s): meanwhile the MDS
+    allocates on the OSTs it remembers instead of answering ENOSPC."""
+    c = make_cluster(osts=2, oss=2)
+    m = c.mounts[0].path
+    os.mkdir(m / "d")
+    c.mds.kill(signal.SIGKILL)
+    c.start_mds(fmt=False)
+    for i in range(50):
+        write_sync(m / "d" / f"f{i}", b"x" * 4096)
+    assert sorted(os.listdir(m / "d")) == sorted(f"f{i}" for i in range(50))
