@@ -126,7 +126,7 @@ int cl_locks_replay(struct nacre_fs *fs, struct rpc_recovery *r)
 		wire_cursor_init_write(&c, buf, sizeof(buf));
 		wire_lock_req_encode(&c, &e->r);
 		rc = rpc_recovery_call(r, WIRE_OP_MDS_LOCK_SET, WIRE_ENV_REPLAY, buf,
-				       (uint32_t)c.pos, &m);
+				       (uint32_t)c.pos, NULL, 0, &m);
 		if (rc < 0 && m) {
 			char fid[NACRE_FID_STR_MAX];
 			cl_log(fs, CL_LOG_ERR, "MDS %s: the lock on %s [%llu, %llu] of owner %llx "

@@ -29,30 +29,43 @@ static int stage_done(struct nacre_fs *fs, struct rpc_recovery *r, uint32_t stag
 	(void)fs;
 	wire_cursor_init_write(&c, buf, sizeof(buf));
 	wire_recovery_done_req_encode(&c, &d);
-	rc = rpc_recovery_call(r, WIRE_OP_MDS_RECOVERY_DONE, 0, buf, (uint32_t)c.pos, &m);
+	rc = rpc_recovery_call(r, WIRE_OP_MDS_RECOVERY_DONE, 0, buf, (uint32_t)c.pos, NULL, 0, &m);
 	rpc_msg_free(m);
 	return rc;
 }
 
-/* Re-opens f by FID with its opener's credentials and flags (no truncate, no create): the
- * MDS gives a new handle, which replaces the old one. Returns 0, a transport error, or 1
- * when the MDS refused (the file is gone or no longer allowed: logged). */
+/* Re-opens f by FID with its opener's credentials and flags (no truncate, no create),
+ * asking for its handle of before (requests in flight name it; the MDS gives another if it
+ * is taken, which then replaces it). Returns 0, a transport error, or 1 when the MDS
+ * refused (the file is gone or no longer allowed: logged). */
 static int reopen(struct nacre_fs *fs, struct rpc_recovery *r, struct nacre_file *f)
 {
 	struct wire_open_req req = {.cred = f->cred, .fid = f->fid};
-	struct wire_open_rep rep;
-	struct wire_cursor c;
-	struct rpc_msg *m;
+	struct wire_open_rep rep, *before = calloc(1, sizeof(*before));
+	struct wire_cursor c, b;
+	struct rpc_msg *m = NULL;
 	char fid[NACRE_FID_STR_MAX];
 	int rc;
 
+	if (!before)
+		return -ENOMEM;
+	pthread_mutex_lock(&f->lock);
+	before->attr = f->attr;
+	before->handle = f->handle;
+	pthread_mutex_unlock(&f->lock);
+	before->layout = f->layout;
 	req.flags = (uint32_t)(f->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY));
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_open_req_encode(&c, &req);
-	rc = wire_cursor_ok(&c) ? rpc_recovery_call(r, WIRE_OP_MDS_OPEN, WIRE_ENV_REPLAY, c.buf,
-						     (uint32_t)c.pos, &m)
-				: -EINVAL;
+	wire_cursor_init_dyn(&b, WIRE_BODY_MAX);
+	wire_open_rep_encode(&b, before);
+	free(before);
+	rc = wire_cursor_ok(&c) && wire_cursor_ok(&b)
+		     ? rpc_recovery_call(r, WIRE_OP_MDS_OPEN, WIRE_ENV_REPLAY, c.buf, (uint32_t)c.pos,
+					 b.buf, (uint32_t)b.pos, &m)
+		     : -EINVAL;
 	wire_cursor_fini(&c);
+	wire_cursor_fini(&b);
 	if (rc < 0 && !m)
 		return rc; /* the socket broke: recovery starts over */
 	if (rc == 0) {

@@ -26,7 +26,8 @@ int mds_ns_open(struct mds *m, uint64_t conn_id, uint64_t owner, const struct wi
 		   : acc == O_WRONLY ? MDS_MAY_WRITE
 				     : MDS_MAY_READ | MDS_MAY_WRITE;
 	int trunc = (r->flags & O_TRUNC) && (mask & MDS_MAY_WRITE);
-	uint64_t id;
+	/* a re-open after an MDS restart takes its handle back (in-flight requests name it) */
+	uint64_t id = mds_req_current ? mds_req_current->replay_handle : 0;
 	/* the handle exists before we look, so a racing unlink keeps the inode as an orphan */
 	int rc = mds_open_handle_add(m->open, owner, &r->fid, &id);
 	if (rc)

@@ -4,10 +4,13 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
+#include "common/key.h"
 #include "mds/db.h"
 
 #define NBUCKETS 4096u
+#define HANDLE_ID_MASK ((1ull << 62) - 1)
 
 struct handle {
 	uint64_t id;
@@ -42,7 +45,11 @@ int mds_open_table_create(struct mds_open_table **out)
 	if (!t)
 		return -ENOMEM;
 	pthread_mutex_init(&t->lock, NULL);
-	t->next_id = 1;
+	/* a random start per MDS instance: handles a client takes back after a restart never
+	 * meet the new instance's own */
+	if (key_random(&t->next_id, sizeof(t->next_id)) < 0)
+		t->next_id = (uint64_t)time(NULL) << 20;
+	t->next_id &= HANDLE_ID_MASK;
 	*out = t;
 	return 0;
 }
@@ -83,6 +90,16 @@ int mds_open_count(struct mds_open_table *t, const struct nacre_fid *fid)
 	return n;
 }
 
+/* Whether handle id is in use. Caller holds t->lock. */
+static int id_taken(struct mds_open_table *t, uint64_t id)
+{
+	for (struct handle *h = t->handles[id % NBUCKETS]; h; h = h->next)
+		if (h->id == id)
+			return 1;
+	return 0;
+}
+
+/* *id: the id wanted (0 = any) in, the id given out. */
 static int handle_add(struct mds_open_table *t, uint64_t conn_id, const struct nacre_fid *fid,
 		      uint64_t *id)
 {
@@ -94,7 +111,13 @@ static int handle_add(struct mds_open_table *t, uint64_t conn_id, const struct n
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&t->lock);
-	h->id = t->next_id++;
+	if (*id && !id_taken(t, *id)) {
+		h->id = *id; /* a handle of before a restart, taken back */
+	} else {
+		do
+			h->id = t->next_id++ & HANDLE_ID_MASK;
+		while (!h->id || id_taken(t, h->id));
+	}
 	h->conn_id = conn_id;
 	h->fid = *fid;
 	h->restore = 0;

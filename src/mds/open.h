@@ -17,8 +17,9 @@ int mds_open_count(struct mds_open_table *t, const struct nacre_fid *fid);
 /* Open handles of every client (a scan: for metrics, not hot paths). Thread-safe. */
 uint64_t mds_open_handles(struct mds_open_table *t);
 
-/* A new handle on fid for owner (session.h: mds_owner_of; ids are never 0). 0 or
- * -ENOMEM. */
+/* A new handle on fid for owner (session.h: mds_owner_of). *handle in: the id wanted (a
+ * handle the client had before an MDS restart), or 0; out: the id given (never 0; another
+ * than the one wanted if that one is taken). 0 or -ENOMEM. */
 int mds_open_handle_add(struct mds_open_table *t, uint64_t conn_id, const struct nacre_fid *fid,
 			uint64_t *handle);
 /* Drops a handle (an open or a create that did not complete); an unknown one is ignored. */

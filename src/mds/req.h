@@ -29,6 +29,7 @@ struct mds_req {
 	struct nacre_fid replay_fid;
 	int has_replay_layout;
 	struct nacre_layout replay_layout;
+	uint64_t replay_handle; /* a re-open: the handle it had (0: any) */
 	/* results, filled by the writer once committed */
 	uint64_t transno;
 	struct mds_txn_note note;

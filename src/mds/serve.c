@@ -138,7 +138,9 @@ static int reconstruct(struct mds *m, const struct rpc_request *req, struct rpc_
 		mds_inode_to_attr(ino, &cr.attr);
 		if (ino->has_layout)
 			cr.layout = ino->layout;
-		cr.has_handle = wire_cursor_ok(&c) && (q->flags & WIRE_CREATE_OPEN);
+		/* a replay opens nothing (the client re-opens what it has open afterwards) */
+		cr.has_handle = wire_cursor_ok(&c) && (q->flags & WIRE_CREATE_OPEN) &&
+				!(req->env->flags & WIRE_ENV_REPLAY);
 		if (cr.has_handle) {
 			/* the handle the first execution made, if this MDS still has it */
 			uint64_t owner = mds_owner_of(req);
@@ -225,6 +227,18 @@ static int serve_open(struct mds *m, const struct rpc_request *req, struct rpc_r
 	}
 	if (req->env->flags & WIRE_ENV_RESEND)
 		old = mds_session_open_handle(m->sessions, id, xid);
+	if ((req->env->flags & WIRE_ENV_REPLAY) && req->replay_reply) {
+		/* a re-open after a restart: the client's reply of before names its handle */
+		struct wire_open_rep *o = malloc(sizeof(*o));
+		struct wire_cursor c;
+		if (!o)
+			return -ENOMEM;
+		wire_cursor_init_read(&c, req->replay_reply, req->env->replay_len);
+		wire_open_rep_decode(&c, o);
+		if (wire_cursor_ok(&c))
+			r.replay_handle = o->handle;
+		free(o);
+	}
 	mds_req_current = &r;
 	rc = mds_dispatch(m, req, rep);
 	mds_req_current = NULL;

@@ -14,6 +14,7 @@
 #include "mds/db.h"
 #include "mds/ns.h"
 #include "mds/open.h"
+#include "mds/targets.h"
 #include "mds/writer.h"
 #include "nacre/nacre_errno.h"
 
@@ -21,6 +22,7 @@
 #define TRIM_STEP 32     /* acknowledged xids before a change also trims the reply cache */
 #define OPEN_MEMO_MAX 64 /* OPEN xids remembered per session (resent OPENs) */
 #define OWNER_BIT (1ull << 63)
+#define STALL_MS 3000    /* a reaper tick this late means the MDS itself was stopped */
 
 struct inprog {
 	uint64_t xid;
@@ -128,11 +130,26 @@ static void *reaper_main(void *arg)
 {
 	struct mds_sessions *ss = arg;
 
+	int64_t last = net_now_ms();
+
 	pthread_mutex_lock(&ss->lock);
 	while (!ss->stop) {
 		struct timespec ts;
 		uint64_t victim = 0;
 		int64_t now = net_now_ms(), gone = 0;
+
+		if (now - last > STALL_MS && ss->m->targets) {
+			/* the MDS did not run (SIGSTOP, a frozen VM): nobody's heartbeat counted */
+			LOG_WARN("session", "the MDS did not run for %lld s: OSTs and clients get "
+					    "time to check in again",
+				 (long long)((now - last) / 1000));
+			mds_targets_grace(ss->m->targets);
+			for (int i = 0; i < BUCKETS; i++)
+				for (struct session *s = ss->b[i]; s; s = s->next)
+					if (s->gone_ms)
+						s->gone_ms = now;
+		}
+		last = now;
 
 		for (int i = 0; i < BUCKETS && !victim; i++)
 			for (struct session *s = ss->b[i]; s && !victim; s = s->next)

@@ -24,7 +24,8 @@ struct mds_targets {
 	pthread_mutex_t lock;
 	struct tgt *v; /* sorted by index; protected by lock */
 	size_t n, cap; /* protected by lock */
-	int64_t loaded_ms; /* when the persisted targets were loaded; protected by lock */
+	int64_t grace_ms; /* targets not heard from since count as up for MDS_TARGET_UP_MS
+			   * from then: the load at start, or the MDS's own stall; lock */
 };
 
 int mds_targets_create(struct mds_targets **out)
@@ -51,13 +52,20 @@ static int is_up(const struct tgt *g, int64_t now)
 	return g->last_hb_ms && now - g->last_hb_ms <= MDS_TARGET_UP_MS;
 }
 
-/* Up, or remembered from before a restart and not yet heard from: for the first
- * MDS_TARGET_UP_MS after the load, creates use it instead of failing while its OSS comes
- * back to register (clients' I/O waits for an OSS that is away). */
+/* Up, or known and not heard from since the grace began (the MDS restarted, or was stopped
+ * itself and so heard nobody): for MDS_TARGET_UP_MS after that, creates use it instead of
+ * failing while its OSS comes back to register (clients' I/O waits for an OSS that is away). */
 static int is_usable(const struct mds_targets *t, const struct tgt *g, int64_t now)
 {
-	return is_up(g, now) || (!g->last_hb_ms && g->addr[0] && t->loaded_ms &&
-				 now - t->loaded_ms <= MDS_TARGET_UP_MS);
+	return is_up(g, now) || (g->addr[0] && t->grace_ms && g->last_hb_ms < t->grace_ms &&
+				 now - t->grace_ms <= MDS_TARGET_UP_MS);
+}
+
+void mds_targets_grace(struct mds_targets *t)
+{
+	pthread_mutex_lock(&t->lock);
+	t->grace_ms = net_now_ms();
+	pthread_mutex_unlock(&t->lock);
 }
 
 /* Finds or inserts index. Caller holds t->lock. */
@@ -106,9 +114,7 @@ int mds_targets_load(struct mds *m)
 		return rc;
 	rc = mds_db_target_iter(txn, load_one, m->targets);
 	mds_txn_abort(txn);
-	pthread_mutex_lock(&m->targets->lock);
-	m->targets->loaded_ms = net_now_ms();
-	pthread_mutex_unlock(&m->targets->lock);
+	mds_targets_grace(m->targets);
 	return rc;
 }
 

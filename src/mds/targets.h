@@ -23,6 +23,10 @@ int mds_targets_create(struct mds_targets **out);
 void mds_targets_destroy(struct mds_targets *t); /* NULL is fine */
 /* Loads the persisted index -> addr records (all down until they heartbeat). */
 int mds_targets_load(struct mds *m);
+/* Every known target not heard from since now counts as up for MDS_TARGET_UP_MS: after a
+ * load, or when the MDS itself did not run for a while (stopped) and so missed their
+ * heartbeats. Thread-safe. */
+void mds_targets_grace(struct mds_targets *t);
 /* TARGET_REGISTER (heartbeat 0) or TARGET_HEARTBEAT (1): checks fsname, type, index, then
  * marks the OST up at addr; a new or changed address is persisted through the writer.
  * Returns 0, -NACRE_EFSNAME, -EINVAL, or -EADDRINUSE (index held by another up address). */

@@ -238,9 +238,11 @@ int rpc_conn_retained(struct rpc_conn *c);
  * A replay the server refuses is logged and dropped (the application was told it
  * succeeded: the log line names it). Returns 0 or a transport error. */
 int rpc_recovery_replay(struct rpc_recovery *r);
-/* One call on the recovering socket, with env_flags (WIRE_ENV_*) in its envelope. Returns as
- * rpc_call. */
+/* One call on the recovering socket, with env_flags (WIRE_ENV_*) in its envelope and, for a
+ * WIRE_ENV_REPLAY, the body of the request's first reply (first_len bytes; NULL/0: none)
+ * after its own. Returns as rpc_call. */
 int rpc_recovery_call(struct rpc_recovery *r, uint16_t opcode, uint32_t env_flags,
-		      const void *body, uint32_t body_len, struct rpc_msg **reply);
+		      const void *body, uint32_t body_len, const void *first_reply,
+		      uint32_t first_len, struct rpc_msg **reply);
 
 #endif

@@ -269,19 +269,20 @@ static void committed_upto(struct rpc_conn *c, uint64_t lc)
 }
 
 /* Keeps p's request for replay (its change is not on disk yet), with the reply body m.
- * Takes p's body copy. */
+ * The request body is copied: its sender may still be writing p->body_copy to the socket
+ * while this reply is read. */
 static void retain(struct rpc_conn *c, struct rpc_pending *p, const struct rpc_msg *m)
 {
 	struct rpc_retained *r = calloc(1, sizeof(*r));
 	uint8_t *both = r && p->args.body_len + m->body_len + WIRE_REQ_ENV_LEN <= WIRE_BODY_MAX
-				? realloc(p->body_copy, p->args.body_len + m->body_len + 1)
+				? malloc(p->args.body_len + m->body_len + 1)
 				: NULL;
 
 	if (!both) {
 		free(r);
 		return; /* it will not be replayed: the change was answered all the same */
 	}
-	p->body_copy = both;
+	memcpy(both, p->body_copy, p->args.body_len);
 	memcpy(both + p->args.body_len, m->body, m->body_len);
 	if (c->nretained >= RETAIN_MAX) {
 		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
@@ -292,10 +293,9 @@ static void retain(struct rpc_conn *c, struct rpc_pending *p, const struct rpc_m
 	}
 	r->opcode = p->args.opcode;
 	r->transno = m->env.transno;
-	r->body = p->body_copy;
+	r->body = both;
 	r->body_len = p->args.body_len;
 	r->reply_len = m->body_len;
-	p->body_copy = NULL;
 	open_replace(&p->open, &r->open);
 	retained_insert(c, r);
 }
@@ -925,20 +925,32 @@ struct rpc_recovery {
 };
 
 int rpc_recovery_call(struct rpc_recovery *r, uint16_t opcode, uint32_t env_flags,
-		      const void *body, uint32_t body_len, struct rpc_msg **reply)
+		      const void *body, uint32_t body_len, const void *first_reply,
+		      uint32_t first_len, struct rpc_msg **reply)
 {
 	struct rpc_conn *c = r->c;
-	struct wire_req_env e = {.flags = env_flags};
+	struct wire_req_env e = {.flags = env_flags, .replay_len = first_len};
 	struct rpc_msg *m;
+	uint8_t *both = NULL;
 	uint64_t xid;
 	int rc;
 
 	*reply = NULL;
+	if (first_len) {
+		both = malloc((size_t)body_len + first_len);
+		if (!both)
+			return -ENOMEM;
+		memcpy(both, body, body_len);
+		memcpy(both + body_len, first_reply, first_len);
+		body = both;
+		body_len += first_len;
+	}
 	pthread_mutex_lock(&c->lock);
 	xid = c->next_xid++;
 	e.ack_xid = ack_xid(c);
 	pthread_mutex_unlock(&c->lock);
 	rc = send_frame(r->fd, opcode, xid, r->env ? &e : NULL, body, body_len, NULL, 0);
+	free(both);
 	if (rc < 0)
 		return rc;
 	m = calloc(1, sizeof(*m));
