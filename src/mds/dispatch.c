@@ -451,7 +451,10 @@ int mds_runs_inline(uint16_t opcode)
 
 void mds_on_disconnect(void *arg, uint64_t conn_id)
 {
-	mds_ns_disconnect(arg, conn_id);
-	mds_hsm_disconnect(arg, conn_id);
-	mds_lock_disconnect(arg, conn_id);
+	struct mds *m = arg;
+
+	mds_ns_disconnect(m, conn_id);
+	if (mds_hsm_disconnect(m, conn_id) && m->sessions)
+		mds_session_evict_conn(m->sessions, conn_id, "its HSM agent's connection closed");
+	mds_lock_disconnect(m, conn_id);
 }

@@ -44,8 +44,9 @@ void mds_hsm_stop(struct mds_hsm *h);
 
 /* Handles the HSM opcodes (WIRE_OP_MDS_HSM_*) on a worker thread. */
 int mds_hsm_dispatch(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep);
-/* A connection went away: its agent registration ends, its actions go back to WAITING. */
-void mds_hsm_disconnect(struct mds *m, uint64_t conn_id);
+/* A connection went away: its agent registration ends, its actions go back to WAITING.
+ * Returns 1 if it was an agent's, else 0. */
+int mds_hsm_disconnect(struct mds *m, uint64_t conn_id);
 
 /* OPEN of a released regular file ino. If conn_id is the agent running its restore, writes
  * the restore layout to *layout and returns 1 (the handle is the copytool's). Otherwise queues

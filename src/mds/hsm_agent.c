@@ -367,18 +367,18 @@ static void requeue(struct mds_hsm *h, const uint64_t *cookies, uint32_t n, cons
 	wake(h);
 }
 
-void mds_hsm_disconnect(struct mds *m, uint64_t conn_id)
+int mds_hsm_disconnect(struct mds *m, uint64_t conn_id)
 {
 	struct mds_hsm *h = m->hsm;
 	if (!h)
-		return;
+		return 0;
 	uint64_t *cookies = NULL;
 	uint32_t n = 0;
 	pthread_mutex_lock(&h->lock);
 	struct agent *ag = mds_hsm_agent_find(h, conn_id);
 	if (!ag) {
 		pthread_mutex_unlock(&h->lock);
-		return;
+		return 0;
 	}
 	*ag = h->agents[--h->nagents];
 	cookies = malloc(sizeof(*cookies) * (h->nact + 1));
@@ -392,6 +392,7 @@ void mds_hsm_disconnect(struct mds *m, uint64_t conn_id)
 	LOG_INFO("hsm", "agent on connection %llu went away", (unsigned long long)conn_id);
 	requeue(h, cookies, n, "their agent disconnected");
 	free(cookies);
+	return 1;
 }
 
 void mds_hsm_check_timeouts(struct mds_hsm *h)

@@ -414,6 +414,20 @@ void mds_session_disconnect(struct mds_sessions *ss, uint64_t conn_id)
 	pthread_mutex_unlock(&ss->lock);
 }
 
+void mds_session_evict_conn(struct mds_sessions *ss, uint64_t conn_id, const char *why)
+{
+	uint64_t id = 0;
+
+	pthread_mutex_lock(&ss->lock);
+	for (int i = 0; i < BUCKETS && !id; i++)
+		for (struct session *s = ss->b[i]; s && !id; s = s->next)
+			if (s->conn_id == conn_id && s->gone_ms)
+				id = s->id;
+	pthread_mutex_unlock(&ss->lock);
+	if (id)
+		mds_session_evict(ss, id, why);
+}
+
 int mds_session_evict(struct mds_sessions *ss, uint64_t client_id, const char *why)
 {
 	struct mds *m = ss->m;

@@ -71,6 +71,10 @@ void mds_session_open_done(struct mds_sessions *ss, uint64_t client_id, uint64_t
 
 /* The connection of a session closed: its eviction clock starts. */
 void mds_session_disconnect(struct mds_sessions *ss, uint64_t conn_id);
+/* Evicts the session still bound to a connection that closed (an HSM agent's: the
+ * coordinator gave its actions to others, so the files it held open for them must not
+ * stay busy until the eviction timeout). Nothing if it reconnected meanwhile. */
+void mds_session_evict_conn(struct mds_sessions *ss, uint64_t conn_id, const char *why);
 /* Evicts a session now (a clean DISCONNECT, or recovery giving up on it): drops its
  * handles and locks and its records. why is logged. 0 or a negative errno. */
 int mds_session_evict(struct mds_sessions *ss, uint64_t client_id, const char *why);

@@ -155,8 +155,9 @@ def test_df(cluster, mnt, nacre_cli):
                     h[2]), h[2]
     i = nacre_cli("df", "-i", mnt, check=True).stdout.split("\n")
     assert i[0] == LFS_HDR % ("UUID", "Inodes", "IUsed", "IFree", "IUse%", "Mounted on")
-    # Without a path: every nacre mount, this one included.
-    out = nacre_cli("df", check=True).stdout
+    # Without a path: every nacre mount, this one included (a dead mount elsewhere on the
+    # machine is reported on stderr and makes the exit status 1, so only the output counts).
+    out = nacre_cli("df").stdout
     assert f"{mnt}[OST:0]" in out
 
 
