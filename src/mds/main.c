@@ -29,6 +29,7 @@
 #include "mds/recovery.h"
 #include "mds/serve.h"
 #include "mds/session.h"
+#include "mds/space.h"
 #include "mds/targets.h"
 #include "mds/syncer.h"
 #include "mds/writer.h"
@@ -360,13 +361,15 @@ int main(int argc, char **argv)
 		mds_db_close(m.db);
 		return 1;
 	}
-	if ((rc = mds_writer_create(m.db, &m.writer)) || (rc = mds_targets_create(&m.targets)) ||
+	if ((rc = mds_space_create(m.db, o.data, &m.space)) ||
+	    (rc = mds_writer_create(m.db, &m.writer)) || (rc = mds_targets_create(&m.targets)) ||
 	    (rc = mds_open_table_create(&m.open)) ||
 	    (rc = mds_locks_create(o.lock_evict_ms, mds_lock_answer, NULL, &m.locks)) ||
 	    (rc = mds_oss_pool_create(o.fsname, &key, &m.oss))) {
 		fprintf(stderr, "nacre-mds: cannot start: %s\n", nacre_strerror(rc));
 		goto out;
 	}
+	mds_writer_set_space(m.writer, m.space);
 	if ((rc = mds_targets_load(&m))) {
 		fprintf(stderr, "nacre-mds: cannot load the target registry from %s: %s\n", o.data,
 			nacre_strerror(rc));
@@ -444,6 +447,7 @@ out:
 	mds_lock_reaper_stop(lock_reaper);
 	mds_locks_destroy(m.locks);
 	mds_targets_destroy(m.targets);
+	mds_space_destroy(m.space);
 	mds_db_close(m.db);
 	if (mdt_lock >= 0)
 		close(mdt_lock);
