@@ -12,6 +12,7 @@
 #include "mds/hsm.h"
 #include "mds/lock_rpc.h"
 #include "mds/ns.h"
+#include "mds/ost_wait.h"
 #include "mds/req.h"
 #include "mds/session.h"
 #include "mds/space.h"
@@ -360,7 +361,10 @@ static int do_layout_set(struct mds *m, const struct rpc_request *req, struct rp
 static int do_target(struct mds *m, const struct rpc_request *req, int heartbeat)
 {
 	DECODE(target_reg, r);
-	return mds_targets_register(m, &r, heartbeat);
+	int rc = mds_targets_register(m, &r, heartbeat);
+	if (!rc)
+		mds_ost_wait_kick(m->ost_wait); /* creates may be waiting for this one */
+	return rc;
 }
 
 int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep)

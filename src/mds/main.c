@@ -25,6 +25,7 @@
 #include "mds/mds.h"
 #include "mds/ns.h"
 #include "mds/open.h"
+#include "mds/ost_wait.h"
 #include "mds/oss_pool.h"
 #include "mds/recovery.h"
 #include "mds/serve.h"
@@ -370,7 +371,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	mds_writer_set_space(m.writer, m.space);
-	if ((rc = mds_targets_load(&m))) {
+	if ((rc = mds_targets_load(&m)) || (rc = mds_ost_wait_create(&m, 0, &m.ost_wait))) {
 		fprintf(stderr, "nacre-mds: cannot load the target registry from %s: %s\n", o.data,
 			nacre_strerror(rc));
 		goto out;
@@ -437,6 +438,7 @@ out:
 	metrics_opts_stop();
 	rpc_server_destroy(srv);
 	mds_recovery_destroy(m.recovery);
+	mds_ost_wait_destroy(m.ost_wait);
 	mds_sessions_destroy(m.sessions);
 	mds_hsm_stop(m.hsm);
 	mds_destroyer_stop(m.destroyer);

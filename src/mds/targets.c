@@ -158,6 +158,17 @@ int mds_targets_register(struct mds *m, const struct wire_target_reg *r, int hea
 	return 0;
 }
 
+int mds_targets_down(struct mds_targets *t)
+{
+	int64_t now = net_now_ms();
+	int n = 0;
+	pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < t->n; i++)
+		n += !is_up(&t->v[i], now);
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
 int mds_targets_up(struct mds_targets *t, struct mds_ost_info *out, int max)
 {
 	int64_t now = net_now_ms();

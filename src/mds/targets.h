@@ -27,6 +27,8 @@ int mds_targets_load(struct mds *m);
  * marks the OST up at addr; a new or changed address is persisted through the writer.
  * Returns 0, -NACRE_EFSNAME, -EINVAL, or -EADDRINUSE (index held by another up address). */
 int mds_targets_register(struct mds *m, const struct wire_target_reg *r, int heartbeat);
+/* How many known OSTs are not up (after a start: every one until it registers again). */
+int mds_targets_down(struct mds_targets *t);
 /* Fills out with up to max up OSTs, by index. Returns how many. */
 int mds_targets_up(struct mds_targets *t, struct mds_ost_info *out, int max);
 /* Copies the address of OST index into addr (NACRE_ADDR_MAX + 1 bytes); *up tells whether it
