@@ -231,8 +231,8 @@ int mds_space_create(struct mds_db *db, const char *dir, struct mds_space **out)
 	rc = make_ballast(s);
 	s->ballast = rc == 0;
 	if (rc)
-		LOG_WARN("space", "cannot make the %llu KiB ballast %s (%s): the MDT keeps %llu KiB "
-				  "free for unlinks instead",
+		LOG_WARN("space", "cannot make the %llu KiB ballast %s (%s): the MDT keeps "
+				  "%llu KiB free for unlinks instead",
 			 (unsigned long long)(s->reserve >> 10), s->ballast_path, strerror(-rc),
 			 (unsigned long long)(2 * s->reserve >> 10));
 	else

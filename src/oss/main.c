@@ -59,14 +59,16 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: nacre-oss --fsname NAME --mds HOST[:PORT] --listen HOST[:PORT]\n"
+		"usage: nacre-oss --fsname NAME --mds HOST[:PORT][,HOST[:PORT]...]\n"
+		"                 --listen HOST[:PORT]\n"
 		"                 --key-file FILE --ost IDX:DIR [--ost IDX:DIR ...]\n"
 		"                 [--format] [--log FILE] [--log-level err|warn|info|debug]\n"
 		"                 [--workers N] [--metrics-addr HOST:PORT] [--metrics-log FILE]\n"
 		"                 [--allow-fault-injection]\n"
 		"Serves object storage targets (OSTs) of the nacre file system NAME.\n"
 		"  --fsname NAME     file system name (1-8 of A-Z a-z 0-9 _ -)\n"
-		"  --mds HOST:PORT   the MDS to register with (default port %d)\n"
+		"  --mds HOST:PORT   the MDS to register with (default port %d); its failover\n"
+		"                    partners after commas, tried in turn\n"
 		"  --listen HOST:PORT address to serve on, registered with the MDS for clients;\n"
 		"                    must be a concrete address (port 0 = any free port, default %d)\n"
 		"  --key-file FILE   the cluster key (nacre up writes DIR/cluster.key)\n"
@@ -231,6 +233,38 @@ static int join_addr(const char *host, uint16_t port, char *out, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/* --mds "a[:port],b[:port]": each address with its port, joined by ',' into out (at most
+ * NACRE_FAILOVER_MAX). 0 or -EINVAL. */
+static int parse_mds(const char *list, char *out, size_t len)
+{
+	const char *p = list;
+	size_t used = 0;
+	int n = 0;
+
+	out[0] = '\0';
+	while (*p) {
+		char one[NACRE_ADDR_MAX + 1], host[256], addr[NACRE_ADDR_MAX + 1];
+		size_t seg = strcspn(p, ",");
+		uint16_t port;
+
+		if (seg == 0 || seg >= sizeof(one) || ++n > NACRE_FAILOVER_MAX)
+			return -EINVAL;
+		memcpy(one, p, seg);
+		one[seg] = '\0';
+		if (net_parse_addr(one, NACRE_DEFAULT_PORT_MDS, host, sizeof(host), &port) ||
+		    join_addr(host, port, addr, sizeof(addr)))
+			return -EINVAL;
+		int w = snprintf(out + used, len - used, "%s%s", used ? "," : "", addr);
+		if (w < 0 || (size_t)w >= len - used)
+			return -EINVAL;
+		used += (size_t)w;
+		p += seg;
+		if (*p == ',' && !*++p)
+			return -EINVAL; /* a trailing comma */
+	}
+	return n ? 0 : -EINVAL;
+}
+
 static int wildcard_host(const char *h)
 {
 	return !h[0] || !strcmp(h, "0.0.0.0") || !strcmp(h, "::") || !strcmp(h, "*");
@@ -242,7 +276,7 @@ int main(int argc, char **argv)
 	struct nacre_key key;
 	struct oss_target *targets[OSS_MAX_OSTS];
 	int ntargets = 0, rc, status = 1;
-	char err[1024], host[256], listen_addr[NACRE_ADDR_MAX + 1], mds_addr[NACRE_ADDR_MAX + 1];
+	char err[1024], host[256], listen_addr[NACRE_ADDR_MAX + 1], mds_addr[NACRE_ADDR_LIST_MAX];
 	char reg_addr[NACRE_ADDR_MAX + 1];
 	uint16_t port;
 	struct rpc_server *srv = NULL;
@@ -267,12 +301,9 @@ int main(int argc, char **argv)
 		     "10.0.0.5:%u)", o.listen, port);
 		return 1;
 	}
-	char mds_host[256];
-	uint16_t mds_port;
-	if (net_parse_addr(o.mds, NACRE_DEFAULT_PORT_MDS, mds_host, sizeof(mds_host),
-			   &mds_port) ||
-	    join_addr(mds_host, mds_port, mds_addr, sizeof(mds_addr))) {
-		fail("bad --mds \"%s\": expected HOST:PORT", o.mds);
+	if (parse_mds(o.mds, mds_addr, sizeof(mds_addr))) {
+		fail("bad --mds \"%s\": expected HOST:PORT, or up to %d of them joined by ',' "
+		     "(an MDS and its failover partners)", o.mds, NACRE_FAILOVER_MAX);
 		return 1;
 	}
 	if ((rc = key_load(o.key_file, &key, err, sizeof(err))) != 0) {
