@@ -230,10 +230,12 @@ int bu_local_abort(struct bu_local *l)
 
 static void local_role(const struct bu_daemon *d, char *out, size_t len)
 {
+	const char *sb = d->standby ? "-standby" : "";
+
 	if (d->kind == BU_MDS)
-		snprintf(out, len, "mds");
+		snprintf(out, len, "mds%s", sb);
 	else if (d->kind == BU_OSS)
-		snprintf(out, len, "oss%d", d->index);
+		snprintf(out, len, "oss%d%s", d->index, sb);
 	else
 		snprintf(out, len, "copytool");
 }
@@ -488,7 +490,7 @@ static int wait_osts(void *ctx)
 {
 	struct bu_local *l = ctx;
 	const struct cc_conf *c = l->c;
-	char spec[CC_ADDR_MAX + NACRE_FSNAME_MAX + 4], err[512];
+	char spec[BU_SPEC_MAX], err[512];
 	struct nacre_mount_opts mo;
 	struct nacre_fs *fs = NULL;
 	int ntg = c->nosts + 8, missing, rc = -1;

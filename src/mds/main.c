@@ -272,8 +272,11 @@ static int lock_mdt(const char *dir, int standby)
 		return errno == ENOENT ? -1 : (fprintf(stderr, "nacre-mds: --data %s: %s\n", dir,
 						       strerror(errno)),
 					       -2);
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		if (standby) /* the line a bring-up waits for, either way */
+			fprintf(stderr, "nacre-mds: standby: no MDS serves %s: serving it\n", dir);
 		return fd;
+	}
 	if (errno != EWOULDBLOCK) {
 		fprintf(stderr, "nacre-mds: cannot lock %s: %s\n", dir, strerror(errno));
 		close(fd);

@@ -99,6 +99,19 @@ int mds_targets_load(struct mds *m)
 	return rc;
 }
 
+/* Whether two registered addresses ("h:p" or "h:p,h:p": an OSS, then its failover
+ * partner) share one: the same server again, or its partner taking over. */
+static int related(const char *a, const char *b)
+{
+	for (const char *p = a; *p; p += strcspn(p, ","), p += *p == ',') {
+		size_t n = strcspn(p, ",");
+		for (const char *q = b; *q; q += strcspn(q, ","), q += *q == ',')
+			if (strcspn(q, ",") == n && strncmp(p, q, n) == 0)
+				return 1;
+	}
+	return 0;
+}
+
 struct persist_arg {
 	uint32_t index;
 	const char *addr;
@@ -129,7 +142,9 @@ int mds_targets_register(struct mds *m, const struct wire_target_reg *r, int hea
 		pthread_mutex_unlock(&t->lock);
 		return -ENOMEM;
 	}
-	if (g->addr[0] && strcmp(g->addr, r->addr) && is_up(g, now)) {
+	/* a failover partner takes over at once: it runs only once the other one is gone */
+	if (g->addr[0] && strcmp(g->addr, r->addr) && is_up(g, now) &&
+	    !related(g->addr, r->addr)) {
 		char held[NACRE_ADDR_MAX + 1];
 		str_copy(held, g->addr, sizeof(held));
 		pthread_mutex_unlock(&t->lock);

@@ -108,3 +108,52 @@ def test_oss_takes_a_failover_list(make_cluster):
                         "127.0.0.1:1", "--key-file", str(c.key), "--ost", "0:/nonexistent"],
                        capture_output=True, text=True, timeout=10)
     assert r.returncode != 0 and "--mds" in r.stderr, r.stderr
+
+
+class OssPairCluster(Cluster):
+    """OSS 0 registers a failover partner that is not started with the cluster."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.partner_port = free_port()
+
+    def oss_argv(self, j, fmt):
+        return super().oss_argv(j, fmt) + ["--failover", f"127.0.0.1:{self.partner_port}"]
+
+    def start_partner(self):
+        argv = Cluster.oss_argv(self, 0, False)
+        argv[argv.index("--listen") + 1] = f"127.0.0.1:{self.partner_port}"
+        p = Proc("oss0-standby", argv + ["--standby", "--failover",
+                                         f"127.0.0.1:{self.oss_ports[0]}"],
+                 self.dir / "oss0-standby.log").start()
+        self.extra.append(p)
+        return p
+
+
+def test_oss_standby_takes_over_its_osts(make_cluster):
+    """nacre-oss --standby on the same OST directory waits, then serves it when the primary
+    dies; clients reach it at the partner address the OSTs were registered with."""
+    c = make_cluster(cls=OssPairCluster, osts=1)
+    m = c.mounts[0].path
+    data = os.urandom(1 << 20)
+    with open(m / "f", "wb") as f:
+        f.write(data)
+        os.fsync(f.fileno())
+    reader = c.mount(name="reader").path  # nothing of f in its page cache
+    assert os.path.getsize(reader / "f") == len(data)
+    partner = f"127.0.0.1:{c.partner_port}"
+    standby = c.start_partner()
+    wait_for(lambda: "standby: waiting" in standby.text() or not standby.alive(), 10,
+             "the standby OSS to wait for its OST")
+    assert standby.alive() and not serves(partner)
+
+    c.oss[0].kill(signal.SIGKILL)
+    t0 = time.monotonic()
+    wait_for(lambda: f"registered testfs-OST0000 at {partner}," in standby.text(), 10,
+             "the standby to register the OST")
+    assert (reader / "f").read_bytes() == data
+    with open(m / "g", "wb") as f:
+        f.write(b"after the OSS failover")
+        os.fsync(f.fileno())
+    assert (m / "g").read_bytes() == b"after the OSS failover"
+    print("I/O went on %.1f s after the OSS died" % (time.monotonic() - t0))
