@@ -114,8 +114,8 @@ static void add_mds(struct daemons *ds, const struct cc_conf *c, int standby)
 static void add_oss(struct daemons *ds, const struct cc_conf *c, int j, int standby)
 {
 	const struct cc_oss *o = &c->oss[j];
-	struct bu_daemon *d = add(ds, BU_OSS, j, standby ? o->failover.host : o->host,
-				  "nacre-oss", standby ? "nacre-oss: standby" : "nacre-oss: serving");
+	struct bu_daemon *d = add(ds, BU_OSS, j, standby ? o->failover.host : o->host, "nacre-oss",
+				  standby ? "nacre-oss: standby" : "nacre-oss: serving");
 	char mds[2 * CC_ADDR_MAX];
 
 	d->standby = standby;

@@ -164,9 +164,10 @@ int bu_local_keep_live(struct bu_local *l)
 	for (int i = 0; i < l->nprocs; i++) {
 		struct bu_proc *p = &l->procs[i];
 		int live = lp_is_nacre_proc(p->pid);
+		int mounted = l->mnt[0] && cli_is_mounted(l->mnt);
 
 		/* a mount process without its mount is on its way out */
-		if (live && strcmp(p->role, "mount") == 0 && !(l->mnt[0] && cli_is_mounted(l->mnt))) {
+		if (live && strcmp(p->role, "mount") == 0 && !mounted) {
 			kill(p->pid, SIGTERM);
 			live = 0;
 		}
@@ -546,8 +547,8 @@ static int first_missing(const struct cc_conf *c, const struct nacre_target *tg,
 	return -1;
 }
 
-/* A libnacre connection to the config's MDS, for its target list; NULL after printing or
- * writing (why) what failed. */
+/* A libnacre connection to the config's MDS, for its target list; NULL with what failed
+ * in why. */
 static struct nacre_fs *mds_connect(const struct cc_conf *c, int timeout_ms, char *why,
 				    size_t len)
 {

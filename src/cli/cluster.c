@@ -294,7 +294,8 @@ static int read_options(const char *dir, struct up_opts *o)
 	up_defaults(o);
 	str_copy(o->dir, dir, sizeof(o->dir));
 	if (parse_up(argc, argv, o, &ignored) < 0) {
-		cli_err("%s is damaged: remove it and run nacre up with the options you want", path);
+		cli_err("%s is damaged: remove it and run nacre up with the options you want",
+			path);
 		return -1;
 	}
 	return 0;
@@ -379,9 +380,9 @@ static int up_again(const struct up_opts *asked, struct bu_local *l)
 	else if (r < 0 || up_finish_opts(&o) < 0)
 		return 1;
 	if (!same_cluster(asked, &o)) {
-		cli_err("the cluster in %s runs with other options (see %s/up.options): run `nacre "
-			"up --dir %s` alone to restart what is not running, or `nacre down --dir %s` "
-			"first to change them",
+		cli_err("the cluster in %s runs with other options (see %s/up.options): run "
+			"`nacre up --dir %s` alone to restart what is not running, or `nacre down "
+			"--dir %s` first to change them",
 			o.dir, o.dir, o.dir, o.dir);
 		return 1;
 	}
@@ -395,8 +396,8 @@ static int up_again(const struct up_opts *asked, struct bu_local *l)
 				"`nacre down --dir %s`",
 				o.dir, o.mnt, o.dir);
 		else
-			cli_err("the cluster in %s runs but does not answer: %s; stop it with `nacre "
-				"down --dir %s` and start it again",
+			cli_err("the cluster in %s runs but does not answer: %s; stop it with "
+				"`nacre down --dir %s` and start it again",
 				o.dir, why, o.dir);
 		return 1;
 	}
@@ -444,7 +445,8 @@ int cli_up(int argc, char **argv)
 	if (parse_up(argc, argv, &o, &dir) < 0)
 		return 1;
 	if (!o.hsm_backend && (o.hsm_import || o.hsm_endpoint || o.hsm_credentials)) {
-		cli_err("up: --hsm-import, --hsm-endpoint and --hsm-credentials need --hsm-backend");
+		cli_err("up: --hsm-import, --hsm-endpoint and --hsm-credentials need "
+			"--hsm-backend");
 		return 1;
 	}
 	if (up_finish_opts(&o) < 0)
