@@ -7,8 +7,9 @@
 
 #include "cli/bringup.h"
 #include "cli/cli.h"
+#include "common/util.h"
 
-#define NDAEMONS_MAX (1 + CC_OSS_CAP + CC_MAX_COPYTOOLS * CC_MAX_ARCHIVES)
+#define NDAEMONS_MAX (2 + 2 * CC_OSS_CAP + CC_MAX_COPYTOOLS * CC_MAX_ARCHIVES)
 
 struct daemons {
 	struct bu_daemon *d;
@@ -89,29 +90,40 @@ static void metrics_args(struct daemons *ds, struct bu_daemon *d, const struct c
 	}
 }
 
-static void add_mds(struct daemons *ds, const struct cc_conf *c)
+static void add_mds(struct daemons *ds, const struct cc_conf *c, int standby)
 {
-	struct bu_daemon *d = add(ds, BU_MDS, 0, c->mds_host, "nacre-mds", "nacre-mds: serving");
+	const struct cc_failover *f = &c->mds_failover;
+	struct bu_daemon *d = add(ds, BU_MDS, 0, standby ? f->host : c->mds_host, "nacre-mds",
+				  standby ? "nacre-mds: standby" : "nacre-mds: serving");
 
-	snprintf(d->role, sizeof(d->role), "mds");
+	d->standby = standby;
+	snprintf(d->role, sizeof(d->role), standby ? "mds-standby" : "mds");
 	opt(ds, d, "--fsname", c->fsname);
 	opt(ds, d, "--data", c->mds_data);
-	opt(ds, d, "--listen", c->mds_listen);
+	opt(ds, d, "--listen", standby ? f->listen : c->mds_listen);
 	opt(ds, d, "--key-file", c->key_file);
+	if (standby) {
+		arg(ds, d, "--standby"); /* waits for the primary's lock on the MDT */
+		return;
+	}
 	metrics_args(ds, d, c, c->mds_metrics_addr);
 	/* Only a directory without an MDT is formatted; the MDS checks the fsname of one. */
 	format_unless(ds, d, c->mds_data, "data.mdb");
 }
 
-static void add_oss(struct daemons *ds, const struct cc_conf *c, int j)
+static void add_oss(struct daemons *ds, const struct cc_conf *c, int j, int standby)
 {
 	const struct cc_oss *o = &c->oss[j];
-	struct bu_daemon *d = add(ds, BU_OSS, j, o->host, "nacre-oss", "nacre-oss: serving");
+	struct bu_daemon *d = add(ds, BU_OSS, j, standby ? o->failover.host : o->host, "nacre-oss",
+				  standby ? "nacre-oss: standby" : "nacre-oss: serving");
+	char mds[2 * CC_ADDR_MAX];
 
-	snprintf(d->role, sizeof(d->role), "oss-%s", o->name);
+	d->standby = standby;
+	snprintf(d->role, sizeof(d->role), "oss-%s%s", o->name, standby ? "-standby" : "");
+	cc_mds_addrs(c, mds, sizeof(mds));
 	opt(ds, d, "--fsname", c->fsname);
-	opt(ds, d, "--mds", c->mds_listen);
-	opt(ds, d, "--listen", o->listen);
+	opt(ds, d, "--mds", mds);
+	opt(ds, d, "--listen", standby ? o->failover.listen : o->listen);
 	opt(ds, d, "--key-file", c->key_file);
 	for (int k = 0; k < o->nosts; k++) {
 		const struct cc_ost *ost = &c->osts[o->ost0 + k];
@@ -119,9 +131,16 @@ static void add_oss(struct daemons *ds, const struct cc_conf *c, int j)
 		arg(ds, d, "--ost");
 		arg(ds, d, "%d:%s", ost->index, ost->dir);
 		/* --format creates only missing superblocks; existing ones are checked. */
-		format_unless(ds, d, ost->dir, "nacre-ost.sb");
+		if (!standby)
+			format_unless(ds, d, ost->dir, "nacre-ost.sb");
 	}
-	metrics_args(ds, d, c, o->metrics_addr);
+	/* the OSTs are registered at both addresses: clients try the partner in turn */
+	if (o->failover.host[0])
+		opt(ds, d, "--failover", standby ? o->listen : o->failover.listen);
+	if (standby)
+		arg(ds, d, "--standby"); /* waits until the primary's OSTs are free */
+	else
+		metrics_args(ds, d, c, o->metrics_addr);
 }
 
 static void add_copytool(struct daemons *ds, const struct cc_conf *c, int host, int k)
@@ -129,7 +148,7 @@ static void add_copytool(struct daemons *ds, const struct cc_conf *c, int host, 
 	const struct cc_archive *a = &c->archives[k];
 	struct bu_daemon *d = add(ds, BU_COPYTOOL, k, c->copytools[host], "nacre-copytool",
 				  "serving archive");
-	char spec[CC_ADDR_MAX + NACRE_FSNAME_MAX + 4];
+	char spec[BU_SPEC_MAX];
 
 	snprintf(d->role, sizeof(d->role), "copytool-%d", a->id);
 	d->skip = !a->backend[0];
@@ -159,7 +178,8 @@ static void daemons_free(struct daemons *ds)
 	ds->d = NULL;
 }
 
-/* Every daemon in start order: the MDS, each OSS, then each copytool host's archives. */
+/* Every daemon in start order: the MDS and its standby, each OSS and its standby, then each
+ * copytool host's archives. */
 static int daemons_build(const struct cc_conf *c, struct daemons *ds)
 {
 	memset(ds, 0, sizeof(*ds));
@@ -168,9 +188,14 @@ static int daemons_build(const struct cc_conf *c, struct daemons *ds)
 		cli_err("out of memory");
 		return -1;
 	}
-	add_mds(ds, c);
-	for (int j = 0; j < c->noss; j++)
-		add_oss(ds, c, j);
+	add_mds(ds, c, 0);
+	if (c->mds_failover.host[0])
+		add_mds(ds, c, 1);
+	for (int j = 0; j < c->noss; j++) {
+		add_oss(ds, c, j, 0);
+		if (c->oss[j].failover.host[0])
+			add_oss(ds, c, j, 1);
+	}
 	for (int i = 0; i < c->ncopytools; i++)
 		for (int k = 0; k < c->narchives; k++)
 			add_copytool(ds, c, i, k);
@@ -184,7 +209,10 @@ static int daemons_build(const struct cc_conf *c, struct daemons *ds)
 
 void bu_spec(const struct cc_conf *c, char *out, size_t len)
 {
-	snprintf(out, len, "%s:/%s", c->mds_listen, c->fsname);
+	char addrs[2 * CC_ADDR_MAX];
+
+	cc_mds_addrs(c, addrs, sizeof(addrs));
+	snprintf(out, len, "%s:/%s", addrs, c->fsname);
 }
 
 /* nacre-mount's -o: the key, the client's options, its metrics address. */
@@ -198,18 +226,24 @@ static void mount_opts(const struct cc_conf *c, const struct cc_client *cl, char
 		snprintf(out + n, len - (size_t)n, ",metrics_addr=%s", cl->metrics_addr);
 }
 
+/* The servers (MDS, OSSes and their standbys) come before the mounts, the copytools after. */
+static int is_server(const struct bu_daemon *d)
+{
+	return d->kind != BU_COPYTOOL;
+}
+
 int bu_up(const struct cc_conf *c, const struct bu_runner *r, void *ctx)
 {
-	char spec[CC_ADDR_MAX + NACRE_FSNAME_MAX + 4], opts[PATH_MAX + 1400];
+	char spec[BU_SPEC_MAX], opts[PATH_MAX + 1400];
 	struct daemons ds;
-	int first_ct = 1 + c->noss, rc = -1;
+	int rc = -1;
 
 	if (daemons_build(c, &ds) < 0)
 		return -1;
 	if (r->prepare(ctx) < 0)
 		goto out;
-	for (int i = 0; i < first_ct; i++)
-		if (r->start(ctx, &ds.d[i]) < 0)
+	for (int i = 0; i < ds.n; i++)
+		if (is_server(&ds.d[i]) && r->start(ctx, &ds.d[i]) < 0)
 			goto out;
 	if (r->wait_osts(ctx) < 0)
 		goto out;
@@ -219,7 +253,9 @@ int bu_up(const struct cc_conf *c, const struct bu_runner *r, void *ctx)
 		if (r->mount(ctx, &c->clients[i], spec, opts, i == 0) < 0)
 			goto out;
 	}
-	for (int i = first_ct; i < ds.n; i++) {
+	for (int i = 0; i < ds.n; i++) {
+		if (is_server(&ds.d[i]))
+			continue;
 		if (ds.d[i].skip)
 			r->skip(ctx, &ds.d[i]);
 		else if (r->start(ctx, &ds.d[i]) < 0)
@@ -231,26 +267,38 @@ out:
 	return rc;
 }
 
+/* Stops every daemon of kind (standbys or not) from the last to the first. */
+static int stop_kind(const struct bu_runner *r, void *ctx, const struct daemons *ds,
+		     enum bu_kind kind, int standby)
+{
+	int rc = 0;
+
+	for (int i = ds->n - 1; i >= 0; i--)
+		if (ds->d[i].kind == kind && ds->d[i].standby == standby &&
+		    r->stop(ctx, &ds->d[i]) < 0)
+			rc = -1;
+	return rc;
+}
+
 int bu_down(const struct cc_conf *c, const struct bu_runner *r, void *ctx)
 {
 	struct daemons ds;
-	int first_ct = 1 + c->noss, rc = 0;
+	int rc = 0;
 
 	if (daemons_build(c, &ds) < 0)
 		return -1;
 	/* Clients first, then copytools, OSSes, the MDS last: nothing is left talking to a
-	 * server that is gone. */
+	 * server that is gone. A standby goes before its primary, or it would take over. */
 	for (int i = 0; i < c->nclients; i++)
 		if (r->unmount(ctx, &c->clients[i]) < 0)
 			rc = -1;
-	for (int i = first_ct; i < ds.n; i++)
-		if (r->stop(ctx, &ds.d[i]) < 0)
+	static const struct {
+		enum bu_kind kind;
+		int standby;
+	} order[] = {{BU_COPYTOOL, 0}, {BU_OSS, 1}, {BU_OSS, 0}, {BU_MDS, 1}, {BU_MDS, 0}};
+	for (size_t k = 0; k < ARRAY_SIZE(order); k++)
+		if (stop_kind(r, ctx, &ds, order[k].kind, order[k].standby) < 0)
 			rc = -1;
-	for (int i = 1; i < first_ct; i++)
-		if (r->stop(ctx, &ds.d[i]) < 0)
-			rc = -1;
-	if (r->stop(ctx, &ds.d[0]) < 0)
-		rc = -1;
 	daemons_free(&ds);
 	return rc;
 }

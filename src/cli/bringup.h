@@ -8,11 +8,12 @@
  *   local  (bringup_local.c)   fork/exec on this host, under `nacre up --dir DIR`
  *   remote (bringup_remote.c)  a shell script per step through the config's remote_shell
  *
- * up:     prepare, MDS, each OSS, wait until the MDS lists every OST, mount each client
- *         (the first sets the default striping), a copytool per archive on each copytool
- *         host; stops at the first failure (the caller decides what to undo).
- * down:   unmount each client, stop the copytools, the OSSes, the MDS; goes on past a
- *         failure.
+ * up:     prepare, MDS (and its standby on the failover host), each OSS (and its
+ *         standby), wait until the MDS lists every OST, mount each client (the first sets
+ *         the default striping), a copytool per archive on each copytool host; stops at
+ *         the first failure (the caller decides what to undo).
+ * down:   unmount each client, stop the copytools, the standbys (before their primaries,
+ *         which they would take over from), the OSSes, the MDS; goes on past a failure.
  * status: every daemon, the targets as the MDS sees them, every mount.
  *
  * Single-threaded. Messages a person sees are printed by the runner.
@@ -23,6 +24,7 @@
 #include "cli/cluster_conf.h"
 
 #define BU_ARGS_MAX (16 + 2 * CC_OSTS_CAP)
+#define BU_SPEC_MAX (2 * CC_ADDR_MAX + NACRE_FSNAME_MAX + 4) /* "MDS[,STANDBY]:/FSNAME" */
 
 enum bu_kind { BU_MDS, BU_OSS, BU_COPYTOOL };
 
@@ -32,7 +34,9 @@ struct bu_daemon {
 	int index;        /* BU_OSS: c->oss[index]; BU_COPYTOOL: c->archives[index] */
 	const char *host; /* borrowed from the config */
 	const char *prog; /* "nacre-mds", "nacre-oss", "nacre-copytool" */
-	char role[64];    /* "mds", "oss-NAME", "copytool-ID" */
+	char role[64];    /* "mds", "oss-NAME", "copytool-ID"; "-standby" after a standby's */
+	int standby;      /* BU_MDS, BU_OSS: the failover partner, started with --standby on
+			   * the primary's storage, never formatting it */
 	const char *ready; /* what its output shows once it serves */
 	/* Arguments after the program, NULL-terminated (heap strings); "--format" is added
 	 * last when one of the files in format_unless is missing on the host. */
@@ -74,7 +78,8 @@ int bu_down(const struct cc_conf *c, const struct bu_runner *r, void *ctx);
 /* Prints its status. Returns how many items are down, or -1 (out of memory). */
 int bu_status(const struct cc_conf *c, const struct bu_runner *r, void *ctx);
 
-/* "MDS_LISTEN:/FSNAME": what clients and copytools mount. */
+/* "MDS_LISTEN[,FAILOVER_LISTEN]:/FSNAME": what clients and copytools mount (BU_SPEC_MAX
+ * bytes). */
 void bu_spec(const struct cc_conf *c, char *out, size_t len);
 
 #endif

@@ -27,6 +27,7 @@
 #define OST_WAIT_MS 20000
 #define MOUNT_WAIT_MS 15000
 #define STOP_WAIT_MS 10000
+#define MOUNT_EXIT_MS 5000
 #define COPYTOOL_WAIT_MS 15000
 #define READY_SCAN_MAX 65536 /* a daemon says it serves within its first lines */
 
@@ -143,21 +144,45 @@ int bu_local_read_pids(struct bu_local *l)
 	return 0;
 }
 
-int bu_local_running(struct bu_local *l)
+static struct bu_proc *find_proc(struct bu_local *l, const char *role)
 {
-	if (bu_local_read_pids(l) < 0)
-		return 0;
 	for (int i = 0; i < l->nprocs; i++)
-		if (lp_is_nacre_proc(l->procs[i].pid))
-			return 1;
-	return 0;
+		if (strcmp(l->procs[i].role, role) == 0)
+			return &l->procs[i];
+	return NULL;
+}
+
+int bu_local_has(const struct bu_local *l, const char *role)
+{
+	return find_proc((struct bu_local *)l, role) != NULL;
+}
+
+int bu_local_keep_live(struct bu_local *l)
+{
+	int n = 0;
+
+	for (int i = 0; i < l->nprocs; i++) {
+		struct bu_proc *p = &l->procs[i];
+		int live = lp_is_nacre_proc(p->pid);
+		int mounted = l->mnt[0] && cli_is_mounted(l->mnt);
+
+		/* a mount process without its mount is on its way out */
+		if (live && strcmp(p->role, "mount") == 0 && !mounted) {
+			kill(p->pid, SIGTERM);
+			live = 0;
+		}
+		if (live)
+			l->procs[n++] = *p;
+	}
+	l->nprocs = n;
+	return n;
 }
 
 /* ---- stopping */
 
 static int signal_proc(struct bu_proc *p)
 {
-	if (p->signalled)
+	if (p->signalled || p->pid <= 0)
 		return 0;
 	if (!proc_alive(p)) {
 		p->pid = 0;
@@ -168,19 +193,23 @@ static int signal_proc(struct bu_proc *p)
 	return 1;
 }
 
-/* Signals what is not yet (the mount first: it is last in the table), waits up to
- * STOP_WAIT_MS for every signalled process, then SIGKILLs the rest. Children of this
- * process are reaped. Returns how many were signalled now. */
-static int terminate(struct bu_local *l)
+/* Signals what is not yet (the mount first: it is last in the table), only what this run
+ * started if only_ours, waits up to STOP_WAIT_MS for every signalled process, then
+ * SIGKILLs the rest. Children of this process are reaped. Returns how many were signalled
+ * now. */
+static int terminate(struct bu_local *l, int only_ours)
 {
 	int stopped = 0;
 
 	for (int i = l->nprocs - 1; i >= 0; i--)
-		stopped += signal_proc(&l->procs[i]);
+		if (!only_ours || l->procs[i].ours)
+			stopped += signal_proc(&l->procs[i]);
 	for (int waited = 0; waited < STOP_WAIT_MS; waited += 50) {
 		int alive = 0;
 
 		for (int i = 0; i < l->nprocs; i++) {
+			if (!l->procs[i].signalled)
+				continue;
 			if (proc_alive(&l->procs[i]))
 				alive++;
 			else
@@ -193,7 +222,7 @@ static int terminate(struct bu_local *l)
 	for (int i = 0; i < l->nprocs; i++) {
 		struct bu_proc *p = &l->procs[i];
 
-		if (proc_alive(p)) {
+		if (p->signalled && proc_alive(p)) {
 			fprintf(stderr, "nacre: %s (pid %d) did not stop within %d s: killing it\n",
 				p->role, (int)p->pid, STOP_WAIT_MS / 1000);
 			kill(p->pid, SIGKILL);
@@ -210,17 +239,30 @@ void bu_local_wait_stopped(struct bu_local *l)
 
 	for (int i = 0; i < l->nprocs; i++)
 		n += l->procs[i].signalled;
-	n += terminate(l);
+	n += terminate(l, 0);
 	bu_local_step(l, "stopped %d process%s", n, n == 1 ? "" : "es");
 }
 
 int bu_local_abort(struct bu_local *l)
 {
 	char pids[PATH_MAX];
+	struct bu_proc *m = find_proc(l, "mount");
 
-	if (l->mnt[0])
+	if (l->mnt[0] && (!l->restart || (m && m->ours)))
 		lp_unmount(l->mnt);
-	terminate(l);
+	terminate(l, l->restart);
+	if (l->restart) {
+		/* what ran before still runs: `nacre down` must find it */
+		int n = 0;
+		for (int i = 0; i < l->nprocs; i++)
+			if (!l->procs[i].ours)
+				l->procs[n++] = l->procs[i];
+		l->nprocs = n;
+		bu_local_write_pids(l);
+		fprintf(stderr, "nacre: the cluster in %s could not be restarted (what still ran "
+				"runs); logs are kept there\n", l->dir);
+		return 1;
+	}
 	if (lp_path_join(pids, sizeof(pids), l->dir, "cluster.pids") == 0)
 		unlink(pids);
 	fprintf(stderr, "nacre: the cluster in %s was not started; logs are kept there\n",
@@ -230,10 +272,12 @@ int bu_local_abort(struct bu_local *l)
 
 static void local_role(const struct bu_daemon *d, char *out, size_t len)
 {
+	const char *sb = d->standby ? "-standby" : "";
+
 	if (d->kind == BU_MDS)
-		snprintf(out, len, "mds");
+		snprintf(out, len, "mds%s", sb);
 	else if (d->kind == BU_OSS)
-		snprintf(out, len, "oss%d", d->index);
+		snprintf(out, len, "oss%d%s", d->index, sb);
 	else
 		snprintf(out, len, "copytool");
 }
@@ -286,13 +330,19 @@ static int listen_port(const char *addr)
 	return port;
 }
 
-/* Every listen address of the config is free on this host. */
-static int ports_free(const struct cc_conf *c)
+/* Every listen address of the config that a daemon about to start needs is free. */
+static int ports_free(const struct bu_local *l)
 {
+	const struct cc_conf *c = l->c;
 	int first = listen_port(c->mds_listen);
 	int last = c->noss ? listen_port(c->oss[c->noss - 1].listen) : first;
 
 	for (int i = -1; i < c->noss; i++) {
+		char role[16];
+
+		snprintf(role, sizeof(role), i < 0 ? "mds" : "oss%d", i);
+		if (bu_local_has(l, role))
+			continue; /* it runs and keeps its port */
 		int p = listen_port(i < 0 ? c->mds_listen : c->oss[i].listen);
 		int r = port_free(p);
 
@@ -315,7 +365,7 @@ static int prepare(void *ctx)
 		cli_err("cannot create %s: %s", l->dir, strerror(-r));
 		return -1;
 	}
-	if (ports_free(l->c) < 0)
+	if (ports_free(l) < 0)
 		return -1;
 	if (access(l->c->key_file, F_OK) < 0) {
 		r = key_generate(l->c->key_file);
@@ -406,17 +456,19 @@ static void started(struct bu_local *l, const struct bu_daemon *d, const char *l
 	const struct cc_conf *c = l->c;
 
 	if (d->kind == BU_MDS) {
-		bu_local_step(l, "MDS up on %s (%s%s)", c->mds_listen, fresh ? "formatted " : "",
-			      c->mds_data);
+		bu_local_step(l, "MDS %s on %s (%s%s)", l->restart ? "restarted" : "up",
+			      c->mds_listen, fresh ? "formatted " : "", c->mds_data);
 	} else if (d->kind == BU_OSS) {
 		const struct cc_oss *o = &c->oss[d->index];
 
-		bu_local_step(l, "OSS %d started on %s (%d OST%s, log %s)", d->index, o->listen,
-			      o->nosts, o->nosts == 1 ? "" : "s", log);
+		bu_local_step(l, "OSS %d %s on %s (%d OST%s, log %s)", d->index,
+			      l->restart ? "restarted" : "started", o->listen, o->nosts,
+			      o->nosts == 1 ? "" : "s", log);
 	} else {
 		const struct cc_archive *a = &c->archives[d->index];
 
-		bu_local_step(l, "copytool for archive %d on %s", a->id, a->backend);
+		bu_local_step(l, "copytool for archive %d on %s%s", a->id, a->backend,
+			      l->restart ? " restarted" : "");
 	}
 }
 
@@ -424,12 +476,18 @@ static int start(void *ctx, const struct bu_daemon *d)
 {
 	struct bu_local *l = ctx;
 	char prog[PATH_MAX], role[16], name[32], log[PATH_MAX];
-	char *argv[BU_ARGS_MAX + 3];
+	char *argv[BU_ARGS_MAX + 5];
 	int a = 0, fresh = 0;
 
+	local_role(d, role, sizeof(role));
+	struct bu_proc *live = find_proc(l, role);
+
+	if (live) {
+		bu_local_step(l, "%s still runs (pid %d)", role, (int)live->pid);
+		return 0;
+	}
 	if (lp_find_program(d->prog, prog, sizeof(prog)) < 0)
 		return -1;
-	local_role(d, role, sizeof(role));
 	snprintf(name, sizeof(name), "%s.log", role);
 	if (lp_path_join(log, sizeof(log), l->dir, name) < 0) {
 		cli_err("path too long: %s", l->dir);
@@ -443,6 +501,11 @@ static int start(void *ctx, const struct bu_daemon *d)
 		argv[a++] = d->argv[i];
 	if (fresh)
 		argv[a++] = "--format";
+	if (d->kind == BU_MDS && l->restart && !bu_local_has(l, "mount")) {
+		/* the mount died with it: its session will not come back to recover */
+		argv[a++] = "--recovery-window";
+		argv[a++] = "5";
+	}
 	argv[a] = NULL;
 
 	off_t from = log_size(log);
@@ -484,28 +547,73 @@ static int first_missing(const struct cc_conf *c, const struct nacre_target *tg,
 	return -1;
 }
 
+/* A libnacre connection to the config's MDS, for its target list; NULL with what failed
+ * in why. */
+static struct nacre_fs *mds_connect(const struct cc_conf *c, int timeout_ms, char *why,
+				    size_t len)
+{
+	char spec[BU_SPEC_MAX], err[512];
+	struct nacre_mount_opts mo;
+	struct nacre_fs *fs = NULL;
+
+	memset(&mo, 0, sizeof(mo));
+	mo.key_file = c->key_file;
+	mo.timeout_ms = timeout_ms;
+	mo.connect_timeout_ms = timeout_ms;
+	mo.recovery_timeout_ms = timeout_ms; /* a silent MDS is an answer here */
+	mo.client_name = "nacre-up";
+	bu_spec(c, spec, sizeof(spec));
+	int r = nacre_fs_mount(spec, &mo, &fs, err, sizeof(err));
+
+	if (r < 0) {
+		snprintf(why, len, "cannot connect to the MDS at %s: %s", spec,
+			 err[0] ? err : nacre_strerror(r));
+		return NULL;
+	}
+	return fs;
+}
+
+int bu_local_answers(struct bu_local *l, char *why, size_t len)
+{
+	const struct cc_conf *c = l->c;
+	int ntg = c->nosts + 8, missing, rc = -1;
+	struct nacre_target *tg = calloc((size_t)ntg, sizeof(*tg));
+	struct nacre_fs *fs;
+
+	if (!tg) {
+		snprintf(why, len, "out of memory");
+		return -1;
+	}
+	fs = mds_connect(c, 3000, why, len);
+	if (fs) {
+		int n = nacre_targets(fs, tg, ntg);
+		if (n < 0)
+			snprintf(why, len, "the MDS at %s does not list its targets: %s",
+				 c->mds_listen, nacre_strerror(n));
+		else if ((missing = first_missing(c, tg, n)) >= 0)
+			snprintf(why, len, "the MDS does not see OST%04x up", missing);
+		else
+			rc = 0;
+	}
+	nacre_fs_umount(fs);
+	free(tg);
+	return rc;
+}
+
 static int wait_osts(void *ctx)
 {
 	struct bu_local *l = ctx;
 	const struct cc_conf *c = l->c;
-	char spec[CC_ADDR_MAX + NACRE_FSNAME_MAX + 4], err[512];
-	struct nacre_mount_opts mo;
+	char why[1024];
 	struct nacre_fs *fs = NULL;
 	int ntg = c->nosts + 8, missing, rc = -1;
 	struct nacre_target *tg = calloc((size_t)ntg, sizeof(*tg));
 
 	if (!tg)
 		return -1;
-	memset(&mo, 0, sizeof(mo));
-	mo.key_file = c->key_file;
-	mo.timeout_ms = 5000;
-	mo.connect_timeout_ms = 5000;
-	mo.client_name = "nacre-up";
-	bu_spec(c, spec, sizeof(spec));
-	int r = nacre_fs_mount(spec, &mo, &fs, err, sizeof(err));
-
-	if (r < 0) {
-		cli_err("cannot connect to the MDS at %s: %s", spec, err[0] ? err : nacre_strerror(r));
+	fs = mds_connect(c, 5000, why, sizeof(why));
+	if (!fs) {
+		cli_err("%s", why);
 		goto out;
 	}
 	for (int waited = 0;; waited += 200) {
@@ -547,6 +655,20 @@ static int mount_client(void *ctx, const struct cc_client *cl, const char *spec,
 
 	(void)first; /* nacre up sets no default striping */
 	str_copy(l->mnt, cl->mountpoint, sizeof(l->mnt));
+	struct bu_proc *live = find_proc(l, "mount");
+
+	if (live) {
+		bu_local_step(l, "mount on %s still runs (pid %d)", l->mnt, (int)live->pid);
+		return 0;
+	}
+	if (l->restart && cli_is_mounted(l->mnt)) {
+		/* its process is gone: what is left answers nothing */
+		int r = lp_unmount(l->mnt);
+		if (r < 0) {
+			cli_err("cannot unmount the dead mount %s: %s", l->mnt, strerror(-r));
+			goto fail;
+		}
+	}
 	if (lp_find_program("nacre-mount", prog, sizeof(prog)) < 0)
 		goto fail;
 	int r = lp_mkdir_p(l->mnt);
@@ -588,7 +710,7 @@ static int mount_client(void *ctx, const struct cc_client *cl, const char *spec,
 		}
 		sleep_ms(100);
 	}
-	bu_local_step(l, "mounted %s on %s", spec, l->mnt);
+	bu_local_step(l, "%s %s on %s", l->restart ? "mounted again" : "mounted", spec, l->mnt);
 	return 0;
 fail:
 	/* The mount point is only ours to unmount once something is mounted there. */
@@ -613,6 +735,11 @@ static int unmount_client(void *ctx, const struct cc_client *cl)
 			bu_local_step(l, "unmounted %s", cl->mountpoint);
 		}
 	}
+	/* Unmounted, nacre-mount ends by itself once it told the MDS it is leaving (else a
+	 * restarted MDS would wait for it to recover): a signal now could cut that short. */
+	struct bu_proc *p = find_proc(l, "mount");
+	for (int waited = 0; rc == 0 && p && proc_alive(p) && waited < MOUNT_EXIT_MS; waited += 50)
+		sleep_ms(50);
 	signal_role(l, "mount");
 	return rc;
 }

@@ -3,12 +3,17 @@
  *
  *   DIR/cluster.key  DIR/mdt/  DIR/ost<i>/  DIR/mds.log  DIR/oss<j>.log  DIR/mount.log
  *   DIR/copytool.log  DIR/cluster.pids ("mds PID", "oss<j> PID", "mount PID",
- *   "copytool PID", "mountpoint PATH")
+ *   "copytool PID", "mountpoint PATH")  DIR/up.options (what `nacre up` was given)
  *
  * Daemons are started detached (own session, stdio to their log) from the binaries next to
  * this executable, else from PATH; the mount runs in the foreground (-f) so the pid kept is
  * the mount's. Step lines show the time since the previous one. Stopping signals each
- * process and bu_local_wait_stopped() waits for them all at once. Single-threaded.
+ * process and bu_local_wait_stopped() waits for them all at once.
+ *
+ * A restart (restart set, the table holding what still runs: bu_local_keep_live) starts
+ * only what is missing: a daemon whose role runs is left alone, a dead mount is unmounted
+ * and mounted again, and an MDS restarted while the mount is gone too waits only briefly
+ * for its clients (their sessions died with them). Single-threaded.
  */
 #ifndef NACRE_BRINGUP_LOCAL_H
 #define NACRE_BRINGUP_LOCAL_H
@@ -37,6 +42,7 @@ struct bu_local {
 	struct bu_proc procs[BU_LOCAL_PROCS];
 	int nprocs;
 	double t0; /* time of the previous step line */
+	int restart; /* start only what is not in procs (see above) */
 };
 
 extern const struct bu_runner bu_local_runner;
@@ -48,12 +54,19 @@ void bu_local_init(struct bu_local *l, const struct cc_conf *c, const char *dir)
 int bu_local_read_pids(struct bu_local *l);
 /* Writes DIR/cluster.pids from l. 0 or -errno. */
 int bu_local_write_pids(const struct bu_local *l);
-/* 1 if a process of DIR/cluster.pids (read into l) still runs. */
-int bu_local_running(struct bu_local *l);
+/* Keeps in l's table (read from DIR/cluster.pids) only the processes that still run, and
+ * the mount only while it is mounted. Returns how many are left. */
+int bu_local_keep_live(struct bu_local *l);
+/* 1 if role ("mds", "oss3", "mount", "copytool") is in l's table. */
+int bu_local_has(const struct bu_local *l, const char *role);
+/* 0 if the MDS answers within a few seconds and lists every OST of l's config as up; else
+ * -1 with what is wrong in why. */
+int bu_local_answers(struct bu_local *l, char *why, size_t len);
 /* Prints "[T] what" (T: seconds since the previous line). */
 void bu_local_step(struct bu_local *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* An up failed: unmounts what this run mounted, stops what it started, removes
- * cluster.pids and says the logs are kept. Returns the exit code, 1. */
+ * cluster.pids (a restart: writes it with what still runs) and says the logs are kept.
+ * Returns the exit code, 1. */
 int bu_local_abort(struct bu_local *l);
 /* down: signals what the config did not name, waits up to 10 s for every signalled
  * process (then SIGKILL), prints how many stopped. */

@@ -21,6 +21,7 @@
 #define START_WAIT_TENTHS 150 /* a daemon has 15 s to say it serves */
 #define OST_WAIT_S 30
 #define KEY_TEXT_MAX 600
+#define HOSTS_MAX (2 + 2 * CC_OSS_CAP + CC_MAX_CLIENTS + CC_MAX_COPYTOOLS)
 
 /* ---- step lines */
 
@@ -138,12 +139,17 @@ static int local_key(const struct cc_conf *c, char *out, size_t len)
 static int hosts_of(const struct cc_conf *c, const char *hosts[], int max)
 {
 	int n = 0;
-	const char *cand[1 + CC_OSS_CAP + CC_MAX_CLIENTS + CC_MAX_COPYTOOLS];
+	const char *cand[HOSTS_MAX];
 	int nc = 0;
 
 	cand[nc++] = c->mds_host;
-	for (int i = 0; i < c->noss; i++)
+	if (c->mds_failover.host[0])
+		cand[nc++] = c->mds_failover.host;
+	for (int i = 0; i < c->noss; i++) {
 		cand[nc++] = c->oss[i].host;
+		if (c->oss[i].failover.host[0])
+			cand[nc++] = c->oss[i].failover.host;
+	}
 	for (int i = 0; i < c->nclients; i++)
 		cand[nc++] = c->clients[i].host;
 	for (int i = 0; i < c->ncopytools; i++)
@@ -164,7 +170,7 @@ static int hosts_of(const struct cc_conf *c, const char *hosts[], int max)
 static int check_hosts(struct bu_remote *ru, const char *key_text)
 {
 	const struct cc_conf *c = ru->c;
-	const char *hosts[1 + CC_OSS_CAP + CC_MAX_CLIENTS + CC_MAX_COPYTOOLS];
+	const char *hosts[HOSTS_MAX];
 	int n = hosts_of(c, hosts, (int)ARRAY_SIZE(hosts));
 
 	for (int i = 0; i < n; i++) {
@@ -310,10 +316,12 @@ static int stop(void *ctx, const struct bu_daemon *d)
 static void targets_cmd(struct strbuf *s, const struct bu_remote *ru, int wait_s)
 {
 	const struct cc_conf *c = ru->c;
+	char mds[2 * CC_ADDR_MAX];
 
+	cc_mds_addrs(c, mds, sizeof(mds));
 	rs_quote(s, ru->bin);
 	strbuf_printf(s, "/nacre cluster targets ");
-	rs_quote(s, c->mds_listen);
+	rs_quote(s, mds);
 	strbuf_printf(s, " %s ", c->fsname);
 	rs_quote(s, c->key_file);
 	strbuf_printf(s, " %d ", wait_s);

@@ -175,7 +175,17 @@ static int parse_count(const char *opt, const char *s, int min, int max, int *ou
 	return 0;
 }
 
-int cli_up(int argc, char **argv)
+static void up_defaults(struct up_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->osts = 4;
+	o->port = NACRE_DEFAULT_PORT_MDS;
+	str_copy(o->fsname, "nacre", sizeof(o->fsname));
+}
+
+/* Applies the options of argv (from argv[1]) to o: the command line, or what DIR/up.options
+ * recorded. *dir gets --dir (may stay NULL). Returns 0, or -1 after saying what is wrong. */
+static int parse_up(int argc, char **argv, struct up_opts *o, const char **dir)
 {
 	static const struct option longopts[] = {
 		{"dir", required_argument, NULL, 'd'},    {"osts", required_argument, NULL, 'n'},
@@ -187,81 +197,268 @@ int cli_up(int argc, char **argv)
 		{"hsm-import", required_argument, NULL, 'I'},
 		{NULL, 0, NULL, 0},
 	};
-	static struct up_opts o;
-	static struct cc_conf c;
-	static struct bu_local l;
-	const char *dir = NULL, *mnt = NULL;
-	int opt, oss = 0;
+	int opt;
 
-	memset(&o, 0, sizeof(o));
-	o.osts = 4;
-	o.port = NACRE_DEFAULT_PORT_MDS;
-	str_copy(o.fsname, "nacre", sizeof(o.fsname));
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "d:n:s:m:f:p:", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'd': dir = optarg; break;
-		case 'm': mnt = optarg; break;
-		case 'B': o.hsm_backend = optarg; break;
-		case 'E': o.hsm_endpoint = optarg; break;
-		case 'C': o.hsm_credentials = optarg; break;
-		case 'I': o.hsm_import = optarg; break;
+		case 'd': *dir = optarg; break;
+		case 'B': o->hsm_backend = optarg; break;
+		case 'E': o->hsm_endpoint = optarg; break;
+		case 'C': o->hsm_credentials = optarg; break;
+		case 'I': o->hsm_import = optarg; break;
+		case 'm':
+			if (lp_absolute(optarg, o->mnt, sizeof(o->mnt)) < 0) {
+				cli_err("path too long: %s", optarg);
+				return -1;
+			}
+			break;
 		case 'n':
-			if (parse_count("--osts", optarg, 1, MAX_OSTS, &o.osts) < 0)
-				return 1;
+			if (parse_count("--osts", optarg, 1, MAX_OSTS, &o->osts) < 0)
+				return -1;
 			break;
 		case 's':
-			if (parse_count("--oss", optarg, 1, MAX_OSTS, &oss) < 0)
-				return 1;
+			if (parse_count("--oss", optarg, 1, MAX_OSTS, &o->oss) < 0)
+				return -1;
 			break;
 		case 'p':
-			if (parse_count("--port", optarg, 1, 65535 - MAX_OSTS - 1, &o.port) < 0)
-				return 1;
+			if (parse_count("--port", optarg, 1, 65535 - MAX_OSTS - 1, &o->port) < 0)
+				return -1;
 			break;
 		case 'f':
 			if (!fsname_valid(optarg)) {
 				cli_err("invalid --fsname '%s': use 1 to 8 of A-Z a-z 0-9 _ -",
 					optarg);
-				return 1;
+				return -1;
 			}
-			str_copy(o.fsname, optarg, sizeof(o.fsname));
+			str_copy(o->fsname, optarg, sizeof(o->fsname));
 			break;
 		default:
 			cli_err("up: unknown option or missing value '%s'", argv[optind - 1]);
 			cli_usage(stderr, "up");
-			return 1;
+			return -1;
 		}
 	}
-	if (!dir || optind < argc) {
-		cli_err(dir ? "up: unexpected argument '%s'" : "up: --dir DIR is required%s",
-			dir ? argv[optind] : "");
+	if (optind < argc) {
+		cli_err("up: unexpected argument '%s'", argv[optind]);
+		cli_usage(stderr, "up");
+		return -1;
+	}
+	return 0;
+}
+
+/* DIR/up.options: what the first `nacre up` of DIR was given, one --name=value a line, so
+ * that `nacre up --dir DIR` restarts the same cluster. */
+static int write_options(const struct up_opts *o)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	if (lp_path_join(path, sizeof(path), o->dir, "up.options") < 0 ||
+	    !(f = fopen(path, "we")))
+		return -1;
+	fprintf(f, "--osts=%d\n--oss=%d\n--port=%d\n--fsname=%s\n--mount=%s\n", o->osts, o->oss,
+		o->port, o->fsname, o->mnt);
+	if (o->hsm_backend)
+		fprintf(f, "--hsm-backend=%s\n", o->hsm_backend);
+	if (o->hsm_endpoint)
+		fprintf(f, "--hsm-endpoint=%s\n", o->hsm_endpoint);
+	if (o->hsm_credentials)
+		fprintf(f, "--hsm-credentials=%s\n", o->hsm_credentials);
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+/* Reads DIR/up.options into o (over the defaults; dir is kept). 0, -ENOENT if there is
+ * none, -1 after saying what is wrong. The strings stay valid for the process. */
+static int read_options(const char *dir, struct up_opts *o)
+{
+	static char lines[16][PATH_MAX + 32];
+	char path[PATH_MAX], *argv[18];
+	int argc = 0;
+	const char *ignored = NULL;
+	FILE *f;
+
+	if (lp_path_join(path, sizeof(path), dir, "up.options") < 0)
+		return -1;
+	if (!(f = fopen(path, "re")))
+		return errno == ENOENT ? -ENOENT : -1;
+	argv[argc++] = "up";
+	while (argc < 17 && fgets(lines[argc - 1], sizeof(lines[0]), f)) {
+		lines[argc - 1][strcspn(lines[argc - 1], "\n")] = '\0';
+		argv[argc] = lines[argc - 1];
+		argc++;
+	}
+	fclose(f);
+	argv[argc] = NULL;
+	up_defaults(o);
+	str_copy(o->dir, dir, sizeof(o->dir));
+	if (parse_up(argc, argv, o, &ignored) < 0) {
+		cli_err("%s is damaged: remove it and run nacre up with the options you want",
+			path);
+		return -1;
+	}
+	return 0;
+}
+
+static int same_str(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* Whether two option sets make the same cluster (--hsm-import only matters at creation). */
+static int same_cluster(const struct up_opts *a, const struct up_opts *b)
+{
+	return a->osts == b->osts && a->oss == b->oss && a->port == b->port &&
+	       strcmp(a->fsname, b->fsname) == 0 && strcmp(a->mnt, b->mnt) == 0 &&
+	       same_str(a->hsm_backend, b->hsm_backend) &&
+	       same_str(a->hsm_endpoint, b->hsm_endpoint) &&
+	       same_str(a->hsm_credentials, b->hsm_credentials);
+}
+
+/* --oss defaults to one per OST; the mount point to DIR/mnt. */
+static int up_finish_opts(struct up_opts *o)
+{
+	if (!o->oss)
+		o->oss = o->osts;
+	if (o->oss > o->osts) {
+		cli_err("--oss %d is more than --osts %d: every OSS needs at least one OST", o->oss,
+			o->osts);
+		return -1;
+	}
+	if (!o->mnt[0] && lp_path_join(o->mnt, sizeof(o->mnt), o->dir, "mnt") < 0) {
+		cli_err("path too long: %s", o->dir);
+		return -1;
+	}
+	return 0;
+}
+
+/* The roles the cluster of o runs, in start order, that l's table does not hold, joined by
+ * ", " into out. Returns how many. */
+static int missing_roles(const struct up_opts *o, const struct bu_local *l, char *out,
+			 size_t len)
+{
+	int n = 0;
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (int j = -1; j <= o->oss + 1; j++) {
+		char role[16];
+
+		if (j < 0)
+			snprintf(role, sizeof(role), "mds");
+		else if (j < o->oss)
+			snprintf(role, sizeof(role), "oss%d", j);
+		else if (j == o->oss)
+			snprintf(role, sizeof(role), "mount");
+		else if (o->hsm_backend)
+			snprintf(role, sizeof(role), "copytool");
+		else
+			continue;
+		if (bu_local_has(l, role))
+			continue;
+		int w = snprintf(out + used, len - used, "%s%s", n ? ", " : "", role);
+		if (w > 0 && (size_t)w < len - used)
+			used += (size_t)w;
+		n++;
+	}
+	return n;
+}
+
+/* `nacre up` on a directory with a cluster.pids (asked: the options recorded there, then the
+ * command line's): exits 1 if everything runs, or if asked changes the cluster; else starts
+ * what does not run. */
+static int up_again(const struct up_opts *asked, struct bu_local *l)
+{
+	static struct up_opts o;
+	static struct cc_conf c;
+	char missing[256], why[1024];
+	int r = read_options(asked->dir, &o);
+
+	if (r == -ENOENT)
+		o = *asked; /* brought up before options were recorded: trust the command line */
+	else if (r < 0 || up_finish_opts(&o) < 0)
+		return 1;
+	if (!same_cluster(asked, &o)) {
+		cli_err("the cluster in %s runs with other options (see %s/up.options): run "
+			"`nacre up --dir %s` alone to restart what is not running, or `nacre down "
+			"--dir %s` first to change them",
+			o.dir, o.dir, o.dir, o.dir);
+		return 1;
+	}
+	if (up_conf(&o, &c) < 0)
+		return 1;
+	l->c = &c;
+	bu_local_keep_live(l);
+	if (missing_roles(&o, l, missing, sizeof(missing)) == 0) {
+		if (bu_local_answers(l, why, sizeof(why)) == 0)
+			cli_err("a cluster is already running in %s (mounted on %s): stop it with "
+				"`nacre down --dir %s`",
+				o.dir, o.mnt, o.dir);
+		else
+			cli_err("the cluster in %s runs but does not answer: %s; stop it with "
+				"`nacre down --dir %s` and start it again",
+				o.dir, why, o.dir);
+		return 1;
+	}
+	printf("restarting what is not running in %s: %s\n", o.dir, missing);
+	l->restart = 1;
+	if (bu_up(&c, &bu_local_runner, l) < 0)
+		return bu_local_abort(l);
+	if (bu_local_write_pids(l) < 0) {
+		cli_err("cannot write %s/cluster.pids: %s", o.dir, strerror(errno));
+		return 1;
+	}
+	printf("nacre is up again in %s (restarted %s), mounted on %s\n", o.dir, missing, o.mnt);
+	printf("stop it with: nacre down --dir %s\n", o.dir);
+	return 0;
+}
+
+int cli_up(int argc, char **argv)
+{
+	static struct up_opts o;
+	static struct cc_conf c;
+	static struct bu_local l;
+	const char *dir = NULL;
+	char abs[PATH_MAX];
+
+	up_defaults(&o);
+	if (parse_up(argc, argv, &o, &dir) < 0)
+		return 1;
+	if (!dir) {
+		cli_err("up: --dir DIR is required");
 		cli_usage(stderr, "up");
 		return 1;
 	}
+	if (lp_absolute(dir, abs, sizeof(abs)) < 0) {
+		cli_err("path too long: %s", dir);
+		return 1;
+	}
+	/* a directory remembers its cluster: what was recorded, then what is asked now */
+	int r = read_options(abs, &o);
+	if (r == -ENOENT) {
+		up_defaults(&o);
+		str_copy(o.dir, abs, sizeof(o.dir));
+	} else if (r < 0) {
+		return 1;
+	}
+	if (parse_up(argc, argv, &o, &dir) < 0)
+		return 1;
 	if (!o.hsm_backend && (o.hsm_import || o.hsm_endpoint || o.hsm_credentials)) {
-		cli_err("up: --hsm-import, --hsm-endpoint and --hsm-credentials need --hsm-backend");
+		cli_err("up: --hsm-import, --hsm-endpoint and --hsm-credentials need "
+			"--hsm-backend");
 		return 1;
 	}
-	o.oss = oss ? oss : o.osts;
-	if (o.oss > o.osts) {
-		cli_err("--oss %d is more than --osts %d: every OSS needs at least one OST", o.oss,
-			o.osts);
+	if (up_finish_opts(&o) < 0)
 		return 1;
-	}
-	if (lp_absolute(dir, o.dir, sizeof(o.dir)) < 0 ||
-	    (mnt ? lp_absolute(mnt, o.mnt, sizeof(o.mnt)) < 0
-		 : lp_path_join(o.mnt, sizeof(o.mnt), o.dir, "mnt") < 0)) {
-		cli_err("path too long: %s", mnt ? mnt : dir);
-		return 1;
-	}
 
 	bu_local_init(&l, NULL, o.dir);
-	if (bu_local_running(&l)) {
-		printf("a cluster is already running in %s (mounted on %s): stop it with `nacre "
-		       "down --dir %s`\n",
-		       o.dir, l.mnt[0] ? l.mnt : "?", o.dir);
-		return 0;
+	r = bu_local_read_pids(&l);
+	if (r == 0)
+		return up_again(&o, &l);
+	if (r != -ENOENT) {
+		cli_err("cannot read %s/cluster.pids: %s", o.dir, strerror(-r));
+		return 1;
 	}
 	if (up_conf(&o, &c) < 0)
 		return 1;
@@ -270,8 +467,8 @@ int cli_up(int argc, char **argv)
 		return bu_local_abort(&l);
 	if (o.hsm_import && hsm_import_at_up(&l, &o) < 0)
 		return bu_local_abort(&l);
-	if (bu_local_write_pids(&l) < 0) {
-		cli_err("cannot write %s/cluster.pids: %s", o.dir, strerror(errno));
+	if (bu_local_write_pids(&l) < 0 || write_options(&o) < 0) {
+		cli_err("cannot write %s/cluster.pids or up.options: %s", o.dir, strerror(errno));
 		return bu_local_abort(&l);
 	}
 	printf("nacre is up: %d OST%s, mounted on %s\n", o.osts, o.osts == 1 ? "" : "s", o.mnt);

@@ -271,10 +271,27 @@ static int on_cluster(struct parse_state *ps, const char *name, const char *v)
 	return 0;
 }
 
+/* failover = HOST, failover_listen = HOST:PORT. Returns 1 if name is neither. */
+static int on_failover(struct parse_state *ps, struct cc_failover *f, const char *name,
+		       const char *v)
+{
+	if (strcmp(name, "failover") == 0) {
+		take_host(ps, v, f->host, sizeof(f->host));
+	} else if (strcmp(name, "failover_listen") == 0) {
+		if (take_addr(ps, name, v, f->listen, sizeof(f->listen), 0) == 0)
+			f->listen_line = ps->line;
+	} else {
+		return 1;
+	}
+	return 0;
+}
+
 static int on_mds(struct parse_state *ps, const char *name, const char *v)
 {
 	struct cc_conf *c = ps->c;
 
+	if (on_failover(ps, &c->mds_failover, name, v) == 0)
+		return 0;
 	if (strcmp(name, "host") == 0)
 		take_host(ps, v, c->mds_host, sizeof(c->mds_host));
 	else if (strcmp(name, "listen") == 0)
@@ -284,7 +301,8 @@ static int on_mds(struct parse_state *ps, const char *name, const char *v)
 	else if (strcmp(name, "metrics_addr") == 0)
 		take_addr(ps, name, v, c->mds_metrics_addr, sizeof(c->mds_metrics_addr), 1);
 	else
-		return unknown_key(ps, name, "host, listen, data, metrics_addr");
+		return unknown_key(ps, name, "host, listen, data, metrics_addr, failover, "
+					     "failover_listen");
 	return 0;
 }
 
@@ -292,6 +310,8 @@ static int on_oss(struct parse_state *ps, const char *name, const char *v)
 {
 	struct cc_oss *o = ps->cur_oss;
 
+	if (on_failover(ps, &o->failover, name, v) == 0)
+		return 0;
 	if (strcmp(name, "host") == 0)
 		take_host(ps, v, o->host, sizeof(o->host));
 	else if (strcmp(name, "listen") == 0)
@@ -301,7 +321,8 @@ static int on_oss(struct parse_state *ps, const char *name, const char *v)
 	else if (strcmp(name, "metrics_addr") == 0)
 		take_addr(ps, name, v, o->metrics_addr, sizeof(o->metrics_addr), 1);
 	else
-		return unknown_key(ps, name, "host, listen, osts, metrics_addr");
+		return unknown_key(ps, name, "host, listen, osts, metrics_addr, failover, "
+					     "failover_listen");
 	return 0;
 }
 
@@ -563,6 +584,40 @@ static int missing(struct parse_state *ps, int line, const char *section, const 
 	return -1;
 }
 
+/* A failover partner's address: failover_listen, else its host with the primary's port. */
+static int check_failover(struct parse_state *ps, int line, const char *section,
+			  struct cc_failover *f, const char *listen)
+{
+	char host[CC_HOST_MAX + 1];
+	int port;
+
+	if (!f->host[0]) {
+		if (!f->listen[0])
+			return 0;
+		ps->line = f->listen_line;
+		fail(ps, "[%s] has failover_listen but no failover = HOST (the standby's host)",
+		     section);
+		return -1;
+	}
+	if (!f->listen[0]) {
+		cc_split_addr(listen, host, sizeof(host), &port);
+		if (snprintf(f->listen, sizeof(f->listen), "%s:%d", f->host, port) >=
+		    (int)sizeof(f->listen)) {
+			ps->line = line;
+			fail(ps, "[%s]: failover host %s is too long for an address", section,
+			     f->host);
+			return -1;
+		}
+	}
+	if (strcmp(f->listen, listen) == 0) {
+		ps->line = f->listen_line ? f->listen_line : line;
+		fail(ps, "[%s]: the standby would listen on %s like the primary: set "
+			 "failover_listen = HOST:PORT on the failover host", section, listen);
+		return -1;
+	}
+	return 0;
+}
+
 static int check_required(struct parse_state *ps)
 {
 	struct cc_conf *c = ps->c;
@@ -588,6 +643,8 @@ static int check_required(struct parse_state *ps)
 		return missing(ps, c->mds_line, "mds", "listen", "10.0.0.1:9400");
 	if (!c->mds_data[0])
 		return missing(ps, c->mds_line, "mds", "data", "/srv/nacre/mdt");
+	if (check_failover(ps, c->mds_line, "mds", &c->mds_failover, c->mds_listen) < 0)
+		return -1;
 	if (c->noss == 0) {
 		ps->line = last;
 		fail(ps, "no [oss NAME] section: a cluster needs at least one OSS with an OST");
@@ -604,6 +661,8 @@ static int check_required(struct parse_state *ps)
 			return missing(ps, o->line, sec, "listen", "10.0.0.2:9410");
 		if (o->nosts == 0)
 			return missing(ps, o->line, sec, "osts", "0:/srv/nacre/ost0");
+		if (check_failover(ps, o->line, sec, &o->failover, o->listen) < 0)
+			return -1;
 		for (int j = 0; j < i; j++)
 			if (strcmp(c->oss[j].listen, o->listen) == 0) {
 				ps->line = o->line;
@@ -658,6 +717,14 @@ int cc_parse(const char *path, struct cc_conf *c, char *err, size_t err_len)
 		return -1;
 	}
 	return check_required(&ps);
+}
+
+void cc_mds_addrs(const struct cc_conf *c, char *out, size_t len)
+{
+	if (c->mds_failover.host[0])
+		snprintf(out, len, "%s,%s", c->mds_listen, c->mds_failover.listen);
+	else
+		snprintf(out, len, "%s", c->mds_listen);
 }
 
 const struct cc_oss *cc_oss_of_ost(const struct cc_conf *c, int ost)

@@ -2,8 +2,9 @@
  * one INI file (inih) naming every host and what runs there.
  *
  *   [cluster]      fsname, key_file, stripe_count, stripe_size, remote_shell, bin_dir, run_dir
- *   [mds]          host, listen, data, metrics_addr
- *   [oss NAME]     host, listen, osts = IDX:DIR[,IDX:DIR...], metrics_addr
+ *   [mds]          host, listen, data, metrics_addr, failover, failover_listen
+ *   [oss NAME]     host, listen, osts = IDX:DIR[,IDX:DIR...], metrics_addr, failover,
+ *                  failover_listen
  *   [client NAME]  host, mountpoint, options, metrics_addr
  *   [hsm]          archive = ID:URL (repeatable), copytools = HOST[,HOST...],
  *                  endpoint = URL, credentials = FILE (both for the copytools)
@@ -41,11 +42,19 @@ struct cc_ost {
 	char dir[PATH_MAX];
 };
 
+/* A failover partner: a standby on another host, on the same (shared) storage. */
+struct cc_failover {
+	char host[CC_HOST_MAX + 1]; /* "" = none */
+	char listen[CC_ADDR_MAX];   /* default: host, with the primary's port */
+	int listen_line;            /* where failover_listen was set, 0 if not */
+};
+
 struct cc_oss {
 	char name[CC_NAME_MAX + 1];
 	char host[CC_HOST_MAX + 1];
 	char listen[CC_ADDR_MAX];
 	char metrics_addr[CC_ADDR_MAX];
+	struct cc_failover failover;
 	int ost0, nosts; /* its OSTs: c->osts[ost0 .. ost0 + nosts - 1] */
 	int line; /* of the section header, for "missing key" messages */
 };
@@ -81,6 +90,7 @@ struct cc_conf {
 	char mds_listen[CC_ADDR_MAX];
 	char mds_data[PATH_MAX];
 	char mds_metrics_addr[CC_ADDR_MAX];
+	struct cc_failover mds_failover;
 	int mds_line;
 	struct cc_oss oss[CC_OSS_CAP];
 	int noss;
@@ -106,6 +116,9 @@ int cc_parse(const char *path, struct cc_conf *c, char *err, size_t err_len);
 
 /* The OSS that serves OST index ost, or NULL. */
 const struct cc_oss *cc_oss_of_ost(const struct cc_conf *c, int ost);
+
+/* "LISTEN" or "LISTEN,FAILOVER_LISTEN": where clients and OSSes reach the MDS. */
+void cc_mds_addrs(const struct cc_conf *c, char *out, size_t len);
 
 /* Splits "host:port" (or "[v6]:port") into host and port; 0 or -EINVAL. */
 int cc_split_addr(const char *addr, char *host, size_t host_len, int *port);

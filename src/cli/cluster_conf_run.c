@@ -73,11 +73,11 @@ static int cluster_status(const char *path)
 	return down ? 3 : 0;
 }
 
-/* nacre cluster targets MDS_ADDR FSNAME KEY WAIT_S [IDX,IDX...]: prints the MDS's targets;
- * with indexes, waits up to WAIT_S for them to be up and exits 1 if they are not. */
+/* nacre cluster targets MDS_ADDR[,FAILOVER] FSNAME KEY WAIT_S [IDX,IDX...]: prints the MDS's
+ * targets; with indexes, waits up to WAIT_S for them to be up and exits 1 if they are not. */
 static int cluster_targets(int argc, char **argv)
 {
-	char spec[CC_ADDR_MAX + 32], err[512];
+	char spec[2 * CC_ADDR_MAX + 32], err[512];
 	struct nacre_mount_opts mo;
 	struct nacre_fs *fs = NULL;
 	struct nacre_target tg[512];

@@ -59,7 +59,10 @@ static const struct cli_cmd commands[] = {
 	 "  --port P       MDS port on 127.0.0.1 (default 9400); OSS ports follow it\n"
 	 "  --hsm-backend URL  start a copytool for archive 1 (posix:/dir, azure://..., s3://...)\n"
 	 "  --hsm-import DESTDIR  import the backend's objects as released stubs into DESTDIR\n"
-	 "                 (relative to the mount point) once the file system is up\n"},
+	 "                 (relative to the mount point) once the file system is up\n"
+	 "DIR keeps the options (DIR/up.options): later, `nacre up --dir DIR` alone brings the\n"
+	 "same cluster up. If some of its daemons died (or the mount), it starts exactly those\n"
+	 "and says which; if everything runs it says so and exits 1.\n"},
 	{"down", cli_down, "stop a cluster started by `nacre up`",
 	 "usage: nacre down --dir DIR\n"},
 	{"cluster", cli_cluster, "bring a multi-host cluster up or down from one config file",

@@ -48,13 +48,15 @@ static int map_err(int rc, const char *what)
 	case MDB_NOTFOUND:
 		return -ENOENT;
 	case MDB_MAP_FULL:
-		LOG_ERR("db", "metadata store is full (map size %llu bytes) during %s",
-			(unsigned long long)MAPSIZE, what);
+		LOG_RATELIMITED(LOG_LVL_ERR, "db",
+				"metadata store is full (map size %llu bytes) during %s",
+				(unsigned long long)MAPSIZE, what);
 		return -ENOSPC;
 	case MDB_KEYEXIST:
 		return -EEXIST;
 	default:
-		LOG_ERR("db", "%s failed: %s", what, mdb_strerror(rc));
+		/* a full or failing disk fails every request alike: rate-limited */
+		LOG_RATELIMITED(LOG_LVL_ERR, "db", "%s failed: %s", what, mdb_strerror(rc));
 		return rc > 0 && rc < 4096 ? -rc : -EIO;
 	}
 }
@@ -455,6 +457,43 @@ uint64_t mds_db_inode_count(struct mds_db *db)
 	int rc = mdb_stat(t, db->inodes, &st);
 	mdb_txn_abort(t);
 	return rc ? 0 : st.ms_entries;
+}
+
+int mds_db_room(struct mds_db *db, int count_free, struct mds_db_room *out)
+{
+	MDB_envinfo info;
+	MDB_stat st;
+	MDB_txn *t;
+	MDB_cursor *cur;
+	MDB_val k, v;
+	uint64_t pages = 0;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = mdb_env_info(db->env, &info)) || (rc = mdb_env_stat(db->env, &st)))
+		return map_err(rc, "env info");
+	uint64_t used = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
+	out->map_left = info.me_mapsize > used ? info.me_mapsize - used : 0;
+	if (!count_free)
+		return 0;
+	if ((rc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &t)))
+		return map_err(rc, "txn begin");
+	/* the free list is table 0: txnid -> page list, whose first word is its length
+	 * (how mdb_stat -f counts free pages) */
+	rc = mdb_cursor_open(t, 0, &cur);
+	if (!rc) {
+		while (mdb_cursor_get(cur, &k, &v, MDB_NEXT) == 0) {
+			size_t n;
+			if (v.mv_size < sizeof(n))
+				continue;
+			memcpy(&n, v.mv_data, sizeof(n));
+			pages += n;
+		}
+		mdb_cursor_close(cur);
+	}
+	mdb_txn_abort(t);
+	out->free_bytes = pages * st.ms_psize;
+	return map_err(rc, "free list");
 }
 
 int mds_db_set_schema_version(struct mds_db *db, uint32_t version)

@@ -72,6 +72,14 @@ int mds_db_sync(struct mds_db *db);
 const char *mds_db_fsname(const struct mds_db *db);
 /* Number of inodes (for statfs). Thread-safe. */
 uint64_t mds_db_inode_count(struct mds_db *db);
+/* The room the store has (for the space guard, space.h): map_left is what the map can still
+ * grow by; free_bytes, counted only when count_free is set (it walks LMDB's free list), is
+ * what pages LMDB freed and will reuse hold. Returns 0 or -EIO. Thread-safe. */
+struct mds_db_room {
+	uint64_t map_left;
+	uint64_t free_bytes;
+};
+int mds_db_room(struct mds_db *db, int count_free, struct mds_db_room *out);
 /* Test hook: overwrites the schema version record. */
 int mds_db_set_schema_version(struct mds_db *db, uint32_t version);
 

@@ -12,7 +12,10 @@
 #include "mds/hsm.h"
 #include "mds/lock_rpc.h"
 #include "mds/ns.h"
+#include "mds/ost_wait.h"
+#include "mds/req.h"
 #include "mds/session.h"
+#include "mds/space.h"
 #include "mds/targets.h"
 #include "mds/writer.h"
 
@@ -358,12 +361,20 @@ static int do_layout_set(struct mds *m, const struct rpc_request *req, struct rp
 static int do_target(struct mds *m, const struct rpc_request *req, int heartbeat)
 {
 	DECODE(target_reg, r);
-	return mds_targets_register(m, &r, heartbeat);
+	int rc = mds_targets_register(m, &r, heartbeat);
+	if (!rc)
+		mds_ost_wait_kick(m->ost_wait); /* creates may be waiting for this one */
+	return rc;
 }
 
 int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	struct mds *m = arg;
+	/* a full MDT refuses what takes space; a replay was acknowledged before: it runs */
+	int rc = mds_space_admit(m->space, req->hdr->opcode,
+				 mds_req_current && mds_req_current->replay);
+	if (rc)
+		return rc;
 	switch (req->hdr->opcode) {
 	case WIRE_OP_PING:
 		return 0;

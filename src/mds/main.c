@@ -25,10 +25,12 @@
 #include "mds/mds.h"
 #include "mds/ns.h"
 #include "mds/open.h"
+#include "mds/ost_wait.h"
 #include "mds/oss_pool.h"
 #include "mds/recovery.h"
 #include "mds/serve.h"
 #include "mds/session.h"
+#include "mds/space.h"
 #include "mds/targets.h"
 #include "mds/syncer.h"
 #include "mds/writer.h"
@@ -270,8 +272,11 @@ static int lock_mdt(const char *dir, int standby)
 		return errno == ENOENT ? -1 : (fprintf(stderr, "nacre-mds: --data %s: %s\n", dir,
 						       strerror(errno)),
 					       -2);
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		if (standby) /* the line a bring-up waits for, either way */
+			fprintf(stderr, "nacre-mds: standby: no MDS serves %s: serving it\n", dir);
 		return fd;
+	}
 	if (errno != EWOULDBLOCK) {
 		fprintf(stderr, "nacre-mds: cannot lock %s: %s\n", dir, strerror(errno));
 		close(fd);
@@ -360,14 +365,16 @@ int main(int argc, char **argv)
 		mds_db_close(m.db);
 		return 1;
 	}
-	if ((rc = mds_writer_create(m.db, &m.writer)) || (rc = mds_targets_create(&m.targets)) ||
+	if ((rc = mds_space_create(m.db, o.data, &m.space)) ||
+	    (rc = mds_writer_create(m.db, &m.writer)) || (rc = mds_targets_create(&m.targets)) ||
 	    (rc = mds_open_table_create(&m.open)) ||
 	    (rc = mds_locks_create(o.lock_evict_ms, mds_lock_answer, NULL, &m.locks)) ||
 	    (rc = mds_oss_pool_create(o.fsname, &key, &m.oss))) {
 		fprintf(stderr, "nacre-mds: cannot start: %s\n", nacre_strerror(rc));
 		goto out;
 	}
-	if ((rc = mds_targets_load(&m))) {
+	mds_writer_set_space(m.writer, m.space);
+	if ((rc = mds_targets_load(&m)) || (rc = mds_ost_wait_create(&m, 0, &m.ost_wait))) {
 		fprintf(stderr, "nacre-mds: cannot load the target registry from %s: %s\n", o.data,
 			nacre_strerror(rc));
 		goto out;
@@ -434,6 +441,7 @@ out:
 	metrics_opts_stop();
 	rpc_server_destroy(srv);
 	mds_recovery_destroy(m.recovery);
+	mds_ost_wait_destroy(m.ost_wait);
 	mds_sessions_destroy(m.sessions);
 	mds_hsm_stop(m.hsm);
 	mds_destroyer_stop(m.destroyer);
@@ -444,6 +452,7 @@ out:
 	mds_lock_reaper_stop(lock_reaper);
 	mds_locks_destroy(m.locks);
 	mds_targets_destroy(m.targets);
+	mds_space_destroy(m.space);
 	mds_db_close(m.db);
 	if (mdt_lock >= 0)
 		close(mdt_lock);

@@ -17,6 +17,8 @@ struct mds_hsm;
 struct mds_locks;
 struct mds_sessions;
 struct mds_recovery;
+struct mds_space;
+struct mds_ost_wait;
 
 struct mds {
 	struct mds_db *db;
@@ -29,6 +31,9 @@ struct mds {
 	struct mds_locks *locks;           /* POSIX and flock locks (lock.h) */
 	struct mds_sessions *sessions;     /* clients with state (session.h); NULL in unit tests */
 	struct mds_recovery *recovery;     /* the window after a start (recovery.h); may be NULL */
+	struct mds_space *space;           /* the MDT's reserve (space.h); NULL in unit tests */
+	struct mds_ost_wait *ost_wait;     /* creates wait for the OSTs after a start
+					    * (ost_wait.h); may be NULL */
 	const char *data_dir;
 	char addr[NACRE_ADDR_MAX + 1];     /* "host:port" we serve on, for the TARGETS reply */
 	char fsname[NACRE_FSNAME_MAX + 1];

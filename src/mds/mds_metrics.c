@@ -1,6 +1,6 @@
 /* mds_metrics.c - what the MDS exports besides the rpc layer's per-operation counters:
- * MDT space, open files, OSTs registered and up, sessions, the reply cache, commits and the
- * recovery window. Values are computed at scrape time. */
+ * MDT space, changes refused on a full MDT, open files, OSTs registered and up, sessions,
+ * the reply cache, commits and the recovery window. Values are computed at scrape time. */
 #include <stddef.h>
 #include <sys/statvfs.h>
 
@@ -11,6 +11,7 @@
 #include "mds/open.h"
 #include "mds/recovery.h"
 #include "mds/session.h"
+#include "mds/space.h"
 #include "mds/targets.h"
 #include "mds/writer.h"
 
@@ -114,11 +115,19 @@ static double recovery_replayed(void *arg)
 	return (double)st.replayed;
 }
 
+static double space_refused(void *arg)
+{
+	return (double)mds_space_refused(((struct mds *)arg)->space);
+}
+
 void mds_metrics_register(struct mds *m)
 {
 	static struct recovery_metric rms[ARRAY_SIZE(recovery_gauges)];
 
 	metrics_set_space_fn(mdt_space, m);
+	metrics_counter_fn("nacre_mds_space_refused_total", "",
+			   "Changes refused with ENOSPC to keep the MDT's reserve (space.h)",
+			   space_refused, m);
 	metrics_gauge_fn("nacre_mds_open_files", "", "Files open by clients (handles)",
 			 open_files, m);
 	metrics_gauge_fn("nacre_mds_osts_up", "", "OSTs whose server sent a recent heartbeat",

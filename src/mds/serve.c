@@ -12,6 +12,7 @@
 #include "mds/lock_rpc.h"
 #include "mds/ns.h"
 #include "mds/open.h"
+#include "mds/ost_wait.h"
 #include "mds/recovery.h"
 #include "mds/req.h"
 #include "mds/session.h"
@@ -304,6 +305,13 @@ int mds_serve(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
 	default:
 		break;
 	}
+	/* right after a start, a create waits for the OSTs (outside any transaction); a
+	 * replay has its layout already */
+	if (mds_ost_wait_needed(op) && !(req->env && (req->env->flags & WIRE_ENV_REPLAY))) {
+		rc = mds_ost_wait_admit(m->ost_wait, req);
+		if (rc != MDS_OST_WAIT_PASS)
+			return rc;
+	}
 	if (session && mds_op_records(op)) {
 		rc = serve_change(m, req, rep, &v);
 		if (rc != RPC_DEFER && (req->env->flags & WIRE_ENV_REPLAY))
@@ -339,6 +347,7 @@ void mds_serve_close(void *arg, uint64_t conn_id)
 
 	if (m->recovery)
 		mds_recovery_disconnect(m->recovery, conn_id);
+	mds_ost_wait_disconnect(m->ost_wait, conn_id);
 	if (m->sessions)
 		mds_session_disconnect(m->sessions, conn_id);
 	mds_lock_close(m, conn_id);

@@ -25,7 +25,7 @@ struct mds_targets {
 	struct tgt *v; /* sorted by index; protected by lock */
 	size_t n, cap; /* protected by lock */
 	int64_t grace_ms; /* targets not heard from since count as up for MDS_TARGET_UP_MS
-			   * from then: the load at start, or the MDS's own stall; lock */
+			   * from then: the MDS's own stall; lock */
 };
 
 int mds_targets_create(struct mds_targets **out)
@@ -52,9 +52,9 @@ static int is_up(const struct tgt *g, int64_t now)
 	return g->last_hb_ms && now - g->last_hb_ms <= MDS_TARGET_UP_MS;
 }
 
-/* Up, or known and not heard from since the grace began (the MDS restarted, or was stopped
- * itself and so heard nobody): for MDS_TARGET_UP_MS after that, creates use it instead of
- * failing while its OSS comes back to register (clients' I/O waits for an OSS that is away). */
+/* Up, or known and not heard from since the grace began (the MDS was stopped itself and so
+ * heard nobody): for MDS_TARGET_UP_MS after that, creates use it instead of failing while
+ * its OSS heartbeats again (clients' I/O waits for an OSS that is away). */
 static int is_usable(const struct mds_targets *t, const struct tgt *g, int64_t now)
 {
 	return is_up(g, now) || (g->addr[0] && t->grace_ms && g->last_hb_ms < t->grace_ms &&
@@ -114,8 +114,20 @@ int mds_targets_load(struct mds *m)
 		return rc;
 	rc = mds_db_target_iter(txn, load_one, m->targets);
 	mds_txn_abort(txn);
-	mds_targets_grace(m->targets);
-	return rc;
+	return rc; /* creates wait for them to register again (ost_wait.h) */
+}
+
+/* Whether two registered addresses ("h:p" or "h:p,h:p": an OSS, then its failover
+ * partner) share one: the same server again, or its partner taking over. */
+static int related(const char *a, const char *b)
+{
+	for (const char *p = a; *p; p += strcspn(p, ","), p += *p == ',') {
+		size_t n = strcspn(p, ",");
+		for (const char *q = b; *q; q += strcspn(q, ","), q += *q == ',')
+			if (strcspn(q, ",") == n && strncmp(p, q, n) == 0)
+				return 1;
+	}
+	return 0;
 }
 
 struct persist_arg {
@@ -148,7 +160,9 @@ int mds_targets_register(struct mds *m, const struct wire_target_reg *r, int hea
 		pthread_mutex_unlock(&t->lock);
 		return -ENOMEM;
 	}
-	if (g->addr[0] && strcmp(g->addr, r->addr) && is_up(g, now)) {
+	/* a failover partner takes over at once: it runs only once the other one is gone */
+	if (g->addr[0] && strcmp(g->addr, r->addr) && is_up(g, now) &&
+	    !related(g->addr, r->addr)) {
 		char held[NACRE_ADDR_MAX + 1];
 		str_copy(held, g->addr, sizeof(held));
 		pthread_mutex_unlock(&t->lock);
@@ -175,6 +189,17 @@ int mds_targets_register(struct mds *m, const struct wire_target_reg *r, int hea
 			return rc;
 	}
 	return 0;
+}
+
+int mds_targets_down(struct mds_targets *t)
+{
+	int64_t now = net_now_ms();
+	int n = 0;
+	pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < t->n; i++)
+		n += !is_up(&t->v[i], now);
+	pthread_mutex_unlock(&t->lock);
+	return n;
 }
 
 int mds_targets_up(struct mds_targets *t, struct mds_ost_info *out, int max)

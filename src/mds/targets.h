@@ -23,17 +23,18 @@ int mds_targets_create(struct mds_targets **out);
 void mds_targets_destroy(struct mds_targets *t); /* NULL is fine */
 /* Loads the persisted index -> addr records (all down until they heartbeat). */
 int mds_targets_load(struct mds *m);
-/* Every known target not heard from since now counts as up for MDS_TARGET_UP_MS: after a
- * load, or when the MDS itself did not run for a while (stopped) and so missed their
- * heartbeats. Thread-safe. */
+/* Every known target not heard from since now counts as up for MDS_TARGET_UP_MS: the MDS
+ * itself did not run for a while (stopped) and so missed their heartbeats. Thread-safe. */
 void mds_targets_grace(struct mds_targets *t);
 /* TARGET_REGISTER (heartbeat 0) or TARGET_HEARTBEAT (1): checks fsname, type, index, then
  * marks the OST up at addr; a new or changed address is persisted through the writer.
  * Returns 0, -NACRE_EFSNAME, -EINVAL, or -EADDRINUSE (index held by another up address). */
 int mds_targets_register(struct mds *m, const struct wire_target_reg *r, int heartbeat);
-/* Fills out with up to max OSTs that can take new files, by index: the up ones, and for
- * MDS_TARGET_UP_MS after mds_targets_load the persisted ones not heard from yet (an MDS
- * that restarted does not refuse creates while its OSSes come back). Returns how many. */
+/* How many known OSTs are not up (after a start: every one until it registers again;
+ * ost_wait.h parks creates meanwhile). */
+int mds_targets_down(struct mds_targets *t);
+/* Fills out with up to max OSTs that can take new files, by index: the up ones, and during
+ * a grace (mds_targets_grace) the known ones not heard from since. Returns how many. */
 int mds_targets_up(struct mds_targets *t, struct mds_ost_info *out, int max);
 /* Copies the address of OST index into addr (NACRE_ADDR_MAX + 1 bytes); *up tells whether it
  * is up. Returns 0 or -ENOENT (never registered). */

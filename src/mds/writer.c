@@ -8,6 +8,7 @@
 #include "common/fault.h"
 #include "common/log.h"
 #include "mds/req.h"
+#include "mds/space.h"
 #include "nacre/nacre_errno.h"
 
 struct op {
@@ -26,6 +27,7 @@ struct op {
  * thread hand-off, and under load the batches grow by themselves. */
 struct mds_writer {
 	struct mds_db *db;
+	struct mds_space *space; /* may be NULL; set before the first submit */
 	pthread_mutex_t lock;
 	pthread_cond_t done_cv; /* broadcast when a batch is committed */
 	struct op *head, *tail; /* queue; protected by lock */
@@ -110,10 +112,14 @@ static void run_batch(struct mds_writer *w, struct op *batch)
 		else
 			fault_crash(FAULT_MDS_COMMIT_BEFORE);
 	}
-	if (rc)
+	if (rc) {
 		mds_txn_abort(txn);
-	else
+	} else {
+		mds_space_before_commit(w->space);
 		rc = mds_txn_commit(txn);
+	}
+	if (rc == -ENOSPC)
+		mds_space_commit_failed(w->space);
 	if (rc) {
 		LOG_RATELIMITED(LOG_LVL_ERR, "writer", "group commit failed: %s",
 				nacre_strerror(rc));
@@ -152,6 +158,11 @@ int mds_writer_create(struct mds_db *db, struct mds_writer **out)
 	pthread_cond_init(&w->done_cv, NULL);
 	*out = w;
 	return 0;
+}
+
+void mds_writer_set_space(struct mds_writer *w, struct mds_space *space)
+{
+	w->space = space;
 }
 
 void mds_writer_destroy(struct mds_writer *w)

@@ -26,6 +26,10 @@ typedef int (*mds_op_fn)(struct mds_txn *txn, void *arg);
 
 /* A group commit over db (borrowed; must outlive the writer). Reads the last transno. */
 int mds_writer_create(struct mds_db *db, struct mds_writer **out);
+struct mds_space;
+/* Lets the space guard look before each commit and hear of a commit that found the file
+ * system full (space.h). Call before the first submit. */
+void mds_writer_set_space(struct mds_writer *w, struct mds_space *space);
 /* Refuses new operations, waits for the queued ones to commit, and frees w. NULL is fine. */
 void mds_writer_destroy(struct mds_writer *w);
 /* Runs fn(txn, arg) in a batch and waits until it committed. Returns fn's result, or the

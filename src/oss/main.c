@@ -2,11 +2,15 @@
  * the MDS. Options per docs/CONTRACTS.md. The rpc server's worker pool is the disk pool:
  * handlers pread/pwrite directly. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "common/daemon.h"
 #include "common/fault.h"
@@ -36,9 +40,11 @@ struct opts {
 	const char *fsname;
 	const char *mds;
 	const char *listen;
+	const char *failover; /* the partner serving our OSTs when we are gone, or NULL */
 	const char *key_file;
 	struct daemon_log_opts log;
 	int format;
+	int standby;
 	int workers;
 	int allow_faults;
 	struct ost_arg osts[OSS_MAX_OSTS];
@@ -59,19 +65,25 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: nacre-oss --fsname NAME --mds HOST[:PORT] --listen HOST[:PORT]\n"
+		"usage: nacre-oss --fsname NAME --mds HOST[:PORT][,HOST[:PORT]...]\n"
+		"                 --listen HOST[:PORT]\n"
 		"                 --key-file FILE --ost IDX:DIR [--ost IDX:DIR ...]\n"
 		"                 [--format] [--log FILE] [--log-level err|warn|info|debug]\n"
 		"                 [--workers N] [--metrics-addr HOST:PORT] [--metrics-log FILE]\n"
-		"                 [--allow-fault-injection]\n"
+		"                 [--failover HOST:PORT] [--standby] [--allow-fault-injection]\n"
 		"Serves object storage targets (OSTs) of the nacre file system NAME.\n"
 		"  --fsname NAME     file system name (1-8 of A-Z a-z 0-9 _ -)\n"
-		"  --mds HOST:PORT   the MDS to register with (default port %d)\n"
+		"  --mds HOST:PORT   the MDS to register with (default port %d); its failover\n"
+		"                    partners after commas, tried in turn\n"
 		"  --listen HOST:PORT address to serve on, registered with the MDS for clients;\n"
 		"                    must be a concrete address (port 0 = any free port, default %d)\n"
 		"  --key-file FILE   the cluster key (nacre up writes DIR/cluster.key)\n"
 		"  --ost IDX:DIR     serve OST index IDX from directory DIR (repeatable)\n"
 		"  --format          create an OST in each empty or missing DIR\n"
+		"  --failover HOST:PORT  the partner serving these OSTs when this OSS is gone:\n"
+		"                    registered with ours, clients try it in turn\n"
+		"  --standby         wait until the OSS serving these OSTs (shared storage)\n"
+		"                    ends, then take them over\n"
 		"  --workers N       I/O worker threads (default %d)\n"
 		"  --allow-fault-injection  let `nacre fault set` arm fault points here (tests)\n"
 		METRICS_USAGE,
@@ -131,7 +143,7 @@ static int parse_ost(const char *s, struct opts *o)
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_FSNAME = 256, O_MDS, O_LISTEN, O_KEY, O_OST, O_FORMAT, O_WORKERS, O_FAULTS,
-	       O_HELP };
+	       O_HELP, O_STANDBY, O_FAILOVER };
 	static const struct option lopts[] = {
 		{ "fsname", required_argument, NULL, O_FSNAME },
 		{ "mds", required_argument, NULL, O_MDS },
@@ -139,6 +151,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "key-file", required_argument, NULL, O_KEY },
 		{ "ost", required_argument, NULL, O_OST },
 		{ "format", no_argument, NULL, O_FORMAT },
+		{ "standby", no_argument, NULL, O_STANDBY },
+		{ "failover", required_argument, NULL, O_FAILOVER },
 		DAEMON_LONGOPTS,
 		{ "workers", required_argument, NULL, O_WORKERS },
 		{ "allow-fault-injection", no_argument, NULL, O_FAULTS },
@@ -160,6 +174,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_KEY: o->key_file = optarg; break;
 		case O_FORMAT: o->format = 1; break;
 		case O_FAULTS: o->allow_faults = 1; break;
+		case O_STANDBY: o->standby = 1; break;
+		case O_FAILOVER: o->failover = optarg; break;
 		case O_OST:
 			if (parse_ost(optarg, o))
 				return -EINVAL;
@@ -231,6 +247,81 @@ static int join_addr(const char *host, uint16_t port, char *out, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/* "a[:port],b[:port]" (--mds, --failover): each address with its port (port when none),
+ * joined by ',' into out (at most NACRE_FAILOVER_MAX). 0 or -EINVAL. */
+static int parse_addrs(const char *list, uint16_t dflt, char *out, size_t len)
+{
+	const char *p = list;
+	size_t used = 0;
+	int n = 0;
+
+	out[0] = '\0';
+	while (*p) {
+		char one[NACRE_ADDR_MAX + 1], host[256], addr[NACRE_ADDR_MAX + 1];
+		size_t seg = strcspn(p, ",");
+		uint16_t port;
+
+		if (seg == 0 || seg >= sizeof(one) || ++n > NACRE_FAILOVER_MAX)
+			return -EINVAL;
+		memcpy(one, p, seg);
+		one[seg] = '\0';
+		if (net_parse_addr(one, dflt, host, sizeof(host), &port) ||
+		    join_addr(host, port, addr, sizeof(addr)))
+			return -EINVAL;
+		int w = snprintf(out + used, len - used, "%s%s", used ? "," : "", addr);
+		if (w < 0 || (size_t)w >= len - used)
+			return -EINVAL;
+		used += (size_t)w;
+		p += seg;
+		if (*p == ',' && !*++p)
+			return -EINVAL; /* a trailing comma */
+	}
+	return n ? 0 : -EINVAL;
+}
+
+/* --standby: waits until no other process holds the superblock lock of our OSTs (their
+ * server ended: the OSTs are on storage this host reaches too). The lock is let go again
+ * and taken for good by oss_target_open: of two standbys of one OST the loser exits saying
+ * the OST is served. Prints the line a bring-up waits for. */
+static void wait_for_osts(const struct opts *o)
+{
+	int waited = 0;
+
+	for (int i = 0; i < o->nosts; i++) {
+		char path[PATH_MAX];
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/%s", o->osts[i].dir, OSS_SB_NAME);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* no OST there: oss_target_open says what to do */
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
+			if (!waited++)
+				fprintf(stderr, "nacre-oss: standby: waiting for the OSS "
+						"serving %s to end\n", o->osts[i].dir);
+			while (flock(fd, LOCK_EX) < 0 && errno == EINTR)
+				;
+		}
+		close(fd);
+	}
+	fprintf(stderr, waited ? "nacre-oss: standby: taking the OSTs over\n"
+			       : "nacre-oss: standby: no OSS serves these OSTs: serving them\n");
+}
+
+/* Appends ",PARTNER" to the address registered for our OSTs: clients reach the OSTs at
+ * either, in turn (as they reach an MDS and its failover partners). 1 if it fits. */
+static int add_failover(char *addr, size_t len, const char *partner)
+{
+	size_t n = strlen(addr);
+	int w = snprintf(addr + n, len - n, ",%s", partner);
+
+	if (w < 0 || (size_t)w >= len - n) {
+		addr[n] = '\0';
+		return 0;
+	}
+	return 1;
+}
+
 static int wildcard_host(const char *h)
 {
 	return !h[0] || !strcmp(h, "0.0.0.0") || !strcmp(h, "::") || !strcmp(h, "*");
@@ -242,7 +333,7 @@ int main(int argc, char **argv)
 	struct nacre_key key;
 	struct oss_target *targets[OSS_MAX_OSTS];
 	int ntargets = 0, rc, status = 1;
-	char err[1024], host[256], listen_addr[NACRE_ADDR_MAX + 1], mds_addr[NACRE_ADDR_MAX + 1];
+	char err[1024], host[256], listen_addr[NACRE_ADDR_MAX + 1], mds_addr[NACRE_ADDR_LIST_MAX];
 	char reg_addr[NACRE_ADDR_MAX + 1];
 	uint16_t port;
 	struct rpc_server *srv = NULL;
@@ -267,14 +358,21 @@ int main(int argc, char **argv)
 		     "10.0.0.5:%u)", o.listen, port);
 		return 1;
 	}
-	char mds_host[256];
-	uint16_t mds_port;
-	if (net_parse_addr(o.mds, NACRE_DEFAULT_PORT_MDS, mds_host, sizeof(mds_host),
-			   &mds_port) ||
-	    join_addr(mds_host, mds_port, mds_addr, sizeof(mds_addr))) {
-		fail("bad --mds \"%s\": expected HOST:PORT", o.mds);
+	if (parse_addrs(o.mds, NACRE_DEFAULT_PORT_MDS, mds_addr, sizeof(mds_addr))) {
+		fail("bad --mds \"%s\": expected HOST:PORT, or up to %d of them joined by ',' "
+		     "(an MDS and its failover partners)", o.mds, NACRE_FAILOVER_MAX);
 		return 1;
 	}
+	char partner[NACRE_ADDR_LIST_MAX];
+	if (o.failover &&
+	    (parse_addrs(o.failover, NACRE_DEFAULT_PORT_OSS, partner, sizeof(partner)) ||
+	     strchr(partner, ','))) {
+		fail("bad --failover \"%s\": expected the HOST:PORT the partner OSS listens on",
+		     o.failover);
+		return 1;
+	}
+	if (o.failover)
+		o.failover = partner;
 	if ((rc = key_load(o.key_file, &key, err, sizeof(err))) != 0) {
 		fail("%s: check --key-file", err);
 		return 1;
@@ -284,6 +382,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	if (o.standby)
+		wait_for_osts(&o);
 	for (int i = 0; i < o.nosts; i++) {
 		rc = oss_target_open(o.osts[i].dir, o.fsname, o.osts[i].index, o.format,
 				     &targets[ntargets], err, sizeof(err));
@@ -315,8 +415,10 @@ int main(int argc, char **argv)
 		goto out_close;
 	}
 	/* Port 0 means "any": register the port actually bound. */
-	if (join_addr(host, rpc_server_port(srv), reg_addr, sizeof(reg_addr))) {
-		fail("--listen %s is too long for a registered address (max %d bytes)", o.listen,
+	if (join_addr(host, rpc_server_port(srv), reg_addr, sizeof(reg_addr)) ||
+	    (o.failover && !add_failover(reg_addr, sizeof(reg_addr), o.failover))) {
+		fail("--listen %s%s%s is too long for a registered address (max %d bytes)",
+		     o.listen, o.failover ? " with --failover " : "", o.failover ? o.failover : "",
 		     NACRE_ADDR_MAX);
 		goto out_close;
 	}

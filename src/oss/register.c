@@ -22,7 +22,7 @@
 #define CONNECT_TIMEOUT_MS 3000
 
 struct oss_register {
-	char mds_addr[NACRE_ADDR_MAX + 1];
+	char mds_addr[NACRE_ADDR_LIST_MAX]; /* as configured: one address or failover ones */
 	char fsname[NACRE_FSNAME_MAX + 1];
 	char addr[NACRE_ADDR_MAX + 1];
 	struct oss_target **targets;
@@ -38,6 +38,7 @@ struct oss_register {
 	/* Touched only by the registering thread (or by oss_register_first before it starts). */
 	int first;      /* in oss_register_first: fatal refusals are the caller's to report */
 	int connected;  /* a connect succeeded and no transport error since */
+	uint64_t gen;   /* rpc_conn_gen when every OST last registered */
 	int conn_state; /* last logged: 1 up, 0 unknown, or the -errno of the failure */
 	int *registered; /* per target: 1 registered; 0 not (yet) */
 	int *tgt_state;  /* per target, last logged: 1 registered, 0 unknown, or the -errno */
@@ -56,10 +57,11 @@ static void note_conn(struct oss_register *r, int rc, const char *why)
 		return;
 	r->conn_state = state;
 	if (rc == 0)
-		LOG_INFO("register", "connected to MDS %s (%s)", r->mds_addr,
+		LOG_INFO("register", "connected to MDS %s (%s)", rpc_conn_addr(r->conn),
 			 rpc_conn_server_name(r->conn));
 	else if (is_fatal(rc) && !r->first) /* the first attempt's caller reports these */
-		LOG_ERR("register", "MDS %s refuses this OSS: %s; retrying", r->mds_addr, why);
+		LOG_ERR("register", "MDS %s refuses this OSS: %s; retrying",
+			rpc_conn_addr(r->conn), why);
 	else if (!is_fatal(rc))
 		LOG_WARN("register", "MDS %s is unreachable (%s); OSTs stay unregistered, "
 			 "retrying every %d s", r->mds_addr, why, OSS_HEARTBEAT_MS / 1000);
@@ -72,16 +74,17 @@ static void refusal_str(const struct oss_register *r, int i, int rc, char *out, 
 	if (rc == -EADDRINUSE)
 		snprintf(out, len, "MDS %s refused %s-%s: that OST is registered from another "
 			 "address which is still up (is another nacre-oss serving it?)",
-			 r->mds_addr, r->fsname, name);
+			 rpc_conn_addr(r->conn), r->fsname, name);
 	else if (rc == -NACRE_EFSNAME)
 		snprintf(out, len, "MDS %s refused %s-%s: it does not serve file system %s; "
-			 "check --fsname and --mds", r->mds_addr, r->fsname, name, r->fsname);
+			 "check --fsname and --mds", rpc_conn_addr(r->conn), r->fsname, name,
+			 r->fsname);
 	else if (rc == -NACRE_EAUTH)
 		snprintf(out, len, "MDS %s refused %s-%s: cluster key rejected; check "
-			 "--key-file", r->mds_addr, r->fsname, name);
+			 "--key-file", rpc_conn_addr(r->conn), r->fsname, name);
 	else
-		snprintf(out, len, "MDS %s refused %s-%s: %s", r->mds_addr, r->fsname, name,
-			 nacre_strerror(rc));
+		snprintf(out, len, "MDS %s refused %s-%s: %s", rpc_conn_addr(r->conn), r->fsname,
+			 name, nacre_strerror(rc));
 }
 
 static void note_target(struct oss_register *r, int i, int rc)
@@ -92,7 +95,7 @@ static void note_target(struct oss_register *r, int i, int rc)
 	r->tgt_state[i] = state;
 	if (rc == 0) {
 		LOG_INFO("register", "registered %s-%s at %s with MDS %s", r->fsname,
-			 r->targets[i]->name, r->addr, r->mds_addr);
+			 r->targets[i]->name, r->addr, rpc_conn_addr(r->conn));
 	} else if (!(r->first && is_fatal(rc))) {
 		char msg[512];
 		refusal_str(r, i, rc, msg, sizeof(msg));
@@ -166,11 +169,13 @@ static int round_once(struct oss_register *r, char *err, size_t err_len)
 			return rc;
 		}
 		r->connected = 1;
+		r->gen = rpc_conn_gen(r->conn);
 		mark_all_unregistered(r, 0); /* the MDS may have restarted: register again */
 		note_conn(r, 0, NULL);
 	}
 
-	int first_err = 0;
+	int first_err = 0, passes = 0;
+again:
 	for (int i = 0; i < r->ntargets; i++) {
 		int transport = 0;
 		uint16_t op = r->registered[i] ? WIRE_OP_MDS_TARGET_HEARTBEAT
@@ -182,7 +187,7 @@ static int round_once(struct oss_register *r, char *err, size_t err_len)
 			snprintf(why, sizeof(why), "%s failed: %s", wire_opcode_name(op),
 				 nacre_strerror(rc));
 			note_conn(r, rc, why);
-			snprintf(err, err_len, "MDS %s: %s", r->mds_addr, why);
+			snprintf(err, err_len, "MDS %s: %s", rpc_conn_addr(r->conn), why);
 			return rc;
 		}
 		if (op == WIRE_OP_MDS_TARGET_REGISTER) {
@@ -192,13 +197,24 @@ static int round_once(struct oss_register *r, char *err, size_t err_len)
 			/* The MDS forgot us (restart, or a refusal now): register anew. */
 			LOG_RATELIMITED(LOG_LVL_WARN, "register",
 					"MDS %s refused the heartbeat of %s: %s; registering again",
-					r->mds_addr, r->targets[i]->name, nacre_strerror(rc));
+					rpc_conn_addr(r->conn), r->targets[i]->name,
+					nacre_strerror(rc));
 			r->registered[i] = 0;
 		}
 		if (rc && !first_err) {
 			first_err = rc;
 			refusal_str(r, i, rc, err, err_len);
 		}
+	}
+	/* The rpc layer reconnected under a call (a restarted MDS, or its failover partner):
+	 * register everything again with whichever answers now. */
+	if (rpc_conn_gen(r->conn) != r->gen && passes++ == 0) {
+		r->gen = rpc_conn_gen(r->conn);
+		mark_all_unregistered(r, 1);
+		r->conn_state = 0;
+		note_conn(r, 0, NULL);
+		first_err = 0;
+		goto again;
 	}
 	return first_err;
 }

@@ -13,7 +13,8 @@
 #define OSS_HEARTBEAT_MS 2000
 
 struct oss_register_conf {
-	const char *mds_addr; /* "host:port" */
+	const char *mds_addr; /* "host:port", or failover addresses "host:port,host:port" tried
+			       * in turn: every OST registers again with whichever answers */
 	const char *fsname;
 	const char *addr;     /* "host:port" clients must use to reach this OSS */
 	const struct nacre_key *key;

@@ -184,6 +184,9 @@ int rpc_conn_connect(struct rpc_conn *c, int timeout_ms, char *err, size_t err_l
 void rpc_conn_destroy(struct rpc_conn *c);
 /* The address in use (the first failover address before any connect). */
 const char *rpc_conn_addr(const struct rpc_conn *c);
+/* Bumped for every new socket (a reconnect, maybe to a restarted server or another failover
+ * address): a caller that keeps state on the server notices it must send it again. */
+uint64_t rpc_conn_gen(struct rpc_conn *c);
 /* The server's name from CONNECT ("" before the first connect). */
 const char *rpc_conn_server_name(const struct rpc_conn *c);
 

@@ -1338,6 +1338,16 @@ const char *rpc_conn_addr(const struct rpc_conn *c)
 	return c->addrs[c->cur_addr];
 }
 
+uint64_t rpc_conn_gen(struct rpc_conn *c)
+{
+	uint64_t gen;
+
+	pthread_mutex_lock(&c->lock);
+	gen = c->gen;
+	pthread_mutex_unlock(&c->lock);
+	return gen;
+}
+
 const char *rpc_conn_server_name(const struct rpc_conn *c)
 {
 	return c->server_name;

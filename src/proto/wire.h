@@ -407,7 +407,8 @@ struct wire_target_reg { /* TARGET_REGISTER, TARGET_HEARTBEAT: one OST each */
 	char fsname[NACRE_FSNAME_MAX + 1];
 	uint32_t type; /* NACRE_TGT_OST */
 	uint32_t index;
-	char addr[NACRE_ADDR_MAX + 1]; /* where the OSS serves it: "host:port" */
+	char addr[NACRE_ADDR_MAX + 1]; /* where the OSS serves it: "host:port", then its
+					* failover partner's after ',' */
 	struct nacre_statfs st;
 };
 

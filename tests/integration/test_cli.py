@@ -239,9 +239,10 @@ def test_up_and_down(nacre_cli):
             assert f.read() == b"hello nacre"
         df = nacre_cli("df", mnt, check=True).stdout
         assert "uptest-OST0001_UUID" in df
-        # Again: says so, changes nothing.
+        # Again: says so, changes nothing, fails.
         r = nacre_cli("up", "--dir", d, "--osts", 2, "--port", port, timeout=30)
-        assert r.returncode == 0 and "already running" in r.stdout, r.stdout + r.stderr
+        assert r.returncode != 0 and "already running" in r.stderr, r.stdout + r.stderr
+        assert f"nacre down --dir {d}" in r.stderr, r.stderr
         pids = [int(l.split()[1]) for l in open(os.path.join(d, "cluster.pids"))
                 if not l.startswith("mountpoint")]
         r = nacre_cli("down", "--dir", d, timeout=60)
@@ -259,6 +260,68 @@ def test_up_and_down(nacre_cli):
         assert r.returncode == 0, r.stdout + r.stderr
         with open(os.path.join(mnt, "hello"), "rb") as f:
             assert f.read() == b"hello nacre"
+    finally:
+        nacre_cli("down", "--dir", d, timeout=60)
+        subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
+        subprocess.run(["rm", "-rf", d])
+
+
+def _pids(d):
+    return {l.split()[0]: int(l.split()[1]) for l in open(os.path.join(d, "cluster.pids"))
+            if not l.startswith("mountpoint")}
+
+
+def test_up_restarts_what_died(nacre_cli):
+    """nacre up on a directory whose daemons died starts exactly those, and the mount if it
+    is gone; a different cluster is refused; down still stops everything."""
+    d = tempfile.mkdtemp(prefix="nacre-up-")
+    port = _free_base_port(3)
+    mnt = os.path.join(d, "mnt")
+    try:
+        r = nacre_cli("up", "--dir", d, "--osts", 2, "--port", port, timeout=90)
+        assert r.returncode == 0, r.stdout + r.stderr
+        with open(os.path.join(mnt, "f"), "wb") as f:
+            f.write(b"kept across restarts")
+            os.fsync(f.fileno())
+        before = _pids(d)
+
+        os.kill(before["mds"], signal.SIGKILL)
+        time.sleep(0.2)
+        r = nacre_cli("up", "--dir", d, timeout=90)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert f"restarting what is not running in {d}: mds\n" in r.stdout, r.stdout
+        assert "MDS restarted" in r.stdout and "mount on" in r.stdout, r.stdout
+        after = _pids(d)
+        assert after["mds"] != before["mds"]
+        assert {k: v for k, v in after.items() if k != "mds"} == \
+            {k: v for k, v in before.items() if k != "mds"}
+        with open(os.path.join(mnt, "f"), "rb") as f:  # the same mount, still working
+            assert f.read() == b"kept across restarts"
+
+        # an OSS and the mount die: both come back, the dead mount is replaced
+        os.kill(after["oss1"], signal.SIGKILL)
+        os.kill(after["mount"], signal.SIGKILL)
+        time.sleep(0.2)
+        r = nacre_cli("up", "--dir", d, timeout=90)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "restarting what is not running" in r.stdout and "oss1, mount" in r.stdout, \
+            r.stdout
+        with open(os.path.join(mnt, "f"), "rb") as f:
+            assert f.read() == b"kept across restarts"
+        with open(os.path.join(mnt, "g"), "wb") as f:
+            f.write(b"new")
+
+        # a running cluster cannot be changed by up
+        r = nacre_cli("up", "--dir", d, "--osts", 3, timeout=30)
+        assert r.returncode != 0 and "other options" in r.stderr, r.stdout + r.stderr
+
+        pids = _pids(d)
+        r = nacre_cli("down", "--dir", d, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert mnt not in mounted_dirs()
+        time.sleep(0.2)
+        for role, pid in pids.items():
+            assert not _alive(pid), f"{role} (pid {pid}) still running after nacre down"
     finally:
         nacre_cli("down", "--dir", d, timeout=60)
         subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)

@@ -1,5 +1,6 @@
-"""`nacre cluster up|down|status CONFIG` on four network namespaces (mds, oss1, oss2, client)
-joined by a bridge that lives in a fifth namespace, so the host's own network is untouched.
+"""`nacre cluster up|down|status CONFIG` on network namespaces (mds, oss1, oss2, client, and
+mds2 for the MDS's failover partner) joined by a bridge that lives in one more namespace, so
+the host's own network is untouched.
 
 The remote shell is `nsenter --net=/run/netns/{host}`: like `ip netns exec {host}` it runs the
 command in the host's network namespace, but it keeps the shared mount namespace (ip netns
@@ -19,7 +20,7 @@ import pytest
 
 from conftest import binary, mounted_dirs, require_fuse, wait_for, BUILD
 
-NODES = ("mds", "oss1", "oss2", "client")
+NODES = ("mds", "oss1", "oss2", "client", "mds2")
 
 
 def sh(*argv, check=True, timeout=60):
@@ -94,12 +95,12 @@ host = {net.ns('mds')}
 listen = {net.addr('mds')}:9400
 data = {d}/mdt
 metrics_addr = {net.addr('mds')}:9500
-
+{over.get('mds_extra', '')}
 [oss oss1]
 host = {over.get('oss1_host', net.ns('oss1'))}
 listen = {net.addr('oss1')}:9410
 osts = {osts1}
-
+{over.get('oss1_extra', '')}
 [oss oss2]
 host = {net.ns('oss2')}
 listen = {net.addr('oss2')}:9410
@@ -206,6 +207,51 @@ def test_cluster_up_status_down_up(netcluster):
     assert r.returncode == 0, f"{r.stdout}{r.stderr}"
 
 
+def pid_of(d, role):
+    return int((d / "run" / f"nsfs-{role}.pid").read_text())
+
+
+def test_cluster_failover_partners(netcluster):
+    """failover = HOST: a standby MDS (and OSS) on the partner host, on the same storage;
+    the mount's spec and the OSSes' --mds name both MDS addresses."""
+    net, d = netcluster
+    conf = write_conf(d / "cluster.conf", net, d,
+                      mds_extra=f"failover = {net.ns('mds2')}\n"
+                                f"failover_listen = {net.addr('mds2')}:9400\n",
+                      oss1_extra=f"failover = {net.ns('oss2')}\n"
+                                 f"failover_listen = {net.addr('oss2')}:9411\n")
+    (d / "archive").mkdir()
+    r = cli("cluster", "up", conf)
+    assert r.returncode == 0, f"{r.stdout}{r.stderr}\n{logs(d)}"
+    assert re.search(r"mds-standby on \S+mds2: pid \d+", r.stdout), r.stdout
+    assert re.search(r"oss-oss1-standby on \S+oss2: pid \d+", r.stdout), r.stdout
+    both = f"{net.addr('mds')}:9400,{net.addr('mds2')}:9400"
+    assert f"mounted {both}:/nsfs" in r.stdout, r.stdout
+    mnt = d / "mnt"
+    data = secrets.token_bytes(2 * 1024 * 1024)
+    (d / "src.bin").write_bytes(data)
+    net.run("client", "cp", str(d / "src.bin"), str(mnt / "f.bin"))
+    net.run("client", "sync")
+
+    # the primary MDS dies: the standby takes over, the client carries on
+    os.kill(pid_of(d, "mds"), 9)
+    wait_for(lambda: "nacre-mds: serving" in (d / "run" / "nsfs-mds-standby.log").read_text(),
+             15, "the standby MDS to take over")
+    net.run("client", "cp", str(d / "src.bin"), str(mnt / "g.bin"))
+    # then the OSS of OST 0: its partner on oss2 serves it
+    os.kill(pid_of(d, "oss-oss1"), 9)
+    wait_for(lambda: "nacre-oss: serving" in
+             (d / "run" / "nsfs-oss-oss1-standby.log").read_text(), 15,
+             "the standby OSS to take over")
+    for name in ("f.bin", "g.bin"):
+        got = net.run("client", "sha256sum", str(mnt / name), timeout=60).stdout.split()[0]
+        assert got == sh("sha256sum", str(d / "src.bin")).stdout.split()[0], name
+
+    r = cli("cluster", "down", conf)
+    assert r.returncode == 0, f"{r.stdout}{r.stderr}"
+    assert "mds-standby" in r.stdout and str(mnt) not in mounted_dirs()
+
+
 def test_cluster_refuses_target_of_another_fs(netcluster):
     net, d = netcluster
     conf = write_conf(d / "cluster.conf", net, d)
@@ -251,6 +297,13 @@ def test_cluster_config_errors(tmp_path):
         "[cluster]\nfsname = a\nkey_file = /k\n[mds]\nhost = h\nlisten = 10.0.0.1:1\n":
             ":4: [mds] has no 'data'",
         "[clusters]\nfsname = a\n": ":1: unknown section [clusters]",
+        ("[cluster]\nfsname=a\nkey_file=/k\n[mds]\nhost=h\nlisten=10.0.0.1:1\ndata=/d\n"
+         "failover_listen=10.0.0.2:1\n[oss a]\nhost=h\nlisten=10.0.0.1:2\nosts=0:/a\n"):
+            ":8: [mds] has failover_listen but no failover = HOST",
+        ("[cluster]\nfsname=a\nkey_file=/k\n[mds]\nhost=h\nlisten=10.0.0.1:1\ndata=/d\n"
+         "[oss a]\nhost=h\nlisten=10.0.0.1:2\nosts=0:/a\nfailover=h2\n"
+         "failover_listen=10.0.0.1:2\n"):
+            ":13: [oss a]: the standby would listen on 10.0.0.1:2 like the primary",
     }
     for text, want in cases.items():
         p = tmp_path / "bad.conf"

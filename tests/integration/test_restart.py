@@ -3,6 +3,7 @@ files unlinked while their OSS was down are destroyed once it returns."""
 import hashlib
 import os
 import signal
+import threading
 import time
 
 from conftest import wait_for
@@ -128,3 +129,48 @@ def test_creates_right_after_mds_restart_wait_for_no_ost(make_cluster):
     for i in range(50):
         write_sync(m / "d" / f"f{i}", b"x" * 4096)
     assert sorted(os.listdir(m / "d")) == sorted(f"f{i}" for i in range(50))
+
+
+def test_creates_wait_for_osts_after_mds_restart(make_cluster, nacre_cli):
+    """Right after an MDS restart creates wait for the OSTs to register again (ost_wait.h)
+    instead of failing with ENOSPC, and get every stripe they ask for."""
+    c = make_cluster(osts=2, oss=2)
+    m = c.mounts[0].path
+    os.mkdir(m / "wide")
+    nacre_cli("setstripe", "-c", 2, m / "wide", check=True)
+    for k in range(4):
+        os.mkdir(m / "wide" / str(k))  # one directory each: the kernel serializes creates
+
+    c.mds.kill(signal.SIGKILL)
+    for p in c.oss:
+        p.kill(signal.SIGKILL)
+    c.start_mds(fmt=False)
+    t0 = time.monotonic()
+    results, errors = {}, []
+
+    def create(k):
+        for i in range(5):
+            p = m / "wide" / str(k) / f"f{i}"
+            try:
+                write_sync(p, b"data %d %d" % (k, i))
+                results[p] = time.monotonic() - t0
+            except OSError as e:
+                errors.append((p, e))
+
+    threads = [threading.Thread(target=create, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(2)
+    for j in range(c.noss):
+        c.start_oss(j, fmt=False)
+    for t in threads:
+        t.join(60)
+    assert errors == [], errors
+    assert len(results) == 20
+    print("creates done %.1f..%.1f s after the MDS restart" % (min(results.values()),
+                                                                 max(results.values())))
+    for p in results:
+        count, _, _, osts = parse_layout(os.getxattr(p, "nacre.layout").decode())
+        assert count == 2 and sorted(osts) == [0, 1], (p, count, osts)
+        with open(p, "rb") as f:
+            assert f.read().startswith(b"data ")
