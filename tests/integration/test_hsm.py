@@ -691,8 +691,11 @@ def test_nacre_up_with_hsm_backend_and_import(tmp_path):
         nacre("hsm_archive", f)
         wait_state(f, EXISTS | ARCHIVED)
         assert (arch / "new").read_bytes() == b"new data"
+        # the directory remembers its backend: asking again only finds the cluster running
         r = nacre("up", "--dir", d, "--hsm-import", "x", check=False)
-        assert r.returncode != 0 and "need --hsm-backend" in r.stderr
+        assert r.returncode != 0 and "already running" in r.stderr, r.stderr
+        r = nacre("up", "--dir", tmp_path / "fresh", "--hsm-import", "x", check=False)
+        assert r.returncode != 0 and "need --hsm-backend" in r.stderr, r.stderr
     finally:
         nacre("down", "--dir", d, check=False, timeout=60)
         subprocess.run(["fusermount3", "-u", "-z", str(mnt)], capture_output=True)
