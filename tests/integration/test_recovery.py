@@ -6,6 +6,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -13,10 +14,11 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 import pytest
 
-from conftest import Cluster, wait_for
+from conftest import Cluster, free_port, wait_for
 
 MIB = 1 << 20
 
@@ -489,7 +491,9 @@ class NoSyncCluster(RecoveryCluster):
 
 def test_acknowledged_changes_replayed_after_lost_commits(make_cluster):
     c = make_cluster(cls=NoSyncCluster, osts=2)
-    m = c.mounts[0].path
+    port = free_port()
+    w = c.mount(opts=[f"metrics_addr=127.0.0.1:{port}"])  # counts what it replays
+    m = w.path
     (m / "durable").mkdir()
     write_fsync(m / "durable" / "a", b"a" * 1000)  # fsync: on disk now
     snap = c.dir / "mdt-snapshot"
@@ -513,4 +517,7 @@ def test_acknowledged_changes_replayed_after_lost_commits(make_cluster):
     assert sorted(os.listdir(other / "lost")) == names
     for i in range(2, 20):
         assert (other / "lost" / f"f{i}").read_bytes() == b"z" * (i + 1)
-    assert "replaying" in c.mounts[0].proc.text()
+    assert "replaying" in w.proc.text()
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
+    replays = re.search(rb"^nacre_rpc_client_replays_total (\d+)", text, re.M)
+    assert replays and int(replays.group(1)) >= 23, text[:2000]
