@@ -308,6 +308,7 @@ int mds_serve(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
 	/* right after a start, a create waits for the OSTs (outside any transaction); a
 	 * replay has its layout already */
 	if (mds_ost_wait_needed(op) && !(req->env && (req->env->flags & WIRE_ENV_REPLAY))) {
+		mds_sessions_check_stall(m->sessions); /* a create right after a SIGCONT */
 		rc = mds_ost_wait_admit(m->ost_wait, req);
 		if (rc != MDS_OST_WAIT_PASS)
 			return rc;

@@ -56,6 +56,7 @@ struct mds_sessions {
 	struct session *b[BUCKETS];
 	uint64_t n;
 	int stop;
+	int64_t tick_ms; /* the reaper's last look (atomic): a late one means a stall */
 	pthread_t reaper;
 };
 
@@ -125,12 +126,42 @@ static int put_op(struct mds_txn *txn, void *arg)
 	return mds_db_client_put(txn, p->id, p->name);
 }
 
+/* The MDS did not run since the reaper's last tick (SIGSTOP, a frozen VM): nobody's
+ * heartbeat counted, so OSTs and disconnected clients get their time again. Whoever runs
+ * first after the stall (the reaper, or a create about to allocate OSTs) handles it.
+ * Caller holds ss->lock. */
+static void tick(struct mds_sessions *ss, int64_t now)
+{
+	int64_t last = __atomic_load_n(&ss->tick_ms, __ATOMIC_RELAXED);
+
+	if (now - last > STALL_MS && ss->m->targets) {
+		LOG_WARN("session", "the MDS did not run for %lld s: OSTs and clients get "
+				    "time to check in again",
+			 (long long)((now - last) / 1000));
+		mds_targets_grace(ss->m->targets);
+		for (int i = 0; i < BUCKETS; i++)
+			for (struct session *s = ss->b[i]; s; s = s->next)
+				if (s->gone_ms)
+					s->gone_ms = now;
+	}
+	__atomic_store_n(&ss->tick_ms, now, __ATOMIC_RELAXED);
+}
+
+void mds_sessions_check_stall(struct mds_sessions *ss)
+{
+	int64_t now = net_now_ms();
+
+	if (!ss || now - __atomic_load_n(&ss->tick_ms, __ATOMIC_RELAXED) <= STALL_MS)
+		return;
+	pthread_mutex_lock(&ss->lock);
+	tick(ss, now);
+	pthread_mutex_unlock(&ss->lock);
+}
+
 /* Evicts the sessions whose connection is gone longer than evict_ms. */
 static void *reaper_main(void *arg)
 {
 	struct mds_sessions *ss = arg;
-
-	int64_t last = net_now_ms();
 
 	pthread_mutex_lock(&ss->lock);
 	while (!ss->stop) {
@@ -138,18 +169,7 @@ static void *reaper_main(void *arg)
 		uint64_t victim = 0;
 		int64_t now = net_now_ms(), gone = 0;
 
-		if (now - last > STALL_MS && ss->m->targets) {
-			/* the MDS did not run (SIGSTOP, a frozen VM): nobody's heartbeat counted */
-			LOG_WARN("session", "the MDS did not run for %lld s: OSTs and clients get "
-					    "time to check in again",
-				 (long long)((now - last) / 1000));
-			mds_targets_grace(ss->m->targets);
-			for (int i = 0; i < BUCKETS; i++)
-				for (struct session *s = ss->b[i]; s; s = s->next)
-					if (s->gone_ms)
-						s->gone_ms = now;
-		}
-		last = now;
+		tick(ss, now);
 
 		for (int i = 0; i < BUCKETS && !victim; i++)
 			for (struct session *s = ss->b[i]; s && !victim; s = s->next)
@@ -186,6 +206,7 @@ int mds_sessions_create(struct mds *m, int evict_ms, struct mds_sessions **out)
 	ss->evict_ms = evict_ms > 0 ? evict_ms : MDS_EVICT_MS_DEFAULT;
 	pthread_mutex_init(&ss->lock, NULL);
 	pthread_cond_init(&ss->cond, NULL);
+	ss->tick_ms = net_now_ms();
 	rc = mds_txn_begin_read(m->db, &txn);
 	if (!rc) {
 		rc = mds_db_client_iter(txn, load_one, ss);

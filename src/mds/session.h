@@ -79,6 +79,10 @@ void mds_session_evict_conn(struct mds_sessions *ss, uint64_t conn_id, const cha
  * handles and locks and its records. why is logged. 0 or a negative errno. */
 int mds_session_evict(struct mds_sessions *ss, uint64_t client_id, const char *why);
 
+/* A create is about to allocate OSTs: if the MDS itself did not run for a while, the OSTs
+ * get their grace now (mds_targets_grace), not at the reaper's next tick. Cheap otherwise
+ * (a clock read and an atomic load). NULL is fine. */
+void mds_sessions_check_stall(struct mds_sessions *ss);
 /* The sessions recorded at start (expected back), for recovery: calls fn for each. */
 void mds_sessions_expected(struct mds_sessions *ss,
 			   void (*fn)(void *arg, uint64_t client_id, const char *name), void *arg);

@@ -233,6 +233,36 @@ print(json.dumps({"ops": i}))
 """
 
 
+def test_creates_queued_while_the_mds_was_stopped(make_cluster):
+    """Creates sent while the MDS is stopped longer than an OST's heartbeat window run first
+    after SIGCONT, before any OSS heartbeats again: they must not find "no OST up"."""
+    c = make_cluster(osts=2, oss=2)
+    m = c.mounts[0].path
+    for k in range(4):
+        os.mkdir(m / f"q{k}")  # one directory each: the kernel serializes creates in one
+    c.mds.p.send_signal(signal.SIGSTOP)
+    errors = []
+
+    def create(k):
+        try:
+            (m / f"q{k}" / "f").write_bytes(b"queued %d" % k)
+        except OSError as e:
+            errors.append((k, e))
+    threads = [threading.Thread(target=create, args=(k,)) for k in range(4)]
+    try:
+        time.sleep(0.5)
+        for t in threads:
+            t.start()
+        time.sleep(8)  # longer than an OST counts as up without a heartbeat (6 s)
+    finally:
+        c.mds.p.send_signal(signal.SIGCONT)
+    for t in threads:
+        t.join(60)
+    assert errors == [], errors
+    for k in range(4):
+        assert (m / f"q{k}" / "f").read_bytes() == b"queued %d" % k
+
+
 def test_mds_sigstop_20s_during_workload(make_cluster):
     c = make_cluster(cls=RecoveryCluster, osts=2)
     d = c.mounts[0].path / "work"
