@@ -17,6 +17,7 @@
 #include "client/oss.h"
 #include "client/recover.h"
 #include "common/key.h"
+#include "common/util.h"
 #include "proto/rpc.h"
 #include "proto/wire.h"
 
@@ -150,13 +151,7 @@ static void *pinger_main(void *arg)
 	pthread_mutex_lock(&fs->ping_lock);
 	while (!fs->ping_stop) {
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += CL_PING_MS / 1000;
-		ts.tv_nsec += (CL_PING_MS % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		time_after_ms(&ts, CLOCK_REALTIME, CL_PING_MS);
 		pthread_cond_timedwait(&fs->ping_cond, &fs->ping_lock, &ts);
 		if (fs->ping_stop)
 			break;

@@ -17,6 +17,7 @@
 #include "client/mdc.h"
 #include "client/obj.h"
 #include "common/layout.h"
+#include "common/util.h"
 #include "proto/wire.h"
 
 #define DIRTY_CHUNKS_MAX 64          /* per file: beyond this, send them all */
@@ -278,12 +279,7 @@ static void wait_for_space(struct nacre_file *f, uint64_t len)
 		pthread_mutex_lock(&fs->pool.lock);
 		if (fs->pool.dirty > 0 && fs->pool.dirty + len > fs->dirty_max) {
 			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += SPACE_WAIT_MS * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			time_after_ms(&ts, CLOCK_REALTIME, SPACE_WAIT_MS);
 			pthread_cond_timedwait(&fs->pool.space_cond, &fs->pool.lock, &ts);
 		}
 		pthread_mutex_unlock(&fs->pool.lock);

@@ -110,3 +110,14 @@ int fsname_valid(const char *s)
 	}
 	return n > 0;
 }
+
+void time_after_ms(struct timespec *ts, clockid_t clock, int64_t ms)
+{
+	clock_gettime(clock, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}

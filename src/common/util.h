@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "nacre/nacre_types.h"
 
@@ -21,5 +22,9 @@ int parse_size(const char *s, uint64_t *out);
 struct nacre_time time_now(void);
 /* Checks a file system name: 1..8 of [A-Za-z0-9_-]. 1 if valid. */
 int fsname_valid(const char *s);
+
+/* *ts = the time ms milliseconds from now on clock (CLOCK_REALTIME for a default
+ * pthread_cond_timedwait, CLOCK_MONOTONIC for a condition variable set to it). */
+void time_after_ms(struct timespec *ts, clockid_t clock, int64_t ms);
 
 #endif

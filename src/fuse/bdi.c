@@ -115,13 +115,7 @@ static int nap_locked(struct fz_bdi *b, int ms)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	time_after_ms(&ts, CLOCK_REALTIME, ms);
 	while (!b->stop) {
 		if (pthread_cond_timedwait(&b->cond, &b->lock, &ts) == ETIMEDOUT)
 			break;

@@ -89,12 +89,7 @@ static int stop_loop(struct fz_upgrade *u)
 			break;
 		}
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		time_after_ms(&ts, CLOCK_REALTIME, 100);
 		pthread_cond_timedwait(&u->cond, &u->lock, &ts);
 		pthread_mutex_unlock(&u->lock);
 	}

@@ -467,12 +467,7 @@ int main(int argc, char **argv)
 		if (free_slots <= 0) {
 			pthread_mutex_lock(&ct.lock);
 			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 200 * 1000000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
+			time_after_ms(&ts, CLOCK_REALTIME, 200);
 			if (ct.busy >= ct.threads)
 				pthread_cond_timedwait(&ct.cond, &ct.lock, &ts);
 			pthread_mutex_unlock(&ct.lock);

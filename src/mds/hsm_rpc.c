@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "mds/destroy.h"
 #include "mds/hsm_int.h"
 #include "mds/ns.h"
@@ -276,16 +277,10 @@ static int do_poll(struct mds_hsm *h, const struct rpc_request *req, struct rpc_
 			break;
 		/* a bounded wait: workers are shared, so never longer than WIRE_HSM_WAIT_MAX_MS */
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
 		int64_t wait = deadline - now_ms();
 		if (wait > 500)
 			wait = 500;
-		ts.tv_sec += wait / 1000;
-		ts.tv_nsec += (wait % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		time_after_ms(&ts, CLOCK_REALTIME, wait);
 		pthread_mutex_lock(&h->lock);
 		if (!h->stop)
 			pthread_cond_timedwait(&h->work, &h->lock, &ts);

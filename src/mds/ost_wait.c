@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "common/net.h"
 #include "mds/targets.h"
 
@@ -77,14 +78,8 @@ static void *wait_main(void *arg)
 			break;
 		}
 		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
 		int64_t left = w->end_ms - now;
-		ts.tv_sec += left / 1000;
-		ts.tv_nsec += (left % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		time_after_ms(&ts, CLOCK_MONOTONIC, left);
 		pthread_cond_timedwait(&w->cond, &w->lock, &ts);
 	}
 	pthread_mutex_unlock(&w->lock);

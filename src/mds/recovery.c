@@ -469,13 +469,7 @@ static void *recovery_main(void *arg)
 		int64_t wait = r->end_ms - now;
 		if (wait > 1000)
 			wait = 1000;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += wait / 1000;
-		ts.tv_nsec += (wait % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		time_after_ms(&ts, CLOCK_REALTIME, wait);
 		pthread_cond_timedwait(&r->cond, &r->lock, &ts);
 	}
 	int finished = r->finished && !r->stop;

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "mds/syncer.h"
 #include "nacre/nacre_errno.h"
 
@@ -26,13 +27,7 @@ static void *syncer_main(void *arg)
 	while (!s->stop) {
 		struct timespec ts;
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += s->interval_ms / 1000;
-		ts.tv_nsec += (long)(s->interval_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		time_after_ms(&ts, CLOCK_REALTIME, s->interval_ms);
 		pthread_cond_timedwait(&s->cond, &s->lock, &ts);
 		pthread_mutex_unlock(&s->lock);
 		/* A sync with nothing new to flush is a cheap no-op in LMDB. */

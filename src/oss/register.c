@@ -236,13 +236,7 @@ static void *register_main(void *arg)
 	pthread_mutex_lock(&r->lock);
 	while (!r->stop) {
 		struct timespec until;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += OSS_HEARTBEAT_MS / 1000;
-		until.tv_nsec += (long)(OSS_HEARTBEAT_MS % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		time_after_ms(&until, CLOCK_MONOTONIC, OSS_HEARTBEAT_MS);
 		while (!r->stop && pthread_cond_timedwait(&r->cond, &r->lock, &until) != ETIMEDOUT)
 			;
 		if (r->stop)

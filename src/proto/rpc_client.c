@@ -1121,13 +1121,7 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 		if (c->connecting) {
 			struct timespec ts;
 			int64_t until = deadline - now;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += until / 1000;
-			ts.tv_nsec += (until % 1000) * 1000000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
+			time_after_ms(&ts, CLOCK_REALTIME, until);
 			pthread_cond_timedwait(&c->state_cond, &c->lock, &ts);
 			continue;
 		}
@@ -1480,13 +1474,7 @@ int rpc_wait(struct rpc_pending *p, struct rpc_msg **reply)
 		}
 		if (left > PING_AFTER_MS)
 			left = PING_AFTER_MS; /* look at the overdue check now and then */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += left / 1000;
-		ts.tv_nsec += (left % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		time_after_ms(&ts, CLOCK_REALTIME, left);
 		waiter_add(c, p);
 		pthread_cond_timedwait(&p->cond, &c->lock, &ts);
 		waiter_del(c, p);
