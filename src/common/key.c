@@ -13,7 +13,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "nacre/nacre_errno.h"
+#include "common/secret_file.h"
 
 #define KEY_HEX_MIN 64
 #define KEY_HEX_MAX (2 * KEY_MAX_BYTES)
@@ -44,12 +44,9 @@ int key_load(const char *path, struct nacre_key *key, char *err, size_t err_len)
 	int fd, rc = 0;
 
 	memset(key, 0, sizeof(*key));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		set_err(err, err_len, path, nacre_strerror(rc));
-		return rc;
-	}
+	fd = secret_file_open(path, "key file", err, err_len);
+	if (fd < 0)
+		return fd;
 	while (n < sizeof(buf)) {
 		ssize_t r = read(fd, buf + n, sizeof(buf) - n);
 

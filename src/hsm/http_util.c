@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "common/secret_file.h"
 #include "common/util.h"
 #include "hsm/http.h"
 
@@ -31,12 +32,16 @@ int hsm_cred_get(const char *file, const char *key, char *buf, size_t len, char 
 	const char *env;
 
 	if (file && *file) {
-		FILE *f = fopen(file, "re");
+		int fd = secret_file_open(file, "credentials file", err, err_len);
+		FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
 		char line[4096];
 		int found = 0;
 
+		if (fd < 0)
+			return fd;
 		if (!f) {
 			int e = errno;
+			close(fd);
 			snprintf(err, err_len, "cannot read credentials file %s: %s", file,
 				 strerror(e));
 			return -e;

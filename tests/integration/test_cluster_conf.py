@@ -257,6 +257,7 @@ def test_cluster_refuses_target_of_another_fs(netcluster):
     conf = write_conf(d / "cluster.conf", net, d)
     # OST 1's directory already belongs to another file system.
     (d / "k").write_text(secrets.token_hex(32) + "\n")
+    (d / "k").chmod(0o600)
     other = subprocess.Popen([binary("nacre-oss"), "--fsname", "other", "--mds", "127.0.0.1:1",
                               "--listen", "127.0.0.1:0", "--key-file", str(d / "k"), "--ost",
                               f"1:{d}/ost1", "--format"], stdout=subprocess.DEVNULL,

@@ -40,6 +40,7 @@ def test_unreachable_mds_names_address(tmp_path):
     port = free_port()
     key = tmp_path / "k"
     key.write_text(secrets.token_hex(32))
+    key.chmod(0o600)
     r, took = run_mount(f"127.0.0.1:{port}:/testfs", tmp_path / "m",
                         [f"key_file={key}", "timeout=3"])
     assert r.returncode != 0
@@ -60,6 +61,7 @@ def test_wrong_key_refused(make_cluster, tmp_path):
     c = make_cluster(osts=1)
     bad = tmp_path / "bad.key"
     bad.write_text(secrets.token_hex(32) + "\n")
+    bad.chmod(0o600)
     r, took = run_mount(c.spec, tmp_path / "m", [f"key_file={bad}"])
     assert r.returncode != 0
     assert "key" in r.stderr.lower(), r.stderr
@@ -74,6 +76,24 @@ def test_wrong_key_refused(make_cluster, tmp_path):
                        capture_output=True, text=True, timeout=30)
     assert p.returncode != 0 and "key" in p.stderr.lower(), p.stderr
     assert ("OST", 5) not in c.targets()
+
+
+def test_loose_key_file_modes_refused(make_cluster, tmp_path):
+    """A key file that group or others may read is refused by a mount and by the daemons,
+    naming the file and the chmod that fixes it."""
+    c = make_cluster(osts=1)
+    loose = tmp_path / "loose.key"
+    loose.write_bytes(c.key.read_bytes())
+    for mode in (0o644, 0o640, 0o604):
+        loose.chmod(mode)
+        r, _ = run_mount(c.spec, tmp_path / "m", [f"key_file={loose}"])
+        assert r.returncode != 0
+        assert str(loose) in r.stderr and "chmod 600" in r.stderr, r.stderr
+        assert str(tmp_path / "m") not in mounted_dirs()
+    p = subprocess.run([binary("nacre-mds"), "--fsname", "x", "--data", str(tmp_path / "mdt"),
+                        "--listen", f"127.0.0.1:{free_port()}", "--key-file", str(loose),
+                        "--format"], capture_output=True, text=True, timeout=30)
+    assert p.returncode != 0 and "chmod 600" in p.stderr, p.stderr
 
 
 def test_wrong_ost_directory_refused(make_cluster, tmp_path):

@@ -282,11 +282,18 @@ def test_credentials_file(store, prefix, tmp_path):
     creds = tmp_path / "creds"
     creds.write_text("# nacre copytool credentials\n" +
                      "".join(f'export {k}="{v}"\n' for k, v in store.env.items()))
+    creds.chmod(0o600)
     src = tmp_path / "f"
     src.write_bytes(b"via file")
     run_tool(store, prefix, "put", "f", str(src), env=clean_env(),
              opts=("--credentials", str(creds)))
     assert store.read(f"{prefix}/f")[0] == b"via file"
+    # a credentials file others may read is refused, saying how to fix it
+    creds.chmod(0o644)
+    res = run_tool(store, prefix, "stat", "f", env=clean_env(),
+                   opts=("--credentials", str(creds)), check=False)
+    assert res.returncode != 0 and "chmod 600" in res.stderr, res.stderr
+    creds.chmod(0o600)
     res = run_tool(store, prefix, "stat", "f", env=clean_env(), check=False)
     assert res.returncode == 1
     what = "storage account 'devstoreaccount1'" if store.name == "azure" else "bucket"
