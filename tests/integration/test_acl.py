@@ -3,8 +3,10 @@ a real ext4 (a loop-mounted image file) and in one on a nacre mount; the transcr
 codes, messages, getfacl output, modes) and the access results of ordinary users (read,
 write, exec, create in a directory, as a named user, a named group member, an owning group
 member and a non-member) must be the same."""
+import ctypes
 import errno
 import os
+import re
 import shutil
 import stat
 import struct
@@ -12,6 +14,8 @@ import subprocess
 import tempfile
 
 import pytest
+
+from conftest import BUILD, REPO
 
 OWNER, NAMED, MEMBER, GMEMBER, OTHER = 2000, 2001, 2002, 2003, 2004
 OWNGROUP, NAMEDGROUP = 3000, 3001
@@ -331,3 +335,88 @@ def _subdirs(sides, name):
         os.chmod(p, 0o755)
         out.append(p)
     return tuple(out)
+
+
+# ---- the MDS decides too: a client that skips the kernel's checks (libnacre directly) ----
+
+class Fid(ctypes.Structure):
+    _fields_ = [("seq", ctypes.c_uint64), ("oid", ctypes.c_uint32), ("ver", ctypes.c_uint32)]
+
+
+def _max_groups():
+    text = (REPO / "include/nacre/nacre_types.h").read_text()
+    return int(re.search(r"#define NACRE_MAX_GROUPS\s+(\d+)", text).group(1))
+
+
+class Cred(ctypes.Structure):
+    _fields_ = [("uid", ctypes.c_uint32), ("gid", ctypes.c_uint32),
+                ("ngroups", ctypes.c_uint32), ("groups", ctypes.c_uint32 * _max_groups())]
+
+
+class MountOpts(ctypes.Structure):
+    _fields_ = [("key_file", ctypes.c_char_p), ("timeout_ms", ctypes.c_int),
+                ("recovery_timeout_ms", ctypes.c_int), ("connect_timeout_ms", ctypes.c_int),
+                ("client_name", ctypes.c_char_p), ("log_fn", ctypes.c_void_p),
+                ("log_arg", ctypes.c_void_p), ("max_rpc_size", ctypes.c_uint),
+                ("max_rpcs_in_flight", ctypes.c_int), ("max_dirty_mb", ctypes.c_int),
+                ("readahead_max_mb", ctypes.c_int)]
+
+
+@pytest.fixture(scope="module")
+def libnacre(cluster):
+    lib = ctypes.CDLL(str(BUILD / "libnacre.so"))
+    lib.nacre_fs_mount.argtypes = [ctypes.c_char_p, ctypes.POINTER(MountOpts),
+                                   ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p,
+                                   ctypes.c_size_t]
+    lib.nacre_fs_umount.argtypes = [ctypes.c_void_p]
+    lib.nacre_open.argtypes = [ctypes.c_void_p, ctypes.POINTER(Cred), ctypes.POINTER(Fid),
+                               ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]
+    lib.nacre_close.argtypes = [ctypes.c_void_p]
+    lib.nacre_fid_parse.argtypes = [ctypes.c_char_p, ctypes.POINTER(Fid)]
+    opts = MountOpts(key_file=str(cluster.key).encode(), client_name=b"acl-direct")
+    fs, err = ctypes.c_void_p(), ctypes.create_string_buffer(512)
+    spec = f"127.0.0.1:{cluster.mds_port}:/{cluster.fsname}".encode()
+    rc = lib.nacre_fs_mount(spec, ctypes.byref(opts), ctypes.byref(fs), err, len(err))
+    assert rc == 0, err.value.decode()
+    yield lib, fs
+    lib.nacre_fs_umount(fs)
+
+
+def test_mds_enforces_acls(mnt, libnacre):
+    """Opens through libnacre, past the kernel: the MDS applies the ACL with its mask."""
+    lib, fs = libnacre
+    d = os.path.join(mnt, "mds-enforced")
+    os.mkdir(d, 0o755)
+    p = os.path.join(d, "f")
+    with open(p, "w") as f:
+        f.write("x")
+    os.chown(p, OWNER, OWNGROUP)
+    os.chmod(p, 0o600)
+    subprocess.run(["setfacl", "-m", f"u:{NAMED}:rw,g:{NAMEDGROUP}:r,m::r", p], check=True)
+    fid = Fid()
+    assert lib.nacre_fid_parse(os.getxattr(p, "nacre.fid"), ctypes.byref(fid)) == 0
+
+    def try_open(uid, gid, groups, flags):
+        cr = Cred(uid=uid, gid=gid, ngroups=len(groups))
+        for i, g in enumerate(groups):
+            cr.groups[i] = g
+        f = ctypes.c_void_p()
+        rc = lib.nacre_open(fs, ctypes.byref(cr), ctypes.byref(fid), flags, ctypes.byref(f))
+        if rc == 0:
+            lib.nacre_close(f)
+        return rc
+
+    eacces = -errno.EACCES
+    assert try_open(NAMED, 4000, (), os.O_RDONLY) == 0  # the mode alone (0640) says no
+    assert try_open(NAMED, 4000, (), os.O_WRONLY) == eacces  # rw- masked to r--
+    assert try_open(MEMBER, 4000, (NAMEDGROUP,), os.O_RDONLY) == 0
+    assert try_open(MEMBER, 4000, (NAMEDGROUP,), os.O_RDWR) == eacces
+    assert try_open(OTHER, 4000, (), os.O_RDONLY) == eacces
+    assert try_open(OWNER, OWNGROUP, (), os.O_RDWR) == 0
+    # chmod g+w moves the mask: the named user may write now
+    os.chmod(p, 0o660)
+    assert try_open(NAMED, 4000, (), os.O_WRONLY) == 0
+    assert try_open(MEMBER, 4000, (NAMEDGROUP,), os.O_WRONLY) == eacces  # its entry is r--
+    # without the ACL the named user is "other" again
+    subprocess.run(["setfacl", "-b", p], check=True)
+    assert try_open(NAMED, 4000, (), os.O_RDONLY) == eacces
