@@ -16,6 +16,7 @@
 #include "mds/destroy.h"
 #include "mds/hsm.h"
 #include "mds/inode.h"
+#include "mds/ns_acl.h"
 #include "mds/open.h"
 #include "mds/oss_pool.h"
 #include "mds/perm.h"

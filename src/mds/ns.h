@@ -112,15 +112,6 @@ int mds_ns_get_dir(struct mds_txn *txn, const struct nacre_fid *fid, struct mds_
  * queued for destruction. Writes ino back if it stays. */
 int mds_ns_drop_name(struct mds *m, struct mds_txn *txn, struct mds_inode *ino,
 		     struct nacre_time now);
-/* Default ACLs (ns_acl.c), in a create's writer operation. inherit: ino (mode, uid, gid set;
- * acl empty) takes the access ACL and permission bits posix_acl_create gives it from dir's
- * default ACL; without one, the request's umask (WIRE_CREATE_UMASK) applies. Returns 1 if
- * ino is a directory that must also get dir's default (mds_ns_acl_copy_default, once ino
- * exists), 0, or a negative errno. */
-int mds_ns_acl_inherit(struct mds_txn *txn, const struct mds_inode *dir,
-		       const struct wire_create_req *req, struct mds_inode *ino);
-int mds_ns_acl_copy_default(struct mds_txn *txn, const struct nacre_fid *dir,
-			    const struct nacre_fid *child);
 /* Deletes an inode, its xattrs, and queues its objects in the destroy log (the caller
  * kicks the destroy thread after the commit: mds_destroyer_kick). */
 int mds_ns_destroy_inode(struct mds *m, struct mds_txn *txn, const struct mds_inode *ino);

@@ -1,11 +1,12 @@
 /* ns_acl.c - what a new inode takes from its parent directory's default ACL
  * (Linux's posix_acl_create), inside the create's writer operation. */
+#include "mds/ns_acl.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
 #include "mds/acl.h"
-#include "mds/ns.h"
 
 /* The default ACL of dir into acl (count 0: none). 0 or a negative errno. */
 static int default_of(struct mds_txn *txn, const struct nacre_fid *dir,
