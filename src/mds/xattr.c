@@ -173,7 +173,10 @@ static int set_acl(struct mds_txn *txn, const struct set_arg *a, struct mds_inod
 			goto out;
 		}
 		if (acl->count) {
-			rc = mds_db_xattr_put(txn, a->fid, a->name, a->value, a->len);
+			/* stored canonical: ids of the fixed entries as the kernel writes them */
+			uint8_t buf[MDS_ACL_XATTR_SIZE(MDS_ACL_MAX_ENTRIES)];
+			size_t n = mds_acl_encode(acl, buf, sizeof(buf));
+			rc = mds_db_xattr_put(txn, a->fid, a->name, buf, n);
 		} else {
 			rc = mds_db_xattr_del(txn, a->fid, a->name);
 			if (rc == -ENODATA)
