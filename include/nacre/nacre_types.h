@@ -158,6 +158,13 @@ struct nacre_layout {
 };
 
 /* Who is asking: the MDS checks permissions with these. */
+/* ORed into the mode given to nacre_create, nacre_create_open, nacre_mkdir and nacre_mknod
+ * with the caller's umask u: the permission bits are then as the application asked and the
+ * MDS applies u, unless the parent directory has a default ACL, which takes the umask's
+ * place (POSIX.1e). Without it the MDS applies no umask (the caller did). */
+#define NACRE_MODE_UMASK(u) (0x80000000u | (((uint32_t)(u) & 0777u) << 16))
+#define NACRE_MODE_UMASK_BITS 0x81ff0000u
+
 struct nacre_cred {
 	uint32_t uid;
 	uint32_t gid;

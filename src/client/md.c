@@ -202,9 +202,13 @@ static int create_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_
 	req->cred = *cl_cred(cr, &root);
 	req->parent = *parent;
 	memcpy(req->name, name, strlen(name) + 1);
-	req->mode = mode;
+	req->mode = mode & ~NACRE_MODE_UMASK_BITS;
 	req->rdev = rdev;
 	req->flags = flags;
+	if (mode & NACRE_MODE_UMASK_BITS) {
+		req->flags |= WIRE_CREATE_UMASK;
+		req->umask = (mode >> 16) & 0777u;
+	}
 	if (layout) {
 		req->has_layout = 1;
 		req->layout = *layout;
@@ -241,7 +245,8 @@ int cl_create_open(struct nacre_fs *fs, const struct nacre_cred *cr,
 		   const struct nacre_layout *layout, struct nacre_attr *out,
 		   struct nacre_layout *layout_out, uint64_t *handle_out)
 {
-	return create_call(fs, cr, WIRE_OP_MDS_CREATE, parent, name, S_IFREG | (mode & 07777), 0,
+	return create_call(fs, cr, WIRE_OP_MDS_CREATE, parent, name,
+			   S_IFREG | (mode & (07777 | NACRE_MODE_UMASK_BITS)), 0,
 			   ((uint32_t)flags & O_EXCL) | WIRE_CREATE_OPEN, layout, NULL, out,
 			   layout_out, handle_out);
 }
@@ -250,7 +255,8 @@ NACRE_API int nacre_create(struct nacre_fs *fs, const struct nacre_cred *cr,
 			   const struct nacre_fid *parent, const char *name, uint32_t mode,
 			   uint32_t flags, const struct nacre_layout *layout, struct nacre_attr *out)
 {
-	return create_call(fs, cr, WIRE_OP_MDS_CREATE, parent, name, S_IFREG | (mode & 07777), 0,
+	return create_call(fs, cr, WIRE_OP_MDS_CREATE, parent, name,
+			   S_IFREG | (mode & (07777 | NACRE_MODE_UMASK_BITS)), 0,
 			   flags & O_EXCL, layout, NULL, out, NULL, NULL);
 }
 
@@ -258,7 +264,8 @@ NACRE_API int nacre_mkdir(struct nacre_fs *fs, const struct nacre_cred *cr,
 			  const struct nacre_fid *parent, const char *name, uint32_t mode,
 			  struct nacre_attr *out)
 {
-	return create_call(fs, cr, WIRE_OP_MDS_MKDIR, parent, name, S_IFDIR | (mode & 07777), 0, 0,
+	return create_call(fs, cr, WIRE_OP_MDS_MKDIR, parent, name,
+			   S_IFDIR | (mode & (07777 | NACRE_MODE_UMASK_BITS)), 0, 0,
 			   NULL, NULL, out, NULL, NULL);
 }
 
@@ -268,6 +275,7 @@ NACRE_API int nacre_mknod(struct nacre_fs *fs, const struct nacre_cred *cr,
 {
 	if ((mode & S_IFMT) == 0)
 		mode |= S_IFREG; /* mknod(2): a zero type means a regular file */
+	uint32_t umask_bits = mode & NACRE_MODE_UMASK_BITS;
 	switch (mode & S_IFMT) {
 	case S_IFREG:
 	case S_IFCHR:
@@ -278,7 +286,8 @@ NACRE_API int nacre_mknod(struct nacre_fs *fs, const struct nacre_cred *cr,
 	default:
 		return -EINVAL;
 	}
-	return create_call(fs, cr, WIRE_OP_MDS_MKNOD, parent, name, mode & (S_IFMT | 07777), rdev,
+	return create_call(fs, cr, WIRE_OP_MDS_MKNOD, parent, name,
+			   (mode & (S_IFMT | 07777)) | umask_bits, rdev,
 			   0, NULL, NULL, out, NULL, NULL);
 }
 

@@ -63,7 +63,7 @@ void fz_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	if (fz_check_ro(req) || fz_check_name(req, name))
 		return;
 	fz_cred(req, &cr);
-	rc = nacre_mkdir(m->fs, &cr, &p->fid, name, mode & 07777, &a);
+	rc = nacre_mkdir(m->fs, &cr, &p->fid, name, (mode & 07777) | fz_umask_bits(req), &a);
 	if (rc < 0) {
 		fz_reply_rc(req, rc);
 		return;
@@ -83,7 +83,8 @@ void fz_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 		return;
 	fz_cred(req, &cr);
 	/* The type bits go along: mknod makes fifos, sockets, devices and regular files. */
-	rc = nacre_mknod(m->fs, &cr, &p->fid, name, mode, (uint32_t)rdev, &a);
+	rc = nacre_mknod(m->fs, &cr, &p->fid, name, mode | fz_umask_bits(req), (uint32_t)rdev,
+			 &a);
 	if (rc < 0) {
 		fz_reply_rc(req, rc);
 		return;

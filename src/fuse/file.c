@@ -143,7 +143,7 @@ void fz_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	fz_cred(req, &cr);
 	/* one MDS request; the creator may open a new file whatever mode it gave
 	 * (open(O_CREAT|O_WRONLY, 0444) succeeds) */
-	rc = nacre_create_open(m->fs, &cr, &p->fid, name, mode & 07777,
+	rc = nacre_create_open(m->fs, &cr, &p->fid, name, (mode & 07777) | fz_umask_bits(req),
 			       fi->flags & ~(O_CREAT | O_NOCTTY), NULL, &a, &nf);
 	if (rc < 0)
 		goto out_err;

@@ -191,6 +191,9 @@ int fz_htable_walk(struct fz_mount *m, int (*fn)(uint64_t fh, int kind, void *ob
 /* ---- req.c: per-request helpers ---- */
 /* The caller's uid, gid and supplementary groups (at most NACRE_MAX_GROUPS). */
 void fz_cred(fuse_req_t req, struct nacre_cred *cr);
+/* For the mode of a create, mkdir or mknod: NACRE_MODE_UMASK of the caller's umask when the
+ * kernel left the umask to us (FUSE_CAP_DONT_MASK, with POSIX ACLs), else 0. */
+uint32_t fz_umask_bits(fuse_req_t req);
 /* Positive errno for the kernel from a libnacre result: NACRE_E* and timeouts become EIO. */
 int fz_errno(int rc);
 /* 0 for rc >= 0, else fz_errno(rc): for fuse_reply_err of calls without a result. */

@@ -600,8 +600,8 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 		goto out_itable;
 	}
 
-	/* No default_permissions: the MDS checks permissions with each caller's credentials. */
-	snprintf(fopts, sizeof(fopts), "allow_other,subtype=nacre,fsname=");
+	/* default_permissions: the kernel checks too (POSIX ACLs need it); the MDS decides. */
+	snprintf(fopts, sizeof(fopts), "allow_other,default_permissions,subtype=nacre,fsname=");
 	if (append_escaped(fopts, sizeof(fopts), a->spec) < 0 ||
 	    strlen(fopts) + strlen(a->vfs_flags) + 4 >= sizeof(fopts)) {
 		snprintf(why, sizeof(why), "SPEC too long");

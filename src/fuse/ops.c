@@ -15,11 +15,16 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
 	/* Writes must reach us one by one (sizes and close-to-open depend on it); the kernel
-	 * applies the umask; the kernel clears suid/sgid on write and chown (the MDS does not);
-	 * splice gains nothing for buffers we copy anyway. */
+	 * clears suid/sgid on write and chown (the MDS does not); splice gains nothing for
+	 * buffers we copy anyway. */
 	conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_DONT_MASK |
 				  FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_SPLICE_READ |
 				  FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+	/* POSIX ACLs: the kernel enforces them from system.posix_acl_* (cached, read through
+	 * getxattr) and leaves the umask to the MDS, which applies it only where no default
+	 * ACL takes its place (fz_umask_bits). Without ACLs the kernel applies the umask. */
+	if ((conn->capable & FUSE_CAP_POSIX_ACL) && (conn->capable & FUSE_CAP_DONT_MASK))
+		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 	/* localflock: the kernel keeps locks itself (libfuse asked for both since we have the
 	 * ops); flock and noflock: every lock call comes to lock.c */
 	if (m->lock_mode == FZ_LOCK_LOCAL)

@@ -106,6 +106,13 @@ void fz_cred(fuse_req_t req, struct nacre_cred *cr)
 		cr->ngroups = (uint32_t)n;
 }
 
+uint32_t fz_umask_bits(fuse_req_t req)
+{
+	if (!(fz_mnt(req)->init.want & FUSE_CAP_DONT_MASK))
+		return 0;
+	return NACRE_MODE_UMASK(fuse_req_ctx(req)->umask);
+}
+
 int fz_errno(int rc)
 {
 	int e = rc < 0 ? -rc : rc;

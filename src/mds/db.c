@@ -18,6 +18,7 @@
 #include "proto/wire.h"
 
 #define INODE_REC_VERSION 1
+#define INODE_REC_VERSION_ACL 2 /* version 1 + the access ACL; written only with an ACL */
 #define DESTROY_REC_VERSION 1
 #define HSM_REC_VERSION 1
 #define CLIENT_REC_VERSION 1
@@ -168,7 +169,7 @@ static int put_raw(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl, const void
 
 static int encode_inode(const struct mds_inode *ino, struct wire_cursor *c)
 {
-	wire_put_u16(c, INODE_REC_VERSION);
+	wire_put_u16(c, ino->acl.count ? INODE_REC_VERSION_ACL : INODE_REC_VERSION);
 	wire_put_u32(c, ino->mode);
 	wire_put_u32(c, ino->nlink);
 	wire_put_u32(c, ino->uid);
@@ -187,6 +188,14 @@ static int encode_inode(const struct mds_inode *ino, struct wire_cursor *c)
 	if (ino->has_layout)
 		wire_layout_put(c, &ino->layout);
 	wire_path_put(c, ino->target);
+	if (ino->acl.count) {
+		wire_put_u16(c, (uint16_t)ino->acl.count);
+		for (uint32_t i = 0; i < ino->acl.count; i++) {
+			wire_put_u16(c, ino->acl.e[i].tag);
+			wire_put_u16(c, ino->acl.e[i].perm);
+			wire_put_u32(c, ino->acl.e[i].id);
+		}
+	}
 	return c->err;
 }
 
@@ -195,7 +204,7 @@ static int decode_inode(const void *buf, size_t len, struct mds_inode *ino)
 	struct wire_cursor c;
 	wire_cursor_init_read(&c, buf, len);
 	uint16_t ver = wire_get_u16(&c);
-	if (wire_cursor_ok(&c) && ver != INODE_REC_VERSION)
+	if (wire_cursor_ok(&c) && ver != INODE_REC_VERSION && ver != INODE_REC_VERSION_ACL)
 		return -NACRE_EFORMAT;
 	ino->mode = wire_get_u32(&c);
 	ino->nlink = wire_get_u32(&c);
@@ -216,6 +225,18 @@ static int decode_inode(const void *buf, size_t len, struct mds_inode *ino)
 	if (ino->has_layout)
 		wire_layout_get(&c, &ino->layout);
 	wire_path_get(&c, ino->target, NACRE_PATH_MAX);
+	ino->acl.count = 0;
+	if (ver == INODE_REC_VERSION_ACL) {
+		uint16_t n = wire_get_u16(&c);
+		if (n == 0 || n > MDS_ACL_MAX_ENTRIES)
+			return -EIO;
+		for (uint32_t i = 0; i < n; i++) {
+			ino->acl.e[i].tag = wire_get_u16(&c);
+			ino->acl.e[i].perm = wire_get_u16(&c);
+			ino->acl.e[i].id = wire_get_u32(&c);
+		}
+		ino->acl.count = n;
+	}
 	if (!wire_cursor_ok(&c) || wire_cursor_left(&c) != 0)
 		return -EIO;
 	return 0;

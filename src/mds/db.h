@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mds/acl.h"
 #include "nacre/nacre_types.h"
 
 #define MDS_DB_SCHEMA_MAGIC 0x4e4d4453u /* "NMDS" */
@@ -55,6 +56,7 @@ struct mds_inode {
 	uint8_t has_layout;        /* file: layout is set; directory: default layout is set */
 	struct nacre_layout layout;
 	char target[NACRE_PATH_MAX + 1]; /* symlinks */
+	struct mds_acl acl; /* system.posix_acl_access: count 0 = none (the mode says it all) */
 };
 
 /* Opens (format = 0) or creates (format = 1) the MDT in dir. Formatting needs an empty or

@@ -16,6 +16,7 @@
 #include "mds/destroy.h"
 #include "mds/hsm.h"
 #include "mds/inode.h"
+#include "mds/ns_acl.h"
 #include "mds/open.h"
 #include "mds/oss_pool.h"
 #include "mds/perm.h"
@@ -390,6 +391,9 @@ static int create_op(struct mds_txn *txn, void *arg)
 	if (!S_ISDIR(mode) && (ino->mode & S_ISGID) && (ino->mode & S_IXGRP) &&
 	    !mds_perm_is_root(&req->cred) && !mds_perm_in_group(&req->cred, ino->gid))
 		ino->mode &= ~(uint32_t)S_ISGID;
+	int copy_default = mds_ns_acl_inherit(txn, &dir, req, ino);
+	if (copy_default < 0)
+		return copy_default;
 	ino->nlink = S_ISDIR(mode) ? 2 : 1;
 	ino->atime = ino->mtime = ino->ctime = now;
 	if (S_ISREG(mode) && rq && rq->has_replay_layout) {
@@ -420,6 +424,8 @@ static int create_op(struct mds_txn *txn, void *arg)
 		rc = mds_db_dentry_put(txn, &req->parent, req->name, &ino->fid, mode & S_IFMT);
 	if (!rc)
 		rc = mds_db_link_put(txn, &ino->fid, &req->parent, req->name);
+	if (!rc && copy_default)
+		rc = mds_ns_acl_copy_default(txn, &req->parent, &ino->fid);
 	if (rc)
 		return rc;
 	if (S_ISDIR(mode))

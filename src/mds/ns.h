@@ -3,7 +3,7 @@
  * calling thread; mutations go to the writer (group commit) and block until committed.
  * Every function is thread-safe and returns 0 (or a length) or a negative errno.
  * ns.c: lookup to fid2path; rename.c; xattr.c; ns_open.c: open, close, orphans;
- * ns_layout.c: layouts; ns_import.c: HSM import. */
+ * ns_layout.c: layouts; ns_import.c: HSM import; ns_acl.c: default ACL inheritance. */
 #ifndef NACRE_MDS_NS_H
 #define NACRE_MDS_NS_H
 
@@ -25,10 +25,12 @@ int mds_ns_getattr(struct mds *m, const struct nacre_cred *cr, const struct nacr
  * reached), then commits. */
 int mds_ns_setattr(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
 		   const struct nacre_setattr *sa, struct nacre_attr *out);
-/* CREATE, MKDIR, MKNOD or SYMLINK (opcode). layout_out (may be NULL) gets the new file's
- * layout (nosts 0 for other types). CREATE without O_EXCL of an existing regular file
- * answers with that file, as open(O_CREAT) does. CREATE with WIRE_CREATE_OPEN also opens a
- * file it made for conn_id: *handle_out (may be NULL) gets the handle, else 0. */
+/* CREATE, MKDIR, MKNOD or SYMLINK (opcode). The new inode inherits the parent's default ACL
+ * (ns_acl.h), or has the request's umask applied without one (WIRE_CREATE_UMASK).
+ * layout_out (may be NULL) gets the new file's layout (nosts 0 for other types). CREATE
+ * without O_EXCL of an existing regular file answers with that file, as open(O_CREAT)
+ * does. CREATE with WIRE_CREATE_OPEN also opens a file it made for conn_id: *handle_out
+ * (may be NULL) gets the handle, else 0. */
 int mds_ns_create(struct mds *m, uint64_t conn_id, uint16_t opcode,
 		  const struct wire_create_req *req, struct nacre_attr *out,
 		  struct nacre_layout *layout_out, uint64_t *handle_out);

@@ -1,8 +1,11 @@
-/* perm.c - POSIX permission checks, following Linux's generic_permission and setattr_prepare. */
+/* perm.c - POSIX permission checks, following Linux's generic_permission (with POSIX ACLs,
+ * acl.h) and setattr_prepare. */
 #include "mds/perm.h"
 
 #include <errno.h>
 #include <sys/stat.h>
+
+#include "mds/acl.h"
 
 int mds_perm_is_root(const struct nacre_cred *cr)
 {
@@ -31,6 +34,10 @@ int mds_perm_check(const struct nacre_cred *cr, const struct mds_inode *ino, int
 	uint32_t bits;
 	if (cr->uid == ino->uid)
 		bits = (ino->mode >> 6) & 7;
+	else if (ino->acl.count && (ino->mode & S_IRWXG))
+		/* as acl_permission_check: the ACL only when the group bits (the mask) give
+		 * something; with a mask of --- the mode's group and other bits decide */
+		return mds_acl_permission(&ino->acl, cr, ino->gid, mask, mds_perm_in_group);
 	else if (mds_perm_in_group(cr, ino->gid))
 		bits = (ino->mode >> 3) & 7;
 	else
@@ -95,6 +102,8 @@ int mds_perm_setattr(const struct nacre_cred *cr, struct mds_inode *ino,
 		if (!root && !mds_perm_in_group(cr, new_gid))
 			mode &= ~(uint32_t)S_ISGID;
 		ino->mode = (ino->mode & S_IFMT) | mode;
+		if (ino->acl.count)
+			mds_acl_chmod(&ino->acl, mode); /* the mask follows the group bits */
 	} else if (chown && !S_ISDIR(ino->mode)) {
 		/* chown drops privileges bound to the old owner */
 		ino->mode &= ~(uint32_t)S_ISUID;

@@ -10,7 +10,8 @@ enum { MDS_MAY_EXEC = 1, MDS_MAY_WRITE = 2, MDS_MAY_READ = 4 };
 int mds_perm_is_root(const struct nacre_cred *cr);
 /* 1 if gid is cr's primary or one of its supplementary groups. */
 int mds_perm_in_group(const struct nacre_cred *cr, uint32_t gid);
-/* Checks mask (MDS_MAY_*) against ino's mode bits. Root passes, except exec of a non-directory
+/* Checks mask (MDS_MAY_*) against ino's mode bits and its access ACL (ino->acl; POSIX.1e:
+ * named users and groups limited by the mask). Root passes, except exec of a non-directory
  * with no x bit at all. Returns 0 or -EACCES. */
 int mds_perm_check(const struct nacre_cred *cr, const struct mds_inode *ino, int mask);
 /* Sticky directory rule for removing or renaming victim out of dir: allowed to the owner of
@@ -19,7 +20,8 @@ int mds_perm_sticky(const struct nacre_cred *cr, const struct mds_inode *dir,
 		    const struct mds_inode *victim);
 /* Checks a setattr (nacre_setattr.valid) against ino and applies mode/uid/gid changes to ino,
  * including the setuid/setgid clearing rules (chmod by a non-member clears setgid; chown of a
- * non-directory clears setuid and group-exec setgid). Does not touch size or times.
+ * non-directory clears setuid and group-exec setgid); a mode change also updates the access
+ * ACL's mask (or group entry without one), as chmod does. Does not touch size or times.
  * Returns 0, -EPERM or -EACCES. */
 int mds_perm_setattr(const struct nacre_cred *cr, struct mds_inode *ino,
 		     const struct nacre_setattr *sa);

@@ -1,23 +1,33 @@
 /* xattr.c - extended attributes: get/set/list/remove with Linux's namespace rules.
  * user.* needs read/write permission and exists only on regular files and directories;
  * trusted.* is root's; security.* is readable by all and writable by the owner or root;
- * system.* (POSIX ACLs) and unknown namespaces are not supported. */
+ * system.posix_acl_access and system.posix_acl_default (POSIX ACLs, acl.h) are readable by
+ * all and writable by the owner or root, as on ext4: the access ACL lives in the inode
+ * (checked with the mode by perm.c), the default ACL of a directory in the xattr table.
+ * Other system.* names and unknown namespaces are not supported. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "common/util.h"
+#include "mds/acl.h"
 #include "mds/ns.h"
 #include "mds/perm.h"
+#include "mds/perm_notify.h"
 #include "mds/writer.h"
 
 #define XATTR_CREATE_ 1u
 #define XATTR_REPLACE_ 2u
 
-enum ns_kind { NS_USER, NS_TRUSTED, NS_SECURITY, NS_OTHER };
+enum ns_kind { NS_USER, NS_TRUSTED, NS_SECURITY, NS_ACL_ACCESS, NS_ACL_DEFAULT, NS_OTHER };
 
 static enum ns_kind ns_of(const char *name)
 {
+	if (!strcmp(name, MDS_ACL_XATTR_ACCESS))
+		return NS_ACL_ACCESS;
+	if (!strcmp(name, MDS_ACL_XATTR_DEFAULT))
+		return NS_ACL_DEFAULT;
 	if (!strncmp(name, "user.", 5) && name[5])
 		return NS_USER;
 	if (!strncmp(name, "trusted.", 8) && name[8])
@@ -25,6 +35,12 @@ static enum ns_kind ns_of(const char *name)
 	if (!strncmp(name, "security.", 9) && name[9])
 		return NS_SECURITY;
 	return NS_OTHER;
+}
+
+static int is_acl(const char *name)
+{
+	enum ns_kind k = ns_of(name);
+	return k == NS_ACL_ACCESS || k == NS_ACL_DEFAULT;
 }
 
 /* Linux's xattr_permission: 0, or the error the call must fail with. */
@@ -39,6 +55,13 @@ static int may_access(const struct nacre_cred *cr, const struct mds_inode *ino,
 	case NS_TRUSTED:
 		return mds_perm_is_root(cr) ? 0 : (write ? -EPERM : -ENODATA);
 	case NS_SECURITY:
+		if (!write || mds_perm_is_root(cr) || cr->uid == ino->uid)
+			return 0;
+		return -EPERM;
+	case NS_ACL_ACCESS:
+	case NS_ACL_DEFAULT:
+		if (S_ISLNK(ino->mode))
+			return -EOPNOTSUPP;
 		if (!write || mds_perm_is_root(cr) || cr->uid == ino->uid)
 			return 0;
 		return -EPERM;
@@ -58,7 +81,12 @@ int mds_xattr_get(struct mds *m, const struct nacre_cred *cr, const struct nacre
 	rc = mds_db_inode_get(txn, fid, &ino);
 	if (!rc)
 		rc = may_access(cr, &ino, name, 0);
-	if (!rc) {
+	if (!rc && ns_of(name) == NS_ACL_ACCESS) {
+		/* stored in the inode; none when the mode says it all */
+		rc = ino.acl.count ? (int)mds_acl_encode(&ino.acl, buf, size) : -ENODATA;
+		if (rc >= 0 && size && (size_t)rc > size)
+			rc = -ERANGE;
+	} else if (!rc) {
 		rc = mds_db_xattr_get(txn, fid, name, buf, size);
 		if (rc >= 0 && size && (size_t)rc > size)
 			rc = -ERANGE;
@@ -96,6 +124,8 @@ int mds_xattr_list(struct mds *m, const struct nacre_cred *cr, const struct nacr
 	if (rc)
 		return rc;
 	rc = mds_db_inode_get(txn, fid, &ino);
+	if (!rc && ino.acl.count)
+		rc = list_one(&a, MDS_ACL_XATTR_ACCESS);
 	if (!rc)
 		rc = mds_db_xattr_iter(txn, fid, list_one, &a);
 	mds_txn_abort(txn);
@@ -118,6 +148,57 @@ struct set_arg {
 	int remove;
 };
 
+/* posix_acl_update_mode: an access ACL the mode can say is stored as the mode alone; any
+ * other sets the mode's bits from its entries (group bits from the mask). A caller outside
+ * the file's group loses its setgid bit. A default ACL is for directories only. An empty
+ * value or a header alone removes the ACL, as does removexattr (never -ENODATA). */
+static int set_acl(struct mds_txn *txn, const struct set_arg *a, struct mds_inode *ino,
+		   int is_default)
+{
+	struct mds_acl *acl = malloc(sizeof(*acl));
+	if (!acl)
+		return -ENOMEM;
+	int rc = 0;
+	acl->count = 0;
+	if (!a->remove && a->len > 0) {
+		rc = mds_acl_decode(a->value, a->len, acl);
+		if (!rc && acl->count)
+			rc = mds_acl_valid(acl);
+		if (rc)
+			goto out;
+	}
+	if (is_default) {
+		if (!S_ISDIR(ino->mode)) {
+			rc = acl->count ? -EACCES : 0;
+			goto out;
+		}
+		if (acl->count) {
+			/* stored canonical: ids of the fixed entries as the kernel writes them */
+			uint8_t buf[MDS_ACL_XATTR_SIZE(MDS_ACL_MAX_ENTRIES)];
+			size_t n = mds_acl_encode(acl, buf, sizeof(buf));
+			rc = mds_db_xattr_put(txn, a->fid, a->name, buf, n);
+		} else {
+			rc = mds_db_xattr_del(txn, a->fid, a->name);
+			if (rc == -ENODATA)
+				rc = 0;
+		}
+		goto out;
+	}
+	if (acl->count) {
+		uint32_t bits;
+		if (mds_acl_equiv_mode(acl, &bits))
+			acl->count = 0;
+		ino->mode = (ino->mode & ~(uint32_t)(S_IRWXU | S_IRWXG | S_IRWXO)) | bits;
+		if (!mds_perm_is_root(a->cr) && !mds_perm_in_group(a->cr, ino->gid))
+			ino->mode &= ~(uint32_t)S_ISGID;
+	}
+	ino->acl.count = acl->count;
+	memcpy(ino->acl.e, acl->e, acl->count * sizeof(acl->e[0]));
+out:
+	free(acl);
+	return rc;
+}
+
 static int set_op(struct mds_txn *txn, void *arg)
 {
 	struct set_arg *a = arg;
@@ -128,7 +209,10 @@ static int set_op(struct mds_txn *txn, void *arg)
 	rc = may_access(a->cr, &ino, a->name, 1);
 	if (rc)
 		return rc;
-	if (a->remove) {
+	enum ns_kind kind = ns_of(a->name);
+	if (kind == NS_ACL_ACCESS || kind == NS_ACL_DEFAULT) {
+		rc = set_acl(txn, a, &ino, kind == NS_ACL_DEFAULT);
+	} else if (a->remove) {
 		rc = mds_db_xattr_del(txn, a->fid, a->name);
 	} else {
 		int have = mds_db_xattr_get(txn, a->fid, a->name, NULL, 0);
@@ -154,12 +238,18 @@ int mds_xattr_set(struct mds *m, const struct nacre_cred *cr, const struct nacre
 	if (len > NACRE_XATTR_MAX)
 		return -E2BIG;
 	struct set_arg a = {cr, fid, name, value, len, flags, 0};
-	return mds_writer_submit(m->writer, set_op, &a);
+	int rc = mds_writer_submit(m->writer, set_op, &a);
+	if (!rc && is_acl(name))
+		mds_notify_perm_change(m, fid);
+	return rc;
 }
 
 int mds_xattr_remove(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
 		     const char *name)
 {
 	struct set_arg a = {cr, fid, name, NULL, 0, 0, 1};
-	return mds_writer_submit(m->writer, set_op, &a);
+	int rc = mds_writer_submit(m->writer, set_op, &a);
+	if (!rc && is_acl(name))
+		mds_notify_perm_change(m, fid);
+	return rc;
 }

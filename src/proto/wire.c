@@ -669,7 +669,8 @@ void wire_setattr_req_decode(struct wire_cursor *c, struct wire_setattr_req *m)
  *   cred, fid parent, name name, u32 mode (type + permission bits), u32 rdev, u32 flags
  *   (open(2) flags; the MDS honours O_EXCL), u8 has_layout (0 or 1),
  *   layout (present only when has_layout is 1), str target (0..4096 bytes; "" unless
- *   SYMLINK) */
+ *   SYMLINK), u32 umask (0..0777; present only when flags has WIRE_CREATE_UMASK, which
+ *   came with POSIX ACLs) */
 void wire_create_req_encode(struct wire_cursor *c, const struct wire_create_req *m)
 {
 	wire_cred_put(c, &m->cred);
@@ -682,6 +683,8 @@ void wire_create_req_encode(struct wire_cursor *c, const struct wire_create_req 
 	if (m->has_layout)
 		wire_layout_put(c, &m->layout);
 	wire_path_put(c, m->target);
+	if (m->flags & WIRE_CREATE_UMASK)
+		wire_put_u32(c, m->umask);
 }
 
 void wire_create_req_decode(struct wire_cursor *c, struct wire_create_req *m)
@@ -701,6 +704,11 @@ void wire_create_req_decode(struct wire_cursor *c, struct wire_create_req *m)
 	if (m->has_layout)
 		wire_layout_get(c, &m->layout);
 	wire_path_get(c, m->target, NACRE_PATH_MAX);
+	if (m->flags & WIRE_CREATE_UMASK) {
+		m->umask = wire_get_u32(c);
+		if (m->umask & ~0777u)
+			wire_cursor_fail(c, -EPROTO);
+	}
 }
 
 /* rename_req (since version 1):

@@ -340,16 +340,21 @@ struct wire_setattr_req {
  * O_EXCL): the client opens that one with OPEN. Servers that predate the flag ignore it
  * and send no handle, which the client treats as 0. */
 #define WIRE_CREATE_OPEN 0x80000000u
+/* CREATE/MKDIR/MKNOD flag: mode is as the application asked and umask follows; the MDS
+ * applies it unless the parent directory has a default ACL (POSIX.1e). */
+#define WIRE_CREATE_UMASK 0x40000000u
 struct wire_create_req { /* CREATE, MKDIR, MKNOD, SYMLINK */
 	struct nacre_cred cred;
 	struct nacre_fid parent;
 	char name[NACRE_NAME_MAX + 1];
-	uint32_t mode;  /* type bits + permissions; the MDS applies no umask (the client did) */
+	uint32_t mode;  /* type bits + permissions; umask applied by the client unless
+			 * WIRE_CREATE_UMASK */
 	uint32_t rdev;
 	uint32_t flags; /* O_EXCL, WIRE_CREATE_OPEN */
 	uint8_t has_layout;
 	struct nacre_layout layout;             /* CREATE with has_layout */
 	char target[NACRE_PATH_MAX + 1];        /* SYMLINK; encoded as a path, "" otherwise */
+	uint32_t umask;                         /* with WIRE_CREATE_UMASK: 0..0777 */
 };
 struct wire_rename_req {
 	struct nacre_cred cred;

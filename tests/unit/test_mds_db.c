@@ -94,6 +94,26 @@ static int make(struct mds *m, const struct nacre_cred *cr, const struct nacre_f
 	return rc;
 }
 
+/* CREATE/MKDIR of name in parent by root with mode and, if umask >= 0, WIRE_CREATE_UMASK. */
+static int make_umask(struct mds *m, const struct nacre_fid *parent, const char *name,
+		      uint16_t op, uint32_t mode, int umask, struct nacre_attr *out)
+{
+	struct wire_create_req *r = calloc(1, sizeof(*r));
+	r->cred = root_cr;
+	r->parent = *parent;
+	str_copy(r->name, name, sizeof(r->name));
+	r->mode = mode;
+	r->flags = O_EXCL;
+	if (umask >= 0) {
+		r->flags |= WIRE_CREATE_UMASK;
+		r->umask = (uint32_t)umask;
+	}
+	struct nacre_layout l;
+	int rc = mds_ns_create(m, 1, op, r, out, &l, NULL);
+	free(r);
+	return rc;
+}
+
 static int do_rename(struct mds *m, const struct nacre_fid *sp, const char *sn,
 		     const struct nacre_fid *dp, const char *dn, uint32_t flags)
 {
@@ -282,7 +302,64 @@ int main(void)
 	CHECK_RC(mds_ns_close(&m, 9, &ccq, 1, &c), 0);
 	CHECK_RC(mds_ns_getattr(&m, &root_cr, &d.fid, &c), -ENOENT);
 
-	struct nacre_fid last_fid = d.fid;
+	/* ACLs: the access ACL in the inode, the default inherited, the umask only without it */
+	static const uint8_t acl_named[] = {2, 0, 0, 0,	   1, 0, 7, 0, 0xff, 0xff, 0xff, 0xff,
+					    2, 0, 6, 0, 0xe8, 3, 0, 0, 4, 0, 5, 0, 0xff, 0xff,
+					    0xff, 0xff, 0x10, 0, 7, 0, 0xff, 0xff, 0xff, 0xff,
+					    0x20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+	static const uint8_t acl_plain[] = {2, 0, 0, 0,	   1, 0, 6, 0,	  0xff, 0xff, 0xff,
+					    0xff, 4, 0, 4, 0, 0xff, 0xff, 0xff, 0xff, 0x20, 0,
+					    0, 0, 0xff, 0xff, 0xff, 0xff};
+	struct nacre_attr ad, af, an;
+	uint8_t aclbuf[256];
+	CHECK_RC(make_umask(&m, &root, "acl-dir", WIRE_OP_MDS_MKDIR, 0777, 022, &ad), 0);
+	CHECK(ad.mode == (S_IFDIR | 0755));
+	CHECK_RC(make_umask(&m, &ad.fid, "f", WIRE_OP_MDS_CREATE, 0600, -1, &af), 0);
+	CHECK_RC(mds_xattr_set(&m, &user_cr, &af.fid, "system.posix_acl_access", acl_named,
+			       sizeof(acl_named), 0),
+		 -EPERM);
+	CHECK_RC(mds_xattr_set(&m, &root_cr, &af.fid, "system.posix_acl_access", acl_named, 20, 0),
+		 -EINVAL); /* cut short: no OTHER */
+	CHECK_RC(mds_xattr_set(&m, &root_cr, &af.fid, "system.posix_acl_access", acl_named,
+			       sizeof(acl_named), 0),
+		 0);
+	CHECK_RC(mds_ns_getattr(&m, &root_cr, &af.fid, &c), 0);
+	CHECK(c.mode == (S_IFREG | 0770)); /* group bits from the mask */
+	/* an ACL the mode can say is the mode alone */
+	CHECK_RC(mds_xattr_set(&m, &root_cr, &ad.fid, "system.posix_acl_access", acl_plain,
+			       sizeof(acl_plain), 0),
+		 0);
+	CHECK_RC(mds_xattr_get(&m, &root_cr, &ad.fid, "system.posix_acl_access", aclbuf,
+			       sizeof(aclbuf)),
+		 -ENODATA);
+	CHECK_RC(mds_ns_getattr(&m, &root_cr, &ad.fid, &c), 0);
+	CHECK(c.mode == (S_IFDIR | 0640));
+	CHECK_RC(mds_xattr_set(&m, &root_cr, &af.fid, "system.posix_acl_default", acl_named,
+			       sizeof(acl_named), 0),
+		 -EACCES);
+	CHECK_RC(mds_xattr_set(&m, &root_cr, &ad.fid, "system.posix_acl_default", acl_named,
+			       sizeof(acl_named), 0),
+		 0);
+	CHECK_RC(make_umask(&m, &ad.fid, "g", WIRE_OP_MDS_CREATE, 0666, 077, &an), 0);
+	CHECK(an.mode == (S_IFREG | 0660)); /* no umask; the mask is rw- */
+	CHECK_RC(mds_xattr_get(&m, &root_cr, &an.fid, "system.posix_acl_access", aclbuf,
+			       sizeof(aclbuf)),
+		 (int)sizeof(acl_named));
+	CHECK(aclbuf[6] == 6 && aclbuf[30] == 6); /* user::rw-, mask::rw- */
+	CHECK_RC(make_umask(&m, &ad.fid, "sub", WIRE_OP_MDS_MKDIR, 0777, 077, &an), 0);
+	CHECK(an.mode == (S_IFDIR | 0770));
+	CHECK_RC(mds_xattr_get(&m, &root_cr, &an.fid, "system.posix_acl_default", aclbuf,
+			       sizeof(aclbuf)),
+		 (int)sizeof(acl_named));
+	CHECK(memcmp(aclbuf, acl_named, sizeof(acl_named)) == 0);
+	CHECK_RC(make_umask(&m, &root, "masked", WIRE_OP_MDS_CREATE, 0666, 077, &c), 0);
+	CHECK(c.mode == (S_IFREG | 0600));
+	struct nacre_fid masked_fid = c.fid;
+	/* chmod moves the mask, not the group entry */
+	struct nacre_setattr sa = {.valid = NACRE_SET_MODE, .mode = 0750};
+	CHECK_RC(mds_ns_setattr(&m, &root_cr, &af.fid, &sa, &c), 0);
+
+	struct nacre_fid last_fid = masked_fid;
 	mds_down(&m);
 
 	/* everything persisted */
@@ -292,8 +369,14 @@ int main(void)
 	CHECK_RC(mds_ns_lookup(&m, &root_cr, &root, "ln", &c), 0);
 	CHECK(S_ISLNK(c.mode));
 	CHECK(count_entries(&m, &a.fid) == 20);
-	CHECK(count_entries(&m, &root) == 2);
+	CHECK(count_entries(&m, &root) == 4); /* with acl-dir and masked */
 	CHECK_RC(mds_xattr_get(&m, &root_cr, &a.fid, "user.k", val, sizeof(val)), 2);
+	CHECK_RC(mds_xattr_get(&m, &root_cr, &af.fid, "system.posix_acl_access", aclbuf,
+			       sizeof(aclbuf)),
+		 (int)sizeof(acl_named));
+	CHECK(aclbuf[6] == 7 && aclbuf[14] == 6 && aclbuf[22] == 5 && aclbuf[30] == 5);
+	CHECK_RC(mds_ns_getattr(&m, &root_cr, &af.fid, &c), 0);
+	CHECK(c.mode == (S_IFREG | 0750));
 	CHECK_RC(make(&m, &root_cr, &root, "new", WIRE_OP_MDS_MKDIR, 0755, NULL, &c), 0);
 	CHECK(c.fid.seq == last_fid.seq && c.fid.oid == last_fid.oid + 1); /* never reused */
 	mds_down(&m);

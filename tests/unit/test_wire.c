@@ -466,6 +466,20 @@ static void test_roundtrips(void)
 		m->has_layout = 0;
 		memset(&m->layout, 0, sizeof(m->layout));
 		ROUNDTRIP(create_req, m);
+		/* the umask travels only with its flag, at the end */
+		m->mode = S_IFDIR | 0777;
+		m->flags = WIRE_CREATE_UMASK;
+		m->umask = 022;
+		ROUNDTRIP(create_req, m);
+		{
+			struct wire_cursor c;
+			struct wire_create_req *d = malloc(sizeof(*d));
+			m->umask = 01000; /* beyond rwx */
+			ENCODE(&c, wire_create_req_encode, m);
+			CHECK(!DECODE_OK(wire_create_req_decode, c.buf, wire_cursor_pos(&c), d));
+			wire_cursor_fini(&c);
+			free(d);
+		}
 		free(m);
 	}
 	{
