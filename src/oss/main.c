@@ -14,6 +14,7 @@
 
 #include "common/daemon.h"
 #include "common/fault.h"
+#include "common/cap.h"
 #include "common/key.h"
 #include "common/log.h"
 #include "common/metrics_opts.h"
@@ -397,6 +398,11 @@ int main(int argc, char **argv)
 	struct oss_ctx ctx = { .targets = targets, .ntargets = ntargets };
 	const char *nb = getenv("NACRE_OSS_NO_DESTROY_BATCH");
 	ctx.no_destroy_batch = nb && !strcmp(nb, "1");
+	if (cap_key_derive(&key, &ctx.capkey)) {
+		fail("cannot derive the capability key from --key-file %s (OpenSSL has no HKDF?)",
+		     o.key_file);
+		goto out_close;
+	}
 	char server_name[NACRE_NAME_MAX + 1];
 	snprintf(server_name, sizeof(server_name), "oss@%s", listen_addr);
 	struct rpc_server_conf sc = {

@@ -1,0 +1,31 @@
+/* caps.h - the object capabilities of open files (caps.c): the one each handle holds, which
+ * the object engine (obj.c) attaches to every OST request, and its renewal from the MDS
+ * (CAP_GET) before it expires or after an OSS refused it. Calls only the MDS client.
+ */
+#ifndef NACRE_CL_CAPS_H
+#define NACRE_CL_CAPS_H
+
+#include <stdint.h>
+
+#include "proto/wire.h"
+
+struct nacre_file;
+
+/* Sets up f's capability fields with the one an OPEN or CREATE reply carried (has 0:
+ * none, the first I/O fetches one). Before f is shared. */
+void cl_cap_init(struct nacre_file *f, uint8_t has, const struct wire_cap *cap);
+/* Frees what cl_cap_init set up. */
+void cl_cap_fini(struct nacre_file *f);
+/* Replaces f's capability (a re-open after an MDS restart gave a new one). Thread-safe. */
+void cl_cap_set(struct nacre_file *f, uint8_t has, const struct wire_cap *cap);
+/* The capability to attach to an OST request of f: renews it from the MDS first when its
+ * renewal time came (half its lifetime; a failed renewal keeps the current one). Returns 1
+ * with *out set, or 0 if f has none to send (an MDS without capabilities). May block on the
+ * MDS. Thread-safe. */
+int cl_cap_get(struct nacre_file *f, struct wire_cap *out);
+/* After an OSS answered -EACCES to a request that carried used (NULL: none): renews f's
+ * capability unless another thread did since. Returns 0 when a capability other than used
+ * is there to retry with, else a negative error. Blocks on the MDS. Thread-safe. */
+int cl_cap_refresh(struct nacre_file *f, const struct wire_cap *used);
+
+#endif
