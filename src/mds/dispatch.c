@@ -379,7 +379,7 @@ static int do_setxattr(struct mds *m, const struct rpc_request *req, int remove)
 static int do_layout_set(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	DECODE(layout_set_req, r);
-	struct wire_layout_rep l;
+	struct wire_layout_rep l = {.has_cap = 0};
 	int rc = mds_ns_layout_set(m, &r.cred, &r.fid, &r.layout, &l.layout);
 	if (!rc)
 		wire_layout_rep_encode(&rep->body, &l);
