@@ -2,7 +2,10 @@
  *
  * The capability comes with OPEN (or CREATE); CAP_GET renews it for the handle, with the
  * rights of that open. Renewal is proactive, at half the capability's lifetime by this
- * node's clock, and reactive: an OSS that refuses a request with EACCES (the capability
+ * node's clock, by the mount's pinger thread (which holds no lock: an I/O pool thread that
+ * called the MDS could end up running its recovery, which takes files_lock, while a flush
+ * holding files_lock waits for that very thread); an I/O thread calls the MDS itself only
+ * for a file that has no capability or one expired by its clock, and reactively: an OSS that refuses a request with EACCES (the capability
  * expired, or clocks disagree) makes the caller renew once and resend, so an application
  * never sees an expiry. Renewals are serialized by renew_lock (they are rare), and a
  * thread that waited for it and finds the capability already replaced uses the new one, so
@@ -134,7 +137,9 @@ int cl_cap_get(struct nacre_file *f, struct wire_cap *out)
 
 	pthread_mutex_lock(&f->cap_lock);
 	int has = f->has_cap;
-	int due = !f->cap_unsupported && (int64_t)time(NULL) >= f->cap_renew_at;
+	int64_t now = (int64_t)time(NULL);
+	int due = !f->cap_unsupported && now >= f->cap_renew_at &&
+		  (!has || now >= (int64_t)f->cap.expiry);
 	seen = f->cap;
 	pthread_mutex_unlock(&f->cap_lock);
 	if (due)
@@ -149,4 +154,17 @@ int cl_cap_get(struct nacre_file *f, struct wire_cap *out)
 int cl_cap_refresh(struct nacre_file *f, const struct wire_cap *used)
 {
 	return renew(f, used != NULL, used);
+}
+
+void cl_cap_renew_due(struct nacre_file *f)
+{
+	struct wire_cap seen;
+	pthread_mutex_lock(&f->cap_lock);
+	int has = f->has_cap;
+	int due = !f->cap_unsupported && f->layout.nosts > 0 &&
+		  (int64_t)time(NULL) >= f->cap_renew_at;
+	seen = f->cap;
+	pthread_mutex_unlock(&f->cap_lock);
+	if (due)
+		renew(f, has, &seen);
 }

@@ -9,7 +9,6 @@
 #include "mds/db.h"
 #include "mds/open.h"
 #include "mds/perm.h"
-#include "mds/session.h"
 
 uint32_t mds_cap_open_rights(const struct nacre_cred *cr, const struct mds_inode *ino,
 			     int mask)
@@ -78,11 +77,11 @@ uint32_t mds_cap_layout_rights(struct mds *m, const struct nacre_cred *cr,
 	return rights;
 }
 
-int mds_cap_get(struct mds *m, const struct rpc_request *req, const struct wire_cap_req *r,
-		struct wire_cap_rep *out)
+int mds_cap_get(struct mds *m, const struct rpc_request *req, uint64_t owner,
+		const struct wire_cap_req *r, struct wire_cap_rep *out)
 {
 	uint32_t rights = 0;
-	int rc = mds_open_handle_rights(m->open, mds_owner_of(req), r->handle, &r->fid, &rights);
+	int rc = mds_open_handle_rights(m->open, owner, r->handle, &r->fid, &rights);
 	if (rc) {
 		char fs[NACRE_FID_STR_MAX];
 		LOG_RATELIMITED(LOG_LVL_INFO, "cap",

@@ -42,10 +42,11 @@ void mds_cap_for_reply(struct mds *m, const struct rpc_request *req, const struc
 uint32_t mds_cap_layout_rights(struct mds *m, const struct nacre_cred *cr,
 			       const struct nacre_fid *fid);
 
-/* CAP_GET: a fresh capability for the rights recorded on the caller's open handle. Returns
+/* CAP_GET: a fresh capability for the rights recorded on the open handle of owner (the
+ * caller, session.h: mds_owner_of). Returns
  * 0, -EBADF (no such handle of this client on that file), or -EACCES (the nodemap leaves
  * no right). */
-int mds_cap_get(struct mds *m, const struct rpc_request *req, const struct wire_cap_req *r,
-		struct wire_cap_rep *out);
+int mds_cap_get(struct mds *m, const struct rpc_request *req, uint64_t owner,
+		const struct wire_cap_req *r, struct wire_cap_rep *out);
 
 #endif

@@ -193,7 +193,7 @@ static int do_cap_get(struct mds *m, const struct rpc_request *req, struct rpc_r
 {
 	DECODE(cap_req, r);
 	struct wire_cap_rep c;
-	int rc = mds_cap_get(m, req, &r, &c);
+	int rc = mds_cap_get(m, req, mds_owner_of(req), &r, &c);
 	if (!rc)
 		wire_cap_rep_encode(&rep->body, &c);
 	return rc;
