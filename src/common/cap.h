@@ -37,6 +37,10 @@ enum {
 struct cap_key {
 	int present; /* 0: derived from no key; mints MACs that never verify */
 	uint8_t bytes[CAP_KEY_LEN];
+	/* HMAC's inner and outer SHA-256 states with the key absorbed (EVP_MD_CTX), so a MAC
+	 * costs two short digests; NULL: computed the slow way. Made by cap_key_derive and
+	 * kept for the process's life: copies of the struct share them, read-only. */
+	void *inner, *outer;
 };
 
 /* Derives the capability key from the cluster key. Returns 0, or -EIO if OpenSSL failed
