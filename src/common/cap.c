@@ -113,6 +113,15 @@ int cap_key_derive(const struct nacre_key *cluster, struct cap_key *out)
 	return rc;
 }
 
+void cap_key_fini(struct cap_key *k)
+{
+	if (!k)
+		return;
+	EVP_MD_CTX_free(k->inner);
+	EVP_MD_CTX_free(k->outer);
+	OPENSSL_cleanse(k, sizeof(*k));
+}
+
 /* mac = HMAC-SHA256(k, msg) truncated; an absent key gives a MAC nobody verifies. */
 static void mac_of(const struct cap_key *k, const uint8_t *msg, size_t len,
 		   uint8_t mac[CAP_MAC_LEN])

@@ -46,6 +46,8 @@ struct cap_key {
 /* Derives the capability key from the cluster key. Returns 0, or -EIO if OpenSSL failed
  * (out is then not present). */
 int cap_key_derive(const struct nacre_key *cluster, struct cap_key *out);
+/* Frees what cap_key_derive made and wipes k; copies of k must no longer be used. */
+void cap_key_fini(struct cap_key *k);
 
 /* The MAC of a capability for stripe (or CAP_STRIPE_ALL) of fid at layout generation gen.
  * Thread-safe. */

@@ -474,6 +474,7 @@ out:
 	mds_targets_destroy(m.targets);
 	mds_space_destroy(m.space);
 	mds_db_close(m.db);
+	cap_key_fini(&m.capkey);
 	if (mdt_lock >= 0)
 		close(mdt_lock);
 	return status;

@@ -23,6 +23,10 @@ static void test_derive(void)
 	CHECK(memcmp(ka.bytes, a.bytes, CAP_KEY_LEN) != 0);
 	CHECK_EQ(cap_key_derive(NULL, &none), 0);
 	CHECK(!none.present);
+	cap_key_fini(&ka);
+	cap_key_fini(&ka2);
+	cap_key_fini(&kb);
+	cap_key_fini(&none);
 }
 
 static void test_mint(void)
@@ -92,6 +96,7 @@ static void test_mint(void)
 	CHECK_STR(cap_rights_str(CAP_READ | CAP_WRITE, buf, sizeof(buf)), "read,write");
 	CHECK_STR(cap_rights_str(0, buf, sizeof(buf)), "none");
 	CHECK_STR(cap_rights_str(CAP_RIGHTS_ALL, buf, sizeof(buf)), "read,write,punch,destroy");
+	cap_key_fini(&ck);
 }
 
 int main(void)

@@ -644,6 +644,7 @@ static void test_capabilities(void)
 		 x.cap.mac);
 	CHECK_EQ(dispatch_raw(&ctx, &cl, WIRE_OP_OST_READ, &x, 0, 0, NULL, 0), -EACCES);
 	call_fini(&cl);
+	cap_key_fini(&ok2);
 	/* STATFS needs none */
 	CHECK_EQ(dispatch_raw(&ctx, &cl, WIRE_OP_OST_STATFS, &m, 0, 0, NULL, 0), 0);
 	call_fini(&cl);
@@ -716,6 +717,7 @@ int main(void)
 	test_dispatch();
 	test_destroy_batch();
 	test_capabilities();
+	cap_key_fini(&g_capkey);
 	rm_rf(root);
 	return unit_done();
 }
