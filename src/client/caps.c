@@ -21,6 +21,9 @@
 
 /* Never renew more often than this, whatever the clocks say. */
 #define RENEW_MIN_S 1
+/* After a failed renewal the pinger tries again this much later (an I/O that the OSS
+ * refuses meanwhile renews at once). */
+#define RENEW_RETRY_S 10
 
 static pthread_mutex_t renew_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -118,7 +121,7 @@ static int renew(struct nacre_file *f, int has_seen, const struct wire_cap *seen
 		f->cap_unsupported = 1; /* an MDS without capabilities: its OSSes want none */
 	} else {
 		/* keep the one we have; try again in a while */
-		f->cap_renew_at = (int64_t)time(NULL) + RENEW_MIN_S;
+		f->cap_renew_at = (int64_t)time(NULL) + RENEW_RETRY_S;
 	}
 	pthread_mutex_unlock(&f->cap_lock);
 	pthread_mutex_unlock(&renew_lock);
