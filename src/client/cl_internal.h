@@ -122,6 +122,13 @@ struct nacre_file {
 
 	struct nacre_file *next, *prev; /* fs->files (files.c), under fs->files_lock */
 	int pins;                       /* files_lock: the MDS recovery uses it (files.c) */
+
+	/* The object capability the MDS gave this handle (cap.c); OST requests carry it. */
+	pthread_mutex_t cap_lock;       /* protects the fields below; a leaf */
+	struct wire_cap cap;
+	int has_cap;                    /* 0: none yet (fetched by the first I/O) */
+	int cap_unsupported;            /* the MDS predates CAP_GET: send none */
+	int64_t cap_renew_at;           /* CLOCK_REALTIME seconds: renew from then on */
 };
 
 #endif

@@ -10,8 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/caps.h"
 #include "client/cl_export.h"
 #include "client/cl_internal.h"
+#include "client/files.h"
 #include "client/lock.h"
 #include "client/mdc.h"
 #include "client/oss.h"
@@ -144,6 +146,19 @@ static uint64_t new_client_id(const struct nacre_fs *fs)
 
 /* Pings the MDS while the mount is idle (a busy mount's calls do that job): a restarted
  * MDS waits for its clients to come back, and an idle one would not notice otherwise. */
+/* Renews the object capabilities of open files that reached half their lifetime (caps.h). */
+static void renew_caps(struct nacre_fs *fs)
+{
+	struct nacre_file **files = NULL;
+	int n = 0;
+
+	if (cl_files_pin(fs, &files, &n))
+		return;
+	for (int i = 0; i < n; i++)
+		cl_cap_renew_due(files[i]);
+	cl_files_unpin(fs, files, n);
+}
+
 static void *pinger_main(void *arg)
 {
 	struct nacre_fs *fs = arg;
@@ -161,6 +176,7 @@ static void *pinger_main(void *arg)
 		struct rpc_msg *m = NULL;
 		rpc_call(fs->mds, &a, &m); /* the answer does not matter: reaching it does */
 		rpc_msg_free(m);
+		renew_caps(fs); /* open files' capabilities, before they expire */
 		pthread_mutex_lock(&fs->ping_lock);
 	}
 	pthread_mutex_unlock(&fs->ping_lock);

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "client/caps.h"
 #include "client/cl_export.h"
 #include "client/cl_internal.h"
 #include "client/files.h"
@@ -51,7 +52,8 @@ static uint64_t known_size_locked(const struct nacre_file *f)
 /* A handle object for an open the MDS granted (not yet registered). */
 static int file_new(struct nacre_fs *fs, const struct nacre_cred *cred, int flags,
 		    uint64_t handle, const struct nacre_attr *attr,
-		    const struct nacre_layout *layout, struct nacre_file **out)
+		    const struct nacre_layout *layout, uint8_t has_cap, const struct wire_cap *cap,
+		    struct nacre_file **out)
 {
 	struct nacre_file *f;
 
@@ -72,6 +74,7 @@ static int file_new(struct nacre_fs *fs, const struct nacre_cred *cred, int flag
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_init(&f->append_lock, NULL);
 	pthread_cond_init(&f->io_cond, NULL);
+	cl_cap_init(f, has_cap, cap);
 	*out = f;
 	return 0;
 }
@@ -109,7 +112,8 @@ NACRE_API int nacre_open(struct nacre_fs *fs, const struct nacre_cred *cr,
 	rpc_msg_free(m);
 	if (rc)
 		return rc;
-	rc = file_new(fs, &req.cred, flags, rep.handle, &rep.attr, &rep.layout, &f);
+	rc = file_new(fs, &req.cred, flags, rep.handle, &rep.attr, &rep.layout, rep.has_cap,
+		      &rep.cap, &f);
 	if (rc)
 		return rc;
 	/* Other handles of this client must not report an end beyond the truncation. */
@@ -129,12 +133,15 @@ NACRE_API int nacre_create_open(struct nacre_fs *fs, const struct nacre_cred *cr
 	struct nacre_layout l;
 	struct nacre_attr a;
 	uint64_t handle;
+	struct wire_cap cap;
+	uint8_t has_cap = 0;
 	int rc;
 
 	if (!fs || !parent || !out)
 		return -EINVAL;
 	*out = NULL;
-	rc = cl_create_open(fs, cr, parent, name, mode, flags, layout, &a, &l, &handle);
+	rc = cl_create_open(fs, cr, parent, name, mode, flags, layout, &a, &l, &handle, &cap,
+			    &has_cap);
 	if (rc)
 		return rc;
 	if (attr_out)
@@ -142,7 +149,7 @@ NACRE_API int nacre_create_open(struct nacre_fs *fs, const struct nacre_cred *cr
 	flags &= ~(O_CREAT | O_EXCL | O_NOCTTY);
 	if (handle == 0) /* the name existed: an ordinary open, with its checks */
 		return nacre_open(fs, cr, &a.fid, flags, out);
-	rc = file_new(fs, cl_cred(cr, &root), flags, handle, &a, &l, out);
+	rc = file_new(fs, cl_cred(cr, &root), flags, handle, &a, &l, has_cap, &cap, out);
 	if (rc)
 		return rc; /* the handle dies with the connection or at MDS restart */
 	cl_files_add(*out);
@@ -357,6 +364,7 @@ NACRE_API int nacre_close(struct nacre_file *f)
 	pthread_cond_destroy(&f->io_cond);
 	pthread_mutex_destroy(&f->lock);
 	pthread_mutex_destroy(&f->append_lock);
+	cl_cap_fini(f);
 	free(f);
 	return deferred ? deferred : rc;
 }

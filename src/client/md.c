@@ -182,7 +182,7 @@ static int create_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_
 		       const struct nacre_fid *parent, const char *name, uint32_t mode,
 		       uint32_t rdev, uint32_t flags, const struct nacre_layout *layout,
 		       const char *target, struct nacre_attr *out, struct nacre_layout *layout_out,
-		       uint64_t *handle_out)
+		       uint64_t *handle_out, struct wire_cap *cap_out, uint8_t *has_cap_out)
 {
 	struct wire_create_req *req;
 	struct wire_create_rep r;
@@ -237,18 +237,24 @@ static int create_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_
 		*layout_out = r.layout;
 	if (handle_out)
 		*handle_out = r.handle;
+	if (has_cap_out) {
+		*has_cap_out = r.has_cap;
+		if (r.has_cap)
+			*cap_out = r.cap;
+	}
 	return 0;
 }
 
 int cl_create_open(struct nacre_fs *fs, const struct nacre_cred *cr,
 		   const struct nacre_fid *parent, const char *name, uint32_t mode, int flags,
 		   const struct nacre_layout *layout, struct nacre_attr *out,
-		   struct nacre_layout *layout_out, uint64_t *handle_out)
+		   struct nacre_layout *layout_out, uint64_t *handle_out,
+		   struct wire_cap *cap_out, uint8_t *has_cap_out)
 {
 	return create_call(fs, cr, WIRE_OP_MDS_CREATE, parent, name,
 			   S_IFREG | (mode & (07777 | NACRE_MODE_UMASK_BITS)), 0,
 			   ((uint32_t)flags & O_EXCL) | WIRE_CREATE_OPEN, layout, NULL, out,
-			   layout_out, handle_out);
+			   layout_out, handle_out, cap_out, has_cap_out);
 }
 
 NACRE_API int nacre_create(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -257,7 +263,7 @@ NACRE_API int nacre_create(struct nacre_fs *fs, const struct nacre_cred *cr,
 {
 	return create_call(fs, cr, WIRE_OP_MDS_CREATE, parent, name,
 			   S_IFREG | (mode & (07777 | NACRE_MODE_UMASK_BITS)), 0,
-			   flags & O_EXCL, layout, NULL, out, NULL, NULL);
+			   flags & O_EXCL, layout, NULL, out, NULL, NULL, NULL, NULL);
 }
 
 NACRE_API int nacre_mkdir(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -266,7 +272,7 @@ NACRE_API int nacre_mkdir(struct nacre_fs *fs, const struct nacre_cred *cr,
 {
 	return create_call(fs, cr, WIRE_OP_MDS_MKDIR, parent, name,
 			   S_IFDIR | (mode & (07777 | NACRE_MODE_UMASK_BITS)), 0, 0,
-			   NULL, NULL, out, NULL, NULL);
+			   NULL, NULL, out, NULL, NULL, NULL, NULL);
 }
 
 NACRE_API int nacre_mknod(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -288,7 +294,7 @@ NACRE_API int nacre_mknod(struct nacre_fs *fs, const struct nacre_cred *cr,
 	}
 	return create_call(fs, cr, WIRE_OP_MDS_MKNOD, parent, name,
 			   (mode & (S_IFMT | 07777)) | umask_bits, rdev,
-			   0, NULL, NULL, out, NULL, NULL);
+			   0, NULL, NULL, out, NULL, NULL, NULL, NULL);
 }
 
 NACRE_API int nacre_symlink(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -305,7 +311,7 @@ NACRE_API int nacre_symlink(struct nacre_fs *fs, const struct nacre_cred *cr,
 	if (n > NACRE_PATH_MAX)
 		return -ENAMETOOLONG;
 	return create_call(fs, cr, WIRE_OP_MDS_SYMLINK, parent, name, S_IFLNK | 0777, 0, 0, NULL,
-			   target, out, NULL, NULL);
+			   target, out, NULL, NULL, NULL, NULL);
 }
 
 /* Copies a wire_path reply (READLINK, FID2PATH) into buf; -ERANGE if it does not fit. */

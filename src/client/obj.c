@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/caps.h"
 #include "client/cl_internal.h"
 #include "client/mdc.h"
 #include "client/obj.h"
@@ -36,6 +37,8 @@ struct io_op {
 	int cap_iov;
 	uint8_t *tmp; /* read bounce buffer when the pieces are not contiguous */
 	uint8_t body[96];
+	struct wire_cap cap; /* the file's capability when the op was encoded */
+	int has_cap;
 	struct rpc_call_args args;
 	struct rpc_conn *conn;
 	struct rpc_pending *pend;
@@ -175,12 +178,11 @@ static int batch_build(struct io_batch *b, const struct nacre_layout *l, uint16_
 
 /* ---- running RPCs ---- */
 
-static void op_start(struct nacre_file *f, struct io_op *op)
+/* Encodes op's request body, with the file's current capability. 0 or -EPROTO. */
+static int op_encode(struct nacre_file *f, struct io_op *op)
 {
 	struct wire_ost_io_req req;
 	struct wire_cursor c;
-	struct rpc_call_args *a = &op->args;
-	int rc;
 
 	memset(&req, 0, sizeof(req));
 	req.ost_idx = f->layout.ost_idx[op->stripe];
@@ -189,17 +191,30 @@ static void op_start(struct nacre_file *f, struct io_op *op)
 	req.layout_gen = f->layout.gen;
 	req.offset = op->obj_off;
 	req.len = op->len;
+	op->has_cap = cl_cap_get(f, &op->cap);
+	req.has_cap = (uint8_t)op->has_cap;
+	req.cap = op->cap;
 	wire_cursor_init_write(&c, op->body, sizeof(op->body));
 	wire_ost_io_req_encode(&c, &req);
-	if (!wire_cursor_ok(&c)) {
+	if (!wire_cursor_ok(&c))
+		return -EPROTO;
+	op->args.body_len = (uint32_t)wire_cursor_pos(&c);
+	return 0;
+}
+
+static void op_start(struct nacre_file *f, struct io_op *op)
+{
+	struct rpc_call_args *a = &op->args;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	if (op_encode(f, op)) {
 		op->rc = -EPROTO;
 		return;
 	}
-	memset(a, 0, sizeof(*a));
 	a->opcode = op->opcode;
 	a->flags = RPC_IDEMPOTENT; /* object I/O at a fixed offset may be resent */
 	a->body = op->body;
-	a->body_len = (uint32_t)wire_cursor_pos(&c);
 	if (op->opcode == WIRE_OP_OST_WRITE) {
 		a->bulk = op->iov;
 		a->bulk_iovcnt = op->niov;
@@ -216,7 +231,7 @@ static void op_start(struct nacre_file *f, struct io_op *op)
 		}
 		a->reply_bulk_cap = (uint32_t)op->len;
 	}
-	rc = cl_oss_get(f->fs, req.ost_idx, &op->conn);
+	rc = cl_oss_get(f->fs, f->layout.ost_idx[op->stripe], &op->conn);
 	if (rc) {
 		op->rc = rc;
 		return;
@@ -282,6 +297,13 @@ static int op_finish(struct nacre_file *f, struct io_op *op)
 		m = NULL;
 		if (cl_oss_get(f->fs, idx, &op->conn) == 0)
 			rc = rpc_call(op->conn, &op->args, &m);
+	}
+	/* Refused: the capability expired (or the clocks disagree): renew it once, resend. */
+	if (rc == -EACCES && op->conn && op->args.opcode &&
+	    cl_cap_refresh(f, op->has_cap ? &op->cap : NULL) == 0 && op_encode(f, op) == 0) {
+		rpc_msg_free(m);
+		m = NULL;
+		rc = rpc_call(op->conn, &op->args, &m);
 	}
 	if (rc == -ENOENT && op->opcode == WIRE_OP_OST_READ)
 		rc = 0; /* an object never written reads as a hole */

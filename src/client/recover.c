@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/caps.h"
 #include "client/cl_internal.h"
 #include "client/files.h"
 #include "client/lock.h"
@@ -83,6 +84,8 @@ static int reopen(struct nacre_fs *fs, struct rpc_recovery *r, struct nacre_file
 	pthread_mutex_lock(&f->lock);
 	f->handle = rep.handle;
 	pthread_mutex_unlock(&f->lock);
+	if (rep.has_cap)
+		cl_cap_set(f, 1, &rep.cap);
 	return 0;
 }
 

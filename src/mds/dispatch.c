@@ -8,10 +8,12 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "mds/caps.h"
 #include "mds/db.h"
 #include "mds/hsm.h"
 #include "mds/lock_rpc.h"
 #include "mds/ns.h"
+#include "mds/open.h"
 #include "mds/ost_wait.h"
 #include "mds/req.h"
 #include "mds/session.h"
@@ -178,8 +180,22 @@ static int do_layout_get(struct mds *m, const struct rpc_request *req, struct rp
 	DECODE(fid_req, r);
 	struct wire_layout_rep l;
 	int rc = mds_ns_layout_get(m, &r.cred, &r.fid, &l.layout);
+	l.has_cap = 0;
+	if (!rc && (req->features & WIRE_FEAT_CAPS) && l.layout.nosts > 0)
+		mds_cap_for_reply(m, req, &r.fid, &l.layout,
+				  mds_cap_layout_rights(m, &r.cred, &r.fid), &l.has_cap, &l.cap);
 	if (!rc)
 		wire_layout_rep_encode(&rep->body, &l);
+	return rc;
+}
+
+static int do_cap_get(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	DECODE(cap_req, r);
+	struct wire_cap_rep c;
+	int rc = mds_cap_get(m, req, mds_owner_of(req), &r, &c);
+	if (!rc)
+		wire_cap_rep_encode(&rep->body, &c);
 	return rc;
 }
 
@@ -271,6 +287,14 @@ static int do_create(struct mds *m, const struct rpc_request *req, struct rpc_re
 		uint16_t op = req->hdr->opcode;
 		rc = mds_ns_create(m, mds_owner_of(req), op, r, &o.attr, &o.layout, &o.handle);
 		o.has_handle = (r->flags & WIRE_CREATE_OPEN) != 0;
+		if (!rc && op == WIRE_OP_MDS_CREATE && o.has_handle && o.handle) {
+			/* the creator opened it: read and write, whatever its mode */
+			uint32_t rights = CAP_READ | CAP_WRITE;
+			mds_open_handle_set_rights(m->open, mds_owner_of(req), o.handle,
+						   &o.attr.fid, rights);
+			mds_cap_for_reply(m, req, &o.attr.fid, &o.layout, rights, &o.has_cap,
+					  &o.cap);
+		}
 		if (!rc && op == WIRE_OP_MDS_CREATE) {
 			wire_create_rep_encode(&rep->body, &o);
 		} else if (!rc) {
@@ -310,7 +334,11 @@ static int do_open(struct mds *m, const struct rpc_request *req, struct rpc_repl
 	struct wire_open_rep *o = calloc(1, sizeof(*o));
 	if (!o)
 		return -ENOMEM;
-	int rc = mds_ns_open(m, req->conn_id, mds_owner_of(req), &r, o);
+	uint64_t owner = mds_owner_of(req);
+	int rc = mds_ns_open(m, req->conn_id, owner, &r, o);
+	uint32_t rights = 0;
+	if (!rc && mds_open_handle_rights(m->open, owner, o->handle, &r.fid, &rights) == 0)
+		mds_cap_for_reply(m, req, &r.fid, &o->layout, rights, &o->has_cap, &o->cap);
 	if (!rc)
 		wire_open_rep_encode(&rep->body, o);
 	free(o);
@@ -351,7 +379,7 @@ static int do_setxattr(struct mds *m, const struct rpc_request *req, int remove)
 static int do_layout_set(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	DECODE(layout_set_req, r);
-	struct wire_layout_rep l;
+	struct wire_layout_rep l = {.has_cap = 0};
 	int rc = mds_ns_layout_set(m, &r.cred, &r.fid, &r.layout, &l.layout);
 	if (!rc)
 		wire_layout_rep_encode(&rep->body, &l);
@@ -448,6 +476,8 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 	case WIRE_OP_MDS_LOCK_WAIT:
 	case WIRE_OP_MDS_LOCK_CANCEL:
 		return mds_lock_dispatch(m, req, rep);
+	case WIRE_OP_MDS_CAP_GET:
+		return do_cap_get(m, req, rep);
 	default:
 		LOG_RATELIMITED(LOG_LVL_INFO, "dispatch", "unsupported opcode %u (%s) from %s",
 				req->hdr->opcode, wire_opcode_name(req->hdr->opcode), req->peer);

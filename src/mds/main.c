@@ -49,6 +49,7 @@ struct opts {
 	int evict_ms;
 	int recovery_window_ms;
 	int sync_interval_ms;
+	int cap_lifetime_s;
 	int standby;
 	int allow_faults;
 	struct mds_hsm_conf hsm;
@@ -76,7 +77,7 @@ static void usage(FILE *f)
 		   "                 [--hsm-archive-age SECS] [--hsm-release HIGH:LOW]\n"
 		   "                 [--hsm-policy-period SECS] [--lock-evict-timeout SECS]\n"
 		   "                 [--evict-timeout SECS] [--recovery-window SECS] [--standby]\n"
-		   "                 [--sync-interval SECS]\n"
+		   "                 [--sync-interval SECS] [--cap-lifetime SECS]\n"
 		   "                 [--allow-fault-injection]\n"
 		   METRICS_USAGE);
 }
@@ -95,6 +96,7 @@ enum {
 	OPT_STANDBY,
 	OPT_FAULTS,
 	OPT_SYNC,
+	OPT_CAP_LIFE,
 };
 
 /* --hsm-* options; returns 0, 1 if c is not one of them, -1 on a bad value. */
@@ -164,6 +166,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"standby", no_argument, NULL, OPT_STANDBY},
 		{"allow-fault-injection", no_argument, NULL, OPT_FAULTS},
 		{"sync-interval", required_argument, NULL, OPT_SYNC},
+		{"cap-lifetime", required_argument, NULL, OPT_CAP_LIFE},
 		{NULL, 0, NULL, 0}};
 	int c;
 	int64_t v;
@@ -210,6 +213,16 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				o->sync_interval_ms = ms > 0 ? ms : 1;
 			else
 				o->recovery_window_ms = ms > 0 ? ms : 1;
+			break;
+		}
+		case OPT_CAP_LIFE: {
+			int64_t life;
+			if (parse_i64(optarg, 1, 7 * 86400, &life)) {
+				fprintf(stderr, "nacre-mds: --cap-lifetime %s: expected seconds "
+						"1..604800 (default 3600)\n", optarg);
+				return -1;
+			}
+			o->cap_lifetime_s = (int)life;
 			break;
 		}
 		case OPT_STANDBY: o->standby = 1; break;
@@ -355,6 +368,13 @@ int main(int argc, char **argv)
 
 	str_copy(m.fsname, o.fsname, sizeof(m.fsname));
 	m.data_dir = o.data;
+	m.cap_lifetime_s = (uint32_t)o.cap_lifetime_s;
+	if (cap_key_derive(&key, &m.capkey)) {
+		fprintf(stderr, "nacre-mds: cannot derive the capability key from --key-file %s\n",
+			o.key_file);
+		rpc_server_destroy(srv);
+		return 1;
+	}
 	if (mds_db_open(o.data, o.fsname, o.format, &m.db, err, sizeof(err))) {
 		fprintf(stderr, "nacre-mds: --data: %s\n", err);
 		rpc_server_destroy(srv);
@@ -454,6 +474,7 @@ out:
 	mds_targets_destroy(m.targets);
 	mds_space_destroy(m.space);
 	mds_db_close(m.db);
+	cap_key_fini(&m.capkey);
 	if (mdt_lock >= 0)
 		close(mdt_lock);
 	return status;

@@ -4,6 +4,7 @@
 #ifndef NACRE_MDS_MDS_H
 #define NACRE_MDS_MDS_H
 
+#include "common/cap.h"
 #include "common/key.h"
 #include "nacre/nacre_types.h"
 
@@ -37,6 +38,9 @@ struct mds {
 	const char *data_dir;
 	char addr[NACRE_ADDR_MAX + 1];     /* "host:port" we serve on, for the TARGETS reply */
 	char fsname[NACRE_FSNAME_MAX + 1];
+	struct cap_key capkey;             /* object capabilities (caps.h); derived from the
+					    * cluster key at start */
+	uint32_t cap_lifetime_s;           /* how long a capability is valid; 0 = default */
 };
 
 #endif

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "common/log.h"
+#include "mds/caps.h"
 #include "mds/destroy.h"
 #include "mds/hsm.h"
 #include "mds/inode.h"
@@ -56,6 +57,9 @@ int mds_ns_open(struct mds *m, uint64_t conn_id, uint64_t owner, const struct wi
 	rc = mds_perm_check(&r->cred, ino, mask);
 	if (rc)
 		goto out_drop;
+	/* what its capabilities will allow, now and at every renewal (caps.h) */
+	mds_open_handle_set_rights(m->open, owner, id, &r->fid,
+				   mds_cap_open_rights(&r->cred, ino, mask));
 	mds_inode_to_attr(ino, &rep->attr);
 	memset(&rep->layout, 0, sizeof(rep->layout));
 	if (S_ISREG(ino->mode) && (ino->hsm_state & NACRE_HS_RELEASED)) {

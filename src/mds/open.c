@@ -17,6 +17,7 @@ struct handle {
 	uint64_t conn_id;
 	struct nacre_fid fid;
 	int restore;         /* a copytool's handle on a restore's new objects */
+	uint32_t rights;     /* the object rights its open granted (CAP_*), for renewals */
 	struct handle *next; /* bucket chain by id */
 };
 
@@ -121,6 +122,7 @@ static int handle_add(struct mds_open_table *t, uint64_t conn_id, const struct n
 	h->conn_id = conn_id;
 	h->fid = *fid;
 	h->restore = 0;
+	h->rights = 0;
 	h->next = t->handles[h->id % NBUCKETS];
 	t->handles[h->id % NBUCKETS] = h;
 	struct fid_count **pp = fid_slot(t, fid);
@@ -184,6 +186,40 @@ void mds_open_handle_drop(struct mds_open_table *t, uint64_t conn_id, uint64_t h
 			  const struct nacre_fid *fid)
 {
 	handle_find(t, conn_id, handle, fid, 1, 0);
+}
+
+/* The handle of owner on fid, or NULL. Caller holds t->lock. */
+static struct handle *handle_lookup_locked(struct mds_open_table *t, uint64_t owner,
+					   uint64_t id, const struct nacre_fid *fid)
+{
+	for (struct handle *h = t->handles[id % NBUCKETS]; h; h = h->next)
+		if (h->id == id && h->conn_id == owner && mds_fid_eq(&h->fid, fid))
+			return h;
+	return NULL;
+}
+
+void mds_open_handle_set_rights(struct mds_open_table *t, uint64_t owner, uint64_t handle,
+				const struct nacre_fid *fid, uint32_t rights)
+{
+	pthread_mutex_lock(&t->lock);
+	struct handle *h = handle_lookup_locked(t, owner, handle, fid);
+	if (h)
+		h->rights = rights;
+	pthread_mutex_unlock(&t->lock);
+}
+
+int mds_open_handle_rights(struct mds_open_table *t, uint64_t owner, uint64_t handle,
+			   const struct nacre_fid *fid, uint32_t *rights)
+{
+	int rc = -EBADF;
+	pthread_mutex_lock(&t->lock);
+	struct handle *h = handle_lookup_locked(t, owner, handle, fid);
+	if (h) {
+		*rights = h->rights;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return rc;
 }
 
 int mds_open_handle_known(struct mds_open_table *t, uint64_t owner, uint64_t handle,

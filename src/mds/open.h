@@ -25,6 +25,14 @@ int mds_open_handle_add(struct mds_open_table *t, uint64_t conn_id, const struct
 /* Drops a handle (an open or a create that did not complete); an unknown one is ignored. */
 void mds_open_handle_drop(struct mds_open_table *t, uint64_t conn_id, uint64_t handle,
 			  const struct nacre_fid *fid);
+/* Records the object rights (CAP_*) an open granted, for its capability renewals; an
+ * unknown handle is ignored. */
+void mds_open_handle_set_rights(struct mds_open_table *t, uint64_t owner, uint64_t handle,
+				const struct nacre_fid *fid, uint32_t rights);
+/* The rights recorded for owner's handle on fid (0 if none were): 0, or -EBADF if owner
+ * holds no such handle. */
+int mds_open_handle_rights(struct mds_open_table *t, uint64_t owner, uint64_t handle,
+			   const struct nacre_fid *fid, uint32_t *rights);
 /* Whether owner holds handle on fid. */
 int mds_open_handle_known(struct mds_open_table *t, uint64_t owner, uint64_t handle,
 			  const struct nacre_fid *fid);

@@ -5,10 +5,12 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/layout.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "mds/caps.h"
 #include "mds/db.h"
 #include "mds/targets.h"
 #include "nacre/nacre_errno.h"
@@ -85,7 +87,7 @@ out:
 }
 
 /* An object operation's request body (an ost_io_req), kept until its reply. */
-#define OBJ_BODY_MAX 64
+#define OBJ_BODY_MAX 96
 
 /* Encodes req into body and starts opcode with it on conn. Returns 0 with *pend set, or an
  * error (-EINVAL if req does not encode) with *pend NULL. body must outlive the reply. */
@@ -149,8 +151,12 @@ static int per_stripe(struct mds *m, uint16_t opcode, const struct nacre_fid *fi
 		struct wire_ost_io_req req = {.ost_idx = l->ost_idx[i],
 					      .fid = *fid,
 					      .stripe_idx = i,
-					      .layout_gen = l->gen};
+					      .layout_gen = l->gen,
+					      .has_cap = 1};
 		req.offset = layout_object_size(l, new_size, i);
+		/* the MDS's own capability (client 0: its connections carry no session) */
+		mds_cap_mint(m, 0, fid, l->gen, opcode == WIRE_OP_OST_PUNCH ? CAP_PUNCH : CAP_DESTROY,
+			     &req.cap);
 		rc = obj_op_start(conn, opcode, &req, bodies[i], &pend[i]);
 		if (rc && !first_err)
 			first_err = rc;
@@ -207,18 +213,34 @@ static void set_rc(struct mds_oss_obj *objs, size_t first, size_t n, int rc)
 		objs[first + i].rc = rc;
 }
 
-/* Encodes and starts b's request; on failure sets its objects' rc and leaves pend NULL. */
-static void batch_start(struct mds_oss_obj *objs, struct batch *b)
+/* Encodes and starts b's request, with a list capability over exactly its objects; on
+ * failure sets its objects' rc and leaves pend NULL. */
+static void batch_start(struct mds *m, struct mds_oss_obj *objs, struct batch *b)
 {
-	struct wire_ost_destroy_req req = {.ost_idx = b->ost_idx, .flags = 0, .count = b->n};
+	struct wire_ost_destroy_req req = {.ost_idx = b->ost_idx,
+					   .flags = WIRE_OST_DESTROY_CAP,
+					   .count = b->n};
+	struct wire_cursor list;
 
-	wire_cursor_init_dyn(&b->body, WIRE_BODY_MAX);
-	wire_ost_destroy_req_encode(&b->body, &req);
+	wire_cursor_init_dyn(&list, WIRE_BODY_MAX);
 	for (uint32_t i = 0; i < b->n; i++) {
 		const struct mds_oss_obj *o = &objs[b->first + i];
 		struct wire_ost_obj w = {.fid = o->fid, .stripe_idx = o->stripe, .layout_gen = o->gen};
-		wire_ost_obj_put(&b->body, &w);
+		wire_ost_obj_put(&list, &w);
 	}
+	uint32_t life = m->cap_lifetime_s ? m->cap_lifetime_s : MDS_CAP_LIFETIME_DEFAULT_S;
+	req.cap.expiry = (uint64_t)time(NULL) + life;
+	req.cap.rights = CAP_DESTROY;
+	req.cap.stripe = CAP_STRIPE_ALL;
+	cap_mint_list(&m->capkey, b->ost_idx, list.buf, wire_cursor_pos(&list), req.cap.rights, 0,
+		      req.cap.expiry, req.cap.mac);
+	wire_cursor_init_dyn(&b->body, WIRE_BODY_MAX);
+	wire_ost_destroy_req_encode(&b->body, &req);
+	if (wire_cursor_ok(&list))
+		wire_put_bytes(&b->body, list.buf, wire_cursor_pos(&list));
+	else
+		wire_cursor_fail(&b->body, -EINVAL);
+	wire_cursor_fini(&list);
 	if (!wire_cursor_ok(&b->body)) {
 		set_rc(objs, b->first, b->n, -EINVAL);
 		return;
@@ -295,7 +317,7 @@ static void batch_finish(struct mds_oss_obj *objs, struct batch *b)
 /* OST_DESTROY per object of b, FALLBACK_WINDOW in flight at once: for an OSS that predates
  * OST_DESTROY_BATCH. */
 #define FALLBACK_WINDOW 64
-static void batch_fallback(struct mds_oss_obj *objs, struct batch *b)
+static void batch_fallback(struct mds *m, struct mds_oss_obj *objs, struct batch *b)
 {
 	struct rpc_pending *pend[FALLBACK_WINDOW];
 	uint8_t bodies[FALLBACK_WINDOW][OBJ_BODY_MAX];
@@ -313,7 +335,9 @@ static void batch_fallback(struct mds_oss_obj *objs, struct batch *b)
 			struct wire_ost_io_req req = {.ost_idx = o->ost_idx,
 						      .fid = o->fid,
 						      .stripe_idx = o->stripe,
-						      .layout_gen = o->gen};
+						      .layout_gen = o->gen,
+						      .has_cap = 1};
+			mds_cap_mint(m, 0, &o->fid, o->gen, CAP_DESTROY, &req.cap);
 			o->rc = obj_op_start(b->conn, WIRE_OP_OST_DESTROY, &req, bodies[i],
 					     &pend[i]);
 		}
@@ -391,13 +415,13 @@ void mds_oss_destroy_batch(struct mds *m, struct mds_oss_obj *objs, size_t n)
 	}
 	/* every OST's requests in flight at once, then the replies */
 	for (size_t k = 0; k < nb; k++)
-		batch_start(objs, &bs[k]);
+		batch_start(m, objs, &bs[k]);
 	for (size_t k = 0; k < nb; k++)
 		if (bs[k].pend)
 			batch_finish(objs, &bs[k]);
 	for (size_t k = 0; k < nb; k++) {
 		if (bs[k].fallback)
-			batch_fallback(objs, &bs[k]);
+			batch_fallback(m, objs, &bs[k]);
 		wire_cursor_fini(&bs[k].body);
 	}
 	free(bs);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "mds/caps.h"
 #include "mds/db.h"
 #include "mds/dispatch.h"
 #include "mds/inode.h"
@@ -148,6 +149,13 @@ static int reconstruct(struct mds *m, const struct rpc_request *req, struct rpc_
 			cr.handle = rec->value;
 			if (!cr.handle || !mds_open_handle_known(m->open, owner, cr.handle, &fid))
 				rc = mds_open_handle_add(m->open, owner, &fid, &cr.handle);
+			/* the creator's rights, and its capability (caps.h) */
+			if (!rc) {
+				mds_open_handle_set_rights(m->open, owner, cr.handle, &fid,
+							   CAP_READ | CAP_WRITE);
+				mds_cap_for_reply(m, req, &fid, &cr.layout, CAP_READ | CAP_WRITE,
+						  &cr.has_cap, &cr.cap);
+			}
 		}
 		free(q);
 		if (!rc)

@@ -8,6 +8,7 @@
 #include "common/fault.h"
 #include "common/log.h"
 #include "nacre/nacre_errno.h"
+#include "oss/cap_check.h"
 #include "oss/store.h"
 #include "proto/cursor.h"
 #include "proto/wire.h"
@@ -149,6 +150,8 @@ static int do_destroy_batch(const struct oss_ctx *ctx, const struct rpc_request 
 	wire_cursor_init_read(&c, req->body, req->body_len);
 	wire_ost_destroy_req_decode(&c, &m);
 	objs = c; /* a read cursor over borrowed bytes: a copy reads them again */
+	const uint8_t *list = c.buf + wire_cursor_pos(&c);
+	size_t list_len = wire_cursor_left(&c);
 	for (uint32_t i = 0; i < m.count && wire_cursor_ok(&c); i++)
 		wire_ost_obj_get(&c, &o);
 	if (!wire_cursor_ok(&c) || wire_cursor_left(&c) != 0 || req->bulk_len != 0)
@@ -157,6 +160,10 @@ static int do_destroy_batch(const struct oss_ctx *ctx, const struct rpc_request 
 	struct oss_target *t = target_of(ctx, req, op, m.ost_idx, &slot);
 	if (!t)
 		return -NACRE_ENOTARGET;
+	if (oss_cap_check_list(&ctx->capkey, req, &m, list, list_len)) {
+		atomic_fetch_add_explicit(&t->stats.errors[slot], 1, memory_order_relaxed);
+		return -EACCES;
+	}
 
 	/* the failure count is patched in at the end */
 	size_t head_pos = wire_cursor_pos(&rep->body);
@@ -205,7 +212,9 @@ int oss_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 	if (!t)
 		return -NACRE_ENOTARGET;
 
-	int rc;
+	int rc = oss_cap_check(&ctx->capkey, req, op, &m);
+	if (rc)
+		goto out;
 	if (m.offset > (uint64_t)INT64_MAX || m.len > (uint64_t)INT64_MAX - m.offset) {
 		rc = -EFBIG; /* offset + len must fit an off_t */
 		goto out;

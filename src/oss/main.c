@@ -14,6 +14,7 @@
 
 #include "common/daemon.h"
 #include "common/fault.h"
+#include "common/cap.h"
 #include "common/key.h"
 #include "common/log.h"
 #include "common/metrics_opts.h"
@@ -338,6 +339,7 @@ int main(int argc, char **argv)
 	uint16_t port;
 	struct rpc_server *srv = NULL;
 	struct oss_register *reg = NULL;
+	struct cap_key ctx_capkey = {0};
 
 	if (parse_opts(argc, argv, &o))
 		return 1;
@@ -397,6 +399,12 @@ int main(int argc, char **argv)
 	struct oss_ctx ctx = { .targets = targets, .ntargets = ntargets };
 	const char *nb = getenv("NACRE_OSS_NO_DESTROY_BATCH");
 	ctx.no_destroy_batch = nb && !strcmp(nb, "1");
+	if (cap_key_derive(&key, &ctx_capkey)) {
+		fail("cannot derive the capability key from --key-file %s (OpenSSL has no HKDF?)",
+		     o.key_file);
+		goto out_close;
+	}
+	ctx.capkey = ctx_capkey; /* shares its digest states, freed at the end */
 	char server_name[NACRE_NAME_MAX + 1];
 	snprintf(server_name, sizeof(server_name), "oss@%s", listen_addr);
 	struct rpc_server_conf sc = {
@@ -481,6 +489,7 @@ out_close:
 	rpc_server_destroy(srv);
 	for (int i = 0; i < ntargets; i++)
 		oss_target_close(targets[i]);
+	cap_key_fini(&ctx_capkey);
 	memset(&key, 0, sizeof(key));
 	return status;
 }

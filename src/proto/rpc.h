@@ -49,6 +49,7 @@ struct rpc_request {
 	const char *peer;     /* "host:port" of the peer, for log messages */
 	const char *peer_name;/* the name the peer gave in CONNECT */
 	uint64_t client_id;   /* the peer's session id from CONNECT, 0 = none */
+	uint64_t features;    /* WIRE_FEAT_* negotiated in CONNECT */
 	const struct wire_req_env *env; /* NULL on a connection without envelopes */
 	const uint8_t *replay_reply; /* a REPLAY's first reply (env->replay_len bytes), which
 				      * is not part of body */

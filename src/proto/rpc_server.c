@@ -67,6 +67,7 @@ struct sconn {
 	int env;            /* requests and replies carry envelopes (set at CONNECT, then read
 			     * by workers too) */
 	uint64_t client_id; /* the peer's session id from CONNECT, 0 = none */
+	uint64_t features;  /* negotiated at CONNECT, then read by workers */
 	uint8_t cnonce[WIRE_NONCE_LEN];
 	uint8_t snonce[WIRE_NONCE_LEN];
 
@@ -359,6 +360,7 @@ static int run_request(struct rpc_server *s, struct job *j)
 		.peer = j->conn->peer,
 		.peer_name = j->conn->peer_name,
 		.client_id = j->conn->client_id,
+		.features = j->conn->features,
 		.resumed = j->resumed,
 		.job_ = j,
 	};
@@ -748,6 +750,7 @@ static void handle_connect(struct rpc_server *s, struct sconn *c, const uint8_t 
 	rep.version = req.version_max < WIRE_VERSION ? req.version_max : WIRE_VERSION;
 	rep.features = req.features & WIRE_FEATURES_SUPPORTED;
 	c->env = (rep.features & WIRE_FEAT_RECOVERY) != 0;
+	c->features = rep.features;
 	if (c->env) {
 		c->client_id = req.client_id;
 		rep.instance = s->instance;

@@ -98,6 +98,7 @@ static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(MDS_LOCK_GET, "lock_req", "lock_rep", IDEM),
 	OP(MDS_LOCK_WAIT, "lock_req", "empty", IDEM),
 	OP(MDS_LOCK_CANCEL, "lock_req", "empty", IDEM),
+	OP(MDS_CAP_GET, "cap_req", "cap_rep", IDEM | INL),
 };
 #undef OP
 #undef RC
@@ -513,6 +514,75 @@ void wire_path_get(struct wire_cursor *c, char *out, size_t max)
 	str_get(c, out, 0, max < NACRE_PATH_MAX ? max : NACRE_PATH_MAX);
 }
 
+/* ---- object capabilities ---- */
+
+/* cap (since version 1, with WIRE_FEAT_CAPS): u64 expiry, u32 rights (CAP_* bits, 0..0xf),
+ * u32 stripe, u8 mac[16] */
+void wire_cap_put(struct wire_cursor *c, const struct wire_cap *cap)
+{
+	wire_put_u64(c, cap->expiry);
+	wire_put_u32(c, cap->rights);
+	wire_put_u32(c, cap->stripe);
+	wire_put_bytes(c, cap->mac, WIRE_CAP_MAC_LEN);
+}
+
+void wire_cap_get(struct wire_cursor *c, struct wire_cap *cap)
+{
+	cap->expiry = wire_get_u64(c);
+	cap->rights = wire_get_u32(c);
+	cap->stripe = wire_get_u32(c);
+	wire_get_bytes(c, cap->mac, WIRE_CAP_MAC_LEN);
+	if (cap->rights & ~0xfu)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* An optional trailing capability: present when exactly WIRE_CAP_LEN bytes are left. */
+static void cap_opt_put(struct wire_cursor *c, uint8_t has, const struct wire_cap *cap)
+{
+	if (has)
+		wire_cap_put(c, cap);
+}
+
+static void cap_opt_get(struct wire_cursor *c, uint8_t *has, struct wire_cap *cap)
+{
+	if (!wire_cursor_ok(c) || wire_cursor_left(c) == 0)
+		return;
+	*has = 1;
+	wire_cap_get(c, cap);
+}
+
+/* cap_req (since version 1): cred, fid, u64 handle, u32 layout_gen */
+void wire_cap_req_encode(struct wire_cursor *c, const struct wire_cap_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_fid_put(c, &m->fid);
+	wire_put_u64(c, m->handle);
+	wire_put_u32(c, m->layout_gen);
+}
+
+void wire_cap_req_decode(struct wire_cursor *c, struct wire_cap_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	wire_fid_get(c, &m->fid);
+	m->handle = wire_get_u64(c);
+	m->layout_gen = wire_get_u32(c);
+}
+
+/* cap_rep (since version 1): u32 layout_gen, cap */
+void wire_cap_rep_encode(struct wire_cursor *c, const struct wire_cap_rep *m)
+{
+	wire_put_u32(c, m->layout_gen);
+	wire_cap_put(c, &m->cap);
+}
+
+void wire_cap_rep_decode(struct wire_cursor *c, struct wire_cap_rep *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->layout_gen = wire_get_u32(c);
+	wire_cap_get(c, &m->cap);
+}
+
 /* ---- connection setup ---- */
 
 /* connect_req (since version 1):
@@ -792,12 +862,14 @@ void wire_open_req_decode(struct wire_cursor *c, struct wire_open_req *m)
 	m->flags = wire_get_u32(c);
 }
 
-/* open_rep (since version 1): attr, layout, u64 handle */
+/* open_rep (since version 1): attr, layout, u64 handle; with WIRE_FEAT_CAPS, a cap when
+ * has_cap (any byte after the handle starts it) */
 void wire_open_rep_encode(struct wire_cursor *c, const struct wire_open_rep *m)
 {
 	wire_attr_put(c, &m->attr);
 	wire_layout_put(c, &m->layout);
 	wire_put_u64(c, m->handle);
+	cap_opt_put(c, m->has_cap, &m->cap);
 }
 
 void wire_open_rep_decode(struct wire_cursor *c, struct wire_open_rep *m)
@@ -806,6 +878,7 @@ void wire_open_rep_decode(struct wire_cursor *c, struct wire_open_rep *m)
 	wire_attr_get(c, &m->attr);
 	wire_layout_get(c, &m->layout);
 	m->handle = wire_get_u64(c);
+	cap_opt_get(c, &m->has_cap, &m->cap);
 }
 
 /* close_req (since version 1): cred, fid, u64 handle, u64 size, u8 has_mtime (0 or 1),
@@ -954,8 +1027,10 @@ void wire_create_rep_encode(struct wire_cursor *c, const struct wire_create_rep 
 {
 	wire_attr_put(c, &m->attr);
 	wire_layout_put(c, &m->layout);
-	if (m->has_handle)
+	if (m->has_handle) {
 		wire_put_u64(c, m->handle);
+		cap_opt_put(c, m->has_cap, &m->cap);
+	}
 }
 
 void wire_create_rep_decode(struct wire_cursor *c, struct wire_create_rep *m)
@@ -966,6 +1041,7 @@ void wire_create_rep_decode(struct wire_cursor *c, struct wire_create_rep *m)
 	if (wire_cursor_ok(c) && wire_cursor_left(c) > 0) {
 		m->has_handle = 1;
 		m->handle = wire_get_u64(c);
+		cap_opt_get(c, &m->has_cap, &m->cap);
 	}
 }
 
@@ -981,15 +1057,18 @@ void wire_path_rep_decode(struct wire_cursor *c, struct wire_path_rep *m)
 	wire_path_get(c, m->path, NACRE_PATH_MAX);
 }
 
-/* layout_rep (since version 1): layout */
+/* layout_rep (since version 1): layout; with WIRE_FEAT_CAPS, a cap when has_cap */
 void wire_layout_rep_encode(struct wire_cursor *c, const struct wire_layout_rep *m)
 {
 	wire_layout_put(c, &m->layout);
+	cap_opt_put(c, m->has_cap, &m->cap);
 }
 
 void wire_layout_rep_decode(struct wire_cursor *c, struct wire_layout_rep *m)
 {
+	m->has_cap = 0;
 	wire_layout_get(c, &m->layout);
+	cap_opt_get(c, &m->has_cap, &m->cap);
 }
 
 /* statfs_rep (since version 1): statfs */
@@ -1415,7 +1494,8 @@ void wire_hsm_progress_rep_decode(struct wire_cursor *c, struct wire_hsm_progres
 /* ost_io_req (since version 1):
  *   u32 ost_idx (0..65535), fid, u32 stripe_idx (< NACRE_MAX_STRIPES), u32 layout_gen,
  *   u64 offset, u64 len; offset + len must fit in an off_t. Per-opcode limits on len (READ
- *   <= WIRE_BULK_MAX, WRITE == bulk length) are the server's to check. */
+ *   <= WIRE_BULK_MAX, WRITE == bulk length) are the server's to check. Then, with
+ *   has_cap, the object's cap (any byte after len starts it). */
 void wire_ost_io_req_encode(struct wire_cursor *c, const struct wire_ost_io_req *m)
 {
 	wire_put_u32(c, m->ost_idx);
@@ -1424,6 +1504,7 @@ void wire_ost_io_req_encode(struct wire_cursor *c, const struct wire_ost_io_req 
 	wire_put_u32(c, m->layout_gen);
 	wire_put_u64(c, m->offset);
 	wire_put_u64(c, m->len);
+	cap_opt_put(c, m->has_cap, &m->cap);
 }
 
 void wire_ost_io_req_decode(struct wire_cursor *c, struct wire_ost_io_req *m)
@@ -1435,6 +1516,7 @@ void wire_ost_io_req_decode(struct wire_cursor *c, struct wire_ost_io_req *m)
 	m->layout_gen = wire_get_u32(c);
 	m->offset = wire_get_u64(c);
 	m->len = wire_get_u64(c);
+	cap_opt_get(c, &m->has_cap, &m->cap);
 	if (m->ost_idx > 65535 || m->stripe_idx >= NACRE_MAX_STRIPES ||
 	    m->offset > (uint64_t)INT64_MAX || m->len > (uint64_t)INT64_MAX - m->offset)
 		wire_cursor_fail(c, -EPROTO);
@@ -1454,10 +1536,10 @@ void wire_ost_attr_rep_decode(struct wire_cursor *c, struct wire_ost_attr_rep *m
 }
 
 /* ost_destroy_req (since version 1):
- *   u32 ost_idx (0..65535), u32 flags (0), u32 count (1..WIRE_OST_DESTROY_MAX), then exactly
- *   count ost_obj: the decoder reads the header and checks that count * 24 bytes remain; the
+ *   u32 ost_idx (0..65535), u32 flags (WIRE_OST_DESTROY_CAP or 0), u32 count
+ *   (1..WIRE_OST_DESTROY_MAX), with WIRE_OST_DESTROY_CAP a cap, then exactly count ost_obj: the decoder reads the header and checks that count * 24 bytes remain; the
  *   caller reads them with wire_ost_obj_get. */
-_Static_assert(12 + WIRE_OST_DESTROY_MAX * WIRE_OST_OBJ_LEN <= WIRE_BODY_MAX,
+_Static_assert(12 + WIRE_CAP_LEN + WIRE_OST_DESTROY_MAX * WIRE_OST_OBJ_LEN <= WIRE_BODY_MAX,
 	       "an OST_DESTROY_BATCH request fits a body");
 _Static_assert(4 + WIRE_OST_DESTROY_MAX * WIRE_OST_DESTROY_FAIL_LEN <= WIRE_BODY_MAX,
 	       "an OST_DESTROY_BATCH reply fits a body");
@@ -1467,6 +1549,8 @@ void wire_ost_destroy_req_encode(struct wire_cursor *c, const struct wire_ost_de
 	wire_put_u32(c, m->ost_idx);
 	wire_put_u32(c, m->flags);
 	wire_put_u32(c, m->count);
+	if (m->flags & WIRE_OST_DESTROY_CAP)
+		wire_cap_put(c, &m->cap);
 }
 
 void wire_ost_destroy_req_decode(struct wire_cursor *c, struct wire_ost_destroy_req *m)
@@ -1475,9 +1559,11 @@ void wire_ost_destroy_req_decode(struct wire_cursor *c, struct wire_ost_destroy_
 	m->ost_idx = wire_get_u32(c);
 	m->flags = wire_get_u32(c);
 	m->count = wire_get_u32(c);
+	if (m->flags & WIRE_OST_DESTROY_CAP)
+		wire_cap_get(c, &m->cap);
 	if (!wire_cursor_ok(c))
 		return;
-	if (m->ost_idx > 65535 || m->flags != 0 || m->count == 0 ||
+	if (m->ost_idx > 65535 || (m->flags & ~(uint32_t)WIRE_OST_DESTROY_CAP) || m->count == 0 ||
 	    m->count > WIRE_OST_DESTROY_MAX ||
 	    wire_cursor_left(c) != (size_t)m->count * WIRE_OST_OBJ_LEN)
 		wire_cursor_fail(c, -EPROTO);

@@ -46,7 +46,9 @@ enum {
 /* Feature bits negotiated in CONNECT: the server answers with the bits both sides know. */
 #define WIRE_FEAT_RECOVERY (1ull << 0) /* client ids, request and reply envelopes, reply
 					* cache, resend and replay (docs/recovery.md) */
-#define WIRE_FEATURES_SUPPORTED WIRE_FEAT_RECOVERY
+#define WIRE_FEAT_CAPS (1ull << 2) /* object capabilities: the MDS puts a wire_cap in open,
+				    * create and layout replies (docs/security.md) */
+#define WIRE_FEATURES_SUPPORTED (WIRE_FEAT_RECOVERY | WIRE_FEAT_CAPS)
 
 /* Opcodes. Never renumber; add at the end of a family. Each has a row in the opcode table
  * (wire.c, read through wire_op_info): its request and reply messages, named here too. */
@@ -121,6 +123,10 @@ enum wire_opcode {
 	WIRE_OP_MDS_LOCK_CANCEL = 83, /* req: lock_req; rep: empty: a waiting LOCK_WAIT of that
 				       * owner and range ends with -EINTR */
 	/* 84..95 reserved for locks */
+
+	/* MDS object capabilities (112..119); every request starts with a wire_cred */
+	WIRE_OP_MDS_CAP_GET = 112, /* req: cap_req; rep: cap_rep: a fresh capability for an
+				    * open handle, with the rights of its open */
 
 	WIRE_OP_MAX_ = 128,
 };
@@ -207,6 +213,23 @@ void wire_name_get(struct wire_cursor *c, char out[NACRE_NAME_MAX + 1]);
  * NUL; copied NUL-terminated to out (max + 1 bytes). */
 void wire_path_put(struct wire_cursor *c, const char *path);
 void wire_path_get(struct wire_cursor *c, char *out, size_t max);
+
+/* ---- object capabilities (since version 1, with WIRE_FEAT_CAPS) ----
+ * A capability the MDS minted (common/cap.h): u64 expiry (seconds since the epoch), u32
+ * rights (CAP_* bits), u32 stripe (one stripe, or CAP_STRIPE_ALL = 0xffffffff), u8 mac[16]
+ * = HMAC-SHA256(capability key, FID, layout generation, stripe, rights, client, expiry)
+ * truncated. The FID and generation are those of the request that carries it; the client
+ * is the session id of the connection it arrives on. */
+#define WIRE_CAP_LEN 32
+#define WIRE_CAP_MAC_LEN 16
+struct wire_cap {
+	uint64_t expiry;
+	uint32_t rights; /* unknown bits fail the decode */
+	uint32_t stripe;
+	uint8_t mac[WIRE_CAP_MAC_LEN];
+};
+void wire_cap_put(struct wire_cursor *c, const struct wire_cap *cap);
+void wire_cap_get(struct wire_cursor *c, struct wire_cap *cap);
 
 /* ---- connection setup ----
  * CONNECT: the client proposes versions and a nonce; the server answers with its nonce and a
@@ -385,6 +408,9 @@ struct wire_open_rep {
 	struct nacre_attr attr;
 	struct nacre_layout layout; /* nosts 0 for non-regular files */
 	uint64_t handle;
+	/* with WIRE_FEAT_CAPS, for a file with objects: */
+	uint8_t has_cap;
+	struct wire_cap cap;
 };
 struct wire_close_req { /* CLOSE, SIZE_UPDATE */
 	struct nacre_cred cred;
@@ -417,6 +443,13 @@ struct wire_target_reg { /* TARGET_REGISTER, TARGET_HEARTBEAT: one OST each */
 	struct nacre_statfs st;
 };
 
+struct wire_cap_req { /* CAP_GET: renew the capability of an open handle */
+	struct nacre_cred cred;
+	struct nacre_fid fid;
+	uint64_t handle; /* the caller's open handle on fid */
+	uint32_t layout_gen; /* of the layout the caller holds */
+};
+
 /* ---- MDS replies ---- */
 struct wire_cred_req { /* STATFS, TARGETS: the caller's credentials, nothing else */
 	struct nacre_cred cred;
@@ -430,12 +463,22 @@ struct wire_create_rep { /* CREATE */
 	struct nacre_layout layout;
 	uint8_t has_handle; /* the trailing handle is there: the request had WIRE_CREATE_OPEN */
 	uint64_t handle;
+	/* with WIRE_FEAT_CAPS, after a nonzero handle: */
+	uint8_t has_cap;
+	struct wire_cap cap;
 };
 struct wire_path_rep { /* READLINK (the target), FID2PATH */
 	char path[NACRE_PATH_MAX + 1];
 };
 struct wire_layout_rep { /* LAYOUT_GET, LAYOUT_SET */
 	struct nacre_layout layout;
+	/* with WIRE_FEAT_CAPS: LAYOUT_GET's capability (read, or no rights) */
+	uint8_t has_cap;
+	struct wire_cap cap;
+};
+struct wire_cap_rep { /* CAP_GET */
+	uint32_t layout_gen; /* the generation the capability names */
+	struct wire_cap cap;
 };
 struct wire_statfs_rep { /* MDS_STATFS (the file system), OST_STATFS (one OST) */
 	struct nacre_statfs st;
@@ -593,6 +636,9 @@ struct wire_ost_io_req {
 	uint32_t layout_gen;
 	uint64_t offset;
 	uint64_t len; /* WRITE: must equal the bulk length; READ: <= WIRE_BULK_MAX */
+	/* the capability for the object (trailing; an OSS refuses object requests without) */
+	uint8_t has_cap;
+	struct wire_cap cap;
 };
 struct wire_ost_attr_rep {
 	uint64_t size;
@@ -613,10 +659,15 @@ struct wire_ost_obj { /* an object, named as ost_io_req names it */
 	uint32_t stripe_idx; /* < NACRE_MAX_STRIPES */
 	uint32_t layout_gen;
 };
-struct wire_ost_destroy_req { /* followed by count ost_obj */
+enum {
+	WIRE_OST_DESTROY_CAP = 1u << 0, /* ost_destroy_req.flags: a wire_cap follows the header,
+					 * a list capability over the objects' bytes */
+};
+struct wire_ost_destroy_req { /* followed by [a cap and] count ost_obj */
 	uint32_t ost_idx; /* 0..65535 */
-	uint32_t flags;   /* reserved, 0 */
+	uint32_t flags;   /* WIRE_OST_DESTROY_*; other bits fail the decode */
 	uint32_t count;   /* 1..WIRE_OST_DESTROY_MAX; exactly count * 24 bytes follow */
+	struct wire_cap cap; /* with WIRE_OST_DESTROY_CAP */
 };
 struct wire_ost_destroy_rep { /* followed by nfailed ost_destroy_fail, in request order */
 	uint32_t nfailed; /* 0..WIRE_OST_DESTROY_MAX; exactly nfailed * 8 bytes follow */
@@ -685,6 +736,8 @@ WIRE_MSG(recovery_done_req);
 WIRE_MSG(recovery_status);
 WIRE_MSG(append_req);
 WIRE_MSG(append_rep);
+WIRE_MSG(cap_req);
+WIRE_MSG(cap_rep);
 #undef WIRE_MSG
 
 /* The opcode named name ("MDS_CREATE"), or -1. Thread-safe. */

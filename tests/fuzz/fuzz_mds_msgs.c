@@ -48,6 +48,8 @@ FZ_MSG(recovery_done_req)
 FZ_MSG(recovery_status)
 FZ_MSG(append_req)
 FZ_MSG(append_rep)
+FZ_MSG(cap_req)
+FZ_MSG(cap_rep)
 
 /* HSM_REQUEST: the header, then exactly nfids fids. */
 struct fz_hsm_req {
@@ -185,6 +187,8 @@ static const struct fz_type types[] = {
 	FZ_ROW(recovery_status, struct wire_recovery_status, NULL, 1),
 	FZ_ROW(append_req, struct wire_append_req, NULL, 1),
 	FZ_ROW(append_rep, struct wire_append_rep, NULL, 1),
+	FZ_ROW(cap_req, struct wire_cap_req, NULL, 1),
+	FZ_ROW(cap_rep, struct wire_cap_rep, NULL, 1),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -149,6 +149,7 @@ static int mds_handler(void *arg, const struct rpc_request *req, struct rpc_repl
 	case WIRE_OP_MDS_OPEN: {
 		struct wire_open_req m;
 		struct wire_open_rep r;
+		memset(&r, 0, sizeof(r)); /* no capability: an MDS without them */
 		wire_open_req_decode(&c, &m);
 		if (m.flags & O_TRUNC)
 			F.size = 0;

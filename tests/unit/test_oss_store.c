@@ -8,8 +8,10 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "common/cap.h"
 #include "nacre/nacre_errno.h"
 #include "oss/dispatch.h"
 #include "oss/store.h"
@@ -239,9 +241,27 @@ struct call {
 	uint8_t body[256];
 };
 
-static int dispatch(struct oss_ctx *ctx, struct call *cl, uint16_t op,
-		    const struct wire_ost_io_req *m, int extra_bytes, int cut_bytes,
-		    const void *bulk, uint32_t bulk_len)
+/* The capability key of the tests' OSS, and the client id of their requests. */
+static struct cap_key g_capkey;
+#define TEST_CLIENT 0x8000000000000123ull
+
+/* A request without a capability gets one with every right, as the MDS would mint it. */
+static void auto_cap(struct wire_ost_io_req *m)
+{
+	if (m->has_cap)
+		return;
+	m->has_cap = 1;
+	m->cap.expiry = (uint64_t)time(NULL) + 60;
+	m->cap.rights = CAP_RIGHTS_ALL;
+	m->cap.stripe = CAP_STRIPE_ALL;
+	cap_mint(&g_capkey, &m->fid, m->layout_gen, m->cap.stripe, m->cap.rights, TEST_CLIENT,
+		 m->cap.expiry, m->cap.mac);
+}
+
+/* Sends m as it is: with its capability, or none. */
+static int dispatch_raw(struct oss_ctx *ctx, struct call *cl, uint16_t op,
+			const struct wire_ost_io_req *m, int extra_bytes, int cut_bytes,
+			const void *bulk, uint32_t bulk_len)
 {
 	struct wire_cursor c;
 	memset(cl, 0, sizeof(*cl));
@@ -257,8 +277,18 @@ static int dispatch(struct oss_ctx *ctx, struct call *cl, uint16_t op,
 	cl->req.bulk_len = bulk_len;
 	cl->req.peer = "127.0.0.1:1";
 	cl->req.peer_name = "test";
+	cl->req.client_id = TEST_CLIENT;
 	wire_cursor_init_dyn(&cl->rep.body, WIRE_BODY_MAX);
 	return oss_dispatch(ctx, &cl->req, &cl->rep);
+}
+
+static int dispatch(struct oss_ctx *ctx, struct call *cl, uint16_t op,
+		    const struct wire_ost_io_req *m, int extra_bytes, int cut_bytes,
+		    const void *bulk, uint32_t bulk_len)
+{
+	struct wire_ost_io_req mc = *m;
+	auto_cap(&mc);
+	return dispatch_raw(ctx, cl, op, &mc, extra_bytes, cut_bytes, bulk, bulk_len);
 }
 
 static void call_fini(struct call *cl)
@@ -279,7 +309,7 @@ static void test_dispatch(void)
 	if (!t)
 		return;
 	struct oss_target *tv[1] = { t };
-	struct oss_ctx ctx = { .targets = tv, .ntargets = 1 };
+	struct oss_ctx ctx = { .targets = tv, .ntargets = 1, .capkey = g_capkey };
 	struct wire_ost_io_req m = { .ost_idx = 5, .fid = { 0x200000400ull, 7, 0 },
 				     .stripe_idx = 0, .layout_gen = 0, .offset = 4096,
 				     .len = 6 };
@@ -388,13 +418,22 @@ static void test_dispatch(void)
 static int destroy_batch(struct oss_ctx *ctx, struct call *cl, uint32_t ost,
 			 const struct wire_ost_obj *objs, uint32_t n)
 {
-	struct wire_ost_destroy_req m = { .ost_idx = ost, .flags = 0, .count = n };
-	struct wire_cursor c;
+	struct wire_ost_destroy_req m = { .ost_idx = ost, .flags = WIRE_OST_DESTROY_CAP,
+					  .count = n };
+	struct wire_cursor c, list;
+	uint8_t lbuf[256];
+	wire_cursor_init_write(&list, lbuf, sizeof(lbuf));
+	for (uint32_t i = 0; i < n; i++)
+		wire_ost_obj_put(&list, &objs[i]);
+	m.cap.expiry = (uint64_t)time(NULL) + 60;
+	m.cap.rights = CAP_DESTROY;
+	m.cap.stripe = CAP_STRIPE_ALL;
+	cap_mint_list(&g_capkey, ost, lbuf, wire_cursor_pos(&list), CAP_DESTROY, TEST_CLIENT,
+		      m.cap.expiry, m.cap.mac);
 	memset(cl, 0, sizeof(*cl));
 	wire_cursor_init_write(&c, cl->body, sizeof(cl->body));
 	wire_ost_destroy_req_encode(&c, &m);
-	for (uint32_t i = 0; i < n; i++)
-		wire_ost_obj_put(&c, &objs[i]);
+	wire_put_bytes(&c, lbuf, wire_cursor_pos(&list));
 	CHECK(wire_cursor_ok(&c));
 	cl->hdr.opcode = WIRE_OP_OST_DESTROY_BATCH;
 	cl->req.hdr = &cl->hdr;
@@ -402,6 +441,7 @@ static int destroy_batch(struct oss_ctx *ctx, struct call *cl, uint32_t ost,
 	cl->req.body_len = (uint32_t)wire_cursor_pos(&c);
 	cl->req.peer = "127.0.0.1:1";
 	cl->req.peer_name = "test";
+	cl->req.client_id = TEST_CLIENT;
 	wire_cursor_init_dyn(&cl->rep.body, WIRE_BODY_MAX);
 	return oss_dispatch(ctx, &cl->req, &cl->rep);
 }
@@ -426,7 +466,7 @@ static void test_destroy_batch(void)
 	if (!t)
 		return;
 	struct oss_target *tv[1] = { t };
-	struct oss_ctx ctx = { .targets = tv, .ntargets = 1 };
+	struct oss_ctx ctx = { .targets = tv, .ntargets = 1, .capkey = g_capkey };
 	struct wire_ost_obj objs[5];
 	for (uint32_t i = 0; i < 5; i++) {
 		objs[i] = (struct wire_ost_obj){ .fid = { 0x200000400ull, 10 + i, 0 },
@@ -488,6 +528,180 @@ static void test_destroy_batch(void)
 	oss_target_close(t);
 }
 
+/* The OSS serves an object only with a capability minted for it, its client and the
+ * opcode's right, before expiry. */
+static void test_capabilities(void)
+{
+	char dir[512], err[1024];
+	struct oss_target *t = NULL;
+	struct call cl;
+
+	path_in(dir, sizeof(dir), "caps");
+	CHECK(oss_target_open(dir, "test1", 4, 1, &t, err, sizeof(err)) == 0);
+	if (!t)
+		return;
+	struct oss_target *tv[1] = { t };
+	struct oss_ctx ctx = { .targets = tv, .ntargets = 1, .capkey = g_capkey };
+	struct wire_ost_io_req m = { .ost_idx = 4, .fid = { 0x200000400ull, 7, 0 },
+				     .stripe_idx = 1, .layout_gen = 2, .offset = 0, .len = 4 };
+	struct wire_ost_io_req w = m;
+
+	/* no capability at all */
+	CHECK_EQ(dispatch_raw(&ctx, &cl, WIRE_OP_OST_WRITE, &m, 0, 0, "abcd", 4), -EACCES);
+	call_fini(&cl);
+	CHECK_EQ(dispatch_raw(&ctx, &cl, WIRE_OP_OST_READ, &m, 0, 0, NULL, 0), -EACCES);
+	call_fini(&cl);
+	/* a good one writes */
+	auto_cap(&w);
+	CHECK_EQ(dispatch_raw(&ctx, &cl, WIRE_OP_OST_WRITE, &w, 0, 0, "abcd", 4), 0);
+	call_fini(&cl);
+
+	/* read only: reads, does not write, punch or destroy */
+	struct wire_ost_io_req r = m;
+	r.has_cap = 1;
+	r.cap.expiry = (uint64_t)time(NULL) + 60;
+	r.cap.rights = CAP_READ;
+	r.cap.stripe = CAP_STRIPE_ALL;
+	cap_mint(&g_capkey, &r.fid, r.layout_gen, r.cap.stripe, r.cap.rights, TEST_CLIENT,
+		 r.cap.expiry, r.cap.mac);
+	CHECK_EQ(dispatch_raw(&ctx, &cl, WIRE_OP_OST_READ, &r, 0, 0, NULL, 0), 0);
+	CHECK(cl.rep.bulk_len == 4 && cl.rep.bulk && !memcmp(cl.rep.bulk, "abcd", 4));
+	call_fini(&cl);
+	CHECK_EQ(dispatch_raw(&ctx, &cl, WIRE_OP_OST_GETATTR, &r, 0, 0, NULL, 0), 0);
+	call_fini(&cl);
+	CHECK_EQ(dispatch_raw(&ctx, &cl, WIRE_OP_OST_WRITE, &r, 0, 0, "abcd", 4), -EACCES);
+	call_fini(&cl);
+	CHECK_EQ(dispatch_raw(&ctx, &cl, WIRE_OP_OST_PUNCH, &r, 0, 0, NULL, 0), -EACCES);
+	call_fini(&cl);
+	CHECK_EQ(dispatch_raw(&ctx, &cl, WIRE_OP_OST_DESTROY, &r, 0, 0, NULL, 0), -EACCES);
+	call_fini(&cl);
+	/* rights raised by hand break the MAC */
+	struct wire_ost_io_req x = r;
+	x.cap.rights = CAP_READ | CAP_WRITE;
+	CHECK_EQ(dispatch_raw(&ctx, &cl, WIRE_OP_OST_WRITE, &x, 0, 0, "abcd", 4), -EACCES);
+	call_fini(&cl);
+	/* another file, another generation, another client, a later expiry: refused */
+	x = r;
+	x.fid.oid = 8;
+	CHECK_EQ(dispatch_raw(&ctx, &cl, WIRE_OP_OST_READ, &x, 0, 0, NULL, 0), -EACCES);
+	call_fini(&cl);
+	x = r;
+	x.layout_gen = 3;
+	CHECK_EQ(dispatch_raw(&ctx, &cl, WIRE_OP_OST_READ, &x, 0, 0, NULL, 0), -EACCES);
+	call_fini(&cl);
+	x = r;
+	x.cap.expiry += 3600;
+	CHECK_EQ(dispatch_raw(&ctx, &cl, WIRE_OP_OST_READ, &x, 0, 0, NULL, 0), -EACCES);
+	call_fini(&cl);
+	memset(&cl, 0, sizeof(cl));
+	{
+		struct wire_cursor c;
+		wire_cursor_init_write(&c, cl.body, sizeof(cl.body));
+		wire_ost_io_req_encode(&c, &r);
+		cl.hdr.opcode = WIRE_OP_OST_READ;
+		cl.req.hdr = &cl.hdr;
+		cl.req.body = cl.body;
+		cl.req.body_len = (uint32_t)wire_cursor_pos(&c);
+		cl.req.peer = "127.0.0.1:2";
+		cl.req.client_id = TEST_CLIENT + 1; /* someone else's connection */
+		wire_cursor_init_dyn(&cl.rep.body, WIRE_BODY_MAX);
+		CHECK_EQ(oss_dispatch(&ctx, &cl.req, &cl.rep), -EACCES);
+		call_fini(&cl);
+	}
+	/* a capability for stripe 0 does not open stripe 1 */
+	x = m;
+	x.has_cap = 1;
+	x.cap.expiry = (uint64_t)time(NULL) + 60;
+	x.cap.rights = CAP_READ;
+	x.cap.stripe = 0;
+	cap_mint(&g_capkey, &x.fid, x.layout_gen, 0, CAP_READ, TEST_CLIENT, x.cap.expiry, x.cap.mac);
+	CHECK_EQ(dispatch_raw(&ctx, &cl, WIRE_OP_OST_READ, &x, 0, 0, NULL, 0), -EACCES);
+	call_fini(&cl);
+	x.stripe_idx = 0;
+	CHECK_EQ(dispatch_raw(&ctx, &cl, WIRE_OP_OST_READ, &x, 0, 0, NULL, 0), 0);
+	call_fini(&cl);
+	/* expired */
+	x = m;
+	x.has_cap = 1;
+	x.cap.expiry = (uint64_t)time(NULL) - 5;
+	x.cap.rights = CAP_READ;
+	x.cap.stripe = CAP_STRIPE_ALL;
+	cap_mint(&g_capkey, &x.fid, x.layout_gen, x.cap.stripe, CAP_READ, TEST_CLIENT,
+		 x.cap.expiry, x.cap.mac);
+	CHECK_EQ(dispatch_raw(&ctx, &cl, WIRE_OP_OST_READ, &x, 0, 0, NULL, 0), -EACCES);
+	call_fini(&cl);
+	/* a key derived from another cluster key */
+	struct nacre_key other = { .present = 1, .len = 32 };
+	struct cap_key ok2;
+	memset(other.bytes, 0x43, other.len);
+	CHECK_EQ(cap_key_derive(&other, &ok2), 0);
+	x = m;
+	x.has_cap = 1;
+	x.cap.expiry = (uint64_t)time(NULL) + 60;
+	x.cap.rights = CAP_READ;
+	x.cap.stripe = CAP_STRIPE_ALL;
+	cap_mint(&ok2, &x.fid, x.layout_gen, x.cap.stripe, CAP_READ, TEST_CLIENT, x.cap.expiry,
+		 x.cap.mac);
+	CHECK_EQ(dispatch_raw(&ctx, &cl, WIRE_OP_OST_READ, &x, 0, 0, NULL, 0), -EACCES);
+	call_fini(&cl);
+	cap_key_fini(&ok2);
+	/* STATFS needs none */
+	CHECK_EQ(dispatch_raw(&ctx, &cl, WIRE_OP_OST_STATFS, &m, 0, 0, NULL, 0), 0);
+	call_fini(&cl);
+
+	/* a destroy batch: its list capability covers exactly its objects */
+	struct wire_ost_obj objs[2] = {
+		{ .fid = m.fid, .stripe_idx = 1, .layout_gen = 2 },
+		{ .fid = { 0x200000400ull, 9, 0 }, .stripe_idx = 0, .layout_gen = 0 },
+	};
+	struct wire_ost_destroy_req d = { .ost_idx = 4, .flags = 0, .count = 1 };
+	struct wire_cursor c;
+	memset(&cl, 0, sizeof(cl));
+	wire_cursor_init_write(&c, cl.body, sizeof(cl.body));
+	wire_ost_destroy_req_encode(&c, &d);
+	wire_ost_obj_put(&c, &objs[0]);
+	cl.hdr.opcode = WIRE_OP_OST_DESTROY_BATCH;
+	cl.req.hdr = &cl.hdr;
+	cl.req.body = cl.body;
+	cl.req.body_len = (uint32_t)wire_cursor_pos(&c);
+	cl.req.peer = "127.0.0.1:1";
+	cl.req.client_id = TEST_CLIENT;
+	wire_cursor_init_dyn(&cl.rep.body, WIRE_BODY_MAX);
+	CHECK_EQ(oss_dispatch(&ctx, &cl.req, &cl.rep), -EACCES); /* none */
+	call_fini(&cl);
+	/* minted over object 1, sent with object 0 */
+	{
+		uint8_t lbuf[64];
+		struct wire_cursor l;
+		wire_cursor_init_write(&l, lbuf, sizeof(lbuf));
+		wire_ost_obj_put(&l, &objs[1]);
+		d.flags = WIRE_OST_DESTROY_CAP;
+		d.cap.expiry = (uint64_t)time(NULL) + 60;
+		d.cap.rights = CAP_DESTROY;
+		d.cap.stripe = CAP_STRIPE_ALL;
+		cap_mint_list(&g_capkey, 4, lbuf, wire_cursor_pos(&l), CAP_DESTROY, TEST_CLIENT,
+			      d.cap.expiry, d.cap.mac);
+		memset(&cl, 0, sizeof(cl));
+		wire_cursor_init_write(&c, cl.body, sizeof(cl.body));
+		wire_ost_destroy_req_encode(&c, &d);
+		wire_ost_obj_put(&c, &objs[0]);
+		cl.hdr.opcode = WIRE_OP_OST_DESTROY_BATCH;
+		cl.req.hdr = &cl.hdr;
+		cl.req.body = cl.body;
+		cl.req.body_len = (uint32_t)wire_cursor_pos(&c);
+		cl.req.peer = "127.0.0.1:1";
+		cl.req.client_id = TEST_CLIENT;
+		wire_cursor_init_dyn(&cl.rep.body, WIRE_BODY_MAX);
+		CHECK_EQ(oss_dispatch(&ctx, &cl.req, &cl.rep), -EACCES);
+		call_fini(&cl);
+	}
+	CHECK(obj_exists(t, &objs[0])); /* refused batches removed nothing */
+	CHECK_EQ(destroy_batch(&ctx, &cl, 4, objs, 1), 0); /* with the right one */
+	call_fini(&cl);
+	CHECK(!obj_exists(t, &objs[0]));
+	oss_target_close(t);
+}
+
 int main(void)
 {
 	snprintf(root, sizeof(root), "/tmp/nacre-test-oss-XXXXXX");
@@ -495,10 +709,15 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
+	struct nacre_key k = { .present = 1, .len = 32 };
+	memset(k.bytes, 0x42, k.len);
+	CHECK_EQ(cap_key_derive(&k, &g_capkey), 0);
 	test_format_and_open();
 	test_store();
 	test_dispatch();
 	test_destroy_batch();
+	test_capabilities();
+	cap_key_fini(&g_capkey);
 	rm_rf(root);
 	return unit_done();
 }

@@ -330,6 +330,36 @@ static void test_golden_ost_io_req(void)
 	wire_cursor_fini(&c);
 	CHECK(DECODE_OK(wire_ost_io_req_decode, golden, sizeof(golden), &d));
 	CHECK(memcmp(&m, &d, sizeof(m)) == 0);
+
+	/* with its capability (WIRE_FEAT_CAPS) */
+	static const uint8_t gcap[] = {
+		0x03, 0x00, 0x00, 0x00,                         /* ost_idx 3 */
+		0x00, 0x04, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, /* seq */
+		0x2a, 0x00, 0x00, 0x00,                         /* oid 42 */
+		0x00, 0x00, 0x00, 0x00,                         /* ver */
+		0x01, 0x00, 0x00, 0x00,                         /* stripe_idx 1 */
+		0x07, 0x00, 0x00, 0x00,                         /* layout_gen 7 */
+		0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, /* offset 1 MiB */
+		0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, /* len 64 KiB */
+		G_CAP,
+	};
+	m.has_cap = 1;
+	sample_cap(&m.cap);
+	ENCODE(&c, wire_ost_io_req_encode, &m);
+	CHECK_EQ(wire_cursor_pos(&c), sizeof(gcap));
+	CHECK_MEM(c.buf, gcap, sizeof(gcap));
+	wire_cursor_fini(&c);
+	CHECK(DECODE_OK(wire_ost_io_req_decode, gcap, sizeof(gcap), &d));
+	CHECK(memcmp(&m, &d, sizeof(m)) == 0);
+	/* a capability cut short, and unknown rights */
+	CHECK(!DECODE_OK(wire_ost_io_req_decode, gcap, sizeof(gcap) - 1, &d));
+	CHECK(!DECODE_OK(wire_ost_io_req_decode, gcap, sizeof(golden) + 1, &d));
+	{
+		uint8_t bad[sizeof(gcap)];
+		memcpy(bad, gcap, sizeof(bad));
+		bad[sizeof(golden) + 8] = 0x13;
+		CHECK(!DECODE_OK(wire_ost_io_req_decode, bad, sizeof(bad), &d));
+	}
 }
 
 static void test_golden_target_reg(void)
@@ -1270,7 +1300,7 @@ static void test_destroy_batch(void)
 	{
 		uint8_t bad[sizeof(golden)];
 		memcpy(bad, golden, sizeof(bad));
-		bad[4] = 1; /* flags */
+		bad[4] = 2; /* flags: an unknown bit */
 		CHECK(!destroy_req_decode(bad, sizeof(bad), &d, dobjs));
 		memcpy(bad, golden, sizeof(bad));
 		bad[2] = 1; /* ost_idx 65539 */
@@ -1293,6 +1323,34 @@ static void test_destroy_batch(void)
 		memcpy(bad, golden, sizeof(bad));
 		bad[12 + 16] = NACRE_MAX_STRIPES; /* stripe_idx of the first object */
 		CHECK(!destroy_req_decode(bad, sizeof(bad), &d, dobjs));
+	}
+
+	/* with a list capability after the header */
+	{
+		static const uint8_t gcap[] = {
+			0x03, 0x00, 0x00, 0x00, /* ost_idx 3 */
+			0x01, 0x00, 0x00, 0x00, /* flags CAP */
+			0x01, 0x00, 0x00, 0x00, /* count 1 */
+			G_CAP,
+			0x00, 0x04, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, /* seq */
+			0x2a, 0x00, 0x00, 0x00,                         /* oid 42 */
+			0x00, 0x00, 0x00, 0x00,                         /* ver */
+			0x01, 0x00, 0x00, 0x00,                         /* stripe_idx 1 */
+			0x07, 0x00, 0x00, 0x00,                         /* layout_gen 7 */
+		};
+		struct wire_ost_destroy_req mc = {.ost_idx = 3, .flags = WIRE_OST_DESTROY_CAP,
+						  .count = 1};
+		sample_cap(&mc.cap);
+		ENCODE(&c, wire_ost_destroy_req_encode, &mc);
+		wire_ost_obj_put(&c, &objs[0]);
+		CHECK_EQ(wire_cursor_pos(&c), sizeof(gcap));
+		CHECK_MEM(c.buf, gcap, sizeof(gcap));
+		wire_cursor_fini(&c);
+		CHECK(destroy_req_decode(gcap, sizeof(gcap), &d, dobjs));
+		CHECK(memcmp(&mc, &d, sizeof(mc)) == 0);
+		CHECK(memcmp(objs, dobjs, sizeof(*objs)) == 0);
+		for (size_t k = 0; k < sizeof(gcap); k++)
+			CHECK(!destroy_req_decode(gcap, k, &d, dobjs));
 	}
 
 	/* round trip at the limit; one more object than the limit is refused even though the

@@ -28,6 +28,7 @@ NOFIX(ost_attr_rep)
 NOFIX(fault_set_rep)
 NOFIX(recovery_status)
 NOFIX(append_rep)
+NOFIX(cap_rep)
 NOFIX(req_env)
 NOFIX(rep_env)
 NOFIX(recovery_done_req)
@@ -228,11 +229,68 @@ static void test_path_rep(void)
 static void test_layout_rep(void)
 {
 	static const uint8_t golden[] = {G_LAYOUT};
+	static const uint8_t gcap[] = {G_LAYOUT, G_CAP};
 	struct wire_layout_rep m;
 
+	memset(&m, 0, sizeof(m));
 	g_layout(&m.layout);
 	GOLDEN(layout_rep, &m, golden);
 	ROUNDTRIP(layout_rep, &m);
+	m.has_cap = 1;
+	sample_cap(&m.cap);
+	GOLDEN(layout_rep, &m, gcap);
+}
+
+/* ---- object capabilities (WIRE_FEAT_CAPS) ---- */
+
+static void test_cap_msgs(void)
+{
+	static const uint8_t grep_[] = {
+		0x07, 0x00, 0x00, 0x00, /* layout_gen 7 */
+		G_CAP,
+	};
+	static const uint8_t gopen[] = {
+		G_ATTR, G_LAYOUT, 0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* handle 42 */
+		G_CAP,
+	};
+	static const uint8_t gcreate[] = {
+		G_ATTR, G_LAYOUT, 0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* handle 9 */
+		G_CAP,
+	};
+	struct wire_cap_rep r = {.layout_gen = 7};
+	struct wire_open_rep *o = calloc(1, sizeof(*o)), *od = calloc(1, sizeof(*od));
+	struct wire_create_rep *cr = calloc(1, sizeof(*cr)), *cd = calloc(1, sizeof(*cd));
+	struct wire_cap_rep rd;
+
+	sample_cap(&r.cap);
+	GOLDEN(cap_rep, &r, grep_);
+	ROUNDTRIP(cap_rep, &r);
+	/* rights beyond read, write, punch and destroy are refused */
+	{
+		uint8_t bad[sizeof(grep_)];
+		memcpy(bad, grep_, sizeof(bad));
+		bad[4 + 8] = 0x10;
+		CHECK(!DECODE_OK(wire_cap_rep_decode, bad, sizeof(bad), &rd));
+	}
+	g_attr(&o->attr);
+	g_layout(&o->layout);
+	o->handle = 42;
+	o->has_cap = 1;
+	sample_cap(&o->cap);
+	GOLDEN(open_rep, o, gopen);
+	CHECK(!DECODE_OK(wire_open_rep_decode, gopen, sizeof(gopen) - 1, od));
+	g_attr(&cr->attr);
+	g_layout(&cr->layout);
+	cr->has_handle = 1;
+	cr->handle = 9;
+	cr->has_cap = 1;
+	sample_cap(&cr->cap);
+	GOLDEN(create_rep, cr, gcreate);
+	CHECK(!DECODE_OK(wire_create_rep_decode, gcreate, sizeof(gcreate) - 1, cd));
+	free(o);
+	free(od);
+	free(cr);
+	free(cd);
 }
 
 static void test_statfs_rep(void)
@@ -851,7 +909,7 @@ static const struct codec codecs[] = {
 	REQ(hsm_request), REQ(hsm_state_set), REQ(hsm_list_req), REQ(hsm_agent_reg),
 	REQ(hsm_poll_req), REQ(hsm_progress), REQ(hsm_import_req), REQ(ost_io_req),
 	REQ(ost_destroy_req), REQ(lock_req), REQ(fault_set_req), REQ(recovery_done_req),
-	REQ(append_req),
+	REQ(append_req), REQ(cap_req),
 	REP(connect_rep, test_connect_open_rep),
 	REP(open_rep, test_connect_open_rep),
 	REP(attr_rep, test_attr_rep),
@@ -875,6 +933,7 @@ static const struct codec codecs[] = {
 	REP(append_rep, test_recovery_msgs),
 	REP(ost_attr_rep, test_ost_attr_rep),
 	REP(ost_destroy_rep, test_ost_destroy_rep),
+	REP(cap_rep, test_cap_msgs),
 };
 #define NCODECS (sizeof(codecs) / sizeof(codecs[0]))
 
@@ -923,6 +982,7 @@ static void test_op_table(void)
 		WIRE_OP_OST_DESTROY_BATCH, WIRE_OP_MDS_LOCK_SET, WIRE_OP_MDS_LOCK_GET,
 		WIRE_OP_FAULT_SET, WIRE_OP_MDS_DISCONNECT, WIRE_OP_MDS_RECOVERY_DONE,
 		WIRE_OP_MDS_RECOVERY_STATUS, WIRE_OP_MDS_LOCK_WAIT, WIRE_OP_MDS_LOCK_CANCEL,
+		WIRE_OP_MDS_CAP_GET,
 	};
 	static const uint16_t inline_[] = {
 		WIRE_OP_MDS_STATFS, WIRE_OP_MDS_LOOKUP, WIRE_OP_MDS_GETATTR, WIRE_OP_MDS_READLINK,
@@ -932,6 +992,7 @@ static void test_op_table(void)
 		WIRE_OP_MDS_UNLINK, WIRE_OP_MDS_RMDIR, WIRE_OP_MDS_RENAME, WIRE_OP_MDS_LINK,
 		WIRE_OP_MDS_SETXATTR, WIRE_OP_MDS_REMOVEXATTR, WIRE_OP_MDS_CLOSE,
 		WIRE_OP_MDS_SIZE_UPDATE, WIRE_OP_MDS_RECOVERY_STATUS, WIRE_OP_MDS_APPEND,
+		WIRE_OP_MDS_CAP_GET,
 	};
 	/* Pinned: the changes the MDS's reply cache runs exactly once. */
 	static const uint16_t cached[] = {
@@ -970,7 +1031,7 @@ static void test_op_table(void)
 		/* what runs once through the reply cache is never resent blindly */
 		CHECK(!(wire_op_reply_cached((uint16_t)op) && wire_op_idempotent((uint16_t)op)));
 	}
-	CHECK_EQ(rows, 57);
+	CHECK_EQ(rows, 58);
 	CHECK(wire_op_info(WIRE_OP_MAX_) == NULL && wire_op_info(0xffff) == NULL);
 	CHECK(!wire_op_idempotent(0xffff) && !wire_op_inline(0xffff));
 	/* xattr_len_rep is GETXATTR's other form (a size of 0), not in the table's column */

@@ -51,6 +51,21 @@
 		(void)d;                                                                    \
 		(void)m;                                                                    \
 	}
+#define G_CAP                                                                               \
+	0x00, 0x5e, 0x53, 0x69, 0x00, 0x00, 0x00, 0x00, /* expiry 1767071232 */             \
+	0x03, 0x00, 0x00, 0x00,                         /* rights read,write */             \
+	0xff, 0xff, 0xff, 0xff,                         /* stripe: all */                   \
+	0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, /* mac */                           \
+	0xa8, 0xa9, 0xaa, 0xab, 0xac, 0xad, 0xae, 0xaf
+static inline void sample_cap(struct wire_cap *cap)
+{
+	cap->expiry = 0x69535e00u;
+	cap->rights = 3;
+	cap->stripe = 0xffffffffu;
+	for (int i = 0; i < WIRE_CAP_MAC_LEN; i++)
+		cap->mac[i] = (uint8_t)(0xa0 + i);
+}
+
 static inline void sample_cred(struct nacre_cred *cr)
 {
 	cr->uid = 1000;
