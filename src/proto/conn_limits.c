@@ -104,8 +104,6 @@ int conn_limits_init(struct conn_limits *l, int handshake_ms, int per_peer, int 
 	l->max_total = max_total > 0 ? max_total : CL_UNAUTH_MAX;
 	l->table_size = PEER_BUCKETS;
 	l->table = calloc(l->table_size, sizeof(*l->table));
-	l->rlimit_checked_ms = -1;
-	l->fd_cap = l->max_total;
 	return l->table ? 0 : -ENOMEM;
 }
 
@@ -176,30 +174,26 @@ static void peer_put(struct conn_limits *l, struct cl_peer *p)
 	free(p);
 }
 
-/* The total cap: the configured one, and at most a quarter of the descriptor limit (which
- * prlimit may change under a running server: re-read once a second). */
-static int total_cap(struct conn_limits *l, int64_t now_ms)
+/* The total cap: the configured one, and at most a quarter of the descriptor limit, so
+ * that peers without the key never hold the descriptors the server needs for its clients
+ * and files. Re-read every time (a cheap system call, next to an accept): prlimit may
+ * change it under a running server. */
+static int total_cap(const struct conn_limits *l)
 {
 	struct rlimit rl;
 
-	if (l->rlimit_checked_ms < 0 || now_ms - l->rlimit_checked_ms >= 1000) {
-		l->rlimit_checked_ms = now_ms;
-		l->fd_cap = l->max_total;
-		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-		    rl.rlim_cur / 4 < (rlim_t)l->max_total)
-			l->fd_cap = rl.rlim_cur / 4 > 0 ? (int)(rl.rlim_cur / 4) : 1;
-	}
-	return l->fd_cap;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 4 < (rlim_t)l->max_total)
+		return rl.rlim_cur / 4 > 0 ? (int)(rl.rlim_cur / 4) : 1;
+	return l->max_total;
 }
 
 enum cl_reason conn_limits_admit(struct conn_limits *l, struct cl_entry *e,
-				 const struct sockaddr_storage *addr, int64_t now_ms,
-				 struct cl_entry **evict)
+				 const struct sockaddr_storage *addr, int64_t now_ms)
 {
 	uint8_t key[16];
 	struct cl_peer *p;
 
-	*evict = NULL;
 	addr_key(addr, key);
 	p = peer_get(l, key);
 	if (!p)
@@ -218,11 +212,12 @@ enum cl_reason conn_limits_admit(struct conn_limits *l, struct cl_entry *e,
 	l->tail = e;
 	e->listed = 1;
 	l->count++;
-	if (l->count > total_cap(l, now_ms)) {
-		*evict = l->head; /* never e: the cap is at least 1 */
-		return CL_TOTAL_CAP;
-	}
 	return CL_OK;
+}
+
+struct cl_entry *conn_limits_excess(struct conn_limits *l)
+{
+	return l->count > total_cap(l) ? l->head : NULL; /* never the newest: cap >= 1 */
 }
 
 void conn_limits_leave(struct conn_limits *l, struct cl_entry *e)

@@ -75,8 +75,6 @@ struct conn_limits {
 	int count;
 	struct cl_peer **table;       /* by address hash; chains */
 	size_t table_size;
-	int64_t rlimit_checked_ms;    /* the descriptor limit is re-read once a second */
-	int fd_cap;                   /* a quarter of the descriptor limit */
 };
 
 /* Sets the limits (0 = the default). Returns 0 or -ENOMEM. */
@@ -84,12 +82,14 @@ int conn_limits_init(struct conn_limits *l, int handshake_ms, int per_peer, int 
 void conn_limits_fini(struct conn_limits *l);
 
 /* Admits a new connection from addr into the un-authenticated list (e, the caller's).
- * Returns CL_OK, CL_PEER_CAP (e is not admitted: close the connection), or CL_TOTAL_CAP
- * (e is admitted, and *evict is the oldest entry, to be closed by the caller; the caller
- * must conn_limits_leave it). -ENOMEM-like failures return CL_PEER_CAP. */
+ * Returns CL_OK, or CL_PEER_CAP when e is not admitted (close the connection; also when
+ * out of memory). After an admission the caller closes every conn_limits_excess entry. */
 enum cl_reason conn_limits_admit(struct conn_limits *l, struct cl_entry *e,
-				 const struct sockaddr_storage *addr, int64_t now_ms,
-				 struct cl_entry **evict);
+				 const struct sockaddr_storage *addr, int64_t now_ms);
+/* The oldest entry while there are more than the total cap (which follows the descriptor
+ * limit, re-read at every call: prlimit may lower it under a running server), else NULL.
+ * The caller closes it (and conn_limits_leave's it) before asking again. */
+struct cl_entry *conn_limits_excess(struct conn_limits *l);
 /* Takes e off the list (authenticated or closed). Fine on an entry not listed. */
 void conn_limits_leave(struct conn_limits *l, struct cl_entry *e);
 /* The oldest un-authenticated entry if its deadline passed at now_ms, else NULL. */

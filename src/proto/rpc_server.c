@@ -1311,7 +1311,7 @@ static void accept_all(struct rpc_server *s)
 			continue;
 		}
 		peer_format(&ss, c->peer, sizeof(c->peer));
-		why = conn_limits_admit(&s->lim, &c->ue, &ss, net_now_ms(), &evict);
+		why = conn_limits_admit(&s->lim, &c->ue, &ss, net_now_ms());
 		if (why == CL_PEER_CAP) {
 			conn_limits_refused(why, c->peer, NULL);
 			close(fd);
@@ -1337,9 +1337,11 @@ static void accept_all(struct rpc_server *s)
 			__atomic_fetch_sub(&g_connections, 1, __ATOMIC_RELAXED);
 			conn_maybe_reap(s, c);
 		}
-		if (evict) {
+		/* over the total: the oldest make room (a lowered descriptor limit may ask
+		 * for more than one) */
+		while ((evict = conn_limits_excess(&s->lim)) != NULL) {
 			struct sconn *old = conn_of(evict);
-			conn_limits_refused(why, old->peer, NULL);
+			conn_limits_refused(CL_TOTAL_CAP, old->peer, NULL);
 			conn_close(s, old);
 		}
 	}
