@@ -64,11 +64,17 @@ static struct metric *metric_of(enum cl_reason r)
 
 void conn_limits_refused(enum cl_reason r, const char *peer, const char *detail)
 {
+	/* a budget per reason, so that a flood of one kind does not hide the others; the
+	 * event thread is the only caller per server (a race between servers in one
+	 * process costs at most a line more or less) */
+	static struct log_ratelimit rl[CL_REASON_COUNT_];
+
 	if ((unsigned)r >= CL_REASON_COUNT_ || r == CL_OK)
 		return;
 	metrics_add(metric_of(r), 1);
-	LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "closed connection from %s: %s%s%s", peer,
-			reasons[r].text, detail ? ": " : "", detail ? detail : "");
+	if (LOG_LVL_WARN <= log_cur_level && log_ratelimit_allow(&rl[r]))
+		log_write(LOG_LVL_WARN, SUBSYS, "closed connection from %s: %s%s%s", peer,
+			  reasons[r].text, detail ? ": " : "", detail ? detail : "");
 }
 
 uint64_t conn_limits_refused_count(enum cl_reason r)

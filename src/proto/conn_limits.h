@@ -29,7 +29,7 @@
 #define CL_UNAUTH_MAX 256         /* un-authenticated connections in total, and at most a
 				   * quarter of the descriptor limit */
 #define CL_TX_UNAUTH_MAX 4096     /* reply bytes queued for an un-authenticated peer */
-#define CL_TX_HIGH (4u << 20)     /* reply bytes queued: above it, requests are not read */
+#define CL_TX_HIGH (16u << 20)    /* reply bytes queued: above it, requests are not read */
 #define CL_TX_STALL_MS 30000      /* replies queued and not a byte taken for so long: closed */
 #define CL_INFLIGHT_MAX 1024      /* requests at workers, all connections together */
 #define CL_INFLIGHT_BYTES_MAX (1024ull << 20) /* their payload bytes */

@@ -20,9 +20,10 @@
  *    limit) in total: beyond, the oldest un-authenticated one is closed to make room (a
  *    real client's handshake takes one round trip, so the oldest is the likeliest idle).
  *  - Replies queued for an un-authenticated peer: 4 KiB, else closed. For an
- *    authenticated one: above 4 MiB queued its requests are no longer read (backpressure),
- *    so the queue stays under 4 MiB + its in-flight replies; a peer that takes no byte of
- *    its queued replies for tx_stall_ms (30 s) is closed.
+ *    authenticated one: above 16 MiB queued its requests are no longer read
+ *    (backpressure), so the queue stays under 16 MiB + the replies of its requests in
+ *    flight; a peer that takes no byte of its queued replies for tx_stall_ms (30 s) is
+ *    closed.
  *  - Requests at workers: CONN_MAX_INFLIGHT (32) per connection and max_inflight (1024) /
  *    max_inflight_bytes (1 GiB) over all connections; beyond, authenticated connections are
  *    not read until the workers catch up (deferred requests do not count).
