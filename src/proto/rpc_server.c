@@ -37,6 +37,9 @@
 #define SUBSYS "rpc"
 #define CONN_MAX_INFLIGHT 32 /* per connection; reading pauses beyond it (backpressure) */
 #define EPOLL_BATCH 64
+/* The memory of a queued reply besides its bytes (struct, allocator), counted against the
+ * connection's tx bound: a million unread 36-byte replies are more than 36 MB. */
+#define TX_FRAME_COST (sizeof(struct tx_frame) + 32)
 #define ACCEPT_BATCH 256 /* accepts per wakeup, so a connect flood cannot starve the rest */
 #define RX_BUF 16384 /* per connection: many small requests per read() */
 /* Largest read() straight into a payload: its CRC is taken right after, while the bytes are
@@ -86,7 +89,7 @@ struct sconn {
 	size_t crc_upto;
 
 	struct tx_frame *tx_head, *tx_tail;
-	size_t tx_bytes;        /* queued, not yet written */
+	size_t tx_bytes;        /* queued, not yet written, plus TX_FRAME_COST per frame */
 	int64_t tx_progress_ms; /* last time a byte was written, or the queue began waiting */
 	struct sconn *blk_next, *blk_prev; /* s->blocked: the socket is full, replies wait */
 	int blocked;
@@ -787,6 +790,7 @@ static void conn_flush(struct rpc_server *s, struct sconn *c)
 		if (!c->tx_head)
 			c->tx_tail = NULL;
 		close_after = f->close_after;
+		c->tx_bytes -= TX_FRAME_COST;
 		frame_free(f);
 		if (close_after) {
 			conn_close(s, c);
@@ -819,7 +823,7 @@ static void conn_send(struct rpc_server *s, struct sconn *c, struct tx_frame *f)
 	else
 		c->tx_head = f;
 	c->tx_tail = f;
-	c->tx_bytes += f->bytes;
+	c->tx_bytes += f->bytes + TX_FRAME_COST;
 	if (!c->authed && c->tx_bytes > CL_TX_UNAUTH_MAX) {
 		conn_limits_refused(CL_TX_OVERFLOW, c->peer, "before authentication");
 		conn_close(s, c);
