@@ -389,3 +389,69 @@ def test_descriptor_limit_does_not_spin(dc):
         if "accept: Too many open files" in p.text()[logs0[p.role]:]:
             wait_for(lambda p=p: "accepting connections again" in p.text()[logs0[p.role]:],
                      5, f"{p.role} to log the end of the episode")
+
+
+def authed_socket(c, port):
+    """A raw connection that did the handshake with the cluster key (no envelopes)."""
+    import hashlib
+    import hmac
+    key = bytes.fromhex(c.key.read_text().strip())
+    cnonce = secrets.token_bytes(16)
+    body = struct.pack("<HHQ", 1, 1, 0) + cnonce + lstr(c.fsname) + lstr("dos-authed")
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(HDR.pack(WIRE_MAGIC, 1, OP_CONNECT, 0, len(body), 1, 0, 0, 0) + body)
+    h = HDR.unpack(recv_exact(s, HDR.size))
+    rep = recv_exact(s, h[4])
+    assert h[6] == 0, f"CONNECT refused: {h[6]}"
+    snonce = rep[10:26]
+    proof = hmac.new(key, b"nacre-client" + snonce + cnonce, hashlib.sha256).digest()
+    s.sendall(HDR.pack(WIRE_MAGIC, 1, OP_AUTH, 0, len(proof), 2, 0, 0, 0) + proof)
+    h = HDR.unpack(recv_exact(s, HDR.size))
+    assert h[6] == 0, f"AUTH refused: {h[6]}"
+    return s
+
+
+def recv_exact(s, n):
+    out = b""
+    while len(out) < n:
+        b = s.recv(n - len(out))
+        assert b, "connection closed"
+        out += b
+    return out
+
+
+def test_unread_replies_are_bounded(dc):
+    """With the key: 600,000 PINGs whose replies are never read. The servers stop reading
+    the connection once its queued replies reach their bound (backpressure), so they stay
+    within 50 MiB of idle, and a real client is served meanwhile."""
+    OP_PING = 3
+    pings = b"".join(HDR.pack(WIRE_MAGIC, 1, OP_PING, 0, 0, 100 + i, 0, 0, 0)
+                     for i in range(10000))
+    idle = {role: rss_kib(p.p.pid) for role, p, _ in servers(dc)}
+    socks, sent = [], {}
+    for role, _, port in servers(dc):
+        s = authed_socket(dc, port)
+        s.setblocking(False)
+        view, pos, total, blocked_at = memoryview(pings), 0, 0, None
+        while total < 600000 * HDR.size:
+            try:
+                k = s.send(view[pos:])
+                total += k
+                pos = (pos + k) % len(pings)
+                blocked_at = None
+            except BlockingIOError:
+                blocked_at = blocked_at or time.monotonic()
+                if time.monotonic() - blocked_at > 1.0:
+                    break
+                time.sleep(0.01)
+        n = total // HDR.size
+        sent[role] = n
+        socks.append(s)
+    dt = client_time(dc, "unread")
+    check_after(dc, idle, "600,000 unread PING replies")
+    for s in socks:
+        s.close()
+    print(f"unread replies: PINGs taken before the servers stopped reading: {sent}")
+    for role, n in sent.items():
+        assert n < 600000, f"{role} read all 600,000 requests: no backpressure"
+    assert dt < CLIENT_LIMIT_S, f"a real client took {dt:.2f} s"
