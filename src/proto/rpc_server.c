@@ -556,7 +556,9 @@ static void conn_update_events(struct rpc_server *s, struct sconn *c)
 
 	if (c->closing)
 		return;
-	ev.events = (c->paused ? 0 : EPOLLIN) | (c->want_out ? EPOLLOUT : 0) | EPOLLRDHUP;
+	/* paused: not even EPOLLRDHUP, which level-triggered epoll would report on every
+	 * wait while the peer's half-close sits unread */
+	ev.events = (c->paused ? 0 : EPOLLIN | EPOLLRDHUP) | (c->want_out ? EPOLLOUT : 0);
 	epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
@@ -1569,7 +1571,9 @@ int rpc_server_run(struct rpc_server *s)
 				continue;
 			if (evs[i].events & EPOLLOUT)
 				conn_flush(s, c);
-			if (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+			if (c->paused && (evs[i].events & (EPOLLHUP | EPOLLERR)))
+				conn_close(s, c); /* gone both ways: nothing to read or answer */
+			else if (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 				conn_read(s, c);
 		}
 		kicks_run(s);
