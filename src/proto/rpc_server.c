@@ -272,7 +272,8 @@ static struct tx_frame *frame_build(const struct wire_hdr *req, int status, cons
 	} else if (bulk) {
 		bulk_release(rep->bulk_cache, bulk, rep->bulk_cap);
 	}
-	f->bytes = f->iov[0].iov_len + (f->iovcnt > 1 ? f->iov[1].iov_len : 0);
+	for (int i = 0; i < f->iovcnt; i++)
+		f->bytes += f->iov[i].iov_len;
 	return f;
 
 out_free_frame:
