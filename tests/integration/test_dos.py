@@ -122,10 +122,12 @@ def client_time(c, tag):
 
 
 def check_after(c, idle, what):
+    grew = {}
     for role, p, _ in servers(c):
         assert p.alive(), f"nacre-{role} died during {what}:\n{p.text()[-3000:]}"
-        grown = rss_kib(p.p.pid) - idle[role]
-        assert grown < RSS_SLACK_KIB, f"{role} grew {grown} KiB during {what}"
+        grew[role] = rss_kib(p.p.pid) - idle[role]
+        assert grew[role] < RSS_SLACK_KIB, f"{role} grew {grew[role]} KiB during {what}"
+    print(f"{what}: RSS growth KiB {grew}")
 
 
 def src_socket(addr_i):
