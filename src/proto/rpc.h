@@ -8,6 +8,28 @@
  * limit, bad bulk crc) is logged (rate-limited) and the connection is closed; an unknown
  * opcode is the handler's to refuse with -EOPNOTSUPP.
  *
+ * Limits (docs/security.md "Before authentication" says why these numbers): a peer without
+ * the key costs the server a few kilobytes and a few seconds, whatever it sends.
+ *  - Before AUTH a connection may send CONNECT, then AUTH, nothing else: bodies of at most
+ *    WIRE_HANDSHAKE_BODY_MAX (1 KiB), no bulk, checked from the header before any payload
+ *    buffer is allocated. Anything else is logged (rate-limited, with the peer's address
+ *    and the reason), counted in nacre_rpc_server_refused_total{reason} and closed.
+ *  - The handshake must be done within handshake_ms (5 s) of accept.
+ *  - At most unauth_per_peer (32) un-authenticated connections per address: one more is
+ *    closed at once. At most unauth_max (256, and never above a quarter of the descriptor
+ *    limit) in total: beyond, the oldest un-authenticated one is closed to make room (a
+ *    real client's handshake takes one round trip, so the oldest is the likeliest idle).
+ *  - Replies queued for an un-authenticated peer: 4 KiB, else closed. For an
+ *    authenticated one: above 16 MiB queued its requests are no longer read
+ *    (backpressure), so the queue stays under 16 MiB + the replies of its requests in
+ *    flight; a peer that takes no byte of its queued replies for tx_stall_ms (30 s) is
+ *    closed.
+ *  - Requests at workers: CONN_MAX_INFLIGHT (32) per connection and max_inflight (1024) /
+ *    max_inflight_bytes (1 GiB) over all connections; beyond, authenticated connections are
+ *    not read until the workers catch up (deferred requests do not count).
+ *  - accept() out of descriptors closes the oldest un-authenticated connection to make
+ *    room; with none, the listening socket rests 100 ms (no spinning), logged once.
+ *
  * Client: struct rpc_conn is one connection to one server (or to one of its failover
  * addresses), shared by many threads. Each call gets a fresh xid; requests are pipelined and
  * replies matched by xid, read by whichever waiting caller holds the reader role (no
@@ -126,6 +148,13 @@ struct rpc_server_conf {
 	uint64_t (*last_committed)(void *arg); /* for reply envelopes; may be NULL (0) */
 	int allow_fault_set;             /* answer FAULT_SET (tests, fault injection) */
 	void *arg;
+	/* Limits (see "Limits" above); 0 takes the default in brackets. */
+	int handshake_ms;        /* CONNECT + AUTH within it, or closed [5000] */
+	int unauth_per_peer;     /* un-authenticated connections per address [32] */
+	int unauth_max;          /* ... in total, and at most nofile/4 [256] */
+	int max_inflight;        /* requests at workers, all connections [1024] */
+	uint64_t max_inflight_bytes; /* their payload bytes [1 GiB] */
+	int tx_stall_ms;         /* replies queued, none taken for so long: closed [30000] */
 };
 
 /* Binds the listening socket. Returns 0 or -errno; on error writes a sentence naming the

@@ -730,7 +730,7 @@ static int read_one_reply(struct rpc_conn *c, int env)
 	struct rpc_pending *p;
 	struct rpc_msg *m;
 	uint8_t *bulk_dst = NULL;
-	int rc;
+	int wanted, rc;
 
 	rc = rx_read(rx, hb, sizeof(hb));
 	if (rc < 0)
@@ -758,13 +758,24 @@ static int read_one_reply(struct rpc_conn *c, int env)
 	pthread_mutex_lock(&c->lock);
 	heard(c);
 	p = table_find(c, h.xid);
-	if (p && p->state == P_SENT && p->args.reply_bulk && h.bulk_len <= p->args.reply_bulk_cap) {
+	wanted = p && p->state == P_SENT;
+	if (wanted && p->args.reply_bulk && h.bulk_len <= p->args.reply_bulk_cap) {
 		bulk_dst = p->args.reply_bulk;
 		p->receiving = 1; /* holds the waiter (and its buffer) until we are done */
 	}
 	pthread_mutex_unlock(&c->lock);
 	m->bulk_len = h.bulk_len;
-	if (h.bulk_len) {
+	if (h.bulk_len && !wanted) {
+		/* A reply nobody waits for (late, or a hostile server's) is not worth a
+		 * buffer of its bulk's size: read through a small one and drop. */
+		uint8_t skip[4096];
+		for (uint32_t left = h.bulk_len; rc == 0 && left > 0;) {
+			uint32_t n = left < sizeof(skip) ? left : (uint32_t)sizeof(skip);
+			rc = rx_read(rx, skip, n);
+			left -= n;
+		}
+		m->bulk_len = 0;
+	} else if (h.bulk_len) {
 		if (bulk_dst) {
 			m->bulk = bulk_dst;
 		} else {
@@ -789,7 +800,7 @@ static int read_one_reply(struct rpc_conn *c, int env)
 	uint64_t lc = m->env.last_committed;
 	pthread_mutex_lock(&c->lock);
 	p = table_find(c, h.xid);
-	if (p && p->state == P_SENT) {
+	if (p && p->state == P_SENT && (wanted || !h.bulk_len)) {
 		table_del(c, p);
 		if (c->client_id && h.status >= 0 && m->env.transno > c->last_committed &&
 		    m->env.transno > lc && !p->args.bulk_iovcnt)

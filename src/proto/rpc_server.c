@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,11 +31,16 @@
 #include "common/net.h"
 #include "common/util.h"
 #include "nacre/nacre_errno.h"
+#include "proto/conn_limits.h"
 #include "proto/rpc.h"
 
 #define SUBSYS "rpc"
 #define CONN_MAX_INFLIGHT 32 /* per connection; reading pauses beyond it (backpressure) */
 #define EPOLL_BATCH 64
+/* The memory of a queued reply besides its bytes (struct, allocator), counted against the
+ * connection's tx bound: a million unread 36-byte replies are more than 36 MB. */
+#define TX_FRAME_COST (sizeof(struct tx_frame) + 32)
+#define ACCEPT_BATCH 256 /* accepts per wakeup, so a connect flood cannot starve the rest */
 #define RX_BUF 16384 /* per connection: many small requests per read() */
 /* Largest read() straight into a payload: its CRC is taken right after, while the bytes are
  * still in the CPU cache (a whole 4 MiB bulk is not). */
@@ -52,6 +58,7 @@ struct tx_frame {
 	struct bufcache *bulk_cache;
 	size_t bulk_cap;
 	int close_after;  /* close the connection once this frame is out */
+	size_t bytes;     /* left to write, counted in the connection's tx_bytes */
 };
 
 enum rx_state { RX_HDR, RX_PAYLOAD };
@@ -83,13 +90,23 @@ struct sconn {
 	size_t crc_upto;
 
 	struct tx_frame *tx_head, *tx_tail;
+	size_t tx_bytes;        /* queued, not yet written, plus TX_FRAME_COST per frame */
+	int64_t tx_progress_ms; /* last time a byte was written, or the queue began waiting */
+	struct sconn *blk_next, *blk_prev; /* s->blocked: the socket is full, replies wait */
+	int blocked;
 	int want_out;   /* EPOLLOUT registered */
-	int paused;     /* EPOLLIN removed for backpressure */
+	int paused;     /* PAUSE_*: EPOLLIN removed for backpressure */
+	struct sconn *kick_next; /* s->kick: read again at the end of the event batch */
+	int kicked;
+	struct sconn *thr_next, *thr_prev; /* s->throttled_conns, while PAUSE_GLOBAL */
+	struct cl_entry ue;      /* while not authenticated: conn_limits' list */
 	int inflight;   /* jobs at workers */
 	int closing;    /* socket closed; free when inflight reaches 0 */
 	int reaped;     /* on the dead list */
 	struct sconn *dead_next;
 };
+
+enum { PAUSE_INFLIGHT = 1, PAUSE_TX = 2, PAUSE_GLOBAL = 4 };
 
 enum job_kind { JOB_REQUEST, JOB_DISCONNECT };
 
@@ -139,6 +156,22 @@ struct rpc_server {
 	int nworkers;
 	struct bufcache payloads; /* request payloads and reply bulks */
 	uint64_t instance;        /* random per start, told in CONNECT */
+
+	/* limits; event thread only unless said otherwise */
+	struct conn_limits lim;   /* un-authenticated connections */
+	struct cl_backoff backoff;/* accept() out of descriptors */
+	int tx_stall_ms;
+	int inflight_max;
+	uint64_t inflight_bytes_max;
+	int inflight;             /* jobs at workers or deferred, all connections */
+	uint64_t inflight_bytes;  /* their payload bytes */
+	int deferred;             /* of those, deferred by handlers; atomic (workers) */
+	int throttled;            /* over the global bound: authenticated reads paused;
+				   * atomic (rpc_defer reads it) */
+	struct sconn *throttled_conns; /* paused by it, via thr_next */
+	struct sconn *blocked;    /* replies waiting for the peer to read, via blk_next */
+	struct sconn *kick;       /* to read again, via kick_next */
+	int64_t stall_swept_ms;
 };
 
 static void queue_push(struct job_queue *q, struct job *j)
@@ -240,6 +273,8 @@ static struct tx_frame *frame_build(const struct wire_hdr *req, int status, cons
 	} else if (bulk) {
 		bulk_release(rep->bulk_cache, bulk, rep->bulk_cap);
 	}
+	for (int i = 0; i < f->iovcnt; i++)
+		f->bytes += f->iov[i].iov_len;
 	return f;
 
 out_free_frame:
@@ -266,11 +301,18 @@ struct op_metrics {
 };
 
 static uint64_t g_connections; /* live connections of every server in the process; atomic */
+static uint64_t g_unauth;      /* of those, not authenticated yet; atomic */
 
 static double connections_now(void *arg)
 {
 	(void)arg;
 	return (double)__atomic_load_n(&g_connections, __ATOMIC_RELAXED);
+}
+
+static double unauth_now(void *arg)
+{
+	(void)arg;
+	return (double)__atomic_load_n(&g_unauth, __ATOMIC_RELAXED);
 }
 
 /* Per-opcode server metrics, created on first use; pointers published atomically. */
@@ -441,7 +483,14 @@ static void post_done(struct rpc_server *s, struct job *j)
 
 struct rpc_deferred *rpc_defer(const struct rpc_request *req)
 {
-	return (struct rpc_deferred *)req->job_;
+	struct job *j = req->job_;
+
+	/* A parked request no longer occupies a worker: it leaves the global bound (else
+	 * requests waiting for a lock could stop the read of the one that releases it). */
+	__atomic_fetch_add(&j->srv->deferred, 1, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&j->srv->throttled, __ATOMIC_RELAXED))
+		wake_loop(j->srv);
+	return (struct rpc_deferred *)j;
 }
 
 uint64_t rpc_deferred_conn(const struct rpc_deferred *d)
@@ -468,6 +517,7 @@ void rpc_answer(struct rpc_deferred *d, int status, const void *body, uint32_t l
 
 	if (env)
 		e = *env;
+	__atomic_fetch_sub(&s->deferred, 1, __ATOMIC_RELAXED);
 	j->reply = frame_build(&j->hdr, status, body, len, NULL, reply_env(s, j, &e));
 	bufcache_put(&s->payloads, j->payload, j->payload_cap);
 	j->payload = NULL;
@@ -479,6 +529,7 @@ void rpc_resume(struct rpc_deferred *d)
 	struct job *j = (struct job *)d;
 
 	j->resumed = 1;
+	__atomic_fetch_sub(&j->srv->deferred, 1, __ATOMIC_RELAXED);
 	queue_push(&j->srv->work_q, j);
 }
 
@@ -508,8 +559,128 @@ static void conn_update_events(struct rpc_server *s, struct sconn *c)
 
 	if (c->closing)
 		return;
-	ev.events = (c->paused ? 0 : EPOLLIN) | (c->want_out ? EPOLLOUT : 0) | EPOLLRDHUP;
+	/* paused: not even EPOLLRDHUP, which level-triggered epoll would report on every
+	 * wait while the peer's half-close sits unread */
+	ev.events = (c->paused ? 0 : EPOLLIN | EPOLLRDHUP) | (c->want_out ? EPOLLOUT : 0);
 	epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+/* Stops reading c for reason bit (PAUSE_*). */
+static void conn_pause(struct rpc_server *s, struct sconn *c, int bit)
+{
+	int was = c->paused;
+
+	c->paused |= bit;
+	if (!was)
+		conn_update_events(s, c);
+}
+
+/* Lifts reason bit; when none is left, c is read again at the end of the event batch
+ * (bytes may wait in its rx buffer, which epoll does not report), never from inside a
+ * read or flush of c. */
+static void conn_unpause(struct rpc_server *s, struct sconn *c, int bit)
+{
+	if (!(c->paused & bit))
+		return;
+	c->paused &= ~bit;
+	if (c->paused || c->closing)
+		return;
+	conn_update_events(s, c);
+	if (!c->kicked) {
+		c->kicked = 1;
+		c->kick_next = s->kick;
+		s->kick = c;
+	}
+}
+
+/* The socket is full with replies waiting: c joins the blocked list the stall sweep
+ * walks (only connections that wait, never all of them). */
+static void blocked_add(struct rpc_server *s, struct sconn *c, int64_t now_ms)
+{
+	if (c->blocked)
+		return;
+	c->blocked = 1;
+	c->tx_progress_ms = now_ms;
+	c->blk_prev = NULL;
+	c->blk_next = s->blocked;
+	if (s->blocked)
+		s->blocked->blk_prev = c;
+	s->blocked = c;
+}
+
+static void blocked_del(struct rpc_server *s, struct sconn *c)
+{
+	if (!c->blocked)
+		return;
+	if (c->blk_prev)
+		c->blk_prev->blk_next = c->blk_next;
+	else
+		s->blocked = c->blk_next;
+	if (c->blk_next)
+		c->blk_next->blk_prev = c->blk_prev;
+	c->blocked = 0;
+}
+
+/* Whether the requests at workers are over the global bound. */
+static int over_global(const struct rpc_server *s, int frac_num, int frac_den)
+{
+	int active = s->inflight - __atomic_load_n(&s->deferred, __ATOMIC_RELAXED);
+
+	return (int64_t)active * frac_den >= (int64_t)s->inflight_max * frac_num ||
+	       s->inflight_bytes * (uint64_t)frac_den >=
+		       s->inflight_bytes_max * (uint64_t)frac_num;
+}
+
+/* Lifts the global pause once the workers are down to three quarters of the bound. */
+static void global_check(struct rpc_server *s)
+{
+	struct sconn *c, *next;
+
+	if (!s->throttled || over_global(s, 3, 4))
+		return;
+	__atomic_store_n(&s->throttled, 0, __ATOMIC_RELAXED);
+	for (c = s->throttled_conns, s->throttled_conns = NULL; c; c = next) {
+		next = c->thr_next;
+		c->thr_next = c->thr_prev = NULL;
+		conn_unpause(s, c, PAUSE_GLOBAL);
+	}
+}
+
+/* Takes a closing c off the lists that outlive its socket. */
+static void conn_unlist(struct rpc_server *s, struct sconn *c)
+{
+	blocked_del(s, c);
+	if (c->paused & PAUSE_GLOBAL) {
+		if (c->thr_prev)
+			c->thr_prev->thr_next = c->thr_next;
+		else
+			s->throttled_conns = c->thr_next;
+		if (c->thr_next)
+			c->thr_next->thr_prev = c->thr_prev;
+		c->thr_next = c->thr_prev = NULL;
+		c->paused &= ~PAUSE_GLOBAL;
+	}
+	if (c->ue.listed) {
+		conn_limits_leave(&s->lim, &c->ue);
+		__atomic_fetch_sub(&g_unauth, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/* With the global bound reached, an authenticated connection about to read is paused
+ * until global_check lifts it. Returns 1 when c was paused. */
+static int global_pause(struct rpc_server *s, struct sconn *c)
+{
+	if (!s->throttled || !c->authed)
+		return 0;
+	if (!(c->paused & PAUSE_GLOBAL)) {
+		conn_pause(s, c, PAUSE_GLOBAL);
+		c->thr_prev = NULL;
+		c->thr_next = s->throttled_conns;
+		if (s->throttled_conns)
+			s->throttled_conns->thr_prev = c;
+		s->throttled_conns = c;
+	}
+	return 1;
 }
 
 static void conn_free(struct rpc_server *s, struct sconn *c)
@@ -570,6 +741,7 @@ static void conn_close(struct rpc_server *s, struct sconn *c)
 	close(c->fd);
 	c->fd = -1;
 	c->closing = 1;
+	conn_unlist(s, c);
 	__atomic_fetch_sub(&g_connections, 1, __ATOMIC_RELAXED);
 	if (c->authed && s->conf.on_close)
 		s->conf.on_close(s->conf.arg, c->id); /* may answer requests it parked */
@@ -584,8 +756,13 @@ static void conn_flush(struct rpc_server *s, struct sconn *c)
 		int close_after;
 
 		n = writev(c->fd, f->iov + f->iov_idx, f->iovcnt - f->iov_idx);
-		if (n > 0)
+		if (n > 0) {
 			metrics_add(metrics_net_sent(), (uint64_t)n);
+			c->tx_bytes -= (size_t)n;
+			f->bytes -= (size_t)n;
+			if (c->blocked)
+				c->tx_progress_ms = net_now_ms();
+		}
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -594,7 +771,8 @@ static void conn_flush(struct rpc_server *s, struct sconn *c)
 					c->want_out = 1;
 					conn_update_events(s, c);
 				}
-				return;
+				blocked_add(s, c, net_now_ms());
+				goto out_unpause;
 			}
 			conn_close(s, c);
 			return;
@@ -617,6 +795,7 @@ static void conn_flush(struct rpc_server *s, struct sconn *c)
 		if (!c->tx_head)
 			c->tx_tail = NULL;
 		close_after = f->close_after;
+		c->tx_bytes -= TX_FRAME_COST;
 		frame_free(f);
 		if (close_after) {
 			conn_close(s, c);
@@ -627,6 +806,10 @@ static void conn_flush(struct rpc_server *s, struct sconn *c)
 		c->want_out = 0;
 		conn_update_events(s, c);
 	}
+	blocked_del(s, c);
+out_unpause:
+	if (!c->closing && c->tx_bytes <= CL_TX_HIGH / 2)
+		conn_unpause(s, c, PAUSE_TX);
 }
 
 static void conn_send(struct rpc_server *s, struct sconn *c, struct tx_frame *f)
@@ -645,7 +828,17 @@ static void conn_send(struct rpc_server *s, struct sconn *c, struct tx_frame *f)
 	else
 		c->tx_head = f;
 	c->tx_tail = f;
+	c->tx_bytes += f->bytes + TX_FRAME_COST;
+	if (!c->authed && c->tx_bytes > CL_TX_UNAUTH_MAX) {
+		conn_limits_refused(CL_TX_OVERFLOW, c->peer, "before authentication");
+		conn_close(s, c);
+		return;
+	}
 	conn_flush(s, c);
+	/* The queue is bounded by the high mark plus the replies of requests in flight:
+	 * above it no further request is read. */
+	if (!c->closing && c->tx_bytes > CL_TX_HIGH)
+		conn_pause(s, c, PAUSE_TX);
 }
 
 /* An empty reply to c's current frame, with an envelope once the handshake is done. */
@@ -790,6 +983,10 @@ static void handle_auth(struct rpc_server *s, struct sconn *c, const uint8_t *bo
 		return;
 	}
 	c->authed = 1;
+	if (c->ue.listed) {
+		conn_limits_leave(&s->lim, &c->ue);
+		__atomic_fetch_sub(&g_unauth, 1, __ATOMIC_RELAXED);
+	}
 	LOG_INFO(SUBSYS, "connection %llu from %s (%s) authenticated",
 		 (unsigned long long)c->id, c->peer, c->peer_name);
 	send_status(s, c, 0, 0);
@@ -891,9 +1088,16 @@ static void conn_dispatch(struct rpc_server *s, struct sconn *c)
 		deferred = 1;
 	}
 	c->inflight++;
-	if (c->inflight >= CONN_MAX_INFLIGHT && !c->paused) {
-		c->paused = 1;
-		conn_update_events(s, c);
+	s->inflight++;
+	s->inflight_bytes += (uint64_t)c->hdr.body_len + c->hdr.bulk_len;
+	if (c->inflight >= CONN_MAX_INFLIGHT)
+		conn_pause(s, c, PAUSE_INFLIGHT);
+	if (!s->throttled && over_global(s, 1, 1)) {
+		__atomic_store_n(&s->throttled, 1, __ATOMIC_RELAXED);
+		metrics_add(metrics_counter("nacre_rpc_server_throttled_total", "",
+					    "Times the requests at workers reached the global "
+					    "bound and reading paused"),
+			    1);
 	}
 	if (!deferred)
 		queue_push(&s->work_q, j);
@@ -904,10 +1108,25 @@ static void conn_dispatch(struct rpc_server *s, struct sconn *c)
 static int hdr_complete(struct rpc_server *s, struct sconn *c)
 {
 	int rc = wire_hdr_decode(c->hdr_buf, &c->hdr);
+	enum cl_reason why;
 
 	if (rc < 0) {
 		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "bad frame header from %s: %s; closing",
 				c->peer, nacre_strerror(rc));
+		conn_close(s, c);
+		return -1;
+	}
+	/* Before anything is allocated for the payload: what a peer without the key may
+	 * send (conn_limits.h). */
+	why = conn_limits_check_hdr(&c->hdr, c->connected, c->authed);
+	if (why != CL_OK) {
+		char detail[96];
+		snprintf(detail, sizeof(detail), "%s, body %u, bulk %u bytes",
+			 wire_opcode_name(c->hdr.opcode), c->hdr.body_len, c->hdr.bulk_len);
+		conn_limits_refused(why, c->peer, detail);
+		/* one try to tell the peer why (its unread bytes may reset the connection
+		 * first), then closed whatever the socket took */
+		send_status(s, c, why == CL_PREAUTH_OPCODE ? -NACRE_EAUTH : -EPROTO, 1);
 		conn_close(s, c);
 		return -1;
 	}
@@ -939,7 +1158,7 @@ static void crc_advance(struct sconn *c)
  * until the buffer is empty or the connection paused or closed. */
 static void rx_consume(struct rpc_server *s, struct sconn *c)
 {
-	while (c->rx_off < c->rx_len && !c->closing && !c->paused) {
+	while (c->rx_off < c->rx_len && !c->closing && !c->paused && !global_pause(s, c)) {
 		size_t avail = c->rx_len - c->rx_off;
 		const uint8_t *src = c->rxbuf + c->rx_off;
 		size_t take;
@@ -982,7 +1201,7 @@ static void conn_read(struct rpc_server *s, struct sconn *c)
 		int direct;
 
 		rx_consume(s, c);
-		if (c->closing || c->paused)
+		if (c->closing || c->paused || global_pause(s, c))
 			return;
 		c->rx_off = c->rx_len = 0;
 		/* Not told apart by want: the rest of a payload may be exactly RX_BUF bytes. */
@@ -1025,44 +1244,92 @@ static void conn_read(struct rpc_server *s, struct sconn *c)
 	}
 }
 
+static void peer_format(const struct sockaddr_storage *ss, char *out, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	uint16_t port = 0;
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+		inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+		port = ntohs(a->sin_port);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+		port = ntohs(a->sin6_port);
+	}
+	snprintf(out, len, "%s:%u", host, port);
+}
+
+/* The connection an un-authenticated entry is embedded in. */
+static struct sconn *conn_of(struct cl_entry *e)
+{
+	return (struct sconn *)(void *)((char *)e - offsetof(struct sconn, ue));
+}
+
+/* accept() is out of descriptors (or memory): closes the oldest un-authenticated
+ * connection to make room and returns 1 (accept again), or, with none to close, takes the
+ * listening socket out of epoll for CL_ACCEPT_BACKOFF_MS (the loop puts it back) so that a
+ * level-triggered listener does not spin, and returns 0. */
+static int accept_starved(struct rpc_server *s, int err)
+{
+	struct cl_entry *e = conn_limits_oldest(&s->lim);
+
+	if (e) {
+		struct sconn *old = conn_of(e);
+		conn_limits_refused(CL_FD_LIMIT, old->peer, strerror(err));
+		conn_close(s, old);
+		return 1;
+	}
+	cl_backoff_start(&s->backoff, err, s->server_name, net_now_ms());
+	epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->listen_fd, NULL);
+	return 0;
+}
+
 static void accept_all(struct rpc_server *s)
 {
-	for (;;) {
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
 		struct epoll_event ev;
+		struct cl_entry *evict;
+		enum cl_reason why;
 		struct sconn *c;
-		char host[INET6_ADDRSTRLEN] = "?";
-		uint16_t port = 0;
 		int one = 1;
 		int fd;
 
 		fd = accept4(s->listen_fd, (struct sockaddr *)&ss, &sl,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno == EINTR)
+			int err = errno;
+			if (err == EINTR || err == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN)
-				LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "accept: %s",
-						strerror(errno));
+			if (err == EAGAIN)
+				return;
+			if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+				if (accept_starved(s, err))
+					continue;
+				return;
+			}
+			LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "accept: %s", strerror(err));
 			return;
 		}
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		cl_backoff_accepted(&s->backoff, s->server_name);
 		c = calloc(1, sizeof(*c));
 		if (!c) {
 			close(fd);
 			continue;
 		}
-		if (ss.ss_family == AF_INET) {
-			struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-			inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-			port = ntohs(a->sin_port);
-		} else if (ss.ss_family == AF_INET6) {
-			struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-			inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-			port = ntohs(a->sin6_port);
+		peer_format(&ss, c->peer, sizeof(c->peer));
+		why = conn_limits_admit(&s->lim, &c->ue, &ss, net_now_ms());
+		if (why == CL_PEER_CAP) {
+			conn_limits_refused(why, c->peer, NULL);
+			close(fd);
+			free(c);
+			continue;
 		}
-		snprintf(c->peer, sizeof(c->peer), "%s:%u", host, port);
+		__atomic_fetch_add(&g_unauth, 1, __ATOMIC_RELAXED);
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		str_copy(c->peer_name, "?", sizeof(c->peer_name));
 		c->fd = fd;
 		c->id = ++s->next_conn_id;
@@ -1076,9 +1343,81 @@ static void accept_all(struct rpc_server *s)
 		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 			c->closing = 1;
 			close(fd);
+			conn_unlist(s, c);
 			__atomic_fetch_sub(&g_connections, 1, __ATOMIC_RELAXED);
 			conn_maybe_reap(s, c);
 		}
+		/* over the total: the oldest make room (a lowered descriptor limit may ask
+		 * for more than one) */
+		while ((evict = conn_limits_excess(&s->lim)) != NULL) {
+			struct sconn *old = conn_of(evict);
+			conn_limits_refused(CL_TOTAL_CAP, old->peer, NULL);
+			conn_close(s, old);
+		}
+	}
+}
+
+/* The loop's periodic work: listening again after a back-off, the handshake deadline
+ * (O(expired): the list is in accept order), and once a second the peers that do not read
+ * their replies (O(blocked)). */
+static void timers_run(struct rpc_server *s)
+{
+	int64_t now = net_now_ms();
+	struct cl_entry *e;
+
+	if (s->backoff.active && now >= s->backoff.until_ms) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &s->listen_fd };
+		s->backoff.active = 0;
+		epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->listen_fd, &ev);
+	}
+	while ((e = conn_limits_expired(&s->lim, now)) != NULL) {
+		struct sconn *c = conn_of(e);
+		conn_limits_refused(CL_HANDSHAKE_TIMEOUT, c->peer, c->connected ? "no AUTH"
+									 : "no CONNECT");
+		conn_close(s, c);
+	}
+	if (now - s->stall_swept_ms >= 1000) {
+		struct sconn *c, *next;
+		s->stall_swept_ms = now;
+		for (c = s->blocked; c; c = next) {
+			next = c->blk_next;
+			if (now - c->tx_progress_ms >= s->tx_stall_ms) {
+				char detail[64];
+				snprintf(detail, sizeof(detail), "%zu bytes queued for %d s",
+					 c->tx_bytes, s->tx_stall_ms / 1000);
+				conn_limits_refused(CL_TX_STALL, c->peer, detail);
+				conn_close(s, c);
+			}
+		}
+	}
+}
+
+/* How long the loop may sleep: until the next handshake deadline or the end of a back-off,
+ * at most a second (the stall sweep). */
+static int timers_next_ms(struct rpc_server *s)
+{
+	int64_t now = net_now_ms();
+	int t = 1000, u = conn_limits_next_ms(&s->lim, now);
+
+	if (u >= 0 && u < t)
+		t = u;
+	if (s->backoff.active) {
+		u = s->backoff.until_ms > now ? (int)(s->backoff.until_ms - now) : 0;
+		if (u < t)
+			t = u;
+	}
+	return t;
+}
+
+/* Reads the connections whose pauses were lifted during the batch. */
+static void kicks_run(struct rpc_server *s)
+{
+	while (s->kick) {
+		struct sconn *c = s->kick;
+		s->kick = c->kick_next;
+		c->kicked = 0;
+		if (!c->closing && !c->paused)
+			conn_read(s, c);
 	}
 }
 
@@ -1099,19 +1438,19 @@ static void drain_done(struct rpc_server *s)
 
 		next = j->next;
 		c->inflight--;
+		s->inflight--;
+		s->inflight_bytes -= (uint64_t)j->hdr.body_len + j->hdr.bulk_len;
 		if (c->closing) {
 			frame_free(j->reply);
 			conn_maybe_reap(s, c);
 		} else {
 			job_reply(s, c, j);
-			if (!c->closing && c->paused && c->inflight < CONN_MAX_INFLIGHT / 2) {
-				c->paused = 0;
-				conn_update_events(s, c);
-				conn_read(s, c); /* data may be waiting in the socket already */
-			}
+			if (!c->closing && c->inflight < CONN_MAX_INFLIGHT / 2)
+				conn_unpause(s, c, PAUSE_INFLIGHT);
 		}
 		free(j);
 	}
+	global_check(s); /* also after a handler deferred a request (rpc_defer wakes us) */
 }
 
 int rpc_server_create(const struct rpc_server_conf *conf, struct rpc_server **out, char *err,
@@ -1138,6 +1477,18 @@ int rpc_server_create(const struct rpc_server_conf *conf, struct rpc_server **ou
 	metrics_gauge_fn("nacre_rpc_server_connections", "",
 			 "Connections open to this server (clients, servers, tools)", connections_now,
 			 NULL);
+	metrics_gauge_fn("nacre_rpc_server_unauth_connections", "",
+			 "Connections that have not finished the handshake", unauth_now, NULL);
+	s->tx_stall_ms = conf->tx_stall_ms > 0 ? conf->tx_stall_ms : CL_TX_STALL_MS;
+	s->inflight_max = conf->max_inflight > 0 ? conf->max_inflight : CL_INFLIGHT_MAX;
+	s->inflight_bytes_max = conf->max_inflight_bytes ? conf->max_inflight_bytes
+							 : CL_INFLIGHT_BYTES_MAX;
+	if (conn_limits_init(&s->lim, conf->handshake_ms, conf->unauth_per_peer,
+			     conf->unauth_max) < 0) {
+		conn_limits_fini(&s->lim);
+		free(s);
+		return -ENOMEM;
+	}
 	s->listen_fd = s->epfd = s->evfd = -1;
 	pthread_mutex_init(&s->work_q.lock, NULL);
 	pthread_cond_init(&s->work_q.cond, NULL);
@@ -1200,7 +1551,7 @@ int rpc_server_run(struct rpc_server *s)
 		}
 	}
 	while (!__atomic_load_n(&s->stop_flag, __ATOMIC_ACQUIRE)) {
-		n = epoll_wait(s->epfd, evs, EPOLL_BATCH, 1000);
+		n = epoll_wait(s->epfd, evs, EPOLL_BATCH, timers_next_ms(s));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -1224,9 +1575,14 @@ int rpc_server_run(struct rpc_server *s)
 				continue;
 			if (evs[i].events & EPOLLOUT)
 				conn_flush(s, c);
-			if (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+			if (c->paused && (evs[i].events & (EPOLLHUP | EPOLLERR)))
+				conn_close(s, c); /* gone both ways: nothing to read or answer */
+			else if (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 				conn_read(s, c);
 		}
+		kicks_run(s);
+		timers_run(s);
+		kicks_run(s);
 		reap_dead(s);
 	}
 
@@ -1268,6 +1624,8 @@ void rpc_server_destroy(struct rpc_server *s)
 		struct sconn *c = s->conns;
 		if (!c->closing)
 			close(c->fd);
+		if (c->ue.listed)
+			__atomic_fetch_sub(&g_unauth, 1, __ATOMIC_RELAXED);
 		s->conns = c->next;
 		for (struct tx_frame *f = c->tx_head, *nf; f; f = nf) {
 			nf = f->next;
@@ -1286,6 +1644,7 @@ void rpc_server_destroy(struct rpc_server *s)
 	pthread_cond_destroy(&s->work_q.cond);
 	pthread_mutex_destroy(&s->done_lock);
 	bufcache_fini(&s->payloads);
+	conn_limits_fini(&s->lim);
 	free(s->workers);
 	free(s);
 }

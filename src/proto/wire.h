@@ -235,7 +235,11 @@ void wire_cap_get(struct wire_cursor *c, struct wire_cap *cap);
  * CONNECT: the client proposes versions and a nonce; the server answers with its nonce and a
  * proof that it holds the cluster key: HMAC-SHA256(key, "nacre-server" || cnonce || snonce).
  * AUTH: the client proves the key: HMAC-SHA256(key, "nacre-client" || snonce || cnonce).
- * Until AUTH succeeds a server answers every other opcode with -NACRE_EAUTH and closes. */
+ * Until AUTH succeeds a server answers every other opcode with -NACRE_EAUTH and closes.
+ * Before AUTH only CONNECT then AUTH may come, each with a body of at most
+ * WIRE_HANDSHAKE_BODY_MAX bytes and no bulk (checked from the header, before the body is
+ * read); anything else closes the connection. */
+#define WIRE_HANDSHAKE_BODY_MAX 1024u /* today a CONNECT is ~330 bytes, an AUTH 32 */
 struct wire_connect_req {
 	uint16_t version_min;
 	uint16_t version_max;

@@ -4,10 +4,14 @@
  * server restarts, and many threads sharing one connection (the reader role passing between
  * them). */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "common/crc32c.h"
@@ -19,10 +23,23 @@
 #include "unit.h"
 
 #define OP_ECHO 200 /* test-only opcode: reply body = request body, bulk = request bulk */
+#define OP_SLOW 202 /* test-only: 50 ms in the handler, counting handlers running at once */
+
+static int slow_now, slow_max; /* atomic */
 
 static int echo_handler(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	(void)arg;
+	if (req->hdr->opcode == OP_SLOW) {
+		int n = __atomic_add_fetch(&slow_now, 1, __ATOMIC_SEQ_CST);
+		int m = __atomic_load_n(&slow_max, __ATOMIC_SEQ_CST);
+		while (n > m && !__atomic_compare_exchange_n(&slow_max, &m, n, 0, __ATOMIC_SEQ_CST,
+							     __ATOMIC_SEQ_CST))
+			;
+		usleep(50000);
+		__atomic_sub_fetch(&slow_now, 1, __ATOMIC_SEQ_CST);
+		return 0;
+	}
 	if (req->hdr->opcode != OP_ECHO)
 		return -EOPNOTSUPP;
 	wire_put_bytes(&rep->body, req->body, req->body_len);
@@ -48,6 +65,9 @@ static void *srv_main(void *arg)
 	return NULL;
 }
 
+/* Limits for the next srv_start (0 = the defaults). */
+static struct rpc_server_conf next_limits;
+
 static int srv_start(struct srv *sv, const char *listen, const struct nacre_key *key)
 {
 	struct rpc_server_conf conf = {
@@ -55,8 +75,11 @@ static int srv_start(struct srv *sv, const char *listen, const struct nacre_key 
 		.fsname = "testfs",
 		.server_name = "test-server",
 		.key = key,
-		.nworkers = 4,
+		.nworkers = next_limits.nworkers ? next_limits.nworkers : 4,
 		.handler = echo_handler,
+		.handshake_ms = next_limits.handshake_ms,
+		.max_inflight = next_limits.max_inflight,
+		.tx_stall_ms = next_limits.tx_stall_ms,
 	};
 	char err[256];
 	int rc = rpc_server_create(&conf, &sv->s, err, sizeof(err));
@@ -480,6 +503,134 @@ static void test_bulk_checksum_pieces(void)
 	srv_stop(&sv);
 }
 
+/* Milliseconds until the server closes fd (reads and drops what it sends), or -1 after
+ * limit_ms. */
+static int64_t ms_until_closed(int fd, int limit_ms)
+{
+	int64_t t0 = net_now_ms();
+	uint8_t buf[4096];
+
+	while (net_now_ms() - t0 < limit_ms) {
+		struct timeval tv = {0, 100000};
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return net_now_ms() - t0;
+	}
+	return -1;
+}
+
+/* The handshake deadline, handshake order, a peer that never reads its replies (server
+ * stops reading it, then closes it), and the global bound on requests at workers. */
+static void test_limits(void)
+{
+	struct nacre_key k = make_key(6);
+	struct srv sv;
+	char err[256];
+	int fd;
+
+	next_limits = (struct rpc_server_conf){ .handshake_ms = 300, .tx_stall_ms = 1000,
+						.max_inflight = 2, .nworkers = 8 };
+	CHECK(srv_start(&sv, "127.0.0.1:0", &k) == 0);
+	next_limits = (struct rpc_server_conf){ 0 };
+
+	/* silent: closed at the deadline */
+	fd = net_connect(sv.addr, 1000);
+	int64_t t = ms_until_closed(fd, 5000);
+	CHECK(t >= 250 && t < 3000); /* 300 ms, and room for a loaded machine */
+	close(fd);
+
+	/* a second CONNECT is refused */
+	{
+		struct wire_connect_req req = {.version_min = 1, .version_max = WIRE_VERSION};
+		struct wire_cursor cur;
+		uint8_t buf[1024];
+		uint32_t len;
+		str_copy(req.fsname, "testfs", sizeof(req.fsname));
+		str_copy(req.name, "raw", sizeof(req.name));
+		wire_cursor_init_write(&cur, buf, sizeof(buf));
+		wire_connect_req_encode(&cur, &req);
+		fd = net_connect(sv.addr, 1000);
+		CHECK(send_split(fd, WIRE_OP_CONNECT, 1, buf, (uint32_t)cur.pos, NULL, 0, 0) == 0);
+		CHECK(read_reply(fd, buf, sizeof(buf), &len) == 0);
+		CHECK(send_split(fd, WIRE_OP_CONNECT, 2, buf, (uint32_t)cur.pos, NULL, 0, 0) == 0);
+		t = ms_until_closed(fd, 3000);
+		CHECK(t >= 0 && t < 1000); /* at once */
+		close(fd);
+	}
+
+	/* an authenticated peer that never reads: the server stops reading it, and closes it
+	 * once it has taken nothing for tx_stall_ms */
+	fd = net_connect(sv.addr, 1000);
+	CHECK(raw_handshake(fd, &k) == 0);
+	{
+		enum { BODY = 4096 };
+		uint8_t frame[WIRE_HDR_LEN + BODY];
+		struct wire_hdr h = {.magic = WIRE_MAGIC, .version = WIRE_VERSION,
+				     .opcode = OP_ECHO, .body_len = BODY, .xid = 10};
+		size_t sent = 0, off = 0;
+		int64_t t0 = net_now_ms(), blocked_at = -1;
+		memset(frame, 0x33, sizeof(frame));
+		wire_hdr_encode(&h, frame);
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+		/* until the socket stays full for 300 ms: the server no longer reads */
+		while (net_now_ms() - t0 < 10000) {
+			ssize_t n = send(fd, frame + off, sizeof(frame) - off, MSG_NOSIGNAL);
+			if (n > 0) {
+				sent += (size_t)n;
+				off = (off + (size_t)n) % sizeof(frame);
+				blocked_at = -1;
+				continue;
+			}
+			if (blocked_at < 0)
+				blocked_at = net_now_ms();
+			if (net_now_ms() - blocked_at > 300)
+				break;
+			usleep(10000);
+		}
+		/* 16 MiB of replies queued, plus what the sockets hold */
+		CHECK(blocked_at >= 0 && sent < (64u << 20));
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+		/* closed: the reads see EOF or a reset within the stall time and a sweep */
+		t = -1;
+		for (int64_t t1 = net_now_ms(); net_now_ms() - t1 < 8000;) {
+			struct pollfd pf = {.fd = fd, .events = POLLRDHUP};
+			if (poll(&pf, 1, 50) > 0 &&
+			    (pf.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+				t = net_now_ms() - t1;
+				break;
+			}
+		}
+		/* tx_stall_ms 1000 from when its socket filled, swept once a second */
+		CHECK(t >= 0 && t < 6000);
+	}
+	close(fd);
+
+	/* the global bound: 3 connections x 6 slow requests, at most 2 at the workers */
+	{
+		struct rpc_conn *cs[3];
+		struct rpc_pending *ps[18];
+		struct rpc_call_args a = {.opcode = OP_SLOW};
+		int ok = 1;
+		for (int i = 0; i < 3; i++) {
+			cs[i] = client(sv.addr, "testfs", &k, 5000);
+			CHECK(rpc_conn_connect(cs[i], 2000, err, sizeof(err)) == 0);
+		}
+		for (int i = 0; i < 18; i++)
+			ok &= rpc_start(cs[i % 3], &a, &ps[i]) == 0;
+		for (int i = 0; i < 18; i++) {
+			struct rpc_msg *m = NULL;
+			ok &= rpc_wait(ps[i], &m) == 0;
+			rpc_msg_free(m);
+		}
+		CHECK(ok);
+		CHECK(slow_max >= 1 && slow_max <= 2);
+		for (int i = 0; i < 3; i++)
+			rpc_conn_destroy(cs[i]);
+	}
+	srv_stop(&sv);
+}
+
 int main(void)
 {
 	test_payload_read_boundaries();
@@ -488,6 +639,7 @@ int main(void)
 	test_concurrent_callers();
 	test_idle_restart_not_idempotent();
 	test_refusals();
+	test_limits();
 	test_unreachable_and_restart();
 	return unit_done();
 }
