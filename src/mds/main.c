@@ -36,6 +36,7 @@
 #include "mds/writer.h"
 #include "nacre/nacre_errno.h"
 #include "proto/rpc.h"
+#include "proto/sec.h"
 
 struct opts {
 	const char *fsname;
@@ -51,6 +52,7 @@ struct opts {
 	int sync_interval_ms;
 	int standby;
 	int allow_faults;
+	int sec_min; /* WIRE_SEC_*: --sec-min */
 	struct mds_hsm_conf hsm;
 	struct metrics_opts metrics;
 };
@@ -77,7 +79,7 @@ static void usage(FILE *f)
 		   "                 [--hsm-policy-period SECS] [--lock-evict-timeout SECS]\n"
 		   "                 [--evict-timeout SECS] [--recovery-window SECS] [--standby]\n"
 		   "                 [--sync-interval SECS]\n"
-		   "                 [--allow-fault-injection]\n"
+		   "                 [--allow-fault-injection] [--sec-min null|integrity|privacy]\n"
 		   METRICS_USAGE);
 }
 
@@ -95,6 +97,7 @@ enum {
 	OPT_STANDBY,
 	OPT_FAULTS,
 	OPT_SYNC,
+	OPT_SEC_MIN,
 };
 
 /* --hsm-* options; returns 0, 1 if c is not one of them, -1 on a bad value. */
@@ -164,6 +167,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"standby", no_argument, NULL, OPT_STANDBY},
 		{"allow-fault-injection", no_argument, NULL, OPT_FAULTS},
 		{"sync-interval", required_argument, NULL, OPT_SYNC},
+		{"sec-min", required_argument, NULL, OPT_SEC_MIN},
 		{NULL, 0, NULL, 0}};
 	int c;
 	int64_t v;
@@ -214,6 +218,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		}
 		case OPT_STANDBY: o->standby = 1; break;
 		case OPT_FAULTS: o->allow_faults = 1; break;
+		case OPT_SEC_MIN:
+			if (sec_flavour_parse(optarg, &o->sec_min)) {
+				fprintf(stderr, "nacre-mds: --sec-min %s: expected null, integrity or "
+						"privacy\n", optarg);
+				return -1;
+			}
+			break;
 		case OPT_HSM_RM:
 		case OPT_HSM_MAX:
 		case OPT_HSM_TIMEOUT:
@@ -347,6 +358,7 @@ int main(int argc, char **argv)
 				       .on_close = mds_serve_close,
 				       .last_committed = mds_serve_last_committed,
 				       .allow_fault_set = o.allow_faults,
+				       .sec_min = o.sec_min,
 				       .arg = &m};
 	if (rpc_server_create(&conf, &srv, err, sizeof(err))) {
 		fprintf(stderr, "nacre-mds: --listen: %s\n", err);
