@@ -1,0 +1,312 @@
+"""Wire security flavours (docs/security.md, "Wire flavours"): what a capture of the loopback
+traffic shows, what a relay without the key can do, and which mounts a server's --sec-min
+refuses.
+
+The relay is a small TCP proxy between a mount and the MDS: it forwards both ways, parses
+the client's frames (wire.h: the 36-byte header; after AUTH on a sealed connection a 16-byte
+tag follows each frame) and injects or alters requests. With sec=null it succeeds, which
+shows the tests can fail; with integrity the MDS closes the connection and nothing happens.
+"""
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import Mount, Proc, binary, free_port, mounted_dirs, wait_for
+
+WIRE_MAGIC = 0x5243414E
+HDR = struct.Struct("<IHHIIQiII")  # magic, version, opcode, flags, body_len, xid, status,
+assert HDR.size == 36               # bulk_len, bulk_crc
+OP_AUTH, OP_MKDIR = 2, 21
+TAG_LEN = 16
+
+
+def mount_spec(cluster, spec, opts=(), name=None, wait=True):
+    """cluster.mount with another spec (the relay's address)."""
+    mnt = cluster.dir / (name or f"mnt{len(cluster.mounts)}")
+    mnt.mkdir(exist_ok=True)
+    o = ",".join([f"key_file={cluster.key}"] + list(opts))
+    argv = [binary("nacre-mount"), spec, str(mnt), "-o", o, "-f"]
+    p = Proc(f"mount-{mnt.name}", argv, cluster.dir / f"{mnt.name}.log").start()
+    m = Mount(cluster, mnt, p)
+    cluster.mounts.append(m)
+    if wait:
+        def ready():
+            if not p.alive():
+                raise AssertionError(f"nacre-mount exited:\n{p.text()}")
+            return str(mnt) in mounted_dirs()
+        wait_for(ready, 20, f"{mnt} to be mounted")
+    return m
+
+
+def recv_exact(s, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return buf
+
+
+class Relay:
+    """A proxy on loopback to target. sealed: the flavour seals frames after AUTH (their
+    length then includes a tag). on_request(relay, hdr_fields, frame_bytes) returns the
+    bytes to forward (the frame, altered, or with more frames after it)."""
+
+    def __init__(self, target_port, sealed, on_request):
+        self.target_port, self.sealed, self.on_request = target_port, sealed, on_request
+        self.lsock = socket.socket()
+        self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(16)
+        self.port = self.lsock.getsockname()[1]
+        self.conns = 0
+        self.closed_by_server = 0
+        self.stopping = False
+        self.socks = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.stopping:
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            s = socket.create_connection(("127.0.0.1", self.target_port))
+            self.socks += [c, s]
+            self.conns += 1
+            threading.Thread(target=self._up, args=(c, s), daemon=True).start()
+            threading.Thread(target=self._down, args=(s, c), daemon=True).start()
+
+    def _up(self, c, s):
+        """Client to server, frame by frame."""
+        authed = False
+        try:
+            while True:
+                raw = recv_exact(c, HDR.size)
+                f = HDR.unpack(raw)
+                n = f[4] + f[7] + (TAG_LEN if authed and self.sealed else 0)
+                frame = raw + recv_exact(c, n)
+                out = frame if not authed else self.on_request(self, f, frame)
+                s.sendall(out)
+                if f[2] == OP_AUTH:
+                    authed = True
+        except (EOFError, OSError):
+            pass
+        for x in (c, s):
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _down(self, s, c):
+        try:
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    self.closed_by_server += 1
+                    break
+                c.sendall(b)
+        except OSError:
+            pass
+        for x in (c, s):
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def stop(self):
+        self.stopping = True
+        self.lsock.close()
+        for x in self.socks:
+            try:
+                x.close()
+            except OSError:
+                pass
+
+
+def mkdir_injector(template, injected):
+    """After the client's own MKDIR of template, a second MKDIR built here: a header of our
+    own (fresh xid, no tag: the relay has no key; a random one under a sealed flavour) and
+    the template's body with the name replaced."""
+    state = {"done": False}
+
+    def on_request(relay, f, frame):
+        if state["done"] or f[2] != OP_MKDIR or template not in frame:
+            return frame
+        state["done"] = True
+        body = frame[HDR.size:HDR.size + f[4]].replace(template, injected)
+        hdr = HDR.pack(WIRE_MAGIC, 1, OP_MKDIR, 0, len(body), 0x7FFF0000, 0, 0, 0)
+        tag = os.urandom(TAG_LEN) if relay.sealed else b""
+        return frame + hdr + body + tag
+    return on_request, state
+
+
+def byte_flipper(name):
+    """Flips one bit of name's last byte in the first MKDIR that carries it."""
+    state = {"done": False}
+
+    def on_request(relay, f, frame):
+        i = frame.find(name)
+        if state["done"] or f[2] != OP_MKDIR or i < 0:
+            return frame
+        state["done"] = True
+        b = bytearray(frame)
+        b[i + len(name) - 1] ^= 1
+        return bytes(b)
+    return on_request, state
+
+
+@pytest.mark.parametrize("sec", ["null", "integrity"])
+def test_relay_injects_mkdir(make_cluster, sec):
+    c = make_cluster(osts=1)
+    on_request, state = mkdir_injector(b"tmpl0001", b"injected")
+    relay = Relay(c.mds_port, sec != "null", on_request)
+    try:
+        m = mount_spec(c, f"127.0.0.1:{relay.port}:/{c.fsname}", [f"sec={sec}"], "relayed")
+        os.mkdir(m / "tmpl0001")
+        assert state["done"], "the relay saw no MKDIR of tmpl0001"
+        direct = c.mounts[0]
+        if sec == "null":
+            # the server executed the relay's request: the test can fail
+            wait_for(lambda: os.path.isdir(direct / "injected"), 5, "the injected MKDIR")
+            return
+        wait_for(lambda: "failed sec=integrity verification" in c.mds.text(), 5,
+                 "the MDS to reject the injected frame")
+        wait_for(lambda: relay.closed_by_server >= 1, 5, "the MDS to close the connection")
+        assert not os.path.exists(direct / "injected")
+        assert not os.path.exists(m / "injected")
+        # the mount reconnects (through the relay, which now only forwards) and goes on
+        os.mkdir(m / "after")
+        assert os.path.isdir(direct / "after")
+        assert os.path.isdir(direct / "tmpl0001")
+    finally:
+        relay.stop()
+
+
+@pytest.mark.parametrize("sec", ["null", "integrity"])
+def test_relay_flips_a_byte(make_cluster, sec):
+    c = make_cluster(osts=1)
+    on_request, state = byte_flipper(b"flipme01")
+    relay = Relay(c.mds_port, sec != "null", on_request)
+    try:
+        m = mount_spec(c, f"127.0.0.1:{relay.port}:/{c.fsname}", [f"sec={sec}"], "relayed")
+        os.mkdir(m / "flipme01")
+        assert state["done"]
+        direct = c.mounts[0]
+        if sec == "null":
+            assert os.path.isdir(direct / "flipme00")  # the altered name was executed
+            return
+        assert "failed sec=integrity verification" in c.mds.text()
+        assert not os.path.exists(direct / "flipme00")
+        assert os.path.isdir(direct / "flipme01")  # resent on a new connection, intact
+    finally:
+        relay.stop()
+
+
+def tcpdump_bin():
+    exe = shutil.which("tcpdump")
+    if not exe:
+        pytest.fail("tcpdump is missing: apt-get install tcpdump")
+    return exe
+
+
+def capture_write(c, m, path, data, pcap):
+    ports = [c.mds_port] + list(c.oss_ports)
+    flt = " or ".join(f"tcp port {p}" for p in ports)
+    td = subprocess.Popen([tcpdump_bin(), "-i", "lo", "-U", "--immediate-mode", "-s", "0",
+                           "-B", "65536", "-w", str(pcap), flt],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        # tcpdump says "listening on lo" once the capture runs
+        line = td.stderr.readline().decode()
+        assert "listening" in line, f"tcpdump did not start: {line}"
+        with open(path, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.sync()
+        # let tcpdump write out what it holds: until the file stops growing
+        last, t_end = -1, time.time() + 10
+        while time.time() < t_end:
+            time.sleep(0.5)
+            size = pcap.stat().st_size if pcap.exists() else 0
+            if size == last:
+                break
+            last = size
+    finally:
+        td.send_signal(signal.SIGINT)
+        td.wait(10)
+    stats = td.stderr.read().decode()
+    assert "\n0 packets dropped by kernel" in "\n" + stats, f"tcpdump lost packets: {stats}"
+    return pcap.read_bytes()
+
+
+def chunks_found(capture, data):
+    """How many of data's 4 KiB chunks appear whole in the capture."""
+    return sum(1 for i in range(0, len(data), 4096) if data[i:i + 4096] in capture)
+
+
+@pytest.mark.parametrize("sec", ["null", "privacy"])
+def test_capture_shows_data_only_without_privacy(make_cluster, sec):
+    c = make_cluster(osts=1)
+    m = c.mount([f"sec={sec}"], name=f"m_{sec}")
+    pattern = os.urandom(1 << 20)
+    cap = capture_write(c, m, m / "secret.bin", pattern, c.dir / f"{sec}.pcap")
+    found = chunks_found(cap, pattern)
+    print(f"sec={sec}: capture {len(cap)} bytes, {found} of 256 chunks found")
+    assert len(cap) > len(pattern), "the capture holds less than the data written"
+    if sec == "null":
+        assert found > 0, "sec=null: the pattern should be visible on the wire"
+    else:
+        assert found == 0, f"sec=privacy: {found} chunks of the pattern are on the wire"
+    # and the data is intact, read back through another mount
+    other = c.mounts[0]
+    assert (other / "secret.bin").read_bytes() == pattern
+
+
+def test_sec_min_refuses_and_names_the_rule(make_cluster):
+    c = make_cluster(osts=1, mds_args=["--sec-min", "privacy"],
+                     oss_args=["--sec-min", "privacy"])
+    for asked in ("null", "integrity"):
+        m = c.mount([f"sec={asked}"], name=f"refused_{asked}", wait=False)
+        m.proc.p.wait(30)
+        assert m.proc.p.returncode != 0
+        text = m.proc.text()
+        assert "requires sec=privacy or better for this client (--sec-min)" in text, text
+        assert str(m.path) not in mounted_dirs()
+    assert "asked for sec=null, this server requires sec=privacy" in c.mds.text()
+    # the default mount (fixture's) got privacy; an explicit one works end to end
+    p = c.mount(["sec=privacy"], name="priv")
+    data = os.urandom(3 << 20)
+    (p / "f").write_bytes(data)
+    assert (c.mounts[0] / "f").read_bytes() == data
+
+
+def test_integrity_and_privacy_end_to_end(make_cluster):
+    c = make_cluster(osts=2, mds_args=["--sec-min", "integrity"],
+                     oss_args=["--sec-min", "integrity"])
+    refused = c.mount(["sec=null"], name="null", wait=False)
+    refused.proc.p.wait(30)
+    assert refused.proc.p.returncode != 0
+    assert "requires sec=integrity or better" in refused.proc.text()
+    a = c.mount(["sec=integrity"], name="integ")
+    b = c.mount(["sec=privacy"], name="priv")
+    for size in (0, 1, 4095, 65536 + 17, 5 << 20):
+        data = os.urandom(size)
+        (a / f"f{size}").write_bytes(data)
+        assert (b / f"f{size}").read_bytes() == data
+        (b / f"g{size}").write_bytes(data)
+        assert (a / f"g{size}").read_bytes() == data
+    os.mkdir(a / "d")
+    os.rename(a / "f1", a / "d" / "moved")
+    assert sorted(os.listdir(b / "d")) == ["moved"]
+    # the OSS registered with the MDS over a sealed connection
+    assert "sec=integrity" in c.mds.text()
