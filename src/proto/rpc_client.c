@@ -663,7 +663,7 @@ static void note_refusal(struct rpc_conn *c, const uint8_t *body, uint32_t len)
 }
 
 /* The flavour the server chose in rep, checked against what we asked for. Returns it, or
- * -NACRE_ESEC / -EPROTO with c->refusal set. */
+ * -NACRE_ESEC with c->refusal set. */
 static int chosen_sec(struct rpc_conn *c, const struct wire_connect_rep *rep)
 {
 	if (!(rep->features & WIRE_FEAT_SEC)) {
@@ -675,8 +675,14 @@ static int chosen_sec(struct rpc_conn *c, const struct wire_connect_rep *rep)
 			 sec_flavour_name(c->sec));
 		return -NACRE_ESEC;
 	}
-	if (rep->sec < c->sec || (rep->sec > c->sec && c->sec_exact))
-		return -EPROTO; /* not what we asked for: a broken or hostile server */
+	if (rep->sec < c->sec || (rep->sec > c->sec && c->sec_exact)) {
+		/* not what we asked for: a relay changed the request, or a broken server */
+		snprintf(c->refusal, sizeof(c->refusal),
+			 "server answered sec=%s to a request for sec=%s: the handshake was "
+			 "altered on the way, or the server is broken",
+			 sec_flavour_name(rep->sec), sec_flavour_name(c->sec));
+		return -NACRE_ESEC;
+	}
 	return rep->sec;
 }
 

@@ -23,7 +23,9 @@ from conftest import Mount, Proc, binary, free_port, mounted_dirs, wait_for
 WIRE_MAGIC = 0x5243414E
 HDR = struct.Struct("<IHHIIQiII")  # magic, version, opcode, flags, body_len, xid, status,
 assert HDR.size == 36               # bulk_len, bulk_crc
-OP_AUTH, OP_MKDIR = 2, 21
+OP_CONNECT, OP_AUTH, OP_MKDIR = 1, 2, 21
+FEAT_RECOVERY, FEAT_SEC = 1, 2
+NACRE_EAUTH, NACRE_EPROTO_VERSION = 4002, 4001
 TAG_LEN = 16
 
 
@@ -60,8 +62,9 @@ class Relay:
     length then includes a tag). on_request(relay, hdr_fields, frame_bytes) returns the
     bytes to forward (the frame, altered, or with more frames after it)."""
 
-    def __init__(self, target_port, sealed, on_request):
+    def __init__(self, target_port, sealed, on_request, on_handshake=None):
         self.target_port, self.sealed, self.on_request = target_port, sealed, on_request
+        self.on_handshake = on_handshake or (lambda relay, f, frame: frame)
         self.lsock = socket.socket()
         self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.lsock.bind(("127.0.0.1", 0))
@@ -94,7 +97,7 @@ class Relay:
                 f = HDR.unpack(raw)
                 n = f[4] + f[7] + (TAG_LEN if authed and self.sealed else 0)
                 frame = raw + recv_exact(c, n)
-                out = frame if not authed else self.on_request(self, f, frame)
+                out = (self.on_request if authed else self.on_handshake)(self, f, frame)
                 s.sendall(out)
                 if f[2] == OP_AUTH:
                     authed = True
@@ -310,3 +313,73 @@ def test_integrity_and_privacy_end_to_end(make_cluster):
     assert sorted(os.listdir(b / "d")) == ["moved"]
     # the OSS registered with the MDS over a sealed connection
     assert "sec=integrity" in c.mds.text()
+
+
+@pytest.mark.parametrize("what", ["sec", "flags"])
+def test_relay_cannot_downgrade(make_cluster, what):
+    """A relay that rewrites what a privacy mount asks for in CONNECT: the flavour
+    (connect_req's sec byte, second to last of the body) to null, or its flags (the last
+    byte) to let the server choose. The server answers what it was asked, which the client
+    notices; the proofs bind what each side saw, so a change the client cannot see fails
+    the key check. Either way the mount fails instead of running with less."""
+    c = make_cluster(osts=1)
+    seen = {"connects": 0}
+
+    def downgrade(relay, f, frame):
+        if f[2] != OP_CONNECT:
+            return frame
+        seen["connects"] += 1
+        b = bytearray(frame)
+        assert b[-2] == 2 and b[-1] == 0, "connect_req.sec is not where wire.h puts it"
+        if what == "sec":
+            b[-2] = 0
+        else:
+            b[-1] = 1  # WIRE_SEC_RAISE
+        return bytes(b)
+
+    relay = Relay(c.mds_port, False, lambda r, f, frame: frame, downgrade)
+    try:
+        m = mount_spec(c, f"127.0.0.1:{relay.port}:/{c.fsname}", ["sec=privacy"], "down",
+                       wait=False)
+        m.proc.p.wait(60)
+        assert seen["connects"] >= 1
+        assert m.proc.p.returncode != 0
+        if what == "sec":
+            assert "server answered sec=null to a request for sec=privacy: the handshake " \
+                "was altered" in m.proc.text(), m.proc.text()
+        else:
+            assert "cluster key rejected" in m.proc.text(), m.proc.text()
+        assert str(m.path) not in mounted_dirs()
+    finally:
+        relay.stop()
+
+
+def connect_frame(fsname, features):
+    """A CONNECT as a client of another version builds it (wire.h, wire.c)."""
+    body = struct.pack("<HHQ", 1, 1, features) + os.urandom(16)
+    body += struct.pack("<H", len(fsname)) + fsname.encode()
+    body += struct.pack("<H", 6) + b"oldcli"
+    if features & FEAT_RECOVERY:
+        body += struct.pack("<QQ", 0, 0)
+    return HDR.pack(WIRE_MAGIC, 1, OP_CONNECT, 0, len(body), 1, 0, 0, 0) + body
+
+
+def test_old_client_is_told_what_is_wrong(make_cluster):
+    """A peer without WIRE_FEAT_SEC gets NACRE_EPROTO_VERSION, a code it knows, from a
+    server whose minimum is above null, and the server log says why; with no minimum it is
+    served as before (null)."""
+    c = make_cluster(osts=1, mds_args=["--sec-min", "integrity"])
+    with socket.create_connection(("127.0.0.1", c.mds_port)) as s:
+        s.sendall(connect_frame(c.fsname, FEAT_RECOVERY))
+        f = HDR.unpack(recv_exact(s, HDR.size))
+        assert f[6] == -NACRE_EPROTO_VERSION
+    wait_for(lambda: "it has no wire security and this server requires sec=integrity"
+             in c.mds.text(), 5, "the MDS to log the refusal")
+    c2 = make_cluster(osts=1)
+    with socket.create_connection(("127.0.0.1", c2.mds_port)) as s:
+        s.sendall(connect_frame(c2.fsname, FEAT_RECOVERY))
+        f = HDR.unpack(recv_exact(s, HDR.size))
+        assert f[6] == 0
+        rep = recv_exact(s, f[4])
+        features = struct.unpack_from("<Q", rep, 2)[0]
+        assert features == FEAT_RECOVERY  # no FEAT_SEC towards a peer that lacks it
