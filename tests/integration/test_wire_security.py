@@ -383,3 +383,31 @@ def test_old_client_is_told_what_is_wrong(make_cluster):
         rep = recv_exact(s, f[4])
         features = struct.unpack_from("<Q", rep, 2)[0]
         assert features == FEAT_RECOVERY  # no FEAT_SEC towards a peer that lacks it
+
+
+def test_sealed_replay_after_the_mds_lost_its_commits(make_cluster):
+    """Recovery on a privacy connection: the replay after an MDS restart runs on the new
+    socket's sealed frames before anything else (rpc_recovery_call), and the OSS
+    re-registers over its own sealed connection."""
+    from test_recovery import NoSyncCluster, write_fsync
+
+    c = make_cluster(cls=NoSyncCluster, osts=1, mds_args=["--sec-min", "privacy"],
+                     oss_args=["--sec-min", "privacy"])
+    m = c.mounts[0].path
+    (m / "durable").mkdir()
+    write_fsync(m / "durable" / "a", b"a" * 1000)
+    snap = c.dir / "mdt-snapshot"
+    snap.mkdir()
+    subprocess.run(["mdb_copy", str(c.dir / "mdt"), str(snap)], check=True, capture_output=True)
+    (m / "lost").mkdir()
+    for i in range(10):
+        (m / "lost" / f"f{i}").write_bytes(b"z" * (i + 1))
+    c.mds.kill(signal.SIGKILL)
+    shutil.copy(snap / "data.mdb", c.dir / "mdt" / "data.mdb")
+    c.start_mds(fmt=False)
+    assert sorted(os.listdir(m / "lost")) == sorted(f"f{i}" for i in range(10))
+    assert "replaying" in c.mounts[0].proc.text()
+    other = c.mount(["sec=privacy"]).path
+    for i in range(10):
+        assert (other / "lost" / f"f{i}").read_bytes() == b"z" * (i + 1)
+    assert "failed sec=" not in c.mds.text()
