@@ -411,3 +411,34 @@ def test_sealed_replay_after_the_mds_lost_its_commits(make_cluster):
     for i in range(10):
         assert (other / "lost" / f"f{i}").read_bytes() == b"z" * (i + 1)
     assert "failed sec=" not in c.mds.text()
+
+
+def test_nacre_up_sec_min(nacre_cli):
+    """nacre up --sec-min privacy: the MDS and the OSSes get the minimum, the OSSes register
+    and the mount connects with privacy (it asked for nothing, so it takes the minimum), and
+    DIR/up.options keeps it for the next nacre up."""
+    from test_cli import _free_base_port
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="nacre-up-sec-")
+    port = _free_base_port(3)
+    try:
+        r = nacre_cli("up", "--dir", d, "--osts", 2, "--port", port, "--sec-min", "privacy",
+                      timeout=90)
+        assert r.returncode == 0, r.stdout + r.stderr
+        mnt = os.path.join(d, "mnt")
+        data = os.urandom(1 << 20)
+        with open(os.path.join(mnt, "f"), "wb") as f:
+            f.write(data)
+        with open(os.path.join(mnt, "f"), "rb") as f:
+            assert f.read() == data
+        assert "--sec-min=privacy" in open(os.path.join(d, "up.options")).read()
+        logs = "".join(open(os.path.join(d, n), errors="replace").read()
+                       for n in os.listdir(d) if n.endswith(".log"))
+        assert "authenticated, sec=privacy" in logs
+        assert "authenticated, sec=null" not in logs
+        bad = nacre_cli("up", "--dir", d + "-x", "--sec-min", "secret", timeout=30)
+        assert bad.returncode != 0 and "invalid --sec-min 'secret'" in bad.stderr
+    finally:
+        nacre_cli("down", "--dir", d, timeout=60)
+        shutil.rmtree(d, ignore_errors=True)
