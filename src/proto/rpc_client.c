@@ -418,22 +418,22 @@ static int send_sealed(int fd, struct sec_session *sess, const uint8_t *hdr, con
 		iov[n].iov_base = (void *)hdr;
 		iov[n++].iov_len = WIRE_HDR_LEN;
 		if (env_len) {
-			sec_seal_update(sess, env, NULL, env_len);
+			rc |= sec_seal_update(sess, env, NULL, env_len);
 			iov[n].iov_base = (void *)env;
 			iov[n++].iov_len = env_len;
 		}
 		if (body_len) {
-			sec_seal_update(sess, body, NULL, body_len);
+			rc |= sec_seal_update(sess, body, NULL, body_len);
 			iov[n].iov_base = (void *)body;
 			iov[n++].iov_len = body_len;
 		}
 		for (i = 0; i < bulk_iovcnt; i++) {
 			if (!bulk[i].iov_len)
 				continue;
-			sec_seal_update(sess, bulk[i].iov_base, NULL, bulk[i].iov_len);
+			rc |= sec_seal_update(sess, bulk[i].iov_base, NULL, bulk[i].iov_len);
 			iov[n++] = bulk[i];
 		}
-		if (sec_seal_final(sess, tag) < 0)
+		if (rc || sec_seal_final(sess, tag) < 0)
 			return -EIO;
 		iov[n].iov_base = tag;
 		iov[n++].iov_len = WIRE_TAG_LEN;
@@ -565,14 +565,14 @@ static int read_frame_sync(int fd, struct sec_session *sess, int64_t deadline,
 		rc = -EIO;
 	else
 		rc = net_read_full_deadline(fd, *body, h->body_len, deadline);
-	if (rc == 0 && sess)
-		sec_open_update(sess, *body, h->body_len);
+	if (rc == 0 && sess && sec_open_update(sess, *body, h->body_len) < 0)
+		rc = -EIO;
 	for (uint32_t left = h->bulk_len; rc == 0 && left > 0;) {
 		uint8_t skip[4096];
 		uint32_t n = left < sizeof(skip) ? left : (uint32_t)sizeof(skip);
 		rc = net_read_full_deadline(fd, skip, n, deadline);
-		if (rc == 0 && sess)
-			sec_open_update(sess, skip, n);
+		if (rc == 0 && sess && sec_open_update(sess, skip, n) < 0)
+			rc = -EIO;
 		left -= n;
 	}
 	if (rc == 0 && sess) {
@@ -787,9 +787,10 @@ static void socket_failed(struct rpc_conn *c, int fd, uint64_t gen, struct sec_s
 	int i;
 
 	pthread_mutex_lock(&c->lock);
+	if (c->sess == sess)
+		c->sess = NULL; /* freed below, with the socket */
 	if (c->gen == gen && c->fd == fd) {
 		c->fd = -1;
-		c->sess = NULL; /* freed below, with the socket */
 		LOG_DEBUG(SUBSYS, "connection to %s lost", c->addrs[c->cur_addr]);
 	}
 	for (i = 0; i < PENDING_BUCKETS; i++) {
@@ -920,7 +921,8 @@ static int rx_read_open(struct rx_reader *rx, struct sec_session *sess, uint8_t 
 
 		if (rc < 0)
 			return rc;
-		sec_open_update(sess, dst, take);
+		if (sec_open_update(sess, dst, take) < 0)
+			return -EIO;
 		dst += take;
 		n -= take;
 	}
@@ -958,10 +960,8 @@ static int read_one_reply(struct rpc_conn *c, int env, struct sec_session *sess)
 	rc = m->body ? rx_read(rx, m->body, h.body_len) : -ENOMEM;
 	if (rc == 0 && sess) {
 		/* under privacy the body is plaintext after this, trusted only after the tag */
-		if (sec_open_begin(sess, hb) < 0)
+		if (sec_open_begin(sess, hb) < 0 || sec_open_update(sess, m->body, h.body_len) < 0)
 			rc = -EIO;
-		else
-			sec_open_update(sess, m->body, h.body_len);
 	}
 	if (rc == 0 && env)
 		rc = strip_rep_env(m);

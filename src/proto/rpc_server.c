@@ -79,6 +79,7 @@ struct sconn {
 	struct sec_session *sess; /* from AUTH on, if sec > null: event thread only */
 	int sealed;            /* sess is set (read by workers too: set before any job) */
 	size_t sec_upto;       /* payload bytes of the current frame fed to sess */
+	int sec_bad;           /* the session failed on the current frame */
 
 	enum rx_state rx;
 	uint8_t rxbuf[RX_BUF];  /* bytes read but not yet consumed: [rx_off, rx_len) */
@@ -974,7 +975,7 @@ static int frame_open(struct rpc_server *s, struct sconn *c, const uint8_t *payl
 {
 	size_t end = c->payload_len - WIRE_TAG_LEN;
 
-	if (c->sec_upto == end && sec_open_final(c->sess, payload + end) == 0)
+	if (!c->sec_bad && c->sec_upto == end && sec_open_final(c->sess, payload + end) == 0)
 		return 0;
 	LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
 			"frame %s (xid %llu) from %s (%s) failed sec=%s verification "
@@ -1100,10 +1101,7 @@ static int hdr_complete(struct rpc_server *s, struct sconn *c)
 		c->payload_len += WIRE_TAG_LEN; /* the tag follows the bulk */
 		c->crc_upto = SIZE_MAX;         /* the tag covers the bulk: no CRC */
 		c->sec_upto = 0;
-		if (sec_open_begin(c->sess, c->hdr_buf) < 0) {
-			conn_close(s, c);
-			return -1;
-		}
+		c->sec_bad = sec_open_begin(c->sess, c->hdr_buf) < 0;
 	}
 	c->payload = bufcache_get(&s->payloads, c->payload_len, &c->payload_cap);
 	if (!c->payload) {
@@ -1128,10 +1126,12 @@ static void crc_advance(struct sconn *c)
 		size_t end = c->payload_len - WIRE_TAG_LEN;
 		size_t upto = c->payload_got < end ? c->payload_got : end;
 
-		/* a failure here shows as a tag mismatch at the end of the frame */
-		if (upto > c->sec_upto &&
-		    sec_open_update(c->sess, c->payload + c->sec_upto, upto - c->sec_upto) == 0)
+		/* a failure fails the frame at its end (frame_open) */
+		if (upto > c->sec_upto && !c->sec_bad) {
+			c->sec_bad = sec_open_update(c->sess, c->payload + c->sec_upto,
+						     upto - c->sec_upto) < 0;
 			c->sec_upto = upto;
+		}
 	}
 }
 
