@@ -1388,6 +1388,8 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 				LOG_DEBUG(SUBSYS, "cannot connect to %s: %s", addr,
 					  nacre_strerror(fd));
 			c->last_err = fd;
+			if (fd == -NACRE_ESEC)
+				LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "%s: %s", addr, c->refusal);
 			/* Authentication and fsname errors will not heal by waiting. */
 			if (fd == -NACRE_EAUTH || fd == -NACRE_EFSNAME ||
 			    fd == -NACRE_EPROTO_VERSION || fd == -NACRE_ESEC)

@@ -7,6 +7,7 @@ the client's frames (wire.h: the 36-byte header; after AUTH on a sealed connecti
 tag follows each frame) and injects or alters requests. With sec=null it succeeds, which
 shows the tests can fail; with integrity the MDS closes the connection and nothing happens.
 """
+import errno
 import os
 import shutil
 import signal
@@ -442,3 +443,21 @@ def test_nacre_up_sec_min(nacre_cli):
     finally:
         nacre_cli("down", "--dir", d, timeout=60)
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_oss_minimum_above_the_mount_flavour_fails_io_with_the_reason(make_cluster):
+    """The OSSes enforce their own minimum: a mount with sec=integrity on an MDS that allows
+    it cannot write to an OSS that requires privacy (EIO), and its log says why."""
+    c = make_cluster(osts=1, oss_args=["--sec-min", "privacy"])
+    m = c.mount(["sec=integrity"], name="integ")
+    with pytest.raises(OSError) as e:
+        with open(m / "f", "wb") as f:
+            f.write(b"x" * 65536)
+            f.flush()
+            os.fsync(f.fileno())
+    assert e.value.errno == errno.EIO
+    wait_for(lambda: "requires sec=privacy or better for this client (--sec-min)"
+             in m.proc.text(), 5, "the mount to log the OSS's refusal")
+    # the default mount took the OSS's minimum and writes
+    (c.mounts[0] / "g").write_bytes(b"y" * 65536)
+    assert (c.mounts[0] / "g").read_bytes() == b"y" * 65536
