@@ -761,6 +761,8 @@ static int dial(struct rpc_conn *c, const char *addr, uint64_t instance, int64_t
 	if (rc < 0)
 		goto out_close;
 	rc = handshake_reply(fd, 2, deadline, buf, sizeof(buf), &len);
+	if (rc == -NACRE_ESEC)
+		note_refusal(c, buf, len);
 	if (rc < 0)
 		goto out_close;
 	rep->sec = (uint8_t)sec;

@@ -781,6 +781,23 @@ static int peer_sec_min(struct rpc_server *s, const struct sconn *c, const char 
 	return min < WIRE_SEC_NULL ? WIRE_SEC_NULL : min > WIRE_SEC_MAX_ ? WIRE_SEC_MAX_ : min;
 }
 
+/* Answers c's CONNECT or AUTH with -NACRE_ESEC and the rule that sets min, and closes. */
+static void send_sec_refusal(struct rpc_server *s, struct sconn *c, int min, const char *rule)
+{
+	struct wire_sec_refusal r = {.min = (uint8_t)min};
+	struct wire_cursor cur;
+	uint8_t buf[WIRE_SEC_RULE_MAX + 16];
+	struct tx_frame *f;
+
+	str_copy(r.rule, rule, sizeof(r.rule));
+	wire_cursor_init_write(&cur, buf, sizeof(buf));
+	wire_sec_refusal_encode(&cur, &r);
+	f = frame_build(&c->hdr, -NACRE_ESEC, buf, (uint32_t)cur.pos, NULL, NULL, 0);
+	if (f)
+		f->close_after = 1;
+	conn_send(s, c, f);
+}
+
 /* Picks the flavour of c from what its CONNECT asked for. Returns 0, or a negative status
  * after answering (and closing) the refusal. */
 static int negotiate_sec(struct rpc_server *s, struct sconn *c, const struct wire_connect_req *req,
@@ -807,23 +824,12 @@ static int negotiate_sec(struct rpc_server *s, struct sconn *c, const struct wir
 		if (chosen < min && (req->sec_flags & WIRE_SEC_RAISE))
 			chosen = min;
 		if (chosen < min) {
-			struct wire_sec_refusal r = {.min = (uint8_t)min};
-			struct wire_cursor cur;
-			uint8_t buf[WIRE_SEC_RULE_MAX + 16];
-			struct tx_frame *f;
-
 			LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
 					"refused %s (%s): it asked for sec=%s, this server "
 					"requires sec=%s or better for it (%s)",
 					c->peer, c->peer_name, sec_flavour_name(req->sec),
 					sec_flavour_name(min), rule);
-			str_copy(r.rule, rule, sizeof(r.rule));
-			wire_cursor_init_write(&cur, buf, sizeof(buf));
-			wire_sec_refusal_encode(&cur, &r);
-			f = frame_build(&c->hdr, -NACRE_ESEC, buf, (uint32_t)cur.pos, NULL, NULL, 0);
-			if (f)
-				f->close_after = 1;
-			conn_send(s, c, f);
+			send_sec_refusal(s, c, min, rule);
 			return -NACRE_ESEC;
 		}
 	}
@@ -912,6 +918,7 @@ static void handle_auth(struct rpc_server *s, struct sconn *c, const uint8_t *bo
 	struct wire_cursor cur;
 	struct wire_auth_req req;
 	uint8_t expect[WIRE_PROOF_LEN];
+	const char *rule;
 	char label[96];
 	int rc;
 
@@ -935,6 +942,18 @@ static void handle_auth(struct rpc_server *s, struct sconn *c, const uint8_t *bo
 				"refused %s (%s): wrong cluster key (or the handshake was "
 				"altered on the way)", c->peer, c->peer_name);
 		send_status(s, c, -NACRE_EAUTH, 1);
+		return;
+	}
+	/* The minimum again, now that the peer proved its key: a rule for a proven identity
+	 * (per-client keys) applies here. */
+	rc = peer_sec_min(s, c, &rule);
+	if (c->sec < rc) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+				"refused %s (%s): its connection has sec=%s, this server requires "
+				"sec=%s or better for it (%s)",
+				c->peer, c->peer_name, sec_flavour_name(c->sec), sec_flavour_name(rc),
+				rule);
+		send_sec_refusal(s, c, rc, rule);
 		return;
 	}
 	if (c->sec > WIRE_SEC_NULL) {

@@ -49,12 +49,14 @@ static void *srv_main(void *arg)
 }
 
 static int g_sec_min; /* the next server's --sec-min */
+static int (*g_sec_min_for)(void *, const char *, const char *, const char **);
 static int g_sec, g_sec_exact; /* what the next clients ask for */
 
 static int srv_start(struct srv *sv, const char *listen, const struct nacre_key *key)
 {
 	struct rpc_server_conf conf = {
 		.sec_min = g_sec_min,
+		.sec_min_for = g_sec_min_for,
 		.listen_addr = listen,
 		.fsname = "testfs",
 		.server_name = "test-server",
@@ -550,8 +552,38 @@ static void test_flavour(int sec)
 	g_sec_min = g_sec = g_sec_exact = 0;
 }
 
+/* A rule that tightens between CONNECT and AUTH (as one for a proven client key would): the
+ * minimum is checked again at AUTH. */
+static int hook_calls;
+static int tightening_rule(void *arg, const char *peer, const char *name, const char **rule)
+{
+	(void)arg;
+	(void)peer;
+	*rule = strcmp(name, "unit") == 0 ? "nodemap rule 'lab'" : "?";
+	return hook_calls++ == 0 ? WIRE_SEC_NULL : WIRE_SEC_PRIVACY;
+}
+
+static void test_sec_hook_at_auth(void)
+{
+	struct nacre_key k = make_key(5);
+	struct srv sv;
+	struct rpc_conn *c;
+	char err[256];
+
+	g_sec_min_for = tightening_rule;
+	CHECK(srv_start(&sv, "127.0.0.1:0", &k) == 0);
+	c = client(sv.addr, "testfs", &k, 5000);
+	CHECK_EQ(rpc_conn_connect(c, 2000, err, sizeof(err)), -NACRE_ESEC);
+	CHECK_EQ(hook_calls, 2);
+	CHECK(strstr(err, "requires sec=privacy or better for this client (nodemap rule 'lab')"));
+	rpc_conn_destroy(c);
+	srv_stop(&sv);
+	g_sec_min_for = NULL;
+}
+
 int main(void)
 {
+	test_sec_hook_at_auth();
 	test_flavour(WIRE_SEC_INTEGRITY);
 	test_flavour(WIRE_SEC_PRIVACY);
 	/* the whole transport again, sealed */
