@@ -136,7 +136,8 @@ struct rpc_server_conf {
 	/* May be NULL (sec_min for every peer). The least flavour for a peer, by its address
 	 * and CONNECT name (the hook for nodemap rules); *rule is set to a static string naming
 	 * what set it, for the refusal ("--sec-min", "nodemap rule X"). Called on the event
-	 * thread; must not block. */
+	 * thread at CONNECT (to choose) and again at AUTH, once the peer proved its key (a
+	 * connection below the answer is then refused); must not block. */
 	int (*sec_min_for)(void *arg, const char *peer, const char *peer_name,
 			   const char **rule);
 	void *arg;
