@@ -50,6 +50,10 @@ struct nacre_mount_opts {
 				 * quarter, capped at 64 MiB); default 256; -1 = off: every write
 				 * reaches the OSTs before it returns */
 	int readahead_max_mb;   /* readahead window limit per file in MiB; default 64; -1 = off */
+	const char *sec;        /* wire security flavour, as Lustre's SSK: "null", "integrity"
+				 * (every frame authenticated) or "privacy" (also encrypted);
+				 * a server whose minimum for this client is higher refuses the
+				 * mount, naming its rule. NULL = the server's minimum. */
 };
 
 /* Parses a mount spec: "host[:port]:/fsname[/subdir]" or Lustre's "host[@tcp][:port]:/fsname

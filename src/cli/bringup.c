@@ -102,6 +102,8 @@ static void add_mds(struct daemons *ds, const struct cc_conf *c, int standby)
 	opt(ds, d, "--data", c->mds_data);
 	opt(ds, d, "--listen", standby ? f->listen : c->mds_listen);
 	opt(ds, d, "--key-file", c->key_file);
+	if (c->sec_min[0])
+		opt(ds, d, "--sec-min", c->sec_min);
 	if (standby) {
 		arg(ds, d, "--standby"); /* waits for the primary's lock on the MDT */
 		return;
@@ -125,6 +127,8 @@ static void add_oss(struct daemons *ds, const struct cc_conf *c, int j, int stan
 	opt(ds, d, "--mds", mds);
 	opt(ds, d, "--listen", standby ? o->failover.listen : o->listen);
 	opt(ds, d, "--key-file", c->key_file);
+	if (c->sec_min[0])
+		opt(ds, d, "--sec-min", c->sec_min);
 	for (int k = 0; k < o->nosts; k++) {
 		const struct cc_ost *ost = &c->osts[o->ost0 + k];
 

@@ -28,6 +28,7 @@ struct up_opts {
 	int port, osts, oss;
 	/* --hsm-*: a copytool for archive 1, and a directory imported from it at creation */
 	const char *hsm_backend, *hsm_endpoint, *hsm_credentials, *hsm_import;
+	char sec_min[16]; /* --sec-min for the servers, "" = null */
 };
 
 /* out = v, or a message naming the option if it does not fit. */
@@ -55,6 +56,7 @@ static int up_conf(const struct up_opts *o, struct cc_conf *c)
 	str_copy(c->path, o->dir, sizeof(c->path));
 	str_copy(c->fsname, o->fsname, sizeof(c->fsname));
 	str_copy(c->run_dir, o->dir, sizeof(c->run_dir));
+	str_copy(c->sec_min, o->sec_min, sizeof(c->sec_min));
 	str_copy(c->mds_host, "localhost", sizeof(c->mds_host));
 	snprintf(c->mds_listen, sizeof(c->mds_listen), "127.0.0.1:%d", o->port);
 	if (dir_path(c->key_file, sizeof(c->key_file), o->dir, "cluster.key") < 0 ||
@@ -195,6 +197,7 @@ static int parse_up(int argc, char **argv, struct up_opts *o, const char **dir)
 		{"hsm-endpoint", required_argument, NULL, 'E'},
 		{"hsm-credentials", required_argument, NULL, 'C'},
 		{"hsm-import", required_argument, NULL, 'I'},
+		{"sec-min", required_argument, NULL, 'S'},
 		{NULL, 0, NULL, 0},
 	};
 	int opt;
@@ -208,6 +211,15 @@ static int parse_up(int argc, char **argv, struct up_opts *o, const char **dir)
 		case 'E': o->hsm_endpoint = optarg; break;
 		case 'C': o->hsm_credentials = optarg; break;
 		case 'I': o->hsm_import = optarg; break;
+		case 'S':
+			if (strcmp(optarg, "null") && strcmp(optarg, "integrity") &&
+			    strcmp(optarg, "privacy")) {
+				cli_err("invalid --sec-min '%s': use null, integrity or privacy",
+					optarg);
+				return -1;
+			}
+			str_copy(o->sec_min, optarg, sizeof(o->sec_min));
+			break;
 		case 'm':
 			if (lp_absolute(optarg, o->mnt, sizeof(o->mnt)) < 0) {
 				cli_err("path too long: %s", optarg);
@@ -266,6 +278,8 @@ static int write_options(const struct up_opts *o)
 		fprintf(f, "--hsm-endpoint=%s\n", o->hsm_endpoint);
 	if (o->hsm_credentials)
 		fprintf(f, "--hsm-credentials=%s\n", o->hsm_credentials);
+	if (o->sec_min[0])
+		fprintf(f, "--sec-min=%s\n", o->sec_min);
 	return fclose(f) == 0 ? 0 : -1;
 }
 
@@ -313,7 +327,8 @@ static int same_cluster(const struct up_opts *a, const struct up_opts *b)
 	       strcmp(a->fsname, b->fsname) == 0 && strcmp(a->mnt, b->mnt) == 0 &&
 	       same_str(a->hsm_backend, b->hsm_backend) &&
 	       same_str(a->hsm_endpoint, b->hsm_endpoint) &&
-	       same_str(a->hsm_credentials, b->hsm_credentials);
+	       same_str(a->hsm_credentials, b->hsm_credentials) &&
+	       strcmp(a->sec_min, b->sec_min) == 0;
 }
 
 /* --oss defaults to one per OST; the mount point to DIR/mnt. */

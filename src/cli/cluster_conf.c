@@ -264,9 +264,14 @@ static int on_cluster(struct parse_state *ps, const char *name, const char *v)
 		take_path(ps, name, v, c->bin_dir, sizeof(c->bin_dir));
 	} else if (strcmp(name, "run_dir") == 0) {
 		take_path(ps, name, v, c->run_dir, sizeof(c->run_dir));
+	} else if (strcmp(name, "sec_min") == 0) {
+		if (strcmp(v, "null") && strcmp(v, "integrity") && strcmp(v, "privacy"))
+			fail(ps, "sec_min = %s: use null, integrity or privacy", v);
+		else
+			str_copy(c->sec_min, v, sizeof(c->sec_min));
 	} else {
 		return unknown_key(ps, name, "fsname, key_file, stripe_count, stripe_size, "
-					     "remote_shell, bin_dir, run_dir");
+					     "remote_shell, bin_dir, run_dir, sec_min");
 	}
 	return 0;
 }

@@ -50,7 +50,7 @@ static const struct cli_cmd commands[] = {
 	{"up", cli_up, "start a whole cluster on this machine and mount it",
 	 "usage: nacre up --dir DIR [--osts N] [--oss N] [--mount MNT] [--fsname NAME] [--port P]\n"
 	 "                [--hsm-backend URL [--hsm-endpoint URL] [--hsm-credentials FILE]\n"
-	 "                 [--hsm-import DESTDIR]]\n"
+	 "                 [--hsm-import DESTDIR]] [--sec-min null|integrity|privacy]\n"
 	 "  --dir DIR      data, logs, key and pid file of the cluster (created if missing)\n"
 	 "  --osts N       number of OSTs (default 4)\n"
 	 "  --oss N        number of nacre-oss processes sharing them (default: one per OST)\n"
@@ -60,6 +60,8 @@ static const struct cli_cmd commands[] = {
 	 "  --hsm-backend URL  start a copytool for archive 1 (posix:/dir, azure://..., s3://...)\n"
 	 "  --hsm-import DESTDIR  import the backend's objects as released stubs into DESTDIR\n"
 	 "                 (relative to the mount point) once the file system is up\n"
+	 "  --sec-min FLAVOUR  the servers' least wire security: integrity authenticates every\n"
+	 "                 frame, privacy also encrypts it; the mount gets it too\n"
 	 "DIR keeps the options (DIR/up.options): later, `nacre up --dir DIR` alone brings the\n"
 	 "same cluster up. If some of its daemons died (or the mount), it starts exactly those\n"
 	 "and says which; if everything runs it says so and exits 1.\n"},

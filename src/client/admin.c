@@ -58,7 +58,8 @@ NACRE_API int nacre_recovery_status(struct nacre_fs *fs, struct nacre_recovery_s
 {
 	struct rpc_conn_conf conf = {.addr = fs->addr, .fsname = fs->fsname,
 				     .name = fs->client_name, .key = &fs->key,
-				     .timeout_ms = fs->timeout_ms};
+				     .timeout_ms = fs->timeout_ms, .sec = fs->sec,
+				     .sec_exact = fs->sec_exact};
 	struct wire_cred_req cr;
 	struct wire_recovery_status st;
 	struct wire_cursor c;

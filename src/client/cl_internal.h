@@ -50,6 +50,7 @@ struct nacre_fs {
 	char fsname[NACRE_FSNAME_MAX + 1];
 	char subdir[NACRE_PATH_MAX + 1];
 	char client_name[NACRE_NAME_MAX + 1];
+	int sec, sec_exact; /* wire flavour asked of every server (rpc_conn_conf) */
 	struct nacre_key key;
 	int timeout_ms;
 	int recovery_timeout_ms;

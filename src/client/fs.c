@@ -21,6 +21,7 @@
 #include "common/key.h"
 #include "common/util.h"
 #include "proto/rpc.h"
+#include "proto/sec.h"
 #include "proto/wire.h"
 
 #define CONNECT_TIMEOUT_DEFAULT_MS 10000
@@ -265,6 +266,16 @@ NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *op
 			      fs->subdir, sizeof(fs->subdir), err, err_len);
 	if (rc)
 		goto out_free;
+	if (opts->sec) {
+		rc = sec_flavour_parse(opts->sec, &fs->sec);
+		if (rc) {
+			set_err(err, err_len,
+				"unknown wire security flavour sec=%s (use null, integrity or "
+				"privacy)", opts->sec);
+			goto out_free;
+		}
+		fs->sec_exact = 1;
+	}
 
 	key_file = opts->key_file ? opts->key_file : getenv("NACRE_KEY_FILE");
 	if (key_file && key_file[0]) {
@@ -288,6 +299,8 @@ NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *op
 	conf.client_id = fs->client_id;
 	conf.recover = cl_recover;
 	conf.recover_arg = fs;
+	conf.sec = fs->sec;
+	conf.sec_exact = fs->sec_exact;
 	rc = rpc_conn_create(&conf, &fs->mds);
 	if (rc) {
 		set_err(err, err_len, "cannot set up a connection to MDS %s: %s", fs->addr,

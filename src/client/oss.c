@@ -79,6 +79,8 @@ static struct cl_oss_conn *conn_for_addr_locked(struct nacre_fs *fs, const char 
 	 * for a restarting OSS as long as metadata calls wait for the MDS */
 	conf.recovery_timeout_ms = fs->recovery_timeout_ms;
 	conf.client_id = fs->client_id;
+	conf.sec = fs->sec;
+	conf.sec_exact = fs->sec_exact;
 	if (rpc_conn_create(&conf, &oc->conn) != 0) {
 		free(oc);
 		return NULL;

@@ -1,4 +1,4 @@
-/* key.c - the cluster key: loading, generating, HMAC-SHA256 proofs. */
+/* key.c - the cluster key: loading, generating, HMAC-SHA256 proofs, HKDF-SHA256. */
 #include "common/key.h"
 
 #include <errno.h>
@@ -12,6 +12,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/kdf.h>
 
 #include "common/secret_file.h"
 
@@ -202,4 +203,31 @@ void key_proof(const struct nacre_key *key, const char *label, const uint8_t *a,
 int key_proof_eq(const uint8_t *a, const uint8_t *b, size_t n)
 {
 	return CRYPTO_memcmp(a, b, n) == 0;
+}
+
+int key_hkdf_sha256(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt, size_t salt_len,
+		    const uint8_t *info, size_t info_len, uint8_t *out, size_t out_len)
+{
+	static const uint8_t empty[1];
+	EVP_PKEY_CTX *pc;
+	size_t len = out_len;
+	int rc = -EIO;
+
+	if (out_len == 0 || out_len > 255 * 32)
+		return -EINVAL;
+	pc = EVP_PKEY_CTX_new_id(EVP_PKEY_HKDF, NULL);
+	if (!pc)
+		return -ENOMEM;
+	/* OpenSSL refuses a NULL buffer even for an empty salt or info. */
+	if (EVP_PKEY_derive_init(pc) > 0 &&
+	    EVP_PKEY_CTX_set_hkdf_md(pc, EVP_sha256()) > 0 &&
+	    EVP_PKEY_CTX_set1_hkdf_salt(pc, salt_len ? salt : empty, (int)salt_len) > 0 &&
+	    EVP_PKEY_CTX_set1_hkdf_key(pc, ikm_len ? ikm : empty, (int)ikm_len) > 0 &&
+	    (info_len == 0 || EVP_PKEY_CTX_add1_hkdf_info(pc, info, (int)info_len) > 0) &&
+	    EVP_PKEY_derive(pc, out, &len) > 0 && len == out_len)
+		rc = 0;
+	EVP_PKEY_CTX_free(pc);
+	if (rc < 0)
+		OPENSSL_cleanse(out, out_len);
+	return rc;
 }

@@ -1,4 +1,5 @@
-/* key.h - the cluster key and the HMAC proofs of the connection handshake.
+/* key.h - the cluster key, the HMAC proofs of the connection handshake, and HKDF for the
+ * session keys derived from it (proto/sec.h).
  *
  * A key file holds at least 32 bytes of secret as hex (64+ hex digits, optional newline).
  * Nodes prove they hold the same key with HMAC-SHA256 over both sides' nonces (wire.h). */
@@ -29,5 +30,11 @@ void key_proof(const struct nacre_key *key, const char *label, const uint8_t *a,
 int key_random(void *buf, size_t n);
 /* Constant-time compare; 1 if equal. */
 int key_proof_eq(const uint8_t *a, const uint8_t *b, size_t n);
+/* HKDF-SHA256 (RFC 5869), extract and expand: out_len bytes (at most 255 * 32) of key
+ * material from ikm, salt and info (salt and info may be NULL with length 0). Returns 0,
+ * -EINVAL (out_len too long) or -ENOMEM/-EIO (OpenSSL failed; out is then zeroed).
+ * Thread-safe. */
+int key_hkdf_sha256(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt, size_t salt_len,
+		    const uint8_t *info, size_t info_len, uint8_t *out, size_t out_len);
 
 #endif

@@ -50,6 +50,7 @@ struct args {
 	int ro;
 	int debug;              /* -o debug: our own debug log */
 	const char *key_file;   /* points into an -o string kept for the process lifetime */
+	const char *sec;        /* sec=FLAVOUR, likewise; NULL: the server's minimum */
 	double attr_timeout;
 	double entry_timeout;
 	double timeout;
@@ -91,6 +92,9 @@ static void usage(FILE *out, const char *prog)
 		"  -d                foreground, with a trace of every FUSE request\n"
 		"  -o ro             read-only mount\n"
 		"  -o key_file=PATH  cluster key (default $NACRE_KEY_FILE)\n"
+		"  -o sec=null|integrity|privacy  wire security: every frame authenticated\n"
+		"                    (integrity), also encrypted (privacy); default: the least\n"
+		"                    the servers require\n"
 		"  -o attr_timeout=SECS, entry_timeout=SECS   kernel cache times (default 1.0)\n"
 		"  -o timeout=SECS   per-request limit while a server answers (default 30)\n"
 		"  -o recovery_timeout=SECS   how long calls wait for a server that is down or\n"
@@ -197,6 +201,13 @@ static int parse_opts(struct args *a, char *opts)
 			a->debug = 1;
 		} else if (val && strcmp(opt, "key_file") == 0) {
 			a->key_file = val;
+		} else if (val && strcmp(opt, "sec") == 0) {
+			if (strcmp(val, "null") && strcmp(val, "integrity") && strcmp(val, "privacy")) {
+				fprintf(stderr, "%s: bad value '%s' for option sec: give null, "
+						"integrity or privacy\n", a->prog, val);
+				return -1;
+			}
+			a->sec = val;
 		} else if (val && strcmp(opt, "control_socket") == 0) {
 			if (val[0] != '/' || strlen(val) >= 108) {
 				fprintf(stderr, "%s: control_socket=%s: give an absolute path shorter "
@@ -260,7 +271,7 @@ static int parse_opts(struct args *a, char *opts)
 			snprintf(a->vfs_flags + len, sizeof(a->vfs_flags) - len, ",%s", opt);
 		} else {
 			fprintf(stderr,
-				"%s: unknown mount option '%s%s%s' (known: ro, key_file=PATH, "
+				"%s: unknown mount option '%s%s%s' (known: ro, key_file=PATH, sec=FLAVOUR, "
 				"attr_timeout=SECS, entry_timeout=SECS, timeout=SECS, recovery_timeout=SECS, "
 				"max_rpc_size=BYTES, "
 				"max_rpcs_in_flight=N, max_dirty_mb=N, readahead_max_mb=N, flock, "
@@ -560,6 +571,7 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 	}
 	memset(&mo, 0, sizeof(mo));
 	mo.key_file = a->key_file;
+	mo.sec = a->sec;
 	mo.timeout_ms = (int)(a->timeout * 1000.0);
 	if (mo.timeout_ms < 1)
 		mo.timeout_ms = 1;

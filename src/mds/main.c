@@ -36,6 +36,7 @@
 #include "mds/writer.h"
 #include "nacre/nacre_errno.h"
 #include "proto/rpc.h"
+#include "proto/sec.h"
 
 struct opts {
 	const char *fsname;
@@ -52,6 +53,7 @@ struct opts {
 	int cap_lifetime_s;
 	int standby;
 	int allow_faults;
+	int sec_min; /* WIRE_SEC_*: --sec-min */
 	struct mds_hsm_conf hsm;
 	struct metrics_opts metrics;
 };
@@ -78,7 +80,7 @@ static void usage(FILE *f)
 		   "                 [--hsm-policy-period SECS] [--lock-evict-timeout SECS]\n"
 		   "                 [--evict-timeout SECS] [--recovery-window SECS] [--standby]\n"
 		   "                 [--sync-interval SECS] [--cap-lifetime SECS]\n"
-		   "                 [--allow-fault-injection]\n"
+		   "                 [--allow-fault-injection] [--sec-min null|integrity|privacy]\n"
 		   METRICS_USAGE);
 }
 
@@ -97,6 +99,7 @@ enum {
 	OPT_FAULTS,
 	OPT_SYNC,
 	OPT_CAP_LIFE,
+	OPT_SEC_MIN,
 };
 
 /* --hsm-* options; returns 0, 1 if c is not one of them, -1 on a bad value. */
@@ -167,6 +170,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"allow-fault-injection", no_argument, NULL, OPT_FAULTS},
 		{"sync-interval", required_argument, NULL, OPT_SYNC},
 		{"cap-lifetime", required_argument, NULL, OPT_CAP_LIFE},
+		{"sec-min", required_argument, NULL, OPT_SEC_MIN},
 		{NULL, 0, NULL, 0}};
 	int c;
 	int64_t v;
@@ -227,6 +231,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		}
 		case OPT_STANDBY: o->standby = 1; break;
 		case OPT_FAULTS: o->allow_faults = 1; break;
+		case OPT_SEC_MIN:
+			if (sec_flavour_parse(optarg, &o->sec_min)) {
+				fprintf(stderr, "nacre-mds: --sec-min %s: expected null, integrity or "
+						"privacy\n", optarg);
+				return -1;
+			}
+			break;
 		case OPT_HSM_RM:
 		case OPT_HSM_MAX:
 		case OPT_HSM_TIMEOUT:
@@ -360,6 +371,7 @@ int main(int argc, char **argv)
 				       .on_close = mds_serve_close,
 				       .last_committed = mds_serve_last_committed,
 				       .allow_fault_set = o.allow_faults,
+				       .sec_min = o.sec_min,
 				       .arg = &m};
 	if (rpc_server_create(&conf, &srv, err, sizeof(err))) {
 		fprintf(stderr, "nacre-mds: --listen: %s\n", err);

@@ -73,7 +73,9 @@ static struct rpc_conn *get_conn(struct mds_oss_pool *p, const char *addr)
 				     .fsname = p->fsname,
 				     .name = "nacre-MDT0000",
 				     .key = &p->key,
-				     .timeout_ms = MDS_OSS_TIMEOUT_MS};
+				     .timeout_ms = MDS_OSS_TIMEOUT_MS,
+				     /* between servers: at least integrity */
+				     .sec = WIRE_SEC_INTEGRITY};
 	if (rpc_conn_create(&conf, &c->conn)) {
 		free(c);
 		goto out;

@@ -27,6 +27,7 @@
 #include "oss/register.h"
 #include "oss/target.h"
 #include "proto/rpc.h"
+#include "proto/sec.h"
 
 #define OSS_MAX_OSTS 64
 #define OSS_DEFAULT_WORKERS 16
@@ -48,6 +49,7 @@ struct opts {
 	int standby;
 	int workers;
 	int allow_faults;
+	int sec_min; /* WIRE_SEC_*: --sec-min */
 	struct ost_arg osts[OSS_MAX_OSTS];
 	int nosts;
 	struct metrics_opts metrics;
@@ -72,6 +74,7 @@ static void usage(FILE *f)
 		"                 [--format] [--log FILE] [--log-level err|warn|info|debug]\n"
 		"                 [--workers N] [--metrics-addr HOST:PORT] [--metrics-log FILE]\n"
 		"                 [--failover HOST:PORT] [--standby] [--allow-fault-injection]\n"
+		"                 [--sec-min null|integrity|privacy]\n"
 		"Serves object storage targets (OSTs) of the nacre file system NAME.\n"
 		"  --fsname NAME     file system name (1-8 of A-Z a-z 0-9 _ -)\n"
 		"  --mds HOST:PORT   the MDS to register with (default port %d); its failover\n"
@@ -87,6 +90,8 @@ static void usage(FILE *f)
 		"                    ends, then take them over\n"
 		"  --workers N       I/O worker threads (default %d)\n"
 		"  --allow-fault-injection  let `nacre fault set` arm fault points here (tests)\n"
+		"  --sec-min FLAVOUR the least wire security a peer gets (default null): a client\n"
+		"                    that asks less is refused (docs/security.md)\n"
 		METRICS_USAGE,
 		NACRE_DEFAULT_PORT_MDS, NACRE_DEFAULT_PORT_OSS, OSS_DEFAULT_WORKERS);
 }
@@ -144,7 +149,7 @@ static int parse_ost(const char *s, struct opts *o)
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_FSNAME = 256, O_MDS, O_LISTEN, O_KEY, O_OST, O_FORMAT, O_WORKERS, O_FAULTS,
-	       O_HELP, O_STANDBY, O_FAILOVER };
+	       O_HELP, O_STANDBY, O_FAILOVER, O_SEC_MIN };
 	static const struct option lopts[] = {
 		{ "fsname", required_argument, NULL, O_FSNAME },
 		{ "mds", required_argument, NULL, O_MDS },
@@ -158,6 +163,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "workers", required_argument, NULL, O_WORKERS },
 		{ "allow-fault-injection", no_argument, NULL, O_FAULTS },
 		{ "help", no_argument, NULL, O_HELP },
+		{ "sec-min", required_argument, NULL, O_SEC_MIN },
 		METRICS_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -177,6 +183,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_FAULTS: o->allow_faults = 1; break;
 		case O_STANDBY: o->standby = 1; break;
 		case O_FAILOVER: o->failover = optarg; break;
+		case O_SEC_MIN:
+			if (sec_flavour_parse(optarg, &o->sec_min)) {
+				fail("bad --sec-min \"%s\": expected null, integrity or privacy",
+				     optarg);
+				return -EINVAL;
+			}
+			break;
 		case O_OST:
 			if (parse_ost(optarg, o))
 				return -EINVAL;
@@ -415,6 +428,7 @@ int main(int argc, char **argv)
 		.nworkers = o.workers,
 		.handler = oss_dispatch,
 		.allow_fault_set = o.allow_faults,
+		.sec_min = o.sec_min,
 		.arg = &ctx,
 	};
 	rc = rpc_server_create(&sc, &srv, err, sizeof(err));

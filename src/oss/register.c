@@ -279,6 +279,7 @@ int oss_register_create(const struct oss_register_conf *conf, struct oss_registe
 		.name = name,
 		.key = conf->key,
 		.timeout_ms = CALL_TIMEOUT_MS,
+		.sec = WIRE_SEC_INTEGRITY, /* between servers: at least integrity */
 	};
 	rc = rpc_conn_create(&cc, &r->conn);
 	if (rc)

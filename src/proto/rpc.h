@@ -30,6 +30,13 @@
  *  - accept() out of descriptors closes the oldest un-authenticated connection to make
  *    room; with none, the listening socket rests 100 ms (no spinning), logged once.
  *
+ * Wire security (wire.h, proto/sec.h): each connection has a flavour, null, integrity or
+ * privacy, asked for by the client and at least the server's minimum for that peer. On an
+ * integrity or privacy connection every frame after AUTH is sealed (AES-256-GCM, numbered
+ * per direction) by the transport on both sides; a frame that fails its tag is logged
+ * (rate-limited, with the peer and the reason) and its connection closed. Handlers and
+ * callers see plaintext and never know. Null costs nothing.
+ *
  * Client: struct rpc_conn is one connection to one server (or to one of its failover
  * addresses), shared by many threads. Each call gets a fresh xid; requests are pipelined and
  * replies matched by xid, read by whichever waiting caller holds the reader role (no
@@ -147,6 +154,15 @@ struct rpc_server_conf {
 	rpc_close_fn on_close;           /* may be NULL */
 	uint64_t (*last_committed)(void *arg); /* for reply envelopes; may be NULL (0) */
 	int allow_fault_set;             /* answer FAULT_SET (tests, fault injection) */
+	int sec_min;                     /* WIRE_SEC_*: the least flavour a peer gets
+					  * (--sec-min); 0 = null */
+	/* May be NULL (sec_min for every peer). The least flavour for a peer, by its address
+	 * and CONNECT name (the hook for nodemap rules); *rule is set to a static string naming
+	 * what set it, for the refusal ("--sec-min", "nodemap rule X"). Called on the event
+	 * thread at CONNECT (to choose) and again at AUTH, once the peer proved its key (a
+	 * connection below the answer is then refused); must not block. */
+	int (*sec_min_for)(void *arg, const char *peer, const char *peer_name,
+			   const char **rule);
 	void *arg;
 	/* Limits (see "Limits" above); 0 takes the default in brackets. */
 	int handshake_ms;        /* CONNECT + AUTH within it, or closed [5000] */
@@ -201,14 +217,19 @@ struct rpc_conn_conf {
 	uint64_t client_id;     /* nonzero: a session (resend, replay); 0: none */
 	rpc_recover_fn recover; /* sessions: brings a restarted server back; may be NULL */
 	void *recover_arg;
+	int sec;                /* WIRE_SEC_*: the flavour to ask for (0 = null) */
+	int sec_exact;          /* 1: exactly sec (a mount's sec=): a server that requires more
+				 * refuses (-NACRE_ESEC); 0: the server may raise it to its
+				 * minimum for this client */
 };
 
 /* Creates a connection object. Does not connect: the first call (or rpc_conn_connect)
  * does. The conf strings are copied. Thread-safe to use from many threads afterwards. */
 int rpc_conn_create(const struct rpc_conn_conf *conf, struct rpc_conn **out);
 /* Connects and authenticates now, within timeout_ms. Returns 0, -ECONNREFUSED, -ETIMEDOUT,
- * -NACRE_EAUTH, -NACRE_EFSNAME, -NACRE_EPROTO_VERSION...; writes a sentence naming the
- * server and the cause to err. */
+ * -NACRE_EAUTH, -NACRE_EFSNAME, -NACRE_EPROTO_VERSION, -NACRE_ESEC (the flavour asked for is
+ * below the server's minimum, or the server has no wire security)...; writes a sentence
+ * naming the server and the cause to err (for -NACRE_ESEC: the flavour and the rule). */
 int rpc_conn_connect(struct rpc_conn *c, int timeout_ms, char *err, size_t err_len);
 /* Closes the socket (fails calls in flight) and frees c. NULL is fine. */
 void rpc_conn_destroy(struct rpc_conn *c);
@@ -219,6 +240,8 @@ const char *rpc_conn_addr(const struct rpc_conn *c);
 uint64_t rpc_conn_gen(struct rpc_conn *c);
 /* The server's name from CONNECT ("" before the first connect). */
 const char *rpc_conn_server_name(const struct rpc_conn *c);
+/* The flavour of the current (or last) socket, WIRE_SEC_*. Thread-safe. */
+int rpc_conn_sec(struct rpc_conn *c);
 
 /* A reply. body is a heap copy owned by the reply; bulk is either the caller's buffer (see
  * rpc_call_args.reply_bulk) or a heap copy owned by the reply. */

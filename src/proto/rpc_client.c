@@ -42,6 +42,7 @@
 #include "common/util.h"
 #include "nacre/nacre_errno.h"
 #include "proto/rpc.h"
+#include "proto/sec.h"
 
 #define SUBSYS "rpc"
 #define PENDING_BUCKETS 256
@@ -119,11 +120,18 @@ struct rpc_conn {
 	uint64_t client_id;
 	rpc_recover_fn recover;
 	void *recover_arg;
+	int sec;                   /* flavour to ask for (conf) */
+	int sec_exact;             /* the server may not raise it (conf) */
 
 	pthread_mutex_t lock;
 	pthread_mutex_t send_lock;
 	pthread_cond_t state_cond; /* connection state changes */
 	int fd;                    /* -1 when disconnected; protected by lock */
+	struct sec_session *sess;  /* fd's sealing state (NULL: null flavour); lives and dies
+				    * with fd: tx used under send_lock, rx by the reader */
+	int cur_sec;               /* flavour of the current or last socket; lock */
+	char refusal[192];         /* why the server refused our flavour; written by the
+				    * connecting thread, for describe() */
 	int env;                   /* the socket carries envelopes; protected by lock */
 	uint64_t gen;              /* bumped per established socket; protected by lock */
 	int connecting;            /* a thread is connecting; protected by lock */
@@ -391,9 +399,92 @@ static void note_given_up(struct rpc_conn *c, const struct rpc_pending *p)
 
 /* ---- frames ---- */
 
-static int send_frame(int fd, uint16_t opcode, uint64_t xid, const struct wire_req_env *env,
-		      const void *body, uint32_t body_len, const struct iovec *bulk,
-		      int bulk_iovcnt)
+/* Writes a sealed frame (proto/sec.h): integrity authenticates the caller's buffers as they
+ * are; privacy encrypts them through the session's buffer, a chunk at a time, the header
+ * and the first chunk in one write. Returns 0 or a negative errno. */
+static int send_sealed(int fd, struct sec_session *sess, const uint8_t *hdr, const uint8_t *env,
+		       uint32_t env_len, const void *body, uint32_t body_len,
+		       const struct iovec *bulk, int bulk_iovcnt)
+{
+	struct iovec iov[3 + 64 + 1];
+	uint8_t tag[WIRE_TAG_LEN];
+	uint8_t *buf;
+	size_t pos;
+	int i, n = 0, rc = sec_seal_begin(sess, hdr);
+
+	if (rc < 0)
+		return rc;
+	if (!sec_session_encrypts(sess)) {
+		iov[n].iov_base = (void *)hdr;
+		iov[n++].iov_len = WIRE_HDR_LEN;
+		if (env_len) {
+			rc |= sec_seal_update(sess, env, NULL, env_len);
+			iov[n].iov_base = (void *)env;
+			iov[n++].iov_len = env_len;
+		}
+		if (body_len) {
+			rc |= sec_seal_update(sess, body, NULL, body_len);
+			iov[n].iov_base = (void *)body;
+			iov[n++].iov_len = body_len;
+		}
+		for (i = 0; i < bulk_iovcnt; i++) {
+			if (!bulk[i].iov_len)
+				continue;
+			rc |= sec_seal_update(sess, bulk[i].iov_base, NULL, bulk[i].iov_len);
+			iov[n++] = bulk[i];
+		}
+		if (rc || sec_seal_final(sess, tag) < 0)
+			return -EIO;
+		iov[n].iov_base = tag;
+		iov[n++].iov_len = WIRE_TAG_LEN;
+		return net_writev_full(fd, iov, n);
+	}
+	buf = sec_seal_buf(sess);
+	if (!buf)
+		return -ENOMEM;
+	rc = sec_seal_update(sess, env, buf, env_len);
+	if (rc == 0 && body_len)
+		rc = sec_seal_update(sess, body, buf + env_len, body_len);
+	pos = env_len + body_len;
+	iov[n].iov_base = (void *)hdr;
+	iov[n++].iov_len = WIRE_HDR_LEN;
+	for (i = 0; rc == 0 && i < bulk_iovcnt; i++) {
+		const uint8_t *src = bulk[i].iov_base;
+		size_t left = bulk[i].iov_len;
+
+		while (rc == 0 && left > 0) {
+			size_t take = SEC_SEAL_BUF - pos < left ? SEC_SEAL_BUF - pos : left;
+
+			rc = sec_seal_update(sess, src, buf + pos, take);
+			src += take;
+			left -= take;
+			pos += take;
+			if (rc == 0 && pos == SEC_SEAL_BUF) {
+				iov[n].iov_base = buf;
+				iov[n++].iov_len = pos;
+				rc = net_writev_full(fd, iov, n);
+				n = 0;
+				pos = 0;
+			}
+		}
+	}
+	if (rc == 0)
+		rc = sec_seal_final(sess, tag);
+	if (rc < 0)
+		return rc;
+	if (pos) {
+		iov[n].iov_base = buf;
+		iov[n++].iov_len = pos;
+	}
+	iov[n].iov_base = tag;
+	iov[n++].iov_len = WIRE_TAG_LEN;
+	return net_writev_full(fd, iov, n);
+}
+
+/* Writes one request frame; sess (NULL: none, or the null flavour) seals it. */
+static int send_frame(int fd, struct sec_session *sess, uint16_t opcode, uint64_t xid,
+		      const struct wire_req_env *env, const void *body, uint32_t body_len,
+		      const struct iovec *bulk, int bulk_iovcnt)
 {
 	struct iovec iov[3 + 64];
 	uint8_t hdr_buf[WIRE_HDR_LEN], env_buf[WIRE_REQ_ENV_LEN];
@@ -410,7 +501,8 @@ static int send_frame(int fd, uint16_t opcode, uint64_t xid, const struct wire_r
 	if (bulk_iovcnt > 64)
 		return -EINVAL;
 	for (i = 0; i < bulk_iovcnt; i++) {
-		crc = crc32c(crc, bulk[i].iov_base, bulk[i].iov_len);
+		if (!sess) /* a sealed frame's tag covers the bulk */
+			crc = crc32c(crc, bulk[i].iov_base, bulk[i].iov_len);
 		bulk_len += bulk[i].iov_len;
 	}
 	if (env) {
@@ -423,8 +515,13 @@ static int send_frame(int fd, uint16_t opcode, uint64_t xid, const struct wire_r
 		return -E2BIG;
 	h.body_len = body_len + env_len;
 	h.bulk_len = (uint32_t)bulk_len;
-	h.bulk_crc = bulk_len ? crc : 0;
+	h.bulk_crc = bulk_len && !sess ? crc : 0;
 	wire_hdr_encode(&h, hdr_buf);
+	if (sess) {
+		metrics_add(metrics_net_sent(), WIRE_HDR_LEN + h.body_len + bulk_len + WIRE_TAG_LEN);
+		return send_sealed(fd, sess, hdr_buf, env_buf, env_len, body, body_len, bulk,
+				   bulk_iovcnt);
+	}
 	iov[n].iov_base = hdr_buf;
 	iov[n++].iov_len = WIRE_HDR_LEN;
 	if (env_len) {
@@ -444,10 +541,12 @@ static int send_frame(int fd, uint16_t opcode, uint64_t xid, const struct wire_r
 
 /* Reads one whole reply frame synchronously (the handshake, and calls on a recovering socket
  * that nobody else reads): header, body into a heap buffer (*body, *body_len), bulk
- * discarded, until deadline. Returns 0 or a negative error; *h is the header. */
-static int read_frame_sync(int fd, int64_t deadline, struct wire_hdr *h, uint8_t **body)
+ * discarded, until deadline; sess (may be NULL) opens a sealed frame. Returns 0 or a
+ * negative error (-EPROTO for a frame that fails its tag); *h is the header. */
+static int read_frame_sync(int fd, struct sec_session *sess, int64_t deadline,
+			   struct wire_hdr *h, uint8_t **body)
 {
-	uint8_t hb[WIRE_HDR_LEN];
+	uint8_t hb[WIRE_HDR_LEN], tag[WIRE_TAG_LEN];
 	int rc;
 
 	*body = NULL;
@@ -462,12 +561,28 @@ static int read_frame_sync(int fd, int64_t deadline, struct wire_hdr *h, uint8_t
 	*body = malloc(h->body_len + 1);
 	if (!*body)
 		return -ENOMEM;
-	rc = net_read_full_deadline(fd, *body, h->body_len, deadline);
+	if (sess && sec_open_begin(sess, hb) < 0)
+		rc = -EIO;
+	else
+		rc = net_read_full_deadline(fd, *body, h->body_len, deadline);
+	if (rc == 0 && sess && sec_open_update(sess, *body, h->body_len) < 0)
+		rc = -EIO;
 	for (uint32_t left = h->bulk_len; rc == 0 && left > 0;) {
 		uint8_t skip[4096];
 		uint32_t n = left < sizeof(skip) ? left : (uint32_t)sizeof(skip);
 		rc = net_read_full_deadline(fd, skip, n, deadline);
+		if (rc == 0 && sess && sec_open_update(sess, skip, n) < 0)
+			rc = -EIO;
 		left -= n;
+	}
+	if (rc == 0 && sess) {
+		rc = net_read_full_deadline(fd, tag, sizeof(tag), deadline);
+		if (rc == 0 && sec_open_final(sess, tag) < 0) {
+			LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+					"reply %s (xid %llu) failed sec verification; closing",
+					wire_opcode_name(h->opcode), (unsigned long long)h->xid);
+			rc = -EPROTO;
+		}
 	}
 	if (rc < 0) {
 		free(*body);
@@ -482,7 +597,7 @@ static int handshake_reply(int fd, uint64_t xid, int64_t deadline, uint8_t *body
 {
 	struct wire_hdr h;
 	uint8_t *b;
-	int rc = read_frame_sync(fd, deadline, &h, &b);
+	int rc = read_frame_sync(fd, NULL, deadline, &h, &b);
 
 	if (rc < 0)
 		return rc;
@@ -519,7 +634,9 @@ static void describe(char *err, size_t err_len, const char *addr, const struct r
 	default:
 		break;
 	}
-	if (rc == -NACRE_EAUTH)
+	if (rc == -NACRE_ESEC && c->refusal[0])
+		snprintf(err, err_len, "%s: %s", addr, c->refusal);
+	else if (rc == -NACRE_EAUTH)
 		snprintf(err, err_len, "cluster key rejected by %s%s", addr, hint);
 	else if (rc == -NACRE_EFSNAME)
 		snprintf(err, err_len, "%s does not serve file system '%s'%s", addr, c->fsname,
@@ -528,27 +645,74 @@ static void describe(char *err, size_t err_len, const char *addr, const struct r
 		snprintf(err, err_len, "cannot reach %s: %s%s", addr, nacre_strerror(rc), hint);
 }
 
+/* The refusal in a CONNECT reply's body, as a sentence in c->refusal. */
+static void note_refusal(struct rpc_conn *c, const uint8_t *body, uint32_t len)
+{
+	struct wire_sec_refusal r;
+	struct wire_cursor cur;
+
+	wire_cursor_init_read(&cur, body, len);
+	wire_sec_refusal_decode(&cur, &r);
+	if (!wire_cursor_ok(&cur))
+		snprintf(c->refusal, sizeof(c->refusal),
+			 "server refused sec=%s for this client", sec_flavour_name(c->sec));
+	else
+		snprintf(c->refusal, sizeof(c->refusal),
+			 "server requires sec=%s or better for this client (%s)",
+			 sec_flavour_name(r.min), r.rule[0] ? r.rule : "its rule");
+}
+
+/* The flavour the server chose in rep, checked against what we asked for. Returns it, or
+ * -NACRE_ESEC with c->refusal set. */
+static int chosen_sec(struct rpc_conn *c, const struct wire_connect_rep *rep)
+{
+	if (!(rep->features & WIRE_FEAT_SEC)) {
+		if (c->sec == WIRE_SEC_NULL)
+			return WIRE_SEC_NULL;
+		snprintf(c->refusal, sizeof(c->refusal),
+			 "server has no wire security (an older version) and cannot give "
+			 "sec=%s: upgrade it, or mount with sec=null",
+			 sec_flavour_name(c->sec));
+		return -NACRE_ESEC;
+	}
+	if (rep->sec < c->sec || (rep->sec > c->sec && c->sec_exact)) {
+		/* not what we asked for: a relay changed the request, or a broken server */
+		snprintf(c->refusal, sizeof(c->refusal),
+			 "server answered sec=%s to a request for sec=%s: the handshake was "
+			 "altered on the way, or the server is broken",
+			 sec_flavour_name(rep->sec), sec_flavour_name(c->sec));
+		return -NACRE_ESEC;
+	}
+	return rep->sec;
+}
+
 /* Opens a socket to addr and runs CONNECT + AUTH by deadline. Returns the fd (and the
- * server's answer in *rep) or a negative error. */
+ * server's answer in *rep, the session that seals the socket's frames in *sess, NULL for
+ * the null flavour) or a negative error. */
 static int dial(struct rpc_conn *c, const char *addr, uint64_t instance, int64_t deadline,
-		struct wire_connect_rep *rep)
+		struct wire_connect_rep *rep, struct sec_session **sess)
 {
 	struct wire_connect_req req = {.version_min = 1, .version_max = WIRE_VERSION};
 	struct wire_auth_req auth;
 	struct wire_cursor cur;
 	uint8_t buf[1024], expect[WIRE_PROOF_LEN];
+	char label[96];
 	uint32_t len = 0;
 	int64_t left = deadline - net_now_ms();
-	int fd, rc;
+	int fd, rc, sec, asked;
 
 	if (left <= 0)
 		return -ETIMEDOUT;
 	fd = net_connect(addr, (int)left);
 	if (fd < 0)
 		return fd;
+	*sess = NULL;
 	req.features = WIRE_FEATURES_SUPPORTED;
 	req.client_id = c->client_id;
 	req.instance = instance;
+	req.sec = (uint8_t)c->sec;
+	req.sec_flags = c->sec_exact ? 0 : WIRE_SEC_RAISE;
+	asked = req.sec + 16 * req.sec_flags;
 	rc = key_random(req.nonce, sizeof(req.nonce));
 	if (rc < 0)
 		goto out_close;
@@ -556,10 +720,12 @@ static int dial(struct rpc_conn *c, const char *addr, uint64_t instance, int64_t
 	str_copy(req.name, c->name, sizeof(req.name));
 	wire_cursor_init_write(&cur, buf, sizeof(buf));
 	wire_connect_req_encode(&cur, &req);
-	rc = send_frame(fd, WIRE_OP_CONNECT, 1, NULL, buf, (uint32_t)cur.pos, NULL, 0);
+	rc = send_frame(fd, NULL, WIRE_OP_CONNECT, 1, NULL, buf, (uint32_t)cur.pos, NULL, 0);
 	if (rc < 0)
 		goto out_close;
 	rc = handshake_reply(fd, 1, deadline, buf, sizeof(buf), &len);
+	if (rc == -NACRE_ESEC)
+		note_refusal(c, buf, len);
 	if (rc < 0)
 		goto out_close;
 	wire_cursor_init_read(&cur, buf, len);
@@ -568,20 +734,43 @@ static int dial(struct rpc_conn *c, const char *addr, uint64_t instance, int64_t
 		rc = -EPROTO;
 		goto out_close;
 	}
-	key_proof(&c->key, "nacre-server", req.nonce, rep->nonce, WIRE_NONCE_LEN, expect);
+	sec = chosen_sec(c, rep);
+	if (sec < 0) {
+		rc = sec;
+		goto out_close;
+	}
+	/* With WIRE_FEAT_SEC both proofs bind the features and flavours as each side saw
+	 * them: a relay that changed any of them fails here or at AUTH. */
+	if (rep->features & WIRE_FEAT_SEC)
+		sec_proof_label(label, sizeof(label), "nacre-server", req.features, rep->features,
+				asked, sec);
+	key_proof(&c->key, rep->features & WIRE_FEAT_SEC ? label : "nacre-server", req.nonce,
+		  rep->nonce, WIRE_NONCE_LEN, expect);
 	if (!key_proof_eq(expect, rep->proof, WIRE_PROOF_LEN)) {
 		rc = -NACRE_EAUTH; /* the server does not hold our key */
 		goto out_close;
 	}
-	key_proof(&c->key, "nacre-client", rep->nonce, req.nonce, WIRE_NONCE_LEN, auth.proof);
+	if (rep->features & WIRE_FEAT_SEC)
+		sec_proof_label(label, sizeof(label), "nacre-client", req.features, rep->features,
+				asked, sec);
+	key_proof(&c->key, rep->features & WIRE_FEAT_SEC ? label : "nacre-client", rep->nonce,
+		  req.nonce, WIRE_NONCE_LEN, auth.proof);
 	wire_cursor_init_write(&cur, buf, sizeof(buf));
 	wire_auth_req_encode(&cur, &auth);
-	rc = send_frame(fd, WIRE_OP_AUTH, 2, NULL, buf, (uint32_t)cur.pos, NULL, 0);
+	rc = send_frame(fd, NULL, WIRE_OP_AUTH, 2, NULL, buf, (uint32_t)cur.pos, NULL, 0);
 	if (rc < 0)
 		goto out_close;
 	rc = handshake_reply(fd, 2, deadline, buf, sizeof(buf), &len);
+	if (rc == -NACRE_ESEC)
+		note_refusal(c, buf, len);
 	if (rc < 0)
 		goto out_close;
+	rep->sec = (uint8_t)sec;
+	if (sec > WIRE_SEC_NULL) {
+		rc = sec_session_open(&c->key, req.nonce, rep->nonce, sec, 0, sess);
+		if (rc < 0)
+			goto out_close;
+	}
 	/* A server that stops halfway through a frame for a whole call timeout is broken: the
 	 * reader's blocking reads then fail instead of holding every caller. */
 	struct timeval stall = {.tv_sec = c->timeout_ms / 1000,
@@ -595,11 +784,13 @@ out_close:
 }
 
 /* Called by the reader when its socket died: requeue or fail what was sent on it. */
-static void socket_failed(struct rpc_conn *c, int fd, uint64_t gen)
+static void socket_failed(struct rpc_conn *c, int fd, uint64_t gen, struct sec_session *sess)
 {
 	int i;
 
 	pthread_mutex_lock(&c->lock);
+	if (c->sess == sess)
+		c->sess = NULL; /* freed below, with the socket */
 	if (c->gen == gen && c->fd == fd) {
 		c->fd = -1;
 		LOG_DEBUG(SUBSYS, "connection to %s lost", c->addrs[c->cur_addr]);
@@ -623,6 +814,7 @@ static void socket_failed(struct rpc_conn *c, int fd, uint64_t gen)
 	/* No writer can be using fd: they check c->fd under send_lock before writing. */
 	pthread_mutex_lock(&c->send_lock);
 	close(fd);
+	sec_session_destroy(sess);
 	pthread_mutex_unlock(&c->send_lock);
 }
 
@@ -720,12 +912,32 @@ static void heard(struct rpc_conn *c)
 	}
 }
 
-/* Reads one reply and hands it to its pending. 0, or a negative errno when the socket is
- * unusable (closed, stalled, or sending garbage). */
-static int read_one_reply(struct rpc_conn *c, int env)
+/* Reads n bulk bytes of a sealed frame into dst, opening them a piece at a time while they
+ * are in the CPU cache. */
+#define RX_OPEN_CHUNK (256u * 1024u)
+static int rx_read_open(struct rx_reader *rx, struct sec_session *sess, uint8_t *dst, size_t n)
+{
+	while (n > 0) {
+		size_t take = n < RX_OPEN_CHUNK ? n : RX_OPEN_CHUNK;
+		int rc = rx_read(rx, dst, take);
+
+		if (rc < 0)
+			return rc;
+		if (sec_open_update(sess, dst, take) < 0)
+			return -EIO;
+		dst += take;
+		n -= take;
+	}
+	return 0;
+}
+
+/* Reads one reply and hands it to its pending; sess (NULL: null flavour) opens sealed
+ * frames. 0, or a negative errno when the socket is unusable (closed, stalled, sending
+ * garbage, or a frame that fails its tag). */
+static int read_one_reply(struct rpc_conn *c, int env, struct sec_session *sess)
 {
 	struct rx_reader *rx = &c->rx;
-	uint8_t hb[WIRE_HDR_LEN];
+	uint8_t hb[WIRE_HDR_LEN], tag[WIRE_TAG_LEN];
 	struct wire_hdr h;
 	struct rpc_pending *p;
 	struct rpc_msg *m;
@@ -748,6 +960,11 @@ static int read_one_reply(struct rpc_conn *c, int env)
 	m->body_len = h.body_len;
 	m->body = malloc(h.body_len + 1);
 	rc = m->body ? rx_read(rx, m->body, h.body_len) : -ENOMEM;
+	if (rc == 0 && sess) {
+		/* under privacy the body is plaintext after this, trusted only after the tag */
+		if (sec_open_begin(sess, hb) < 0 || sec_open_update(sess, m->body, h.body_len) < 0)
+			rc = -EIO;
+	}
 	if (rc == 0 && env)
 		rc = strip_rep_env(m);
 	if (rc < 0) {
@@ -782,11 +999,28 @@ static int read_one_reply(struct rpc_conn *c, int env)
 			m->bulk = malloc(h.bulk_len);
 			m->bulk_owned = 1;
 		}
-		rc = m->bulk ? rx_read(rx, m->bulk, h.bulk_len) : -ENOMEM;
-		if (rc == 0 && crc32c(0, m->bulk, h.bulk_len) != h.bulk_crc) {
+		if (!m->bulk)
+			rc = -ENOMEM;
+		else if (sess)
+			rc = rx_read_open(rx, sess, m->bulk, h.bulk_len);
+		else
+			rc = rx_read(rx, m->bulk, h.bulk_len);
+		if (rc == 0 && !sess && crc32c(0, m->bulk, h.bulk_len) != h.bulk_crc) {
 			LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
 					"bulk checksum mismatch from %s; reconnecting",
 					c->addrs[c->cur_addr]);
+			rc = -EPROTO;
+		}
+	}
+	if (rc == 0 && sess) {
+		rc = rx_read(rx, tag, sizeof(tag));
+		if (rc == 0 && sec_open_final(sess, tag) < 0) {
+			LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+					"reply %s (xid %llu) from %s failed sec=%s verification "
+					"(altered, injected, replayed or reordered); reconnecting",
+					wire_opcode_name(h.opcode), (unsigned long long)h.xid,
+					c->addrs[c->cur_addr],
+					sec_flavour_name(sec_session_flavour(sess)));
 			rc = -EPROTO;
 		}
 	}
@@ -868,9 +1102,11 @@ static void check_silence(struct rpc_conn *c, int fd, uint64_t gen, int env)
 	if (pthread_mutex_trylock(&c->send_lock) == 0) {
 		pthread_mutex_lock(&c->lock);
 		int same = c->fd == fd && c->gen == gen;
+		struct sec_session *sess = c->sess;
 		pthread_mutex_unlock(&c->lock);
 		if (same)
-			send_frame(fd, WIRE_OP_PING, PING_XID, env ? &e : NULL, NULL, 0, NULL, 0);
+			send_frame(fd, sess, WIRE_OP_PING, PING_XID, env ? &e : NULL, NULL, 0, NULL,
+				   0);
 		pthread_mutex_unlock(&c->send_lock);
 	}
 	pthread_mutex_lock(&c->lock);
@@ -883,6 +1119,7 @@ static void check_silence(struct rpc_conn *c, int fd, uint64_t gen, int env)
 static void lead(struct rpc_conn *c, struct rpc_pending *me)
 {
 	int fd = c->fd, env = c->env;
+	struct sec_session *sess = c->sess;
 	uint64_t gen = c->gen;
 	int rc = 0;
 
@@ -897,7 +1134,7 @@ static void lead(struct rpc_conn *c, struct rpc_pending *me)
 		pthread_mutex_unlock(&c->lock);
 		rc = rx_wait(&c->rx, until);
 		if (rc > 0)
-			rc = read_one_reply(c, env);
+			rc = read_one_reply(c, env, sess);
 		else if (rc == 0 && !me)
 			rc = -ETIMEDOUT; /* a hung-up socket that did not end: give it up */
 		pthread_mutex_lock(&c->lock);
@@ -908,7 +1145,7 @@ static void lead(struct rpc_conn *c, struct rpc_pending *me)
 	}
 	if (rc < 0) {
 		pthread_mutex_unlock(&c->lock);
-		socket_failed(c, fd, gen);
+		socket_failed(c, fd, gen, sess);
 		pthread_mutex_lock(&c->lock);
 	}
 	c->reader_busy = 0;
@@ -930,6 +1167,7 @@ static int peer_hung_up(int fd)
 struct rpc_recovery {
 	struct rpc_conn *c;
 	int fd;
+	struct sec_session *sess; /* fd's, NULL for null */
 	int env;
 	int64_t deadline;
 	int replayed; /* requests replayed */
@@ -960,7 +1198,7 @@ int rpc_recovery_call(struct rpc_recovery *r, uint16_t opcode, uint32_t env_flag
 	xid = c->next_xid++;
 	e.ack_xid = ack_xid(c);
 	pthread_mutex_unlock(&c->lock);
-	rc = send_frame(r->fd, opcode, xid, r->env ? &e : NULL, body, body_len, NULL, 0);
+	rc = send_frame(r->fd, r->sess, opcode, xid, r->env ? &e : NULL, body, body_len, NULL, 0);
 	free(both);
 	if (rc < 0)
 		return rc;
@@ -969,7 +1207,7 @@ int rpc_recovery_call(struct rpc_recovery *r, uint16_t opcode, uint32_t env_flag
 		return -ENOMEM;
 	do { /* a ping's reply may come first */
 		free(m->body);
-		rc = read_frame_sync(r->fd, r->deadline, &m->hdr, &m->body);
+		rc = read_frame_sync(r->fd, r->sess, r->deadline, &m->hdr, &m->body);
 	} while (rc == 0 && m->hdr.xid != xid && m->hdr.xid == PING_XID);
 	if (rc == 0 && m->hdr.xid != xid)
 		rc = -EPROTO;
@@ -1002,7 +1240,8 @@ static int replay_one(struct rpc_recovery *r, struct rpc_retained *t)
 	pthread_mutex_lock(&c->lock);
 	e.ack_xid = ack_xid(c);
 	pthread_mutex_unlock(&c->lock);
-	rc = send_frame(r->fd, t->opcode, t->open.xid, &e, t->body, t->body_len + t->reply_len,
+	rc = send_frame(r->fd, r->sess, t->opcode, t->open.xid, &e, t->body,
+			t->body_len + t->reply_len,
 			NULL, 0);
 	if (rc < 0)
 		return rc;
@@ -1011,7 +1250,7 @@ static int replay_one(struct rpc_recovery *r, struct rpc_retained *t)
 		return -ENOMEM;
 	do {
 		free(m->body);
-		rc = read_frame_sync(r->fd, r->deadline, &m->hdr, &m->body);
+		rc = read_frame_sync(r->fd, r->sess, r->deadline, &m->hdr, &m->body);
 	} while (rc == 0 && m->hdr.xid == PING_XID);
 	if (rc == 0 && m->hdr.xid != t->open.xid)
 		rc = -EPROTO;
@@ -1084,10 +1323,10 @@ int rpc_recovery_replay(struct rpc_recovery *r)
 
 /* A reconnected session whose server instance changed: bring the server back before any
  * other request may use fd. Returns 0 or a negative error (drop the socket, try again). */
-static int run_recovery(struct rpc_conn *c, const char *addr, int fd, int env,
-			const struct wire_connect_rep *rep)
+static int run_recovery(struct rpc_conn *c, const char *addr, int fd, struct sec_session *sess,
+			int env, const struct wire_connect_rep *rep)
 {
-	struct rpc_recovery r = {.c = c, .fd = fd, .env = env};
+	struct rpc_recovery r = {.c = c, .fd = fd, .sess = sess, .env = env};
 	int rc;
 
 	r.deadline = net_now_ms() + c->recovery_ms + (int64_t)rep->recovery_ms;
@@ -1119,6 +1358,7 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 		char addr[NACRE_ADDR_MAX + 1];
 		int64_t now = net_now_ms(), attempt;
 		uint64_t instance = c->instance;
+		struct sec_session *sess = NULL;
 		int fd, env = 0;
 
 		if (c->shutting_down)
@@ -1141,12 +1381,14 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 		pthread_mutex_unlock(&c->lock);
 		attempt = now + c->connect_ms < deadline ? now + c->connect_ms : deadline;
 		memset(&rep, 0, sizeof(rep));
-		fd = dial(c, addr, instance, attempt, &rep);
+		fd = dial(c, addr, instance, attempt, &rep, &sess);
 		if (fd >= 0) {
 			env = (rep.features & WIRE_FEAT_RECOVERY) != 0;
 			if (c->client_id && env && instance && rep.instance != instance &&
-			    run_recovery(c, addr, fd, env, &rep) < 0) {
+			    run_recovery(c, addr, fd, sess, env, &rep) < 0) {
 				close(fd);
+				sec_session_destroy(sess);
+				sess = NULL;
 				fd = -ECONNRESET;
 			}
 		}
@@ -1159,9 +1401,11 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 				LOG_DEBUG(SUBSYS, "cannot connect to %s: %s", addr,
 					  nacre_strerror(fd));
 			c->last_err = fd;
+			if (fd == -NACRE_ESEC)
+				LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "%s: %s", addr, c->refusal);
 			/* Authentication and fsname errors will not heal by waiting. */
 			if (fd == -NACRE_EAUTH || fd == -NACRE_EFSNAME ||
-			    fd == -NACRE_EPROTO_VERSION)
+			    fd == -NACRE_EPROTO_VERSION || fd == -NACRE_ESEC)
 				return fd;
 			c->cur_addr = (c->cur_addr + 1) % c->naddrs;
 			if ((!retry || last_try) && tried >= c->naddrs)
@@ -1186,6 +1430,8 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 		c->rx.fd = fd;
 		c->rx.off = c->rx.len = 0;
 		c->fd = fd;
+		c->sess = sess;
+		c->cur_sec = rep.sec;
 		c->env = env;
 		if (env)
 			c->instance = rep.instance;
@@ -1195,7 +1441,8 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 		if (env)
 			committed_upto(c, rep.last_committed);
 		str_copy(c->server_name, rep.server_name, sizeof(c->server_name));
-		LOG_DEBUG(SUBSYS, "connected to %s (%s)", addr, rep.server_name);
+		LOG_DEBUG(SUBSYS, "connected to %s (%s), sec=%s", addr, rep.server_name,
+			  sec_flavour_name(rep.sec));
 	}
 	return 0;
 }
@@ -1204,6 +1451,7 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 static int send_pending(struct rpc_conn *c, struct rpc_pending *p)
 {
 	struct wire_req_env e = {0};
+	struct sec_session *sess;
 	int fd, rc, env;
 	uint64_t gen;
 
@@ -1216,6 +1464,7 @@ static int send_pending(struct rpc_conn *c, struct rpc_pending *p)
 	if (rc < 0)
 		return rc;
 	fd = c->fd;
+	sess = c->sess;
 	gen = c->gen;
 	env = c->env;
 	p->state = P_SENT;
@@ -1238,7 +1487,7 @@ static int send_pending(struct rpc_conn *c, struct rpc_pending *p)
 		return 0; /* the waiter resends */
 	}
 	pthread_mutex_unlock(&c->lock);
-	rc = send_frame(fd, p->args.opcode, p->xid, env ? &e : NULL, p->body_copy,
+	rc = send_frame(fd, sess, p->args.opcode, p->xid, env ? &e : NULL, p->body_copy,
 			p->args.body_len, p->args.bulk, p->args.bulk_iovcnt);
 	if (rc < 0)
 		shutdown(fd, SHUT_RDWR); /* the reader notices and requeues */
@@ -1288,6 +1537,9 @@ int rpc_conn_create(const struct rpc_conn_conf *conf, struct rpc_conn **out)
 		      : c->timeout_ms < CONNECT_TIMEOUT_MAX_MS ? c->timeout_ms
 							      : CONNECT_TIMEOUT_MAX_MS;
 	c->client_id = conf->client_id;
+	c->sec = conf->sec >= WIRE_SEC_NULL && conf->sec <= WIRE_SEC_MAX_ ? conf->sec
+									: WIRE_SEC_PRIVACY;
+	c->sec_exact = conf->sec_exact;
 	c->recover = conf->recover;
 	c->recover_arg = conf->recover_arg;
 	c->fd = -1;
@@ -1328,6 +1580,7 @@ void rpc_conn_destroy(struct rpc_conn *c)
 		pthread_cond_wait(&c->state_cond, &c->lock);
 	if (c->fd >= 0)
 		close(c->fd);
+	sec_session_destroy(c->sess);
 	while (c->retained)
 		retained_pop(c);
 	pthread_mutex_unlock(&c->lock);
@@ -1356,6 +1609,16 @@ uint64_t rpc_conn_gen(struct rpc_conn *c)
 const char *rpc_conn_server_name(const struct rpc_conn *c)
 {
 	return c->server_name;
+}
+
+int rpc_conn_sec(struct rpc_conn *c)
+{
+	int sec;
+
+	pthread_mutex_lock(&c->lock);
+	sec = c->cur_sec;
+	pthread_mutex_unlock(&c->lock);
+	return sec;
 }
 
 int rpc_conn_retained(struct rpc_conn *c)

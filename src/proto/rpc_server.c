@@ -33,6 +33,7 @@
 #include "nacre/nacre_errno.h"
 #include "proto/conn_limits.h"
 #include "proto/rpc.h"
+#include "proto/sec.h"
 
 #define SUBSYS "rpc"
 #define CONN_MAX_INFLIGHT 32 /* per connection; reading pauses beyond it (backpressure) */
@@ -50,7 +51,7 @@
 
 struct tx_frame {
 	struct tx_frame *next;
-	struct iovec iov[3];
+	struct iovec iov[3]; /* header + body, bulk, tag: as many as are there */
 	int iovcnt;
 	int iov_idx;      /* first iov not fully written */
 	uint8_t *head;    /* header + body, freed after send */
@@ -59,6 +60,7 @@ struct tx_frame {
 	size_t bulk_cap;
 	int close_after;  /* close the connection once this frame is out */
 	size_t bytes;     /* left to write, counted in the connection's tx_bytes */
+	uint8_t tag[WIRE_TAG_LEN]; /* on a sealed connection */
 };
 
 enum rx_state { RX_HDR, RX_PAYLOAD };
@@ -77,6 +79,15 @@ struct sconn {
 	uint64_t features;  /* negotiated at CONNECT, then read by workers */
 	uint8_t cnonce[WIRE_NONCE_LEN];
 	uint8_t snonce[WIRE_NONCE_LEN];
+	/* wire security, set at CONNECT (event thread) */
+	int sec;               /* WIRE_SEC_*: the connection's flavour */
+	int sec_feat;          /* WIRE_FEAT_SEC negotiated: the proofs bind what follows */
+	uint64_t req_features, rep_features;
+	int sec_asked;         /* connect_req sec + 16 * sec_flags */
+	struct sec_session *sess; /* from AUTH on, if sec > null: event thread only */
+	int sealed;            /* sess is set (read by workers too: set before any job) */
+	size_t sec_upto;       /* payload bytes of the current frame fed to sess */
+	int sec_bad;           /* the session failed on the current frame */
 
 	enum rx_state rx;
 	uint8_t rxbuf[RX_BUF];  /* bytes read but not yet consumed: [rx_off, rx_len) */
@@ -224,7 +235,7 @@ static void bulk_release(struct bufcache *cache, void *bulk, size_t cap)
  * of rep (NULL for none) whatever happens. */
 static struct tx_frame *frame_build(const struct wire_hdr *req, int status, const void *body,
 				    uint32_t body_len, const struct rpc_reply *rep,
-				    const struct wire_rep_env *env)
+				    const struct wire_rep_env *env, int sealed)
 {
 	void *bulk = rep ? rep->bulk : NULL;
 	uint32_t bulk_len = bulk ? rep->bulk_len : 0;
@@ -239,7 +250,8 @@ static struct tx_frame *frame_build(const struct wire_hdr *req, int status, cons
 		.xid = req->xid,
 		.status = status,
 		.bulk_len = bulk_len,
-		.bulk_crc = bulk_len ? crc32c(0, bulk, bulk_len) : 0,
+		/* on a sealed connection the tag covers the bulk */
+		.bulk_crc = bulk_len && !sealed ? crc32c(0, bulk, bulk_len) : 0,
 	};
 
 	if (!f)
@@ -458,7 +470,7 @@ static int run_request(struct rpc_server *s, struct job *j)
 	}
 	e = rep.env;
 	j->reply = frame_build(&j->hdr, status, rep.body.buf, (uint32_t)rep.body.pos, &rep,
-			       reply_env(s, j, &e));
+			       reply_env(s, j, &e), j->conn->sealed);
 	wire_cursor_fini(&rep.body);
 	bufcache_put(&s->payloads, j->payload, j->payload_cap);
 	j->payload = NULL;
@@ -518,7 +530,8 @@ void rpc_answer(struct rpc_deferred *d, int status, const void *body, uint32_t l
 	if (env)
 		e = *env;
 	__atomic_fetch_sub(&s->deferred, 1, __ATOMIC_RELAXED);
-	j->reply = frame_build(&j->hdr, status, body, len, NULL, reply_env(s, j, &e));
+	j->reply = frame_build(&j->hdr, status, body, len, NULL, reply_env(s, j, &e),
+			       j->conn->sealed);
 	bufcache_put(&s->payloads, j->payload, j->payload_cap);
 	j->payload = NULL;
 	post_done(s, j);
@@ -693,6 +706,7 @@ static void conn_free(struct rpc_server *s, struct sconn *c)
 		frame_free(f);
 	}
 	bufcache_put(&s->payloads, c->payload, c->payload_cap);
+	sec_session_destroy(c->sess);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -812,6 +826,31 @@ out_unpause:
 		conn_unpause(s, c, PAUSE_TX);
 }
 
+/* Seals f, the next frame out on c (proto/sec.h): in place under privacy, the tag as the
+ * last iov. Returns 0 or -EIO. */
+static int frame_seal(struct sconn *c, struct tx_frame *f)
+{
+	uint8_t *head = f->head;
+	size_t head_len = f->iov[0].iov_len;
+	int rc = sec_seal_begin(c->sess, head);
+
+	if (rc == 0)
+		rc = sec_seal_update(c->sess, head + WIRE_HDR_LEN, head + WIRE_HDR_LEN,
+				     head_len - WIRE_HDR_LEN);
+	if (rc == 0 && f->iovcnt > 1)
+		rc = sec_seal_update(c->sess, f->iov[1].iov_base, f->iov[1].iov_base,
+				     f->iov[1].iov_len);
+	if (rc == 0)
+		rc = sec_seal_final(c->sess, f->tag);
+	if (rc < 0)
+		return rc;
+	f->iov[f->iovcnt].iov_base = f->tag;
+	f->iov[f->iovcnt].iov_len = WIRE_TAG_LEN;
+	f->iovcnt++;
+	f->bytes += WIRE_TAG_LEN; /* counted in tx_bytes like the rest of the frame */
+	return 0;
+}
+
 static void conn_send(struct rpc_server *s, struct sconn *c, struct tx_frame *f)
 {
 	if (!f) {
@@ -820,6 +859,14 @@ static void conn_send(struct rpc_server *s, struct sconn *c, struct tx_frame *f)
 	}
 	if (c->closing) {
 		frame_free(f);
+		return;
+	}
+	/* Frames are numbered in the order they go out: sealed here, on the event thread. */
+	if (c->sealed && frame_seal(c, f) < 0) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "cannot seal a reply to %s (%s); closing",
+				c->peer, c->peer_name);
+		frame_free(f);
+		conn_close(s, c);
 		return;
 	}
 	f->next = NULL;
@@ -850,7 +897,7 @@ static void send_status(struct rpc_server *s, struct sconn *c, int status, int c
 
 	if (env && s->conf.last_committed)
 		e.last_committed = s->conf.last_committed(s->conf.arg);
-	f = frame_build(&c->hdr, status, NULL, 0, NULL, env ? &e : NULL);
+	f = frame_build(&c->hdr, status, NULL, 0, NULL, env ? &e : NULL, c->sealed);
 	if (f)
 		f->close_after = close_after;
 	conn_send(s, c, f);
@@ -894,7 +941,7 @@ static void handle_fault_set(struct rpc_server *s, struct sconn *c, const uint8_
 	if (c->env && s->conf.last_committed)
 		e.last_committed = s->conf.last_committed(s->conf.arg);
 	conn_send(s, c, frame_build(&c->hdr, rc, buf, (uint32_t)cur.pos, NULL,
-				    c->env ? &e : NULL));
+				    c->env ? &e : NULL, c->sealed));
 	free(req);
 	free(rep);
 	free(buf);
@@ -906,13 +953,111 @@ out:
 	send_status(s, c, rc, 0);
 }
 
+/* The key this peer proved (or will prove in AUTH): the cluster key today; per-client keys
+ * pick the peer's own here. */
+static const struct nacre_key *peer_key(struct rpc_server *s, const struct sconn *c)
+{
+	(void)c;
+	return &s->key;
+}
+
+/* The least flavour c's peer gets, and what set it (for messages). */
+static int peer_sec_min(struct rpc_server *s, const struct sconn *c, const char **rule)
+{
+	int min;
+
+	*rule = "--sec-min";
+	if (s->conf.sec_min_for) {
+		min = s->conf.sec_min_for(s->conf.arg, c->peer, c->peer_name, rule);
+		if (!*rule)
+			*rule = "a server rule";
+	} else {
+		min = s->conf.sec_min;
+	}
+	return min < WIRE_SEC_NULL ? WIRE_SEC_NULL : min > WIRE_SEC_MAX_ ? WIRE_SEC_MAX_ : min;
+}
+
+/* Answers c's CONNECT or AUTH with -NACRE_ESEC and the rule that sets min, and closes. */
+static void send_sec_refusal(struct rpc_server *s, struct sconn *c, int min, const char *rule)
+{
+	struct wire_sec_refusal r = {.min = (uint8_t)min};
+	struct wire_cursor cur;
+	uint8_t buf[WIRE_SEC_RULE_MAX + 16];
+	struct tx_frame *f;
+
+	str_copy(r.rule, rule, sizeof(r.rule));
+	wire_cursor_init_write(&cur, buf, sizeof(buf));
+	wire_sec_refusal_encode(&cur, &r);
+	f = frame_build(&c->hdr, -NACRE_ESEC, buf, (uint32_t)cur.pos, NULL, NULL, 0);
+	if (f)
+		f->close_after = 1;
+	conn_send(s, c, f);
+}
+
+/* Picks the flavour of c from what its CONNECT asked for. Returns 0, or a negative status
+ * after answering (and closing) the refusal. */
+static int negotiate_sec(struct rpc_server *s, struct sconn *c, const struct wire_connect_req *req,
+			 struct wire_connect_rep *rep)
+{
+	const char *rule;
+	int min = peer_sec_min(s, c, &rule);
+	int chosen = WIRE_SEC_NULL;
+
+	c->req_features = req->features;
+	c->rep_features = rep->features;
+	c->sec_feat = (rep->features & WIRE_FEAT_SEC) != 0;
+	if (!c->sec_feat && min > WIRE_SEC_NULL) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+				"refused %s (%s): it has no wire security and this server "
+				"requires sec=%s or better for it (%s); upgrade it",
+				c->peer, c->peer_name, sec_flavour_name(min), rule);
+		send_status(s, c, -NACRE_EPROTO_VERSION, 1);
+		return -NACRE_EPROTO_VERSION;
+	}
+	if (c->sec_feat) {
+		chosen = req->sec;
+		c->sec_asked = req->sec + 16 * req->sec_flags;
+		if (chosen < min && (req->sec_flags & WIRE_SEC_RAISE))
+			chosen = min;
+		if (chosen < min) {
+			LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+					"refused %s (%s): it asked for sec=%s, this server "
+					"requires sec=%s or better for it (%s)",
+					c->peer, c->peer_name, sec_flavour_name(req->sec),
+					sec_flavour_name(min), rule);
+			send_sec_refusal(s, c, min, rule);
+			return -NACRE_ESEC;
+		}
+	}
+	c->sec = chosen;
+	rep->sec = (uint8_t)chosen;
+	return 0;
+}
+
+/* The proof label of who ("nacre-server", "nacre-client") on c: the negotiation bound in
+ * when both sides know WIRE_FEAT_SEC. */
+static const char *proof_label(const struct sconn *c, const char *who, char *buf, size_t len)
+{
+	if (!c->sec_feat)
+		return who;
+	sec_proof_label(buf, len, who, c->req_features, c->rep_features, c->sec_asked, c->sec);
+	return buf;
+}
+
 static void handle_connect(struct rpc_server *s, struct sconn *c, const uint8_t *body)
 {
+	char label[96];
 	struct wire_cursor cur;
 	struct wire_connect_req req;
 	struct wire_connect_rep rep = { 0 };
 	uint8_t buf[512];
 
+	if (c->authed) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "CONNECT from %s (%s) after AUTH; closing",
+				c->peer, c->peer_name);
+		conn_close(s, c);
+		return;
+	}
 	wire_cursor_init_read(&cur, body, c->hdr.body_len);
 	wire_connect_req_decode(&cur, &req);
 	if (!wire_cursor_ok(&cur)) {
@@ -942,6 +1087,8 @@ static void handle_connect(struct rpc_server *s, struct sconn *c, const uint8_t 
 	}
 	rep.version = req.version_max < WIRE_VERSION ? req.version_max : WIRE_VERSION;
 	rep.features = req.features & WIRE_FEATURES_SUPPORTED;
+	if (negotiate_sec(s, c, &req, &rep) < 0)
+		return;
 	c->env = (rep.features & WIRE_FEAT_RECOVERY) != 0;
 	c->features = rep.features;
 	if (c->env) {
@@ -954,12 +1101,13 @@ static void handle_connect(struct rpc_server *s, struct sconn *c, const uint8_t 
 			s->conf.on_connect(s->conf.arg, c->id, &req, &rep);
 	}
 	memcpy(rep.nonce, c->snonce, WIRE_NONCE_LEN);
-	key_proof(&s->key, "nacre-server", c->cnonce, c->snonce, WIRE_NONCE_LEN, rep.proof);
+	key_proof(peer_key(s, c), proof_label(c, "nacre-server", label, sizeof(label)), c->cnonce,
+		  c->snonce, WIRE_NONCE_LEN, rep.proof);
 	str_copy(rep.server_name, s->server_name, sizeof(rep.server_name));
 	wire_cursor_init_write(&cur, buf, sizeof(buf));
 	wire_connect_rep_encode(&cur, &rep);
 	c->connected = 1;
-	conn_send(s, c, frame_build(&c->hdr, 0, buf, (uint32_t)cur.pos, NULL, NULL));
+	conn_send(s, c, frame_build(&c->hdr, 0, buf, (uint32_t)cur.pos, NULL, NULL, 0));
 }
 
 static void handle_auth(struct rpc_server *s, struct sconn *c, const uint8_t *body)
@@ -967,6 +1115,9 @@ static void handle_auth(struct rpc_server *s, struct sconn *c, const uint8_t *bo
 	struct wire_cursor cur;
 	struct wire_auth_req req;
 	uint8_t expect[WIRE_PROOF_LEN];
+	const char *rule;
+	char label[96];
+	int rc;
 
 	wire_cursor_init_read(&cur, body, c->hdr.body_len);
 	wire_auth_req_decode(&cur, &req);
@@ -975,21 +1126,53 @@ static void handle_auth(struct rpc_server *s, struct sconn *c, const uint8_t *bo
 		send_status(s, c, -EPROTO, 1);
 		return;
 	}
-	key_proof(&s->key, "nacre-client", c->snonce, c->cnonce, WIRE_NONCE_LEN, expect);
+	if (c->authed) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "second AUTH from %s (%s); closing",
+				c->peer, c->peer_name);
+		conn_close(s, c);
+		return;
+	}
+	key_proof(peer_key(s, c), proof_label(c, "nacre-client", label, sizeof(label)), c->snonce,
+		  c->cnonce, WIRE_NONCE_LEN, expect);
 	if (!key_proof_eq(expect, req.proof, WIRE_PROOF_LEN)) {
 		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
-				"refused %s (%s): wrong cluster key", c->peer, c->peer_name);
+				"refused %s (%s): wrong cluster key (or the handshake was "
+				"altered on the way)", c->peer, c->peer_name);
 		send_status(s, c, -NACRE_EAUTH, 1);
 		return;
+	}
+	/* The minimum again, now that the peer proved its key: a rule for a proven identity
+	 * (per-client keys) applies here. */
+	rc = peer_sec_min(s, c, &rule);
+	if (c->sec < rc) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+				"refused %s (%s): its connection has sec=%s, this server requires "
+				"sec=%s or better for it (%s)",
+				c->peer, c->peer_name, sec_flavour_name(c->sec), sec_flavour_name(rc),
+				rule);
+		send_sec_refusal(s, c, rc, rule);
+		return;
+	}
+	if (c->sec > WIRE_SEC_NULL) {
+		rc = sec_session_open(peer_key(s, c), c->cnonce, c->snonce, c->sec, 1, &c->sess);
+		if (rc < 0) {
+			LOG_ERR(SUBSYS, "cannot set up sec=%s for %s (%s): %s",
+				sec_flavour_name(c->sec), c->peer, c->peer_name,
+				nacre_strerror(rc));
+			send_status(s, c, -EIO, 1);
+			return;
+		}
 	}
 	c->authed = 1;
 	if (c->ue.listed) {
 		conn_limits_leave(&s->lim, &c->ue);
 		__atomic_fetch_sub(&g_unauth, 1, __ATOMIC_RELAXED);
 	}
-	LOG_INFO(SUBSYS, "connection %llu from %s (%s) authenticated",
-		 (unsigned long long)c->id, c->peer, c->peer_name);
+	LOG_INFO(SUBSYS, "connection %llu from %s (%s) authenticated, sec=%s",
+		 (unsigned long long)c->id, c->peer, c->peer_name, sec_flavour_name(c->sec));
+	/* The AUTH reply is the last plain frame; everything after it, both ways, is sealed. */
 	send_status(s, c, 0, 0);
+	c->sealed = c->sess != NULL;
 }
 
 /* Sends j's reply on c (or what a fault point made of it). */
@@ -1006,6 +1189,23 @@ static void job_reply(struct rpc_server *s, struct sconn *c, struct job *j)
 	j->reply = NULL;
 }
 
+/* Checks the tag of c's complete frame (and under privacy its body and bulk are plaintext
+ * now). Returns 0, or -1 after logging and closing the connection. */
+static int frame_open(struct rpc_server *s, struct sconn *c, const uint8_t *payload)
+{
+	size_t end = c->payload_len - WIRE_TAG_LEN;
+
+	if (!c->sec_bad && c->sec_upto == end && sec_open_final(c->sess, payload + end) == 0)
+		return 0;
+	LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+			"frame %s (xid %llu) from %s (%s) failed sec=%s verification "
+			"(altered, injected, replayed or reordered); closing",
+			wire_opcode_name(c->hdr.opcode), (unsigned long long)c->hdr.xid, c->peer,
+			c->peer_name, sec_flavour_name(c->sec));
+	conn_close(s, c);
+	return -1;
+}
+
 /* Frames the event thread answers itself (bad ones, the handshake, PING): returns 1 when c's
  * frame was one of them, and payload is then no longer needed. */
 static int answered_here(struct rpc_server *s, struct sconn *c, const uint8_t *payload)
@@ -1015,7 +1215,7 @@ static int answered_here(struct rpc_server *s, struct sconn *c, const uint8_t *p
 		conn_close(s, c);
 		return 1;
 	}
-	if (c->hdr.bulk_len && c->bulk_crc != c->hdr.bulk_crc) {
+	if (c->hdr.bulk_len && !c->sealed && c->bulk_crc != c->hdr.bulk_crc) {
 		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "bulk checksum mismatch in %s from %s",
 				wire_opcode_name(c->hdr.opcode), c->peer);
 		send_status(s, c, -EPROTO, 1);
@@ -1058,6 +1258,10 @@ static void conn_dispatch(struct rpc_server *s, struct sconn *c)
 	int deferred = 0;
 
 	c->payload = NULL;
+	if (c->sealed && frame_open(s, c, payload) < 0) {
+		bufcache_put(&s->payloads, payload, cap);
+		return;
+	}
 	if (answered_here(s, c, payload)) {
 		bufcache_put(&s->payloads, payload, cap);
 		return;
@@ -1135,6 +1339,12 @@ static int hdr_complete(struct rpc_server *s, struct sconn *c)
 	c->payload_got = 0;
 	c->bulk_crc = 0;
 	c->crc_upto = c->hdr.body_len;
+	if (c->sealed) {
+		c->payload_len += WIRE_TAG_LEN; /* the tag follows the bulk */
+		c->crc_upto = SIZE_MAX;         /* the tag covers the bulk: no CRC */
+		c->sec_upto = 0;
+		c->sec_bad = sec_open_begin(c->sess, c->hdr_buf) < 0;
+	}
 	c->payload = bufcache_get(&s->payloads, c->payload_len, &c->payload_cap);
 	if (!c->payload) {
 		conn_close(s, c);
@@ -1144,13 +1354,26 @@ static int hdr_complete(struct rpc_server *s, struct sconn *c)
 	return 0;
 }
 
-/* Extends c->bulk_crc over the bulk bytes received since the last call. */
+/* Extends c->bulk_crc over the bulk bytes received since the last call; on a sealed
+ * connection feeds them (body and bulk, not the tag) to the session instead, while they are
+ * still in the CPU cache. */
 static void crc_advance(struct sconn *c)
 {
 	if (c->payload_got > c->crc_upto) {
 		c->bulk_crc = crc32c(c->bulk_crc, c->payload + c->crc_upto,
 				     c->payload_got - c->crc_upto);
 		c->crc_upto = c->payload_got;
+	}
+	if (c->sealed) {
+		size_t end = c->payload_len - WIRE_TAG_LEN;
+		size_t upto = c->payload_got < end ? c->payload_got : end;
+
+		/* a failure fails the frame at its end (frame_open) */
+		if (upto > c->sec_upto && !c->sec_bad) {
+			c->sec_bad = sec_open_update(c->sess, c->payload + c->sec_upto,
+						     upto - c->sec_upto) < 0;
+			c->sec_upto = upto;
+		}
 	}
 }
 
@@ -1632,6 +1855,7 @@ void rpc_server_destroy(struct rpc_server *s)
 			frame_free(f);
 		}
 		bufcache_put(&s->payloads, c->payload, c->payload_cap);
+		sec_session_destroy(c->sess);
 		free(c);
 	}
 	if (s->listen_fd >= 0)

@@ -588,7 +588,9 @@ void wire_cap_rep_decode(struct wire_cursor *c, struct wire_cap_rep *m)
 /* connect_req (since version 1):
  *   u16 version_min, u16 version_max (1 <= min <= max), u64 features (unknown bits are
  *   ignored: the server answers with the intersection), u8 nonce[16],
- *   str fsname (0..8 bytes; "" or a valid fsname), name name */
+ *   str fsname (0..8 bytes; "" or a valid fsname), name name;
+ *   with WIRE_FEAT_RECOVERY: u64 client_id, u64 instance;
+ *   with WIRE_FEAT_SEC: u8 sec (0..2), u8 sec_flags (WIRE_SEC_RAISE) */
 void wire_connect_req_encode(struct wire_cursor *c, const struct wire_connect_req *m)
 {
 	wire_put_u16(c, m->version_min);
@@ -600,6 +602,10 @@ void wire_connect_req_encode(struct wire_cursor *c, const struct wire_connect_re
 	if (m->features & WIRE_FEAT_RECOVERY) {
 		wire_put_u64(c, m->client_id);
 		wire_put_u64(c, m->instance);
+	}
+	if (m->features & WIRE_FEAT_SEC) {
+		wire_put_u8(c, m->sec);
+		wire_put_u8(c, m->sec_flags);
 	}
 }
 
@@ -619,10 +625,18 @@ void wire_connect_req_decode(struct wire_cursor *c, struct wire_connect_req *m)
 		m->client_id = wire_get_u64(c);
 		m->instance = wire_get_u64(c);
 	}
+	if (m->features & WIRE_FEAT_SEC) {
+		m->sec = wire_get_u8(c);
+		m->sec_flags = wire_get_u8(c);
+		if (m->sec > WIRE_SEC_MAX_ || (m->sec_flags & ~(uint32_t)WIRE_SEC_RAISE))
+			wire_cursor_fail(c, -EPROTO);
+	}
 }
 
 /* connect_rep (since version 1):
- *   u16 version, u64 features, u8 nonce[16], u8 proof[32], name server_name */
+ *   u16 version, u64 features, u8 nonce[16], u8 proof[32], name server_name;
+ *   with WIRE_FEAT_RECOVERY: u64 instance, u32 session, u32 recovery_ms, u64 last_committed;
+ *   with WIRE_FEAT_SEC: u8 sec (0..2) */
 void wire_connect_rep_encode(struct wire_cursor *c, const struct wire_connect_rep *m)
 {
 	wire_put_u16(c, m->version);
@@ -636,6 +650,8 @@ void wire_connect_rep_encode(struct wire_cursor *c, const struct wire_connect_re
 		wire_put_u32(c, m->recovery_ms);
 		wire_put_u64(c, m->last_committed);
 	}
+	if (m->features & WIRE_FEAT_SEC)
+		wire_put_u8(c, m->sec);
 }
 
 void wire_connect_rep_decode(struct wire_cursor *c, struct wire_connect_rep *m)
@@ -656,6 +672,11 @@ void wire_connect_rep_decode(struct wire_cursor *c, struct wire_connect_rep *m)
 		if (m->session > WIRE_SESSION_RECOVER)
 			wire_cursor_fail(c, -EPROTO);
 	}
+	if (m->features & WIRE_FEAT_SEC) {
+		m->sec = wire_get_u8(c);
+		if (m->sec > WIRE_SEC_MAX_)
+			wire_cursor_fail(c, -EPROTO);
+	}
 }
 
 /* auth_req (since version 1): u8 proof[32] */
@@ -667,6 +688,22 @@ void wire_auth_req_encode(struct wire_cursor *c, const struct wire_auth_req *m)
 void wire_auth_req_decode(struct wire_cursor *c, struct wire_auth_req *m)
 {
 	wire_get_bytes(c, m->proof, WIRE_PROOF_LEN);
+}
+
+/* sec_refusal (with WIRE_FEAT_SEC): u8 min (0..2), str rule (0..96 bytes) */
+void wire_sec_refusal_encode(struct wire_cursor *c, const struct wire_sec_refusal *m)
+{
+	wire_put_u8(c, m->min);
+	str_put(c, m->rule, WIRE_SEC_RULE_MAX);
+}
+
+void wire_sec_refusal_decode(struct wire_cursor *c, struct wire_sec_refusal *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->min = wire_get_u8(c);
+	str_get(c, m->rule, 0, WIRE_SEC_RULE_MAX);
+	if (m->min > WIRE_SEC_MAX_)
+		wire_cursor_fail(c, -EPROTO);
 }
 
 /* ---- MDS requests ---- */

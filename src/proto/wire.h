@@ -46,9 +46,12 @@ enum {
 /* Feature bits negotiated in CONNECT: the server answers with the bits both sides know. */
 #define WIRE_FEAT_RECOVERY (1ull << 0) /* client ids, request and reply envelopes, reply
 					* cache, resend and replay (docs/recovery.md) */
+#define WIRE_FEAT_SEC (1ull << 1) /* wire security flavours: connect_req.sec and
+				   * connect_rep.sec, proofs that bind the negotiation, and
+				   * sealed frames after AUTH (see "wire security" below) */
 #define WIRE_FEAT_CAPS (1ull << 2) /* object capabilities: the MDS puts a wire_cap in open,
 				    * create and layout replies (docs/security.md) */
-#define WIRE_FEATURES_SUPPORTED (WIRE_FEAT_RECOVERY | WIRE_FEAT_CAPS)
+#define WIRE_FEATURES_SUPPORTED (WIRE_FEAT_RECOVERY | WIRE_FEAT_SEC | WIRE_FEAT_CAPS)
 
 /* Opcodes. Never renumber; add at the end of a family. Each has a row in the opcode table
  * (wire.c, read through wire_op_info): its request and reply messages, named here too. */
@@ -238,8 +241,44 @@ void wire_cap_get(struct wire_cursor *c, struct wire_cap *cap);
  * Until AUTH succeeds a server answers every other opcode with -NACRE_EAUTH and closes.
  * Before AUTH only CONNECT then AUTH may come, each with a body of at most
  * WIRE_HANDSHAKE_BODY_MAX bytes and no bulk (checked from the header, before the body is
- * read); anything else closes the connection. */
+ * read); anything else closes the connection.
+ *
+ * Wire security (WIRE_FEAT_SEC, as Lustre SSK's flavours). The client asks for a flavour in
+ * connect_req.sec; with WIRE_SEC_RAISE in sec_flags it accepts the server's minimum for it
+ * if that is higher. The server answers with the flavour of the connection in
+ * connect_rep.sec, or refuses a flavour below its minimum with -NACRE_ESEC and a sec_refusal
+ * body naming the rule. With WIRE_FEAT_SEC
+ * negotiated both proofs use the label "nacre-server"/"nacre-client" followed by
+ * " f=<req features>/<rep features> sec=<asked>/<chosen>" (hex, hex, decimal, decimal; asked
+ * is sec + 16 * sec_flags), so a
+ * relay that changes the features or the flavours fails the handshake (no downgrade).
+ * A client without WIRE_FEAT_SEC gets -NACRE_EPROTO_VERSION from a server whose minimum is
+ * above null. Session keys (proto/sec.h): HKDF-SHA256 over the key the peer proved, salt
+ * cnonce || snonce, info "nacre-sec c2s <sec>" / "nacre-sec s2c <sec>", 36 bytes each: an
+ * AES-256 key and a 4-byte nonce prefix. On an integrity or privacy connection every frame
+ * after the AUTH reply, both ways, is sealed with AES-256-GCM under its direction's key,
+ * nonce = prefix || u64 big-endian frame number (0, 1, ... per direction, never sent):
+ *   integrity: header, body and bulk are additional data; privacy: the header is, body and
+ *   bulk are encrypted in place (same length).
+ * The 16-byte tag follows the bulk (counted in neither body_len nor bulk_len) and bulk_crc
+ * is 0: the tag covers the bulk. A frame that fails its tag (altered, injected, replayed,
+ * reordered or after a dropped one) closes the connection. */
 #define WIRE_HANDSHAKE_BODY_MAX 1024u /* today a CONNECT is ~330 bytes, an AUTH 32 */
+enum {
+	WIRE_SEC_NULL = 0,      /* nothing after the handshake is protected */
+	WIRE_SEC_INTEGRITY = 1, /* every frame authenticated and numbered */
+	WIRE_SEC_PRIVACY = 2,   /* integrity, and body and bulk encrypted */
+	WIRE_SEC_MAX_ = WIRE_SEC_PRIVACY,
+};
+enum {
+	WIRE_SEC_RAISE = 1u << 0, /* connect_req.sec_flags: the server may raise the flavour */
+};
+#define WIRE_TAG_LEN 16
+#define WIRE_SEC_RULE_MAX 96
+struct wire_sec_refusal { /* body of CONNECT's -NACRE_ESEC reply */
+	uint8_t min;                        /* WIRE_SEC_*: the least the server accepts */
+	char rule[WIRE_SEC_RULE_MAX + 1];   /* str: what set it, e.g. "--sec-min" */
+};
 struct wire_connect_req {
 	uint16_t version_min;
 	uint16_t version_max;
@@ -250,6 +289,9 @@ struct wire_connect_req {
 	/* with WIRE_FEAT_RECOVERY in features: */
 	uint64_t client_id; /* random, for the mount's life; 0 = no session (a server) */
 	uint64_t instance;  /* the server instance this client last held state with, 0 = none */
+	/* with WIRE_FEAT_SEC in features: */
+	uint8_t sec;        /* WIRE_SEC_*: the flavour asked for */
+	uint8_t sec_flags;  /* WIRE_SEC_RAISE; unknown bits fail the decode */
 };
 /* connect_rep.session: what the server holds of the connecting client. */
 enum {
@@ -268,6 +310,8 @@ struct wire_connect_rep {
 	uint32_t session;        /* WIRE_SESSION_* */
 	uint32_t recovery_ms;    /* time left in the server's recovery window, 0 = none */
 	uint64_t last_committed; /* highest transno on disk */
+	/* with WIRE_FEAT_SEC in features: */
+	uint8_t sec;             /* WIRE_SEC_*: the connection's flavour */
 };
 struct wire_auth_req {
 	uint8_t proof[WIRE_PROOF_LEN];
@@ -690,6 +734,7 @@ struct wire_ost_destroy_fail { /* an object the OSS could not remove */
 WIRE_MSG(connect_req);
 WIRE_MSG(connect_rep);
 WIRE_MSG(auth_req);
+WIRE_MSG(sec_refusal);
 WIRE_MSG(fid_req);
 WIRE_MSG(name_req);
 WIRE_MSG(setattr_req);

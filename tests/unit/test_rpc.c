@@ -1,8 +1,8 @@
 /* test_rpc.c - the transport end to end over loopback TCP: handshake with the cluster key,
  * pipelined calls with bulk both ways, replies straight into caller buffers, refusals
  * (wrong key, wrong fsname), a raw-socket peer sending garbage, reconnection after the
- * server restarts, and many threads sharing one connection (the reader role passing between
- * them). */
+ * server restarts, many threads sharing one connection (the reader role passing between
+ * them), and the wire flavours: sealed calls, a server minimum that raises or refuses. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -67,10 +67,15 @@ static void *srv_main(void *arg)
 
 /* Limits for the next srv_start (0 = the defaults). */
 static struct rpc_server_conf next_limits;
+static int g_sec_min; /* the next server's --sec-min */
+static int (*g_sec_min_for)(void *, const char *, const char *, const char **);
+static int g_sec, g_sec_exact; /* what the next clients ask for */
 
 static int srv_start(struct srv *sv, const char *listen, const struct nacre_key *key)
 {
 	struct rpc_server_conf conf = {
+		.sec_min = g_sec_min,
+		.sec_min_for = g_sec_min_for,
 		.listen_addr = listen,
 		.fsname = "testfs",
 		.server_name = "test-server",
@@ -112,6 +117,7 @@ static struct rpc_conn *client(const char *addr, const char *fsname, const struc
 {
 	struct rpc_conn_conf cc = {
 		.addr = addr, .fsname = fsname, .name = "unit", .key = k, .timeout_ms = timeout_ms,
+		.sec = g_sec, .sec_exact = g_sec_exact,
 	};
 	struct rpc_conn *c = NULL;
 	rpc_conn_create(&cc, &c);
@@ -631,8 +637,110 @@ static void test_limits(void)
 	srv_stop(&sv);
 }
 
+/* Echo calls of several bulk sizes (one beyond the client's sealing buffer) on a connection
+ * of flavour sec; then a server with minimum sec refusing a client that asks exactly less,
+ * and raising one that lets it. */
+static void test_flavour(int sec)
+{
+	static const uint32_t sizes[] = {0, 1, 300000, 2600000};
+	struct nacre_key k = make_key(9);
+	struct srv sv;
+	struct rpc_conn *c;
+	char err[256];
+
+	g_sec_min = WIRE_SEC_NULL;
+	g_sec = sec;
+	g_sec_exact = 1;
+	CHECK(srv_start(&sv, "127.0.0.1:0", &k) == 0);
+	c = client(sv.addr, "testfs", &k, 5000);
+	CHECK_EQ(rpc_conn_connect(c, 2000, err, sizeof(err)), 0);
+	CHECK_EQ(rpc_conn_sec(c), sec);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint8_t *out = malloc(sizes[i] + 1), *in = calloc(1, sizes[i] + 1);
+		struct iovec iov = {out, sizes[i]};
+		struct rpc_call_args a = {.opcode = OP_ECHO, .body = "body!", .body_len = 5,
+					  .bulk = &iov, .bulk_iovcnt = sizes[i] ? 1 : 0,
+					  .reply_bulk = in, .reply_bulk_cap = sizes[i]};
+		struct rpc_msg *m = NULL;
+
+		for (uint32_t b = 0; b < sizes[i]; b++)
+			out[b] = (uint8_t)(b * 7 + i);
+		CHECK_EQ(rpc_call(c, &a, &m), 0);
+		CHECK(m && m->body_len == 5 && memcmp(m->body, "body!", 5) == 0);
+		CHECK(m && m->bulk_len == sizes[i] && memcmp(in, out, sizes[i]) == 0);
+		rpc_msg_free(m);
+		free(out);
+		free(in);
+	}
+	rpc_conn_destroy(c);
+	srv_stop(&sv);
+
+	/* a server whose minimum is sec: less, asked exactly, is refused with the rule */
+	g_sec_min = sec;
+	CHECK(srv_start(&sv, "127.0.0.1:0", &k) == 0);
+	g_sec = sec - 1;
+	c = client(sv.addr, "testfs", &k, 5000);
+	CHECK_EQ(rpc_conn_connect(c, 2000, err, sizeof(err)), -NACRE_ESEC);
+	CHECK(strstr(err, sec == WIRE_SEC_PRIVACY
+			       ? "server requires sec=privacy or better for this client (--sec-min)"
+			       : "server requires sec=integrity or better for this client "
+				 "(--sec-min)") != NULL);
+	rpc_conn_destroy(c);
+	/* ...and the same client letting the server choose gets the minimum */
+	g_sec_exact = 0;
+	c = client(sv.addr, "testfs", &k, 5000);
+	CHECK_EQ(rpc_conn_connect(c, 2000, err, sizeof(err)), 0);
+	CHECK_EQ(rpc_conn_sec(c), sec);
+	{
+		struct rpc_call_args a = {.opcode = OP_ECHO, .body = "x", .body_len = 1};
+		struct rpc_msg *m = NULL;
+		CHECK_EQ(rpc_call(c, &a, &m), 0);
+		rpc_msg_free(m);
+	}
+	rpc_conn_destroy(c);
+	srv_stop(&sv);
+	g_sec_min = g_sec = g_sec_exact = 0;
+}
+
+/* A rule that tightens between CONNECT and AUTH (as one for a proven client key would): the
+ * minimum is checked again at AUTH. */
+static int hook_calls;
+static int tightening_rule(void *arg, const char *peer, const char *name, const char **rule)
+{
+	(void)arg;
+	(void)peer;
+	*rule = strcmp(name, "unit") == 0 ? "nodemap rule 'lab'" : "?";
+	return hook_calls++ == 0 ? WIRE_SEC_NULL : WIRE_SEC_PRIVACY;
+}
+
+static void test_sec_hook_at_auth(void)
+{
+	struct nacre_key k = make_key(5);
+	struct srv sv;
+	struct rpc_conn *c;
+	char err[256];
+
+	g_sec_min_for = tightening_rule;
+	CHECK(srv_start(&sv, "127.0.0.1:0", &k) == 0);
+	c = client(sv.addr, "testfs", &k, 5000);
+	CHECK_EQ(rpc_conn_connect(c, 2000, err, sizeof(err)), -NACRE_ESEC);
+	CHECK_EQ(hook_calls, 2);
+	CHECK(strstr(err, "requires sec=privacy or better for this client (nodemap rule 'lab')"));
+	rpc_conn_destroy(c);
+	srv_stop(&sv);
+	g_sec_min_for = NULL;
+}
+
 int main(void)
 {
+	test_sec_hook_at_auth();
+	test_flavour(WIRE_SEC_INTEGRITY);
+	test_flavour(WIRE_SEC_PRIVACY);
+	/* the whole transport again, sealed */
+	g_sec = WIRE_SEC_PRIVACY;
+	test_pipelined();
+	test_concurrent_callers();
+	g_sec = 0;
 	test_payload_read_boundaries();
 	test_bulk_checksum_pieces();
 	test_pipelined();

@@ -188,6 +188,7 @@ static void test_hdr(void)
 NOFIX(connect_req)
 NOFIX(connect_rep)
 NOFIX(auth_req)
+NOFIX(sec_refusal)
 NOFIX(fid_req)
 NOFIX(name_req)
 NOFIX(setattr_req)
@@ -418,6 +419,42 @@ static void test_roundtrips(void)
 		ROUNDTRIP(connect_req, &m);
 		memset(m.fsname, 0, sizeof(m.fsname)); /* no fsname: allowed */
 		ROUNDTRIP(connect_req, &m);
+		m.features = WIRE_FEAT_RECOVERY | WIRE_FEAT_SEC;
+		m.client_id = 77;
+		m.sec = WIRE_SEC_PRIVACY;
+		m.sec_flags = WIRE_SEC_RAISE;
+		ROUNDTRIP(connect_req, &m);
+	}
+	{
+		/* with WIRE_FEAT_SEC: u8 sec, u8 sec_flags at the very end; bad values fail */
+		struct wire_connect_req m, d;
+		struct wire_cursor c;
+		uint8_t buf[256];
+
+		memset(&m, 0, sizeof(m));
+		m.version_min = m.version_max = 1;
+		m.features = WIRE_FEAT_SEC;
+		memcpy(m.name, "n", 2);
+		m.sec = WIRE_SEC_INTEGRITY;
+		wire_cursor_init_write(&c, buf, sizeof(buf));
+		wire_connect_req_encode(&c, &m);
+		CHECK(wire_cursor_ok(&c));
+		CHECK_EQ(wire_cursor_pos(&c), 2 + 2 + 8 + 16 + 2 + 0 + 2 + 1 + 2);
+		CHECK_EQ(buf[wire_cursor_pos(&c) - 2], WIRE_SEC_INTEGRITY);
+		CHECK_EQ(buf[wire_cursor_pos(&c) - 1], 0);
+		buf[wire_cursor_pos(&c) - 2] = 3; /* no such flavour */
+		CHECK(!DECODE_OK(wire_connect_req_decode, buf, wire_cursor_pos(&c), &d));
+		buf[wire_cursor_pos(&c) - 2] = 1;
+		buf[wire_cursor_pos(&c) - 1] = 2; /* unknown flag */
+		CHECK(!DECODE_OK(wire_connect_req_decode, buf, wire_cursor_pos(&c), &d));
+	}
+	{
+		struct wire_sec_refusal m;
+
+		memset(&m, 0, sizeof(m));
+		m.min = WIRE_SEC_PRIVACY;
+		memcpy(m.rule, "--sec-min", 10);
+		ROUNDTRIP(sec_refusal, &m);
 	}
 	{
 		struct wire_connect_rep m;
@@ -428,6 +465,9 @@ static void test_roundtrips(void)
 		memset(m.nonce, 0xaa, sizeof(m.nonce));
 		memset(m.proof, 0x55, sizeof(m.proof));
 		memcpy(m.server_name, "nacre-MDT0000", 14);
+		ROUNDTRIP(connect_rep, &m);
+		m.features = WIRE_FEAT_SEC;
+		m.sec = WIRE_SEC_INTEGRITY;
 		ROUNDTRIP(connect_rep, &m);
 	}
 	{
