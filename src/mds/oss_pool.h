@@ -39,4 +39,10 @@ struct mds_oss_obj {
  * during the call. Thread-safe. */
 void mds_oss_destroy_batch(struct mds *m, struct mds_oss_obj *objs, size_t n);
 
+struct keytab_entry;
+/* OST_KEY_UPDATE of entries e[0..n) to every OSS that has an OST up, all at once; waits for
+ * the answers at most MDS_KEYS_PUSH_MS (keys.h). An OSS that misses it pulls the table
+ * when it registers again, and at each heartbeat round. Failures are logged. */
+void mds_oss_key_update(struct mds *m, const struct keytab_entry *e, int n);
+
 #endif

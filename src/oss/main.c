@@ -23,6 +23,7 @@
 #include "nacre/nacre_types.h"
 #include "oss/dispatch.h"
 #include "oss/oss_metrics.h"
+#include "oss/keys.h"
 #include "oss/register.h"
 #include "oss/target.h"
 #include "proto/rpc.h"
@@ -338,6 +339,7 @@ int main(int argc, char **argv)
 	uint16_t port;
 	struct rpc_server *srv = NULL;
 	struct oss_register *reg = NULL;
+	struct oss_keys keys = {0};
 
 	if (parse_opts(argc, argv, &o))
 		return 1;
@@ -397,6 +399,10 @@ int main(int argc, char **argv)
 	struct oss_ctx ctx = { .targets = targets, .ntargets = ntargets };
 	const char *nb = getenv("NACRE_OSS_NO_DESTROY_BATCH");
 	ctx.no_destroy_batch = nb && !strcmp(nb, "1");
+	if (oss_keys_init(&keys, &ctx)) {
+		fail("out of memory");
+		goto out_close;
+	}
 	char server_name[NACRE_NAME_MAX + 1];
 	snprintf(server_name, sizeof(server_name), "oss@%s", listen_addr);
 	struct rpc_server_conf sc = {
@@ -405,9 +411,10 @@ int main(int argc, char **argv)
 		.server_name = server_name,
 		.key = &key,
 		.nworkers = o.workers,
-		.handler = oss_dispatch,
+		.handler = oss_keys_serve,
 		.allow_fault_set = o.allow_faults,
-		.arg = &ctx,
+		.key_check = oss_keys_check,
+		.arg = &keys,
 	};
 	rc = rpc_server_create(&sc, &srv, err, sizeof(err));
 	if (rc) {
@@ -424,6 +431,7 @@ int main(int argc, char **argv)
 	}
 
 	g_server = srv;
+	keys.server = srv;
 	daemon_stop_signals(on_signal);
 
 	struct oss_register_conf rc_conf = {
@@ -431,6 +439,7 @@ int main(int argc, char **argv)
 		.fsname = o.fsname,
 		.addr = reg_addr,
 		.key = &key,
+		.keys = &keys,
 		.targets = targets,
 		.ntargets = ntargets,
 	};
@@ -479,6 +488,7 @@ out_close:
 	oss_register_destroy(reg);
 	g_server = NULL;
 	rpc_server_destroy(srv);
+	oss_keys_fini(&keys);
 	for (int i = 0; i < ntargets; i++)
 		oss_target_close(targets[i]);
 	memset(&key, 0, sizeof(key));

@@ -519,8 +519,23 @@ static void describe(char *err, size_t err_len, const char *addr, const struct r
 	default:
 		break;
 	}
-	if (rc == -NACRE_EAUTH)
+	if (rc == -NACRE_EAUTH && c->key.role != KEY_ROLE_SERVER)
+		snprintf(err, err_len, "%s key %s (generation %llu) rejected by %s: check that "
+			 "it was issued for this file system (nacre key issue)",
+			 key_role_name(c->key.role), c->key.name, (unsigned long long)c->key.gen,
+			 addr);
+	else if (rc == -NACRE_EAUTH)
 		snprintf(err, err_len, "cluster key rejected by %s%s", addr, hint);
+	else if (rc == -EKEYREVOKED)
+		snprintf(err, err_len, "%s refused key %s: key %s was revoked (nacre key revoke); "
+			 "ask for a new one (nacre key issue)", addr, c->key.name, c->key.name);
+	else if (rc == -EKEYEXPIRED)
+		snprintf(err, err_len, "%s refused key %s: generation %llu was replaced by a newer "
+			 "one (nacre key issue); use the new key file", addr, c->key.name,
+			 (unsigned long long)c->key.gen);
+	else if (rc == -EKEYREJECTED)
+		snprintf(err, err_len, "%s refused key %s: it does not know that key (not issued "
+			 "by its MDS, or of another role)", addr, c->key.name);
 	else if (rc == -NACRE_EFSNAME)
 		snprintf(err, err_len, "%s does not serve file system '%s'%s", addr, c->fsname,
 			 hint);
@@ -546,7 +561,14 @@ static int dial(struct rpc_conn *c, const char *addr, uint64_t instance, int64_t
 	fd = net_connect(addr, (int)left);
 	if (fd < 0)
 		return fd;
-	req.features = WIRE_FEATURES_SUPPORTED;
+	req.features = WIRE_FEATURES_SUPPORTED & ~WIRE_FEAT_KEY_ID;
+	if (c->key.present && c->key.role != KEY_ROLE_SERVER) {
+		/* which key we prove: the server derives it from the cluster key */
+		req.features |= WIRE_FEAT_KEY_ID;
+		req.key.role = (uint8_t)c->key.role;
+		str_copy(req.key.name, c->key.name, sizeof(req.key.name));
+		req.key.gen = c->key.gen;
+	}
 	req.client_id = c->client_id;
 	req.instance = instance;
 	rc = key_random(req.nonce, sizeof(req.nonce));
@@ -1150,7 +1172,8 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 			c->last_err = fd;
 			/* Authentication and fsname errors will not heal by waiting. */
 			if (fd == -NACRE_EAUTH || fd == -NACRE_EFSNAME ||
-			    fd == -NACRE_EPROTO_VERSION)
+			    fd == -NACRE_EPROTO_VERSION || fd == -EKEYREVOKED ||
+			    fd == -EKEYEXPIRED || fd == -EKEYREJECTED)
 				return fd;
 			c->cur_addr = (c->cur_addr + 1) % c->naddrs;
 			if ((!retry || last_try) && tried >= c->naddrs)

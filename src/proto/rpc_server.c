@@ -69,6 +69,8 @@ struct sconn {
 	uint64_t client_id; /* the peer's session id from CONNECT, 0 = none */
 	uint8_t cnonce[WIRE_NONCE_LEN];
 	uint8_t snonce[WIRE_NONCE_LEN];
+	struct nacre_key key; /* the key the peer proves (rpc_peer_key): role, name, gen; set
+			       * at CONNECT, then read by workers too */
 
 	enum rx_state rx;
 	uint8_t rxbuf[RX_BUF];  /* bytes read but not yet consumed: [rx_off, rx_len) */
@@ -138,6 +140,7 @@ struct rpc_server {
 	int nworkers;
 	struct bufcache payloads; /* request payloads and reply bulks */
 	uint64_t instance;        /* random per start, told in CONNECT */
+	int recheck_keys;         /* rpc_server_recheck_keys asked; atomic access */
 };
 
 static void queue_push(struct job_queue *q, struct job *j)
@@ -358,6 +361,8 @@ static int run_request(struct rpc_server *s, struct job *j)
 		.conn_id = j->conn_id,
 		.peer = j->conn->peer,
 		.peer_name = j->conn->peer_name,
+		.peer_role = j->conn->key.role,
+		.key_name = j->conn->key.name,
 		.client_id = j->conn->client_id,
 		.resumed = j->resumed,
 		.job_ = j,
@@ -526,6 +531,7 @@ static void conn_free(struct rpc_server *s, struct sconn *c)
 		s->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	key_wipe(&c->key);
 	if (c->authed && s->conf.on_disconnect) {
 		j = calloc(1, sizeof(*j));
 		if (j) {
@@ -680,6 +686,13 @@ static void handle_fault_set(struct rpc_server *s, struct sconn *c, const uint8_
 				c->peer, c->peer_name);
 		goto out;
 	}
+	rc = -EACCES;
+	if (c->key.role == KEY_ROLE_CLIENT) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+				"refused FAULT_SET from %s (%s, client key %s): a client key "
+				"cannot run admin requests", c->peer, c->peer_name, c->key.name);
+		goto out;
+	}
 	wire_cursor_init_read(&cur, body, c->hdr.body_len);
 	if (c->env)
 		wire_get_view(&cur, WIRE_REQ_ENV_LEN);
@@ -740,6 +753,14 @@ static void handle_connect(struct rpc_server *s, struct sconn *c, const uint8_t 
 		send_status(s, c, -NACRE_EFSNAME, 1);
 		return;
 	}
+	if (rpc_peer_key(&s->key, &req, &c->key) < 0) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+				"refused %s (%s): it offers %s key %s, and this server holds no "
+				"cluster key to check it with", c->peer, c->peer_name,
+				key_role_name(req.key.role), req.key.name);
+		send_status(s, c, -NACRE_EAUTH, 1);
+		return;
+	}
 	memcpy(c->cnonce, req.nonce, WIRE_NONCE_LEN);
 	if (key_random(c->snonce, WIRE_NONCE_LEN) < 0) {
 		send_status(s, c, -EIO, 1);
@@ -758,12 +779,52 @@ static void handle_connect(struct rpc_server *s, struct sconn *c, const uint8_t 
 			s->conf.on_connect(s->conf.arg, c->id, &req, &rep);
 	}
 	memcpy(rep.nonce, c->snonce, WIRE_NONCE_LEN);
-	key_proof(&s->key, "nacre-server", c->cnonce, c->snonce, WIRE_NONCE_LEN, rep.proof);
+	key_proof(&c->key, "nacre-server", c->cnonce, c->snonce, WIRE_NONCE_LEN, rep.proof);
 	str_copy(rep.server_name, s->server_name, sizeof(rep.server_name));
 	wire_cursor_init_write(&cur, buf, sizeof(buf));
 	wire_connect_rep_encode(&cur, &rep);
 	c->connected = 1;
 	conn_send(s, c, frame_build(&c->hdr, 0, buf, (uint32_t)cur.pos, NULL, NULL));
+}
+
+/* Whether c's proven client or admin key is still good (the key table): 0, or the error
+ * (logged, rate-limited) to refuse it with. Server keys always are. */
+static int key_current(struct rpc_server *s, struct sconn *c)
+{
+	int rc;
+
+	if (c->key.role == KEY_ROLE_SERVER)
+		return 0;
+	rc = s->conf.key_check ? s->conf.key_check(s->conf.arg, c->key.role, c->key.name,
+						    c->key.gen)
+			       : -EKEYREJECTED;
+	if (rc)
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+				"refused %s (%s): %s key %s generation %llu: %s", c->peer,
+				c->peer_name, key_role_name(c->key.role), c->key.name,
+				(unsigned long long)c->key.gen, nacre_strerror(rc));
+	return rc;
+}
+
+/* Closes every connection whose key the key table refuses now (rpc_server_recheck_keys). */
+static void recheck_keys(struct rpc_server *s)
+{
+	for (struct sconn *c = s->conns; c; c = c->next) {
+		if (c->closing || !c->authed || c->key.role == KEY_ROLE_SERVER)
+			continue;
+		if (key_current(s, c) != 0) {
+			LOG_INFO(SUBSYS, "closing connection %llu from %s (%s): %s key %s is no "
+				 "longer valid", (unsigned long long)c->id, c->peer, c->peer_name,
+				 key_role_name(c->key.role), c->key.name);
+			conn_close(s, c);
+		}
+	}
+}
+
+void rpc_server_recheck_keys(struct rpc_server *s)
+{
+	__atomic_store_n(&s->recheck_keys, 1, __ATOMIC_RELEASE);
+	wake_loop(s);
 }
 
 static void handle_auth(struct rpc_server *s, struct sconn *c, const uint8_t *body)
@@ -779,16 +840,32 @@ static void handle_auth(struct rpc_server *s, struct sconn *c, const uint8_t *bo
 		send_status(s, c, -EPROTO, 1);
 		return;
 	}
-	key_proof(&s->key, "nacre-client", c->snonce, c->cnonce, WIRE_NONCE_LEN, expect);
+	key_proof(&c->key, "nacre-client", c->snonce, c->cnonce, WIRE_NONCE_LEN, expect);
 	if (!key_proof_eq(expect, req.proof, WIRE_PROOF_LEN)) {
-		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
-				"refused %s (%s): wrong cluster key", c->peer, c->peer_name);
+		if (c->key.role == KEY_ROLE_SERVER)
+			LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "refused %s (%s): wrong cluster key",
+					c->peer, c->peer_name);
+		else
+			LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+					"refused %s (%s): wrong %s key %s generation %llu",
+					c->peer, c->peer_name, key_role_name(c->key.role),
+					c->key.name, (unsigned long long)c->key.gen);
 		send_status(s, c, -NACRE_EAUTH, 1);
 		return;
 	}
+	int rc = key_current(s, c);
+	if (rc) {
+		send_status(s, c, rc, 1);
+		return;
+	}
 	c->authed = 1;
-	LOG_INFO(SUBSYS, "connection %llu from %s (%s) authenticated",
-		 (unsigned long long)c->id, c->peer, c->peer_name);
+	if (c->key.role == KEY_ROLE_SERVER)
+		LOG_INFO(SUBSYS, "connection %llu from %s (%s) authenticated with the cluster key",
+			 (unsigned long long)c->id, c->peer, c->peer_name);
+	else
+		LOG_INFO(SUBSYS, "connection %llu from %s (%s) authenticated: %s key %s "
+			 "generation %llu", (unsigned long long)c->id, c->peer, c->peer_name,
+			 key_role_name(c->key.role), c->key.name, (unsigned long long)c->key.gen);
 	send_status(s, c, 0, 0);
 }
 
@@ -1214,6 +1291,8 @@ int rpc_server_run(struct rpc_server *s)
 			}
 			if (p == &s->evfd) {
 				drain_done(s);
+				if (__atomic_exchange_n(&s->recheck_keys, 0, __ATOMIC_ACQ_REL))
+					recheck_keys(s);
 				continue;
 			}
 			c = p;
