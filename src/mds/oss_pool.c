@@ -417,8 +417,8 @@ void mds_oss_key_update(struct mds *m, const struct keytab_entry *e, int n)
 		return;
 	}
 	wire_cursor_init_dyn(&body, WIRE_BODY_MAX);
-	struct wire_key_list head = {.count = (uint32_t)n};
-	wire_key_list_encode(&body, &head);
+	struct wire_key_update head = {.count = (uint32_t)n};
+	wire_key_update_encode(&body, &head);
 	for (int i = 0; i < n; i++) {
 		struct wire_key_entry w = {.role = (uint32_t)e[i].role, .gen = e[i].gen,
 					   .revoked = e[i].revoked ? 1u : 0u};

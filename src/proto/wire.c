@@ -101,7 +101,7 @@ static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(MDS_KEY_ISSUE, "key_req", "key_list", 0),
 	OP(MDS_KEY_REVOKE, "key_req", "key_list", IDEM),
 	OP(MDS_KEY_LIST, "cred_req", "key_list", IDEM),
-	OP(OST_KEY_UPDATE, "key_list", "empty", IDEM),
+	OP(OST_KEY_UPDATE, "key_update", "empty", IDEM),
 };
 #undef OP
 #undef RC
@@ -1118,6 +1118,20 @@ void wire_key_list_decode(struct wire_cursor *c, struct wire_key_list *m)
 	if (wire_cursor_ok(c) && (m->count > WIRE_KEY_LIST_MAX ||
 				  m->count > wire_cursor_left(c) / WIRE_KEY_ENTRY_MIN))
 		wire_cursor_fail(c, -EPROTO);
+}
+
+/* key_update (since the key table): a key_list */
+void wire_key_update_encode(struct wire_cursor *c, const struct wire_key_update *m)
+{
+	struct wire_key_list l = {.count = m->count};
+	wire_key_list_encode(c, &l);
+}
+
+void wire_key_update_decode(struct wire_cursor *c, struct wire_key_update *m)
+{
+	struct wire_key_list l;
+	wire_key_list_decode(c, &l);
+	m->count = l.count;
 }
 
 /* key entry: str name (a valid key name), u8 role (1..2), u64 gen (>= 1), u32 revoked

@@ -130,7 +130,7 @@ enum wire_opcode {
 				       * generation of a client or admin key (admin, server) */
 	WIRE_OP_MDS_KEY_REVOKE = 101, /* req: key_req; rep: key_list (the entry) (admin, server) */
 	WIRE_OP_MDS_KEY_LIST = 102,   /* req: cred_req; rep: key_list (admin, server) */
-	WIRE_OP_OST_KEY_UPDATE = 103, /* req: key_list; rep: empty: the MDS's key table
+	WIRE_OP_OST_KEY_UPDATE = 103, /* req: key_update; rep: empty: the MDS's key table
 				       * changed (server only) */
 
 	WIRE_OP_MAX_ = 128,
@@ -495,6 +495,9 @@ struct wire_key_req {
 struct wire_key_list {
 	uint32_t count; /* <= WIRE_KEY_LIST_MAX, checked against the bytes present */
 };
+struct wire_key_update { /* OST_KEY_UPDATE: a key_list, as the MDS pushes it */
+	uint32_t count;
+};
 struct wire_key_entry {
 	char name[KEY_NAME_MAX + 1];
 	uint32_t role;   /* KEY_ROLE_CLIENT or KEY_ROLE_ADMIN */
@@ -724,6 +727,7 @@ WIRE_MSG(append_req);
 WIRE_MSG(append_rep);
 WIRE_MSG(key_req);
 WIRE_MSG(key_list);
+WIRE_MSG(key_update);
 #undef WIRE_MSG
 /* The items of a key_list. */
 void wire_key_entry_put(struct wire_cursor *c, const struct wire_key_entry *e);
