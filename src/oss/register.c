@@ -45,6 +45,7 @@ struct oss_register {
 	int conn_state; /* last logged: 1 up, 0 unknown, or the -errno of the failure */
 	int *registered; /* per target: 1 registered; 0 not (yet) */
 	int *tgt_state;  /* per target, last logged: 1 registered, 0 unknown, or the -errno */
+	int keys_rc;     /* last KEY_LIST outcome, logged on change */
 };
 
 static int is_fatal(int rc)
@@ -168,7 +169,6 @@ static void pull_keys(struct oss_register *r)
 	struct wire_cred_req cr;
 	struct wire_cursor c;
 	struct rpc_msg *reply = NULL;
-	static int last_rc;
 
 	memset(&cr, 0, sizeof(cr));
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
@@ -185,11 +185,11 @@ static void pull_keys(struct oss_register *r)
 	if (rc == 0 && reply)
 		rc = oss_keys_apply(r->keys, reply->body, reply->body_len);
 	rpc_msg_free(reply);
-	if (rc && rc != last_rc)
+	if (rc && rc != r->keys_rc)
 		LOG_WARN("register", "cannot fetch the key table from MDS %s: %s; client keys "
 			 "issued since are refused until it answers", rpc_conn_addr(r->conn),
 			 nacre_strerror(rc));
-	last_rc = rc;
+	r->keys_rc = rc;
 }
 
 /* One pass: connect if needed, register what is not registered, heartbeat the rest.

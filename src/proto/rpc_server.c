@@ -788,8 +788,8 @@ static void handle_connect(struct rpc_server *s, struct sconn *c, const uint8_t 
 }
 
 /* Whether c's proven client or admin key is still good (the key table): 0, or the error
- * (logged, rate-limited) to refuse it with. Server keys always are. */
-static int key_current(struct rpc_server *s, struct sconn *c)
+ * to refuse it with (logged, rate-limited, if log). Server keys always are. */
+static int key_current(struct rpc_server *s, struct sconn *c, int log)
 {
 	int rc;
 
@@ -798,7 +798,7 @@ static int key_current(struct rpc_server *s, struct sconn *c)
 	rc = s->conf.key_check ? s->conf.key_check(s->conf.arg, c->key.role, c->key.name,
 						    c->key.gen)
 			       : -EKEYREJECTED;
-	if (rc)
+	if (rc && log)
 		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
 				"refused %s (%s): %s key %s generation %llu: %s", c->peer,
 				c->peer_name, key_role_name(c->key.role), c->key.name,
@@ -812,10 +812,12 @@ static void recheck_keys(struct rpc_server *s)
 	for (struct sconn *c = s->conns; c; c = c->next) {
 		if (c->closing || !c->authed || c->key.role == KEY_ROLE_SERVER)
 			continue;
-		if (key_current(s, c) != 0) {
+		int rc = key_current(s, c, 0);
+		if (rc) {
 			LOG_INFO(SUBSYS, "closing connection %llu from %s (%s): %s key %s is no "
-				 "longer valid", (unsigned long long)c->id, c->peer, c->peer_name,
-				 key_role_name(c->key.role), c->key.name);
+				 "longer valid (%s)", (unsigned long long)c->id, c->peer,
+				 c->peer_name, key_role_name(c->key.role), c->key.name,
+				 nacre_strerror(rc));
 			conn_close(s, c);
 		}
 	}
@@ -853,7 +855,7 @@ static void handle_auth(struct rpc_server *s, struct sconn *c, const uint8_t *bo
 		send_status(s, c, -NACRE_EAUTH, 1);
 		return;
 	}
-	int rc = key_current(s, c);
+	int rc = key_current(s, c, 1);
 	if (rc) {
 		send_status(s, c, rc, 1);
 		return;
