@@ -5,7 +5,7 @@
  * transport checks every handshake of a client or admin key (mds_keys_check). KEY_ISSUE
  * bumps a name's generation, KEY_REVOKE marks it revoked; both commit, then push the
  * entry to every OSS that is up (OST_KEY_UPDATE, all at once, waiting at most
- * MDS_KEYS_PUSH_MS) and close the connections the change invalidates, before they answer.
+ * MDS_OSS_KEYS_PUSH_MS, oss_pool.h) and close the connections the change invalidates, before they answer.
  * OSSes pull the whole table with KEY_LIST when they register. Thread-safe. */
 #ifndef NACRE_MDS_KEYS_H
 #define NACRE_MDS_KEYS_H
@@ -14,8 +14,6 @@
 
 #include "mds/mds.h"
 #include "proto/rpc.h"
-
-#define MDS_KEYS_PUSH_MS 2000
 
 struct mds_keys;
 

@@ -10,7 +10,6 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "mds/db.h"
-#include "mds/keys.h"
 #include "mds/targets.h"
 #include "nacre/nacre_errno.h"
 #include "proto/rpc.h"
@@ -441,7 +440,7 @@ void mds_oss_key_update(struct mds *m, const struct keytab_entry *e, int n)
 					  .flags = RPC_IDEMPOTENT,
 					  .body = body.buf,
 					  .body_len = (uint32_t)wire_cursor_pos(&body),
-					  .timeout_ms = MDS_KEYS_PUSH_MS};
+					  .timeout_ms = MDS_OSS_KEYS_PUSH_MS};
 		if (rpc_start(conn, &a, &pend[i]))
 			pend[i] = NULL;
 	}
