@@ -134,6 +134,9 @@ struct rpc_conn {
 	uint64_t next_xid;         /* protected by lock */
 	char server_name[NACRE_NAME_MAX + 1]; /* protected by lock */
 	int last_err;              /* last connect error, for messages; protected by lock */
+	int key_dead;              /* -EKEYREVOKED/-EKEYEXPIRED: our key was revoked or
+				    * replaced, for good (key table entries only move forward):
+				    * calls fail at once without dialing; protected by lock */
 	int backoff_ms;            /* pause before the next attempt; protected by lock */
 	int64_t heard_ms;          /* last time the server was heard from; protected by lock */
 	int gave_up;               /* a call waited its whole recovery_ms since heard_ms and
@@ -1127,6 +1130,8 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 
 	while (c->fd < 0) {
 		struct wire_connect_rep rep;
+		if (c->key_dead)
+			return c->key_dead;
 		char addr[NACRE_ADDR_MAX + 1];
 		int64_t now = net_now_ms(), attempt;
 		uint64_t instance = c->instance;
@@ -1171,9 +1176,17 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 					  nacre_strerror(fd));
 			c->last_err = fd;
 			/* Authentication and fsname errors will not heal by waiting. */
+			if (fd == -EKEYREVOKED || fd == -EKEYEXPIRED) {
+				LOG_WARN(SUBSYS, "%s refused %s key %s: %s; every call to it fails "
+					 "from now on", addr, key_role_name(c->key.role), c->key.name,
+					 nacre_strerror(fd));
+				c->key_dead = fd;
+				return fd;
+			}
+			/* A key the server does not know (yet: an OSS that has not heard from
+			 * the MDS) may heal for calls; a connect reports it at once. */
 			if (fd == -NACRE_EAUTH || fd == -NACRE_EFSNAME ||
-			    fd == -NACRE_EPROTO_VERSION || fd == -EKEYREVOKED ||
-			    fd == -EKEYEXPIRED || fd == -EKEYREJECTED)
+			    fd == -NACRE_EPROTO_VERSION || (fd == -EKEYREJECTED && !retry))
 				return fd;
 			c->cur_addr = (c->cur_addr + 1) % c->naddrs;
 			if ((!retry || last_try) && tried >= c->naddrs)
