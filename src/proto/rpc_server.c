@@ -731,6 +731,13 @@ static void handle_connect(struct rpc_server *s, struct sconn *c, const uint8_t 
 	struct wire_connect_rep rep = { 0 };
 	uint8_t buf[512];
 
+	if (c->authed) {
+		/* the proven key (and role) is the connection's for good: no second handshake */
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "%s (%s) sent CONNECT after authenticating",
+				c->peer, c->peer_name);
+		send_status(s, c, -EPROTO, 1);
+		return;
+	}
 	wire_cursor_init_read(&cur, body, c->hdr.body_len);
 	wire_connect_req_decode(&cur, &req);
 	if (!wire_cursor_ok(&cur)) {
