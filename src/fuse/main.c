@@ -90,7 +90,7 @@ static void usage(FILE *out, const char *prog)
 		"  -f                foreground (do not daemonize)\n"
 		"  -d                foreground, with a trace of every FUSE request\n"
 		"  -o ro             read-only mount\n"
-		"  -o key_file=PATH  cluster key (default $NACRE_KEY_FILE)\n"
+		"  -o key_file=PATH  cluster key or client key (default $NACRE_KEY_FILE)\n"
 		"  -o attr_timeout=SECS, entry_timeout=SECS   kernel cache times (default 1.0)\n"
 		"  -o timeout=SECS   per-request limit while a server answers (default 30)\n"
 		"  -o recovery_timeout=SECS   how long calls wait for a server that is down or\n"
