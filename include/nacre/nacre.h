@@ -182,6 +182,31 @@ int nacre_recovery_status(struct nacre_fs *fs, struct nacre_recovery_status *out
 int nacre_fault_set(const char *addr, const char *fsname, const char *key_file,
 		    const char *spec, char *armed, size_t armed_len, char *err, size_t err_len);
 
+/* ---- client keys (docs/security.md, "Keys and roles") ----
+ * Admin calls to the MDS at addr serving fsname, on a connection of their own, proving the
+ * key in key_file (NULL: $NACRE_KEY_FILE): the cluster key, or an admin key for revoke and
+ * list. On failure they return a negative error with a sentence in err. Thread-safe. */
+struct nacre_key_info {
+	char name[65];
+	int admin;        /* 1: an admin key, 0: a client key */
+	uint64_t gen;     /* the current generation */
+	int revoked;
+};
+/* Issues a new generation of the client (admin = 0) or admin key name and writes its key
+ * file to out_file (mode 0600; never over an existing file: -EEXIST). Needs the cluster key
+ * (the key is derived from it here; no key crosses the network). *gen (may be NULL) gets
+ * the generation. */
+int nacre_key_issue(const char *addr, const char *fsname, const char *key_file,
+		    const char *name, int admin, const char *out_file, uint64_t *gen, char *err,
+		    size_t err_len);
+/* Revokes name: every server closes its connections and refuses it from now on. -ENOENT
+ * if name was never issued. */
+int nacre_key_revoke(const char *addr, const char *fsname, const char *key_file,
+		     const char *name, char *err, size_t err_len);
+/* Copies up to max entries of the MDS's key table to out; returns how many there are. */
+int nacre_key_list(const char *addr, const char *fsname, const char *key_file,
+		   struct nacre_key_info *out, int max, char *err, size_t err_len);
+
 /* ---- file I/O ---- */
 /* Opens fid with open(2) flags (O_ACCMODE, O_TRUNC, O_APPEND honoured; O_CREAT is not:
  * create first). *out is owned by the caller until nacre_close(). */

@@ -146,6 +146,22 @@ static const struct cli_cmd commands[] = {
 	 "e.g. nacre fault set mds.commit_after once\n"
 	 "     nacre fault set 10.0.0.5:9410:/fs oss.write_before=every:10,err=5\n"
 	 "The armed points are printed afterwards, one per line.\n"},
+	{"key", cli_key, "issue, revoke and list client keys (the MDS's key table)",
+	 "usage: nacre key issue NAME [--admin] -o FILE --mds SPEC [--key-file FILE]\n"
+	 "       nacre key revoke NAME --mds SPEC [--key-file FILE]\n"
+	 "       nacre key list --mds SPEC [--key-file FILE]\n"
+	 "  issue   a new generation of NAME's key, written to FILE (mode 0600, never over an\n"
+	 "          existing file); the previous generation stops working. Needs the cluster\n"
+	 "          key: keys are derived from it, and none crosses the network\n"
+	 "  revoke  NAME's key stops at once: every server closes its connections and refuses\n"
+	 "          it (issue it again for a new key)\n"
+	 "  list    every key: name, role, generation, active or revoked\n"
+	 "  --admin          an admin key: it may also run admin requests (revoke, list, fault)\n"
+	 "  -o, --output F   the key file to write (issue)\n"
+	 "  --mds SPEC       the MDS: HOST:PORT:/FSNAME (default $NACRE_MDS)\n"
+	 "  --key-file FILE  the cluster key, or an admin key for revoke and list (default\n"
+	 "                   $NACRE_KEY_FILE)\n"
+	 "A client mounts with its key file: nacre-mount SPEC DIR -o key_file=FILE.\n"},
 	{"help", cmd_help, "list commands, or show the usage of one", "usage: nacre help [COMMAND]\n"},
 };
 

@@ -1,9 +1,11 @@
 /* admin.c - administrative calls, each on a connection of its own that carries no session:
  * FAULT_SET to any server (an OSS, or an MDS no client can use, needs no mount), and
  * RECOVERY_STATUS of a mount's MDS (answered while the mount's own requests wait for the
- * MDS's recovery, which is when it matters).
+ * MDS's recovery, which is when it matters), and the key table's KEY_ISSUE, KEY_REVOKE and
+ * KEY_LIST.
  */
 #include <errno.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,5 +186,206 @@ out:
 	free(req);
 	free(rep);
 	memset(&key, 0, sizeof(key));
+	return rc;
+}
+
+/* Loads key_file (NULL: $NACRE_KEY_FILE) into key. 0 or an error with a sentence in err. */
+static int admin_key(const char *key_file, struct nacre_key *key, char *err, size_t err_len)
+{
+	int rc;
+
+	if (!key_file)
+		key_file = getenv("NACRE_KEY_FILE");
+	memset(key, 0, sizeof(*key));
+	if (!key_file || !key_file[0]) {
+		snprintf(err, err_len, "no key: give --key-file (the cluster key, or an admin "
+			 "key) or set NACRE_KEY_FILE");
+		return -EINVAL;
+	}
+	rc = key_load(key_file, key, err, err_len);
+	if (rc && !err[0])
+		snprintf(err, err_len, "cannot load key file %s: %s", key_file, nacre_strerror(rc));
+	return rc;
+}
+
+/* One key request (body encoded by the caller) to the MDS; decodes a key_list reply into
+ * out (up to max). Returns the entries in the reply, or an error with a sentence. */
+static int key_call(const char *addr, const char *fsname, const struct nacre_key *key,
+		    uint16_t opcode, const struct wire_cursor *body,
+		    struct nacre_key_info *out, int max, char *err, size_t err_len)
+{
+	struct rpc_conn_conf conf = {.addr = addr, .fsname = fsname, .name = ADMIN_CLIENT_NAME,
+				     .key = key, .timeout_ms = ADMIN_TIMEOUT_MS,
+				     .connect_timeout_ms = ADMIN_TIMEOUT_MS};
+	struct wire_key_list head;
+	struct wire_cursor c;
+	struct rpc_msg *m = NULL;
+	int rc;
+
+	rc = one_shot_call(&conf, "MDS", "nacre-mds", opcode, body, &m, err, err_len);
+	if (rc < 0) {
+		if (m && rc == -EACCES)
+			snprintf(err, err_len, "MDS %s refused %s: a %s key cannot run admin "
+				 "requests; use the cluster key or an admin key", addr,
+				 wire_opcode_name(opcode), key_role_name(key->role));
+		else if (m && rc == -ENOENT)
+			snprintf(err, err_len, "MDS %s: no such key", addr);
+		else if (m)
+			snprintf(err, err_len, "MDS %s refused %s: %s", addr,
+				 wire_opcode_name(opcode), nacre_strerror(rc));
+		rpc_msg_free(m);
+		return rc;
+	}
+	wire_cursor_init_read(&c, m->body, m->body_len);
+	wire_key_list_decode(&c, &head);
+	for (uint32_t i = 0; i < head.count && wire_cursor_ok(&c); i++) {
+		struct wire_key_entry e;
+		wire_key_entry_get(&c, &e);
+		if ((int)i < max && out) {
+			str_copy(out[i].name, e.name, sizeof(out[i].name));
+			out[i].admin = e.role == KEY_ROLE_ADMIN;
+			out[i].gen = e.gen;
+			out[i].revoked = e.revoked != 0;
+		}
+	}
+	rc = cl_decode_end(&c);
+	rpc_msg_free(m);
+	if (rc) {
+		snprintf(err, err_len, "MDS %s: malformed key table reply", addr);
+		return rc;
+	}
+	return (int)head.count;
+}
+
+static int key_name_call(const char *addr, const char *fsname, const struct nacre_key *key,
+			 uint16_t opcode, const char *name, int role,
+			 struct nacre_key_info *out, char *err, size_t err_len)
+{
+	struct wire_key_req r;
+	struct wire_cursor c;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	cl_cred(NULL, &r.cred);
+	r.role = (uint32_t)role;
+	str_copy(r.name, name, sizeof(r.name));
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_key_req_encode(&c, &r);
+	rc = key_call(addr, fsname, key, opcode, &c, out, 1, err, err_len);
+	wire_cursor_fini(&c);
+	if (rc == 0) {
+		snprintf(err, err_len, "MDS %s: empty answer to %s", addr, wire_opcode_name(opcode));
+		return -EPROTO;
+	}
+	return rc < 0 ? rc : 0;
+}
+
+NACRE_API int nacre_key_issue(const char *addr, const char *fsname, const char *key_file,
+			      const char *name, int admin, const char *out_file, uint64_t *gen,
+			      char *err, size_t err_len)
+{
+	struct nacre_key cluster, derived;
+	struct nacre_key_info info;
+	char dummy[8];
+	int rc;
+
+	if (!err || err_len == 0) {
+		err = dummy;
+		err_len = sizeof(dummy);
+	}
+	err[0] = '\0';
+	if (!key_name_valid(name)) {
+		snprintf(err, err_len, "bad key name '%s': 1 to %d letters, digits or ._-@:",
+			 name ? name : "", KEY_NAME_MAX);
+		return -EINVAL;
+	}
+	if (!out_file || !out_file[0]) {
+		snprintf(err, err_len, "no output file for the key");
+		return -EINVAL;
+	}
+	if (access(out_file, F_OK) == 0) {
+		snprintf(err, err_len, "%s exists: remove it or choose another file (a key file "
+			 "is never overwritten)", out_file);
+		return -EEXIST;
+	}
+	rc = admin_key(key_file, &cluster, err, err_len);
+	if (rc)
+		return rc;
+	if (cluster.role != KEY_ROLE_SERVER) {
+		snprintf(err, err_len, "issuing a key needs the cluster key (keys are derived from "
+			 "it); the key file given is the %s key %s", key_role_name(cluster.role),
+			 cluster.name);
+		key_wipe(&cluster);
+		return -EINVAL;
+	}
+	rc = key_name_call(addr, fsname, &cluster, WIRE_OP_MDS_KEY_ISSUE, name,
+			   admin ? KEY_ROLE_ADMIN : KEY_ROLE_CLIENT, &info, err, err_len);
+	if (rc == 0)
+		rc = key_derive(&cluster, admin ? KEY_ROLE_ADMIN : KEY_ROLE_CLIENT, name, info.gen,
+				&derived);
+	if (rc == 0) {
+		rc = key_write(out_file, &derived);
+		if (rc)
+			snprintf(err, err_len, "cannot write key file %s: %s", out_file,
+				 nacre_strerror(rc));
+		else if (gen)
+			*gen = info.gen;
+	}
+	key_wipe(&derived);
+	key_wipe(&cluster);
+	return rc;
+}
+
+NACRE_API int nacre_key_revoke(const char *addr, const char *fsname, const char *key_file,
+			       const char *name, char *err, size_t err_len)
+{
+	struct nacre_key key;
+	struct nacre_key_info info;
+	char dummy[8];
+	int rc;
+
+	if (!err || err_len == 0) {
+		err = dummy;
+		err_len = sizeof(dummy);
+	}
+	err[0] = '\0';
+	if (!key_name_valid(name)) {
+		snprintf(err, err_len, "bad key name '%s'", name ? name : "");
+		return -EINVAL;
+	}
+	rc = admin_key(key_file, &key, err, err_len);
+	if (rc)
+		return rc;
+	rc = key_name_call(addr, fsname, &key, WIRE_OP_MDS_KEY_REVOKE, name, 0, &info, err,
+			   err_len);
+	if (rc == -ENOENT)
+		snprintf(err, err_len, "MDS %s: no key %s was ever issued", addr, name);
+	key_wipe(&key);
+	return rc;
+}
+
+NACRE_API int nacre_key_list(const char *addr, const char *fsname, const char *key_file,
+			     struct nacre_key_info *out, int max, char *err, size_t err_len)
+{
+	struct nacre_key key;
+	struct wire_cred_req cr;
+	struct wire_cursor c;
+	char dummy[8];
+	int rc;
+
+	if (!err || err_len == 0) {
+		err = dummy;
+		err_len = sizeof(dummy);
+	}
+	err[0] = '\0';
+	rc = admin_key(key_file, &key, err, err_len);
+	if (rc)
+		return rc;
+	cl_cred(NULL, &cr.cred);
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_cred_req_encode(&c, &cr);
+	rc = key_call(addr, fsname, &key, WIRE_OP_MDS_KEY_LIST, &c, out, max, err, err_len);
+	wire_cursor_fini(&c);
+	key_wipe(&key);
 	return rc;
 }

@@ -121,3 +121,18 @@ void time_after_ms(struct timespec *ts, clockid_t clock, int64_t ms)
 		ts->tv_nsec -= 1000000000L;
 	}
 }
+
+int str_is_key_name(const char *s, size_t max)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n == 0 || n > max)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || strchr("._-@:", ch)))
+			return 0;
+	}
+	return 1;
+}

@@ -14,6 +14,8 @@
 /* Copies src into dst (len bytes), always NUL-terminating. Returns strlen(src) so the caller
  * can detect truncation (>= len). */
 size_t str_copy(char *dst, const char *src, size_t len);
+/* 1 if s is 1..max bytes of letters, digits and "._-@:" (a key name, common/key.h). */
+int str_is_key_name(const char *s, size_t max);
 /* Parses a decimal integer (optionally negative) in [min, max]. 0 or -EINVAL/-ERANGE. */
 int parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
 /* Parses a size with optional base-2 suffix K, M, G, T (k/m/g/t too). 0 or -EINVAL. */

@@ -91,7 +91,7 @@ static void usage(FILE *out, const char *prog)
 		"  -f                foreground (do not daemonize)\n"
 		"  -d                foreground, with a trace of every FUSE request\n"
 		"  -o ro             read-only mount\n"
-		"  -o key_file=PATH  cluster key (default $NACRE_KEY_FILE)\n"
+		"  -o key_file=PATH  cluster key or client key (default $NACRE_KEY_FILE)\n"
 		"  -o sec=null|integrity|privacy  wire security: every frame authenticated\n"
 		"                    (integrity), also encrypted (privacy); default: the least\n"
 		"                    the servers require\n"

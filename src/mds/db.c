@@ -23,6 +23,7 @@
 #define HSM_REC_VERSION 1
 #define CLIENT_REC_VERSION 1
 #define REPLY_REC_VERSION 1
+#define KEY_REC_VERSION 1
 #define MAPSIZE (8ull << 30)
 
 struct mds_db {
@@ -30,6 +31,7 @@ struct mds_db {
 	MDB_dbi meta, inodes, dentries, links, xattrs, destroy, targets;
 	MDB_dbi hsm, hsm_fids; /* optional tables: created when missing */
 	MDB_dbi clients, replies; /* optional too (recovery) */
+	MDB_dbi keys;             /* optional too (the key table) */
 	char fsname[NACRE_FSNAME_MAX + 1];
 	char dir[512];
 };
@@ -279,6 +281,9 @@ static int open_dbis(struct mds_db *db, MDB_txn *t, unsigned flags)
 		rc = mdb_dbi_open(t, "clients", MDB_CREATE, &db->clients);
 	if (!rc)
 		rc = mdb_dbi_open(t, "replies", MDB_CREATE, &db->replies);
+	/* added with the key table, the same way */
+	if (!rc)
+		rc = mdb_dbi_open(t, "keys", MDB_CREATE, &db->keys);
 	return rc;
 }
 
@@ -1291,6 +1296,78 @@ int mds_db_client_iter(struct mds_txn *txn,
 	}
 	if (!ret && rc && rc != MDB_NOTFOUND)
 		ret = map_err(rc, "client iter");
+	mdb_cursor_close(cur);
+	return ret;
+}
+
+/* keys: name -> u16 version, u8 role, u8 revoked, u64 gen */
+int mds_db_key_put(struct mds_txn *txn, const struct keytab_entry *e)
+{
+	uint8_t vb[12];
+	struct wire_cursor c;
+
+	if (!key_name_valid(e->name))
+		return -EINVAL;
+	wire_cursor_init_write(&c, vb, sizeof(vb));
+	wire_put_u16(&c, KEY_REC_VERSION);
+	wire_put_u8(&c, (uint8_t)e->role);
+	wire_put_u8(&c, e->revoked ? 1 : 0);
+	wire_put_u64(&c, e->gen);
+	return map_err(put_raw(txn->t, txn->db->keys, e->name, strlen(e->name), vb, c.pos),
+		       "key put");
+}
+
+/* Decodes a key record; 0 or -EIO. */
+static int key_rec(const MDB_val *k, const MDB_val *v, struct keytab_entry *e)
+{
+	struct wire_cursor c;
+
+	memset(e, 0, sizeof(*e));
+	if (k->mv_size == 0 || k->mv_size > KEY_NAME_MAX)
+		return -EIO;
+	memcpy(e->name, k->mv_data, k->mv_size);
+	wire_cursor_init_read(&c, v->mv_data, v->mv_size);
+	uint16_t ver = wire_get_u16(&c);
+	e->role = wire_get_u8(&c);
+	e->revoked = wire_get_u8(&c);
+	e->gen = wire_get_u64(&c);
+	if (ver != KEY_REC_VERSION || !wire_cursor_ok(&c) || !key_name_valid(e->name))
+		return -EIO;
+	return 0;
+}
+
+int mds_db_key_get(struct mds_txn *txn, const char *name, struct keytab_entry *out)
+{
+	MDB_val k = {.mv_size = strlen(name), .mv_data = (void *)name}, v;
+	int rc = mdb_get(txn->t, txn->db->keys, &k, &v);
+
+	if (rc)
+		return map_err(rc, "key get");
+	return key_rec(&k, &v, out);
+}
+
+int mds_db_key_iter(struct mds_txn *txn, int (*fn)(void *arg, const struct keytab_entry *e),
+		    void *arg)
+{
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc = mdb_cursor_open(txn->t, txn->db->keys, &cur), ret = 0;
+
+	if (rc)
+		return map_err(rc, "cursor open");
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		struct keytab_entry e;
+		if (key_rec(&k, &v, &e)) {
+			LOG_ERR("db", "skipping a corrupt key record");
+			continue;
+		}
+		ret = fn(arg, &e);
+		if (ret)
+			break;
+	}
+	if (!ret && rc && rc != MDB_NOTFOUND)
+		ret = map_err(rc, "key iter");
 	mdb_cursor_close(cur);
 	return ret;
 }

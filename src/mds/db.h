@@ -14,6 +14,8 @@
  *             expected back after a restart, see docs/recovery.md)
  *   replies   u64 BE client id + u64 BE xid -> u16 version, u64 transno, fid, u64 value
  *             (the reply cache: what a change made, written in its own transaction)
+ *   keys      key name -> u16 version, u8 role, u8 revoked, u64 gen (the key table:
+ *             client and admin keys issued, docs/security.md)
  *   meta "last_transno" -> u64: the transno of the last change committed
  * The name hash (63 bits, >= 3) is the readdir cookie; cookies 0..2 are reserved (0 = start,
  * 1 and 2 for "." and ".." in clients). Entries with equal hashes are returned in one batch.
@@ -30,6 +32,7 @@
 #include <stdint.h>
 
 #include "mds/acl.h"
+#include "common/keytab.h"
 #include "nacre/nacre_types.h"
 
 #define MDS_DB_SCHEMA_MAGIC 0x4e4d4453u /* "NMDS" */
@@ -212,6 +215,13 @@ int mds_db_reply_trim(struct mds_txn *txn, uint64_t client, uint64_t below);
 uint64_t mds_db_reply_count(struct mds_db *db);
 
 /* FID keys, shared with tests. */
+/* The key table. get: 0, -ENOENT or -EIO. iter: every entry in name order until fn returns
+ * nonzero (that value is returned). */
+int mds_db_key_put(struct mds_txn *txn, const struct keytab_entry *e);
+int mds_db_key_get(struct mds_txn *txn, const char *name, struct keytab_entry *out);
+int mds_db_key_iter(struct mds_txn *txn, int (*fn)(void *arg, const struct keytab_entry *e),
+		    void *arg);
+
 void mds_fid_to_key(const struct nacre_fid *fid, uint8_t out[16]);
 int mds_fid_eq(const struct nacre_fid *a, const struct nacre_fid *b);
 /* "[0x200000400:0x1:0x0]" into buf (NACRE_FID_STR_MAX bytes); returns buf. */

@@ -11,6 +11,7 @@
 #include "mds/caps.h"
 #include "mds/db.h"
 #include "mds/hsm.h"
+#include "mds/keys.h"
 #include "mds/lock_rpc.h"
 #include "mds/ns.h"
 #include "mds/open.h"
@@ -388,8 +389,11 @@ static int do_layout_set(struct mds *m, const struct rpc_request *req, struct rp
 
 static int do_target(struct mds *m, const struct rpc_request *req, int heartbeat)
 {
+	int rc = rpc_require_role(req, RPC_ROLES_SERVER, "register a target");
+	if (rc)
+		return rc;
 	DECODE(target_reg, r);
-	int rc = mds_targets_register(m, &r, heartbeat);
+	rc = mds_targets_register(m, &r, heartbeat);
 	if (!rc)
 		mds_ost_wait_kick(m->ost_wait); /* creates may be waiting for this one */
 	return rc;
@@ -466,11 +470,18 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 	case WIRE_OP_MDS_HSM_STATE_SET:
 	case WIRE_OP_MDS_HSM_ACTION:
 	case WIRE_OP_MDS_HSM_LIST:
+	case WIRE_OP_MDS_HSM_IMPORT:
+		return mds_hsm_dispatch(m, req, rep);
 	case WIRE_OP_MDS_HSM_AGENT_REGISTER:
 	case WIRE_OP_MDS_HSM_AGENT_POLL:
 	case WIRE_OP_MDS_HSM_AGENT_PROGRESS:
-	case WIRE_OP_MDS_HSM_IMPORT:
-		return mds_hsm_dispatch(m, req, rep);
+		/* copytools run with the cluster key */
+		rc = rpc_require_role(req, RPC_ROLES_SERVER, "act as an HSM agent");
+		return rc ? rc : mds_hsm_dispatch(m, req, rep);
+	case WIRE_OP_MDS_KEY_ISSUE:
+	case WIRE_OP_MDS_KEY_REVOKE:
+	case WIRE_OP_MDS_KEY_LIST:
+		return mds_keys_dispatch(m, req, rep);
 	case WIRE_OP_MDS_LOCK_SET:
 	case WIRE_OP_MDS_LOCK_GET:
 	case WIRE_OP_MDS_LOCK_WAIT:

@@ -19,6 +19,7 @@
 #include "mds/destroy.h"
 #include "mds/dispatch.h"
 #include "mds/hsm.h"
+#include "mds/keys.h"
 #include "mds/mds_metrics.h"
 #include "mds/lock.h"
 #include "mds/lock_rpc.h"
@@ -347,6 +348,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nacre-mds: --key-file: %s\n", err);
 		return 1;
 	}
+	if (key.role != KEY_ROLE_SERVER) {
+		fprintf(stderr, "nacre-mds: --key-file %s is the %s key %s; the MDS needs the "
+			"cluster key (nacre up writes DIR/cluster.key)\n", o.key_file,
+			key_role_name(key.role), key.name);
+		return 1;
+	}
 	if (fault_init_env(wire_opcode_by_name, err, sizeof(err))) {
 		fprintf(stderr, "nacre-mds: NACRE_FAULT: %s\n", err);
 		return 1;
@@ -372,6 +379,7 @@ int main(int argc, char **argv)
 				       .last_committed = mds_serve_last_committed,
 				       .allow_fault_set = o.allow_faults,
 				       .sec_min = o.sec_min,
+				       .key_check = mds_keys_check,
 				       .arg = &m};
 	if (rpc_server_create(&conf, &srv, err, sizeof(err))) {
 		fprintf(stderr, "nacre-mds: --listen: %s\n", err);
@@ -401,7 +409,8 @@ int main(int argc, char **argv)
 	    (rc = mds_writer_create(m.db, &m.writer)) || (rc = mds_targets_create(&m.targets)) ||
 	    (rc = mds_open_table_create(&m.open)) ||
 	    (rc = mds_locks_create(o.lock_evict_ms, mds_lock_answer, NULL, &m.locks)) ||
-	    (rc = mds_oss_pool_create(o.fsname, &key, &m.oss))) {
+	    (rc = mds_oss_pool_create(o.fsname, &key, &m.oss)) ||
+	    (rc = mds_keys_create(&m, &m.keys))) {
 		fprintf(stderr, "nacre-mds: cannot start: %s\n", nacre_strerror(rc));
 		goto out;
 	}
@@ -449,6 +458,7 @@ int main(int argc, char **argv)
 	}
 
 	g_server = srv;
+	m.server = srv;
 	daemon_stop_signals(on_signal);
 
 	char host[256];
@@ -485,6 +495,7 @@ out:
 	mds_locks_destroy(m.locks);
 	mds_targets_destroy(m.targets);
 	mds_space_destroy(m.space);
+	mds_keys_destroy(m.keys);
 	mds_db_close(m.db);
 	cap_key_fini(&m.capkey);
 	if (mdt_lock >= 0)

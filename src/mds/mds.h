@@ -20,6 +20,8 @@ struct mds_sessions;
 struct mds_recovery;
 struct mds_space;
 struct mds_ost_wait;
+struct mds_keys;
+struct rpc_server;
 
 struct mds {
 	struct mds_db *db;
@@ -35,6 +37,9 @@ struct mds {
 	struct mds_space *space;           /* the MDT's reserve (space.h); NULL in unit tests */
 	struct mds_ost_wait *ost_wait;     /* creates wait for the OSTs after a start
 					    * (ost_wait.h); may be NULL */
+	struct mds_keys *keys;             /* the key table (keys.h); NULL in unit tests */
+	struct rpc_server *server;         /* ours, to close connections of revoked keys; may
+					    * be NULL */
 	const char *data_dir;
 	char addr[NACRE_ADDR_MAX + 1];     /* "host:port" we serve on, for the TARGETS reply */
 	char fsname[NACRE_FSNAME_MAX + 1];

@@ -428,3 +428,60 @@ void mds_oss_destroy_batch(struct mds *m, struct mds_oss_obj *objs, size_t n)
 	}
 	free(bs);
 }
+
+/* ---------------- key table pushes ---------------- */
+
+void mds_oss_key_update(struct mds *m, const struct keytab_entry *e, int n)
+{
+	struct nacre_target *osts = NULL;
+	int nt = mds_targets_list(m->targets, &osts);
+	struct wire_cursor body;
+
+	if (nt <= 0) {
+		free(osts);
+		return;
+	}
+	wire_cursor_init_dyn(&body, WIRE_BODY_MAX);
+	struct wire_key_update head = {.count = (uint32_t)n};
+	wire_key_update_encode(&body, &head);
+	for (int i = 0; i < n; i++) {
+		struct wire_key_entry w = {.role = (uint32_t)e[i].role, .gen = e[i].gen,
+					   .revoked = e[i].revoked ? 1u : 0u};
+		str_copy(w.name, e[i].name, sizeof(w.name));
+		wire_key_entry_put(&body, &w);
+	}
+	struct rpc_pending **pend = calloc((size_t)nt, sizeof(*pend));
+	if (!pend || !wire_cursor_ok(&body))
+		goto out;
+	for (int i = 0; i < nt; i++) {
+		int dup = 0;
+		if (!osts[i].up || !osts[i].addr[0])
+			continue;
+		for (int j = 0; j < i && !dup; j++)
+			dup = osts[j].up && strcmp(osts[j].addr, osts[i].addr) == 0;
+		struct rpc_conn *conn = dup ? NULL : get_conn(m->oss, osts[i].addr);
+		if (!conn)
+			continue;
+		struct rpc_call_args a = {.opcode = WIRE_OP_OST_KEY_UPDATE,
+					  .flags = RPC_IDEMPOTENT,
+					  .body = body.buf,
+					  .body_len = (uint32_t)wire_cursor_pos(&body),
+					  .timeout_ms = MDS_OSS_KEYS_PUSH_MS};
+		if (rpc_start(conn, &a, &pend[i]))
+			pend[i] = NULL;
+	}
+	for (int i = 0; i < nt; i++) {
+		struct rpc_msg *rep = NULL;
+		if (!pend[i])
+			continue;
+		int rc = rpc_wait(pend[i], &rep);
+		rpc_msg_free(rep);
+		if (rc)
+			LOG_WARN("keys", "OSS %s did not take the key table update: %s (it pulls "
+				 "the table at its next heartbeat)", osts[i].addr, nacre_strerror(rc));
+	}
+out:
+	free(pend);
+	free(osts);
+	wire_cursor_fini(&body);
+}

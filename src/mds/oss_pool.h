@@ -10,6 +10,7 @@
 #include "mds/mds.h"
 
 #define MDS_OSS_TIMEOUT_MS 10000
+#define MDS_OSS_KEYS_PUSH_MS 2000 /* longest a key table push waits for the OSSes */
 
 /* key and fsname are copied. */
 int mds_oss_pool_create(const char *fsname, const struct nacre_key *key,
@@ -38,5 +39,11 @@ struct mds_oss_obj {
  * go 64 at a time, each window with that deadline). objs is the caller's and is only used
  * during the call. Thread-safe. */
 void mds_oss_destroy_batch(struct mds *m, struct mds_oss_obj *objs, size_t n);
+
+struct keytab_entry;
+/* OST_KEY_UPDATE of entries e[0..n) to every OSS that has an OST up, all at once; waits for
+ * the answers at most MDS_OSS_KEYS_PUSH_MS. An OSS that misses it pulls the table
+ * when it registers again, and at each heartbeat round. Failures are logged. */
+void mds_oss_key_update(struct mds *m, const struct keytab_entry *e, int n);
 
 #endif

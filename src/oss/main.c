@@ -24,6 +24,7 @@
 #include "nacre/nacre_types.h"
 #include "oss/dispatch.h"
 #include "oss/oss_metrics.h"
+#include "oss/keys.h"
 #include "oss/register.h"
 #include "oss/target.h"
 #include "proto/rpc.h"
@@ -353,6 +354,7 @@ int main(int argc, char **argv)
 	struct rpc_server *srv = NULL;
 	struct oss_register *reg = NULL;
 	struct cap_key ctx_capkey = {0};
+	struct oss_keys keys = {0};
 
 	if (parse_opts(argc, argv, &o))
 		return 1;
@@ -418,6 +420,10 @@ int main(int argc, char **argv)
 		goto out_close;
 	}
 	ctx.capkey = ctx_capkey; /* shares its digest states, freed at the end */
+	if (oss_keys_init(&keys, &ctx)) {
+		fail("out of memory");
+		goto out_close;
+	}
 	char server_name[NACRE_NAME_MAX + 1];
 	snprintf(server_name, sizeof(server_name), "oss@%s", listen_addr);
 	struct rpc_server_conf sc = {
@@ -426,10 +432,11 @@ int main(int argc, char **argv)
 		.server_name = server_name,
 		.key = &key,
 		.nworkers = o.workers,
-		.handler = oss_dispatch,
+		.handler = oss_keys_serve,
 		.allow_fault_set = o.allow_faults,
 		.sec_min = o.sec_min,
-		.arg = &ctx,
+		.key_check = oss_keys_check,
+		.arg = &keys,
 	};
 	rc = rpc_server_create(&sc, &srv, err, sizeof(err));
 	if (rc) {
@@ -446,6 +453,7 @@ int main(int argc, char **argv)
 	}
 
 	g_server = srv;
+	keys.server = srv;
 	daemon_stop_signals(on_signal);
 
 	struct oss_register_conf rc_conf = {
@@ -453,6 +461,7 @@ int main(int argc, char **argv)
 		.fsname = o.fsname,
 		.addr = reg_addr,
 		.key = &key,
+		.keys = &keys,
 		.targets = targets,
 		.ntargets = ntargets,
 	};
@@ -501,6 +510,7 @@ out_close:
 	oss_register_destroy(reg);
 	g_server = NULL;
 	rpc_server_destroy(srv);
+	oss_keys_fini(&keys);
 	for (int i = 0; i < ntargets; i++)
 		oss_target_close(targets[i]);
 	cap_key_fini(&ctx_capkey);

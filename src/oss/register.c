@@ -28,6 +28,9 @@ struct oss_register {
 	struct oss_target **targets;
 	int ntargets;
 	struct rpc_conn *conn;
+	struct oss_keys *keys;
+	int key_role;      /* KEY_ROLE_* of our key */
+	char key_name[KEY_NAME_MAX + 1];
 
 	pthread_t thread;
 	int started;
@@ -42,11 +45,13 @@ struct oss_register {
 	int conn_state; /* last logged: 1 up, 0 unknown, or the -errno of the failure */
 	int *registered; /* per target: 1 registered; 0 not (yet) */
 	int *tgt_state;  /* per target, last logged: 1 registered, 0 unknown, or the -errno */
+	int keys_rc;     /* last KEY_LIST outcome, logged on change */
 };
 
 static int is_fatal(int rc)
 {
-	return rc == -NACRE_EAUTH || rc == -NACRE_EFSNAME || rc == -NACRE_EPROTO_VERSION;
+	return rc == -NACRE_EAUTH || rc == -NACRE_EFSNAME || rc == -NACRE_EPROTO_VERSION ||
+	       rc == -EACCES || rc == -EKEYREVOKED || rc == -EKEYEXPIRED || rc == -EKEYREJECTED;
 }
 
 /* why: the rpc layer's sentence, which names the MDS and the fix. */
@@ -82,6 +87,11 @@ static void refusal_str(const struct oss_register *r, int i, int rc, char *out, 
 	else if (rc == -NACRE_EAUTH)
 		snprintf(out, len, "MDS %s refused %s-%s: cluster key rejected; check "
 			 "--key-file", rpc_conn_addr(r->conn), r->fsname, name);
+	else if (rc == -EACCES && r->key_role != KEY_ROLE_SERVER)
+		snprintf(out, len, "MDS %s refused %s-%s: a %s key cannot register a target (key "
+			 "%s); start nacre-oss with the cluster key (--key-file)",
+			 rpc_conn_addr(r->conn), r->fsname, name, key_role_name(r->key_role),
+			 r->key_name);
 	else
 		snprintf(out, len, "MDS %s refused %s-%s: %s", rpc_conn_addr(r->conn), r->fsname,
 			 name, nacre_strerror(rc));
@@ -153,6 +163,35 @@ static int send_reg(struct oss_register *r, int i, uint16_t op, int *transport)
 	return rc;
 }
 
+/* Fetches the MDS's key table (KEY_LIST) into r->keys. Failures are logged on change. */
+static void pull_keys(struct oss_register *r)
+{
+	struct wire_cred_req cr;
+	struct wire_cursor c;
+	struct rpc_msg *reply = NULL;
+
+	memset(&cr, 0, sizeof(cr));
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_cred_req_encode(&c, &cr);
+	struct rpc_call_args a = {
+		.opcode = WIRE_OP_MDS_KEY_LIST,
+		.flags = RPC_IDEMPOTENT,
+		.body = c.buf,
+		.body_len = (uint32_t)wire_cursor_pos(&c),
+		.timeout_ms = CALL_TIMEOUT_MS,
+	};
+	int rc = rpc_call(r->conn, &a, &reply);
+	wire_cursor_fini(&c);
+	if (rc == 0 && reply)
+		rc = oss_keys_apply(r->keys, reply->body, reply->body_len);
+	rpc_msg_free(reply);
+	if (rc && rc != r->keys_rc)
+		LOG_WARN("register", "cannot fetch the key table from MDS %s: %s; client keys "
+			 "issued since are refused until it answers", rpc_conn_addr(r->conn),
+			 nacre_strerror(rc));
+	r->keys_rc = rc;
+}
+
 /* One pass: connect if needed, register what is not registered, heartbeat the rest.
  * Returns 0, or the first error that concerns this whole OSS (connection or refusal). */
 static int round_once(struct oss_register *r, char *err, size_t err_len)
@@ -206,6 +245,8 @@ again:
 			refusal_str(r, i, rc, err, err_len);
 		}
 	}
+	if (!first_err && r->keys)
+		pull_keys(r);
 	/* The rpc layer reconnected under a call (a restarted MDS, or its failover partner):
 	 * register everything again with whichever answers now. */
 	if (rpc_conn_gen(r->conn) != r->gen && passes++ == 0) {
@@ -265,6 +306,10 @@ int oss_register_create(const struct oss_register_conf *conf, struct oss_registe
 	}
 	r->targets = conf->targets;
 	r->ntargets = conf->ntargets;
+	r->keys = conf->keys;
+	r->key_role = conf->key ? conf->key->role : KEY_ROLE_SERVER;
+	if (conf->key)
+		str_copy(r->key_name, conf->key->name, sizeof(r->key_name));
 	r->registered = calloc((size_t)conf->ntargets, sizeof(int));
 	r->tgt_state = calloc((size_t)conf->ntargets, sizeof(int));
 	int rc = -ENOMEM;

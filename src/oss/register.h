@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "common/key.h"
+#include "oss/keys.h"
 #include "oss/target.h"
 
 #define OSS_HEARTBEAT_MS 2000
@@ -18,6 +19,7 @@ struct oss_register_conf {
 	const char *fsname;
 	const char *addr;     /* "host:port" clients must use to reach this OSS */
 	const struct nacre_key *key;
+	struct oss_keys *keys;       /* filled from the MDS's KEY_LIST; borrowed; may be NULL */
 	struct oss_target **targets; /* borrowed until oss_register_destroy */
 	int ntargets;
 };
@@ -29,8 +31,10 @@ struct oss_register;
 int oss_register_create(const struct oss_register_conf *conf, struct oss_register **out);
 /* Makes the first registration attempt now, on the caller's thread. Returns 0 when every OST
  * registered or when the MDS could not be reached or refused in a way that may pass (the
- * thread keeps trying); returns -NACRE_EAUTH, -NACRE_EFSNAME or -NACRE_EPROTO_VERSION when
- * the MDS refuses this OSS outright, with a sentence naming the MDS and the fix in err. */
+ * thread keeps trying); returns -NACRE_EAUTH, -NACRE_EFSNAME, -NACRE_EPROTO_VERSION, -EACCES
+ * (our key is no server key) or a key error (-EKEYREVOKED...) when the MDS refuses this
+ * OSS outright, with a sentence naming the MDS and the fix in err. On success the key
+ * table (conf.keys) holds the MDS's. */
 int oss_register_first(struct oss_register *r, char *err, size_t err_len);
 /* Starts the heartbeat thread. Returns 0 or -errno. */
 int oss_register_start(struct oss_register *r);

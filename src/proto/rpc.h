@@ -77,6 +77,8 @@ struct rpc_request {
 	uint64_t conn_id;     /* stable id of the connection, for per-client state */
 	const char *peer;     /* "host:port" of the peer, for log messages */
 	const char *peer_name;/* the name the peer gave in CONNECT */
+	int peer_role;        /* KEY_ROLE_* of the key the peer proved */
+	const char *key_name; /* the proven name of a client or admin key; "" for a server */
 	uint64_t client_id;   /* the peer's session id from CONNECT, 0 = none */
 	uint64_t features;    /* WIRE_FEAT_* negotiated in CONNECT */
 	const struct wire_req_env *env; /* NULL on a connection without envelopes */
@@ -140,6 +142,10 @@ typedef void (*rpc_connect_fn)(void *arg, uint64_t conn_id, const struct wire_co
  * requests at the workers have returned: time to answer the ones it deferred. Must not
  * block. */
 typedef void (*rpc_close_fn)(void *arg, uint64_t conn_id);
+/* Whether a client or admin key that proved itself may connect (its generation is current,
+ * it is not revoked): 0 or a negative error (-EKEYREVOKED...) the peer is answered with.
+ * Called on the event thread at AUTH and by rpc_server_recheck_keys; must not block. */
+typedef int (*rpc_key_check_fn)(void *arg, int role, const char *name, uint64_t gen);
 
 struct rpc_server_conf {
 	const char *listen_addr; /* "host:port"; port 0 = ephemeral */
@@ -163,6 +169,7 @@ struct rpc_server_conf {
 	 * connection below the answer is then refused); must not block. */
 	int (*sec_min_for)(void *arg, const char *peer, const char *peer_name,
 			   const char **rule);
+	rpc_key_check_fn key_check;      /* may be NULL: client and admin keys are refused */
 	void *arg;
 	/* Limits (see "Limits" above); 0 takes the default in brackets. */
 	int handshake_ms;        /* CONNECT + AUTH within it, or closed [5000] */
@@ -184,6 +191,10 @@ uint64_t rpc_server_instance(const struct rpc_server *s);
 int rpc_server_run(struct rpc_server *s);
 /* Asks the loop to stop; async-signal-safe (writes to an eventfd). */
 void rpc_server_stop(struct rpc_server *s);
+/* Asks the event thread to run conf.key_check again for every connection of a client or
+ * admin key and to close those it refuses now (a revoked key). Thread-safe; returns at once
+ * (the connections close within one pass of the loop). */
+void rpc_server_recheck_keys(struct rpc_server *s);
 /* Frees s after rpc_server_run returned. NULL is fine. */
 void rpc_server_destroy(struct rpc_server *s);
 
@@ -300,5 +311,21 @@ int rpc_recovery_replay(struct rpc_recovery *r);
 int rpc_recovery_call(struct rpc_recovery *r, uint16_t opcode, uint32_t env_flags,
 		      const void *body, uint32_t body_len, const void *first_reply,
 		      uint32_t first_len, struct rpc_msg **reply);
+
+/* ---------------- peers' keys (peer_auth.c) ---------------- */
+
+/* The key the peer of a CONNECT proves: cluster itself for a server key, or the client or
+ * admin key derived from it for req->key. Returns 0, or -NACRE_EAUTH when no such key can
+ * be derived (this server holds no cluster key). */
+int rpc_peer_key(const struct nacre_key *cluster, const struct wire_connect_req *req,
+		 struct nacre_key *out);
+/* Bit masks of roles for rpc_require_role. */
+#define RPC_ROLE_BIT(r) (1u << (r))
+#define RPC_ROLES_SERVER RPC_ROLE_BIT(KEY_ROLE_SERVER)
+#define RPC_ROLES_ADMIN (RPC_ROLE_BIT(KEY_ROLE_SERVER) | RPC_ROLE_BIT(KEY_ROLE_ADMIN))
+/* 0 if req's peer proved a key of one of roles; else logs the refusal (rate-limited, with
+ * the peer's address, its key's name and what it tried: what, e.g. "register a target")
+ * and returns -EACCES. Thread-safe. */
+int rpc_require_role(const struct rpc_request *req, unsigned roles, const char *what);
 
 #endif

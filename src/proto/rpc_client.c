@@ -142,6 +142,9 @@ struct rpc_conn {
 	uint64_t next_xid;         /* protected by lock */
 	char server_name[NACRE_NAME_MAX + 1]; /* protected by lock */
 	int last_err;              /* last connect error, for messages; protected by lock */
+	int key_dead;              /* -EKEYREVOKED/-EKEYEXPIRED: our key was revoked or
+				    * replaced, for good (key table entries only move forward):
+				    * calls fail at once without dialing; protected by lock */
 	int backoff_ms;            /* pause before the next attempt; protected by lock */
 	int64_t heard_ms;          /* last time the server was heard from; protected by lock */
 	int gave_up;               /* a call waited its whole recovery_ms since heard_ms and
@@ -636,8 +639,23 @@ static void describe(char *err, size_t err_len, const char *addr, const struct r
 	}
 	if (rc == -NACRE_ESEC && c->refusal[0])
 		snprintf(err, err_len, "%s: %s", addr, c->refusal);
+	else if (rc == -NACRE_EAUTH && c->key.role != KEY_ROLE_SERVER)
+		snprintf(err, err_len, "%s key %s (generation %llu) rejected by %s: check that "
+			 "it was issued for this file system (nacre key issue)",
+			 key_role_name(c->key.role), c->key.name, (unsigned long long)c->key.gen,
+			 addr);
 	else if (rc == -NACRE_EAUTH)
 		snprintf(err, err_len, "cluster key rejected by %s%s", addr, hint);
+	else if (rc == -EKEYREVOKED)
+		snprintf(err, err_len, "%s refused key %s: key %s was revoked (nacre key revoke); "
+			 "ask for a new one (nacre key issue)", addr, c->key.name, c->key.name);
+	else if (rc == -EKEYEXPIRED)
+		snprintf(err, err_len, "%s refused key %s: generation %llu was replaced by a newer "
+			 "one (nacre key issue); use the new key file", addr, c->key.name,
+			 (unsigned long long)c->key.gen);
+	else if (rc == -EKEYREJECTED)
+		snprintf(err, err_len, "%s refused key %s: it does not know that key (not issued "
+			 "by its MDS, or of another role)", addr, c->key.name);
 	else if (rc == -NACRE_EFSNAME)
 		snprintf(err, err_len, "%s does not serve file system '%s'%s", addr, c->fsname,
 			 hint);
@@ -707,7 +725,14 @@ static int dial(struct rpc_conn *c, const char *addr, uint64_t instance, int64_t
 	if (fd < 0)
 		return fd;
 	*sess = NULL;
-	req.features = WIRE_FEATURES_SUPPORTED;
+	req.features = WIRE_FEATURES_SUPPORTED & ~WIRE_FEAT_KEY_ID;
+	if (c->key.present && c->key.role != KEY_ROLE_SERVER) {
+		/* which key we prove: the server derives it from the cluster key */
+		req.features |= WIRE_FEAT_KEY_ID;
+		req.key.role = (uint8_t)c->key.role;
+		str_copy(req.key.name, c->key.name, sizeof(req.key.name));
+		req.key.gen = c->key.gen;
+	}
 	req.client_id = c->client_id;
 	req.instance = instance;
 	req.sec = (uint8_t)c->sec;
@@ -1355,6 +1380,8 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 
 	while (c->fd < 0) {
 		struct wire_connect_rep rep;
+		if (c->key_dead)
+			return c->key_dead;
 		char addr[NACRE_ADDR_MAX + 1];
 		int64_t now = net_now_ms(), attempt;
 		uint64_t instance = c->instance;
@@ -1404,8 +1431,18 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 			if (fd == -NACRE_ESEC)
 				LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS, "%s: %s", addr, c->refusal);
 			/* Authentication and fsname errors will not heal by waiting. */
+			if (fd == -EKEYREVOKED || fd == -EKEYEXPIRED) {
+				LOG_WARN(SUBSYS, "%s refused %s key %s: %s; every call to it fails "
+					 "from now on", addr, key_role_name(c->key.role), c->key.name,
+					 nacre_strerror(fd));
+				c->key_dead = fd;
+				return fd;
+			}
+			/* A key the server does not know (yet: an OSS that has not heard from
+			 * the MDS) may heal for calls; a connect reports it at once. */
 			if (fd == -NACRE_EAUTH || fd == -NACRE_EFSNAME ||
-			    fd == -NACRE_EPROTO_VERSION || fd == -NACRE_ESEC)
+			    fd == -NACRE_EPROTO_VERSION || fd == -NACRE_ESEC ||
+			    (fd == -EKEYREJECTED && !retry))
 				return fd;
 			c->cur_addr = (c->cur_addr + 1) % c->naddrs;
 			if ((!retry || last_try) && tried >= c->naddrs)

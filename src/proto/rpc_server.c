@@ -88,6 +88,8 @@ struct sconn {
 	int sealed;            /* sess is set (read by workers too: set before any job) */
 	size_t sec_upto;       /* payload bytes of the current frame fed to sess */
 	int sec_bad;           /* the session failed on the current frame */
+	struct nacre_key key; /* the key the peer proves (rpc_peer_key): role, name, gen; set
+			       * at CONNECT, then read by workers too */
 
 	enum rx_state rx;
 	uint8_t rxbuf[RX_BUF];  /* bytes read but not yet consumed: [rx_off, rx_len) */
@@ -183,6 +185,7 @@ struct rpc_server {
 	struct sconn *blocked;    /* replies waiting for the peer to read, via blk_next */
 	struct sconn *kick;       /* to read again, via kick_next */
 	int64_t stall_swept_ms;
+	int recheck_keys;         /* rpc_server_recheck_keys asked; atomic access */
 };
 
 static void queue_push(struct job_queue *q, struct job *j)
@@ -413,6 +416,8 @@ static int run_request(struct rpc_server *s, struct job *j)
 		.conn_id = j->conn_id,
 		.peer = j->conn->peer,
 		.peer_name = j->conn->peer_name,
+		.peer_role = j->conn->key.role,
+		.key_name = j->conn->key.name,
 		.client_id = j->conn->client_id,
 		.features = j->conn->features,
 		.resumed = j->resumed,
@@ -713,6 +718,7 @@ static void conn_free(struct rpc_server *s, struct sconn *c)
 		s->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	key_wipe(&c->key);
 	if (c->authed && s->conf.on_disconnect) {
 		j = calloc(1, sizeof(*j));
 		if (j) {
@@ -922,6 +928,13 @@ static void handle_fault_set(struct rpc_server *s, struct sconn *c, const uint8_
 				c->peer, c->peer_name);
 		goto out;
 	}
+	rc = -EACCES;
+	if (c->key.role == KEY_ROLE_CLIENT) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+				"refused FAULT_SET from %s (%s, client key %s): a client key "
+				"cannot run admin requests", c->peer, c->peer_name, c->key.name);
+		goto out;
+	}
 	wire_cursor_init_read(&cur, body, c->hdr.body_len);
 	if (c->env)
 		wire_get_view(&cur, WIRE_REQ_ENV_LEN);
@@ -957,8 +970,8 @@ out:
  * pick the peer's own here. */
 static const struct nacre_key *peer_key(struct rpc_server *s, const struct sconn *c)
 {
-	(void)c;
-	return &s->key;
+	(void)s;
+	return &c->key; /* set at CONNECT from what the peer claims (rpc_peer_key) */
 }
 
 /* The least flavour c's peer gets, and what set it (for messages). */
@@ -1080,6 +1093,14 @@ static void handle_connect(struct rpc_server *s, struct sconn *c, const uint8_t 
 		send_status(s, c, -NACRE_EFSNAME, 1);
 		return;
 	}
+	if (rpc_peer_key(&s->key, &req, &c->key) < 0) {
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+				"refused %s (%s): it offers %s key %s, and this server holds no "
+				"cluster key to check it with", c->peer, c->peer_name,
+				key_role_name(req.key.role), req.key.name);
+		send_status(s, c, -NACRE_EAUTH, 1);
+		return;
+	}
 	memcpy(c->cnonce, req.nonce, WIRE_NONCE_LEN);
 	if (key_random(c->snonce, WIRE_NONCE_LEN) < 0) {
 		send_status(s, c, -EIO, 1);
@@ -1110,6 +1131,48 @@ static void handle_connect(struct rpc_server *s, struct sconn *c, const uint8_t 
 	conn_send(s, c, frame_build(&c->hdr, 0, buf, (uint32_t)cur.pos, NULL, NULL, 0));
 }
 
+/* Whether c's proven client or admin key is still good (the key table): 0, or the error
+ * to refuse it with (logged, rate-limited, if log). Server keys always are. */
+static int key_current(struct rpc_server *s, struct sconn *c, int log)
+{
+	int rc;
+
+	if (c->key.role == KEY_ROLE_SERVER)
+		return 0;
+	rc = s->conf.key_check ? s->conf.key_check(s->conf.arg, c->key.role, c->key.name,
+						    c->key.gen)
+			       : -EKEYREJECTED;
+	if (rc && log)
+		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+				"refused %s (%s): %s key %s generation %llu: %s", c->peer,
+				c->peer_name, key_role_name(c->key.role), c->key.name,
+				(unsigned long long)c->key.gen, nacre_strerror(rc));
+	return rc;
+}
+
+/* Closes every connection whose key the key table refuses now (rpc_server_recheck_keys). */
+static void recheck_keys(struct rpc_server *s)
+{
+	for (struct sconn *c = s->conns; c; c = c->next) {
+		if (c->closing || !c->authed || c->key.role == KEY_ROLE_SERVER)
+			continue;
+		int rc = key_current(s, c, 0);
+		if (rc) {
+			LOG_INFO(SUBSYS, "closing connection %llu from %s (%s): %s key %s is no "
+				 "longer valid (%s)", (unsigned long long)c->id, c->peer,
+				 c->peer_name, key_role_name(c->key.role), c->key.name,
+				 nacre_strerror(rc));
+			conn_close(s, c);
+		}
+	}
+}
+
+void rpc_server_recheck_keys(struct rpc_server *s)
+{
+	__atomic_store_n(&s->recheck_keys, 1, __ATOMIC_RELEASE);
+	wake_loop(s);
+}
+
 static void handle_auth(struct rpc_server *s, struct sconn *c, const uint8_t *body)
 {
 	struct wire_cursor cur;
@@ -1135,10 +1198,21 @@ static void handle_auth(struct rpc_server *s, struct sconn *c, const uint8_t *bo
 	key_proof(peer_key(s, c), proof_label(c, "nacre-client", label, sizeof(label)), c->snonce,
 		  c->cnonce, WIRE_NONCE_LEN, expect);
 	if (!key_proof_eq(expect, req.proof, WIRE_PROOF_LEN)) {
-		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
-				"refused %s (%s): wrong cluster key (or the handshake was "
-				"altered on the way)", c->peer, c->peer_name);
+		if (c->key.role == KEY_ROLE_SERVER)
+			LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+					"refused %s (%s): wrong cluster key (or the handshake was "
+					"altered on the way)", c->peer, c->peer_name);
+		else
+			LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
+					"refused %s (%s): wrong %s key %s generation %llu",
+					c->peer, c->peer_name, key_role_name(c->key.role),
+					c->key.name, (unsigned long long)c->key.gen);
 		send_status(s, c, -NACRE_EAUTH, 1);
+		return;
+	}
+	rc = key_current(s, c, 1);
+	if (rc) {
+		send_status(s, c, rc, 1);
 		return;
 	}
 	/* The minimum again, now that the peer proved its key: a rule for a proven identity
@@ -1168,8 +1242,15 @@ static void handle_auth(struct rpc_server *s, struct sconn *c, const uint8_t *bo
 		conn_limits_leave(&s->lim, &c->ue);
 		__atomic_fetch_sub(&g_unauth, 1, __ATOMIC_RELAXED);
 	}
-	LOG_INFO(SUBSYS, "connection %llu from %s (%s) authenticated, sec=%s",
-		 (unsigned long long)c->id, c->peer, c->peer_name, sec_flavour_name(c->sec));
+	if (c->key.role == KEY_ROLE_SERVER)
+		LOG_INFO(SUBSYS, "connection %llu from %s (%s) authenticated, sec=%s, with the "
+			 "cluster key", (unsigned long long)c->id, c->peer, c->peer_name,
+			 sec_flavour_name(c->sec));
+	else
+		LOG_INFO(SUBSYS, "connection %llu from %s (%s) authenticated, sec=%s, with %s "
+			 "key %s generation %llu", (unsigned long long)c->id, c->peer,
+			 c->peer_name, sec_flavour_name(c->sec), key_role_name(c->key.role),
+			 c->key.name, (unsigned long long)c->key.gen);
 	/* The AUTH reply is the last plain frame; everything after it, both ways, is sealed. */
 	send_status(s, c, 0, 0);
 	c->sealed = c->sess != NULL;
@@ -1791,6 +1872,8 @@ int rpc_server_run(struct rpc_server *s)
 			}
 			if (p == &s->evfd) {
 				drain_done(s);
+				if (__atomic_exchange_n(&s->recheck_keys, 0, __ATOMIC_ACQ_REL))
+					recheck_keys(s);
 				continue;
 			}
 			c = p;

@@ -98,6 +98,10 @@ static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(MDS_LOCK_GET, "lock_req", "lock_rep", IDEM),
 	OP(MDS_LOCK_WAIT, "lock_req", "empty", IDEM),
 	OP(MDS_LOCK_CANCEL, "lock_req", "empty", IDEM),
+	OP(MDS_KEY_ISSUE, "key_req", "key_list", 0),
+	OP(MDS_KEY_REVOKE, "key_req", "key_list", IDEM),
+	OP(MDS_KEY_LIST, "cred_req", "key_list", IDEM),
+	OP(OST_KEY_UPDATE, "key_update", "empty", IDEM),
 	OP(MDS_CAP_GET, "cap_req", "cap_rep", IDEM | INL),
 };
 #undef OP
@@ -607,6 +611,11 @@ void wire_connect_req_encode(struct wire_cursor *c, const struct wire_connect_re
 		wire_put_u8(c, m->sec);
 		wire_put_u8(c, m->sec_flags);
 	}
+	if (m->features & WIRE_FEAT_KEY_ID) {
+		wire_put_u8(c, m->key.role);
+		str_put(c, m->key.name, KEY_NAME_MAX);
+		wire_put_u64(c, m->key.gen);
+	}
 }
 
 void wire_connect_req_decode(struct wire_cursor *c, struct wire_connect_req *m)
@@ -629,6 +638,15 @@ void wire_connect_req_decode(struct wire_cursor *c, struct wire_connect_req *m)
 		m->sec = wire_get_u8(c);
 		m->sec_flags = wire_get_u8(c);
 		if (m->sec > WIRE_SEC_MAX_ || (m->sec_flags & ~(uint32_t)WIRE_SEC_RAISE))
+			wire_cursor_fail(c, -EPROTO);
+	}
+	if (m->features & WIRE_FEAT_KEY_ID) {
+		m->key.role = wire_get_u8(c);
+		str_get(c, m->key.name, 0, KEY_NAME_MAX);
+		m->key.gen = wire_get_u64(c);
+		if (!wire_cursor_ok(c) || m->key.role >= KEY_ROLE_MAX_ ||
+		    (m->key.role != KEY_ROLE_SERVER &&
+		     (!key_name_valid(m->key.name) || m->key.gen == 0)))
 			wire_cursor_fail(c, -EPROTO);
 	}
 }
@@ -1188,6 +1206,77 @@ void wire_targets_rep_decode(struct wire_cursor *c, struct wire_targets_rep *m)
 {
 	m->count = wire_get_u32(c);
 	if (wire_cursor_ok(c) && m->count > wire_cursor_left(c) / WIRE_TARGET_MIN)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* ---- keys ---- */
+
+/* key_req (since the key table): cred, u32 role (0..2), str name (a valid key name) */
+void wire_key_req_encode(struct wire_cursor *c, const struct wire_key_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_put_u32(c, m->role);
+	str_put(c, m->name, KEY_NAME_MAX);
+}
+
+void wire_key_req_decode(struct wire_cursor *c, struct wire_key_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	m->role = wire_get_u32(c);
+	str_get(c, m->name, 0, KEY_NAME_MAX);
+	if (wire_cursor_ok(c) && (m->role >= KEY_ROLE_MAX_ || !key_name_valid(m->name)))
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* key_list (since the key table): u32 count (<= 512), then count key entries: the decoder
+ * checks that count of the smallest entry fit in the bytes left. */
+void wire_key_list_encode(struct wire_cursor *c, const struct wire_key_list *m)
+{
+	wire_put_u32(c, m->count);
+}
+
+void wire_key_list_decode(struct wire_cursor *c, struct wire_key_list *m)
+{
+	m->count = wire_get_u32(c);
+	if (wire_cursor_ok(c) && (m->count > WIRE_KEY_LIST_MAX ||
+				  m->count > wire_cursor_left(c) / WIRE_KEY_ENTRY_MIN))
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* key_update (since the key table): a key_list */
+void wire_key_update_encode(struct wire_cursor *c, const struct wire_key_update *m)
+{
+	struct wire_key_list l = {.count = m->count};
+	wire_key_list_encode(c, &l);
+}
+
+void wire_key_update_decode(struct wire_cursor *c, struct wire_key_update *m)
+{
+	struct wire_key_list l;
+	wire_key_list_decode(c, &l);
+	m->count = l.count;
+}
+
+/* key entry: str name (a valid key name), u8 role (1..2), u64 gen (>= 1), u32 revoked
+ * (0..1) */
+void wire_key_entry_put(struct wire_cursor *c, const struct wire_key_entry *e)
+{
+	str_put(c, e->name, KEY_NAME_MAX);
+	wire_put_u8(c, (uint8_t)e->role);
+	wire_put_u64(c, e->gen);
+	wire_put_u32(c, e->revoked);
+}
+
+void wire_key_entry_get(struct wire_cursor *c, struct wire_key_entry *e)
+{
+	memset(e, 0, sizeof(*e));
+	str_get(c, e->name, 0, KEY_NAME_MAX);
+	e->role = wire_get_u8(c);
+	e->gen = wire_get_u64(c);
+	e->revoked = wire_get_u32(c);
+	if (wire_cursor_ok(c) && (!key_name_valid(e->name) || e->role == KEY_ROLE_SERVER ||
+				  e->role >= KEY_ROLE_MAX_ || e->gen == 0 || e->revoked > 1))
 		wire_cursor_fail(c, -EPROTO);
 }
 

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/key.h"
 #include "nacre/nacre_types.h"
 #include "proto/cursor.h"
 
@@ -51,7 +52,10 @@ enum {
 				   * sealed frames after AUTH (see "wire security" below) */
 #define WIRE_FEAT_CAPS (1ull << 2) /* object capabilities: the MDS puts a wire_cap in open,
 				    * create and layout replies (docs/security.md) */
-#define WIRE_FEATURES_SUPPORTED (WIRE_FEAT_RECOVERY | WIRE_FEAT_SEC | WIRE_FEAT_CAPS)
+#define WIRE_FEAT_KEY_ID (1ull << 3) /* CONNECT names the key the peer proves: role, name,
+				      * generation (docs/security.md, "Keys and roles") */
+#define WIRE_FEATURES_SUPPORTED (WIRE_FEAT_RECOVERY | WIRE_FEAT_SEC | WIRE_FEAT_CAPS | \
+				 WIRE_FEAT_KEY_ID)
 
 /* Opcodes. Never renumber; add at the end of a family. Each has a row in the opcode table
  * (wire.c, read through wire_op_info): its request and reply messages, named here too. */
@@ -127,6 +131,13 @@ enum wire_opcode {
 				       * owner and range ends with -EINTR */
 	/* 84..95 reserved for locks */
 
+	/* keys (docs/security.md): admin requests of the MDS, and its pushes to the OSSes */
+	WIRE_OP_MDS_KEY_ISSUE = 100,  /* req: key_req; rep: key_list (the new entry): a new
+				       * generation of a client or admin key (admin, server) */
+	WIRE_OP_MDS_KEY_REVOKE = 101, /* req: key_req; rep: key_list (the entry) (admin, server) */
+	WIRE_OP_MDS_KEY_LIST = 102,   /* req: cred_req; rep: key_list (admin, server) */
+	WIRE_OP_OST_KEY_UPDATE = 103, /* req: key_update; rep: empty: the MDS's key table
+				       * changed (server only) */
 	/* MDS object capabilities (112..119); every request starts with a wire_cred */
 	WIRE_OP_MDS_CAP_GET = 112, /* req: cap_req; rep: cap_rep: a fresh capability for an
 				    * open handle, with the rights of its open */
@@ -279,6 +290,15 @@ struct wire_sec_refusal { /* body of CONNECT's -NACRE_ESEC reply */
 	uint8_t min;                        /* WIRE_SEC_*: the least the server accepts */
 	char rule[WIRE_SEC_RULE_MAX + 1];   /* str: what set it, e.g. "--sec-min" */
 };
+/* With WIRE_FEAT_KEY_ID, after everything else in connect_req: the key the client proves
+ * (a server key when absent). The server derives a client or admin key from its cluster key
+ * (key.h) and proves and checks with that; then it checks the name's generation in its key
+ * table at AUTH. */
+struct wire_key_id {
+	uint8_t role;                /* KEY_ROLE_* */
+	char name[KEY_NAME_MAX + 1]; /* "" for a server key */
+	uint64_t gen;
+};
 struct wire_connect_req {
 	uint16_t version_min;
 	uint16_t version_max;
@@ -292,6 +312,8 @@ struct wire_connect_req {
 	/* with WIRE_FEAT_SEC in features: */
 	uint8_t sec;        /* WIRE_SEC_*: the flavour asked for */
 	uint8_t sec_flags;  /* WIRE_SEC_RAISE; unknown bits fail the decode */
+	/* with WIRE_FEAT_KEY_ID in features (since the key table): */
+	struct wire_key_id key;
 };
 /* connect_rep.session: what the server holds of the connecting client. */
 enum {
@@ -556,6 +578,29 @@ struct wire_targets_rep {
 	uint32_t count; /* checked against the bytes present (WIRE_TARGET_MIN each) */
 };
 
+/* ---- keys ----
+ * KEY_ISSUE and KEY_REVOKE name a key; their reply, KEY_LIST's and OST_KEY_UPDATE's
+ * request are a key_list: a header, then count entries (wire_key_entry_put/_get). */
+struct wire_key_req {
+	struct nacre_cred cred;
+	uint32_t role;               /* ISSUE: KEY_ROLE_CLIENT or KEY_ROLE_ADMIN; REVOKE: 0 */
+	char name[KEY_NAME_MAX + 1]; /* key_name_valid */
+};
+#define WIRE_KEY_ENTRY_MIN (2 + 1 + 1 + 8 + 4)
+#define WIRE_KEY_LIST_MAX 512
+struct wire_key_list {
+	uint32_t count; /* <= WIRE_KEY_LIST_MAX, checked against the bytes present */
+};
+struct wire_key_update { /* OST_KEY_UPDATE: a key_list, as the MDS pushes it */
+	uint32_t count;
+};
+struct wire_key_entry {
+	char name[KEY_NAME_MAX + 1];
+	uint32_t role;   /* KEY_ROLE_CLIENT or KEY_ROLE_ADMIN */
+	uint64_t gen;
+	uint32_t revoked; /* 0 or 1 */
+};
+
 /* ---- HSM ---- */
 #define WIRE_HSM_FIDS_MAX 4000      /* fids in one HSM_REQUEST (16 bytes each) */
 #define WIRE_HSM_ARCHIVES_MAX 32    /* archive ids one agent serves */
@@ -787,7 +832,13 @@ WIRE_MSG(append_req);
 WIRE_MSG(append_rep);
 WIRE_MSG(cap_req);
 WIRE_MSG(cap_rep);
+WIRE_MSG(key_req);
+WIRE_MSG(key_list);
+WIRE_MSG(key_update);
 #undef WIRE_MSG
+/* The items of a key_list. */
+void wire_key_entry_put(struct wire_cursor *c, const struct wire_key_entry *e);
+void wire_key_entry_get(struct wire_cursor *c, struct wire_key_entry *e);
 
 /* The opcode named name ("MDS_CREATE"), or -1. Thread-safe. */
 int wire_opcode_by_name(const char *name);

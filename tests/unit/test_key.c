@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include "common/key.h"
+#include "common/keytab.h"
 #include "unit.h"
+
+#define HEX64 "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 
 static char tmpdir[] = "/tmp/nacre-test-key-XXXXXX";
 
@@ -196,6 +199,135 @@ static void test_generate(void)
 	CHECK_EQ(key_generate(path), -ENOENT);
 }
 
+/* The client key of (node17, 3) from the cluster key 00 01 .. 1f, as any HMAC-SHA256 of
+ * "nacre-key|client|node17|3" computes it. */
+static void test_derive(void)
+{
+	static const uint8_t expect[32] = {
+		0x32, 0x5b, 0x9a, 0x3f, 0x1a, 0x8f, 0x97, 0x3e, 0x56, 0x59, 0xc6,
+		0x67, 0x15, 0x5b, 0xd1, 0xd1, 0x79, 0xd5, 0x5b, 0x60, 0xfe, 0xd4,
+		0xa6, 0xc6, 0x8f, 0xad, 0xae, 0xfc, 0x3c, 0x78, 0xa9, 0x95,
+	};
+	struct nacre_key cluster, k, k2, back;
+	char path[256], err[256];
+
+	memset(&cluster, 0, sizeof(cluster));
+	cluster.present = 1;
+	cluster.len = 32;
+	for (int i = 0; i < 32; i++)
+		cluster.bytes[i] = (uint8_t)i;
+	CHECK_EQ(key_derive(&cluster, KEY_ROLE_CLIENT, "node17", 3, &k), 0);
+	CHECK_EQ(k.len, 32);
+	CHECK_MEM(k.bytes, expect, 32);
+	CHECK_EQ(k.role, KEY_ROLE_CLIENT);
+	CHECK_STR(k.name, "node17");
+	CHECK_EQ(k.gen, 3);
+	/* another generation, role or name is another key */
+	CHECK_EQ(key_derive(&cluster, KEY_ROLE_CLIENT, "node17", 4, &k2), 0);
+	CHECK(memcmp(k.bytes, k2.bytes, 32) != 0);
+	CHECK_EQ(key_derive(&cluster, KEY_ROLE_ADMIN, "node17", 3, &k2), 0);
+	CHECK(memcmp(k.bytes, k2.bytes, 32) != 0);
+	/* refused: no cluster key, a derived key as the base, a bad name, gen 0, role server */
+	CHECK_EQ(key_derive(&k, KEY_ROLE_CLIENT, "x", 1, &k2), -EINVAL);
+	CHECK_EQ(key_derive(&cluster, KEY_ROLE_CLIENT, "a/b", 1, &k2), -EINVAL);
+	CHECK_EQ(key_derive(&cluster, KEY_ROLE_CLIENT, "", 1, &k2), -EINVAL);
+	CHECK_EQ(key_derive(&cluster, KEY_ROLE_CLIENT, "x", 0, &k2), -EINVAL);
+	CHECK_EQ(key_derive(&cluster, KEY_ROLE_SERVER, "x", 1, &k2), -EINVAL);
+	cluster.present = 0;
+	CHECK_EQ(key_derive(&cluster, KEY_ROLE_CLIENT, "x", 1, &k2), -EINVAL);
+
+	/* the file round-trips, mode 0600, never over an existing file */
+	path_in_tmp(path, sizeof(path), "client.key");
+	CHECK_EQ(key_write(path, &k), 0);
+	struct stat st;
+	CHECK_EQ(stat(path, &st), 0);
+	CHECK_EQ(st.st_mode & 0777, 0600);
+	CHECK_EQ(key_write(path, &k), -EEXIST);
+	CHECK_EQ(key_load(path, &back, err, sizeof(err)), 0);
+	CHECK_EQ(back.role, KEY_ROLE_CLIENT);
+	CHECK_STR(back.name, "node17");
+	CHECK_EQ(back.gen, 3);
+	CHECK_EQ(back.len, 32);
+	CHECK_MEM(back.bytes, expect, 32);
+	unlink(path);
+	CHECK_EQ(key_write(path, &cluster), -EINVAL); /* a cluster key file is bare hex */
+
+	/* what a key line must look like */
+	static const char *const bad[] = {
+		"client node17 3", "server node17 3 " HEX64, "client a/b 3 " HEX64,
+		"client node17 0 " HEX64, "client node17 -1 " HEX64, "client node17 3x " HEX64,
+		"client node17 3 " HEX64 " extra", "client node17 3 abc",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		write_file(path, bad[i], strlen(bad[i]));
+		err[0] = 0;
+		CHECK_EQ(key_load(path, &back, err, sizeof(err)), -EINVAL);
+		CHECK(err[0] != 0);
+		CHECK(!back.present);
+	}
+	const char *good = "admin ops@site-2 12\t" HEX64 "\n";
+	write_file(path, good, strlen(good));
+	CHECK_EQ(key_load(path, &back, err, sizeof(err)), 0);
+	CHECK_EQ(back.role, KEY_ROLE_ADMIN);
+	CHECK_STR(back.name, "ops@site-2");
+	CHECK_EQ(back.gen, 12);
+	unlink(path);
+	CHECK_STR(key_role_name(KEY_ROLE_ADMIN), "admin");
+	CHECK_EQ(key_role_parse("client"), KEY_ROLE_CLIENT);
+	CHECK_EQ(key_role_parse("root"), -1);
+}
+
+static void test_keytab(void)
+{
+	struct keytab *t = keytab_create();
+	struct keytab_entry e = {.name = "n1", .role = KEY_ROLE_CLIENT, .gen = 2}, got;
+
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	CHECK_EQ(keytab_check(t, KEY_ROLE_CLIENT, "n1", 2), -EKEYREJECTED); /* unknown */
+	CHECK_EQ(keytab_update(t, &e), 1);
+	CHECK_EQ(keytab_update(t, &e), 0); /* nothing new */
+	CHECK_EQ(keytab_check(t, KEY_ROLE_CLIENT, "n1", 2), 0);
+	CHECK_EQ(keytab_check(t, KEY_ROLE_CLIENT, "n1", 1), -EKEYEXPIRED);
+	CHECK_EQ(keytab_check(t, KEY_ROLE_CLIENT, "n1", 3), -EKEYREJECTED);
+	CHECK_EQ(keytab_check(t, KEY_ROLE_ADMIN, "n1", 2), -EKEYREJECTED);
+	e.revoked = 1;
+	CHECK_EQ(keytab_update(t, &e), 1);
+	CHECK_EQ(keytab_check(t, KEY_ROLE_CLIENT, "n1", 2), -EKEYREVOKED);
+	CHECK_EQ(keytab_check(t, KEY_ROLE_CLIENT, "n1", 1), -EKEYREVOKED);
+	/* an older answer (a pull from before the revocation) does not undo it */
+	e.revoked = 0;
+	CHECK_EQ(keytab_update(t, &e), 0);
+	e.gen = 1;
+	CHECK_EQ(keytab_update(t, &e), 0);
+	CHECK_EQ(keytab_check(t, KEY_ROLE_CLIENT, "n1", 2), -EKEYREVOKED);
+	/* a re-issue does */
+	e.gen = 3;
+	CHECK_EQ(keytab_update(t, &e), 1);
+	CHECK_EQ(keytab_check(t, KEY_ROLE_CLIENT, "n1", 3), 0);
+	CHECK_EQ(keytab_check(t, KEY_ROLE_CLIENT, "n1", 2), -EKEYEXPIRED);
+	/* sorted, bounded */
+	struct keytab_entry a = {.name = "a", .role = KEY_ROLE_ADMIN, .gen = 1};
+	CHECK_EQ(keytab_update(t, &a), 1);
+	struct keytab_entry list[4];
+	CHECK_EQ(keytab_list(t, list, 4), 2);
+	CHECK_STR(list[0].name, "a");
+	CHECK_STR(list[1].name, "n1");
+	CHECK_EQ(keytab_get(t, "n1", &got), 0);
+	CHECK_EQ(got.gen, 3);
+	CHECK_EQ(keytab_get(t, "zz", &got), -ENOENT);
+	for (int i = 0; i < KEYTAB_MAX; i++) {
+		struct keytab_entry x = {.role = KEY_ROLE_CLIENT, .gen = 1};
+		snprintf(x.name, sizeof(x.name), "k%04d", i);
+		int rc = keytab_update(t, &x);
+		CHECK(rc == 1 || (rc == -ENOSPC && i >= KEYTAB_MAX - 2));
+	}
+	CHECK_EQ(keytab_list(t, list, 4), KEYTAB_MAX);
+	keytab_destroy(t);
+	keytab_destroy(NULL);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -206,6 +338,8 @@ int main(void)
 	test_random();
 	test_load();
 	test_generate();
+	test_derive();
+	test_keytab();
 	rmdir(tmpdir);
 	return unit_done();
 }

@@ -16,6 +16,7 @@
 
 #include "common/crc32c.h"
 #include "common/key.h"
+#include "common/keytab.h"
 #include "common/net.h"
 #include "nacre/nacre_errno.h"
 #include "proto/rpc.h"
@@ -731,6 +732,134 @@ static void test_sec_hook_at_auth(void)
 	g_sec_min_for = NULL;
 }
 
+/* ---- client keys and roles ---- */
+
+static struct keytab *g_tab; /* the server's key table in test_key_roles */
+
+static int tab_check(void *arg, int role, const char *name, uint64_t gen)
+{
+	(void)arg;
+	return keytab_check(g_tab, role, name, gen);
+}
+
+/* Answers with the proven role (u32) and key name of the caller. */
+static int whoami_handler(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	(void)arg;
+	wire_put_u32(&rep->body, (uint32_t)req->peer_role);
+	wire_put_bytes(&rep->body, req->key_name, strlen(req->key_name) + 1);
+	return 0;
+}
+
+/* whoami on c: the role, or a negative error; name gets the key name. */
+static int whoami(struct rpc_conn *c, char *name, size_t len)
+{
+	struct rpc_call_args a = {.opcode = OP_ECHO, .flags = RPC_IDEMPOTENT};
+	struct rpc_msg *m = NULL;
+	int rc = rpc_call(c, &a, &m);
+
+	if (rc == 0 && m && m->body_len >= 5) {
+		rc = (int)(m->body[0] | m->body[1] << 8);
+		str_copy(name, (const char *)m->body + 4, len);
+	} else if (rc == 0) {
+		rc = -EPROTO;
+	}
+	rpc_msg_free(m);
+	return rc;
+}
+
+static void test_key_roles(void)
+{
+	struct nacre_key cluster = make_key(9), other = make_key(10), k1, k1_old, k_bad, adm;
+	struct keytab_entry e = {.name = "node1", .role = KEY_ROLE_CLIENT, .gen = 2};
+	struct keytab_entry a = {.name = "ops", .role = KEY_ROLE_ADMIN, .gen = 1};
+	struct rpc_server_conf conf = {
+		.listen_addr = "127.0.0.1:0", .fsname = "testfs", .server_name = "test-server",
+		.key = &cluster, .nworkers = 2, .handler = whoami_handler, .key_check = tab_check,
+	};
+	struct srv sv;
+	char err[512], name[80];
+
+	g_tab = keytab_create();
+	CHECK(g_tab != NULL);
+	keytab_update(g_tab, &e);
+	keytab_update(g_tab, &a);
+	CHECK_EQ(key_derive(&cluster, KEY_ROLE_CLIENT, "node1", 2, &k1), 0);
+	CHECK_EQ(key_derive(&cluster, KEY_ROLE_CLIENT, "node1", 1, &k1_old), 0);
+	CHECK_EQ(key_derive(&other, KEY_ROLE_CLIENT, "node1", 2, &k_bad), 0);
+	CHECK_EQ(key_derive(&cluster, KEY_ROLE_ADMIN, "ops", 1, &adm), 0);
+	CHECK(rpc_server_create(&conf, &sv.s, err, sizeof(err)) == 0);
+	snprintf(sv.addr, sizeof(sv.addr), "127.0.0.1:%u", rpc_server_port(sv.s));
+	pthread_create(&sv.tid, NULL, srv_main, &sv);
+
+	/* each key proves its own role and name */
+	struct rpc_conn *cs = client(sv.addr, "testfs", &cluster, 2000);
+	struct rpc_conn *cc = client(sv.addr, "testfs", &k1, 2000);
+	struct rpc_conn *ca = client(sv.addr, "testfs", &adm, 2000);
+	CHECK_EQ(whoami(cs, name, sizeof(name)), KEY_ROLE_SERVER);
+	CHECK_STR(name, "");
+	CHECK_EQ(whoami(cc, name, sizeof(name)), KEY_ROLE_CLIENT);
+	CHECK_STR(name, "node1");
+	CHECK_EQ(whoami(ca, name, sizeof(name)), KEY_ROLE_ADMIN);
+	CHECK_STR(name, "ops");
+
+	/* refused: an old generation, a key of another cluster, a name not in the table */
+	struct rpc_conn *c2 = client(sv.addr, "testfs", &k1_old, 2000);
+	CHECK_EQ(rpc_conn_connect(c2, 2000, err, sizeof(err)), -EKEYEXPIRED);
+	CHECK(strstr(err, "replaced by a newer") != NULL);
+	rpc_conn_destroy(c2);
+	c2 = client(sv.addr, "testfs", &k_bad, 2000);
+	CHECK_EQ(rpc_conn_connect(c2, 2000, err, sizeof(err)), -NACRE_EAUTH);
+	rpc_conn_destroy(c2);
+	struct nacre_key k_unknown;
+	CHECK_EQ(key_derive(&cluster, KEY_ROLE_CLIENT, "stranger", 1, &k_unknown), 0);
+	c2 = client(sv.addr, "testfs", &k_unknown, 2000);
+	CHECK_EQ(rpc_conn_connect(c2, 2000, err, sizeof(err)), -EKEYREJECTED);
+	rpc_conn_destroy(c2);
+	/* a client key claiming another role fails the proof */
+	struct nacre_key liar = k1;
+	liar.role = KEY_ROLE_ADMIN;
+	c2 = client(sv.addr, "testfs", &liar, 2000);
+	CHECK_EQ(rpc_conn_connect(c2, 2000, err, sizeof(err)), -NACRE_EAUTH);
+	rpc_conn_destroy(c2);
+
+	/* revoked: the connection is closed at once, the next call fails, and for good */
+	e.revoked = 1;
+	keytab_update(g_tab, &e);
+	rpc_server_recheck_keys(sv.s);
+	usleep(100000);
+	CHECK_EQ(whoami(cc, name, sizeof(name)), -EKEYREVOKED);
+	CHECK_EQ(whoami(cc, name, sizeof(name)), -EKEYREVOKED);
+	CHECK_EQ(whoami(ca, name, sizeof(name)), KEY_ROLE_ADMIN); /* the others go on */
+	CHECK_EQ(whoami(cs, name, sizeof(name)), KEY_ROLE_SERVER);
+
+	/* the proven key is the connection's for good: a second CONNECT is refused */
+	int fd = net_connect(sv.addr, 2000);
+	uint8_t buf[512];
+	uint32_t len;
+	CHECK(fd >= 0 && raw_handshake(fd, &cluster) == 0);
+	struct wire_connect_req req = {.version_min = 1, .version_max = WIRE_VERSION};
+	struct wire_cursor cur;
+	str_copy(req.fsname, "testfs", sizeof(req.fsname));
+	str_copy(req.name, "raw", sizeof(req.name));
+	req.features = WIRE_FEAT_KEY_ID;
+	req.key.role = KEY_ROLE_CLIENT;
+	str_copy(req.key.name, "node1", sizeof(req.key.name));
+	req.key.gen = 2;
+	wire_cursor_init_write(&cur, buf, sizeof(buf));
+	wire_connect_req_encode(&cur, &req);
+	CHECK(send_split(fd, WIRE_OP_CONNECT, 3, buf, (uint32_t)cur.pos, NULL, 0, 0) == 0);
+	CHECK_EQ(read_reply(fd, buf, sizeof(buf), &len), -EPROTO);
+	CHECK_EQ(read(fd, buf, 1), 0); /* closed */
+	close(fd);
+
+	rpc_conn_destroy(cs);
+	rpc_conn_destroy(cc);
+	rpc_conn_destroy(ca);
+	srv_stop(&sv);
+	keytab_destroy(g_tab);
+}
+
 int main(void)
 {
 	test_sec_hook_at_auth();
@@ -741,6 +870,7 @@ int main(void)
 	test_pipelined();
 	test_concurrent_callers();
 	g_sec = 0;
+	test_key_roles();
 	test_payload_read_boundaries();
 	test_bulk_checksum_pieces();
 	test_pipelined();

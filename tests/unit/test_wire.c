@@ -457,6 +457,52 @@ static void test_roundtrips(void)
 		ROUNDTRIP(sec_refusal, &m);
 	}
 	{
+		struct wire_connect_req m;
+
+		memset(&m, 0, sizeof(m));
+		m.version_min = 1;
+		m.version_max = 3;
+		memcpy(m.name, "c", 2);
+		/* the key a client proves, behind WIRE_FEAT_KEY_ID */
+		m.features = WIRE_FEAT_RECOVERY | WIRE_FEAT_KEY_ID;
+		m.client_id = 7;
+		m.key.role = KEY_ROLE_CLIENT;
+		memcpy(m.key.name, "node17", 7);
+		m.key.gen = 3;
+		ROUNDTRIP(connect_req, &m);
+	}
+	{
+		/* a key id must name a client or admin key properly */
+		struct wire_connect_req m, d;
+		struct wire_cursor c;
+
+		memset(&m, 0, sizeof(m));
+		m.version_min = m.version_max = 1;
+		memcpy(m.name, "x", 2);
+		m.features = WIRE_FEAT_KEY_ID;
+		m.key.role = KEY_ROLE_CLIENT;
+		m.key.gen = 1;
+		memcpy(m.key.name, "a", 2);
+		ENCODE(&c, wire_connect_req_encode, &m);
+		CHECK(DECODE_OK(wire_connect_req_decode, c.buf, wire_cursor_pos(&c), &d));
+		CHECK_STR(d.key.name, "a");
+		wire_cursor_fini(&c);
+		m.key.gen = 0; /* generations start at 1 */
+		ENCODE(&c, wire_connect_req_encode, &m);
+		CHECK(!DECODE_OK(wire_connect_req_decode, c.buf, wire_cursor_pos(&c), &d));
+		wire_cursor_fini(&c);
+		m.key.gen = 1;
+		memcpy(m.key.name, "a b", 4); /* not a key name */
+		ENCODE(&c, wire_connect_req_encode, &m);
+		CHECK(!DECODE_OK(wire_connect_req_decode, c.buf, wire_cursor_pos(&c), &d));
+		wire_cursor_fini(&c);
+		memcpy(m.key.name, "a", 2);
+		m.key.role = KEY_ROLE_MAX_; /* no such role */
+		ENCODE(&c, wire_connect_req_encode, &m);
+		CHECK(!DECODE_OK(wire_connect_req_decode, c.buf, wire_cursor_pos(&c), &d));
+		wire_cursor_fini(&c);
+	}
+	{
 		struct wire_connect_rep m;
 
 		memset(&m, 0, sizeof(m));

@@ -433,6 +433,60 @@ static void test_targets_rep(void)
 	}
 }
 
+static void test_key_list(void)
+{
+	static const uint8_t golden[] = {
+		0x01, 0x00, 0x00, 0x00,             /* count 1 */
+		0x05, 0x00, 'n', 'o', 'd', 'e', '1', /* name "node1" */
+		0x01,                               /* role client */
+		0x03, 0, 0, 0, 0, 0, 0, 0,          /* gen 3 */
+		0x01, 0x00, 0x00, 0x00,             /* revoked */
+	};
+	struct wire_key_list h = {.count = 1}, hd;
+	struct wire_key_entry e, ed[2];
+	struct wire_cursor c;
+
+	memset(&e, 0, sizeof(e));
+	memcpy(e.name, "node1", 6);
+	e.role = 1;
+	e.gen = 3;
+	e.revoked = 1;
+
+	ENCODE(&c, wire_key_list_encode, &h);
+	wire_key_entry_put(&c, &e);
+	CHECK_EQ(wire_cursor_pos(&c), sizeof(golden));
+	CHECK_MEM(c.buf, golden, sizeof(golden));
+	wire_cursor_fini(&c);
+	memset(ed, 0, sizeof(ed));
+	CHECK(LIST_OK(wire_key_list_decode, &hd, wire_key_entry_get, ed, golden, sizeof(golden),
+		      1));
+	CHECK_EQ(hd.count, 1);
+	CHECK(memcmp(&e, &ed[0], sizeof(e)) == 0);
+	{
+		uint8_t bad[sizeof(golden)];
+		memcpy(bad, golden, sizeof(bad));
+		bad[0] = 2; /* more entries than the bytes hold */
+		CHECK(!LIST_OK(wire_key_list_decode, &hd, wire_key_entry_get, ed, bad, sizeof(bad),
+			       0));
+		memcpy(bad, golden, sizeof(bad));
+		bad[11] = 0; /* role server: never in a key table */
+		CHECK(!LIST_OK(wire_key_list_decode, &hd, wire_key_entry_get, ed, bad, sizeof(bad),
+			       1));
+		memcpy(bad, golden, sizeof(bad));
+		bad[12] = 0; /* generation 0 */
+		CHECK(!LIST_OK(wire_key_list_decode, &hd, wire_key_entry_get, ed, bad, sizeof(bad),
+			       1));
+		memcpy(bad, golden, sizeof(bad));
+		bad[8] = '/'; /* not a key name */
+		CHECK(!LIST_OK(wire_key_list_decode, &hd, wire_key_entry_get, ed, bad, sizeof(bad),
+			       1));
+		memcpy(bad, golden, sizeof(bad));
+		bad[20] = 2; /* revoked is 0 or 1 */
+		CHECK(!LIST_OK(wire_key_list_decode, &hd, wire_key_entry_get, ed, bad, sizeof(bad),
+			       1));
+	}
+}
+
 static void test_cred_req(void)
 {
 	static const uint8_t golden[] = {
@@ -909,7 +963,7 @@ static const struct codec codecs[] = {
 	REQ(hsm_request), REQ(hsm_state_set), REQ(hsm_list_req), REQ(hsm_agent_reg),
 	REQ(hsm_poll_req), REQ(hsm_progress), REQ(hsm_import_req), REQ(ost_io_req),
 	REQ(ost_destroy_req), REQ(lock_req), REQ(fault_set_req), REQ(recovery_done_req),
-	REQ(append_req), REQ(cap_req),
+	REQ(append_req), REQ(cap_req), REQ(key_req), REQ(key_update),
 	REP(connect_rep, test_connect_open_rep),
 	REP(open_rep, test_connect_open_rep),
 	REP(attr_rep, test_attr_rep),
@@ -934,6 +988,7 @@ static const struct codec codecs[] = {
 	REP(ost_attr_rep, test_ost_attr_rep),
 	REP(ost_destroy_rep, test_ost_destroy_rep),
 	REP(cap_rep, test_cap_msgs),
+	REP(key_list, test_key_list),
 };
 #define NCODECS (sizeof(codecs) / sizeof(codecs[0]))
 
@@ -983,6 +1038,7 @@ static void test_op_table(void)
 		WIRE_OP_FAULT_SET, WIRE_OP_MDS_DISCONNECT, WIRE_OP_MDS_RECOVERY_DONE,
 		WIRE_OP_MDS_RECOVERY_STATUS, WIRE_OP_MDS_LOCK_WAIT, WIRE_OP_MDS_LOCK_CANCEL,
 		WIRE_OP_MDS_CAP_GET,
+		WIRE_OP_MDS_KEY_REVOKE, WIRE_OP_MDS_KEY_LIST, WIRE_OP_OST_KEY_UPDATE,
 	};
 	static const uint16_t inline_[] = {
 		WIRE_OP_MDS_STATFS, WIRE_OP_MDS_LOOKUP, WIRE_OP_MDS_GETATTR, WIRE_OP_MDS_READLINK,
@@ -1031,7 +1087,7 @@ static void test_op_table(void)
 		/* what runs once through the reply cache is never resent blindly */
 		CHECK(!(wire_op_reply_cached((uint16_t)op) && wire_op_idempotent((uint16_t)op)));
 	}
-	CHECK_EQ(rows, 58);
+	CHECK_EQ(rows, 62);
 	CHECK(wire_op_info(WIRE_OP_MAX_) == NULL && wire_op_info(0xffff) == NULL);
 	CHECK(!wire_op_idempotent(0xffff) && !wire_op_inline(0xffff));
 	/* xattr_len_rep is GETXATTR's other form (a size of 0), not in the table's column */
