@@ -74,6 +74,21 @@ void nacre_fs_umount(struct nacre_fs *fs);
  * unmount does not hang on a dead MDS. Thread-safe. */
 void nacre_fs_unmounting(struct nacre_fs *fs);
 
+/* Permission-change callbacks. An application that caches attributes (nacre-mount: the
+ * kernel's caches) is told by the MDS which FIDs another client changed the mode, owner,
+ * group or ACL of, before that change is answered: fn(arg, fids, count, all) runs on a
+ * thread of libnacre's for each batch (all: too many to list, drop everything), and the MDS
+ * learns that the batch was handled when fn returned. fn must not block for long (the
+ * other client waits) nor call nacre_fs_notify_stop. Returns 0, -EBUSY (started already)
+ * or -EAGAIN. */
+typedef void (*nacre_notify_fn)(void *arg, const struct nacre_fid *fids, uint32_t count,
+				int all);
+int nacre_fs_notify_start(struct nacre_fs *fs, nacre_notify_fn fn, void *arg);
+/* Stops the callbacks: once it returns fn runs no more. Also done by nacre_fs_umount. Waits
+ * at most about a second for an MDS that answers (longer for one that is gone: up to the
+ * poll's limit, 10 s). NULL or not started is fine. */
+void nacre_fs_notify_stop(struct nacre_fs *fs);
+
 /* FID of the mounted root (the subdirectory for a subdirectory mount). */
 struct nacre_fid nacre_fs_root(const struct nacre_fs *fs);
 const char *nacre_fs_name(const struct nacre_fs *fs);

@@ -94,6 +94,13 @@ struct nacre_fs {
 	pthread_cond_t waits_cond;  /* with waits_lock: a LOCK_WAIT ended or a wait was
 				     * canceled */
 	int lock_waits;             /* waits_lock: LOCK_WAITs out at the MDS */
+
+	/* Permission-change callbacks (notify.c): one thread keeps a NOTIFY_WAIT out. */
+	pthread_t notify_thread;
+	int notify_started;         /* set and cleared by the application's thread */
+	int notify_stop;            /* atomic */
+	nacre_notify_fn notify_fn;  /* immutable while started */
+	void *notify_arg;
 };
 
 struct nacre_file {

@@ -181,6 +181,7 @@ static void pinger_stop(struct nacre_fs *fs)
 
 static void fs_free(struct nacre_fs *fs)
 {
+	nacre_fs_notify_stop(fs);
 	pinger_stop(fs);
 	cl_pool_fini(&fs->pool);
 	rpc_conn_destroy(fs->mds);

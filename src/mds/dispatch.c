@@ -11,6 +11,7 @@
 #include "mds/db.h"
 #include "mds/hsm.h"
 #include "mds/lock_rpc.h"
+#include "mds/notify.h"
 #include "mds/ns.h"
 #include "mds/ost_wait.h"
 #include "mds/req.h"
@@ -254,6 +255,9 @@ static int do_setattr(struct mds *m, const struct rpc_request *req, struct rpc_r
 	int rc = mds_ns_setattr(m, &r.cred, &r.fid, &r.sa, &a.attr);
 	if (!rc)
 		wire_attr_rep_encode(&rep->body, &a);
+	/* other clients check permissions from what they cached: they are told first */
+	if (!rc && (r.sa.valid & (NACRE_SET_MODE | NACRE_SET_UID | NACRE_SET_GID)))
+		mds_notify_perm_change(m, &r.fid);
 	return rc;
 }
 
@@ -448,6 +452,8 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 	case WIRE_OP_MDS_LOCK_WAIT:
 	case WIRE_OP_MDS_LOCK_CANCEL:
 		return mds_lock_dispatch(m, req, rep);
+	case WIRE_OP_MDS_NOTIFY_WAIT:
+		return mds_notify_dispatch(m, req, rep);
 	default:
 		LOG_RATELIMITED(LOG_LVL_INFO, "dispatch", "unsupported opcode %u (%s) from %s",
 				req->hdr->opcode, wire_opcode_name(req->hdr->opcode), req->peer);

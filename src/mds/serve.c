@@ -10,6 +10,7 @@
 #include "mds/dispatch.h"
 #include "mds/inode.h"
 #include "mds/lock_rpc.h"
+#include "mds/notify.h"
 #include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/ost_wait.h"
@@ -278,9 +279,19 @@ static int serve_session_op(struct mds *m, const struct rpc_request *req, struct
 	}
 }
 
+static int serve_one(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep);
+
 int mds_serve(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	struct mds *m = arg;
+
+	/* a change of permissions is answered once the other clients dropped their caches */
+	mds_notify_request_begin();
+	return mds_notify_request_end(m, req, rep, serve_one(m, req, rep));
+}
+
+static int serve_one(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
 	uint16_t op = req->hdr->opcode;
 	struct mds_session_view v = {0};
 	int session = req->client_id && req->env && m->sessions;
@@ -352,6 +363,7 @@ void mds_serve_close(void *arg, uint64_t conn_id)
 	if (m->sessions)
 		mds_session_disconnect(m->sessions, conn_id);
 	mds_lock_close(m, conn_id);
+	mds_notify_close(m, conn_id);
 }
 
 uint64_t mds_serve_last_committed(void *arg)

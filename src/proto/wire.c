@@ -98,6 +98,7 @@ static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(MDS_LOCK_GET, "lock_req", "lock_rep", IDEM),
 	OP(MDS_LOCK_WAIT, "lock_req", "empty", IDEM),
 	OP(MDS_LOCK_CANCEL, "lock_req", "empty", IDEM),
+	OP(MDS_NOTIFY_WAIT, "notify_req", "notify_rep", IDEM | INL),
 };
 #undef OP
 #undef RC
@@ -1779,4 +1780,42 @@ void wire_append_rep_decode(struct wire_cursor *c, struct wire_append_rep *m)
 {
 	memset(m, 0, sizeof(*m));
 	m->offset = wire_get_u64(c);
+}
+
+/* notify_req (since version 1, opcode 96): cred, u64 ack, u32 flags (WIRE_NOTIFY_STOP only) */
+void wire_notify_req_encode(struct wire_cursor *c, const struct wire_notify_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_put_u64(c, m->ack);
+	wire_put_u32(c, m->flags);
+}
+
+void wire_notify_req_decode(struct wire_cursor *c, struct wire_notify_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	m->ack = wire_get_u64(c);
+	m->flags = wire_get_u32(c);
+	if (m->flags & ~(uint32_t)WIRE_NOTIFY_STOP)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* notify_rep (since version 1, opcode 96): u64 seq, u32 flags (WIRE_NOTIFY_ALL only),
+ * u32 count (<= WIRE_NOTIFY_MAX, checked against the bytes present), then count fids */
+void wire_notify_rep_encode(struct wire_cursor *c, const struct wire_notify_rep *m)
+{
+	wire_put_u64(c, m->seq);
+	wire_put_u32(c, m->flags);
+	wire_put_u32(c, m->count);
+}
+
+void wire_notify_rep_decode(struct wire_cursor *c, struct wire_notify_rep *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->seq = wire_get_u64(c);
+	m->flags = wire_get_u32(c);
+	m->count = wire_get_u32(c);
+	if ((m->flags & ~(uint32_t)WIRE_NOTIFY_ALL) || m->count > WIRE_NOTIFY_MAX ||
+	    (wire_cursor_ok(c) && wire_cursor_left(c) < (size_t)m->count * 16))
+		wire_cursor_fail(c, -EPROTO);
 }

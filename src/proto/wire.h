@@ -122,6 +122,12 @@ enum wire_opcode {
 				       * owner and range ends with -EINTR */
 	/* 84..95 reserved for locks */
 
+	/* MDS callbacks (96..103); every request starts with a wire_cred */
+	WIRE_OP_MDS_NOTIFY_WAIT = 96, /* req: notify_req; rep: notify_rep: a long poll the MDS
+				       * answers with the FIDs whose mode, owner, group or ACL
+				       * another client changed (docs/security.md) */
+	/* 97..103 reserved for callbacks */
+
 	WIRE_OP_MAX_ = 128,
 };
 
@@ -580,6 +586,30 @@ struct wire_lock_rep { /* LOCK_GET: type WIRE_LK_UNLCK and the rest 0 if nothing
 	uint32_t pid;
 };
 
+/* NOTIFY_WAIT: each client that caches attributes keeps one outstanding. The MDS parks it
+ * until it has FIDs for the client (or for up to WIRE_NOTIFY_HOLD_MS, then answers it with
+ * none); the next NOTIFY_WAIT acknowledges the batch before it (ack = its seq): only then
+ * has the client dropped what it cached, and only then is the change that caused it
+ * answered. Not a change: never replayed, resent freely (a new MDS instance starts seq at
+ * 0 and ignores acks above what it sent). */
+#define WIRE_NOTIFY_MAX 1024      /* FIDs in one reply; more become WIRE_NOTIFY_ALL */
+#define WIRE_NOTIFY_HOLD_MS 5000  /* longest the MDS parks one */
+enum {
+	WIRE_NOTIFY_STOP = 1u << 0, /* req: answer my parked wait now and do not park this one
+				     * (the client stops listening: unmount) */
+	WIRE_NOTIFY_ALL = 1u << 0,  /* rep: too many changes: drop every cached attribute */
+};
+struct wire_notify_req {
+	struct nacre_cred cred;
+	uint64_t ack;   /* seq of the last batch processed, 0 = none */
+	uint32_t flags; /* WIRE_NOTIFY_STOP */
+};
+struct wire_notify_rep { /* followed by count fids */
+	uint64_t seq;   /* this batch's number; 0: nothing new (nothing to ack) */
+	uint32_t flags; /* WIRE_NOTIFY_ALL */
+	uint32_t count; /* 0..WIRE_NOTIFY_MAX; exactly count * 16 bytes follow */
+};
+
 /* ---- OSS requests ---- */
 struct wire_ost_io_req {
 	uint32_t ost_idx;
@@ -680,6 +710,8 @@ WIRE_MSG(recovery_done_req);
 WIRE_MSG(recovery_status);
 WIRE_MSG(append_req);
 WIRE_MSG(append_rep);
+WIRE_MSG(notify_req);
+WIRE_MSG(notify_rep);
 #undef WIRE_MSG
 
 /* The opcode named name ("MDS_CREATE"), or -1. Thread-safe. */

@@ -1,0 +1,271 @@
+"""Permissions as an ordinary user sees them (issue 14): special files checked on open,
+search permission right after a chmod on the same mount and on a second one, every
+supplementary group counted, and protected_hardlinks.
+
+The user is a forked child that drops to an unused uid with setgroups/setgid/setuid; it
+runs the operations it is told over a pipe, so the time from a chmod's return on one
+mount to the first refusal on another is measured without a fork in between.
+"""
+import errno
+import os
+import stat
+import time
+
+import pytest
+
+UID, GID = 52001, 52001
+GROUPS40 = [52100 + i for i in range(40)]  # the 40th, 52139, owns the file below
+
+
+def _ops(base, uid, gid):
+    d = os.path.join(base, "d")
+    return {
+        "warm": lambda: (os.stat(f"{d}/f"), os.close(os.open(f"{d}/f", os.O_RDONLY)),
+                         os.listdir(d)),
+        "open": lambda: os.close(os.open(f"{d}/f", os.O_RDWR)),
+        "truncate": lambda: os.truncate(f"{d}/f", 0),
+        "otrunc": lambda: os.close(os.open(f"{d}/f", os.O_WRONLY | os.O_TRUNC)),
+        "chmod": lambda: os.chmod(f"{d}/f", 0o640),
+        "chown": lambda: os.chown(f"{d}/f", uid, gid),
+        "link": lambda: os.link(f"{d}/f", f"{d}/l"),
+        "unlink": lambda: os.unlink(f"{d}/u"),
+        "rename": lambda: os.rename(f"{d}/r", f"{d}/r2"),
+        "mkdir": lambda: os.mkdir(f"{d}/m"),
+    }
+
+
+OPS = ["open", "truncate", "otrunc", "chmod", "chown", "link", "unlink", "rename", "mkdir"]
+
+
+class User:
+    """A child process running as uid/gid/groups; do(name, arg) runs one named operation
+    and returns (errno or 0, CLOCK_MONOTONIC when it ended)."""
+
+    def __init__(self, ops, uid=UID, gid=GID, groups=()):
+        self.ops = ops
+        r1, w1 = os.pipe()
+        r2, w2 = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(w1)
+            os.close(r2)
+            try:
+                os.setgroups(list(groups))
+                os.setgid(gid)
+                os.setuid(uid)
+                cmd_in = os.fdopen(r1, "r")
+                for line in cmd_in:
+                    name, _, arg = line.rstrip("\n").partition(" ")
+                    code = 0
+                    try:
+                        fn = ops.get(name)
+                        if fn is None:
+                            fn = self._generic(name, arg)
+                        fn()
+                    except OSError as e:
+                        code = e.errno
+                    os.write(w2, f"{code} {time.monotonic():.6f}\n".encode())
+            finally:
+                os._exit(0)
+        os.close(r1)
+        os.close(w2)
+        self.w = os.fdopen(w1, "w")
+        self.r = os.fdopen(r2, "r")
+
+    @staticmethod
+    def _generic(name, arg):
+        if name == "read":
+            return lambda: open(arg, "rb").read()
+        if name == "openr":
+            return lambda: os.close(os.open(arg, os.O_RDONLY | os.O_NONBLOCK))
+        if name == "openw":
+            return lambda: os.close(os.open(arg, os.O_WRONLY | os.O_NONBLOCK))
+        if name == "openrw":
+            return lambda: os.close(os.open(arg, os.O_RDWR))
+        if name == "link":
+            src, dst = arg.split("\t")
+            return lambda: os.link(src, dst)
+        raise OSError(errno.EINVAL, name)
+
+    def do(self, name, arg=""):
+        self.w.write(f"{name} {arg}\n")
+        self.w.flush()
+        code, t = self.r.readline().split()
+        return int(code), float(t)
+
+    def close(self):
+        self.w.close()
+        os.waitpid(self.pid, 0)
+
+
+@pytest.fixture(scope="module")
+def mounts(cluster):
+    """Two more mounts with the default cache times (1 s): the kernel caches names and
+    attributes, which is what must not let a user through after a chmod."""
+    a = cluster.mount(opts=["dev"], name="perm-a")
+    b = cluster.mount(opts=["dev"], name="perm-b")
+    yield a.path, b.path
+    for m in (a, b):
+        m.unmount()
+        cluster.mounts.remove(m)
+
+
+def _reset(base):
+    """As root: d owned by the user (0755) with f, u, r; l, r2 and m absent."""
+    d = os.path.join(base, "d")
+    os.makedirs(d, exist_ok=True)
+    os.chmod(d, 0o755)
+    for name in ("l", "r2"):
+        if os.path.exists(f"{d}/{name}"):
+            os.unlink(f"{d}/{name}")
+    if os.path.isdir(f"{d}/m"):
+        os.rmdir(f"{d}/m")
+    for name in ("f", "u", "r"):
+        with open(f"{d}/{name}", "wb") as f:
+            f.write(b"data")
+        os.chown(f"{d}/{name}", UID, GID)
+        os.chmod(f"{d}/{name}", 0o644)
+    os.chown(d, UID, GID)
+
+
+def _chmod_refuses(chmod_base, user_base, label):
+    """For every operation: the user warms its caches, root chmods d 0644 on chmod_base,
+    the user's operation on user_base must fail EACCES; after chmod 0755 it must work.
+    Returns the worst time from the chmod's return to the refusal."""
+    worst = 0.0
+    u = User(_ops(user_base, UID, GID))
+    try:
+        for op in OPS:
+            _reset(user_base)
+            assert u.do("warm")[0] == 0, f"{label}: warm-up failed before {op}"
+            os.chmod(os.path.join(chmod_base, "d"), 0o644)
+            t0 = time.monotonic()
+            code, t1 = u.do(op)
+            assert code == errno.EACCES, \
+                f"{label}: {op} under a 0644 directory: {os.strerror(code) if code else 'ok'}"
+            worst = max(worst, t1 - t0)
+            os.chmod(os.path.join(chmod_base, "d"), 0o755)
+            code, _ = u.do(op)
+            assert code == 0, f"{label}: {op} after chmod 0755: {os.strerror(code)}"
+    finally:
+        u.close()
+    return worst
+
+
+def test_chmod_same_mount(mounts):
+    a, _ = mounts
+    worst = _chmod_refuses(a, a, "same mount")
+    assert worst < 0.05
+
+
+def test_chmod_second_mount_within_50ms(mounts):
+    a, b = mounts
+    worst = _chmod_refuses(a, b, "second mount")
+    print(f"worst time from chmod's return on one mount to the refusal on the other: "
+          f"{worst * 1000:.1f} ms")
+    assert worst < 0.05, f"refused only {worst * 1000:.1f} ms after the chmod returned"
+
+
+def test_chown_and_chgrp_second_mount(mounts):
+    """A change of owner or group is pushed as a change of mode is."""
+    a, b = mounts
+    _reset(b)
+    d = os.path.join(a, "d")
+    os.chmod(d, 0o750)
+    u = User(_ops(b, UID, GID))
+    try:
+        assert u.do("warm")[0] == 0
+        os.chown(d, 0, 0)  # no longer the user's, group root: nothing left for the user
+        assert u.do("open")[0] == errno.EACCES
+        os.chown(d, 0, GID)  # the group may search
+        assert u.do("open")[0] == 0
+    finally:
+        u.close()
+        os.chown(d, UID, GID)
+
+
+def test_special_files_checked_on_open(mounts):
+    a, b = mounts
+    fifo = os.path.join(a, "fifo")
+    dev = os.path.join(a, "null")
+    for p in (fifo, dev):
+        if os.path.lexists(p):
+            os.unlink(p)
+    os.mkfifo(fifo, 0o600)
+    os.mknod(dev, 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    os.chmod(fifo, 0o600)
+    os.chmod(dev, 0o600)
+    u = User({})
+    try:
+        for base in (a, b):
+            f, n = os.path.join(base, "fifo"), os.path.join(base, "null")
+            assert u.do("openr", f)[0] == errno.EACCES, "FIFO opened without read permission"
+            assert u.do("openrw", n)[0] == errno.EACCES, "device opened without permission"
+        os.chmod(fifo, 0o644)
+        os.chmod(dev, 0o644)
+        for base in (a, b):
+            f, n = os.path.join(base, "fifo"), os.path.join(base, "null")
+            assert u.do("openr", f)[0] == 0
+            assert u.do("openrw", n)[0] == errno.EACCES  # read, not write
+        os.chmod(dev, 0o666)
+        for base in (a, b):
+            assert u.do("openrw", os.path.join(base, "null"))[0] == 0
+    finally:
+        u.close()
+
+
+def test_forty_supplementary_groups(mounts):
+    a, b = mounts
+    p = os.path.join(a, "g40")
+    with open(p, "wb") as f:
+        f.write(b"for the 40th group")
+    os.chown(p, 0, GROUPS40[-1])
+    os.chmod(p, 0o640)
+    u = User({}, groups=GROUPS40)
+    try:
+        for base in (a, b):
+            assert u.do("read", os.path.join(base, "g40"))[0] == 0
+    finally:
+        u.close()
+    u = User({}, groups=GROUPS40[:-1])  # without it: refused
+    try:
+        assert u.do("read", os.path.join(b, "g40"))[0] == errno.EACCES
+    finally:
+        u.close()
+
+
+@pytest.fixture
+def protected_hardlinks():
+    path = "/proc/sys/fs/protected_hardlinks"
+    old = open(path).read().strip()
+    with open(path, "w") as f:
+        f.write("1")
+    yield
+    with open(path, "w") as f:
+        f.write(old)
+
+
+def test_protected_hardlinks(mounts, protected_hardlinks):
+    a, _ = mounts
+    home = os.path.join(a, "home")
+    os.makedirs(home, exist_ok=True)
+    os.chown(home, UID, GID)
+    secret = os.path.join(a, "rootfile")
+    with open(secret, "wb") as f:
+        f.write(b"root's")
+    os.chmod(secret, 0o600)
+    mine = os.path.join(home, "mine")
+    for p in (mine, os.path.join(home, "l1"), os.path.join(home, "l2")):
+        if os.path.exists(p):
+            os.unlink(p)
+    with open(mine, "wb") as f:
+        f.write(b"mine")
+    os.chown(mine, UID, GID)
+    u = User({})
+    try:
+        code, _ = u.do("link", f"{secret}\t{home}/l1")
+        assert code == errno.EPERM, f"linked root's 0600 file: {os.strerror(code) or 'ok'}"
+        assert u.do("link", f"{mine}\t{home}/l2")[0] == 0
+    finally:
+        u.close()
+    assert not os.path.exists(os.path.join(home, "l1"))
