@@ -89,6 +89,13 @@ int nacre_fs_notify_start(struct nacre_fs *fs, nacre_notify_fn fn, void *arg);
  * poll's limit, 10 s). NULL or not started is fine. */
 void nacre_fs_notify_stop(struct nacre_fs *fs);
 
+/* Fills *out with a caller's credentials: uid, gid and n supplementary groups (any order,
+ * up to NACRE_MAX_GROUPS). More than NACRE_CRED_GROUPS are registered with the MDS once
+ * (a few calls the first time; remembered by the mount) and carried as a token. Returns 0,
+ * -EINVAL (n too large), -ENOMEM or the MDS's error. Thread-safe. */
+int nacre_groups_cred(struct nacre_fs *fs, uint32_t uid, uint32_t gid, const uint32_t *groups,
+		      uint32_t n, struct nacre_cred *out);
+
 /* FID of the mounted root (the subdirectory for a subdirectory mount). */
 struct nacre_fid nacre_fs_root(const struct nacre_fs *fs);
 const char *nacre_fs_name(const struct nacre_fs *fs);

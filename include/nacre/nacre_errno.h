@@ -17,7 +17,9 @@ enum {
 	NACRE_ENOTARGET = 4007,      /* no such target registered */
 	NACRE_ETIMEDOUT_SRV = 4008,  /* server did not answer within the timeout */
 	NACRE_ERESTORING = 4009,     /* HSM: the file is being restored; retry the call later */
-	NACRE_ELAST = 4010,
+	NACRE_EGROUPS = 4010,        /* a cred's group-list token the MDS does not know (it
+				      * restarted, or dropped it): register the list, retry */
+	NACRE_ELAST = 4011,
 };
 
 /* Returns a static string for a negative (or positive) errno or NACRE_E* code.

@@ -12,6 +12,7 @@
 
 #include "client/cl_export.h"
 #include "client/cl_internal.h"
+#include "client/groups.h"
 #include "client/lock.h"
 #include "client/mdc.h"
 #include "client/oss.h"
@@ -187,6 +188,7 @@ static void fs_free(struct nacre_fs *fs)
 	rpc_conn_destroy(fs->mds);
 	cl_oss_fini(&fs->oss);
 	cl_locks_fini(fs);
+	cl_groups_fini(fs);
 	pthread_mutex_destroy(&fs->files_lock);
 	pthread_cond_destroy(&fs->files_cond);
 	pthread_mutex_destroy(&fs->ping_lock);
@@ -223,6 +225,7 @@ NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *op
 	pthread_mutex_init(&fs->files_lock, NULL);
 	pthread_cond_init(&fs->files_cond, NULL);
 	cl_locks_init(fs);
+	cl_groups_init(fs);
 	pthread_mutex_init(&fs->ping_lock, NULL);
 	pthread_cond_init(&fs->ping_cond, NULL);
 	set_tunables(fs, opts);

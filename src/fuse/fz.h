@@ -200,7 +200,7 @@ void fz_notify_start(struct fz_mount *m);
 void fz_notify_stop(struct fz_mount *m);
 
 /* ---- req.c: per-request helpers ---- */
-/* The caller's uid, gid and supplementary groups (at most NACRE_MAX_GROUPS). */
+/* The caller's uid, gid and all its supplementary groups (a long list as a token). */
 void fz_cred(fuse_req_t req, struct nacre_cred *cr);
 /* Positive errno for the kernel from a libnacre result: NACRE_E* and timeouts become EIO. */
 int fz_errno(int rc);

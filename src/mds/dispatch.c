@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "mds/db.h"
+#include "mds/groups.h"
 #include "mds/hsm.h"
 #include "mds/lock_rpc.h"
 #include "mds/notify.h"
@@ -371,6 +372,12 @@ static int do_target(struct mds *m, const struct rpc_request *req, int heartbeat
 	return rc;
 }
 
+static int do_groups_set(const struct rpc_request *req)
+{
+	DECODE(groups_set_req, r);
+	return mds_groups_set(&r);
+}
+
 int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	struct mds *m = arg;
@@ -454,6 +461,8 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 		return mds_lock_dispatch(m, req, rep);
 	case WIRE_OP_MDS_NOTIFY_WAIT:
 		return mds_notify_dispatch(m, req, rep);
+	case WIRE_OP_MDS_GROUPS_SET:
+		return do_groups_set(req);
 	default:
 		LOG_RATELIMITED(LOG_LVL_INFO, "dispatch", "unsupported opcode %u (%s) from %s",
 				req->hdr->opcode, wire_opcode_name(req->hdr->opcode), req->peer);

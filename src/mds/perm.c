@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <sys/stat.h>
 
+#include "mds/groups.h"
+
 int mds_perm_is_root(const struct nacre_cred *cr)
 {
 	return cr->uid == 0;
@@ -13,11 +15,12 @@ int mds_perm_in_group(const struct nacre_cred *cr, uint32_t gid)
 {
 	if (cr->gid == gid)
 		return 1;
-	uint32_t n = cr->ngroups < NACRE_MAX_GROUPS ? cr->ngroups : NACRE_MAX_GROUPS;
+	uint32_t n = cr->ngroups < NACRE_CRED_GROUPS ? cr->ngroups : NACRE_CRED_GROUPS;
 	for (uint32_t i = 0; i < n; i++)
 		if (cr->groups[i] == gid)
 			return 1;
-	return 0;
+	/* the rest of a long list, registered with GROUPS_SET */
+	return cr->groups_token ? mds_groups_has(cr->groups_token, gid) : 0;
 }
 
 int mds_perm_check(const struct nacre_cred *cr, const struct mds_inode *ino, int mask)

@@ -8,7 +8,8 @@ enum { MDS_MAY_EXEC = 1, MDS_MAY_WRITE = 2, MDS_MAY_READ = 4 };
 
 /* 1 if cr is uid 0. */
 int mds_perm_is_root(const struct nacre_cred *cr);
-/* 1 if gid is cr's primary or one of its supplementary groups. */
+/* 1 if gid is cr's primary or one of its supplementary groups (all of them: those past
+ * NACRE_CRED_GROUPS from the list registered under cr->groups_token, groups.h). */
 int mds_perm_in_group(const struct nacre_cred *cr, uint32_t gid);
 /* Checks mask (MDS_MAY_*) against ino's mode bits. Root passes, except exec of a non-directory
  * with no x bit at all. Returns 0 or -EACCES. */

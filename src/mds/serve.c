@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "mds/db.h"
 #include "mds/dispatch.h"
+#include "mds/groups.h"
 #include "mds/inode.h"
 #include "mds/lock_rpc.h"
 #include "mds/notify.h"
@@ -18,6 +19,7 @@
 #include "mds/req.h"
 #include "mds/session.h"
 #include "mds/writer.h"
+#include "nacre/nacre_errno.h"
 
 int mds_op_records(uint16_t opcode)
 {
@@ -287,7 +289,12 @@ int mds_serve(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
 
 	/* a change of permissions is answered once the other clients dropped their caches */
 	mds_notify_request_begin();
-	return mds_notify_request_end(m, req, rep, serve_one(m, req, rep));
+	mds_groups_missing_reset();
+	int rc = serve_one(m, req, rep);
+	/* refused for want of a group list we do not hold: the client registers it, retries */
+	if (rc < 0 && rc != RPC_DEFER && mds_groups_missing())
+		rc = -NACRE_EGROUPS;
+	return mds_notify_request_end(m, req, rep, rc);
 }
 
 static int serve_one(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)

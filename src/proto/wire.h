@@ -126,7 +126,10 @@ enum wire_opcode {
 	WIRE_OP_MDS_NOTIFY_WAIT = 96, /* req: notify_req; rep: notify_rep: a long poll the MDS
 				       * answers with the FIDs whose mode, owner, group or ACL
 				       * another client changed (docs/security.md) */
-	/* 97..103 reserved for callbacks */
+	WIRE_OP_MDS_GROUPS_SET = 97,  /* req: groups_set_req; rep: empty: registers a caller's
+				       * group list (more than NACRE_CRED_GROUPS) under the token
+				       * its creds then carry */
+	/* 98..103 reserved for callbacks */
 
 	WIRE_OP_MAX_ = 128,
 };
@@ -193,7 +196,11 @@ char *wire_lstr_dup(struct wire_cursor *c, uint32_t max);
 void wire_fid_put(struct wire_cursor *c, const struct nacre_fid *fid);
 void wire_fid_get(struct wire_cursor *c, struct nacre_fid *fid);
 void wire_cred_put(struct wire_cursor *c, const struct nacre_cred *cr);
-void wire_cred_get(struct wire_cursor *c, struct nacre_cred *cr); /* ngroups <= MAX checked */
+void wire_cred_get(struct wire_cursor *c, struct nacre_cred *cr); /* ngroups <= CRED checked */
+/* The token of a sorted, duplicate-free group list of n (the name GROUPS_SET registers it
+ * under). Never 0. Pure. */
+uint64_t wire_groups_token(const uint32_t *groups, uint32_t n);
+
 void wire_attr_put(struct wire_cursor *c, const struct nacre_attr *a);
 void wire_attr_get(struct wire_cursor *c, struct nacre_attr *a);
 void wire_statfs_put(struct wire_cursor *c, const struct nacre_statfs *s);
@@ -610,6 +617,24 @@ struct wire_notify_rep { /* followed by count fids */
 	uint32_t count; /* 0..WIRE_NOTIFY_MAX; exactly count * 16 bytes follow */
 };
 
+/* GROUPS_SET: a list of more than NACRE_CRED_GROUPS groups, sorted and without duplicates,
+ * named by wire_groups_token(list); sent in chunks of at most WIRE_GROUPS_CHUNK, in order.
+ * The MDS keeps lists in memory (bounded, least recently used dropped): a request whose
+ * token it does not know fails -NACRE_EGROUPS, and the client registers it again; a client
+ * registers its lists again after the MDS restarted, before its replays. */
+#define WIRE_GROUPS_CHUNK 8192
+struct wire_groups_set_req {
+	struct nacre_cred cred;
+	uint64_t token;
+	uint32_t total;
+	uint32_t first;
+	uint32_t count;
+	const uint32_t *list;  /* encode: the caller's count groups */
+	const uint8_t *wire;   /* decode: view into the receive buffer (wire_groups_set_at) */
+};
+/* Group i (< m->count) of a decoded groups_set_req. */
+uint32_t wire_groups_set_at(const struct wire_groups_set_req *m, uint32_t i);
+
 /* ---- OSS requests ---- */
 struct wire_ost_io_req {
 	uint32_t ost_idx;
@@ -712,6 +737,7 @@ WIRE_MSG(append_req);
 WIRE_MSG(append_rep);
 WIRE_MSG(notify_req);
 WIRE_MSG(notify_rep);
+WIRE_MSG(groups_set_req);
 #undef WIRE_MSG
 
 /* The opcode named name ("MDS_CREATE"), or -1. Thread-safe. */

@@ -48,6 +48,7 @@ FZ_MSG(recovery_done_req)
 FZ_MSG(recovery_status)
 FZ_MSG(append_req)
 FZ_MSG(append_rep)
+FZ_MSG(notify_req)
 
 /* HSM_REQUEST: the header, then exactly nfids fids. */
 struct fz_hsm_req {
@@ -107,6 +108,7 @@ FZ_LIST(hsm_action_rep, has, struct nacre_hsm_action, 1, wire_hsm_action_put,
 	wire_hsm_action_get)
 FZ_LIST(hsm_list_rep, count, struct nacre_hsm_action, WIRE_HSM_POLL_MAX, wire_hsm_action_put,
 	wire_hsm_action_get)
+FZ_LIST(notify_rep, count, struct nacre_fid, WIRE_NOTIFY_MAX, wire_fid_put, wire_fid_get)
 FZ_LIST(hsm_poll_rep, count, struct nacre_hsm_action, WIRE_HSM_POLL_MAX, wire_hsm_action_put,
 	wire_hsm_action_get)
 
@@ -185,6 +187,8 @@ static const struct fz_type types[] = {
 	FZ_ROW(recovery_status, struct wire_recovery_status, NULL, 1),
 	FZ_ROW(append_req, struct wire_append_req, NULL, 1),
 	FZ_ROW(append_rep, struct wire_append_rep, NULL, 1),
+	FZ_ROW(notify_req, struct wire_notify_req, NULL, 1),
+	FZ_ROW(notify_rep, struct fz_notify_rep, NULL, 1),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -42,8 +42,8 @@ static int passed, failed;
 		}                                                                           \
 	} while (0)
 
-static struct nacre_cred root_cr = {0, 0, 0, {0}};
-static struct nacre_cred user_cr = {1000, 1000, 0, {0}};
+static struct nacre_cred root_cr = {.uid = 0};
+static struct nacre_cred user_cr = {.uid = 1000, .gid = 1000};
 
 static int mds_up(struct mds *m, const char *dir, int format)
 {

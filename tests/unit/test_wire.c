@@ -414,8 +414,8 @@ static void test_roundtrips(void)
 		sample_cred(&m.cred);
 		sample_fid(&m.fid, 9);
 		ROUNDTRIP(fid_req, &m);
-		m.cred.ngroups = NACRE_MAX_GROUPS;
-		for (int i = 0; i < NACRE_MAX_GROUPS; i++)
+		m.cred.ngroups = NACRE_CRED_GROUPS;
+		for (int i = 0; i < NACRE_CRED_GROUPS; i++)
 			m.cred.groups[i] = (uint32_t)i + 1000;
 		ROUNDTRIP(fid_req, &m);
 	}
@@ -760,8 +760,8 @@ static int layout_raw(uint16_t ncomp, uint64_t start, uint64_t end, uint16_t mir
 
 static void test_reject_fields(void)
 {
-	CHECK(fid_req_with_ngroups(NACRE_MAX_GROUPS, NACRE_MAX_GROUPS));
-	CHECK(!fid_req_with_ngroups(NACRE_MAX_GROUPS + 1, NACRE_MAX_GROUPS + 1));
+	CHECK(fid_req_with_ngroups(NACRE_CRED_GROUPS, NACRE_CRED_GROUPS));
+	CHECK(!fid_req_with_ngroups(NACRE_CRED_GROUPS + 1, NACRE_CRED_GROUPS + 1));
 	CHECK(!fid_req_with_ngroups(0xffffffffu, 0));
 
 	CHECK(layout_raw(1, 0, UINT64_MAX, 0, 1, 4, -1, 4) == 1);
