@@ -169,7 +169,11 @@ struct nacre_cred {
 	uint32_t groups[NACRE_CRED_GROUPS];
 	uint64_t groups_token;             /* nonzero: all the groups are the list registered
 					    * under it (groups[] holds the first of them) */
+	uint32_t flags;                    /* NACRE_CRED_* */
 };
+/* cred flags: the caller's kernel rules the MDS applies too */
+#define NACRE_CRED_PROTECTED_HARDLINKS 1u /* fs.protected_hardlinks is 1 on the client: a
+					   * LINK needs the kernel's may_linkat rule */
 
 /* One directory entry from readdir. cookie resumes the listing after this entry. */
 struct nacre_dirent {

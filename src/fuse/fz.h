@@ -202,6 +202,8 @@ void fz_notify_stop(struct fz_mount *m);
 /* ---- req.c: per-request helpers ---- */
 /* The caller's uid, gid and all its supplementary groups (a long list as a token). */
 void fz_cred(fuse_req_t req, struct nacre_cred *cr);
+/* 1 if this host's fs.protected_hardlinks is on (read at each call: links are rare). */
+int fz_protected_hardlinks(void);
 /* Positive errno for the kernel from a libnacre result: NACRE_E* and timeouts become EIO. */
 int fz_errno(int rc);
 /* 0 for rc >= 0, else fz_errno(rc): for fuse_reply_err of calls without a result. */

@@ -134,6 +134,19 @@ void fz_cred(fuse_req_t req, struct nacre_cred *cr)
 	pthread_mutex_unlock(&groups_lock);
 }
 
+int fz_protected_hardlinks(void)
+{
+	char c = '0';
+	int fd = open("/proc/sys/fs/protected_hardlinks", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	if (read(fd, &c, 1) != 1)
+		c = '0';
+	close(fd);
+	return c == '1';
+}
+
 int fz_errno(int rc)
 {
 	int e = rc < 0 ? -rc : rc;

@@ -51,6 +51,17 @@ int mds_perm_sticky(const struct nacre_cred *cr, const struct mds_inode *dir,
 	return -EPERM;
 }
 
+int mds_perm_may_link(const struct nacre_cred *cr, const struct mds_inode *ino)
+{
+	if (mds_perm_is_root(cr) || cr->uid == ino->uid)
+		return 0;
+	if (S_ISREG(ino->mode) && !(ino->mode & S_ISUID) &&
+	    (ino->mode & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP) &&
+	    mds_perm_check(cr, ino, MDS_MAY_READ | MDS_MAY_WRITE) == 0)
+		return 0;
+	return -EPERM;
+}
+
 int mds_perm_setattr(const struct nacre_cred *cr, struct mds_inode *ino,
 		     const struct nacre_setattr *sa)
 {

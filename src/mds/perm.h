@@ -18,6 +18,10 @@ int mds_perm_check(const struct nacre_cred *cr, const struct mds_inode *ino, int
  * victim, the owner of dir, or root. Returns 0 or -EPERM. */
 int mds_perm_sticky(const struct nacre_cred *cr, const struct mds_inode *dir,
 		    const struct mds_inode *victim);
+/* fs.protected_hardlinks, as Linux's may_linkat: a link to ino is allowed to its owner,
+ * root, or anyone who may read and write it if it is a regular file that is neither setuid
+ * nor setgid-executable. Returns 0 or -EPERM. */
+int mds_perm_may_link(const struct nacre_cred *cr, const struct mds_inode *ino);
 /* Checks a setattr (nacre_setattr.valid) against ino and applies mode/uid/gid changes to ino,
  * including the setuid/setgid clearing rules (chmod by a non-member clears setgid; chown of a
  * non-directory clears setuid and group-exec setgid). Does not touch size or times.

@@ -334,17 +334,20 @@ void wire_fid_get(struct wire_cursor *c, struct nacre_fid *fid)
 }
 
 /* cred: u32 uid, u32 gid, u32 ngroups (<= NACRE_CRED_GROUPS, | WIRE_CRED_TOKEN when a
- * token follows), u32 groups[ngroups], then u64 groups_token (nonzero) if WIRE_CRED_TOKEN */
+ * token follows, | WIRE_CRED_PHL for NACRE_CRED_PROTECTED_HARDLINKS), u32 groups[ngroups],
+ * then u64 groups_token (nonzero) if WIRE_CRED_TOKEN */
 #define WIRE_CRED_TOKEN 0x80000000u
+#define WIRE_CRED_PHL 0x40000000u
 void wire_cred_put(struct wire_cursor *c, const struct nacre_cred *cr)
 {
-	if (cr->ngroups > NACRE_CRED_GROUPS) {
+	if (cr->ngroups > NACRE_CRED_GROUPS || (cr->flags & ~NACRE_CRED_PROTECTED_HARDLINKS)) {
 		wire_cursor_fail(c, -EINVAL);
 		return;
 	}
 	wire_put_u32(c, cr->uid);
 	wire_put_u32(c, cr->gid);
-	wire_put_u32(c, cr->ngroups | (cr->groups_token ? WIRE_CRED_TOKEN : 0));
+	wire_put_u32(c, cr->ngroups | (cr->groups_token ? WIRE_CRED_TOKEN : 0) |
+			       (cr->flags & NACRE_CRED_PROTECTED_HARDLINKS ? WIRE_CRED_PHL : 0));
 	for (uint32_t i = 0; i < cr->ngroups; i++)
 		wire_put_u32(c, cr->groups[i]);
 	if (cr->groups_token)
@@ -357,7 +360,9 @@ void wire_cred_get(struct wire_cursor *c, struct nacre_cred *cr)
 	cr->uid = wire_get_u32(c);
 	cr->gid = wire_get_u32(c);
 	uint32_t n = wire_get_u32(c);
-	cr->ngroups = n & ~WIRE_CRED_TOKEN;
+	cr->ngroups = n & ~(WIRE_CRED_TOKEN | WIRE_CRED_PHL);
+	if (n & WIRE_CRED_PHL)
+		cr->flags |= NACRE_CRED_PROTECTED_HARDLINKS;
 	if (cr->ngroups > NACRE_CRED_GROUPS) {
 		cr->ngroups = 0;
 		wire_cursor_fail(c, -EPROTO);
