@@ -8,7 +8,9 @@ mount to the first refusal on another is measured without a fork in between.
 """
 import errno
 import os
+import shutil
 import stat
+import tempfile
 import time
 
 import pytest
@@ -269,3 +271,62 @@ def test_protected_hardlinks(mounts, protected_hardlinks):
     finally:
         u.close()
     assert not os.path.exists(os.path.join(home, "l1"))
+
+
+@pytest.fixture
+def local_dir():
+    """A directory on a local file system that the user can reach."""
+    d = tempfile.mkdtemp(prefix="nacre-perm-local-", dir="/tmp")
+    os.chmod(d, 0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_access_utimes_truncate_as_on_local(mounts, local_dir):
+    """access(2), utimes and O_TRUNC by a non-owner answer as on a local file system."""
+    a, _ = mounts
+    bases = (os.path.join(a, "acc"), local_dir)
+    modes = (0o600, 0o644, 0o666, 0o755, 0o711, 0o000, 0o4755)
+    for base in bases:
+        os.makedirs(base, exist_ok=True)
+        os.chmod(base, 0o755)
+        for mode in modes:
+            p = os.path.join(base, f"m{mode:o}")
+            with open(p, "wb") as f:
+                f.write(b"x")
+            os.chmod(p, mode)
+    results = []
+    for base in bases:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            out = []
+            try:
+                os.setgroups([])
+                os.setgid(GID)
+                os.setuid(UID)
+                for mode in modes:
+                    p = os.path.join(base, f"m{mode:o}")
+                    out.append(tuple(os.access(p, m) for m in (os.R_OK, os.W_OK, os.X_OK)))
+                    for fn in (lambda: os.utime(p, None), lambda: os.utime(p, (1, 1)),
+                               lambda: os.close(os.open(p, os.O_WRONLY | os.O_TRUNC))):
+                        try:
+                            fn()
+                            out.append(0)
+                        except OSError as e:
+                            out.append(e.errno)
+            finally:
+                os.write(w, repr(out).encode())
+                os._exit(0)
+        os.close(w)
+        data = b""
+        while True:
+            chunk = os.read(r, 65536)
+            if not chunk:
+                break
+            data += chunk
+        os.close(r)
+        os.waitpid(pid, 0)
+        results.append(data.decode())
+    assert results[0] == results[1], f"nacre {results[0]}\nlocal {results[1]}"
