@@ -24,8 +24,8 @@ struct ncli {
 	char name[64];              /* the peer's name, for log lines */
 	uint64_t sent;              /* seq of the last batch answered */
 	uint64_t acked;             /* highest seq it acknowledged */
-	struct nacre_fid *pend;     /* FIDs for the next batch (PEND_MAX) */
-	uint32_t npend;
+	struct nacre_fid *pend;     /* FIDs for the next batch (grown up to PEND_MAX) */
+	uint32_t npend, cap;
 	int all;                    /* the next batch is WIRE_NOTIFY_ALL */
 	struct rpc_deferred *parked;/* its outstanding NOTIFY_WAIT, or NULL */
 	int64_t parked_ms;
@@ -36,6 +36,7 @@ struct ncli {
 struct target {
 	uint64_t conn_id;
 	uint64_t seq; /* the batch that carries the change to it */
+	int done;     /* acknowledged, fell behind or left */
 };
 struct hold {
 	struct hold *next;
@@ -46,7 +47,8 @@ struct hold {
 	struct wire_rep_env env;
 	int64_t start_ms, deadline_ms;
 	uint32_t ntargets;
-	struct target t[];
+	uint32_t remaining; /* targets not done */
+	struct target t[];  /* sorted by conn_id */
 };
 
 struct mds_notify {
@@ -129,14 +131,6 @@ static void client_unlink(struct mds_notify *n, struct ncli *c)
 	}
 }
 
-/* 1 if target t no longer holds a reply back. With n->lock held. */
-static int target_done(struct mds_notify *n, const struct target *t)
-{
-	struct ncli *c = client_find(n, t->conn_id);
-
-	return !c || c->lagging || c->acked >= t->seq;
-}
-
 static void hold_answer(struct hold *h)
 {
 	rpc_answer(h->d, h->status, h->body, h->len, &h->env);
@@ -144,31 +138,72 @@ static void hold_answer(struct hold *h)
 	free(h);
 }
 
-/* Answers the held replies that wait for nobody any more, and, with now_ms >= 0, those past
- * their deadline (whose laggards are marked and logged). With n->lock held. */
-static void holds_check(struct mds_notify *n, int64_t now_ms)
+/* The target of conn_id in h (targets are sorted by connection), or NULL. */
+static struct target *target_of(struct hold *h, uint64_t conn_id)
+{
+	uint32_t lo = 0, hi = h->ntargets;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (h->t[mid].conn_id == conn_id)
+			return &h->t[mid];
+		if (h->t[mid].conn_id < conn_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Client c acknowledged, fell behind or left (gone): the held replies it no longer holds
+ * back are told, and those that wait for nobody now are answered. O(holds * log clients).
+ * With n->lock held. */
+static void client_event(struct mds_notify *n, const struct ncli *c, int gone)
 {
 	struct hold **pp = &n->holds;
 
 	while (*pp) {
 		struct hold *h = *pp;
-		int done = 1;
+		struct target *t = target_of(h, c->conn_id);
 
-		for (uint32_t i = 0; i < h->ntargets && done; i++)
-			done = target_done(n, &h->t[i]);
-		if (!done && now_ms >= 0 && now_ms >= h->deadline_ms) {
-			for (uint32_t i = 0; i < h->ntargets; i++) {
-				struct ncli *c = client_find(n, h->t[i].conn_id);
-				if (!c || target_done(n, &h->t[i]))
-					continue;
-				c->lagging = 1;
-				LOG_WARN("notify", "client %s did not acknowledge a permission change "
-					 "within %d ms: answering without it, and not waiting for it "
-					 "again until it catches up", c->name, MDS_NOTIFY_ACK_MS);
-			}
-			done = 1;
+		if (t && !t->done && (gone || c->lagging || c->acked >= t->seq)) {
+			t->done = 1;
+			h->remaining--;
 		}
-		if (done) {
+		if (h->remaining == 0) {
+			*pp = h->next;
+			hold_answer(h);
+		} else {
+			pp = &h->next;
+		}
+	}
+}
+
+/* Answers the held replies past their deadline; the clients they still wait for are marked
+ * lagging (and logged). With n->lock held. */
+static void holds_timeout(struct mds_notify *n, int64_t now_ms)
+{
+again:
+	for (struct hold *h = n->holds; h; h = h->next) {
+		if (now_ms < h->deadline_ms)
+			continue;
+		for (uint32_t i = 0; i < h->ntargets; i++) {
+			struct ncli *c;
+			if (h->t[i].done || !(c = client_find(n, h->t[i].conn_id)) || c->lagging)
+				continue;
+			c->lagging = 1;
+			LOG_WARN("notify", "client %s did not acknowledge a permission change within "
+				 "%d ms: answering without it, and not waiting for it again until "
+				 "it catches up", c->name, MDS_NOTIFY_ACK_MS);
+			client_event(n, c, 0);
+			goto again; /* h may be answered and freed by now: start over */
+		}
+		h->remaining = 0; /* only gone clients left: no one to wait for */
+	}
+	struct hold **pp = &n->holds;
+	while (*pp) {
+		struct hold *h = *pp;
+		if (h->remaining == 0) {
 			*pp = h->next;
 			hold_answer(h);
 		} else {
@@ -187,7 +222,7 @@ static void *timer_main(void *arg)
 		time_after_ms(&ts, CLOCK_REALTIME, TICK_MS);
 		pthread_cond_timedwait(&n->cond, &n->lock, &ts);
 		int64_t now = net_now_ms();
-		holds_check(n, now);
+		holds_timeout(n, now);
 		for (struct ncli *c = n->clients; c; c = c->next)
 			if (c->parked && now - c->parked_ms >= WIRE_NOTIFY_HOLD_MS)
 				answer_parked(c); /* renewed: the client asks again at once */
@@ -223,14 +258,17 @@ void mds_notify_destroy(struct mds_notify *n)
 	pthread_cond_signal(&n->cond);
 	pthread_mutex_unlock(&n->lock);
 	pthread_join(n->thread, NULL);
+	/* the transport is gone, and with it the deferred requests: nothing to answer */
 	while (n->holds) {
 		struct hold *h = n->holds;
 		n->holds = h->next;
-		hold_answer(h);
+		free(h->body);
+		free(h);
 	}
 	while (n->clients) {
 		struct ncli *c = n->clients;
 		n->clients = c->next;
+		c->parked = NULL;
 		client_free(c);
 	}
 	pthread_mutex_destroy(&n->lock);
@@ -257,11 +295,8 @@ int mds_notify_dispatch(struct mds *m, const struct rpc_request *req, struct rpc
 	c = client_find(n, req->conn_id);
 	if (!c && !(r.flags & WIRE_NOTIFY_STOP)) {
 		c = calloc(1, sizeof(*c));
-		if (c)
-			c->pend = calloc(PEND_MAX, sizeof(*c->pend));
-		if (!c || !c->pend) {
+		if (!c) {
 			pthread_mutex_unlock(&n->lock);
-			free(c);
 			return -ENOMEM;
 		}
 		c->conn_id = req->conn_id;
@@ -277,19 +312,18 @@ int mds_notify_dispatch(struct mds *m, const struct rpc_request *req, struct rpc
 		if (c->acked == c->sent)
 			c->lagging = 0;
 		answer_parked(c); /* a second wait replaces the first */
+		client_event(n, c, (r.flags & WIRE_NOTIFY_STOP) != 0);
 	}
 	if (r.flags & WIRE_NOTIFY_STOP) {
 		if (c) {
 			client_unlink(n, c);
 			client_free(c);
 		}
-		holds_check(n, -1);
 		pthread_mutex_unlock(&n->lock);
 		struct wire_notify_rep h = {0};
 		wire_notify_rep_encode(&rep->body, &h);
 		return 0;
 	}
-	holds_check(n, -1);
 	if (c->npend || c->all) {
 		encode_batch(c, &rep->body); /* changes came while it was away: at once */
 		pthread_mutex_unlock(&n->lock);
@@ -311,9 +345,9 @@ void mds_notify_close(struct mds *m, uint64_t conn_id)
 	pthread_mutex_lock(&n->lock);
 	c = client_find(n, conn_id);
 	if (c) {
+		client_event(n, c, 1);
 		client_unlink(n, c);
 		client_free(c);
-		holds_check(n, -1);
 	}
 	pthread_mutex_unlock(&n->lock);
 }
@@ -338,6 +372,13 @@ void mds_notify_request_begin(void)
 	notes_all = 0;
 }
 
+static int cmp_target(const void *a, const void *b)
+{
+	uint64_t x = ((const struct target *)a)->conn_id, y = ((const struct target *)b)->conn_id;
+
+	return x < y ? -1 : x > y;
+}
+
 /* Adds the thread's notes to c's next batch. With n->lock held. */
 static void queue_notes(struct ncli *c)
 {
@@ -350,10 +391,18 @@ static void queue_notes(struct ncli *c)
 				break;
 		if (j < c->npend)
 			continue;
-		if (c->npend == PEND_MAX)
-			c->all = 1;
-		else
-			c->pend[c->npend++] = notes[i];
+		if (c->npend == c->cap) {
+			uint32_t cap = c->cap ? c->cap * 2 : 8;
+			struct nacre_fid *p = cap <= PEND_MAX ? realloc(c->pend, cap * sizeof(*p))
+							      : NULL;
+			if (!p) {
+				c->all = 1; /* too many (or no memory): drop everything */
+				break;
+			}
+			c->pend = p;
+			c->cap = cap;
+		}
+		c->pend[c->npend++] = notes[i];
 	}
 }
 
@@ -400,6 +449,8 @@ int mds_notify_request_end(struct mds *m, const struct rpc_request *req, struct 
 		return status;
 	}
 	h->ntargets = k;
+	h->remaining = k;
+	qsort(h->t, k, sizeof(h->t[0]), cmp_target);
 	h->len = (uint32_t)wire_cursor_pos(&rep->body);
 	memcpy(h->body, rep->body.buf, h->len);
 	h->status = status;
@@ -409,7 +460,6 @@ int mds_notify_request_end(struct mds *m, const struct rpc_request *req, struct 
 	h->d = rpc_defer(req);
 	h->next = n->holds;
 	n->holds = h;
-	holds_check(n, -1); /* a client may have acknowledged in between: never */
 	pthread_mutex_unlock(&n->lock);
 	return RPC_DEFER;
 }

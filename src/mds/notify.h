@@ -28,8 +28,8 @@ struct mds_notify;
 /* Creates the callback state and its timer thread (answers held replies at their deadline,
  * renews parked waits). 0, -ENOMEM or -EAGAIN; *out is the caller's (mds_notify_destroy). */
 int mds_notify_create(struct mds_notify **out);
-/* Answers everything parked or held and frees n; NULL is fine. After the rpc server
- * stopped. */
+/* Frees n and what it parked or held, unanswered; NULL is fine. After the rpc server was
+ * destroyed (which frees the deferred requests). */
 void mds_notify_destroy(struct mds_notify *n);
 
 /* NOTIFY_WAIT (rpc handler part): takes the ack, then answers with pending FIDs or parks
