@@ -86,7 +86,7 @@ typedef void (*nacre_notify_fn)(void *arg, const struct nacre_fid *fids, uint32_
 int nacre_fs_notify_start(struct nacre_fs *fs, nacre_notify_fn fn, void *arg);
 /* Stops the callbacks: once it returns fn runs no more. Also done by nacre_fs_umount. Waits
  * at most about a second for an MDS that answers (longer for one that is gone: up to the
- * poll's limit, 10 s). NULL or not started is fine. */
+ * poll's limit, 4 s). NULL or not started is fine. */
 void nacre_fs_notify_stop(struct nacre_fs *fs);
 
 /* Fills *out with a caller's credentials: uid, gid and n supplementary groups (any order,

@@ -4,9 +4,10 @@
  * One thread keeps a NOTIFY_WAIT outstanding on the MDS connection, hands each batch it
  * gets to the application and acknowledges it with the next NOTIFY_WAIT. The call is
  * idempotent and no change: after a reconnect (an MDS restart, a failover) the transport
- * resends it, and it is never replayed. It has a limit of its own (POLL_LIMIT_MS, twice
- * what the MDS parks it), so a thread waiting on a vanished MDS ends within that; stop
- * sends NOTIFY_WAIT with WIRE_NOTIFY_STOP, which the MDS answers along with the parked one.
+ * resends it, and it is never replayed. It has a limit of its own (POLL_LIMIT_MS, 2 s
+ * more than the MDS parks it), so a thread waiting on a vanished MDS ends within that;
+ * stop sends NOTIFY_WAIT with WIRE_NOTIFY_STOP, which the MDS answers along with the
+ * parked one.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@
 #include "client/cl_internal.h"
 #include "client/mdc.h"
 
-#define POLL_LIMIT_MS (2 * WIRE_NOTIFY_HOLD_MS)
+#define POLL_LIMIT_MS (WIRE_NOTIFY_HOLD_MS + 2000)
 #define STOP_TIMEOUT_MS 1000
 #define RETRY_MS 200 /* after a failed poll (the MDS away): ask again after this */
 

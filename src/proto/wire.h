@@ -600,7 +600,7 @@ struct wire_lock_rep { /* LOCK_GET: type WIRE_LK_UNLCK and the rest 0 if nothing
  * answered. Not a change: never replayed, resent freely (a new MDS instance starts seq at
  * 0 and ignores acks above what it sent). */
 #define WIRE_NOTIFY_MAX 1024      /* FIDs in one reply; more become WIRE_NOTIFY_ALL */
-#define WIRE_NOTIFY_HOLD_MS 5000  /* longest the MDS parks one */
+#define WIRE_NOTIFY_HOLD_MS 2000  /* longest the MDS parks one (as often as a mount pings) */
 enum {
 	WIRE_NOTIFY_STOP = 1u << 0, /* req: answer my parked wait now and do not park this one
 				     * (the client stops listening: unmount) */
