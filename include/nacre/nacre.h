@@ -84,9 +84,10 @@ void nacre_fs_unmounting(struct nacre_fs *fs);
 typedef void (*nacre_notify_fn)(void *arg, const struct nacre_fid *fids, uint32_t count,
 				int all);
 int nacre_fs_notify_start(struct nacre_fs *fs, nacre_notify_fn fn, void *arg);
-/* Stops the callbacks: once it returns fn runs no more. Also done by nacre_fs_umount. Waits
- * at most about a second for an MDS that answers (longer for one that is gone: up to the
- * poll's limit, 4 s). NULL or not started is fine. */
+/* Stops the callbacks: once it returns fn runs no more (it waits for a call that runs).
+ * Tells the MDS, waiting at most half a second for it; the thread ends by itself and
+ * nacre_fs_umount waits for it (up to 4 s when the MDS is gone). Also done by
+ * nacre_fs_umount. NULL or not started is fine. */
 void nacre_fs_notify_stop(struct nacre_fs *fs);
 
 /* Fills *out with a caller's credentials: uid, gid and n supplementary groups (any order,

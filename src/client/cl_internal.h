@@ -103,7 +103,8 @@ struct nacre_fs {
 	/* Permission-change callbacks (notify.c): one thread keeps a NOTIFY_WAIT out. */
 	pthread_t notify_thread;
 	int notify_started;         /* set and cleared by the application's thread */
-	int notify_stop;            /* atomic */
+	pthread_mutex_t notify_lock;/* held while the callback runs; protects notify_stop */
+	int notify_stop;            /* also read without the lock (atomic) */
 	nacre_notify_fn notify_fn;  /* immutable while started */
 	void *notify_arg;
 };

@@ -15,6 +15,7 @@
 #include "client/groups.h"
 #include "client/lock.h"
 #include "client/mdc.h"
+#include "client/notify.h"
 #include "client/oss.h"
 #include "client/recover.h"
 #include "common/key.h"
@@ -182,7 +183,7 @@ static void pinger_stop(struct nacre_fs *fs)
 
 static void fs_free(struct nacre_fs *fs)
 {
-	nacre_fs_notify_stop(fs);
+	cl_notify_fini(fs);
 	pinger_stop(fs);
 	cl_pool_fini(&fs->pool);
 	rpc_conn_destroy(fs->mds);
@@ -226,6 +227,7 @@ NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *op
 	pthread_cond_init(&fs->files_cond, NULL);
 	cl_locks_init(fs);
 	cl_groups_init(fs);
+	cl_notify_init(fs);
 	pthread_mutex_init(&fs->ping_lock, NULL);
 	pthread_cond_init(&fs->ping_cond, NULL);
 	set_tunables(fs, opts);

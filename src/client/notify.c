@@ -16,9 +16,10 @@
 #include "client/cl_export.h"
 #include "client/cl_internal.h"
 #include "client/mdc.h"
+#include "client/notify.h"
 
 #define POLL_LIMIT_MS (WIRE_NOTIFY_HOLD_MS + 2000)
-#define STOP_TIMEOUT_MS 1000
+#define STOP_TIMEOUT_MS 500
 #define RETRY_MS 200 /* after a failed poll (the MDS away): ask again after this */
 
 static int stopping(struct nacre_fs *fs)
@@ -64,19 +65,23 @@ static uint64_t deliver(struct nacre_fs *fs, const struct rpc_msg *m)
 	if (!wire_cursor_ok(&c) || wire_cursor_left(&c) != (size_t)h.count * 16) {
 		cl_log(fs, CL_LOG_WARN, "MDS %s: malformed NOTIFY_WAIT reply: dropping every "
 		       "cached attribute", fs->addr);
-		fs->notify_fn(fs->notify_arg, NULL, 0, 1);
+		pthread_mutex_lock(&fs->notify_lock);
+		if (!fs->notify_stop)
+			fs->notify_fn(fs->notify_arg, NULL, 0, 1);
+		pthread_mutex_unlock(&fs->notify_lock);
 		return 0;
 	}
 	if (!h.seq)
 		return 0;
 	fids = h.count ? calloc(h.count, sizeof(*fids)) : NULL;
-	if (h.count && !fids) {
-		fs->notify_fn(fs->notify_arg, NULL, 0, 1);
-		return h.seq;
-	}
-	for (uint32_t i = 0; i < h.count; i++)
+	for (uint32_t i = 0; fids && i < h.count; i++)
 		wire_fid_get(&c, &fids[i]);
-	fs->notify_fn(fs->notify_arg, fids, h.count, (h.flags & WIRE_NOTIFY_ALL) != 0);
+	/* under notify_lock: once nacre_fs_notify_stop set the flag, no call starts */
+	pthread_mutex_lock(&fs->notify_lock);
+	if (!fs->notify_stop)
+		fs->notify_fn(fs->notify_arg, fids, fids ? h.count : 0,
+			      !fids && h.count ? 1 : (h.flags & WIRE_NOTIFY_ALL) != 0);
+	pthread_mutex_unlock(&fs->notify_lock);
 	free(fids);
 	return h.seq;
 }
@@ -119,7 +124,7 @@ NACRE_API int nacre_fs_notify_start(struct nacre_fs *fs, nacre_notify_fn fn, voi
 	if (!fs || !fn)
 		return -EINVAL;
 	if (fs->notify_started)
-		return -EBUSY;
+		return -EBUSY; /* also after a stop: one start per mount */
 	fs->notify_fn = fn;
 	fs->notify_arg = arg;
 	__atomic_store_n(&fs->notify_stop, 0, __ATOMIC_RELEASE);
@@ -129,16 +134,31 @@ NACRE_API int nacre_fs_notify_start(struct nacre_fs *fs, nacre_notify_fn fn, voi
 	return 0;
 }
 
+void cl_notify_init(struct nacre_fs *fs)
+{
+	pthread_mutex_init(&fs->notify_lock, NULL);
+}
+
+void cl_notify_fini(struct nacre_fs *fs)
+{
+	nacre_fs_notify_stop(fs);
+	if (fs->notify_started)
+		pthread_join(fs->notify_thread, NULL);
+	fs->notify_started = 0;
+	pthread_mutex_destroy(&fs->notify_lock);
+}
+
 NACRE_API void nacre_fs_notify_stop(struct nacre_fs *fs)
 {
 	struct rpc_msg *m = NULL;
 
-	if (!fs || !fs->notify_started)
+	if (!fs || !fs->notify_started || stopping(fs))
 		return;
+	pthread_mutex_lock(&fs->notify_lock); /* waits for a callback that runs */
 	__atomic_store_n(&fs->notify_stop, 1, __ATOMIC_RELEASE);
-	/* the MDS answers our parked wait with this one */
+	pthread_mutex_unlock(&fs->notify_lock);
+	/* the MDS answers our parked wait with this one; the thread ends on its own (joined
+	 * at unmount), without the wait for an MDS that is gone */
 	poll_once(fs, 0, WIRE_NOTIFY_STOP, STOP_TIMEOUT_MS, &m);
 	rpc_msg_free(m);
-	pthread_join(fs->notify_thread, NULL);
-	fs->notify_started = 0;
 }

@@ -11,6 +11,7 @@ import os
 import signal
 import shutil
 import stat
+import subprocess
 import tempfile
 import time
 
@@ -394,3 +395,20 @@ def test_stopped_client_delays_one_chmod_only(make_cluster):
     finally:
         u.close()
         os.chmod(d, 0o755)
+
+
+def test_unmount_with_the_mds_gone_is_not_held_by_the_callbacks(make_cluster):
+    """The long poll must not hold an unmount back: with the MDS killed, nacre-mount exits
+    within its goodbye timeouts and what is left of the poll's 4 s limit (3.7 s here;
+    2.0 s without callbacks)."""
+    c = make_cluster(osts=1)
+    m = c.mount(name="um")
+    os.stat(m.path)
+    time.sleep(0.3)  # its NOTIFY_WAIT is parked at the MDS
+    c.mds.kill(signal.SIGKILL)
+    t0 = time.monotonic()
+    subprocess.run(["fusermount3", "-u", str(m.path)], capture_output=True)
+    m.proc.p.wait(20)
+    took = time.monotonic() - t0
+    print(f"unmount with the MDS gone: {took:.2f} s")
+    assert took < 6, f"nacre-mount took {took:.1f} s to exit"
