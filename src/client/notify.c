@@ -7,7 +7,9 @@
  * resends it, and it is never replayed. It has a limit of its own (POLL_LIMIT_MS, 2 s
  * more than the MDS parks it), so a thread waiting on a vanished MDS ends within that;
  * stop sends NOTIFY_WAIT with WIRE_NOTIFY_STOP, which the MDS answers along with the
- * parked one.
+ * parked one. After any new socket (a reconnect, a restart, a failover) the application
+ * is told to drop everything once: what was sent on the old socket, or changed while the
+ * client was away, is not lost.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -53,6 +55,15 @@ static int poll_once(struct nacre_fs *fs, uint64_t ack, uint32_t flags, int time
 	return rc;
 }
 
+/* Calls the application's function unless stopped. */
+static void call_fn(struct nacre_fs *fs, const struct nacre_fid *fids, uint32_t n, int all)
+{
+	pthread_mutex_lock(&fs->notify_lock);
+	if (!fs->notify_stop)
+		fs->notify_fn(fs->notify_arg, fids, n, all);
+	pthread_mutex_unlock(&fs->notify_lock);
+}
+
 /* Hands a reply's batch to the application. Returns its seq (to ack), or 0. */
 static uint64_t deliver(struct nacre_fs *fs, const struct rpc_msg *m)
 {
@@ -65,10 +76,7 @@ static uint64_t deliver(struct nacre_fs *fs, const struct rpc_msg *m)
 	if (!wire_cursor_ok(&c) || wire_cursor_left(&c) != (size_t)h.count * 16) {
 		cl_log(fs, CL_LOG_WARN, "MDS %s: malformed NOTIFY_WAIT reply: dropping every "
 		       "cached attribute", fs->addr);
-		pthread_mutex_lock(&fs->notify_lock);
-		if (!fs->notify_stop)
-			fs->notify_fn(fs->notify_arg, NULL, 0, 1);
-		pthread_mutex_unlock(&fs->notify_lock);
+		call_fn(fs, NULL, 0, 1);
 		return 0;
 	}
 	if (!h.seq)
@@ -77,11 +85,8 @@ static uint64_t deliver(struct nacre_fs *fs, const struct rpc_msg *m)
 	for (uint32_t i = 0; fids && i < h.count; i++)
 		wire_fid_get(&c, &fids[i]);
 	/* under notify_lock: once nacre_fs_notify_stop set the flag, no call starts */
-	pthread_mutex_lock(&fs->notify_lock);
-	if (!fs->notify_stop)
-		fs->notify_fn(fs->notify_arg, fids, fids ? h.count : 0,
-			      !fids && h.count ? 1 : (h.flags & WIRE_NOTIFY_ALL) != 0);
-	pthread_mutex_unlock(&fs->notify_lock);
+	call_fn(fs, fids, fids ? h.count : 0,
+		!fids && h.count ? 1 : (h.flags & WIRE_NOTIFY_ALL) != 0);
 	free(fids);
 	return h.seq;
 }
@@ -91,13 +96,23 @@ static void *notify_main(void *arg)
 	struct nacre_fs *fs = arg;
 	uint64_t ack = 0;
 
+	uint64_t gen = rpc_conn_gen(fs->mds);
+
 	while (!stopping(fs)) {
 		struct rpc_msg *m = NULL;
 		int rc = poll_once(fs, ack, 0, POLL_LIMIT_MS, &m);
+		uint64_t now_gen = rpc_conn_gen(fs->mds);
 
 		if (stopping(fs)) {
 			rpc_msg_free(m);
 			break;
+		}
+		/* A new socket: a batch may have been lost with the old one, or (a restart) the
+		 * MDS forgot what it had for us, and others changed things meanwhile: drop
+		 * every cached attribute once. */
+		if (now_gen != gen) {
+			gen = now_gen;
+			call_fn(fs, NULL, 0, 1);
 		}
 		if (rc == -EOPNOTSUPP) {
 			rpc_msg_free(m);
