@@ -412,3 +412,24 @@ def test_unmount_with_the_mds_gone_is_not_held_by_the_callbacks(make_cluster):
     took = time.monotonic() - t0
     print(f"unmount with the MDS gone: {took:.2f} s")
     assert took < 6, f"nacre-mount took {took:.1f} s to exit"
+
+
+def test_ten_thousand_groups(mounts):
+    """A list longer than one GROUPS_SET chunk (8192): all of it counts."""
+    a, b = mounts
+    groups = [60000 + i for i in range(10000)]
+    p = os.path.join(a, "g10k")
+    with open(p, "wb") as f:
+        f.write(b"for the last group")
+    os.chown(p, 0, groups[-1])
+    os.chmod(p, 0o640)
+    u = User({}, groups=groups)
+    try:
+        assert u.do("read", os.path.join(b, "g10k"))[0] == 0
+    finally:
+        u.close()
+    u = User({}, groups=groups[:-1])
+    try:
+        assert u.do("read", os.path.join(b, "g10k"))[0] == errno.EACCES
+    finally:
+        u.close()
