@@ -40,6 +40,8 @@ def _ops(base, uid, gid):
     }
 
 
+CHMOD_TIMES = []  # how long each chmod took, callbacks included
+
 OPS = ["open", "truncate", "otrunc", "chmod", "chown", "link", "unlink", "rename", "mkdir"]
 
 
@@ -144,8 +146,10 @@ def _chmod_refuses(chmod_base, user_base, label):
         for op in OPS:
             _reset(user_base)
             assert u.do("warm")[0] == 0, f"{label}: warm-up failed before {op}"
+            c0 = time.monotonic()
             os.chmod(os.path.join(chmod_base, "d"), 0o644)
             t0 = time.monotonic()
+            CHMOD_TIMES.append(t0 - c0)
             code, t1 = u.do(op)
             assert code == errno.EACCES, \
                 f"{label}: {op} under a 0644 directory: {os.strerror(code) if code else 'ok'}"
@@ -168,7 +172,8 @@ def test_chmod_second_mount_within_50ms(mounts):
     a, b = mounts
     worst = _chmod_refuses(a, b, "second mount")
     print(f"worst time from chmod's return on one mount to the refusal on the other: "
-          f"{worst * 1000:.1f} ms")
+          f"{worst * 1000:.1f} ms; chmod with 2 other mounts listening: median "
+          f"{sorted(CHMOD_TIMES)[len(CHMOD_TIMES) // 2] * 1000:.2f} ms")
     assert worst < 0.05, f"refused only {worst * 1000:.1f} ms after the chmod returned"
 
 
