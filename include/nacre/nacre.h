@@ -78,6 +78,29 @@ void nacre_fs_umount(struct nacre_fs *fs);
  * unmount does not hang on a dead MDS. Thread-safe. */
 void nacre_fs_unmounting(struct nacre_fs *fs);
 
+/* Permission-change callbacks. An application that caches attributes (nacre-mount: the
+ * kernel's caches) is told by the MDS which FIDs another client changed the mode, owner,
+ * group or ACL of, before that change is answered: fn(arg, fids, count, all) runs on a
+ * thread of libnacre's for each batch (all: too many to list, drop everything), and the MDS
+ * learns that the batch was handled when fn returned. fn must not block for long (the
+ * other client waits) nor call nacre_fs_notify_stop. Returns 0, -EBUSY (started already)
+ * or -EAGAIN. */
+typedef void (*nacre_notify_fn)(void *arg, const struct nacre_fid *fids, uint32_t count,
+				int all);
+int nacre_fs_notify_start(struct nacre_fs *fs, nacre_notify_fn fn, void *arg);
+/* Stops the callbacks: once it returns fn runs no more (it waits for a call that runs).
+ * Tells the MDS, waiting at most half a second for it; the thread ends by itself and
+ * nacre_fs_umount waits for it (up to 4 s when the MDS is gone). Also done by
+ * nacre_fs_umount. NULL or not started is fine. */
+void nacre_fs_notify_stop(struct nacre_fs *fs);
+
+/* Fills *out with a caller's credentials: uid, gid and n supplementary groups (any order,
+ * up to NACRE_MAX_GROUPS). More than NACRE_CRED_GROUPS are registered with the MDS once
+ * (a few calls the first time; remembered by the mount) and carried as a token. Returns 0,
+ * -EINVAL (n too large), -ENOMEM or the MDS's error. Thread-safe. */
+int nacre_groups_cred(struct nacre_fs *fs, uint32_t uid, uint32_t gid, const uint32_t *groups,
+		      uint32_t n, struct nacre_cred *out);
+
 /* FID of the mounted root (the subdirectory for a subdirectory mount). */
 struct nacre_fid nacre_fs_root(const struct nacre_fs *fs);
 const char *nacre_fs_name(const struct nacre_fs *fs);

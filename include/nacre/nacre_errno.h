@@ -19,7 +19,9 @@ enum {
 	NACRE_ERESTORING = 4009,     /* HSM: the file is being restored; retry the call later */
 	NACRE_ESEC = 4010,           /* wire security flavour below the server's minimum, or
 				      * one the peer does not support */
-	NACRE_ELAST = 4011,
+	NACRE_EGROUPS = 4011,        /* a cred's group-list token the MDS does not know (it
+				      * restarted, or dropped it): register the list, retry */
+	NACRE_ELAST = 4012,
 };
 
 /* Returns a static string for a negative (or positive) errno or NACRE_E* code.

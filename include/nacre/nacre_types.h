@@ -11,7 +11,8 @@
 #define NACRE_NAME_MAX 255   /* bytes in one path component */
 #define NACRE_PATH_MAX 4096  /* bytes in a path or symlink target */
 #define NACRE_XATTR_MAX 64000 /* bytes in one xattr value: it must fit a 64 KiB request body */
-#define NACRE_MAX_GROUPS 32  /* supplementary groups carried per request */
+#define NACRE_MAX_GROUPS 65536 /* supplementary groups of a caller, as Linux's NGROUPS_MAX */
+#define NACRE_CRED_GROUPS 32   /* of them carried in each request; more: a registered list */
 #define NACRE_MAX_STRIPES 128
 #define NACRE_FSNAME_MAX 8   /* as Lustre: fsname is 1..8 chars [A-Za-z0-9_-] */
 #define NACRE_ADDR_MAX 63    /* "host:port" of a server */
@@ -157,7 +158,10 @@ struct nacre_layout {
 	uint32_t ost_idx[NACRE_MAX_STRIPES];
 };
 
-/* Who is asking: the MDS checks permissions with these. */
+/* Who is asking: the MDS checks permissions with these. A caller with more than
+ * NACRE_CRED_GROUPS supplementary groups registers the whole list with the MDS once
+ * (nacre_groups_cred) and carries its token: requests do not grow, and a cred stays a small
+ * value to copy. */
 /* ORed into the mode given to nacre_create, nacre_create_open, nacre_mkdir and nacre_mknod
  * with the caller's umask u: the permission bits are then as the application asked and the
  * MDS applies u, unless the parent directory has a default ACL, which takes the umask's
@@ -168,9 +172,15 @@ struct nacre_layout {
 struct nacre_cred {
 	uint32_t uid;
 	uint32_t gid;
-	uint32_t ngroups;
-	uint32_t groups[NACRE_MAX_GROUPS];
+	uint32_t ngroups;                  /* in groups[] */
+	uint32_t groups[NACRE_CRED_GROUPS];
+	uint64_t groups_token;             /* nonzero: all the groups are the list registered
+					    * under it (groups[] holds the first of them) */
+	uint32_t flags;                    /* NACRE_CRED_* */
 };
+/* cred flags: the caller's kernel rules the MDS applies too */
+#define NACRE_CRED_PROTECTED_HARDLINKS 1u /* fs.protected_hardlinks is 1 on the client: a
+					   * LINK needs the kernel's may_linkat rule */
 
 /* One directory entry from readdir. cookie resumes the listing after this entry. */
 struct nacre_dirent {

@@ -95,7 +95,22 @@ struct nacre_fs {
 	pthread_cond_t waits_cond;  /* with waits_lock: a LOCK_WAIT ended or a wait was
 				     * canceled */
 	int lock_waits;             /* waits_lock: LOCK_WAITs out at the MDS */
+
+	/* Group lists registered with the MDS (groups.c). */
+	pthread_mutex_t groups_lock;       /* protects groups and groups_clock; a leaf */
+	struct cl_glist *groups;           /* CL_GROUPS_LISTS slots, NULL until the first */
+	uint64_t groups_clock;
+
+	/* Permission-change callbacks (notify.c): one thread keeps a NOTIFY_WAIT out. */
+	pthread_t notify_thread;
+	int notify_started;         /* set and cleared by the application's thread */
+	pthread_mutex_t notify_lock;/* held while the callback runs; protects notify_stop */
+	int notify_stop;            /* also read without the lock (atomic) */
+	nacre_notify_fn notify_fn;  /* immutable while started */
+	void *notify_arg;
 };
+
+struct cl_glist;
 
 struct nacre_file {
 	/* immutable after open */

@@ -14,8 +14,10 @@
 #include "client/cl_export.h"
 #include "client/cl_internal.h"
 #include "client/files.h"
+#include "client/groups.h"
 #include "client/lock.h"
 #include "client/mdc.h"
+#include "client/notify.h"
 #include "client/oss.h"
 #include "client/recover.h"
 #include "common/key.h"
@@ -198,11 +200,13 @@ static void pinger_stop(struct nacre_fs *fs)
 
 static void fs_free(struct nacre_fs *fs)
 {
+	cl_notify_fini(fs);
 	pinger_stop(fs);
 	cl_pool_fini(&fs->pool);
 	rpc_conn_destroy(fs->mds);
 	cl_oss_fini(&fs->oss);
 	cl_locks_fini(fs);
+	cl_groups_fini(fs);
 	pthread_mutex_destroy(&fs->files_lock);
 	pthread_cond_destroy(&fs->files_cond);
 	pthread_mutex_destroy(&fs->ping_lock);
@@ -239,6 +243,8 @@ NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *op
 	pthread_mutex_init(&fs->files_lock, NULL);
 	pthread_cond_init(&fs->files_cond, NULL);
 	cl_locks_init(fs);
+	cl_groups_init(fs);
+	cl_notify_init(fs);
 	pthread_mutex_init(&fs->ping_lock, NULL);
 	pthread_cond_init(&fs->ping_cond, NULL);
 	set_tunables(fs, opts);

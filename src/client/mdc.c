@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "client/cl_internal.h"
+#include "client/groups.h"
 #include "client/mdc.h"
 #include "proto/wire.h"
 
@@ -136,6 +137,19 @@ int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *
 	a.body = req->buf;
 	a.body_len = (uint32_t)wire_cursor_pos(req);
 	rc = rpc_call(fs->mds, &a, &m);
+	/* the MDS does not hold the caller's group list (it restarted or dropped it) */
+	if (rc == -NACRE_EGROUPS) {
+		struct wire_cursor cc;
+		struct nacre_cred cr;
+		wire_cursor_init_read(&cc, req->buf, wire_cursor_pos(req));
+		wire_cred_get(&cc, &cr);
+		if (wire_cursor_ok(&cc) && cr.groups_token &&
+		    cl_groups_reregister(fs, cr.groups_token) == 0) {
+			rpc_msg_free(m);
+			m = NULL;
+			rc = rpc_call(fs->mds, &a, &m);
+		}
+	}
 	/* a released file: the MDS queued its restore; wait and ask again */
 	for (int64_t waited = 0; rc == -NACRE_ERESTORING;) {
 		rpc_msg_free(m);

@@ -13,6 +13,7 @@
 #include "client/caps.h"
 #include "client/cl_internal.h"
 #include "client/files.h"
+#include "client/groups.h"
 #include "client/lock.h"
 #include "client/mdc.h"
 #include "client/recover.h"
@@ -96,7 +97,10 @@ int cl_recover(void *arg, struct rpc_recovery *r, const struct wire_connect_rep 
 	struct nacre_file **files = NULL;
 	int n = 0, lost = 0, rc;
 
-	rc = rpc_recovery_replay(r);
+	/* the replays' creds may name lists the restarted MDS no longer holds */
+	rc = cl_groups_recover(fs, r);
+	if (rc == 0)
+		rc = rpc_recovery_replay(r);
 	if (rc == 0 && expected)
 		rc = stage_done(fs, r, WIRE_RECOVERY_REPLAYED);
 	if (rc == 0)

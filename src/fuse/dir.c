@@ -191,6 +191,9 @@ void fz_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
 	if (fz_check_ro(req) || fz_check_name(req, newname))
 		return;
 	fz_cred(req, &cr);
+	/* the kernel checked may_linkat already; the MDS checks it too, being the authority */
+	if (fz_protected_hardlinks())
+		cr.flags |= NACRE_CRED_PROTECTED_HARDLINKS;
 	rc = nacre_link(m->fs, &cr, &fz_inode_get(m, ino)->fid, &p->fid, newname, &a);
 	if (rc < 0) {
 		fz_reply_rc(req, rc);

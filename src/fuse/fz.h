@@ -152,6 +152,8 @@ int fz_inode_import(struct fz_mount *m, fuse_ino_t ino, const struct nacre_fid *
 /* Calls fn for every inode, root first, under fz_itable.lock (fn must not take it); stops at
  * the first non-zero return, which it returns. */
 int fz_itable_walk(struct fz_mount *m, int (*fn)(struct fz_inode *in, void *arg), void *arg);
+/* The kernel's inode number for fid, or 0 if the kernel holds no inode of it. Thread-safe. */
+fuse_ino_t fz_inode_find(struct fz_mount *m, const struct nacre_fid *fid);
 /* Finds or creates the inode of fid and adds one lookup; parent (may be NULL) is remembered
  * for "..". Returns NULL on ENOMEM. Thread-safe. */
 struct fz_inode *fz_inode_ref(struct fz_mount *m, const struct nacre_fid *fid,
@@ -188,12 +190,23 @@ void *fz_handle_del(struct fz_mount *m, uint64_t fh, int kind);
 int fz_htable_walk(struct fz_mount *m, int (*fn)(uint64_t fh, int kind, void *obj, void *arg),
 		   void *arg);
 
+/* ---- notify.c: the MDS's permission-change callbacks ---- */
+/* Starts listening (once m->se is mounted): each FID another client changed the mode,
+ * owner, group or ACL of has its kernel attributes dropped, so that the kernel's next
+ * permission check (default_permissions) asks again. Logs and goes on without on failure. */
+void fz_notify_start(struct fz_mount *m);
+/* Stops it: no invalidation is sent after it returned (before the session is destroyed or
+ * handed over). Fine if never started. */
+void fz_notify_stop(struct fz_mount *m);
+
 /* ---- req.c: per-request helpers ---- */
-/* The caller's uid, gid and supplementary groups (at most NACRE_MAX_GROUPS). */
+/* The caller's uid, gid and all its supplementary groups (a long list as a token). */
 void fz_cred(fuse_req_t req, struct nacre_cred *cr);
 /* For the mode of a create, mkdir or mknod: NACRE_MODE_UMASK of the caller's umask when the
  * kernel left the umask to us (FUSE_CAP_DONT_MASK, with POSIX ACLs), else 0. */
 uint32_t fz_umask_bits(fuse_req_t req);
+/* 1 if this host's fs.protected_hardlinks is on (read at each call: links are rare). */
+int fz_protected_hardlinks(void);
 /* Positive errno for the kernel from a libnacre result: NACRE_E* and timeouts become EIO. */
 int fz_errno(int rc);
 /* 0 for rc >= 0, else fz_errno(rc): for fuse_reply_err of calls without a result. */

@@ -216,6 +216,23 @@ int fz_itable_walk(struct fz_mount *m, int (*fn)(struct fz_inode *in, void *arg)
 	return rc;
 }
 
+fuse_ino_t fz_inode_find(struct fz_mount *m, const struct nacre_fid *fid)
+{
+	struct fz_itable *t = &m->itab;
+	fuse_ino_t ino = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (struct fz_inode *in = t->buckets[fid_hash(fid) & (t->nbuckets - 1)]; in;
+	     in = in->hnext) {
+		if (nacre_fid_eq(&in->fid, fid)) {
+			ino = in->ino;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ino;
+}
+
 struct fz_inode *fz_inode_ref(struct fz_mount *m, const struct nacre_fid *fid,
 			      const struct nacre_fid *parent)
 {

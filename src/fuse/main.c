@@ -612,7 +612,11 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 		goto out_itable;
 	}
 
-	/* default_permissions: the kernel checks too (POSIX ACLs need it); the MDS decides. */
+	/* default_permissions: the kernel checks permissions from the attributes and ACLs we
+	 * give it (special files, which it opens without asking us, and every component of a
+	 * path it walks from its caches), which the MDS keeps fresh with its invalidations
+	 * (notify.c); the MDS checks every request again with the caller's credentials and
+	 * decides. */
 	snprintf(fopts, sizeof(fopts), "allow_other,default_permissions,subtype=nacre,fsname=");
 	if (append_escaped(fopts, sizeof(fopts), a->spec) < 0 ||
 	    strlen(fopts) + strlen(a->vfs_flags) + 4 >= sizeof(fopts)) {
@@ -669,6 +673,7 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 		LOG_INFO("main", "mounted %s on %s%s", a->spec, mnt, a->ro ? " read-only" : "");
 		fz_bdi_start(&m, mnt);
 	}
+	fz_notify_start(&m);
 	if (*status_fd >= 0) {
 		notify_parent(status_fd, 0);
 		detach();
@@ -733,6 +738,7 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 		LOG_INFO("main", "unmounting %s", mnt);
 
 out_unmount:
+	fz_notify_stop(&m); /* no invalidation may reach a session unmounted or handed over */
 	finisher_stop(&fin);
 	fz_upgrade_stop(&m);
 	fz_bdi_stop(&m);

@@ -13,84 +13,90 @@
 #include "common/net.h"
 #include "fuse/fz.h"
 
-/* The supplementary groups of thread pid from /proc/PID/task/PID/status, in one read
- * (libfuse's fuse_req_getgroups opens the file twice when it passes 1 KiB, which it
- * always does). Returns how many were stored, or -1 if the file cannot be read. */
-static int proc_groups(pid_t pid, uint32_t *out, int max)
+/* The supplementary groups of thread pid from /proc/PID/task/PID/status (libfuse's
+ * fuse_req_getgroups opens the file twice when it passes 1 KiB, which it always does), all
+ * of them (up to NACRE_MAX_GROUPS). Returns a heap array (*n entries; the caller frees it),
+ * or NULL if the file cannot be read. */
+static uint32_t *proc_groups(pid_t pid, uint32_t *n)
 {
-	char path[64], buf[8192];
+	char path[64];
+	size_t cap = 8192, len = 0;
+	char *buf = malloc(cap);
+	uint32_t *out = NULL;
+
+	*n = 0;
+	if (!buf)
+		return NULL;
 	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/status", (long)pid, (long)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -1;
-	ssize_t len = read(fd, buf, sizeof(buf) - 1);
+		goto out;
+	for (;;) {
+		if (len + 1 >= cap) {
+			char *nb = cap < (8u << 20) ? realloc(buf, cap * 2) : NULL;
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, buf + len, cap - 1 - len);
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
 	close(fd);
-	if (len <= 0)
-		return -1;
 	buf[len] = '\0';
 	const char *p = strstr(buf, "\nGroups:");
 	if (!p)
-		return -1;
+		goto out;
 	p += strlen("\nGroups:");
-	int n = 0;
-	while (n < max) {
+	out = malloc(NACRE_CRED_GROUPS * sizeof(*out));
+	size_t ocap = NACRE_CRED_GROUPS;
+	while (out && *n < NACRE_MAX_GROUPS) {
 		char *end;
 		unsigned long g = strtoul(p, &end, 10);
 		if (end == p)
 			break; /* end of the line: the next one starts with a letter */
-		out[n++] = (uint32_t)g;
+		if (*n == ocap) {
+			uint32_t *no = realloc(out, ocap * 2 * sizeof(*out));
+			if (!no)
+				break;
+			out = no;
+			ocap *= 2;
+		}
+		out[(*n)++] = (uint32_t)g;
 		p = end;
 	}
-	return n;
+out:
+	free(buf);
+	return out;
 }
 
-/* Groups of recent callers. Reading /proc costs three system calls per request and a
+/* Credentials of recent callers. Reading /proc costs three system calls per request and a
  * process's groups rarely change, so an answer is reused for GROUPS_TTL_MS, and only for the
  * same thread id, uid and gid (a reused id under another user reads /proc again). A process
  * that calls setgroups() is seen with its old groups for at most that long — the trade
- * Lustre's identity cache makes too, with a far longer expiry. */
+ * Lustre's identity cache makes too, with a far longer expiry. A long list is registered
+ * with the MDS once (nacre_groups_cred): the slot keeps the cred with its token. */
 #define GROUPS_SLOTS 64
 #define GROUPS_TTL_MS 1000
 
 struct groups_slot {
 	pid_t pid;
-	uint32_t uid, gid;
 	int64_t at_ms;
-	int n;
-	uint32_t g[NACRE_MAX_GROUPS];
+	int valid;
+	struct nacre_cred cred;
 };
 
 static struct groups_slot groups_cache[GROUPS_SLOTS];
 static pthread_mutex_t groups_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The groups of (pid, uid, gid) into out: from the cache or /proc. -1 if unreadable. */
-static int caller_groups(pid_t pid, uint32_t uid, uint32_t gid, uint32_t *out)
-{
-	struct groups_slot *s = &groups_cache[(unsigned)pid % GROUPS_SLOTS];
-	int64_t now = net_now_ms();
-	int n = -1;
-
-	pthread_mutex_lock(&groups_lock);
-	if (s->pid == pid && s->uid == uid && s->gid == gid && now - s->at_ms < GROUPS_TTL_MS) {
-		n = s->n;
-		memcpy(out, s->g, (size_t)n * sizeof(*out));
-	}
-	pthread_mutex_unlock(&groups_lock);
-	if (n >= 0)
-		return n;
-	n = proc_groups(pid, out, NACRE_MAX_GROUPS);
-	if (n < 0)
-		return n;
-	pthread_mutex_lock(&groups_lock);
-	*s = (struct groups_slot){.pid = pid, .uid = uid, .gid = gid, .at_ms = now, .n = n};
-	memcpy(s->g, out, (size_t)n * sizeof(*out));
-	pthread_mutex_unlock(&groups_lock);
-	return n;
-}
-
 void fz_cred(fuse_req_t req, struct nacre_cred *cr)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct groups_slot *s = &groups_cache[(unsigned)ctx->pid % GROUPS_SLOTS];
+	int64_t now;
+	int hit = 0;
 
 	memset(cr, 0, sizeof(*cr));
 	cr->uid = ctx->uid;
@@ -99,11 +105,46 @@ void fz_cred(fuse_req_t req, struct nacre_cred *cr)
 	 * reading them costs a /proc read per request. */
 	if (ctx->uid == 0)
 		return;
-	/* When the caller is gone or /proc is missing: the primary group only. Groups past
-	 * NACRE_MAX_GROUPS are dropped. */
-	int n = caller_groups(ctx->pid, ctx->uid, ctx->gid, cr->groups);
-	if (n > 0)
-		cr->ngroups = (uint32_t)n;
+	now = net_now_ms();
+	pthread_mutex_lock(&groups_lock);
+	if (s->valid && s->pid == ctx->pid && s->cred.uid == ctx->uid && s->cred.gid == ctx->gid &&
+	    now - s->at_ms < GROUPS_TTL_MS) {
+		*cr = s->cred;
+		hit = 1;
+	}
+	pthread_mutex_unlock(&groups_lock);
+	if (hit)
+		return;
+	/* When the caller is gone or /proc is missing: the primary group only. */
+	uint32_t n = 0;
+	uint32_t *g = proc_groups(ctx->pid, &n);
+	struct nacre_cred c;
+	int rc = g ? nacre_groups_cred(fz_mnt(req)->fs, ctx->uid, ctx->gid, g, n, &c) : -ENOENT;
+	free(g);
+	if (rc < 0) {
+		if (g)
+			LOG_RATELIMITED(LOG_LVL_WARN, "cred", "cannot register the %u groups of "
+					"pid %ld with the MDS: %s; only its primary group counts",
+					n, (long)ctx->pid, strerror(-rc));
+		return;
+	}
+	*cr = c;
+	pthread_mutex_lock(&groups_lock);
+	*s = (struct groups_slot){.pid = ctx->pid, .at_ms = now, .valid = 1, .cred = c};
+	pthread_mutex_unlock(&groups_lock);
+}
+
+int fz_protected_hardlinks(void)
+{
+	char c = '0';
+	int fd = open("/proc/sys/fs/protected_hardlinks", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	if (read(fd, &c, 1) != 1)
+		c = '0';
+	close(fd);
+	return c == '1';
 }
 
 uint32_t fz_umask_bits(fuse_req_t req)

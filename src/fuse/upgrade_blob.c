@@ -177,7 +177,7 @@ void upg_handle_get(struct wire_cursor *c, struct upg_handle *r)
 	r->kind = wire_get_u32(c);
 	r->ino = wire_get_u64(c);
 	r->flags = wire_get_u32(c);
-	wire_cred_get(c, &r->cred); /* fails the cursor if ngroups > NACRE_MAX_GROUPS */
+	wire_cred_get(c, &r->cred); /* fails the cursor if ngroups > NACRE_CRED_GROUPS */
 }
 
 void upg_owner_get(struct wire_cursor *c, struct upg_owner *r)

@@ -10,9 +10,11 @@
 #include "common/util.h"
 #include "mds/caps.h"
 #include "mds/db.h"
+#include "mds/groups.h"
 #include "mds/hsm.h"
 #include "mds/keys.h"
 #include "mds/lock_rpc.h"
+#include "mds/notify.h"
 #include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/ost_wait.h"
@@ -271,6 +273,9 @@ static int do_setattr(struct mds *m, const struct rpc_request *req, struct rpc_r
 	int rc = mds_ns_setattr(m, &r.cred, &r.fid, &r.sa, &a.attr);
 	if (!rc)
 		wire_attr_rep_encode(&rep->body, &a);
+	/* other clients check permissions from what they cached: they are told first */
+	if (!rc && (r.sa.valid & (NACRE_SET_MODE | NACRE_SET_UID | NACRE_SET_GID)))
+		mds_notify_perm_change(m, &r.fid);
 	return rc;
 }
 
@@ -399,6 +404,12 @@ static int do_target(struct mds *m, const struct rpc_request *req, int heartbeat
 	return rc;
 }
 
+static int do_groups_set(const struct rpc_request *req)
+{
+	DECODE(groups_set_req, r);
+	return mds_groups_set(&r);
+}
+
 int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	struct mds *m = arg;
@@ -489,6 +500,10 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 		return mds_lock_dispatch(m, req, rep);
 	case WIRE_OP_MDS_CAP_GET:
 		return do_cap_get(m, req, rep);
+	case WIRE_OP_MDS_NOTIFY_WAIT:
+		return mds_notify_dispatch(m, req, rep);
+	case WIRE_OP_MDS_GROUPS_SET:
+		return do_groups_set(req);
 	default:
 		LOG_RATELIMITED(LOG_LVL_INFO, "dispatch", "unsupported opcode %u (%s) from %s",
 				req->hdr->opcode, wire_opcode_name(req->hdr->opcode), req->peer);

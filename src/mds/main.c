@@ -24,6 +24,7 @@
 #include "mds/lock.h"
 #include "mds/lock_rpc.h"
 #include "mds/mds.h"
+#include "mds/notify.h"
 #include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/ost_wait.h"
@@ -409,6 +410,7 @@ int main(int argc, char **argv)
 	    (rc = mds_writer_create(m.db, &m.writer)) || (rc = mds_targets_create(&m.targets)) ||
 	    (rc = mds_open_table_create(&m.open)) ||
 	    (rc = mds_locks_create(o.lock_evict_ms, mds_lock_answer, NULL, &m.locks)) ||
+	    (rc = mds_notify_create(&m.notify)) ||
 	    (rc = mds_oss_pool_create(o.fsname, &key, &m.oss)) ||
 	    (rc = mds_keys_create(&m, &m.keys))) {
 		fprintf(stderr, "nacre-mds: cannot start: %s\n", nacre_strerror(rc));
@@ -493,6 +495,7 @@ out:
 	mds_open_table_destroy(m.open);
 	mds_lock_reaper_stop(lock_reaper);
 	mds_locks_destroy(m.locks);
+	mds_notify_destroy(m.notify);
 	mds_targets_destroy(m.targets);
 	mds_space_destroy(m.space);
 	mds_keys_destroy(m.keys);

@@ -22,6 +22,7 @@ struct mds_space;
 struct mds_ost_wait;
 struct mds_keys;
 struct rpc_server;
+struct mds_notify;
 
 struct mds {
 	struct mds_db *db;
@@ -40,6 +41,8 @@ struct mds {
 	struct mds_keys *keys;             /* the key table (keys.h); NULL in unit tests */
 	struct rpc_server *server;         /* ours, to close connections of revoked keys; may
 					    * be NULL */
+	struct mds_notify *notify;         /* permission-change callbacks (notify.h); NULL in
+					    * unit tests */
 	const char *data_dir;
 	char addr[NACRE_ADDR_MAX + 1];     /* "host:port" we serve on, for the TARGETS reply */
 	char fsname[NACRE_FSNAME_MAX + 1];

@@ -598,6 +598,12 @@ static int link_op(struct mds_txn *txn, void *arg)
 	int rc = mds_db_inode_get(txn, a->fid, &ino);
 	if (rc)
 		return rc;
+	/* first, as the kernel's do_linkat checks it before the directory */
+	if (a->cr->flags & NACRE_CRED_PROTECTED_HARDLINKS) {
+		rc = mds_perm_may_link(a->cr, &ino);
+		if (rc)
+			return rc;
+	}
 	if (S_ISDIR(ino.mode))
 		return -EPERM;
 	if (ino.nlink == 0)

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "mds/acl.h"
+#include "mds/groups.h"
 
 int mds_perm_is_root(const struct nacre_cred *cr)
 {
@@ -16,11 +17,12 @@ int mds_perm_in_group(const struct nacre_cred *cr, uint32_t gid)
 {
 	if (cr->gid == gid)
 		return 1;
-	uint32_t n = cr->ngroups < NACRE_MAX_GROUPS ? cr->ngroups : NACRE_MAX_GROUPS;
+	uint32_t n = cr->ngroups < NACRE_CRED_GROUPS ? cr->ngroups : NACRE_CRED_GROUPS;
 	for (uint32_t i = 0; i < n; i++)
 		if (cr->groups[i] == gid)
 			return 1;
-	return 0;
+	/* the rest of a long list, registered with GROUPS_SET */
+	return cr->groups_token ? mds_groups_has(cr->groups_token, gid) : 0;
 }
 
 int mds_perm_check(const struct nacre_cred *cr, const struct mds_inode *ino, int mask)
@@ -51,6 +53,17 @@ int mds_perm_sticky(const struct nacre_cred *cr, const struct mds_inode *dir,
 	if (!(dir->mode & S_ISVTX))
 		return 0;
 	if (mds_perm_is_root(cr) || cr->uid == victim->uid || cr->uid == dir->uid)
+		return 0;
+	return -EPERM;
+}
+
+int mds_perm_may_link(const struct nacre_cred *cr, const struct mds_inode *ino)
+{
+	if (mds_perm_is_root(cr) || cr->uid == ino->uid)
+		return 0;
+	if (S_ISREG(ino->mode) && !(ino->mode & S_ISUID) &&
+	    (ino->mode & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP) &&
+	    mds_perm_check(cr, ino, MDS_MAY_READ | MDS_MAY_WRITE) == 0)
 		return 0;
 	return -EPERM;
 }

@@ -9,8 +9,10 @@
 #include "mds/caps.h"
 #include "mds/db.h"
 #include "mds/dispatch.h"
+#include "mds/groups.h"
 #include "mds/inode.h"
 #include "mds/lock_rpc.h"
+#include "mds/notify.h"
 #include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/ost_wait.h"
@@ -18,6 +20,7 @@
 #include "mds/req.h"
 #include "mds/session.h"
 #include "mds/writer.h"
+#include "nacre/nacre_errno.h"
 
 int mds_op_records(uint16_t opcode)
 {
@@ -286,9 +289,24 @@ static int serve_session_op(struct mds *m, const struct rpc_request *req, struct
 	}
 }
 
+static int serve_one(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep);
+
 int mds_serve(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	struct mds *m = arg;
+
+	/* a change of permissions is answered once the other clients dropped their caches */
+	mds_notify_request_begin();
+	mds_groups_missing_reset();
+	int rc = serve_one(m, req, rep);
+	/* refused for want of a group list we do not hold: the client registers it, retries */
+	if (rc < 0 && rc != RPC_DEFER && mds_groups_missing())
+		rc = -NACRE_EGROUPS;
+	return mds_notify_request_end(m, req, rep, rc);
+}
+
+static int serve_one(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
 	uint16_t op = req->hdr->opcode;
 	struct mds_session_view v = {0};
 	int session = req->client_id && req->env && m->sessions;
@@ -360,6 +378,7 @@ void mds_serve_close(void *arg, uint64_t conn_id)
 	if (m->sessions)
 		mds_session_disconnect(m->sessions, conn_id);
 	mds_lock_close(m, conn_id);
+	mds_notify_close(m, conn_id);
 }
 
 uint64_t mds_serve_last_committed(void *arg)

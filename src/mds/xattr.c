@@ -14,7 +14,7 @@
 #include "mds/acl.h"
 #include "mds/ns.h"
 #include "mds/perm.h"
-#include "mds/perm_notify.h"
+#include "mds/notify.h"
 #include "mds/writer.h"
 
 #define XATTR_CREATE_ 1u

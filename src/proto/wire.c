@@ -103,6 +103,8 @@ static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(MDS_KEY_LIST, "cred_req", "key_list", IDEM),
 	OP(OST_KEY_UPDATE, "key_update", "empty", IDEM),
 	OP(MDS_CAP_GET, "cap_req", "cap_rep", IDEM | INL),
+	OP(MDS_NOTIFY_WAIT, "notify_req", "notify_rep", IDEM | INL),
+	OP(MDS_GROUPS_SET, "groups_set_req", "empty", IDEM | INL),
 };
 #undef OP
 #undef RC
@@ -336,18 +338,25 @@ void wire_fid_get(struct wire_cursor *c, struct nacre_fid *fid)
 	fid->ver = wire_get_u32(c);
 }
 
-/* cred: u32 uid, u32 gid, u32 ngroups (<= NACRE_MAX_GROUPS), u32 groups[ngroups] */
+/* cred: u32 uid, u32 gid, u32 ngroups (<= NACRE_CRED_GROUPS, | WIRE_CRED_TOKEN when a
+ * token follows, | WIRE_CRED_PHL for NACRE_CRED_PROTECTED_HARDLINKS), u32 groups[ngroups],
+ * then u64 groups_token (nonzero) if WIRE_CRED_TOKEN */
+#define WIRE_CRED_TOKEN 0x80000000u
+#define WIRE_CRED_PHL 0x40000000u
 void wire_cred_put(struct wire_cursor *c, const struct nacre_cred *cr)
 {
-	if (cr->ngroups > NACRE_MAX_GROUPS) {
+	if (cr->ngroups > NACRE_CRED_GROUPS || (cr->flags & ~NACRE_CRED_PROTECTED_HARDLINKS)) {
 		wire_cursor_fail(c, -EINVAL);
 		return;
 	}
 	wire_put_u32(c, cr->uid);
 	wire_put_u32(c, cr->gid);
-	wire_put_u32(c, cr->ngroups);
+	wire_put_u32(c, cr->ngroups | (cr->groups_token ? WIRE_CRED_TOKEN : 0) |
+			       (cr->flags & NACRE_CRED_PROTECTED_HARDLINKS ? WIRE_CRED_PHL : 0));
 	for (uint32_t i = 0; i < cr->ngroups; i++)
 		wire_put_u32(c, cr->groups[i]);
+	if (cr->groups_token)
+		wire_put_u64(c, cr->groups_token);
 }
 
 void wire_cred_get(struct wire_cursor *c, struct nacre_cred *cr)
@@ -355,14 +364,41 @@ void wire_cred_get(struct wire_cursor *c, struct nacre_cred *cr)
 	memset(cr, 0, sizeof(*cr));
 	cr->uid = wire_get_u32(c);
 	cr->gid = wire_get_u32(c);
-	cr->ngroups = wire_get_u32(c);
-	if (cr->ngroups > NACRE_MAX_GROUPS) {
+	uint32_t n = wire_get_u32(c);
+	cr->ngroups = n & ~(WIRE_CRED_TOKEN | WIRE_CRED_PHL);
+	if (n & WIRE_CRED_PHL)
+		cr->flags |= NACRE_CRED_PROTECTED_HARDLINKS;
+	if (cr->ngroups > NACRE_CRED_GROUPS) {
 		cr->ngroups = 0;
 		wire_cursor_fail(c, -EPROTO);
 		return;
 	}
 	for (uint32_t i = 0; i < cr->ngroups; i++)
 		cr->groups[i] = wire_get_u32(c);
+	if (n & WIRE_CRED_TOKEN) {
+		cr->groups_token = wire_get_u64(c);
+		if (!cr->groups_token)
+			wire_cursor_fail(c, -EPROTO);
+	}
+}
+
+uint64_t wire_groups_token(const uint32_t *groups, uint32_t n)
+{
+	/* FNV-1a over the count and the sorted list: a name for the list, not a secret (a
+	 * client asserts its groups anyway, as it asserts its uid) */
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (int i = 0; i < 4; i++) {
+		h ^= (n >> (8 * i)) & 0xff;
+		h *= 0x100000001b3ull;
+	}
+	for (uint32_t k = 0; k < n; k++) {
+		for (int i = 0; i < 4; i++) {
+			h ^= (groups[k] >> (8 * i)) & 0xff;
+			h *= 0x100000001b3ull;
+		}
+	}
+	return h | 1; /* never 0 */
 }
 
 /* attr: fid, u32 mode, u32 nlink, u32 uid, u32 gid, u32 rdev, u32 blksize, u64 size,
@@ -1999,4 +2035,84 @@ void wire_append_rep_decode(struct wire_cursor *c, struct wire_append_rep *m)
 {
 	memset(m, 0, sizeof(*m));
 	m->offset = wire_get_u64(c);
+}
+
+/* notify_req (since version 1, opcode 96): cred, u64 ack, u32 flags (WIRE_NOTIFY_STOP only) */
+void wire_notify_req_encode(struct wire_cursor *c, const struct wire_notify_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_put_u64(c, m->ack);
+	wire_put_u32(c, m->flags);
+}
+
+void wire_notify_req_decode(struct wire_cursor *c, struct wire_notify_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	m->ack = wire_get_u64(c);
+	m->flags = wire_get_u32(c);
+	if (m->flags & ~(uint32_t)WIRE_NOTIFY_STOP)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* notify_rep (since version 1, opcode 96): u64 seq, u32 flags (WIRE_NOTIFY_ALL only),
+ * u32 count (<= WIRE_NOTIFY_MAX, checked against the bytes present), then count fids */
+void wire_notify_rep_encode(struct wire_cursor *c, const struct wire_notify_rep *m)
+{
+	wire_put_u64(c, m->seq);
+	wire_put_u32(c, m->flags);
+	wire_put_u32(c, m->count);
+}
+
+void wire_notify_rep_decode(struct wire_cursor *c, struct wire_notify_rep *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->seq = wire_get_u64(c);
+	m->flags = wire_get_u32(c);
+	m->count = wire_get_u32(c);
+	if ((m->flags & ~(uint32_t)WIRE_NOTIFY_ALL) || m->count > WIRE_NOTIFY_MAX ||
+	    (wire_cursor_ok(c) && wire_cursor_left(c) < (size_t)m->count * 16))
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* groups_set_req (since version 1, opcode 97): cred, u64 token (nonzero), u32 total
+ * (NACRE_CRED_GROUPS < total <= NACRE_MAX_GROUPS), u32 first (< total), u32 count
+ * (1..WIRE_GROUPS_CHUNK, first + count <= total), u32 groups[count]; groups points into the
+ * receive buffer (little-endian u32s: read them with wire_groups_set_at) */
+void wire_groups_set_req_encode(struct wire_cursor *c, const struct wire_groups_set_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_put_u64(c, m->token);
+	wire_put_u32(c, m->total);
+	wire_put_u32(c, m->first);
+	wire_put_u32(c, m->count);
+	for (uint32_t i = 0; i < m->count; i++)
+		wire_put_u32(c, m->list[i]);
+}
+
+void wire_groups_set_req_decode(struct wire_cursor *c, struct wire_groups_set_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	m->token = wire_get_u64(c);
+	m->total = wire_get_u32(c);
+	m->first = wire_get_u32(c);
+	m->count = wire_get_u32(c);
+	if (!wire_cursor_ok(c))
+		return;
+	if (!m->token || m->total <= NACRE_CRED_GROUPS || m->total > NACRE_MAX_GROUPS ||
+	    m->first >= m->total || !m->count || m->count > WIRE_GROUPS_CHUNK ||
+	    m->count > m->total - m->first || wire_cursor_left(c) < (size_t)m->count * 4) {
+		wire_cursor_fail(c, -EPROTO);
+		return;
+	}
+	m->wire = c->buf + c->pos;
+	c->pos += (size_t)m->count * 4;
+}
+
+uint32_t wire_groups_set_at(const struct wire_groups_set_req *m, uint32_t i)
+{
+	const uint8_t *p = m->wire + (size_t)i * 4;
+
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }

@@ -141,6 +141,14 @@ enum wire_opcode {
 	/* MDS object capabilities (112..119); every request starts with a wire_cred */
 	WIRE_OP_MDS_CAP_GET = 112, /* req: cap_req; rep: cap_rep: a fresh capability for an
 				    * open handle, with the rights of its open */
+	/* MDS callbacks (96..103); every request starts with a wire_cred */
+	WIRE_OP_MDS_NOTIFY_WAIT = 96, /* req: notify_req; rep: notify_rep: a long poll the MDS
+				       * answers with the FIDs whose mode, owner, group or ACL
+				       * another client changed (docs/security.md) */
+	WIRE_OP_MDS_GROUPS_SET = 97,  /* req: groups_set_req; rep: empty: registers a caller's
+				       * group list (more than NACRE_CRED_GROUPS) under the token
+				       * its creds then carry */
+	/* 98..103 reserved for callbacks */
 
 	WIRE_OP_MAX_ = 128,
 };
@@ -207,7 +215,11 @@ char *wire_lstr_dup(struct wire_cursor *c, uint32_t max);
 void wire_fid_put(struct wire_cursor *c, const struct nacre_fid *fid);
 void wire_fid_get(struct wire_cursor *c, struct nacre_fid *fid);
 void wire_cred_put(struct wire_cursor *c, const struct nacre_cred *cr);
-void wire_cred_get(struct wire_cursor *c, struct nacre_cred *cr); /* ngroups <= MAX checked */
+void wire_cred_get(struct wire_cursor *c, struct nacre_cred *cr); /* ngroups <= CRED checked */
+/* The token of a sorted, duplicate-free group list of n (the name GROUPS_SET registers it
+ * under). Never 0. Pure. */
+uint64_t wire_groups_token(const uint32_t *groups, uint32_t n);
+
 void wire_attr_put(struct wire_cursor *c, const struct nacre_attr *a);
 void wire_attr_get(struct wire_cursor *c, struct nacre_attr *a);
 void wire_statfs_put(struct wire_cursor *c, const struct nacre_statfs *s);
@@ -721,6 +733,48 @@ struct wire_lock_rep { /* LOCK_GET: type WIRE_LK_UNLCK and the rest 0 if nothing
 	uint32_t pid;
 };
 
+/* NOTIFY_WAIT: each client that caches attributes keeps one outstanding. The MDS parks it
+ * until it has FIDs for the client (or for up to WIRE_NOTIFY_HOLD_MS, then answers it with
+ * none); the next NOTIFY_WAIT acknowledges the batch before it (ack = its seq): only then
+ * has the client dropped what it cached, and only then is the change that caused it
+ * answered. Not a change: never replayed, resent freely (a new MDS instance starts seq at
+ * 0 and ignores acks above what it sent). */
+#define WIRE_NOTIFY_MAX 1024      /* FIDs in one reply; more become WIRE_NOTIFY_ALL */
+#define WIRE_NOTIFY_HOLD_MS 2000  /* longest the MDS parks one (as often as a mount pings) */
+enum {
+	WIRE_NOTIFY_STOP = 1u << 0, /* req: answer my parked wait now and do not park this one
+				     * (the client stops listening: unmount) */
+	WIRE_NOTIFY_ALL = 1u << 0,  /* rep: too many changes: drop every cached attribute */
+};
+struct wire_notify_req {
+	struct nacre_cred cred;
+	uint64_t ack;   /* seq of the last batch processed, 0 = none */
+	uint32_t flags; /* WIRE_NOTIFY_STOP */
+};
+struct wire_notify_rep { /* followed by count fids */
+	uint64_t seq;   /* this batch's number; 0: nothing new (nothing to ack) */
+	uint32_t flags; /* WIRE_NOTIFY_ALL */
+	uint32_t count; /* 0..WIRE_NOTIFY_MAX; exactly count * 16 bytes follow */
+};
+
+/* GROUPS_SET: a list of more than NACRE_CRED_GROUPS groups, sorted and without duplicates,
+ * named by wire_groups_token(list); sent in chunks of at most WIRE_GROUPS_CHUNK, in order.
+ * The MDS keeps lists in memory (bounded, least recently used dropped): a request whose
+ * token it does not know fails -NACRE_EGROUPS, and the client registers it again; a client
+ * registers its lists again after the MDS restarted, before its replays. */
+#define WIRE_GROUPS_CHUNK 8192
+struct wire_groups_set_req {
+	struct nacre_cred cred;
+	uint64_t token;
+	uint32_t total;
+	uint32_t first;
+	uint32_t count;
+	const uint32_t *list;  /* encode: the caller's count groups */
+	const uint8_t *wire;   /* decode: view into the receive buffer (wire_groups_set_at) */
+};
+/* Group i (< m->count) of a decoded groups_set_req. */
+uint32_t wire_groups_set_at(const struct wire_groups_set_req *m, uint32_t i);
+
 /* ---- OSS requests ---- */
 struct wire_ost_io_req {
 	uint32_t ost_idx;
@@ -835,6 +889,9 @@ WIRE_MSG(cap_rep);
 WIRE_MSG(key_req);
 WIRE_MSG(key_list);
 WIRE_MSG(key_update);
+WIRE_MSG(notify_req);
+WIRE_MSG(notify_rep);
+WIRE_MSG(groups_set_req);
 #undef WIRE_MSG
 /* The items of a key_list. */
 void wire_key_entry_put(struct wire_cursor *c, const struct wire_key_entry *e);

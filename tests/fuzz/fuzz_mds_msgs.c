@@ -51,6 +51,7 @@ FZ_MSG(append_rep)
 FZ_MSG(cap_req)
 FZ_MSG(cap_rep)
 FZ_MSG(key_req)
+FZ_MSG(notify_req)
 
 /* HSM_REQUEST: the header, then exactly nfids fids. */
 struct fz_hsm_req {
@@ -112,6 +113,7 @@ FZ_LIST(hsm_list_rep, count, struct nacre_hsm_action, WIRE_HSM_POLL_MAX, wire_hs
 	wire_hsm_action_get)
 FZ_LIST(key_list, count, struct wire_key_entry, WIRE_KEY_LIST_MAX, wire_key_entry_put,
 	wire_key_entry_get)
+FZ_LIST(notify_rep, count, struct nacre_fid, WIRE_NOTIFY_MAX, wire_fid_put, wire_fid_get)
 FZ_LIST(hsm_poll_rep, count, struct nacre_hsm_action, WIRE_HSM_POLL_MAX, wire_hsm_action_put,
 	wire_hsm_action_get)
 
@@ -194,6 +196,8 @@ static const struct fz_type types[] = {
 	FZ_ROW(cap_rep, struct wire_cap_rep, NULL, 1),
 	FZ_ROW(key_req, struct wire_key_req, NULL, 1),
 	FZ_ROW(key_list, struct fz_key_list, NULL, 1),
+	FZ_ROW(notify_req, struct wire_notify_req, NULL, 1),
+	FZ_ROW(notify_rep, struct fz_notify_rep, NULL, 1),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

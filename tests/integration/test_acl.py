@@ -345,12 +345,13 @@ class Fid(ctypes.Structure):
 
 def _max_groups():
     text = (REPO / "include/nacre/nacre_types.h").read_text()
-    return int(re.search(r"#define NACRE_MAX_GROUPS\s+(\d+)", text).group(1))
+    return int(re.search(r"#define NACRE_CRED_GROUPS\s+(\d+)", text).group(1))
 
 
 class Cred(ctypes.Structure):
     _fields_ = [("uid", ctypes.c_uint32), ("gid", ctypes.c_uint32),
-                ("ngroups", ctypes.c_uint32), ("groups", ctypes.c_uint32 * _max_groups())]
+                ("ngroups", ctypes.c_uint32), ("groups", ctypes.c_uint32 * _max_groups()),
+                ("groups_token", ctypes.c_uint64), ("flags", ctypes.c_uint32)]
 
 
 class MountOpts(ctypes.Structure):
@@ -359,7 +360,7 @@ class MountOpts(ctypes.Structure):
                 ("client_name", ctypes.c_char_p), ("log_fn", ctypes.c_void_p),
                 ("log_arg", ctypes.c_void_p), ("max_rpc_size", ctypes.c_uint),
                 ("max_rpcs_in_flight", ctypes.c_int), ("max_dirty_mb", ctypes.c_int),
-                ("readahead_max_mb", ctypes.c_int)]
+                ("readahead_max_mb", ctypes.c_int), ("sec", ctypes.c_char_p)]
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,9 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "mds/db.h"
+#include "mds/groups.h"
 #include "mds/inode.h"
+#include "mds/perm.h"
 #include "mds/mds.h"
 #include "mds/ns.h"
 #include "mds/open.h"
@@ -42,8 +44,8 @@ static int passed, failed;
 		}                                                                           \
 	} while (0)
 
-static struct nacre_cred root_cr = {0, 0, 0, {0}};
-static struct nacre_cred user_cr = {1000, 1000, 0, {0}};
+static struct nacre_cred root_cr = {.uid = 0};
+static struct nacre_cred user_cr = {.uid = 1000, .gid = 1000};
 
 static int mds_up(struct mds *m, const char *dir, int format)
 {
@@ -149,6 +151,64 @@ static int count_entries(struct mds *m, const struct nacre_fid *dir)
 	return n;
 }
 
+/* protected_hardlinks (may_linkat) and group lists past NACRE_CRED_GROUPS: pure checks. */
+static void test_perm_details(void)
+{
+	struct mds_inode f = {.mode = S_IFREG | 0600, .uid = 0, .gid = 0};
+	struct nacre_cred u = {.uid = 1000, .gid = 1000};
+
+	CHECK_RC(mds_perm_may_link(&root_cr, &f), 0);
+	CHECK_RC(mds_perm_may_link(&u, &f), -EPERM);       /* root's 0600 file */
+	f.uid = 1000;
+	CHECK_RC(mds_perm_may_link(&u, &f), 0);            /* the owner's */
+	f = (struct mds_inode){.mode = S_IFREG | 0666};
+	CHECK_RC(mds_perm_may_link(&u, &f), 0);            /* may read and write it */
+	f.mode = S_IFREG | S_ISUID | 0666;
+	CHECK_RC(mds_perm_may_link(&u, &f), -EPERM);       /* setuid */
+	f.mode = S_IFREG | S_ISGID | 0676;
+	CHECK_RC(mds_perm_may_link(&u, &f), -EPERM);       /* setgid and group-executable */
+	f.mode = S_IFREG | S_ISGID | 0666;
+	CHECK_RC(mds_perm_may_link(&u, &f), 0);            /* setgid without x: mandatory lock */
+	f.mode = S_IFIFO | 0666;
+	CHECK_RC(mds_perm_may_link(&u, &f), -EPERM);       /* not a regular file */
+
+	/* 40 groups: the 40th counts once its list is registered */
+	uint32_t g[40];
+	for (uint32_t i = 0; i < 40; i++)
+		g[i] = 5000 + i;
+	uint64_t token = wire_groups_token(g, 40);
+	struct nacre_cred cr = {.uid = 1000, .gid = 1000, .ngroups = NACRE_CRED_GROUPS,
+				.groups_token = token};
+	memcpy(cr.groups, g, sizeof(cr.groups));
+	mds_groups_missing_reset();
+	CHECK(!mds_perm_in_group(&cr, 5039) && mds_groups_missing()); /* not registered yet */
+	struct wire_cursor c;
+	struct wire_groups_set_req r = {.token = token, .total = 40, .first = 0, .count = 40,
+					.list = g}, d;
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_groups_set_req_encode(&c, &r);
+	struct wire_cursor rc_;
+	wire_cursor_init_read(&rc_, c.buf, wire_cursor_pos(&c));
+	wire_groups_set_req_decode(&rc_, &d);
+	CHECK(wire_cursor_ok(&rc_) && wire_cursor_left(&rc_) == 0);
+	CHECK_RC(mds_groups_set(&d), 0);
+	mds_groups_missing_reset();
+	CHECK(mds_perm_in_group(&cr, 5039) && mds_perm_in_group(&cr, 5000) &&
+	      !mds_perm_in_group(&cr, 5040) && !mds_groups_missing());
+	wire_cursor_fini(&c);
+	/* a list that does not match its token is refused */
+	g[39] = 9999;
+	r.list = g;
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_groups_set_req_encode(&c, &r);
+	wire_cursor_init_read(&rc_, c.buf, wire_cursor_pos(&c));
+	wire_groups_set_req_decode(&rc_, &d);
+	d.token = token ^ 2;
+	CHECK_RC(mds_groups_set(&d), -EINVAL);
+	wire_cursor_fini(&c);
+	mds_groups_clear();
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/nacre-test-mds-XXXXXX";
@@ -158,6 +218,8 @@ int main(void)
 	struct mds_db *db;
 	struct nacre_attr a, b, c, d;
 	struct nacre_fid root = mds_root_fid();
+
+	test_perm_details();
 
 	log_init("test", LOG_LVL_ERR);
 	if (!base) {

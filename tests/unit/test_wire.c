@@ -530,8 +530,8 @@ static void test_roundtrips(void)
 		sample_cred(&m.cred);
 		sample_fid(&m.fid, 9);
 		ROUNDTRIP(fid_req, &m);
-		m.cred.ngroups = NACRE_MAX_GROUPS;
-		for (int i = 0; i < NACRE_MAX_GROUPS; i++)
+		m.cred.ngroups = NACRE_CRED_GROUPS;
+		for (int i = 0; i < NACRE_CRED_GROUPS; i++)
 			m.cred.groups[i] = (uint32_t)i + 1000;
 		ROUNDTRIP(fid_req, &m);
 	}
@@ -890,9 +890,42 @@ static int layout_raw(uint16_t ncomp, uint64_t start, uint64_t end, uint16_t mir
 
 static void test_reject_fields(void)
 {
-	CHECK(fid_req_with_ngroups(NACRE_MAX_GROUPS, NACRE_MAX_GROUPS));
-	CHECK(!fid_req_with_ngroups(NACRE_MAX_GROUPS + 1, NACRE_MAX_GROUPS + 1));
+	CHECK(fid_req_with_ngroups(NACRE_CRED_GROUPS, NACRE_CRED_GROUPS));
+	CHECK(!fid_req_with_ngroups(NACRE_CRED_GROUPS + 1, NACRE_CRED_GROUPS + 1));
 	CHECK(!fid_req_with_ngroups(0xffffffffu, 0));
+
+	/* a cred with a group-list token and the protected_hardlinks flag: golden bytes */
+	{
+		static const uint8_t golden[] = {
+			0x01, 0x00, 0x00, 0x00,                         /* uid 1 */
+			0x02, 0x00, 0x00, 0x00,                         /* gid 2 */
+			0x01, 0x00, 0x00, 0xc0,                         /* 1 group | token | phl */
+			0x03, 0x00, 0x00, 0x00,                         /* group 3 */
+			0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, /* token */
+		};
+		struct nacre_cred cr = {.uid = 1, .gid = 2, .ngroups = 1, .groups = {3},
+					.groups_token = 0x1122334455667788ull,
+					.flags = NACRE_CRED_PROTECTED_HARDLINKS}, d;
+		uint8_t buf[64];
+		struct wire_cursor c;
+		wire_cursor_init_write(&c, buf, sizeof(buf));
+		wire_cred_put(&c, &cr);
+		CHECK(wire_cursor_ok(&c) && wire_cursor_pos(&c) == sizeof(golden) &&
+		      memcmp(buf, golden, sizeof(golden)) == 0);
+		wire_cursor_init_read(&c, golden, sizeof(golden));
+		wire_cred_get(&c, &d);
+		CHECK(wire_cursor_ok(&c) && wire_cursor_left(&c) == 0 && d.uid == 1 && d.gid == 2 &&
+		      d.ngroups == 1 && d.groups[0] == 3 && d.groups_token == cr.groups_token &&
+		      d.flags == NACRE_CRED_PROTECTED_HARDLINKS);
+		uint8_t zero[sizeof(golden)];
+		memcpy(zero, golden, sizeof(golden));
+		memset(zero + 16, 0, 8); /* token 0 with the token bit: refused */
+		wire_cursor_init_read(&c, zero, sizeof(zero));
+		wire_cred_get(&c, &d);
+		CHECK(!wire_cursor_ok(&c));
+		CHECK(wire_groups_token((const uint32_t[]){1, 2}, 2) !=
+		      wire_groups_token((const uint32_t[]){1, 3}, 2));
+	}
 
 	CHECK(layout_raw(1, 0, UINT64_MAX, 0, 1, 4, -1, 4) == 1);
 	CHECK(layout_raw(1, 0, UINT64_MAX, 0, 1, 128, -1, 128) == 1);
