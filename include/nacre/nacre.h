@@ -39,7 +39,8 @@ struct nacre_mount_opts {
 				 * hung, restarting, failing over) before they fail with EIO;
 				 * 0 = 300000 */
 	int connect_timeout_ms; /* first contact with the MDS at mount; 0 = 10000 */
-	const char *client_name;/* shown in server logs; NULL = hostname */
+	const char *client_name;/* shown in server logs, matched by nodemaps; NULL =
+				 * $NACRE_CLIENT_NAME, else the hostname */
 	nacre_log_fn log_fn;
 	void *log_arg;
 	/* Data path tunables (0 = the default), as Lustre's osc/llite tunables. */
@@ -177,6 +178,26 @@ int nacre_recovery_status(struct nacre_fs *fs, struct nacre_recovery_status *out
  * Thread-safe. */
 int nacre_fault_set(const char *addr, const char *fsname, const char *key_file,
 		    const char *spec, char *armed, size_t armed_len, char *err, size_t err_len);
+
+/* Nodemap administration (docs/security.md "Nodemaps") on a connection of its own to the
+ * MDS at addr of fsname, as client "nacre-admin". cmd: NACRE_NODEMAP_ADD (name, arg1 =
+ * ranges "CIDR[,CIDR]", arg2 = client names "NAME[,NAME]"), _DEL (name), _MODIFY (name,
+ * arg1 = property, arg2 = value), _LIST, _TEST (arg1 = address, arg2 = client name; either
+ * may be ""). Unused arguments may be NULL. key_file as nacre_fault_set. On success returns
+ * 0 and, for LIST and TEST, the output in *text (heap, the caller frees; may be NULL). On
+ * failure returns a negative error with the MDS's sentence (bad CIDR, unknown property,
+ * rule not found, not an admin client) or why it could not be reached in err.
+ * Thread-safe. */
+enum {
+	NACRE_NODEMAP_ADD = 1,
+	NACRE_NODEMAP_DEL = 2,
+	NACRE_NODEMAP_MODIFY = 3,
+	NACRE_NODEMAP_LIST = 4,
+	NACRE_NODEMAP_TEST = 5,
+};
+int nacre_nodemap(const char *addr, const char *fsname, const char *key_file, int cmd,
+		  const char *name, const char *arg1, const char *arg2, char **text, char *err,
+		  size_t err_len);
 
 /* ---- file I/O ---- */
 /* Opens fid with open(2) flags (O_ACCMODE, O_TRUNC, O_APPEND honoured; O_CREAT is not:

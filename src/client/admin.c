@@ -185,3 +185,94 @@ out:
 	memset(&key, 0, sizeof(key));
 	return rc;
 }
+
+/* Loads key_file (NULL = $NACRE_KEY_FILE) into key; "" or unset leaves it zero. */
+static int load_admin_key(const char *key_file, struct nacre_key *key, char *err, size_t err_len)
+{
+	int rc;
+
+	if (!key_file)
+		key_file = getenv("NACRE_KEY_FILE");
+	memset(key, 0, sizeof(*key));
+	if (!key_file || !key_file[0])
+		return 0;
+	rc = key_load(key_file, key, err, err_len);
+	if (rc && !err[0])
+		snprintf(err, err_len, "cannot load cluster key file %s: %s", key_file,
+			 nacre_strerror(rc));
+	return rc;
+}
+
+NACRE_API int nacre_nodemap(const char *addr, const char *fsname, const char *key_file, int cmd,
+			    const char *name, const char *arg1, const char *arg2, char **text,
+			    char *err, size_t err_len)
+{
+	struct rpc_conn_conf conf = {.addr = addr, .fsname = fsname, .name = ADMIN_CLIENT_NAME,
+				     .timeout_ms = ADMIN_TIMEOUT_MS,
+				     .connect_timeout_ms = ADMIN_TIMEOUT_MS};
+	struct wire_nodemap_req *req = NULL;
+	struct wire_nodemap_rep rep = {0};
+	struct nacre_key key;
+	struct wire_cursor c;
+	struct rpc_msg *m = NULL;
+	char dummy[8];
+	int rc;
+
+	if (!err || err_len == 0) {
+		err = dummy;
+		err_len = sizeof(dummy);
+	}
+	err[0] = '\0';
+	if (text)
+		*text = NULL;
+	if (cmd < NACRE_NODEMAP_ADD || cmd > NACRE_NODEMAP_TEST) {
+		snprintf(err, err_len, "unknown nodemap command %d", cmd);
+		return -EINVAL;
+	}
+	if ((name && strlen(name) > NACRE_NAME_MAX) || (arg1 && strlen(arg1) > NACRE_NAME_MAX) ||
+	    (arg2 && strlen(arg2) > WIRE_NODEMAP_VALUE_MAX)) {
+		snprintf(err, err_len, "a nodemap argument is too long");
+		return -ENAMETOOLONG;
+	}
+	rc = load_admin_key(key_file, &key, err, err_len);
+	if (rc)
+		return rc;
+	req = calloc(1, sizeof(*req));
+	if (!req) {
+		snprintf(err, err_len, "out of memory");
+		rc = -ENOMEM;
+		goto out;
+	}
+	cl_cred(NULL, &req->cred);
+	req->cmd = (uint32_t)cmd; /* NACRE_NODEMAP_* are WIRE_NODEMAP_* */
+	str_copy(req->name, name ? name : "", sizeof(req->name));
+	str_copy(req->key, arg1 ? arg1 : "", sizeof(req->key));
+	str_copy(req->value, arg2 ? arg2 : "", sizeof(req->value));
+	conf.key = &key;
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_nodemap_req_encode(&c, req);
+	rc = one_shot_call(&conf, "MDS", "nacre-mds", WIRE_OP_MDS_NODEMAP, &c, &m, err, err_len);
+	wire_cursor_fini(&c);
+	if (!m)
+		goto out;
+	wire_cursor_init_read(&c, m->body, m->body_len);
+	wire_nodemap_rep_decode(&c, &rep);
+	if (cl_decode_end(&c) < 0) {
+		if (rc == 0)
+			rc = -EPROTO;
+		snprintf(err, err_len, "MDS %s: %s", addr,
+			 rc == -EOPNOTSUPP ? "this MDS has no nodemaps" : nacre_strerror(rc));
+	} else if (rc < 0) {
+		snprintf(err, err_len, "MDS %s: %s", addr,
+			 rep.text && rep.text[0] ? rep.text : nacre_strerror(rc));
+	} else if (text) {
+		*text = rep.text;
+		rep.text = NULL;
+	}
+out:
+	free(rep.text);
+	rpc_msg_free(m);
+	free(req);
+	memset(&key, 0, sizeof(key));
+	return rc;
+}

@@ -11,6 +11,7 @@
 #include "mds/db.h"
 #include "mds/hsm.h"
 #include "mds/lock_rpc.h"
+#include "mds/nodemap_rpc.h"
 #include "mds/ns.h"
 #include "mds/ost_wait.h"
 #include "mds/req.h"
@@ -448,6 +449,8 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 	case WIRE_OP_MDS_LOCK_WAIT:
 	case WIRE_OP_MDS_LOCK_CANCEL:
 		return mds_lock_dispatch(m, req, rep);
+	case WIRE_OP_MDS_NODEMAP:
+		return mds_nodemap_dispatch(m, req, rep);
 	default:
 		LOG_RATELIMITED(LOG_LVL_INFO, "dispatch", "unsupported opcode %u (%s) from %s",
 				req->hdr->opcode, wire_opcode_name(req->hdr->opcode), req->peer);

@@ -19,6 +19,7 @@ struct mds_sessions;
 struct mds_recovery;
 struct mds_space;
 struct mds_ost_wait;
+struct mds_nodemap;
 
 struct mds {
 	struct mds_db *db;
@@ -34,6 +35,7 @@ struct mds {
 	struct mds_space *space;           /* the MDT's reserve (space.h); NULL in unit tests */
 	struct mds_ost_wait *ost_wait;     /* creates wait for the OSTs after a start
 					    * (ost_wait.h); may be NULL */
+	struct mds_nodemap *nodemap;       /* client rules (nodemap.h); NULL: nothing mapped */
 	const char *data_dir;
 	char addr[NACRE_ADDR_MAX + 1];     /* "host:port" we serve on, for the TARGETS reply */
 	char fsname[NACRE_FSNAME_MAX + 1];

@@ -10,6 +10,7 @@
 #include "mds/dispatch.h"
 #include "mds/inode.h"
 #include "mds/lock_rpc.h"
+#include "mds/nodemap_serve.h"
 #include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/ost_wait.h"
@@ -278,9 +279,8 @@ static int serve_session_op(struct mds *m, const struct rpc_request *req, struct
 	}
 }
 
-int mds_serve(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
+static int serve_request(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
 {
-	struct mds *m = arg;
 	uint16_t op = req->hdr->opcode;
 	struct mds_session_view v = {0};
 	int session = req->client_id && req->env && m->sessions;
@@ -327,6 +327,21 @@ int mds_serve(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
 			return rc;
 	}
 	return mds_dispatch(m, req, rep);
+}
+
+/* The caller's nodemap first: its rule may refuse the request or map its credentials. */
+int mds_serve(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	struct mds *m = arg;
+	struct nodemap_req nr;
+	int rc = mds_nodemap_admit(m, req, &nr);
+
+	if (!rc) {
+		rc = serve_request(m, &nr.req, rep);
+		mds_nodemap_done(m, &nr, rc, rep);
+	}
+	mds_nodemap_req_fini(&nr);
+	return rc;
 }
 
 void mds_serve_connect(void *arg, uint64_t conn_id, const struct wire_connect_req *req,

@@ -98,6 +98,7 @@ static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(MDS_LOCK_GET, "lock_req", "lock_rep", IDEM),
 	OP(MDS_LOCK_WAIT, "lock_req", "empty", IDEM),
 	OP(MDS_LOCK_CANCEL, "lock_req", "empty", IDEM),
+	OP(MDS_NODEMAP, "nodemap_req", "nodemap_rep", 0),
 };
 #undef OP
 #undef RC
@@ -1779,4 +1780,44 @@ void wire_append_rep_decode(struct wire_cursor *c, struct wire_append_rep *m)
 {
 	memset(m, 0, sizeof(*m));
 	m->offset = wire_get_u64(c);
+}
+
+/* nodemap_req: cred, u32 cmd (1..6), str name (0..255), str key (0..255), str value (0..4096) */
+void wire_nodemap_req_encode(struct wire_cursor *c, const struct wire_nodemap_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_put_u32(c, m->cmd);
+	str_put(c, m->name, NACRE_NAME_MAX);
+	str_put(c, m->key, NACRE_NAME_MAX);
+	str_put(c, m->value, WIRE_NODEMAP_VALUE_MAX);
+}
+
+void wire_nodemap_req_decode(struct wire_cursor *c, struct wire_nodemap_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	m->cmd = wire_get_u32(c);
+	if (m->cmd < WIRE_NODEMAP_ADD || m->cmd > WIRE_NODEMAP_SELF)
+		wire_cursor_fail(c, -EPROTO);
+	str_get(c, m->name, 0, NACRE_NAME_MAX);
+	str_get(c, m->key, 0, NACRE_NAME_MAX);
+	str_get(c, m->value, 0, WIRE_NODEMAP_VALUE_MAX);
+}
+
+/* nodemap_rep: lstr text (0..60000), fid root */
+void wire_nodemap_rep_encode(struct wire_cursor *c, const struct wire_nodemap_rep *m)
+{
+	if (m->text && strlen(m->text) > WIRE_NODEMAP_TEXT_MAX) {
+		wire_cursor_fail(c, -E2BIG);
+		return;
+	}
+	wire_lstr_put(c, m->text);
+	wire_fid_put(c, &m->root);
+}
+
+void wire_nodemap_rep_decode(struct wire_cursor *c, struct wire_nodemap_rep *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->text = wire_lstr_dup(c, WIRE_NODEMAP_TEXT_MAX);
+	wire_fid_get(c, &m->root);
 }
