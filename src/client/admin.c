@@ -211,7 +211,7 @@ NACRE_API int nacre_nodemap(const char *addr, const char *fsname, const char *ke
 				     .timeout_ms = ADMIN_TIMEOUT_MS,
 				     .connect_timeout_ms = ADMIN_TIMEOUT_MS};
 	struct wire_nodemap_req *req = NULL;
-	struct wire_nodemap_rep rep = {0};
+	struct wire_nodemap_rep rep;
 	struct nacre_key key;
 	struct wire_cursor c;
 	struct rpc_msg *m = NULL;
@@ -263,14 +263,18 @@ NACRE_API int nacre_nodemap(const char *addr, const char *fsname, const char *ke
 		snprintf(err, err_len, "MDS %s: %s", addr,
 			 rc == -EOPNOTSUPP ? "this MDS has no nodemaps" : nacre_strerror(rc));
 	} else if (rc < 0) {
-		snprintf(err, err_len, "MDS %s: %s", addr,
-			 rep.text && rep.text[0] ? rep.text : nacre_strerror(rc));
+		if (rep.text_len)
+			snprintf(err, err_len, "MDS %s: %.*s", addr, (int)rep.text_len, rep.text);
+		else
+			snprintf(err, err_len, "MDS %s: %s", addr, nacre_strerror(rc));
 	} else if (text) {
-		*text = rep.text;
-		rep.text = NULL;
+		*text = strndup(rep.text ? rep.text : "", rep.text_len);
+		if (!*text) {
+			snprintf(err, err_len, "out of memory");
+			rc = -ENOMEM;
+		}
 	}
 out:
-	free(rep.text);
 	rpc_msg_free(m);
 	free(req);
 	memset(&key, 0, sizeof(key));

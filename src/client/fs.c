@@ -67,7 +67,7 @@ static void pick_client_name(const char *want, char *out, size_t len)
 static int ask_nodemap(struct nacre_fs *fs, char *err, size_t err_len)
 {
 	struct wire_nodemap_req *req = calloc(1, sizeof(*req));
-	struct wire_nodemap_rep rep = {0};
+	struct wire_nodemap_rep rep;
 	struct rpc_call_args a = {.opcode = WIRE_OP_MDS_NODEMAP, .flags = RPC_IDEMPOTENT};
 	struct rpc_msg *m = NULL;
 	struct wire_cursor c;
@@ -101,10 +101,11 @@ static int ask_nodemap(struct nacre_fs *fs, char *err, size_t err_len)
 	if (rc == 0) {
 		fs->root = rep.root;
 	} else {
+		char why[512];
+		snprintf(why, sizeof(why), "%.*s", (int)rep.text_len, rep.text ? rep.text : "");
 		set_err(err, err_len, "MDS %s refused the mount of %s: %s", fs->addr, fs->fsname,
-			rep.text && rep.text[0] ? rep.text : nacre_strerror(rc));
+			why[0] ? why : nacre_strerror(rc));
 	}
-	free(rep.text);
 	rpc_msg_free(m);
 	return rc;
 }

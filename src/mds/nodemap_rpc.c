@@ -61,7 +61,11 @@ static char *test_text(struct mds *m, const char *addr, const char *client)
 
 static void answer(struct rpc_reply *rep, const char *text, const struct nacre_fid *root)
 {
-	struct wire_nodemap_rep r = {.text = (char *)text, .root = *root};
+	struct wire_nodemap_rep r = {.text = text, .root = *root};
+
+	size_t n = text ? strlen(text) : 0;
+
+	r.text_len = (uint32_t)(n < WIRE_NODEMAP_TEXT_MAX ? n : WIRE_NODEMAP_TEXT_MAX);
 
 	wire_nodemap_rep_encode(&rep->body, &r);
 }

@@ -1804,20 +1804,22 @@ void wire_nodemap_req_decode(struct wire_cursor *c, struct wire_nodemap_req *m)
 	str_get(c, m->value, 0, WIRE_NODEMAP_VALUE_MAX);
 }
 
-/* nodemap_rep: lstr text (0..60000), fid root */
+/* nodemap_rep: blob text (0..60000 bytes, no NUL), fid root */
 void wire_nodemap_rep_encode(struct wire_cursor *c, const struct wire_nodemap_rep *m)
 {
-	if (m->text && strlen(m->text) > WIRE_NODEMAP_TEXT_MAX) {
+	if (m->text_len > WIRE_NODEMAP_TEXT_MAX || (m->text_len && !m->text)) {
 		wire_cursor_fail(c, -E2BIG);
 		return;
 	}
-	wire_lstr_put(c, m->text);
+	wire_put_blob(c, m->text, m->text_len);
 	wire_fid_put(c, &m->root);
 }
 
 void wire_nodemap_rep_decode(struct wire_cursor *c, struct wire_nodemap_rep *m)
 {
 	memset(m, 0, sizeof(*m));
-	m->text = wire_lstr_dup(c, WIRE_NODEMAP_TEXT_MAX);
+	m->text = (const char *)wire_get_blob(c, WIRE_NODEMAP_TEXT_MAX, &m->text_len);
+	if (m->text && memchr(m->text, '\0', m->text_len))
+		wire_cursor_fail(c, -EPROTO);
 	wire_fid_get(c, &m->root);
 }

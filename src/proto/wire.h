@@ -346,7 +346,8 @@ struct wire_nodemap_req {
 	char value[WIRE_NODEMAP_VALUE_MAX + 1];  /* str 0..4096 */
 };
 struct wire_nodemap_rep {
-	char *text;           /* lstr 0..WIRE_NODEMAP_TEXT_MAX; decode: heap copy, caller frees */
+	const char *text;      /* blob of text_len bytes, no NUL; decode: a view into the buffer */
+	uint32_t text_len;     /* 0..WIRE_NODEMAP_TEXT_MAX */
 	struct nacre_fid root; /* SELF: the directory that is the client's root */
 };
 
