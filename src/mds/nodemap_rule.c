@@ -456,6 +456,24 @@ uint32_t nodemap_ids_map_gid(const struct nodemap_ids *m, uint32_t gid)
 	return gid;
 }
 
+static uint32_t unmap_id(const struct nodemap_idmap *maps, uint32_t n, uint32_t id)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (id >= maps[i].fs && id - maps[i].fs < maps[i].count)
+			return maps[i].client + (id - maps[i].fs);
+	return id;
+}
+
+uint32_t nodemap_ids_unmap_uid(const struct nodemap_ids *m, uint32_t uid)
+{
+	return m->admin || m->squash_all ? uid : unmap_id(m->uidmaps, m->nuidmaps, uid);
+}
+
+uint32_t nodemap_ids_unmap_gid(const struct nodemap_ids *m, uint32_t gid)
+{
+	return m->admin || m->squash_all ? gid : unmap_id(m->gidmaps, m->ngidmaps, gid);
+}
+
 /* ---------------- record ---------------- */
 
 static void put_str(struct wire_cursor *c, const char *s)

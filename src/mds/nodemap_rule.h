@@ -76,6 +76,10 @@ int nodemap_rule_score(const struct nodemap_rule *r, const uint8_t addr[16], int
 /* Maps a client uid/gid to the file system's (see struct nodemap_ids). */
 uint32_t nodemap_ids_map_uid(const struct nodemap_ids *m, uint32_t uid);
 uint32_t nodemap_ids_map_gid(const struct nodemap_ids *m, uint32_t gid);
+/* The other way, for attributes in replies: a file system id inside a map range becomes
+ * the client's; others are unchanged (a squashed id stays what it is). */
+uint32_t nodemap_ids_unmap_uid(const struct nodemap_ids *m, uint32_t uid);
+uint32_t nodemap_ids_unmap_gid(const struct nodemap_ids *m, uint32_t gid);
 /* Record encoding for the database. encode returns the length (<= len) or -E2BIG; decode
  * returns 0 or -EIO for a record it does not understand. */
 int nodemap_rule_encode(const struct nodemap_rule *r, uint8_t *buf, size_t len);

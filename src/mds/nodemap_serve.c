@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -229,10 +230,58 @@ static void strip_fileset(struct mds *m, struct nodemap_req *nr, struct rpc_repl
 	wire_path_rep_encode(&rep->body, &p);
 }
 
+static void unmap_attr(const struct nodemap_view *v, struct nacre_attr *a)
+{
+	a->uid = nodemap_ids_unmap_uid(&v->ids, a->uid);
+	a->gid = nodemap_ids_unmap_gid(&v->ids, a->gid);
+}
+
+/* A client with id maps sees its own ids in the attributes it gets back. */
+static void unmap_reply(const struct nodemap_view *v, uint16_t op, struct rpc_reply *rep)
+{
+	const struct wire_op_info *o = wire_op_info(op);
+	struct wire_cursor c;
+	size_t len = wire_cursor_pos(&rep->body);
+
+	if (!o || !len)
+		return;
+	wire_cursor_init_read(&c, rep->body.buf, len);
+	if (!strcmp(o->rep, "attr_rep")) {
+		struct wire_attr_rep a;
+		wire_attr_rep_decode(&c, &a);
+		if (!wire_cursor_ok(&c) || wire_cursor_left(&c))
+			return;
+		unmap_attr(v, &a.attr);
+		rep->body.pos = 0;
+		wire_attr_rep_encode(&rep->body, &a);
+	} else if (!strcmp(o->rep, "create_rep")) {
+		struct wire_create_rep cr;
+		wire_create_rep_decode(&c, &cr);
+		if (!wire_cursor_ok(&c) || wire_cursor_left(&c))
+			return;
+		unmap_attr(v, &cr.attr);
+		rep->body.pos = 0;
+		wire_create_rep_encode(&rep->body, &cr);
+	} else if (!strcmp(o->rep, "open_rep")) {
+		struct wire_open_rep *or = malloc(sizeof(*or));
+		if (!or)
+			return;
+		wire_open_rep_decode(&c, or);
+		if (wire_cursor_ok(&c) && !wire_cursor_left(&c)) {
+			unmap_attr(v, &or->attr);
+			rep->body.pos = 0;
+			wire_open_rep_encode(&rep->body, or);
+		}
+		free(or);
+	}
+}
+
 void mds_nodemap_done(struct mds *m, struct nodemap_req *nr, int rc, struct rpc_reply *rep)
 {
 	uint16_t op = nr->req.hdr->opcode;
 
+	if (rc == 0 && (nr->view.ids.nuidmaps || nr->view.ids.ngidmaps))
+		unmap_reply(&nr->view, op, rep);
 	if (rc == 0 && op == WIRE_OP_MDS_RENAME)
 		nodemap_ns_moved(m->nodemap);
 	if (rc == 0 && op == WIRE_OP_MDS_FID2PATH && nr->view.has_fileset)

@@ -122,6 +122,9 @@ def test_squash_all_and_id_maps(cluster, mnt, nodemap):
     assert _as_user(lambda: write(os.path.join(m.path, "pub", "mapped")), 1003, 1004) == 0
     st = os.stat(os.path.join(pub, "mapped"))
     assert (st.st_uid, st.st_gid) == (5003, 6004)
+    # the mapped client sees its own ids back
+    st = os.stat(os.path.join(m.path, "pub", "mapped"))
+    assert (st.st_uid, st.st_gid) == (1003, 1004)
     # outside the map: ids pass, root is squashed (the rule is not trusted)
     assert _as_user(lambda: write(os.path.join(m.path, "pub", "other")), 2000, 2000) == 0
     st = os.stat(os.path.join(pub, "other"))
