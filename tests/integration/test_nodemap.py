@@ -2,13 +2,14 @@
 read-only, fileset, deny, admin; rules managed with `nacre nodemap`, effective at once for
 connected clients and kept across an MDS restart. Each squashed client is a real FUSE mount
 with its own client_name; the fixtures' first mount is admin (rule local-admin)."""
+import ctypes
 import errno
 import os
 import time
 
 import pytest
 
-from conftest import wait_for
+from conftest import BUILD, wait_for
 
 
 def _as_user(fn, uid, gid, groups=()):
@@ -203,6 +204,70 @@ def test_fileset(cluster, mnt, nodemap, nacre_cli):
     os.rename(os.path.join(mnt, "other", "a"), os.path.join(mnt, "proj", "a"))
     m.unmount()
     nodemap("del", "fs")
+
+
+class Fid(ctypes.Structure):
+    _fields_ = [("seq", ctypes.c_uint64), ("oid", ctypes.c_uint32), ("ver", ctypes.c_uint32)]
+
+
+def libnacre_as(cluster, client_name):
+    """A libnacre mount of cluster (no FUSE) that calls itself client_name: requests built by
+    the library straight from FIDs, as a program holding that client's key could send."""
+    lib = ctypes.CDLL(str(BUILD / "libnacre.so"))
+    lib.nacre_fs_root.restype = Fid
+    lib.nacre_fs_root.argtypes = [ctypes.c_void_p]
+    old = {k: os.environ.get(k) for k in ("NACRE_CLIENT_NAME", "NACRE_KEY_FILE")}
+    os.environ["NACRE_CLIENT_NAME"] = client_name
+    os.environ["NACRE_KEY_FILE"] = str(cluster.key)
+    fs = ctypes.c_void_p()
+    err = ctypes.create_string_buffer(512)
+    try:
+        rc = lib.nacre_fs_mount(cluster.spec.encode(), None, ctypes.byref(fs), err, 512)
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return lib, rc, fs, err.value.decode()
+
+
+def fid_of(lib, text):
+    f = Fid()
+    assert lib.nacre_fid_parse(text.encode(), ctypes.byref(f)) == 0, text
+    return f
+
+
+def test_fileset_against_hand_built_requests(cluster, mnt, nodemap, nacre_cli):
+    os.makedirs(os.path.join(mnt, "hb", "in"), exist_ok=True)
+    write(os.path.join(mnt, "hb", "in", "f"), b"in")
+    write(os.path.join(mnt, "hb", "out"), b"out")
+    nodemap("add", "hb", "--client", "hb-node")
+    nodemap("modify", "hb", "--fileset", "/hb/in")
+    nodemap("modify", "hb", "--trusted", "1")
+    lib, rc, fs, err = libnacre_as(cluster, "hb-node")
+    assert rc == 0, err
+    try:
+        want = nacre_cli("path2fid", os.path.join(mnt, "hb", "in"), check=True).stdout.strip()
+        root = lib.nacre_fs_root(fs)
+        assert "[0x%x:0x%x:0x%x]" % (root.seq, root.oid, root.ver) == want
+        attr = ctypes.create_string_buffer(4096)
+        inside = fid_of(lib, nacre_cli("path2fid", os.path.join(mnt, "hb", "in", "f"),
+                                       check=True).stdout.strip())
+        assert lib.nacre_getattr(fs, None, ctypes.byref(inside), attr) == 0
+        for path in (os.path.join(mnt, "hb", "out"), mnt):
+            outside = fid_of(lib, nacre_cli("path2fid", path, check=True).stdout.strip())
+            assert lib.nacre_getattr(fs, None, ctypes.byref(outside), attr) == -errno.EACCES
+            fh = ctypes.c_void_p()
+            assert lib.nacre_open(fs, None, ctypes.byref(outside), os.O_RDONLY,
+                                  ctypes.byref(fh)) == -errno.EACCES
+    finally:
+        lib.nacre_fs_umount(fs)
+    # denied: the library's mount fails naming the rule
+    nodemap("modify", "hb", "--deny", "1")
+    lib, rc, fs, err = libnacre_as(cluster, "hb-node")
+    assert rc == -errno.EACCES and "denied by nodemap rule 'hb'" in err, (rc, err)
+    nodemap("del", "hb")
 
 
 def test_deny_names_the_rule(cluster, nodemap):
