@@ -5,11 +5,15 @@ with its own client_name; the fixtures' first mount is admin (rule local-admin).
 import ctypes
 import errno
 import os
+import shutil
+import socket
+import subprocess
+import tempfile
 import time
 
 import pytest
 
-from conftest import BUILD, wait_for
+from conftest import BUILD, daemon_env, mounted_dirs, wait_for
 
 
 def _as_user(fn, uid, gid, groups=()):
@@ -342,3 +346,52 @@ def test_rules_survive_restart_and_admin_only(make_cluster, nacre_cli):
     nm("modify", "local-admin", "--clients", "nacre-up")
     r = nm("list", check=False)
     assert r.returncode != 0 and "is not admin" in r.stderr, r.stderr
+
+
+def test_nacre_up_mount_is_admin_others_squashed(nacre_cli):
+    """`nacre up` marks its own mount admin by name; a client with another name on the
+    same machine (same 127.0.0.1) is squashed. The environment names nobody."""
+    env = daemon_env()
+    env.pop("NACRE_CLIENT_NAME", None)
+    d = tempfile.mkdtemp(prefix="nacre-up-nm-")
+    for port in range(20000 + os.getpid() % 20000, 60000, 7):
+        socks = []
+        try:
+            for p in range(port, port + 3):
+                s = socket.socket()
+                s.bind(("127.0.0.1", p))
+                socks.append(s)
+            break
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    mnt = os.path.join(d, "mnt")
+    try:
+        r = nacre_cli("up", "--dir", d, "--osts", 1, "--port", port, "--fsname", "upnm",
+                      timeout=90, env=env)
+        assert r.returncode == 0, r.stdout + r.stderr
+        write(os.path.join(mnt, "rootfile"))  # root dir 0755 root: only unsquashed root may
+        os.chmod(os.path.join(mnt, "rootfile"), 0o600)
+        assert os.stat(os.path.join(mnt, "rootfile")).st_uid == 0
+        spec = f"127.0.0.1:{port}:/upnm"
+        key = os.path.join(d, "cluster.key")
+        out = nacre_cli("nodemap", "--mds", spec, "--key-file", key, "test", "127.0.0.1",
+                        "nacre-up", check=True, env=env).stdout
+        assert "nodemap: local-admin" in out, out
+        other = os.path.join(d, "other")
+        os.mkdir(other)
+        p = subprocess.Popen([str(BUILD / "nacre-mount"), spec, other, "-o",
+                              f"key_file={key},client_name=elsewhere", "-f"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        try:
+            wait_for(lambda: other in mounted_dirs(), 20, f"{other} to be mounted")
+            assert err_of(lambda: read(os.path.join(other, "rootfile"))) == errno.EACCES
+            assert err_of(lambda: write(os.path.join(other, "new"))) == errno.EACCES
+        finally:
+            subprocess.run(["fusermount3", "-u", other], capture_output=True)
+            p.wait(20)
+    finally:
+        nacre_cli("down", "--dir", d, timeout=60, env=env)
+        shutil.rmtree(d, ignore_errors=True)
