@@ -192,6 +192,9 @@ int mds_nodemap_admit(struct mds *m, const struct rpc_request *req, struct nodem
 	nodemap_lookup(m->nodemap, req, &nr->view);
 	if (op == WIRE_OP_MDS_NODEMAP || op == WIRE_OP_PING)
 		return 0; /* answers for itself, naming the rule (nodemap_rpc.c) */
+	if (op == WIRE_OP_MDS_DISCONNECT || op == WIRE_OP_MDS_RECOVERY_DONE ||
+	    op == WIRE_OP_MDS_RECOVERY_STATUS)
+		return 0; /* the session protocol: even a denied client may say goodbye */
 	if (nr->view.deny) {
 		LOG_RATELIMITED(LOG_LVL_WARN, "nodemap", "%s (%s) refused: nodemap %s denies it",
 				req->peer, nodemap_peer_identity(req), nr->view.rule);
