@@ -39,7 +39,8 @@ struct nacre_mount_opts {
 				 * hung, restarting, failing over) before they fail with EIO;
 				 * 0 = 300000 */
 	int connect_timeout_ms; /* first contact with the MDS at mount; 0 = 10000 */
-	const char *client_name;/* shown in server logs; NULL = hostname */
+	const char *client_name;/* shown in server logs, matched by nodemaps; NULL =
+				 * $NACRE_CLIENT_NAME, else the hostname */
 	nacre_log_fn log_fn;
 	void *log_arg;
 	/* Data path tunables (0 = the default), as Lustre's osc/llite tunables. */
@@ -229,6 +230,25 @@ int nacre_key_revoke(const char *addr, const char *fsname, const char *key_file,
 /* Copies up to max entries of the MDS's key table to out; returns how many there are. */
 int nacre_key_list(const char *addr, const char *fsname, const char *key_file,
 		   struct nacre_key_info *out, int max, char *err, size_t err_len);
+/* Nodemap administration (docs/security.md "Nodemaps") on a connection of its own to the
+ * MDS at addr of fsname, as client "nacre-admin". cmd: NACRE_NODEMAP_ADD (name, arg1 =
+ * ranges "CIDR[,CIDR]", arg2 = client names "NAME[,NAME]"), _DEL (name), _MODIFY (name,
+ * arg1 = property, arg2 = value), _LIST, _TEST (arg1 = address, arg2 = client name; either
+ * may be ""). Unused arguments may be NULL. key_file as nacre_fault_set. On success returns
+ * 0 and, for LIST and TEST, the output in *text (heap, the caller frees; may be NULL). On
+ * failure returns a negative error with the MDS's sentence (bad CIDR, unknown property,
+ * rule not found, not an admin client) or why it could not be reached in err.
+ * Thread-safe. */
+enum {
+	NACRE_NODEMAP_ADD = 1,
+	NACRE_NODEMAP_DEL = 2,
+	NACRE_NODEMAP_MODIFY = 3,
+	NACRE_NODEMAP_LIST = 4,
+	NACRE_NODEMAP_TEST = 5,
+};
+int nacre_nodemap(const char *addr, const char *fsname, const char *key_file, int cmd,
+		  const char *name, const char *arg1, const char *arg2, char **text, char *err,
+		  size_t err_len);
 
 /* ---- file I/O ---- */
 /* Opens fid with open(2) flags (O_ACCMODE, O_TRUNC, O_APPEND honoured; O_CREAT is not:

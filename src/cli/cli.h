@@ -78,6 +78,7 @@ int cli_up(int argc, char **argv);          /* cluster.c */
 int cli_down(int argc, char **argv);        /* cluster.c */
 int cli_hsm_archive(int argc, char **argv); /* hsm.c */
 int cli_hsm_release(int argc, char **argv); /* hsm.c */
+int cli_nodemap(int argc, char **argv);     /* nodemap.c */
 int cli_hsm_restore(int argc, char **argv); /* hsm.c */
 int cli_hsm_remove(int argc, char **argv);  /* hsm.c */
 int cli_hsm_cancel(int argc, char **argv);  /* hsm.c */

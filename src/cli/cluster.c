@@ -19,6 +19,8 @@
 #include "nacre/nacre.h"
 
 #define MAX_OSTS 64
+/* nacre-mount options of the local mount: the name the local-admin nodemap rule matches */
+#define UP_CLIENT_OPTIONS "client_name=nacre-up"
 
 /* What `nacre up` was asked for. */
 struct up_opts {
@@ -85,6 +87,9 @@ static int up_conf(const struct up_opts *o, struct cc_conf *c)
 	str_copy(cl->name, "mount", sizeof(cl->name));
 	str_copy(cl->host, "localhost", sizeof(cl->host));
 	str_copy(cl->mountpoint, o->mnt, sizeof(cl->mountpoint));
+	/* the local mount is admin: the nodemap rule local-admin of a new file system matches
+	 * this name (docs/security.md, "Nodemaps") */
+	str_copy(cl->options, UP_CLIENT_OPTIONS, sizeof(cl->options));
 	if (!o->hsm_backend)
 		return 0;
 	struct cc_archive *a = &c->archives[c->narchives++];
@@ -510,6 +515,7 @@ static void down_conf(const struct bu_local *l, struct cc_conf *c)
 	if (l->mnt[0]) {
 		c->nclients = 1;
 		str_copy(c->clients[0].mountpoint, l->mnt, sizeof(c->clients[0].mountpoint));
+		str_copy(c->clients[0].options, UP_CLIENT_OPTIONS, sizeof(c->clients[0].options));
 	}
 }
 

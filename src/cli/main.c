@@ -67,6 +67,20 @@ static const struct cli_cmd commands[] = {
 	 "and says which; if everything runs it says so and exits 1.\n"},
 	{"down", cli_down, "stop a cluster started by `nacre up`",
 	 "usage: nacre down --dir DIR\n"},
+	{"nodemap", cli_nodemap, "nodemap rules of the MDS: root squash, id maps, read-only, fileset",
+	 "usage: nacre nodemap [--mds SPEC] [--key-file FILE] COMMAND\n"
+	 "  add NAME --range CIDR[,CIDR] [--client NAME[,NAME]]   a rule (--client alone too)\n"
+	 "  del NAME                                              remove a rule\n"
+	 "  modify NAME --PROPERTY VALUE                          change one property\n"
+	 "  list                                                  every rule, as lctl get_param\n"
+	 "  test CLIENT...                                        the rule an address and/or\n"
+	 "                                                        client name gets, its mapping\n"
+	 "Properties: admin, trusted (root not squashed), squash_uid, squash_gid, squash_all,\n"
+	 "readonly, deny (0/1 or the id); fileset /DIR; map_uid and map_gid CLIENT:FS[:COUNT]\n"
+	 "(unmap_uid/unmap_gid remove one); sec_min null|integrity|privacy; ranges; clients.\n"
+	 "The rule \"default\" applies to clients no other rule matches. --mds is HOST:PORT:/FSNAME\n"
+	 "(default: the mount the working directory is in); the key is $NACRE_KEY_FILE by\n"
+	 "default. Only clients of an admin rule may run it (docs/security.md, \"Nodemaps\").\n"},
 	{"cluster", cli_cluster, "bring a multi-host cluster up or down from one config file",
 	 "usage: nacre cluster up|down|status CONFIG\n"
 	 "  up      check every host, start the MDS and OSSes (formatting new targets), wait\n"

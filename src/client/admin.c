@@ -389,3 +389,81 @@ NACRE_API int nacre_key_list(const char *addr, const char *fsname, const char *k
 	key_wipe(&key);
 	return rc;
 }
+
+NACRE_API int nacre_nodemap(const char *addr, const char *fsname, const char *key_file, int cmd,
+			    const char *name, const char *arg1, const char *arg2, char **text,
+			    char *err, size_t err_len)
+{
+	struct rpc_conn_conf conf = {.addr = addr, .fsname = fsname, .name = ADMIN_CLIENT_NAME,
+				     .timeout_ms = ADMIN_TIMEOUT_MS,
+				     .connect_timeout_ms = ADMIN_TIMEOUT_MS};
+	struct wire_nodemap_req *req = NULL;
+	struct wire_nodemap_rep rep;
+	struct nacre_key key;
+	struct wire_cursor c;
+	struct rpc_msg *m = NULL;
+	char dummy[8];
+	int rc;
+
+	if (!err || err_len == 0) {
+		err = dummy;
+		err_len = sizeof(dummy);
+	}
+	err[0] = '\0';
+	if (text)
+		*text = NULL;
+	if (cmd < NACRE_NODEMAP_ADD || cmd > NACRE_NODEMAP_TEST) {
+		snprintf(err, err_len, "unknown nodemap command %d", cmd);
+		return -EINVAL;
+	}
+	if ((name && strlen(name) > NACRE_NAME_MAX) || (arg1 && strlen(arg1) > NACRE_NAME_MAX) ||
+	    (arg2 && strlen(arg2) > WIRE_NODEMAP_VALUE_MAX)) {
+		snprintf(err, err_len, "a nodemap argument is too long");
+		return -ENAMETOOLONG;
+	}
+	rc = admin_key(key_file, &key, err, err_len);
+	if (rc)
+		return rc;
+	req = calloc(1, sizeof(*req));
+	if (!req) {
+		snprintf(err, err_len, "out of memory");
+		rc = -ENOMEM;
+		goto out;
+	}
+	cl_cred(NULL, &req->cred);
+	req->cmd = (uint32_t)cmd; /* NACRE_NODEMAP_* are WIRE_NODEMAP_* */
+	str_copy(req->name, name ? name : "", sizeof(req->name));
+	str_copy(req->key, arg1 ? arg1 : "", sizeof(req->key));
+	str_copy(req->value, arg2 ? arg2 : "", sizeof(req->value));
+	conf.key = &key;
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_nodemap_req_encode(&c, req);
+	rc = one_shot_call(&conf, "MDS", "nacre-mds", WIRE_OP_MDS_NODEMAP, &c, &m, err, err_len);
+	wire_cursor_fini(&c);
+	if (!m)
+		goto out;
+	wire_cursor_init_read(&c, m->body, m->body_len);
+	wire_nodemap_rep_decode(&c, &rep);
+	if (cl_decode_end(&c) < 0) {
+		if (rc == 0)
+			rc = -EPROTO;
+		snprintf(err, err_len, "MDS %s: %s", addr,
+			 rc == -EOPNOTSUPP ? "this MDS has no nodemaps" : nacre_strerror(rc));
+	} else if (rc < 0) {
+		if (rep.text_len)
+			snprintf(err, err_len, "MDS %s: %.*s", addr, (int)rep.text_len, rep.text);
+		else
+			snprintf(err, err_len, "MDS %s: %s", addr, nacre_strerror(rc));
+	} else if (text) {
+		*text = strndup(rep.text ? rep.text : "", rep.text_len);
+		if (!*text) {
+			snprintf(err, err_len, "out of memory");
+			rc = -ENOMEM;
+		}
+	}
+out:
+	rpc_msg_free(m);
+	free(req);
+	memset(&key, 0, sizeof(key));
+	return rc;
+}

@@ -52,6 +52,8 @@ static void pick_client_name(const char *want, char *out, size_t len)
 {
 	char host[256];
 
+	if (!want || !want[0])
+		want = getenv("NACRE_CLIENT_NAME");
 	if (!want || !want[0]) {
 		if (gethostname(host, sizeof(host)) != 0 || !host[0])
 			snprintf(host, sizeof(host), "client");
@@ -62,6 +64,55 @@ static void pick_client_name(const char *want, char *out, size_t len)
 	for (char *p = out; *p; p++)
 		if (*p == '/')
 			*p = '_';
+}
+
+/* Asks the MDS for this client's nodemap rule: a fileset makes its directory the mount
+ * root; a rule that denies the client fails the mount, naming it. An MDS without
+ * nodemaps answers -EOPNOTSUPP: the root stays the file system's. */
+static int ask_nodemap(struct nacre_fs *fs, char *err, size_t err_len)
+{
+	struct wire_nodemap_req *req = calloc(1, sizeof(*req));
+	struct wire_nodemap_rep rep;
+	struct rpc_call_args a = {.opcode = WIRE_OP_MDS_NODEMAP, .flags = RPC_IDEMPOTENT};
+	struct rpc_msg *m = NULL;
+	struct wire_cursor c;
+	int rc;
+
+	if (!req) {
+		set_err(err, err_len, "out of memory");
+		return -ENOMEM;
+	}
+	cl_cred(NULL, &req->cred);
+	req->cmd = WIRE_NODEMAP_SELF;
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_nodemap_req_encode(&c, req);
+	free(req);
+	a.body = c.buf;
+	a.body_len = (uint32_t)c.pos;
+	rc = rpc_call(fs->mds, &a, &m);
+	wire_cursor_fini(&c);
+	if (!m) {
+		set_err(err, err_len, "MDS %s did not answer: %s", fs->addr, nacre_strerror(rc));
+		return rc;
+	}
+	if (rc == -EOPNOTSUPP) {
+		rpc_msg_free(m);
+		return 0;
+	}
+	wire_cursor_init_read(&c, m->body, m->body_len);
+	wire_nodemap_rep_decode(&c, &rep);
+	if (cl_decode_end(&c) < 0 && rc == 0)
+		rc = -EPROTO;
+	if (rc == 0) {
+		fs->root = rep.root;
+	} else {
+		char why[512];
+		snprintf(why, sizeof(why), "%.*s", (int)rep.text_len, rep.text ? rep.text : "");
+		set_err(err, err_len, "MDS %s refused the mount of %s: %s", fs->addr, fs->fsname,
+			why[0] ? why : nacre_strerror(rc));
+	}
+	rpc_msg_free(m);
+	return rc;
 }
 
 /* Walks fs->subdir from the file system root and makes its directory the mount root. */
@@ -318,6 +369,9 @@ NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *op
 		cl_connect_error("MDS", fs->addr, "nacre-mds", rc, ct, rpc_err, err, err_len);
 		goto out_free;
 	}
+	rc = ask_nodemap(fs, err, err_len);
+	if (rc)
+		goto out_free;
 	rc = resolve_subdir(fs, err, err_len);
 	if (rc)
 		goto out_free;

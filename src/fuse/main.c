@@ -51,6 +51,7 @@ struct args {
 	int debug;              /* -o debug: our own debug log */
 	const char *key_file;   /* points into an -o string kept for the process lifetime */
 	const char *sec;        /* sec=FLAVOUR, likewise; NULL: the server's minimum */
+	const char *client_name; /* the same; NULL = libnacre's default */
 	double attr_timeout;
 	double entry_timeout;
 	double timeout;
@@ -95,6 +96,8 @@ static void usage(FILE *out, const char *prog)
 		"  -o sec=null|integrity|privacy  wire security: every frame authenticated\n"
 		"                    (integrity), also encrypted (privacy); default: the least\n"
 		"                    the servers require\n"
+		"  -o client_name=NAME  the name the MDS knows this client by (nodemaps match it;\n"
+		"                    default $NACRE_CLIENT_NAME, else the hostname)\n"
 		"  -o attr_timeout=SECS, entry_timeout=SECS   kernel cache times (default 1.0)\n"
 		"  -o timeout=SECS   per-request limit while a server answers (default 30)\n"
 		"  -o recovery_timeout=SECS   how long calls wait for a server that is down or\n"
@@ -208,6 +211,13 @@ static int parse_opts(struct args *a, char *opts)
 				return -1;
 			}
 			a->sec = val;
+		} else if (val && strcmp(opt, "client_name") == 0) {
+			if (!val[0] || strlen(val) > 255) {
+				fprintf(stderr, "%s: client_name=%s: give 1 to 255 bytes\n", a->prog,
+					val);
+				return -1;
+			}
+			a->client_name = val;
 		} else if (val && strcmp(opt, "control_socket") == 0) {
 			if (val[0] != '/' || strlen(val) >= 108) {
 				fprintf(stderr, "%s: control_socket=%s: give an absolute path shorter "
@@ -272,7 +282,7 @@ static int parse_opts(struct args *a, char *opts)
 		} else {
 			fprintf(stderr,
 				"%s: unknown mount option '%s%s%s' (known: ro, key_file=PATH, sec=FLAVOUR, "
-				"attr_timeout=SECS, entry_timeout=SECS, timeout=SECS, recovery_timeout=SECS, "
+				"client_name=NAME, attr_timeout=SECS, entry_timeout=SECS, timeout=SECS, recovery_timeout=SECS, "
 				"max_rpc_size=BYTES, "
 				"max_rpcs_in_flight=N, max_dirty_mb=N, readahead_max_mb=N, flock, "
 				"localflock, noflock, debug, control_socket=PATH)\n",
@@ -572,6 +582,7 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 	memset(&mo, 0, sizeof(mo));
 	mo.key_file = a->key_file;
 	mo.sec = a->sec;
+	mo.client_name = a->client_name;
 	mo.timeout_ms = (int)(a->timeout * 1000.0);
 	if (mo.timeout_ms < 1)
 		mo.timeout_ms = 1;

@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "mds/db.h"
+#include "mds/nodemap.h"
 #include "mds/open.h"
 #include "mds/perm.h"
 
@@ -27,12 +28,17 @@ uint32_t mds_cap_open_rights(const struct nacre_cred *cr, const struct mds_inode
 uint32_t mds_cap_rights_filter(struct mds *m, const struct rpc_request *req,
 			       const struct nacre_fid *fid, uint32_t rights)
 {
-	(void)m;
-	(void)req;
+	struct nodemap_view v;
+
+	/* A request on a FID outside the caller's fileset, or from a denied client, was
+	 * refused before it reached a handler (nodemap_serve.c), so in_fileset holds here;
+	 * what is left to apply is read-only. */
 	(void)fid;
-	/* nodemaps: read-only -> rights & ~CAP_WRITE; fileset -> 0 outside the subtree;
-	 * deny -> 0 */
-	return rights & (CAP_READ | CAP_WRITE);
+	rights &= CAP_READ | CAP_WRITE;
+	if (!m->nodemap || !req)
+		return rights;
+	nodemap_lookup(m->nodemap, req, &v);
+	return (uint32_t)nodemap_data_rights(&v, 1, (int)rights);
 }
 
 void mds_cap_mint(struct mds *m, uint64_t client, const struct nacre_fid *fid, uint32_t gen,

@@ -32,6 +32,7 @@ struct mds_db {
 	MDB_dbi hsm, hsm_fids; /* optional tables: created when missing */
 	MDB_dbi clients, replies; /* optional too (recovery) */
 	MDB_dbi keys;             /* optional too (the key table) */
+	MDB_dbi nodemap;          /* optional too (nodemaps) */
 	char fsname[NACRE_FSNAME_MAX + 1];
 	char dir[512];
 };
@@ -284,6 +285,9 @@ static int open_dbis(struct mds_db *db, MDB_txn *t, unsigned flags)
 	/* added with the key table, the same way */
 	if (!rc)
 		rc = mdb_dbi_open(t, "keys", MDB_CREATE, &db->keys);
+	/* added with nodemaps, the same way: an older MDT has no rules (docs/security.md) */
+	if (!rc)
+		rc = mdb_dbi_open(t, "nodemap", MDB_CREATE, &db->nodemap);
 	return rc;
 }
 
@@ -1469,4 +1473,51 @@ uint64_t mds_db_reply_count(struct mds_db *db)
 	int rc = mdb_stat(t, db->replies, &st);
 	mdb_txn_abort(t);
 	return rc ? 0 : st.ms_entries;
+}
+
+/* ---------------- nodemap rules ---------------- */
+
+int mds_db_nodemap_put(struct mds_txn *txn, const char *name, const void *rec, size_t len)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > NACRE_NAME_MAX || len > 65536)
+		return -EINVAL;
+	return map_err(put_raw(txn->t, txn->db->nodemap, name, n, rec, len), "nodemap put");
+}
+
+int mds_db_nodemap_del(struct mds_txn *txn, const char *name)
+{
+	MDB_val k = {strlen(name), (void *)name};
+
+	if (k.mv_size == 0 || k.mv_size > NACRE_NAME_MAX)
+		return -ENOENT;
+	return map_err(mdb_del(txn->t, txn->db->nodemap, &k, NULL), "nodemap del");
+}
+
+int mds_db_nodemap_iter(struct mds_txn *txn,
+			int (*fn)(void *arg, const char *name, const void *rec, size_t len),
+			void *arg)
+{
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc = mdb_cursor_open(txn->t, txn->db->nodemap, &cur), ret = 0;
+
+	if (rc)
+		return map_err(rc, "cursor open");
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		char name[NACRE_NAME_MAX + 1];
+		if (k.mv_size == 0 || k.mv_size > NACRE_NAME_MAX)
+			continue;
+		memcpy(name, k.mv_data, k.mv_size);
+		name[k.mv_size] = '\0';
+		ret = fn(arg, name, v.mv_data, v.mv_size);
+		if (ret)
+			break;
+	}
+	if (!ret && rc && rc != MDB_NOTFOUND)
+		ret = map_err(rc, "nodemap iter");
+	mdb_cursor_close(cur);
+	return ret;
 }

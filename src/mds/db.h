@@ -17,6 +17,9 @@
  *   keys      key name -> u16 version, u8 role, u8 revoked, u64 gen (the key table:
  *             client and admin keys issued, docs/security.md)
  *   meta "last_transno" -> u64: the transno of the last change committed
+ *   nodemap   rule name -> the rule's record (opaque here: nodemap_rule.c encodes it, with
+ *             its own version); created on first open when missing, empty on an MDT
+ *             formatted before nodemaps existed
  * The name hash (63 bits, >= 3) is the readdir cookie; cookies 0..2 are reserved (0 = start,
  * 1 and 2 for "." and ".." in clients). Entries with equal hashes are returned in one batch.
  *
@@ -213,6 +216,16 @@ int mds_db_reply_get(struct mds_txn *txn, uint64_t client, uint64_t xid,
 int mds_db_reply_trim(struct mds_txn *txn, uint64_t client, uint64_t below);
 /* Records in the reply cache (metrics, tests). Thread-safe. */
 uint64_t mds_db_reply_count(struct mds_db *db);
+
+/* Nodemap rules (table nodemap). The record is the caller's bytes (at most 64 KiB). get
+ * copies up to size bytes and returns the record's length, -ENOENT if name has none. iter
+ * calls fn for every rule in name order; fn returns nonzero to stop (that value is
+ * returned). The record pointer is valid only during the call. */
+int mds_db_nodemap_put(struct mds_txn *txn, const char *name, const void *rec, size_t len);
+int mds_db_nodemap_del(struct mds_txn *txn, const char *name);
+int mds_db_nodemap_iter(struct mds_txn *txn,
+			int (*fn)(void *arg, const char *name, const void *rec, size_t len),
+			void *arg);
 
 /* FID keys, shared with tests. */
 /* The key table. get: 0, -ENOENT or -EIO. iter: every entry in name order until fn returns

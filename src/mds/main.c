@@ -25,6 +25,7 @@
 #include "mds/lock_rpc.h"
 #include "mds/mds.h"
 #include "mds/notify.h"
+#include "mds/nodemap.h"
 #include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/ost_wait.h"
@@ -417,6 +418,13 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	mds_writer_set_space(m.writer, m.space);
+	/* a new file system squashes root except for its admin clients (docs/security.md) */
+	if ((rc = nodemap_create(&m, &m.nodemap)) ||
+	    (o.format && (rc = nodemap_format_defaults(m.nodemap)))) {
+		fprintf(stderr, "nacre-mds: cannot load the nodemap rules from %s: %s\n", o.data,
+			nacre_strerror(rc));
+		goto out;
+	}
 	if ((rc = mds_targets_load(&m)) || (rc = mds_ost_wait_create(&m, 0, &m.ost_wait))) {
 		fprintf(stderr, "nacre-mds: cannot load the target registry from %s: %s\n", o.data,
 			nacre_strerror(rc));
@@ -487,6 +495,7 @@ out:
 	mds_recovery_destroy(m.recovery);
 	mds_ost_wait_destroy(m.ost_wait);
 	mds_sessions_destroy(m.sessions);
+	nodemap_destroy(m.nodemap);
 	mds_hsm_stop(m.hsm);
 	mds_destroyer_stop(m.destroyer);
 	mds_syncer_stop(syncer); /* it syncs through the writer */

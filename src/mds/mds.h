@@ -23,6 +23,7 @@ struct mds_ost_wait;
 struct mds_keys;
 struct rpc_server;
 struct mds_notify;
+struct mds_nodemap;
 
 struct mds {
 	struct mds_db *db;
@@ -43,6 +44,7 @@ struct mds {
 					    * be NULL */
 	struct mds_notify *notify;         /* permission-change callbacks (notify.h); NULL in
 					    * unit tests */
+	struct mds_nodemap *nodemap;       /* client rules (nodemap.h); NULL: nothing mapped */
 	const char *data_dir;
 	char addr[NACRE_ADDR_MAX + 1];     /* "host:port" we serve on, for the TARGETS reply */
 	char fsname[NACRE_FSNAME_MAX + 1];

@@ -13,6 +13,7 @@
 #include "mds/inode.h"
 #include "mds/lock_rpc.h"
 #include "mds/notify.h"
+#include "mds/nodemap_serve.h"
 #include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/ost_wait.h"
@@ -289,7 +290,7 @@ static int serve_session_op(struct mds *m, const struct rpc_request *req, struct
 	}
 }
 
-static int serve_one(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep);
+static int serve_mapped(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep);
 
 int mds_serve(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
 {
@@ -298,7 +299,7 @@ int mds_serve(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
 	/* a change of permissions is answered once the other clients dropped their caches */
 	mds_notify_request_begin();
 	mds_groups_missing_reset();
-	int rc = serve_one(m, req, rep);
+	int rc = serve_mapped(m, req, rep);
 	/* refused for want of a group list we do not hold: the client registers it, retries */
 	if (rc < 0 && rc != RPC_DEFER && mds_groups_missing())
 		rc = -NACRE_EGROUPS;
@@ -353,6 +354,20 @@ static int serve_one(struct mds *m, const struct rpc_request *req, struct rpc_re
 			return rc;
 	}
 	return mds_dispatch(m, req, rep);
+}
+
+/* The caller's nodemap first: its rule may refuse the request or map its credentials. */
+static int serve_mapped(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	struct nodemap_req nr;
+	int rc = mds_nodemap_admit(m, req, &nr);
+
+	if (!rc) {
+		rc = serve_one(m, &nr.req, rep);
+		mds_nodemap_done(m, &nr, rc, rep);
+	}
+	mds_nodemap_req_fini(&nr);
+	return rc;
 }
 
 void mds_serve_connect(void *arg, uint64_t conn_id, const struct wire_connect_req *req,

@@ -105,6 +105,7 @@ static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(MDS_CAP_GET, "cap_req", "cap_rep", IDEM | INL),
 	OP(MDS_NOTIFY_WAIT, "notify_req", "notify_rep", IDEM | INL),
 	OP(MDS_GROUPS_SET, "groups_set_req", "empty", IDEM | INL),
+	OP(MDS_NODEMAP, "nodemap_req", "nodemap_rep", 0),
 };
 #undef OP
 #undef RC
@@ -2115,4 +2116,46 @@ uint32_t wire_groups_set_at(const struct wire_groups_set_req *m, uint32_t i)
 	const uint8_t *p = m->wire + (size_t)i * 4;
 
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* nodemap_req: cred, u32 cmd (1..6), str name (0..255), str key (0..255), str value (0..4096) */
+void wire_nodemap_req_encode(struct wire_cursor *c, const struct wire_nodemap_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_put_u32(c, m->cmd);
+	str_put(c, m->name, NACRE_NAME_MAX);
+	str_put(c, m->key, NACRE_NAME_MAX);
+	str_put(c, m->value, WIRE_NODEMAP_VALUE_MAX);
+}
+
+void wire_nodemap_req_decode(struct wire_cursor *c, struct wire_nodemap_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	m->cmd = wire_get_u32(c);
+	if (m->cmd < WIRE_NODEMAP_ADD || m->cmd > WIRE_NODEMAP_SELF)
+		wire_cursor_fail(c, -EPROTO);
+	str_get(c, m->name, 0, NACRE_NAME_MAX);
+	str_get(c, m->key, 0, NACRE_NAME_MAX);
+	str_get(c, m->value, 0, WIRE_NODEMAP_VALUE_MAX);
+}
+
+/* nodemap_rep: blob text (0..60000 bytes, no NUL), fid root */
+void wire_nodemap_rep_encode(struct wire_cursor *c, const struct wire_nodemap_rep *m)
+{
+	if (m->text_len > WIRE_NODEMAP_TEXT_MAX || (m->text_len && !m->text)) {
+		wire_cursor_fail(c, -E2BIG);
+		return;
+	}
+	wire_put_blob(c, m->text, m->text_len);
+	wire_fid_put(c, &m->root);
+}
+
+void wire_nodemap_rep_decode(struct wire_cursor *c, struct wire_nodemap_rep *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->text = (const char *)wire_get_blob(c, WIRE_NODEMAP_TEXT_MAX, &m->text_len);
+	if (m->text && memchr(m->text, '\0', m->text_len))
+		wire_cursor_fail(c, -EPROTO);
+	wire_fid_get(c, &m->root);
 }

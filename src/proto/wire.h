@@ -148,7 +148,10 @@ enum wire_opcode {
 	WIRE_OP_MDS_GROUPS_SET = 97,  /* req: groups_set_req; rep: empty: registers a caller's
 				       * group list (more than NACRE_CRED_GROUPS) under the token
 				       * its creds then carry */
-	/* 98..103 reserved for callbacks */
+	/* 98, 99 reserved for callbacks */
+	/* nodemaps (104..111): administration, and a client asking for its own rule */
+	WIRE_OP_MDS_NODEMAP = 104, /* req: nodemap_req; rep: nodemap_rep (also with an error
+				   * status: its text says what is wrong) */
 
 	WIRE_OP_MAX_ = 128,
 };
@@ -423,6 +426,33 @@ struct wire_append_req { /* APPEND: reserve len bytes at the end of a file (O_AP
 };
 struct wire_append_rep {
 	uint64_t offset; /* where the bytes go; the file's size is now offset + len */
+};
+/* NODEMAP (arrived with nodemaps, docs/security.md "Nodemaps"). cmd ADD: name, key = the
+ * ranges (CIDR[,CIDR]), value = the client names (NAME[,NAME]); DEL: name; MODIFY: name, key
+ * = property, value; LIST: nothing; TEST: key = an address, value = a client name (either
+ * may be empty); SELF: nothing (a mount asks for its own rule: the reply's root is its
+ * fileset's directory). Every command but SELF needs an admin rule. */
+enum {
+	WIRE_NODEMAP_ADD = 1,
+	WIRE_NODEMAP_DEL = 2,
+	WIRE_NODEMAP_MODIFY = 3,
+	WIRE_NODEMAP_LIST = 4,
+	WIRE_NODEMAP_TEST = 5,
+	WIRE_NODEMAP_SELF = 6,
+};
+#define WIRE_NODEMAP_VALUE_MAX NACRE_PATH_MAX
+#define WIRE_NODEMAP_TEXT_MAX 60000u
+struct wire_nodemap_req {
+	struct nacre_cred cred;
+	uint32_t cmd;                            /* WIRE_NODEMAP_* */
+	char name[NACRE_NAME_MAX + 1];           /* str 0..255 */
+	char key[NACRE_NAME_MAX + 1];            /* str 0..255 */
+	char value[WIRE_NODEMAP_VALUE_MAX + 1];  /* str 0..4096 */
+};
+struct wire_nodemap_rep {
+	const char *text;      /* blob of text_len bytes, no NUL; decode: a view into the buffer */
+	uint32_t text_len;     /* 0..WIRE_NODEMAP_TEXT_MAX */
+	struct nacre_fid root; /* SELF: the directory that is the client's root */
 };
 
 /* ---- MDS requests ---- */
@@ -892,6 +922,8 @@ WIRE_MSG(key_update);
 WIRE_MSG(notify_req);
 WIRE_MSG(notify_rep);
 WIRE_MSG(groups_set_req);
+WIRE_MSG(nodemap_req);
+WIRE_MSG(nodemap_rep);
 #undef WIRE_MSG
 /* The items of a key_list. */
 void wire_key_entry_put(struct wire_cursor *c, const struct wire_key_entry *e);

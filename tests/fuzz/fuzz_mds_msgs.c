@@ -52,6 +52,8 @@ FZ_MSG(cap_req)
 FZ_MSG(cap_rep)
 FZ_MSG(key_req)
 FZ_MSG(notify_req)
+FZ_MSG(nodemap_req)
+FZ_MSG(nodemap_rep)
 
 /* HSM_REQUEST: the header, then exactly nfids fids. */
 struct fz_hsm_req {
@@ -139,6 +141,17 @@ static void fix_xattr_rep(void *a, void *b)
 	m1->value = m2->value;
 }
 
+/* The NODEMAP reply's text is a view too. */
+static void fix_nodemap_rep(void *a, void *b)
+{
+	struct wire_nodemap_rep *m1 = a, *m2 = b;
+
+	if (m1->text_len != m2->text_len ||
+	    (m1->text_len && memcmp(m1->text, m2->text, m1->text_len) != 0))
+		fz_fail("nodemap_rep", "text differs");
+	m1->text = m2->text;
+}
+
 static const struct fz_type types[] = {
 	FZ_ROW(connect_req, struct wire_connect_req, NULL, 1),
 	FZ_ROW(connect_rep, struct wire_connect_rep, NULL, 1),
@@ -198,6 +211,8 @@ static const struct fz_type types[] = {
 	FZ_ROW(key_list, struct fz_key_list, NULL, 1),
 	FZ_ROW(notify_req, struct wire_notify_req, NULL, 1),
 	FZ_ROW(notify_rep, struct fz_notify_rep, NULL, 1),
+	FZ_ROW(nodemap_req, struct wire_nodemap_req, NULL, 1),
+	FZ_ROW(nodemap_rep, struct wire_nodemap_rep, fix_nodemap_rep, 1),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

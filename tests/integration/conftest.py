@@ -22,6 +22,12 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("NACRE_BUILD", REPO / "build")).resolve()
 SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "runtime error:", "ThreadSanitizer")
+# The fixtures' own mounts and tools are admin clients, as the mount of `nacre up` is: the
+# nodemap rule local-admin of a new file system matches this client name, so tests running
+# as root keep root's powers (docs/security.md, "Nodemaps"). A test wanting a squashed client
+# mounts with client_name=<another name>.
+ADMIN_CLIENT = "nacre-up"
+os.environ.setdefault("NACRE_CLIENT_NAME", ADMIN_CLIENT)
 
 
 def binary(name):

@@ -104,7 +104,8 @@ def test_handbuilt_requests(make_cluster, nacre_cli):
     assert data[:5] == b"HACKD" and data[5:] == b"B" * 4091
     # the OSS logs each refusal with the peer, the FID and the reason
     logs = oss_logs(c)
-    assert "no capability" in logs and "cap-probe" in logs, logs[-2000:]
+    who = f"({os.environ['NACRE_CLIENT_NAME']}, client "
+    assert "no capability" in logs and who in logs, logs[-2000:]
     assert "grants read only" in logs
     assert fa.strip("[]") in logs or fa in logs
 

@@ -65,6 +65,8 @@ def test_issue_mount_revoke_reissue(make_cluster, nacre_cli):
     assert fields[:3] == ["client", "node1", "1"] and len(fields[3]) == 64, fields
     assert key_table(nacre_cli, c) == {"node1": ("client", 1, "active")}
 
+    # root on a client-key mount is squashed (the nodemap default): it writes where anyone may
+    os.chmod(admin_mnt, 0o1777)
     m = c.mount(opts=[f"key_file={k1}"], name="client1")
     data = os.urandom(3 << 20)
     (m / "f").write_bytes(data)

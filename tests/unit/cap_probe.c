@@ -41,6 +41,14 @@ static struct slot slots[SLOTS];
 static int nslots;
 static struct rpc_conn *mds;
 static const char *g_fsname;
+
+/* The name the servers know us by: nodemaps match it (the tests run as their admin client). */
+static const char *probe_name(void)
+{
+	const char *n = getenv("NACRE_CLIENT_NAME");
+
+	return n && n[0] ? n : "cap-probe";
+}
 static struct nacre_key g_key;
 static uint64_t g_client;
 static struct nacre_target g_targets[64];
@@ -111,7 +119,7 @@ static struct rpc_conn *oss_for(uint32_t ost)
 		if (!oss_conns[i]) {
 			struct rpc_conn_conf conf = {.addr = g_targets[i].addr,
 						     .fsname = g_fsname,
-						     .name = "cap-probe",
+						     .name = probe_name(),
 						     .key = &g_key,
 						     .timeout_ms = 5000,
 						     .client_id = g_client};
@@ -251,7 +259,7 @@ int main(int argc, char **argv)
 	g_client |= 1ull << 63;
 	struct rpc_conn_conf conf = {.addr = argv[1],
 				     .fsname = g_fsname,
-				     .name = "cap-probe",
+				     .name = probe_name(),
 				     .key = &g_key,
 				     .timeout_ms = 5000,
 				     .client_id = g_client};

@@ -1,0 +1,299 @@
+/* nodemap_serve.c - the caller's nodemap applied to one request (see nodemap_serve.h). */
+#include "mds/nodemap_serve.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "proto/wire.h"
+
+/* Changes a read-only client may not make. */
+static int is_change(const struct rpc_request *req)
+{
+	switch (req->hdr->opcode) {
+	case WIRE_OP_MDS_SETATTR:
+	case WIRE_OP_MDS_CREATE:
+	case WIRE_OP_MDS_MKDIR:
+	case WIRE_OP_MDS_MKNOD:
+	case WIRE_OP_MDS_UNLINK:
+	case WIRE_OP_MDS_RMDIR:
+	case WIRE_OP_MDS_RENAME:
+	case WIRE_OP_MDS_LINK:
+	case WIRE_OP_MDS_SYMLINK:
+	case WIRE_OP_MDS_SETXATTR:
+	case WIRE_OP_MDS_REMOVEXATTR:
+	case WIRE_OP_MDS_LAYOUT_SET:
+	case WIRE_OP_MDS_APPEND:
+	case WIRE_OP_MDS_SIZE_UPDATE:
+	case WIRE_OP_MDS_HSM_REQUEST:
+	case WIRE_OP_MDS_HSM_STATE_SET:
+	case WIRE_OP_MDS_HSM_IMPORT:
+		return 1;
+	case WIRE_OP_MDS_OPEN: {
+		struct wire_open_req o;
+		struct wire_cursor c;
+		wire_cursor_init_read(&c, req->body, req->body_len);
+		wire_open_req_decode(&c, &o);
+		return wire_cursor_ok(&c) && ((o.flags & O_ACCMODE) != O_RDONLY ||
+					      (o.flags & (O_TRUNC | O_CREAT)));
+	}
+	default:
+		return 0;
+	}
+}
+
+/* Requests whose first field after the credentials is the FID they act on. CLOSE,
+ * SIZE_UPDATE and APPEND act through an open handle, checked at open. */
+static int fid_follows_cred(uint16_t op)
+{
+	switch (op) {
+	case WIRE_OP_MDS_LOOKUP:
+	case WIRE_OP_MDS_GETATTR:
+	case WIRE_OP_MDS_SETATTR:
+	case WIRE_OP_MDS_CREATE:
+	case WIRE_OP_MDS_MKDIR:
+	case WIRE_OP_MDS_MKNOD:
+	case WIRE_OP_MDS_UNLINK:
+	case WIRE_OP_MDS_RMDIR:
+	case WIRE_OP_MDS_RENAME:
+	case WIRE_OP_MDS_LINK:
+	case WIRE_OP_MDS_SYMLINK:
+	case WIRE_OP_MDS_READLINK:
+	case WIRE_OP_MDS_READDIR:
+	case WIRE_OP_MDS_OPEN:
+	case WIRE_OP_MDS_GETXATTR:
+	case WIRE_OP_MDS_SETXATTR:
+	case WIRE_OP_MDS_LISTXATTR:
+	case WIRE_OP_MDS_REMOVEXATTR:
+	case WIRE_OP_MDS_LAYOUT_GET:
+	case WIRE_OP_MDS_LAYOUT_SET:
+	case WIRE_OP_MDS_FID2PATH:
+	case WIRE_OP_MDS_SYNC:
+	case WIRE_OP_MDS_HSM_STATE_GET:
+	case WIRE_OP_MDS_HSM_STATE_SET:
+	case WIRE_OP_MDS_HSM_ACTION:
+	case WIRE_OP_MDS_HSM_IMPORT:
+	case WIRE_OP_MDS_LOCK_SET:
+	case WIRE_OP_MDS_LOCK_GET:
+	case WIRE_OP_MDS_LOCK_WAIT:
+	case WIRE_OP_MDS_LOCK_CANCEL:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int check_fid(struct mds *m, const struct nodemap_view *v, const struct nacre_fid *f)
+{
+	int in = nodemap_in_fileset(m->nodemap, v, f);
+
+	if (in < 0)
+		return in;
+	return in ? 0 : -EACCES;
+}
+
+/* Every FID the request names must be in the client's fileset. */
+static int check_fileset(struct mds *m, const struct rpc_request *req,
+			 const struct nodemap_view *v)
+{
+	uint16_t op = req->hdr->opcode;
+	struct wire_cursor c;
+	struct nacre_cred cr;
+	struct nacre_fid f;
+	int rc = 0;
+
+	wire_cursor_init_read(&c, req->body, req->body_len);
+	wire_cred_get(&c, &cr);
+	if (op == WIRE_OP_MDS_HSM_REQUEST) {
+		struct wire_hsm_request h;
+		wire_cursor_init_read(&c, req->body, req->body_len);
+		wire_hsm_request_decode(&c, &h);
+		for (uint32_t i = 0; i < h.nfids && wire_cursor_ok(&c) && !rc; i++) {
+			wire_fid_get(&c, &f);
+			if (wire_cursor_ok(&c))
+				rc = check_fid(m, v, &f);
+		}
+		return rc;
+	}
+	if (!fid_follows_cred(op))
+		return 0;
+	wire_fid_get(&c, &f);
+	if (!wire_cursor_ok(&c))
+		return 0; /* the handler refuses the body */
+	rc = check_fid(m, v, &f);
+	if (!rc && op == WIRE_OP_MDS_RENAME) {
+		struct wire_rename_req r;
+		wire_cursor_init_read(&c, req->body, req->body_len);
+		wire_rename_req_decode(&c, &r);
+		if (wire_cursor_ok(&c))
+			rc = check_fid(m, v, &r.dparent);
+	} else if (!rc && op == WIRE_OP_MDS_LINK) {
+		struct wire_link_req l;
+		wire_cursor_init_read(&c, req->body, req->body_len);
+		wire_link_req_decode(&c, &l);
+		if (wire_cursor_ok(&c))
+			rc = check_fid(m, v, &l.parent);
+	}
+	return rc;
+}
+
+/* The body with the credentials (and a SETATTR's new owner) mapped, if anything changes. */
+static int map_body(struct nodemap_req *nr, const struct rpc_request *req)
+{
+	const struct nodemap_view *v = &nr->view;
+	struct nacre_cred cr, mapped;
+	struct wire_cursor c;
+
+	wire_cursor_init_read(&c, req->body, req->body_len);
+	wire_cred_get(&c, &cr);
+	if (!wire_cursor_ok(&c))
+		return 0;
+	size_t rest = wire_cursor_pos(&c);
+	mapped = cr;
+	nodemap_map_cred(v, &mapped);
+	int setattr = req->hdr->opcode == WIRE_OP_MDS_SETATTR;
+	if (!setattr && !memcmp(&mapped, &cr, sizeof(cr)))
+		return 0;
+	wire_cursor_init_dyn(&nr->body, WIRE_BODY_MAX);
+	nr->has_body = 1;
+	if (setattr) {
+		struct wire_setattr_req s;
+		wire_cursor_init_read(&c, req->body, req->body_len);
+		wire_setattr_req_decode(&c, &s);
+		if (!wire_cursor_ok(&c) || wire_cursor_left(&c))
+			return 0;
+		s.cred = mapped;
+		if (s.sa.valid & NACRE_SET_UID)
+			s.sa.uid = nodemap_map_uid(v, s.sa.uid);
+		if (s.sa.valid & NACRE_SET_GID)
+			s.sa.gid = nodemap_map_gid(v, s.sa.gid);
+		wire_setattr_req_encode(&nr->body, &s);
+	} else {
+		wire_cred_put(&nr->body, &mapped);
+		wire_put_bytes(&nr->body, req->body + rest, req->body_len - rest);
+	}
+	if (!wire_cursor_ok(&nr->body))
+		return -EPROTO;
+	nr->req.body = nr->body.buf;
+	nr->req.body_len = (uint32_t)wire_cursor_pos(&nr->body);
+	return 0;
+}
+
+int mds_nodemap_admit(struct mds *m, const struct rpc_request *req, struct nodemap_req *nr)
+{
+	uint16_t op = req->hdr->opcode;
+	int rc;
+
+	nr->req = *req;
+	nr->has_body = 0;
+	nodemap_lookup(m->nodemap, req, &nr->view);
+	if (op == WIRE_OP_MDS_NODEMAP || op == WIRE_OP_PING)
+		return 0; /* answers for itself, naming the rule (nodemap_rpc.c) */
+	if (op == WIRE_OP_MDS_DISCONNECT || op == WIRE_OP_MDS_RECOVERY_DONE ||
+	    op == WIRE_OP_MDS_RECOVERY_STATUS)
+		return 0; /* the session protocol: even a denied client may say goodbye */
+	if (nr->view.deny) {
+		LOG_RATELIMITED(LOG_LVL_WARN, "nodemap", "%s (%s) refused: nodemap %s denies it",
+				req->peer, nodemap_peer_identity(req), nr->view.rule);
+		return -EACCES;
+	}
+	if (nr->view.readonly && is_change(req))
+		return -EROFS;
+	if (nr->view.has_fileset) {
+		rc = check_fileset(m, req, &nr->view);
+		if (rc)
+			return rc;
+	}
+	if (op == WIRE_OP_MDS_TARGET_REGISTER || op == WIRE_OP_MDS_TARGET_HEARTBEAT)
+		return 0; /* no credentials */
+	return map_body(nr, req);
+}
+
+/* A fileset client sees paths from its own root. */
+static void strip_fileset(struct mds *m, struct nodemap_req *nr, struct rpc_reply *rep)
+{
+	char set[NACRE_PATH_MAX + 1];
+	struct wire_path_rep p;
+	struct wire_cursor c;
+
+	nodemap_fileset_path(m->nodemap, nr->view.rule, set);
+	size_t n = strlen(set);
+	wire_cursor_init_read(&c, rep->body.buf, wire_cursor_pos(&rep->body));
+	wire_path_rep_decode(&c, &p);
+	if (!n || !wire_cursor_ok(&c) || strncmp(p.path, set, n) ||
+	    (p.path[n] && p.path[n] != '/'))
+		return;
+	memmove(p.path, p.path + n, strlen(p.path + n) + 1);
+	if (!p.path[0])
+		str_copy(p.path, "/", sizeof(p.path));
+	rep->body.pos = 0;
+	wire_path_rep_encode(&rep->body, &p);
+}
+
+static void unmap_attr(const struct nodemap_view *v, struct nacre_attr *a)
+{
+	a->uid = nodemap_ids_unmap_uid(&v->ids, a->uid);
+	a->gid = nodemap_ids_unmap_gid(&v->ids, a->gid);
+}
+
+/* A client with id maps sees its own ids in the attributes it gets back. */
+static void unmap_reply(const struct nodemap_view *v, uint16_t op, struct rpc_reply *rep)
+{
+	const struct wire_op_info *o = wire_op_info(op);
+	struct wire_cursor c;
+	size_t len = wire_cursor_pos(&rep->body);
+
+	if (!o || !len)
+		return;
+	wire_cursor_init_read(&c, rep->body.buf, len);
+	if (!strcmp(o->rep, "attr_rep")) {
+		struct wire_attr_rep a;
+		wire_attr_rep_decode(&c, &a);
+		if (!wire_cursor_ok(&c) || wire_cursor_left(&c))
+			return;
+		unmap_attr(v, &a.attr);
+		rep->body.pos = 0;
+		wire_attr_rep_encode(&rep->body, &a);
+	} else if (!strcmp(o->rep, "create_rep")) {
+		struct wire_create_rep cr;
+		wire_create_rep_decode(&c, &cr);
+		if (!wire_cursor_ok(&c) || wire_cursor_left(&c))
+			return;
+		unmap_attr(v, &cr.attr);
+		rep->body.pos = 0;
+		wire_create_rep_encode(&rep->body, &cr);
+	} else if (!strcmp(o->rep, "open_rep")) {
+		struct wire_open_rep *or = malloc(sizeof(*or));
+		if (!or)
+			return;
+		wire_open_rep_decode(&c, or);
+		if (wire_cursor_ok(&c) && !wire_cursor_left(&c)) {
+			unmap_attr(v, &or->attr);
+			rep->body.pos = 0;
+			wire_open_rep_encode(&rep->body, or);
+		}
+		free(or);
+	}
+}
+
+void mds_nodemap_done(struct mds *m, struct nodemap_req *nr, int rc, struct rpc_reply *rep)
+{
+	uint16_t op = nr->req.hdr->opcode;
+
+	if (rc == 0 && (nr->view.ids.nuidmaps || nr->view.ids.ngidmaps))
+		unmap_reply(&nr->view, op, rep);
+	if (rc == 0 && op == WIRE_OP_MDS_RENAME)
+		nodemap_ns_moved(m->nodemap);
+	if (rc == 0 && op == WIRE_OP_MDS_FID2PATH && nr->view.has_fileset)
+		strip_fileset(m, nr, rep);
+}
+
+void mds_nodemap_req_fini(struct nodemap_req *nr)
+{
+	if (nr->has_body)
+		wire_cursor_fini(&nr->body);
+	nr->has_body = 0;
+}
