@@ -32,7 +32,10 @@ static int nc_init(const struct bench_opts *o)
 	}
 	memset(&mo, 0, sizeof(mo));
 	mo.key_file = o->key_file;
-	mo.client_name = BENCH_NAME;
+	/* $NACRE_CLIENT_NAME first: nodemaps match the name (an admin node runs as its rule) */
+	mo.client_name = getenv("NACRE_CLIENT_NAME");
+	if (!mo.client_name || !mo.client_name[0])
+		mo.client_name = BENCH_NAME;
 	rc = nacre_fs_mount(o->mds_spec, &mo, &g_fs, err, sizeof(err));
 	if (rc < 0) {
 		bench_err("cannot mount %s: %s", o->mds_spec, err[0] ? err : nacre_strerror(rc));

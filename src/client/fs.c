@@ -369,6 +369,10 @@ NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *op
 		cl_connect_error("MDS", fs->addr, "nacre-mds", rc, ct, rpc_err, err, err_len);
 		goto out_free;
 	}
+	/* A flavour the MDS raised us to (its minimum for this client: a nodemap rule) is what
+	 * the file data needs too: the OSSes know no nodemaps, so ask them for it. */
+	if (!fs->sec_exact && rpc_conn_sec(fs->mds) > fs->sec)
+		fs->sec = rpc_conn_sec(fs->mds);
 	rc = ask_nodemap(fs, err, err_len);
 	if (rc)
 		goto out_free;

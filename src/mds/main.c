@@ -26,6 +26,7 @@
 #include "mds/mds.h"
 #include "mds/notify.h"
 #include "mds/nodemap.h"
+#include "mds/nodemap_serve.h"
 #include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/ost_wait.h"
@@ -381,6 +382,7 @@ int main(int argc, char **argv)
 				       .last_committed = mds_serve_last_committed,
 				       .allow_fault_set = o.allow_faults,
 				       .sec_min = o.sec_min,
+				       .sec_min_for = mds_nodemap_sec_min_for,
 				       .key_check = mds_keys_check,
 				       .arg = &m};
 	if (rpc_server_create(&conf, &srv, err, sizeof(err))) {
@@ -391,6 +393,7 @@ int main(int argc, char **argv)
 	str_copy(m.fsname, o.fsname, sizeof(m.fsname));
 	m.data_dir = o.data;
 	m.cap_lifetime_s = (uint32_t)o.cap_lifetime_s;
+	m.sec_min = o.sec_min;
 	if (cap_key_derive(&key, &m.capkey)) {
 		fprintf(stderr, "nacre-mds: cannot derive the capability key from --key-file %s\n",
 			o.key_file);

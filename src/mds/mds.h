@@ -44,6 +44,7 @@ struct mds {
 					    * be NULL */
 	struct mds_notify *notify;         /* permission-change callbacks (notify.h); NULL in
 					    * unit tests */
+	int sec_min;                       /* WIRE_SEC_*: --sec-min, for every peer */
 	struct mds_nodemap *nodemap;       /* client rules (nodemap.h); NULL: nothing mapped */
 	const char *data_dir;
 	char addr[NACRE_ADDR_MAX + 1];     /* "host:port" we serve on, for the TARGETS reply */

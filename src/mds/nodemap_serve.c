@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -296,4 +297,23 @@ void mds_nodemap_req_fini(struct nodemap_req *nr)
 	if (nr->has_body)
 		wire_cursor_fini(&nr->body);
 	nr->has_body = 0;
+}
+
+int mds_nodemap_sec_min_for(void *arg, const char *addr, const char *name, const char **rule)
+{
+	static __thread char what[NODEMAP_NAME_MAX + 24];
+	struct mds *m = arg;
+	struct nodemap_view v;
+	int min = m->sec_min;
+
+	*rule = "--sec-min";
+	if (!m->nodemap)
+		return min;
+	nodemap_lookup_client(m->nodemap, addr, name, &v);
+	if (v.has_rule && (int)nodemap_sec_min(&v) > min) {
+		min = (int)nodemap_sec_min(&v);
+		snprintf(what, sizeof(what), "nodemap rule '%s'", v.rule);
+		*rule = what;
+	}
+	return min;
 }

@@ -26,4 +26,9 @@ int mds_nodemap_admit(struct mds *m, const struct rpc_request *req, struct nodem
 void mds_nodemap_done(struct mds *m, struct nodemap_req *nr, int rc, struct rpc_reply *rep);
 void mds_nodemap_req_fini(struct nodemap_req *nr);
 
+/* rpc_server_conf.sec_min_for of the MDS (arg: struct mds): the stronger of --sec-min
+ * (m->sec_min) and the sec_min of the nodemap rule a peer at addr proving name matches; *rule
+ * names what set it. Event thread only (rule points to a buffer of that thread). */
+int mds_nodemap_sec_min_for(void *arg, const char *addr, const char *name, const char **rule);
+
 #endif

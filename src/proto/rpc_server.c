@@ -981,7 +981,10 @@ static int peer_sec_min(struct rpc_server *s, const struct sconn *c, const char 
 
 	*rule = "--sec-min";
 	if (s->conf.sec_min_for) {
-		min = s->conf.sec_min_for(s->conf.arg, c->peer, c->peer_name, rule);
+		/* the name a client or admin key proved, once it did (at AUTH) */
+		const char *who = c->key.role != KEY_ROLE_SERVER && c->key.name[0] ?
+					  c->key.name : c->peer_name;
+		min = s->conf.sec_min_for(s->conf.arg, c->peer, who, rule);
 		if (!*rule)
 			*rule = "a server rule";
 	} else {

@@ -285,6 +285,29 @@ def test_deny_names_the_rule(cluster, nodemap):
     nodemap("del", "blocked")
 
 
+def test_sec_min_rule_refuses_a_weaker_client(cluster, mnt, nodemap):
+    """A rule's sec_min is the least wire flavour its clients get: sec=null is refused with
+    a message naming the rule, privacy works, and clients of other rules keep null."""
+    nodemap("add", "secret-lab", "--client", "lab-node")
+    nodemap("modify", "secret-lab", "--sec_min", "privacy")
+    nodemap("modify", "secret-lab", "--trusted", "1")
+    m = cluster.mount(opts=["client_name=lab-node", "sec=null"], wait=False)
+    wait_for(lambda: not m.proc.alive(), 20, "the sec=null mount to exit")
+    assert m.proc.p.returncode != 0
+    assert "nodemap rule 'secret-lab'" in m.proc.text(), m.proc.text()
+    assert "sec=privacy" in m.proc.text(), m.proc.text()
+    # without sec= the client takes the rule's minimum, and works
+    ok = cluster.mount(opts=["client_name=lab-node"])
+    (ok.path / "lab").write_bytes(b"sealed")
+    assert (mnt / "lab").read_bytes() == b"sealed"
+    assert "(lab-node) authenticated, sec=privacy" in cluster.mds.text()
+    # and the file data to the OSSes, which know no nodemaps, goes sealed the same way
+    assert any("(lab-node) authenticated, sec=privacy" in o.text() for o in cluster.oss)
+    assert not any("(lab-node) authenticated, sec=null" in o.text() for o in cluster.oss)
+    ok.unmount()
+    nodemap("del", "secret-lab")
+
+
 def test_change_applies_to_connected_client_within_1s(cluster, mnt, secret, nodemap):
     c = cluster.mount(opts=["client_name=late-node"])
     p = rel(c, secret, mnt)
