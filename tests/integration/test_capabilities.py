@@ -22,9 +22,10 @@ def fid_of(nacre_cli, path):
     return r.stdout.split()[-1]
 
 
-def probe(c, *cmds):
-    """Runs cap-probe against cluster c; returns {command-prefix: rc} and the raw lines."""
-    r = subprocess.run([binary("cap-probe"), c.mds_addr, c.fsname, str(c.key), *cmds],
+def probe(c, *cmds, key=None):
+    """Runs cap-probe against cluster c (with key, default the cluster key); returns its
+    output lines, one per command."""
+    r = subprocess.run([binary("cap-probe"), c.mds_addr, c.fsname, str(key or c.key), *cmds],
                        capture_output=True, text=True, timeout=60, env=daemon_env())
     assert r.returncode == 0, f"cap-probe failed ({r.returncode}):\n{r.stdout}{r.stderr}"
     lines = r.stdout.splitlines()
@@ -165,3 +166,65 @@ def test_mount_data_path_still_works(make_cluster):
     f.unlink()
     wait_for(lambda: objects_of(c) == before, 30, "the unlinked file's objects destroyed")
     assert "refused" not in oss_logs(c), oss_logs(c)[-2000:]
+
+
+def test_nodemaps_hold_against_a_client_that_bypasses_the_mds(make_cluster, nacre_cli):
+    """A client with its own key whose nodemap is read-only cannot write an object with a
+    hand-built OSS request, and one restricted to a fileset cannot read a file outside it by
+    FID: the MDS refuses the opens, so no capability exists that an OSS would honour."""
+    c = make_cluster(osts=2, oss=2)
+    mnt = c.mounts[0].path
+    (mnt / "proj").mkdir()
+    inside, outside = mnt / "proj" / "in", mnt / "out"
+    inside.write_bytes(b"I" * 4096)
+    outside.write_bytes(b"O" * 4096)
+    fi, fo = fid_of(nacre_cli, inside), fid_of(nacre_cli, outside)
+
+    def admin(*args):
+        return nacre_cli(*args, "--mds", c.spec, "--key-file", c.key, check=True)
+
+    keys = {}
+    for name in ("ro-node", "fs-node"):
+        keys[name] = c.dir / f"{name}.key"
+        admin("key", "issue", name, "-o", keys[name])
+    nm = ["nodemap", "--mds", c.spec, "--key-file", c.key]
+    nacre_cli(*nm, "add", "ro", "--client", "ro-node", check=True)
+    nacre_cli(*nm, "modify", "ro", "--readonly", "1", check=True)
+    nacre_cli(*nm, "modify", "ro", "--trusted", "1", check=True)
+    nacre_cli(*nm, "add", "fs", "--client", "fs-node", check=True)
+    nacre_cli(*nm, "modify", "fs", "--fileset", "/proj", check=True)
+    nacre_cli(*nm, "modify", "fs", "--trusted", "1", check=True)
+
+    out = probe(c,
+                f"open r {fo} r",     # 0: the read-only client may read
+                f"open w {fo} rw",    # 1: ...but not open for writing: EROFS, no capability
+                "io read r r",        # 2: its read capability reads the object
+                "io write r r",       # 3: ...and does not write it
+                "io write none r",    # 4: nor does no capability
+                "io write w r",       # 5: nor the refused open's (absent) capability
+                key=keys["ro-node"])
+    assert rc(out[0]) == 0 and field(out[0], "rights") == 1, out[0]
+    assert rc(out[1]) == -30 and field(out[1], "cap") == 0, out[1]  # EROFS
+    assert rc(out[2]) == 0 and field(out[2], "bytes") == 4096, out[2]
+    assert rc(out[3]) == EACCES and rc(out[4]) == EACCES and rc(out[5]) == EACCES, out[3:]
+
+    # where the outside file's object lives, as an attacker could learn it elsewhere
+    where = probe(c, f"open x {fo} r")[0]
+    ost, gen = field(where, "ost"), field(where, "gen")
+    out = probe(c,
+                f"open i {fi} r",     # 0: inside the fileset
+                f"open o {fo} r",     # 1: outside: refused by FID
+                f"layout l {fo}",     # 2: nor a layout (and so no capability) for it
+                "io read i i",        # 3
+                f"known o {fo} {ost} {gen}",
+                "io read none o",     # 5: the object outside, without a capability
+                "io read i o",        # 6: ...or with the capability of a file inside
+                key=keys["fs-node"])
+    assert rc(out[0]) == 0 and field(out[0], "cap") == 1, out[0]
+    assert rc(out[1]) == EACCES and field(out[1], "cap") == 0, out[1]
+    assert rc(out[2]) == EACCES, out[2]
+    assert rc(out[3]) == 0 and field(out[3], "bytes") == 4096, out[3]
+    assert rc(out[5]) == EACCES and rc(out[6]) == EACCES, out[5:]
+    # and the OSSes saw the clients by their proven key names
+    logs = oss_logs(c)
+    assert "ro-node" in logs and "fs-node" in logs, logs[-2000:]

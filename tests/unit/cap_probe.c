@@ -12,6 +12,9 @@
  *                                    ("none": no capability)
  *   forge SLOT RIGHTS                sets SLOT's capability rights to RIGHTS (a number)
  *                                    without a new MAC
+ *   known SLOT FID OST GEN           SLOT names FID's stripe 0 on OST, layout generation
+ *                                    GEN, without asking the MDS (what an attacker learnt
+ *                                    elsewhere), and no capability
  *   sleep SECS
  * Exit status 0 unless a command could not be run at all (bad arguments, no connection).
  */
@@ -289,6 +292,17 @@ int main(int argc, char **argv)
 			if (s) {
 				s->cap.rights = (uint32_t)strtoul(words[2], NULL, 0);
 				printf("forge %s rc=0\n", words[1]);
+				rc = 0;
+			}
+		} else if (n == 5 && !strcmp(words[0], "known")) {
+			struct slot *s = slot_get(words[1], 1);
+			if (s && nacre_fid_parse(words[2], &s->fid) == 0) {
+				memset(&s->layout, 0, sizeof(s->layout));
+				s->layout.nosts = 1;
+				s->layout.ost_idx[0] = (uint32_t)strtoul(words[3], NULL, 0);
+				s->layout.gen = (uint32_t)strtoul(words[4], NULL, 0);
+				s->has_cap = 0;
+				printf("known %s rc=0\n", words[1]);
 				rc = 0;
 			}
 		} else if (n == 2 && !strcmp(words[0], "sleep")) {
