@@ -25,7 +25,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, REPO, binary, daemon_env, mounted_dirs, wait_for
+from conftest import ADMIN_CLIENT, BUILD, REPO, binary, daemon_env, mounted_dirs, wait_for
 
 BUILD_IMAGE = REPO / "deploy" / "fluid" / "build-image"
 FIO_SIZE_MB = 256
@@ -160,7 +160,9 @@ def fluid_pod(make_cluster, tmp_path):
     host, port = c.mds_addr.split(":")
     cfg = {"mounts": [{"mountPoint": f"nacre://{host}:{port}/{c.fsname}", "name": "demo",
                        "path": "/", "readOnly": False, "shared": False,
-                       "options": {"key_file": "/etc/fluid/secrets/nacre-key/key"}}],
+                       # the pod writes as root: this node is trusted (an admin client)
+                       "options": {"key_file": "/etc/fluid/secrets/nacre-key/key",
+                                   "client_name": ADMIN_CLIENT}}],
            "targetPath": str(target), "runtimeOptions": {"attr_timeout": "1"},
            "accessModes": ["ReadWriteMany"]}
     (etc / "config" / "config.json").write_text(json.dumps(cfg))
