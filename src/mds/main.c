@@ -422,8 +422,10 @@ int main(int argc, char **argv)
 	}
 	mds_writer_set_space(m.writer, m.space);
 	/* a new file system squashes root except for its admin clients (docs/security.md) */
-	if ((rc = nodemap_create(&m, &m.nodemap)) ||
-	    (o.format && (rc = nodemap_format_defaults(m.nodemap)))) {
+	if ((rc = nodemap_create(&m, &m.nodemap)) == 0 && o.format)
+		nodemap_format_defaults(m.nodemap); /* a failure is logged, and not fatal: the
+						     * namespace is formatted, rules can follow */
+	if (rc) {
 		fprintf(stderr, "nacre-mds: cannot load the nodemap rules from %s: %s\n", o.data,
 			nacre_strerror(rc));
 		goto out;

@@ -636,17 +636,20 @@ int nodemap_modify(struct mds_nodemap *nm, const char *name, const char *propert
 int nodemap_format_defaults(struct mds_nodemap *nm)
 {
 	char err[256];
-	int rc = nodemap_add(nm, NODEMAP_DEFAULT, "", "", err, sizeof(err));
+	/* The admin rule complete first, the squashing default last: whichever step fails (a
+	 * full disk at format), the admin clients keep their rights. */
+	int rc = nodemap_add(nm, NODEMAP_LOCAL_ADMIN, "", NODEMAP_LOCAL_ADMIN_CLIENTS, err,
+			     sizeof(err));
 
-	if (!rc)
-		rc = nodemap_add(nm, NODEMAP_LOCAL_ADMIN, "", NODEMAP_LOCAL_ADMIN_CLIENTS, err,
-				 sizeof(err));
 	if (!rc)
 		rc = nodemap_modify(nm, NODEMAP_LOCAL_ADMIN, "admin", "1", err, sizeof(err));
 	if (!rc)
 		rc = nodemap_modify(nm, NODEMAP_LOCAL_ADMIN, "trusted", "1", err, sizeof(err));
+	if (!rc)
+		rc = nodemap_add(nm, NODEMAP_DEFAULT, "", "", err, sizeof(err));
 	if (rc)
-		LOG_ERR(SUBSYS, "cannot write the default nodemap rules: %s", err);
+		LOG_ERR(SUBSYS, "cannot write the default nodemap rules: %s; until they are "
+				"added (nacre nodemap add default ...), root is not squashed", err);
 	return rc;
 }
 

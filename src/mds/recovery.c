@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/net.h"
 #include "common/util.h"
+#include "mds/inode.h"
 #include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/session.h"
@@ -212,10 +213,28 @@ static int always_passes(uint16_t op)
 	case WIRE_OP_MDS_KEY_LIST:
 	case WIRE_OP_MDS_NOTIFY_WAIT: /* a callback channel, no change: parked by notify.c */
 	case WIRE_OP_MDS_GROUPS_SET:  /* registers a list for the replays that follow */
+	case WIRE_OP_MDS_NODEMAP:     /* a mount asks for its rule (nacre recovery-status
+				       * mounts too); rules are not namespace changes */
 		return 1;
 	default:
 		return 0;
 	}
+}
+
+/* GETATTR of the root: the kernel checks permissions on the mount root (default_permissions)
+ * before it reads a mount's own status xattrs (`nacre recovery-status`), so this one read
+ * passes; it may show the root's times as they were before the replays. */
+static int is_root_getattr(const struct rpc_request *req)
+{
+	struct wire_fid_req f;
+	struct wire_cursor cur;
+	struct nacre_fid root = mds_root_fid();
+
+	if (req->hdr->opcode != WIRE_OP_MDS_GETATTR)
+		return 0;
+	wire_cursor_init_read(&cur, req->body, req->body_len);
+	wire_fid_req_decode(&cur, &f);
+	return wire_cursor_ok(&cur) && mds_fid_eq(&f.fid, &root);
 }
 
 int mds_recovery_admit(struct mds_recovery *r, const struct rpc_request *req)
@@ -226,7 +245,7 @@ int mds_recovery_admit(struct mds_recovery *r, const struct rpc_request *req)
 	struct rclient *c;
 	int rc;
 
-	if (!mds_recovery_active(r) || always_passes(op))
+	if (!mds_recovery_active(r) || always_passes(op) || is_root_getattr(req))
 		return MDS_RECOVERY_PASS;
 	pthread_mutex_lock(&r->lock);
 	if (r->phase == PH_DONE) {
