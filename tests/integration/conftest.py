@@ -38,6 +38,32 @@ def binary(name):
     return str(path)
 
 
+
+def as_user(fn, uid=65534, gid=65534, groups=()):
+    """Runs fn() in a forked child as uid/gid with supplementary groups; returns its errno
+    (0 = success, 255 = another failure)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        code = 0
+        try:
+            os.setgroups(list(groups))
+            os.setgid(gid)
+            os.setuid(uid)
+            fn()
+        except OSError as e:
+            code = e.errno
+        except BaseException:
+            code = 255
+        os.write(w, bytes([code & 0xff]))
+        os._exit(0)
+    os.close(w)
+    code = os.read(r, 1)
+    os.close(r)
+    os.waitpid(pid, 0)
+    return code[0] if code else 255
+
 def free_port():
     """A port nobody listens on right now (bind to 0, read it, close)."""
     with socket.socket() as s:

@@ -15,7 +15,7 @@ import tempfile
 
 import pytest
 
-from conftest import BUILD, REPO
+from conftest import BUILD, REPO, as_user
 
 OWNER, NAMED, MEMBER, GMEMBER, OTHER = 2000, 2001, 2002, 2003, 2004
 OWNGROUP, NAMEDGROUP = 3000, 3001
@@ -71,29 +71,6 @@ def sides(request, mnt, ext4):
     return a, b
 
 
-def as_user(fn, uid, gid, groups=()):
-    """Runs fn() in a forked child as uid/gid/groups; returns its errno (0 = success)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        code = 0
-        try:
-            os.setgroups(list(groups))
-            os.setgid(gid)
-            os.setuid(uid)
-            fn()
-        except OSError as e:
-            code = e.errno
-        except BaseException:
-            code = 255
-        os.write(w, bytes([code & 0xff]))
-        os._exit(0)
-    os.close(w)
-    code = os.read(r, 1)
-    os.close(r)
-    os.waitpid(pid, 0)
-    return code[0] if code else 255
 
 
 def paths_under(base):

@@ -13,32 +13,9 @@ import time
 
 import pytest
 
-from conftest import BUILD, daemon_env, mounted_dirs, wait_for
+from conftest import BUILD, daemon_env, mounted_dirs, wait_for, as_user as _as_user
 
 
-def _as_user(fn, uid, gid, groups=()):
-    """Runs fn() in a forked child as uid/gid; returns its errno (0 = success)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        code = 0
-        try:
-            os.setgroups(list(groups))
-            os.setgid(gid)
-            os.setuid(uid)
-            fn()
-        except OSError as e:
-            code = e.errno
-        except BaseException:
-            code = 255
-        os.write(w, bytes([code & 0xff]))
-        os._exit(0)
-    os.close(w)
-    code = os.read(r, 1)
-    os.close(r)
-    os.waitpid(pid, 0)
-    return code[0] if code else 255
 
 
 def err_of(fn):

@@ -7,7 +7,7 @@ import tempfile
 
 import pytest
 
-from conftest import errno_of
+from conftest import errno_of, as_user as _as_user
 
 AT_FDCWD = -100
 RENAME_NOREPLACE = 1
@@ -271,30 +271,6 @@ def test_user_xattrs(pair):
     assert not [n for n in os.listxattr(os.path.join(a, "x")) if n.startswith("nacre.")]
 
 
-def _as_user(fn, uid=65534, gid=65534, groups=()):
-    """Runs fn() in a forked child as uid/gid with supplementary groups; returns its errno
-    (0 = success)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        code = 0
-        try:
-            os.setgroups(list(groups))
-            os.setgid(gid)
-            os.setuid(uid)
-            fn()
-        except OSError as e:
-            code = e.errno
-        except BaseException:
-            code = 255
-        os.write(w, bytes([code & 0xff]))
-        os._exit(0)
-    os.close(w)
-    code = os.read(r, 1)
-    os.close(r)
-    os.waitpid(pid, 0)
-    return code[0] if code else 255
 
 
 def test_eacces_as_other_user(pair):
