@@ -1158,7 +1158,7 @@ void wire_layout_rep_encode(struct wire_cursor *c, const struct wire_layout_rep 
 
 void wire_layout_rep_decode(struct wire_cursor *c, struct wire_layout_rep *m)
 {
-	m->has_cap = 0;
+	memset(m, 0, sizeof(*m));
 	wire_layout_get(c, &m->layout);
 	cap_opt_get(c, &m->has_cap, &m->cap);
 }
