@@ -64,6 +64,18 @@ def as_user(fn, uid=65534, gid=65534, groups=()):
     os.waitpid(pid, 0)
     return code[0] if code else 255
 
+
+def load_libnacre():
+    """libnacre.so of the build under test, loaded into this python with ctypes. A sanitizer
+    build's library needs the ASan runtime loaded first, which python is not: such tests
+    skip there (the normal build runs them)."""
+    import ctypes
+    lib = BUILD / "libnacre.so"
+    ldd = subprocess.run(["ldd", str(lib)], capture_output=True, text=True).stdout
+    if "libasan" in ldd or "libubsan" in ldd:
+        pytest.skip("libnacre is built with sanitizers: it cannot be loaded into python")
+    return ctypes.CDLL(str(lib))
+
 def free_port():
     """A port nobody listens on right now (bind to 0, read it, close)."""
     with socket.socket() as s:

@@ -15,7 +15,7 @@ import tempfile
 
 import pytest
 
-from conftest import BUILD, REPO, as_user
+from conftest import BUILD, REPO, as_user, load_libnacre
 
 OWNER, NAMED, MEMBER, GMEMBER, OTHER = 2000, 2001, 2002, 2003, 2004
 OWNGROUP, NAMEDGROUP = 3000, 3001
@@ -342,7 +342,7 @@ class MountOpts(ctypes.Structure):
 
 @pytest.fixture(scope="module")
 def libnacre(cluster):
-    lib = ctypes.CDLL(str(BUILD / "libnacre.so"))
+    lib = load_libnacre()
     lib.nacre_fs_mount.argtypes = [ctypes.c_char_p, ctypes.POINTER(MountOpts),
                                    ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p,
                                    ctypes.c_size_t]

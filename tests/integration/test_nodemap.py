@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from conftest import BUILD, daemon_env, mounted_dirs, wait_for, as_user as _as_user
+from conftest import (BUILD, as_user as _as_user, daemon_env, load_libnacre, mounted_dirs,
+                      wait_for)
 
 
 
@@ -194,7 +195,7 @@ class Fid(ctypes.Structure):
 def libnacre_as(cluster, client_name):
     """A libnacre mount of cluster (no FUSE) that calls itself client_name: requests built by
     the library straight from FIDs, as a program holding that client's key could send."""
-    lib = ctypes.CDLL(str(BUILD / "libnacre.so"))
+    lib = load_libnacre()
     lib.nacre_fs_root.restype = Fid
     lib.nacre_fs_root.argtypes = [ctypes.c_void_p]
     old = {k: os.environ.get(k) for k in ("NACRE_CLIENT_NAME", "NACRE_KEY_FILE")}
