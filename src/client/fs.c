@@ -21,6 +21,7 @@
 #include "client/oss.h"
 #include "client/recover.h"
 #include "common/key.h"
+#include "common/net.h"
 #include "common/util.h"
 #include "proto/rpc.h"
 #include "proto/sec.h"
@@ -266,6 +267,26 @@ static void fs_free(struct nacre_fs *fs)
 	free(fs);
 }
 
+/* The first connection to the MDS. A reset during the handshake is a server shedding
+ * un-authenticated connections (a flood, its descriptor limit): try again, for up to
+ * timeout_ms in all, as a reconnect would. */
+static int connect_mds(struct nacre_fs *fs, int timeout_ms, char *err, size_t err_len)
+{
+	int64_t deadline = net_now_ms() + timeout_ms, pause_ms = 20;
+	int rc;
+
+	for (;;) {
+		rc = rpc_conn_connect(fs->mds, timeout_ms, err, err_len);
+		if (rc != -ECONNRESET && rc != -ECONNABORTED && rc != -EPIPE)
+			return rc;
+		if (net_now_ms() + pause_ms >= deadline)
+			return rc;
+		struct timespec ts = {0, pause_ms * 1000000};
+		nanosleep(&ts, NULL);
+		pause_ms = pause_ms < 320 ? pause_ms * 2 : pause_ms;
+	}
+}
+
 NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *opts,
 			     struct nacre_fs **out, char *err, size_t err_len)
 {
@@ -364,7 +385,7 @@ NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *op
 			nacre_strerror(rc));
 		goto out_free;
 	}
-	rc = rpc_conn_connect(fs->mds, ct, rpc_err, sizeof(rpc_err));
+	rc = connect_mds(fs, ct, rpc_err, sizeof(rpc_err));
 	if (rc) {
 		cl_connect_error("MDS", fs->addr, "nacre-mds", rc, ct, rpc_err, err, err_len);
 		goto out_free;

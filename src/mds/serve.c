@@ -364,7 +364,9 @@ static int serve_mapped(struct mds *m, const struct rpc_request *req, struct rpc
 
 	if (!rc) {
 		rc = serve_one(m, &nr.req, rep);
-		mds_nodemap_done(m, &nr, rc, rep);
+		/* a deferred request may already be answered and freed by another thread */
+		if (rc != RPC_DEFER)
+			mds_nodemap_done(m, &nr, rc, rep);
 	}
 	mds_nodemap_req_fini(&nr);
 	return rc;

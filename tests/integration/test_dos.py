@@ -41,14 +41,17 @@ HANDSHAKE_S = 5.0  # the servers' default handshake deadline (conn_limits.h)
 ATTACK_ADDRS = [f"127.0.0.{i}" for i in range(10, 50)]
 
 
-@pytest.fixture(autouse=True)
-def small_asan_quarantine(monkeypatch):
+@pytest.fixture(autouse=True, scope="module")
+def no_asan_quarantine():
     """Under ASan freed memory waits in its quarantine (256 MiB by default), which the RSS
-    bounds would count: a small one makes them measure the servers, not the sanitizer."""
+    bounds would count: without one they measure the servers, not the sanitizer (use after
+    free is still caught everywhere else). Module scope: the shared cluster starts with it."""
     opts = os.environ.get("ASAN_OPTIONS")
-    if opts is not None:
-        monkeypatch.setenv("ASAN_OPTIONS", opts + ":quarantine_size_mb=8:"
-                           "thread_local_quarantine_size_kb=256")
+    with pytest.MonkeyPatch.context() as mp:
+        if opts is not None:
+            mp.setenv("ASAN_OPTIONS", opts + ":quarantine_size_mb=0:"
+                      "thread_local_quarantine_size_kb=0")
+        yield
 
 
 def lstr(s):
