@@ -36,7 +36,7 @@ static int set_layout_xattr(const char *path, const struct nacre_layout *l)
 	return 0;
 }
 
-static void report_set_error(const char *path, int rc)
+static void report_set_error(const char *path, int rc, const struct nacre_layout *l)
 {
 	switch (-rc) {
 	case ENOSPC:
@@ -45,9 +45,14 @@ static void report_set_error(const char *path, int rc)
 			path);
 		break;
 	case EINVAL:
-		cli_err("cannot set the layout of %s: the file system refused it as invalid "
-			"(check -c, -S and -i against `nacre df`)",
-			path);
+		if (l->stripe_offset >= 0)
+			cli_err("cannot set the layout of %s: stripe index %d is not an OST of "
+				"this file system (`nacre df` lists the OST indices)",
+				path, l->stripe_offset);
+		else
+			cli_err("cannot set the layout of %s: the file system refused it as "
+				"invalid (check -c, -S and -i against `nacre df`)",
+				path);
 		break;
 	case EPERM:
 	case EACCES:
@@ -92,7 +97,7 @@ static int setstripe_new(const char *path, const struct nacre_layout *l)
 	int rc = set_layout_xattr(path, l);
 
 	if (rc < 0) {
-		report_set_error(path, rc);
+		report_set_error(path, rc, l);
 		unlink(path);
 		return 1;
 	}
@@ -139,7 +144,7 @@ static int setstripe_one(const char *path, const struct nacre_layout *l, int del
 	int rc = set_layout_xattr(path, l);
 
 	if (rc < 0) {
-		report_set_error(path, rc);
+		report_set_error(path, rc, l);
 		return 1;
 	}
 	return 0;
@@ -225,9 +230,17 @@ int cli_setstripe(int argc, char **argv)
 
 struct gs_opts {
 	int want_count, want_size, want_index; /* bare-value selections */
-	int verbose, yaml, dir_only, recursive;
-	int print_names; /* several paths or a listing: name each one */
+	int verbose, yaml;
+	/* as lfs's max_depth: 1 (a named directory and its entries), 0 (-d, or a bare
+	 * selection without -v: the path itself, unnamed), -1 (-r: everything below) */
+	int depth;
 };
+
+/* lfs names each path it prints unless it shows only the paths given (depth 0). */
+static int names_shown(const struct gs_opts *o)
+{
+	return o->depth != 0 && !o->yaml;
+}
 
 static int nbare(const struct gs_opts *o)
 {
@@ -248,18 +261,20 @@ static int read_layout(const char *path, struct nacre_layout *l)
 	return 0;
 }
 
-/* The file system default: the mount root's default layout, else 1 stripe of 1 MiB. */
-static void fs_default(const char *path, struct nacre_layout *l)
+/* The file system default: the mount root's default layout (returns 1), else 1 stripe of
+ * 1 MiB (returns 0). */
+static int fs_default(const char *path, struct nacre_layout *l)
 {
 	char root[PATH_MAX];
 
 	if (cli_mount_root(path, root, sizeof(root)) == 0 && read_layout(root, l) == 0)
-		return;
+		return 1;
 	memset(l, 0, sizeof(*l));
 	l->pattern = NACRE_PATTERN_RAID0;
 	l->stripe_count = 1;
 	l->stripe_size = NACRE_STRIPE_SIZE_DEFAULT;
 	l->stripe_offset = -1;
+	return 0;
 }
 
 /* A directory default may leave count and size at 0 ("inherit"): show what applies. */
@@ -304,12 +319,12 @@ static void print_file(const char *path, const struct gs_opts *o, const struct n
 	int32_t first = l->nosts > 0 ? (int32_t)l->ost_idx[0] : l->stripe_offset;
 	const char *pattern = l->nosts > 0 ? "raid0" : "released";
 
+	if (names_shown(o))
+		printf("%s\n", path);
 	if (nbare(o)) {
 		print_bare(o, "lmm_", l->stripe_count, l->stripe_size, first);
 		return;
 	}
-	if (o->print_names || !o->yaml)
-		printf("%s\n", path);
 	if (o->verbose) {
 		printf("lmm_magic:         0x%08X\n", LOV_MAGIC_V1);
 		printf("lmm_seq:           %#" PRIx64 "\n", fid->seq);
@@ -341,23 +356,26 @@ static void print_file(const char *path, const struct gs_opts *o, const struct n
 	printf("\n");
 }
 
-static void print_dir(const char *path, const struct gs_opts *o, const struct nacre_layout *l)
+/* A directory's default layout, then a blank line, as lfs prints it. pattern is "raid0" for a
+ * default someone set, "0" (lfs's unset pattern) for the built-in one. */
+static void print_dir(const char *path, const struct gs_opts *o, const struct nacre_layout *l,
+		      const char *pattern)
 {
+	if (names_shown(o))
+		printf("%s\n", path);
 	if (nbare(o)) {
 		print_bare(o, "", l->stripe_count, l->stripe_size, l->stripe_offset);
 		return;
 	}
-	if (o->print_names || !o->yaml)
-		printf("%s\n", path);
 	if (o->yaml) {
 		printf("stripe_count:  %d\n", l->stripe_count);
 		printf("stripe_size:   %u\n", l->stripe_size);
-		printf("pattern:       raid0\n");
-		printf("stripe_offset: %d\n", l->stripe_offset);
+		printf("pattern:       %s\n", pattern);
+		printf("stripe_offset: %d\n\n", l->stripe_offset);
 		return;
 	}
-	printf("stripe_count:  %d stripe_size:   %u pattern:       raid0 stripe_offset: %d\n",
-	       l->stripe_count, l->stripe_size, l->stripe_offset);
+	printf("stripe_count:  %d stripe_size:   %u pattern:       %s stripe_offset: %d\n\n",
+	       l->stripe_count, l->stripe_size, pattern, l->stripe_offset);
 }
 
 static int show(const char *path, struct gs_opts *o, int top);
@@ -372,7 +390,6 @@ static int show_entries(const char *dir, struct gs_opts *o)
 		cli_err("cannot list %s: %s", dir, strerror(errno));
 		return 1;
 	}
-	o->print_names = 1;
 	for (int i = 0; i < n; i++) {
 		const char *name = ents[i]->d_name;
 
@@ -431,23 +448,21 @@ static int show(const char *path, struct gs_opts *o, int top)
 	/* A directory: its default layout, or the file system's for a named directory. */
 	if (rc == 0) {
 		resolve_default(path, &l);
-		print_dir(path, o, &l);
+		print_dir(path, o, &l, "raid0");
 	} else if (rc == -ENODATA) {
 		if (top) {
-			fs_default(path, &l);
+			int set = fs_default(path, &l);
 			resolve_default(path, &l);
-			print_dir(path, o, &l);
-		} else if (!nbare(o)) {
+			print_dir(path, o, &l, set ? "raid0" : "0");
+		} else if (names_shown(o)) {
 			printf("%s\n", path);
 		}
 	} else {
 		cli_err("cannot read the default layout of %s: %s", path, strerror(-rc));
 		return 1;
 	}
-	if (o->dir_only || (!top && !o->recursive))
+	if (o->depth == 0 || (!top && o->depth == 1))
 		return 0;
-	if (!nbare(o) && !o->yaml)
-		printf("\n");
 	return show_entries(path, o);
 }
 
@@ -466,6 +481,8 @@ int cli_getstripe(int argc, char **argv)
 	struct gs_opts o;
 	int opt, rc = 0;
 
+	int dir_only = 0, recursive = 0;
+
 	memset(&o, 0, sizeof(o));
 	optind = 1;
 	opterr = 0;
@@ -476,8 +493,8 @@ int cli_getstripe(int argc, char **argv)
 		case 'i': o.want_index = 1; break;
 		case 'v': o.verbose = 1; break;
 		case 'y': o.yaml = 1; break;
-		case 'd': o.dir_only = 1; break;
-		case 'r': o.recursive = 1; break;
+		case 'd': dir_only = 1; break;
+		case 'r': recursive = 1; break;
 		default:
 			cli_err("getstripe: unknown option '%s'", argv[optind - 1]);
 			cli_usage(stderr, "getstripe");
@@ -489,9 +506,8 @@ int cli_getstripe(int argc, char **argv)
 		cli_usage(stderr, "getstripe");
 		return 1;
 	}
-	for (int i = optind; i < argc; i++) {
-		o.print_names = argc - optind > 1;
+	o.depth = recursive ? -1 : dir_only || (nbare(&o) && !o.verbose) ? 0 : 1;
+	for (int i = optind; i < argc; i++)
 		rc |= show(argv[i], &o, 1);
-	}
 	return rc;
 }

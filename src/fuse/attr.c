@@ -29,13 +29,22 @@ void fz_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct nacre_attr a;
 	int rc;
 
+	double valid_s;
+
 	(void)fi;
+	if (fz_dattr_lookup(in, &a, &valid_s)) {
+		struct stat st;
+		fz_attr_to_stat(&a, &st);
+		fuse_reply_attr(req, &st, valid_s);
+		return;
+	}
 	fz_cred(req, &cr);
 	rc = nacre_getattr(m->fs, &cr, &in->fid, &a);
 	if (rc < 0) {
 		fz_reply_rc(req, rc);
 		return;
 	}
+	fz_dattr_store(m, in, &a);
 	reply_attr(req, in, &a);
 }
 
@@ -103,11 +112,13 @@ void fz_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 			return;
 		}
 	}
+	fz_dattr_drop(in);
 	rc = nacre_setattr(m->fs, &cr, &in->fid, &sa, &a);
 	if (rc < 0) {
 		fz_reply_rc(req, rc);
 		return;
 	}
+	fz_dattr_store(m, in, &a);
 	if (sa.valid & NACRE_SET_SIZE)
 		fz_inode_clamp_size(in, sa.size);
 	reply_attr(req, in, &a);

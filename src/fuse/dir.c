@@ -64,6 +64,8 @@ void fz_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 		return;
 	fz_cred(req, &cr);
 	rc = nacre_mkdir(m->fs, &cr, &p->fid, name, (mode & 07777) | fz_umask_bits(req), &a);
+	if (rc >= 0)
+		fz_dattr_changed(p, &a.ctime, 1); /* the parent's times are the child's */
 	if (rc < 0) {
 		fz_reply_rc(req, rc);
 		return;
@@ -89,6 +91,7 @@ void fz_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 		fz_reply_rc(req, rc);
 		return;
 	}
+	fz_dattr_changed(p, &a.ctime, 0);
 	fz_reply_entry(req, &a, &p->fid);
 }
 
@@ -108,6 +111,8 @@ void fz_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const ch
 	}
 	fz_cred(req, &cr);
 	rc = nacre_symlink(m->fs, &cr, &p->fid, name, link, &a);
+	if (rc >= 0)
+		fz_dattr_changed(p, &a.ctime, 0);
 	if (rc < 0) {
 		fz_reply_rc(req, rc);
 		return;
@@ -143,9 +148,14 @@ void fz_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (fz_check_ro(req))
 		return;
+	struct fz_inode *p = fz_inode_get(m, parent);
+	int rc;
+
 	fz_cred(req, &cr);
-	fuse_reply_err(req, fz_errno_or_ok(nacre_unlink(m->fs, &cr, &fz_inode_get(m, parent)->fid,
-							 name)));
+	rc = nacre_unlink(m->fs, &cr, &p->fid, name);
+	if (rc >= 0)
+		fz_dattr_changed(p, NULL, 0);
+	fuse_reply_err(req, fz_errno_or_ok(rc));
 }
 
 void fz_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -155,9 +165,14 @@ void fz_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (fz_check_ro(req))
 		return;
+	struct fz_inode *p = fz_inode_get(m, parent);
+	int rc;
+
 	fz_cred(req, &cr);
-	fuse_reply_err(req, fz_errno_or_ok(nacre_rmdir(m->fs, &cr, &fz_inode_get(m, parent)->fid,
-							name)));
+	rc = nacre_rmdir(m->fs, &cr, &p->fid, name);
+	if (rc >= 0)
+		fz_dattr_changed(p, NULL, -1);
+	fuse_reply_err(req, fz_errno_or_ok(rc));
 }
 
 void fz_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -175,8 +190,12 @@ void fz_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_
 		return;
 	}
 	fz_cred(req, &cr);
-	rc = nacre_rename(m->fs, &cr, &fz_inode_get(m, parent)->fid, name,
-			  &fz_inode_get(m, newparent)->fid, newname, flags);
+	struct fz_inode *from = fz_inode_get(m, parent), *to = fz_inode_get(m, newparent);
+
+	rc = nacre_rename(m->fs, &cr, &from->fid, name, &to->fid, newname, flags);
+	/* a directory moved or replaced changes link counts: ask the MDS again */
+	fz_dattr_drop(from);
+	fz_dattr_drop(to);
 	fuse_reply_err(req, fz_errno_or_ok(rc));
 }
 
@@ -199,6 +218,7 @@ void fz_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
 		fz_reply_rc(req, rc);
 		return;
 	}
+	fz_dattr_changed(p, &a.ctime, 0); /* the link's ctime is the directory's mtime */
 	fz_reply_entry(req, &a, &p->fid);
 }
 

@@ -147,6 +147,7 @@ void fz_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 			       fi->flags & ~(O_CREAT | O_NOCTTY), NULL, &a, &nf);
 	if (rc < 0)
 		goto out_err;
+	fz_dattr_changed(p, &a.ctime, 0);
 	rc = fz_entry_prepare(req, &a, &p->fid, &e, &in);
 	if (rc < 0)
 		goto out_close;

@@ -39,6 +39,10 @@ struct fz_inode {
 	int cache_valid;
 	uint64_t cache_size;
 	struct nacre_time cache_mtime, cache_ctime;
+	/* lock: a directory's attributes as the MDS last gave them (dircache.c) */
+	int dattr_valid;
+	int64_t dattr_until_ms; /* CLOCK_MONOTONIC */
+	struct nacre_attr dattr;
 };
 
 /* An open regular file (fi->fh). nf is used only by requests that carry this handle, which
@@ -154,6 +158,8 @@ int fz_inode_import(struct fz_mount *m, fuse_ino_t ino, const struct nacre_fid *
 int fz_itable_walk(struct fz_mount *m, int (*fn)(struct fz_inode *in, void *arg), void *arg);
 /* The kernel's inode number for fid, or 0 if the kernel holds no inode of it. Thread-safe. */
 fuse_ino_t fz_inode_find(struct fz_mount *m, const struct nacre_fid *fid);
+/* The same, and the attributes nacre-mount keeps of it are dropped (dircache.c). */
+fuse_ino_t fz_inode_find_stale(struct fz_mount *m, const struct nacre_fid *fid);
 /* Finds or creates the inode of fid and adds one lookup; parent (may be NULL) is remembered
  * for "..". Returns NULL on ENOMEM. Thread-safe. */
 struct fz_inode *fz_inode_ref(struct fz_mount *m, const struct nacre_fid *fid,
@@ -283,6 +289,23 @@ void fz_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 		    size_t size, int flags);
 void fz_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void fz_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+/* ---- dircache.c: directory attributes answered by nacre-mount itself ----
+ * With default_permissions the kernel drops a directory's attributes after each create or
+ * unlink in it and asks for them again at the next permission check: one GETATTR per
+ * create would double its round trips. So a directory's attributes from the MDS are kept
+ * for attr_timeout (the time the kernel itself may keep them) and answered from here;
+ * this mount's own changes in the directory update its mtime, ctime and nlink, and another
+ * client's change of mode, owner or ACL drops them (notify.c), as any local setattr or
+ * xattr change does. Thread-safe (the inode's lock). */
+/* Keeps a (if it is a directory's) as in's attributes for attr_timeout from now. */
+void fz_dattr_store(struct fz_mount *m, struct fz_inode *in, const struct nacre_attr *a);
+/* 1 with *a and the seconds it stays valid in *valid_s if in's are kept, else 0. */
+int fz_dattr_lookup(struct fz_inode *in, struct nacre_attr *a, double *valid_s);
+/* This mount changed a name in dir at time when (NULL: now, by this node's clock), which
+ * added dnlink links to it (a subdirectory made or removed: +1 or -1). */
+void fz_dattr_changed(struct fz_inode *dir, const struct nacre_time *when, int dnlink);
+void fz_dattr_drop(struct fz_inode *in);
 
 /* ---- bdi.c ---- */
 /* Starts a thread that, once FUSE_INIT is done, writes m->kernel_ra_kb to the bdi

@@ -216,7 +216,7 @@ int fz_itable_walk(struct fz_mount *m, int (*fn)(struct fz_inode *in, void *arg)
 	return rc;
 }
 
-fuse_ino_t fz_inode_find(struct fz_mount *m, const struct nacre_fid *fid)
+static fuse_ino_t find(struct fz_mount *m, const struct nacre_fid *fid, int stale)
 {
 	struct fz_itable *t = &m->itab;
 	fuse_ino_t ino = 0;
@@ -226,11 +226,23 @@ fuse_ino_t fz_inode_find(struct fz_mount *m, const struct nacre_fid *fid)
 	     in = in->hnext) {
 		if (nacre_fid_eq(&in->fid, fid)) {
 			ino = in->ino;
+			if (stale)
+				fz_dattr_drop(in);
 			break;
 		}
 	}
 	pthread_mutex_unlock(&t->lock);
 	return ino;
+}
+
+fuse_ino_t fz_inode_find(struct fz_mount *m, const struct nacre_fid *fid)
+{
+	return find(m, fid, 0);
+}
+
+fuse_ino_t fz_inode_find_stale(struct fz_mount *m, const struct nacre_fid *fid)
+{
+	return find(m, fid, 1);
 }
 
 struct fz_inode *fz_inode_ref(struct fz_mount *m, const struct nacre_fid *fid,

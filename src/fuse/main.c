@@ -48,6 +48,7 @@ struct args {
 	int fuse_debug;         /* -d: libfuse traces every request */
 	int fake;               /* mount -f: check everything, mount nothing */
 	int ro;
+	int overmount;          /* -o overmount: mount over a nacre mount already there */
 	int debug;              /* -o debug: our own debug log */
 	const char *key_file;   /* points into an -o string kept for the process lifetime */
 	const char *sec;        /* sec=FLAVOUR, likewise; NULL: the server's minimum */
@@ -111,6 +112,7 @@ static void usage(FILE *out, const char *prog)
 		"  -o flock          cluster-wide fcntl and flock locks (the default)\n"
 		"  -o localflock     locks seen by this client only;  -o noflock: locks fail ENOSYS\n"
 		"  -o debug          debug logging\n"
+		"  -o overmount      mount even where a nacre mount is already (hiding it)\n"
 		"  -o control_socket=PATH      socket --upgrade talks to (default "
 		"/run/nacre/mount-MAJOR:MINOR.sock)\n"
 		"   or: %s --upgrade MOUNTPOINT [-o opt,...] [-f]   a new nacre-mount takes over the\n"
@@ -202,6 +204,8 @@ static int parse_opts(struct args *a, char *opts)
 			a->lock_mode = FZ_LOCK_NONE;
 		} else if (!val && strcmp(opt, "debug") == 0) {
 			a->debug = 1;
+		} else if (!val && strcmp(opt, "overmount") == 0) {
+			a->overmount = 1;
 		} else if (val && strcmp(opt, "key_file") == 0) {
 			a->key_file = val;
 		} else if (val && strcmp(opt, "sec") == 0) {
@@ -285,7 +289,7 @@ static int parse_opts(struct args *a, char *opts)
 				"client_name=NAME, attr_timeout=SECS, entry_timeout=SECS, timeout=SECS, recovery_timeout=SECS, "
 				"max_rpc_size=BYTES, "
 				"max_rpcs_in_flight=N, max_dirty_mb=N, readahead_max_mb=N, flock, "
-				"localflock, noflock, debug, control_socket=PATH)\n",
+				"localflock, noflock, debug, overmount, control_socket=PATH)\n",
 				a->prog, opt, val ? "=" : "", val ? val : "");
 			return -1;
 		}
@@ -930,6 +934,20 @@ out_free:
 	return ret;
 }
 
+/* A second nacre mount on the same directory would hide the first, which keeps running
+ * unseen: refuse, as mount(8) refuses a busy target. */
+static int already_mounted(const struct args *a, const char *mnt)
+{
+	char dev[32], fstype[64];
+
+	if (fz_mount_find(mnt, dev, sizeof(dev), fstype, sizeof(fstype)) != 0 ||
+	    strcmp(fstype, "fuse.nacre") != 0)
+		return 0;
+	fprintf(stderr, "%s: %s is already a nacre mount (device %s): unmount it first "
+		"(umount %s), or give -o overmount to mount over it\n", a->prog, mnt, dev, mnt);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	char addr[NACRE_ADDR_LIST_MAX], fsname[NACRE_FSNAME_MAX + 1], subdir[NACRE_PATH_MAX + 1];
@@ -972,6 +990,10 @@ int main(int argc, char **argv)
 	mnt = realpath(a.mountpoint, NULL);
 	if (!mnt) {
 		fprintf(stderr, "%s: mount point %s: %s\n", a.prog, a.mountpoint, strerror(errno));
+		return 1;
+	}
+	if (!a.overmount && already_mounted(&a, mnt)) {
+		free(mnt);
 		return 1;
 	}
 	if (a.fake) {

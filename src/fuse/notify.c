@@ -31,6 +31,7 @@ static int collect(struct fz_inode *in, void *arg)
 		a->v = v;
 		a->cap = cap;
 	}
+	fz_dattr_drop(in);
 	a->v[a->n++] = in->ino;
 	return 0;
 }
@@ -59,7 +60,7 @@ static void on_change(void *arg, const struct nacre_fid *fids, uint32_t count, i
 		return;
 	}
 	for (uint32_t i = 0; i < count; i++) {
-		fuse_ino_t ino = fz_inode_find(m, &fids[i]);
+		fuse_ino_t ino = fz_inode_find_stale(m, &fids[i]);
 		if (ino)
 			inval(m, ino);
 	}

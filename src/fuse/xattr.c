@@ -241,6 +241,7 @@ void fz_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 		return;
 	}
 	fz_cred(req, &cr);
+	fz_dattr_drop(in); /* an ACL may change the mode */
 	fuse_reply_err(req,
 		       fz_errno_or_ok(nacre_setxattr(m->fs, &cr, &in->fid, name, value, size, flags)));
 }
@@ -286,6 +287,7 @@ void fz_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	if (fz_check_ro(req))
 		return;
 	fz_cred(req, &cr);
+	fz_dattr_drop(in);
 	if (!is_virtual(name)) {
 		fuse_reply_err(req, fz_errno_or_ok(nacre_removexattr(m->fs, &cr, &in->fid, name)));
 		return;

@@ -70,6 +70,18 @@ static int choose(struct mds *m, struct nacre_layout *l)
 	return 0;
 }
 
+int mds_alloc_check_offset(struct mds *m, int32_t offset)
+{
+	char addr[NACRE_ADDR_MAX + 1];
+	int up;
+
+	if (offset < 0 || mds_targets_addr(m->targets, (uint32_t)offset, addr, &up) == 0)
+		return 0;
+	LOG_RATELIMITED(LOG_LVL_INFO, "alloc", "layout refused: stripe offset %d is not an OST "
+			"of this file system", offset);
+	return -EINVAL;
+}
+
 static int resolve(struct mds *m, struct mds_txn *txn, const struct mds_inode *parent,
 		   const struct nacre_layout *req, struct nacre_layout *out)
 {
@@ -81,6 +93,8 @@ static int resolve(struct mds *m, struct mds_txn *txn, const struct mds_inode *p
 			LOG_RATELIMITED(LOG_LVL_INFO, "alloc", "layout refused: %s", err);
 			return -EINVAL;
 		}
+		if (mds_alloc_check_offset(m, req->stripe_offset))
+			return -EINVAL;
 		out->stripe_count = req->stripe_count;
 		out->stripe_size = req->stripe_size;
 		out->stripe_offset = req->stripe_offset;

@@ -15,6 +15,9 @@
 /* Instantiates a file layout (gen 0) inside txn for a new file in parent. req may be NULL. */
 int mds_alloc_file_layout(struct mds *m, struct mds_txn *txn, const struct mds_inode *parent,
 			  const struct nacre_layout *req, struct nacre_layout *out);
+/* A requested stripe_offset (-1: any) must name an OST this MDT knows, up or down, as Lustre
+ * refuses `setstripe -i` beyond its OSTs. Returns 0 or -EINVAL, with a log line. */
+int mds_alloc_check_offset(struct mds *m, int32_t offset);
 /* A copy of a directory default to give to a new subdirectory (Lustre inherits it). */
 void mds_alloc_inherit_default(const struct mds_inode *parent, struct mds_inode *child);
 

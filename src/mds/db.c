@@ -154,7 +154,9 @@ static int dir_state(const char *dir, int *has_db, int *empty)
 	*has_db = 0;
 	*empty = 1;
 	while ((e = readdir(d)) != NULL) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+		/* a freshly made file system's lost+found does not make it used */
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    !strcmp(e->d_name, "lost+found"))
 			continue;
 		*empty = 0;
 		if (!strcmp(e->d_name, "data.mdb"))

@@ -43,8 +43,8 @@ struct set_arg {
 	struct nacre_layout *out;
 };
 
-static int set_dir_default(struct mds_inode *ino, const struct nacre_layout *req,
-			   struct nacre_layout *out)
+static int set_dir_default(struct mds *m, struct mds_inode *ino,
+			   const struct nacre_layout *req, struct nacre_layout *out)
 {
 	if (req->stripe_count == 0 && req->stripe_size == 0 && req->stripe_offset == -1) {
 		ino->has_layout = 0; /* the "clear" request (setstripe -d) */
@@ -58,6 +58,8 @@ static int set_dir_default(struct mds_inode *ino, const struct nacre_layout *req
 		LOG_RATELIMITED(LOG_LVL_INFO, "alloc", "default layout refused: %s", err);
 		return -EINVAL;
 	}
+	if (mds_alloc_check_offset(m, req->stripe_offset))
+		return -EINVAL;
 	memset(&ino->layout, 0, sizeof(ino->layout));
 	ino->layout.pattern = NACRE_PATTERN_RAID0;
 	ino->layout.stripe_count = req->stripe_count;
@@ -80,7 +82,7 @@ static int layout_set_op(struct mds_txn *txn, void *arg)
 	if (S_ISDIR(ino.mode)) {
 		if (!mds_perm_is_root(a->cr) && a->cr->uid != ino.uid)
 			return -EPERM;
-		rc = set_dir_default(&ino, a->req, a->out);
+		rc = set_dir_default(a->m, &ino, a->req, a->out);
 	} else if (S_ISREG(ino.mode)) {
 		rc = mds_perm_check(a->cr, &ino, MDS_MAY_WRITE);
 		if (rc)

@@ -98,20 +98,25 @@ def test_setstripe_sizes_and_errors(mnt, nacre_cli):
 
 
 def test_directory_default(mnt, nacre_cli):
+    """As lfs prints them: -d shows the directory alone, unnamed, then a blank line; a
+    directory nobody gave a default shows the built-in one with lfs's unset pattern 0."""
     d = os.path.join(mnt, "cli-dir")
     os.mkdir(d)
-    # No default: the file system default.
+    unset = "stripe_count:  1 stripe_size:   1048576 pattern:       0 stripe_offset: -1"
     out = nacre_cli("getstripe", "-d", d, check=True).stdout
-    assert out == f"{d}\n" + DIR_LINE.format(c=1, s=1048576, i=-1) + "\n"
+    assert out == unset + "\n\n"
     nacre_cli("setstripe", "-c", 2, "-S", "256K", d, check=True)
     out = nacre_cli("getstripe", "-d", d, check=True).stdout
-    assert out == f"{d}\n" + DIR_LINE.format(c=2, s=262144, i=-1) + "\n"
+    assert out == DIR_LINE.format(c=2, s=262144, i=-1) + "\n\n"
     with open(os.path.join(d, "child"), "wb") as fh:
         fh.write(b"x")
     assert nacre_cli("getstripe", "-c", os.path.join(d, "child"), check=True).stdout == "2\n"
     assert nacre_cli("getstripe", "-S", os.path.join(d, "child"),
                      check=True).stdout == "262144\n"
-    # Without -d the entries follow.
+    # A bare value of a directory is the directory's alone (lfs: depth 0).
+    assert nacre_cli("getstripe", "-c", d, check=True).stdout == "2\n"
+    assert nacre_cli("getstripe", "-S", d, check=True).stdout == "262144\n"
+    # Without -d the directory is named and its entries follow.
     out = nacre_cli("getstripe", d, check=True).stdout
     assert out.startswith(f"{d}\n" + DIR_LINE.format(c=2, s=262144, i=-1) + "\n\n")
     assert f"{d}/child\nlmm_stripe_count:  2\n" in out
@@ -124,10 +129,33 @@ def test_directory_default(mnt, nacre_cli):
     # -d removes the default.
     nacre_cli("setstripe", "-d", d, check=True)
     out = nacre_cli("getstripe", "-d", d, check=True).stdout
-    assert out == f"{d}\n" + DIR_LINE.format(c=1, s=1048576, i=-1) + "\n"
-    # Several paths: each printed.
+    assert out == unset + "\n\n"
+    # Several paths: each shown.
     out = nacre_cli("getstripe", "-d", d, os.path.join(d, "child"), check=True).stdout
     assert out.count("stripe_count:") == 2
+
+
+def test_setstripe_index_checked_against_the_osts(mnt, nacre_cli):
+    """lfs refuses a stripe index the file system has no OST for (EINVAL), on a new file,
+    an empty file and a directory, with a message naming the index."""
+    for path, mk in ((os.path.join(mnt, "idx-new"), None),
+                     (os.path.join(mnt, "idx-empty"), "file"),
+                     (os.path.join(mnt, "idx-dir"), "dir")):
+        if mk == "file":
+            open(path, "wb").close()
+        elif mk == "dir":
+            os.mkdir(path)
+        r = nacre_cli("setstripe", "-i", 7, path)
+        assert r.returncode != 0, r.stdout
+        assert f"stripe index 7 is not an OST of this file system" in r.stderr, r.stderr
+        if mk is None:
+            assert not os.path.exists(path), "a refused setstripe left its new file behind"
+        if mk == "dir":
+            assert nacre_cli("getstripe", "-i", path, check=True).stdout == "-1\n"
+    # An index that exists is taken.
+    f = os.path.join(mnt, "idx-ok")
+    nacre_cli("setstripe", "-i", 3, "-c", 1, f, check=True)
+    assert nacre_cli("getstripe", "-i", f, check=True).stdout == "3\n"
 
 
 def test_df(cluster, mnt, nacre_cli):

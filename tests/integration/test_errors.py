@@ -252,3 +252,32 @@ def test_malformed_frames_do_not_kill_servers(make_cluster):
     with open(m / "still-alive", "rb") as f:
         assert f.read() == data
     assert c.mds.alive() and c.oss[0].alive()
+
+
+def test_mdt_on_a_fresh_ext4_is_empty(tmp_path):
+    """A freshly made file system holds only lost+found: --format takes it as empty, as the
+    OSS already does, instead of refusing a directory that is "not empty"."""
+    img, mdt = tmp_path / "mdt.img", tmp_path / "mdt"
+    mdt.mkdir()
+    subprocess.run(["truncate", "-s", "256M", str(img)], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(img)], check=True, capture_output=True)
+    subprocess.run(["mount", "-o", "loop", str(img), str(mdt)], check=True)
+    try:
+        assert os.listdir(mdt) == ["lost+found"]
+        key = tmp_path / "cluster.key"
+        key.write_text(secrets.token_hex(32))
+        key.chmod(0o600)
+        port = free_port()
+        p = subprocess.Popen([binary("nacre-mds"), "--fsname", "extfs", "--data", str(mdt),
+                              "--listen", f"127.0.0.1:{port}", "--key-file", str(key),
+                              "--format"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+        try:
+            wait_for(lambda: p.poll() is not None or (mdt / "data.mdb").exists(), 30,
+                     "the MDS to format the fresh ext4")
+            assert p.poll() is None, p.stdout.read()
+        finally:
+            p.terminate()
+            p.wait(30)
+    finally:
+        subprocess.run(["umount", str(mdt)], check=True)

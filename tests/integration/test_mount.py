@@ -94,3 +94,35 @@ def test_helper_failure_leaves_no_mount(cluster, tmp_path):
     assert "key" in r.stderr, r.stderr
     assert took < 15
     assert str(target) not in mounted_dirs()
+
+
+def mounts_at(target):
+    with open("/proc/self/mounts") as f:
+        return sum(1 for line in f if line.split()[1] == str(target))
+
+
+def test_second_mount_on_a_nacre_mount_is_refused(cluster, mnt, tmp_path):
+    """mount(8) refuses a busy target; a second nacre mount stacked on the first would hide
+    it, still running. Refused with a message, unless -o overmount asks for it."""
+    target = tmp_path / "twice"
+    r, _ = mount_helper(f"{cluster.mds_addr}:/testfs", target, f"key_file={cluster.key}")
+    assert r.returncode == 0, r.stderr
+    try:
+        (target / "first").write_bytes(b"first mount")
+        r, _ = mount_helper(f"{cluster.mds_addr}:/testfs", target, f"key_file={cluster.key}")
+        assert r.returncode != 0
+        assert f"{target} is already a nacre mount" in r.stderr, r.stderr
+        assert "overmount" in r.stderr, r.stderr
+        assert mounts_at(target) == 1
+        assert (target / "first").read_bytes() == b"first mount"
+        r, _ = mount_helper(f"{cluster.mds_addr}:/testfs", target,
+                            f"key_file={cluster.key},overmount")
+        assert r.returncode == 0, r.stderr
+        assert mounts_at(target) == 2
+        assert (target / "first").read_bytes() == b"first mount"
+    finally:
+        for _ in range(50):
+            if not mounts_at(target):
+                break
+            subprocess.run(["fusermount3", "-u", "-z", str(target)], capture_output=True)
+            time.sleep(0.2)

@@ -114,7 +114,7 @@ def test_mds_restart_keeps_layout_defaults(make_cluster, nacre_cli):
         except OSError:
             return False
     out = wait_for(works, 30, "getstripe after MDS restart", interval=0.5)
-    assert out.splitlines()[-1] == \
+    assert out.splitlines()[0] == \
         "stripe_count:  2 stripe_size:   131072 pattern:       raid0 stripe_offset: -1"
 
 
