@@ -121,12 +121,21 @@ static int hsm_import_at_up(struct bu_local *l, const struct up_opts *o)
 		return -1;
 	}
 	self[n] = '\0';
-	if (o->hsm_import[0] == '/') {
-		if (str_copy(dest, o->hsm_import, sizeof(dest)) >= sizeof(dest)) {
-			cli_err("--hsm-import: path too long");
-			return -1;
-		}
-	} else if (lp_path_join(dest, sizeof(dest), o->mnt, o->hsm_import) < 0) {
+	/* a path inside the new file system ("/" is its root, "data" or "/data" a directory
+	 * under it), or one already under the mount point */
+	size_t ml = strlen(o->mnt);
+	const char *in_fs = o->hsm_import;
+	int under_mnt = !strncmp(in_fs, o->mnt, ml) && (in_fs[ml] == '/' || !in_fs[ml]);
+
+	if (under_mnt)
+		in_fs += ml;
+	while (*in_fs == '/')
+		in_fs++;
+	int rc = *in_fs ? lp_path_join(dest, sizeof(dest), o->mnt, in_fs) : 0;
+
+	if (!*in_fs && str_copy(dest, o->mnt, sizeof(dest)) >= sizeof(dest))
+		rc = -1;
+	if (rc < 0) {
 		cli_err("--hsm-import: path too long");
 		return -1;
 	}

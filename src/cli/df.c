@@ -120,9 +120,10 @@ static int df_mount(const char *root, const struct df_opts *o)
 		       "IUse%", "Mounted on");
 	else
 		printf("%-20s %11s %11s %11s %4s %s\n", "UUID", o->human ? "bytes" : "1K-blocks",
-		       "Used", o->human ? "Avail" : "Available", "Use%", "Mounted on");
+		       "Used", "Available", "Use%", "Mounted on"); /* lfs.c: also with -h */
 
-	unsigned long long s_total = 0, s_used = 0, s_avail = 0;
+	unsigned long long s_total = 0, s_used = 0, s_avail = 0, ost_ffree = 0;
+	int nost = 0;
 
 	/* MDTs first, then OSTs: the registry order, whatever order the lines came in. */
 	for (int pass = 0; pass < 2; pass++) {
@@ -155,6 +156,10 @@ static int df_mount(const char *root, const struct df_opts *o)
 				avail = st->kb_avail;
 			}
 			print_row(uuid, o, total, used, avail, root, want, t[i].index);
+			if (pass == 1) {
+				ost_ffree += st->ffree;
+				nost++;
+			}
 			/* The summary counts space on OSTs and inodes on MDTs, as lfs. */
 			if ((pass == 1) != (o->inodes != 0)) {
 				s_total += total;
@@ -162,6 +167,12 @@ static int df_mount(const char *root, const struct df_opts *o)
 				s_avail += avail;
 			}
 		}
+	}
+	/* as lfs: a file needs an object too, so fewer free objects on the OSTs than free
+	 * inodes on the MDT cap the free inodes (the used count stays right) */
+	if (o->inodes && nost && ost_ffree < s_avail) {
+		s_total = s_total - s_avail + ost_ffree;
+		s_avail = ost_ffree;
 	}
 	printf("\n");
 	print_row("filesystem_summary:", o, s_total, s_used, s_avail, root, NULL, 0);

@@ -59,7 +59,7 @@ static const struct cli_cmd commands[] = {
 	 "  --port P       MDS port on 127.0.0.1 (default 9400); OSS ports follow it\n"
 	 "  --hsm-backend URL  start a copytool for archive 1 (posix:/dir, azure://..., s3://...)\n"
 	 "  --hsm-import DESTDIR  import the backend's objects as released stubs into DESTDIR\n"
-	 "                 (relative to the mount point) once the file system is up\n"
+	 "                 (a directory of the new file system, / its root) once it is up\n"
 	 "  --sec-min FLAVOUR  the servers' least wire security: integrity authenticates every\n"
 	 "                 frame, privacy also encrypts it; the mount gets it too\n"
 	 "DIR keeps the options (DIR/up.options): later, `nacre up --dir DIR` alone brings the\n"

@@ -313,11 +313,23 @@ static void print_bare(const struct gs_opts *o, const char *prefix, int32_t coun
 	}
 }
 
+/* Whether path is a released HSM file (its objects are gone, its data in the archive). */
+static int is_released(const char *path)
+{
+	char text[64];
+	unsigned long state;
+	int n = cli_getxattr(path, NACRE_VXATTR_HSM_STATE, text, sizeof(text));
+
+	return n > 0 && sscanf(text, "%lx", &state) == 1 && (state & NACRE_HS_RELEASED);
+}
+
+/* As lfs: a released file shows pattern "released", layout generation 0 and no objects. */
 static void print_file(const char *path, const struct gs_opts *o, const struct nacre_layout *l,
 		       const struct nacre_fid *fid, const char *fidtxt)
 {
+	int released = l->nosts == 0 || is_released(path);
 	int32_t first = l->nosts > 0 ? (int32_t)l->ost_idx[0] : l->stripe_offset;
-	const char *pattern = l->nosts > 0 ? "raid0" : "released";
+	const char *pattern = released ? "released" : "raid0";
 
 	if (names_shown(o))
 		printf("%s\n", path);
@@ -334,10 +346,10 @@ static void print_file(const char *path, const struct gs_opts *o, const struct n
 	printf("lmm_stripe_count:  %d\n", l->stripe_count);
 	printf("lmm_stripe_size:   %u\n", l->stripe_size);
 	printf("lmm_pattern:       %s\n", pattern);
-	printf("lmm_layout_gen:    %u\n", l->gen);
+	printf("lmm_layout_gen:    %u\n", released ? 0 : l->gen);
 	printf("lmm_stripe_offset: %d\n", first);
 	if (o->yaml) {
-		if (l->nosts == 0)
+		if (released)
 			return;
 		printf("lmm_objects:\n");
 		for (uint32_t i = 0; i < l->nosts; i++)
@@ -345,7 +357,7 @@ static void print_file(const char *path, const struct gs_opts *o, const struct n
 			       l->ost_idx[i], fid->seq, fid->oid, fid->ver);
 		return;
 	}
-	if (l->nosts > 0) {
+	if (!released) {
 		/* nacre has no per-object ids: objid is the file's oid, the object name
 		 * being (FID, stripe, generation). */
 		printf("\tobdidx\t\t objid\t\t objid\t\t group\n");

@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 import time
 
-from conftest import mounted_dirs
+from conftest import mounted_dirs, wait_for
 
 FILE_HEAD = re.compile(
     r"^(?P<path>.+)\n"
@@ -178,7 +178,7 @@ def test_df(cluster, mnt, nacre_cli):
     # Columns are right-aligned to lfs's widths (UUF "%-20s", CDF "%11llu", RDF "%3d%%").
     assert re.match(r"^testfs-OST0000_UUID  [ \d]{11} [ \d]{11} [ \d]{11} [ \d]{3}% ", lines[2])
     h = nacre_cli("df", "-h", mnt, check=True).stdout.split("\n")
-    assert h[0] == LFS_HDR % ("UUID", "bytes", "Used", "Avail", "Use%", "Mounted on")
+    assert h[0] == LFS_HDR % ("UUID", "bytes", "Used", "Available", "Use%", "Mounted on")
     assert re.match(r"^testfs-OST0000_UUID +[\d.]+[KMGTP]? +[\d.]+[KMGTP]? +[\d.]+[KMGTP]? ",
                     h[2]), h[2]
     i = nacre_cli("df", "-i", mnt, check=True).stdout.split("\n")
@@ -374,3 +374,30 @@ def _alive(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_df_inodes_summary_capped_by_free_objects(make_cluster, nacre_cli, tmp_path):
+    """As lfs: a file needs an object, so the summary's free inodes are at most the OSTs'
+    free objects (the used count unchanged); the MDT's row keeps its own figure."""
+    small = tmp_path / "few-inodes"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m,nr_inodes=2000", "tmpfs",
+                    str(small)], check=True)
+    try:
+        c = make_cluster(osts=1, ost_dirs={0: small / "ost0"})
+        m = c.mounts[0].path
+
+        def ifree():
+            rows = {l.split()[0]: l.split() for l in
+                    nacre_cli("df", "-i", m, check=True).stdout.splitlines() if l.strip()}
+            ost = rows.get("testfs-OST0000_UUID")
+            return rows if ost and int(ost[1]) > 0 else None
+        rows = wait_for(ifree, 30, "the OST to report its inodes")
+        mdt, ost, summ = (rows["testfs-MDT0000_UUID"], rows["testfs-OST0000_UUID"],
+                          rows["filesystem_summary:"])
+        assert int(mdt[3]) > int(ost[3]), rows  # the MDT has more free inodes than objects
+        assert int(summ[3]) == int(ost[3]), rows
+        assert int(summ[2]) == int(mdt[2]), rows
+        assert int(summ[1]) == int(mdt[2]) + int(ost[3]), rows
+    finally:
+        subprocess.run(["umount", "-l", str(small)], capture_output=True)

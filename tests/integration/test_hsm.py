@@ -239,6 +239,13 @@ def test_archive_release_read_restores(hsm, mnt):
         assert getattr(st1, k) == getattr(st0, k), k
     ls = subprocess.run(["ls", "-l", str(f)], capture_output=True, text=True).stdout
     assert str(24 << 20) in ls
+    # As Lustre: one block (du shows what is on disk), and a layout with no objects.
+    assert st1.st_blocks == 1, st1
+    du = subprocess.run(["du", "-k", str(f)], capture_output=True, text=True).stdout
+    assert du.split()[0] in ("0", "1"), du
+    gs = nacre("getstripe", f).stdout
+    assert "lmm_pattern:       released\n" in gs and "lmm_layout_gen:    0\n" in gs, gs
+    assert "obdidx" not in gs, gs
 
     drop_caches()
     assert f.read_bytes() == data  # the open waits for the restore
@@ -696,6 +703,26 @@ def test_nacre_up_with_hsm_backend_and_import(tmp_path):
         assert r.returncode != 0 and "already running" in r.stderr, r.stderr
         r = nacre("up", "--dir", tmp_path / "fresh", "--hsm-import", "x", check=False)
         assert r.returncode != 0 and "need --hsm-backend" in r.stderr, r.stderr
+    finally:
+        nacre("down", "--dir", d, check=False, timeout=60)
+        subprocess.run(["fusermount3", "-u", "-z", str(mnt)], capture_output=True)
+
+
+def test_nacre_up_imports_into_the_root(tmp_path):
+    """`--hsm-import /` is the new file system's root (not the host's /), as is the mount
+    point itself; the import lands at the top of the mount."""
+    from test_cli import _free_base_port
+    arch = tmp_path / "archive"
+    (arch / "top").mkdir(parents=True)
+    (arch / "top" / "a.txt").write_bytes(b"at the root\n")
+    d = tmp_path / "up"
+    mnt = d / "mnt"
+    port = _free_base_port(3)
+    try:
+        r = nacre("up", "--dir", d, "--osts", 1, "--port", port, "--fsname", "rootimp",
+                  "--hsm-backend", f"posix:{arch}", "--hsm-import", "/", timeout=120)
+        assert f"into {mnt} " in r.stdout, r.stdout
+        assert (mnt / "top" / "a.txt").read_bytes() == b"at the root\n"
     finally:
         nacre("down", "--dir", d, check=False, timeout=60)
         subprocess.run(["fusermount3", "-u", "-z", str(mnt)], capture_output=True)
