@@ -318,13 +318,16 @@ int hsm_meta_apply(struct hsm_meta *meta, const char *key, const char *value)
 {
 	int64_t v;
 
-	/* Azure keeps the case a writer used; lemur's older names are accepted too. */
-	if (strcasecmp(key, "owner") == 0 || strcasecmp(key, "uid") == 0) {
+	/* Azure keeps the case a writer used; lemur's older names and AzCopy's posix style
+	 * (posix_owner, posix-owner in older releases) are accepted too. */
+	if (strcasecmp(key, "owner") == 0 || strcasecmp(key, "uid") == 0 ||
+	    strcasecmp(key, "posix_owner") == 0 || strcasecmp(key, "posix-owner") == 0) {
 		if (parse_i64(value, 0, UINT32_MAX, &v) == 0) {
 			meta->uid = (uint32_t)v;
 			meta->has_owner = 1;
 		}
-	} else if (strcasecmp(key, "group") == 0 || strcasecmp(key, "gid") == 0) {
+	} else if (strcasecmp(key, "group") == 0 || strcasecmp(key, "gid") == 0 ||
+		   strcasecmp(key, "posix_group") == 0 || strcasecmp(key, "posix-group") == 0) {
 		if (parse_i64(value, 0, UINT32_MAX, &v) == 0) {
 			meta->gid = (uint32_t)v;
 			meta->has_owner = 1;

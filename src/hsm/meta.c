@@ -1,5 +1,7 @@
 /* meta.c - the Azure Managed Lustre metadata keys as text: permissions in octal (or
- * "rwxr-xr-x"), modtime as RFC 3339 UTC (or Unix seconds). Shared by every backend. */
+ * "rwxr-xr-x", or AzCopy's decimal st_mode), modtime as RFC 3339 UTC, AMLFS's
+ * "2006-01-02 15:04:05 -0700", or a Unix time in s, ms, us or ns (AzCopy writes ns).
+ * Shared by every backend. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +54,16 @@ int hsm_meta_parse_mode(const char *s, uint32_t *mode)
 
 	if (!s || !*s)
 		return -EINVAL;
+	/* AzCopy's posix style: the whole st_mode in decimal (33188 = 0100644); never four
+	 * digits or fewer, which are octal permissions */
+	if (s[0] >= '1' && s[0] <= '9' && strlen(s) > 4 && strspn(s, "0123456789") == strlen(s)) {
+		errno = 0;
+		v = strtoul(s, &end, 10);
+		if (errno || *end || v <= 07777 || v > 0177777)
+			return -EINVAL;
+		*mode = (uint32_t)v & 07777;
+		return 0;
+	}
 	if (s[0] >= '0' && s[0] <= '7') {
 		errno = 0;
 		v = strtoul(s, &end, 8);
@@ -107,8 +119,21 @@ int hsm_meta_parse_time(const char *s, struct nacre_time *t)
 		long long v = strtoll(s, &end, 10);
 		if (errno || *end)
 			return -EINVAL;
-		t->sec = v;
-		t->nsec = 0;
+		/* seconds until the year 5138; beyond, the finer units AzCopy and others write */
+		long long per_s = 1;
+		if (llabs(v) >= 100000000000000000LL)
+			per_s = 1000000000;
+		else if (llabs(v) >= 100000000000000LL)
+			per_s = 1000000;
+		else if (llabs(v) >= 100000000000LL)
+			per_s = 1000;
+		long long sec = v / per_s, frac = v % per_s;
+		if (frac < 0) {
+			sec--;
+			frac += per_s;
+		}
+		t->sec = sec;
+		t->nsec = (uint32_t)(frac * (1000000000LL / per_s));
 		return 0;
 	}
 	if (digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) || *p++ != '-' ||

@@ -235,6 +235,23 @@ def test_other_tool_objects_are_stat_and_listed(store, prefix, tmp_path):
     assert entries["plain"]["owner"] == "0" and entries["plain"]["size"] == "5"
 
 
+def test_azcopy_style_metadata_is_read(store, prefix):
+    """AzCopy's --preserve-posix-properties style: posix_owner and posix_group, the whole
+    st_mode in decimal, modtime in nanoseconds; and AMLFS's "2006-01-02 15:04:05 -0700"."""
+    store.put(f"{prefix}/az.bin", b"azcopy", {"posix_owner": "1000", "posix_group": "1001",
+                                              "permissions": "33188",
+                                              "modtime": "1704164645123456789"})
+    _, m = parse_meta(run_tool(store, prefix, "stat", "az.bin").stdout.strip())
+    assert (m["uid"], m["gid"], m["mode"], m["owner"]) == ("1000", "1001", "644", "1"), m
+    assert m["mtime"] == "1704164645.123456789", m
+    store.put(f"{prefix}/amlfs.bin", b"amlfs", {"owner": "7", "group": "8",
+                                                "permissions": "0640",
+                                                "modtime": "2024-01-01 19:04:05 -0800"})
+    _, m = parse_meta(run_tool(store, prefix, "stat", "amlfs.bin").stdout.strip())
+    assert (m["uid"], m["gid"], m["mode"]) == ("7", "8", "640"), m
+    assert m["mtime"] == "1704164645.000000000", m
+
+
 def test_directory_marker(store, prefix, tmp_path):
     empty = tmp_path / "empty"
     empty.write_bytes(b"")

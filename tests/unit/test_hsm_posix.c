@@ -85,6 +85,20 @@ static void test_meta(void)
 	CHECK_EQ(hsm_meta_parse_time("2021-02-03 05:05:06 +0100", &t2), 0);
 	CHECK_EQ(t2.sec, 1612325106);
 	CHECK(hsm_meta_parse_time("yesterday", &t2) < 0);
+	/* AzCopy's posix style: st_mode in decimal, modtime in nanoseconds */
+	CHECK_EQ(hsm_meta_parse_mode("33188", &mode), 0);
+	CHECK_EQ(mode, 0644);
+	CHECK_EQ(hsm_meta_parse_mode("16877", &mode), 0);
+	CHECK_EQ(mode, 0755);
+	CHECK(hsm_meta_parse_mode("4095", &mode) < 0); /* four digits: octal, and 9 is not */
+	CHECK(hsm_meta_parse_mode("999999", &mode) < 0);
+	CHECK_EQ(hsm_meta_parse_time("1612325106123456789", &t2), 0);
+	CHECK(t2.sec == 1612325106 && t2.nsec == 123456789);
+	CHECK_EQ(hsm_meta_parse_time("1612325106250", &t2), 0); /* milliseconds */
+	CHECK(t2.sec == 1612325106 && t2.nsec == 250000000);
+	/* AMLFS's layout, "2006-01-02 15:04:05 -0700" */
+	CHECK_EQ(hsm_meta_parse_time("2021-02-02 20:05:06 -0800", &t2), 0);
+	CHECK_EQ(t2.sec, 1612325106);
 }
 
 static void test_posix(void)
