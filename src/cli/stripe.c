@@ -491,9 +491,7 @@ int cli_getstripe(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	struct gs_opts o;
-	int opt, rc = 0;
-
-	int dir_only = 0, recursive = 0;
+	int opt, rc = 0, dir_only = 0, recursive = 0;
 
 	memset(&o, 0, sizeof(o));
 	optind = 1;

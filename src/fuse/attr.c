@@ -27,9 +27,8 @@ void fz_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fz_inode *in = fz_inode_get(m, ino);
 	struct nacre_cred cr;
 	struct nacre_attr a;
-	int rc;
-
 	double valid_s;
+	int rc;
 
 	(void)fi;
 	if (fz_dattr_lookup(in, &a, &valid_s)) {
@@ -39,12 +38,13 @@ void fz_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fz_cred(req, &cr);
+	uint64_t gen = fz_dattr_gen(in);
 	rc = nacre_getattr(m->fs, &cr, &in->fid, &a);
 	if (rc < 0) {
 		fz_reply_rc(req, rc);
 		return;
 	}
-	fz_dattr_store(m, in, &a);
+	fz_dattr_store(m, in, &a, gen);
 	reply_attr(req, in, &a);
 }
 
@@ -113,12 +113,13 @@ void fz_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 		}
 	}
 	fz_dattr_drop(in);
+	uint64_t gen = fz_dattr_gen(in);
 	rc = nacre_setattr(m->fs, &cr, &in->fid, &sa, &a);
 	if (rc < 0) {
 		fz_reply_rc(req, rc);
 		return;
 	}
-	fz_dattr_store(m, in, &a);
+	fz_dattr_store(m, in, &a, gen);
 	if (sa.valid & NACRE_SET_SIZE)
 		fz_inode_clamp_size(in, sa.size);
 	reply_attr(req, in, &a);

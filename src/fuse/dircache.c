@@ -13,14 +13,25 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void fz_dattr_store(struct fz_mount *m, struct fz_inode *in, const struct nacre_attr *a)
+uint64_t fz_dattr_gen(struct fz_inode *in)
+{
+	pthread_mutex_lock(&in->lock);
+	uint64_t gen = in->dattr_gen;
+	pthread_mutex_unlock(&in->lock);
+	return gen;
+}
+
+void fz_dattr_store(struct fz_mount *m, struct fz_inode *in, const struct nacre_attr *a,
+		    uint64_t gen)
 {
 	if (!S_ISDIR(a->mode) || m->attr_timeout <= 0)
 		return;
 	pthread_mutex_lock(&in->lock);
-	in->dattr = *a;
-	in->dattr_until_ms = mono_ms() + (int64_t)(m->attr_timeout * 1000.0);
-	in->dattr_valid = 1;
+	if (in->dattr_gen == gen) {
+		in->dattr = *a;
+		in->dattr_until_ms = mono_ms() + (int64_t)(m->attr_timeout * 1000.0);
+		in->dattr_valid = 1;
+	}
 	pthread_mutex_unlock(&in->lock);
 }
 
@@ -66,5 +77,6 @@ void fz_dattr_drop(struct fz_inode *in)
 {
 	pthread_mutex_lock(&in->lock);
 	in->dattr_valid = 0;
+	in->dattr_gen++;
 	pthread_mutex_unlock(&in->lock);
 }

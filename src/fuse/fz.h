@@ -41,6 +41,7 @@ struct fz_inode {
 	struct nacre_time cache_mtime, cache_ctime;
 	/* lock: a directory's attributes as the MDS last gave them (dircache.c) */
 	int dattr_valid;
+	uint64_t dattr_gen;     /* +1 at each drop: a fetch that began before it is stale */
 	int64_t dattr_until_ms; /* CLOCK_MONOTONIC */
 	struct nacre_attr dattr;
 };
@@ -201,6 +202,9 @@ int fz_htable_walk(struct fz_mount *m, int (*fn)(uint64_t fh, int kind, void *ob
  * owner, group or ACL of has its kernel attributes dropped, so that the kernel's next
  * permission check (default_permissions) asks again. Logs and goes on without on failure. */
 void fz_notify_start(struct fz_mount *m);
+/* Drops the kernel's attributes of fid, and those nacre-mount keeps, if it holds any (a
+ * change made here that the kernel cannot see, such as an HSM release). */
+void fz_inval_attrs(struct fz_mount *m, const struct nacre_fid *fid);
 /* Stops it: no invalidation is sent after it returned (before the session is destroyed or
  * handed over). Fine if never started. */
 void fz_notify_stop(struct fz_mount *m);
@@ -298,8 +302,12 @@ void fz_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
  * this mount's own changes in the directory update its mtime, ctime and nlink, and another
  * client's change of mode, owner or ACL drops them (notify.c), as any local setattr or
  * xattr change does. Thread-safe (the inode's lock). */
-/* Keeps a (if it is a directory's) as in's attributes for attr_timeout from now. */
-void fz_dattr_store(struct fz_mount *m, struct fz_inode *in, const struct nacre_attr *a);
+/* The generation to give fz_dattr_store for attributes about to be fetched. */
+uint64_t fz_dattr_gen(struct fz_inode *in);
+/* Keeps a (if it is a directory's) as in's attributes for attr_timeout from now, unless they
+ * were dropped since generation gen was taken (a callback overtook the fetch). */
+void fz_dattr_store(struct fz_mount *m, struct fz_inode *in, const struct nacre_attr *a,
+		    uint64_t gen);
 /* 1 with *a and the seconds it stays valid in *valid_s if in's are kept, else 0. */
 int fz_dattr_lookup(struct fz_inode *in, struct nacre_attr *a, double *valid_s);
 /* This mount changed a name in dir at time when (NULL: now, by this node's clock), which

@@ -105,6 +105,10 @@ static int set_request(fuse_req_t req, struct fz_inode *in, int is_root, char *v
 		goto out;
 	}
 	rc = nacre_hsm_request(m->fs, &cr, action, aid, fids, n, rcs);
+	/* a release changes st_blocks (1, as Lustre): the kernel's copy is stale here */
+	for (int i = 0; !rc && i < n; i++)
+		if (!rcs[i])
+			fz_inval_attrs(m, &fids[i]);
 	/* the first failure speaks for the batch; the CLI asks again per file to report */
 	for (int i = 0; !rc && i < n; i++)
 		if (rcs[i])

@@ -46,6 +46,14 @@ static void inval(struct fz_mount *m, fuse_ino_t ino)
 				"inode %llu: %s", (unsigned long long)ino, strerror(-rc));
 }
 
+void fz_inval_attrs(struct fz_mount *m, const struct nacre_fid *fid)
+{
+	fuse_ino_t ino = fz_inode_find_stale(m, fid);
+
+	if (ino)
+		inval(m, ino);
+}
+
 static void on_change(void *arg, const struct nacre_fid *fids, uint32_t count, int all)
 {
 	struct fz_mount *m = arg;
@@ -59,11 +67,8 @@ static void on_change(void *arg, const struct nacre_fid *fids, uint32_t count, i
 		free(a.v);
 		return;
 	}
-	for (uint32_t i = 0; i < count; i++) {
-		fuse_ino_t ino = fz_inode_find_stale(m, &fids[i]);
-		if (ino)
-			inval(m, ino);
-	}
+	for (uint32_t i = 0; i < count; i++)
+		fz_inval_attrs(m, &fids[i]);
 }
 
 void fz_notify_start(struct fz_mount *m)
