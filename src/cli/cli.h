@@ -72,6 +72,8 @@ int cli_parse_stripe_size(const char *s, uint32_t *out, char *err, size_t err_le
 int cli_setstripe(int argc, char **argv);   /* stripe.c */
 int cli_getstripe(int argc, char **argv);   /* stripe.c */
 int cli_df(int argc, char **argv);          /* df.c */
+int cli_osts(int argc, char **argv);        /* df.c */
+int cli_mdts(int argc, char **argv);        /* df.c */
 int cli_path2fid(int argc, char **argv);    /* fid.c */
 int cli_fid2path(int argc, char **argv);    /* fid.c */
 int cli_up(int argc, char **argv);          /* cluster.c */

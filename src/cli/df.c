@@ -1,4 +1,5 @@
-/* df.c - `nacre df`: per-target space and inodes, in the column format of `lfs df`.
+/* df.c - `nacre df`: per-target space and inodes, in the column format of `lfs df`; and
+ * `nacre osts`, `nacre mdts`: the target lists, as lfs prints them.
  *
  * The mount serves the cluster registry as the nacre.targets xattr of its root, one line
  * per target (nacre/nacre_vxattr.h). */
@@ -85,35 +86,53 @@ static int parse_targets(char *text, struct nacre_target *t, int max)
 	return n;
 }
 
-/* Prints the table of the file system mounted at root (a mount point). */
-static int df_mount(const char *root, const struct df_opts *o)
+/* The targets of the file system mounted at root: its name in fsname (64 bytes) and up to
+ * DF_MAX_TARGETS targets in t. Returns their count, or -1 after a message. */
+static int read_targets(const char *root, char *fsname, struct nacre_target *t)
 {
-	char fsname[64];
 	char *text = malloc(TARGETS_TEXT_MAX);
-	struct nacre_target *t = calloc(DF_MAX_TARGETS, sizeof(*t));
-	int rc = 1;
+	int n, nt = -1;
 
-	if (!text || !t) {
+	if (!text) {
 		cli_err("out of memory");
-		goto out_free;
+		return -1;
 	}
-	int n = cli_getxattr(root, NACRE_VXATTR_FSNAME, fsname, sizeof(fsname));
-
+	n = cli_getxattr(root, NACRE_VXATTR_FSNAME, fsname, 64);
 	if (n < 0) {
 		if (n == -ENOTSUP || n == -ENODATA)
 			cli_err("%s is not the root of a nacre mount", root);
 		else
 			cli_err("cannot read the file system name of %s: %s", root, strerror(-n));
-		goto out_free;
+		goto out;
 	}
 	fsname[strcspn(fsname, "\n")] = '\0';
 	n = cli_getxattr(root, NACRE_VXATTR_TARGETS, text, TARGETS_TEXT_MAX);
 	if (n < 0) {
 		cli_err("cannot read the targets of %s: %s (is the MDS reachable?)", root,
 			strerror(-n));
-		goto out_free;
+		goto out;
 	}
-	int nt = parse_targets(text, t, DF_MAX_TARGETS);
+	nt = parse_targets(text, t, DF_MAX_TARGETS);
+out:
+	free(text);
+	return nt;
+}
+
+/* Prints the table of the file system mounted at root (a mount point). */
+static int df_mount(const char *root, const void *arg)
+{
+	const struct df_opts *o = arg;
+	char fsname[64];
+	struct nacre_target *t = calloc(DF_MAX_TARGETS, sizeof(*t));
+	int rc = 1, nt;
+
+	if (!t) {
+		cli_err("out of memory");
+		return 1;
+	}
+	nt = read_targets(root, fsname, t);
+	if (nt < 0)
+		goto out_free;
 
 	if (o->inodes)
 		printf("%-20s %11s %11s %11s %4s %s\n", "UUID", "Inodes", "IUsed", "IFree",
@@ -179,35 +198,19 @@ static int df_mount(const char *root, const struct df_opts *o)
 	printf("\n");
 	rc = 0;
 out_free:
-	free(text);
 	free(t);
 	return rc;
 }
 
-int cli_df(int argc, char **argv)
+/* Calls fn for the mount root of each PATH in argv[first..], or of every nacre mount when
+ * none is given. Returns 1 if any failed. */
+static int each_root(int argc, char **argv, int first, int (*fn)(const char *, const void *),
+		     const void *arg)
 {
-	static const struct option longopts[] = {
-		{"human-readable", no_argument, NULL, 'h'},
-		{"inodes", no_argument, NULL, 'i'},
-		{NULL, 0, NULL, 0},
-	};
-	struct df_opts o = {0, 0};
-	int opt, rc = 0;
+	int rc = 0;
 
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "hi", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'h': o.human = 1; break;
-		case 'i': o.inodes = 1; break;
-		default:
-			cli_err("df: unknown option '%s'", argv[optind - 1]);
-			cli_usage(stderr, "df");
-			return 1;
-		}
-	}
-	if (optind < argc) {
-		for (int i = optind; i < argc; i++) {
+	if (first < argc) {
+		for (int i = first; i < argc; i++) {
 			char root[PATH_MAX];
 
 			if (cli_check_nacre(argv[i], NULL, 0) < 0) {
@@ -222,7 +225,7 @@ int cli_df(int argc, char **argv)
 				rc = 1;
 				continue;
 			}
-			rc |= df_mount(root, &o);
+			rc |= fn(root, arg);
 		}
 		return rc;
 	}
@@ -244,7 +247,76 @@ int cli_df(int argc, char **argv)
 		rc = 1;
 	}
 	for (int i = 0; i < n; i++)
-		rc |= df_mount(m[i].dir, &o);
+		rc |= fn(m[i].dir, arg);
 	free(m);
 	return rc;
+}
+
+int cli_df(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"human-readable", no_argument, NULL, 'h'},
+		{"inodes", no_argument, NULL, 'i'},
+		{NULL, 0, NULL, 0},
+	};
+	struct df_opts o = {0, 0};
+	int opt;
+
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "hi", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'h': o.human = 1; break;
+		case 'i': o.inodes = 1; break;
+		default:
+			cli_err("df: unknown option '%s'", argv[optind - 1]);
+			cli_usage(stderr, "df");
+			return 1;
+		}
+	}
+	return each_root(argc, argv, optind, df_mount, &o);
+}
+
+/* `lfs osts` / `lfs mdts`: "OBDS:" or "MDTS:", then "INDEX: UUID ACTIVE|INACTIVE". */
+static int list_targets(const char *root, const void *arg)
+{
+	uint32_t type = *(const uint32_t *)arg;
+	char fsname[64];
+	struct nacre_target *t = calloc(DF_MAX_TARGETS, sizeof(*t));
+	int nt;
+
+	if (!t) {
+		cli_err("out of memory");
+		return 1;
+	}
+	nt = read_targets(root, fsname, t);
+	if (nt >= 0)
+		printf("%s:\n", type == NACRE_TGT_OST ? "OBDS" : "MDTS");
+	for (int i = 0; i < nt; i++)
+		if (t[i].type == type)
+			printf("%u: %s-%s%04x_UUID %s\n", t[i].index, fsname,
+			       type == NACRE_TGT_OST ? "OST" : "MDT", t[i].index,
+			       t[i].up ? "ACTIVE" : "INACTIVE");
+	free(t);
+	return nt < 0;
+}
+
+static int targets_verb(int argc, char **argv, const char *verb, uint32_t type)
+{
+	if (argc > 1 && argv[1][0] == '-') {
+		cli_err("%s: unknown option '%s'", verb, argv[1]);
+		cli_usage(stderr, verb);
+		return 1;
+	}
+	return each_root(argc, argv, 1, list_targets, &type);
+}
+
+int cli_osts(int argc, char **argv)
+{
+	return targets_verb(argc, argv, "osts", NACRE_TGT_OST);
+}
+
+int cli_mdts(int argc, char **argv)
+{
+	return targets_verb(argc, argv, "mdts", NACRE_TGT_MDT);
 }

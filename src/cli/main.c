@@ -42,6 +42,13 @@ static const struct cli_cmd commands[] = {
 	 "  -h, --human-readable  sizes in K/M/G/T (base 2)\n"
 	 "  -i, --inodes          inodes instead of blocks\n"
 	 "Without PATH every mounted nacre file system is shown.\n"},
+	{"osts", cli_osts, "list the OSTs, as lfs osts",
+	 "usage: nacre osts [PATH]\n"
+	 "Prints OBDS: and a line INDEX: UUID ACTIVE|INACTIVE per OST of the file system PATH\n"
+	 "is on, or of every mounted nacre file system.\n"},
+	{"mdts", cli_mdts, "list the MDTs, as lfs mdts",
+	 "usage: nacre mdts [PATH]\n"
+	 "Prints MDTS: and a line INDEX: UUID ACTIVE|INACTIVE per MDT.\n"},
 	{"path2fid", cli_path2fid, "print the FID of paths",
 	 "usage: nacre path2fid PATH...\n"},
 	{"fid2path", cli_fid2path, "print the paths of FIDs",

@@ -197,6 +197,10 @@ def test_df_inactive_ost(make_cluster, nacre_cli):
     out = nacre_cli("df", m, check=True).stdout
     assert "OST0001             : inactive device\n" in out, out
     assert f"testfs-OST0000_UUID" in out
+    # lfs osts / lfs mdts
+    assert nacre_cli("osts", m, check=True).stdout == \
+        "OBDS:\n0: testfs-OST0000_UUID ACTIVE\n1: testfs-OST0001_UUID INACTIVE\n"
+    assert nacre_cli("mdts", m, check=True).stdout == "MDTS:\n0: testfs-MDT0000_UUID ACTIVE\n"
 
 
 def test_path2fid_fid2path(mnt, nacre_cli):
