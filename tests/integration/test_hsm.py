@@ -4,6 +4,7 @@ transparent restore (0 bytes to 100 MiB striped over 4 OSTs), dirty, remove, can
 copytool killed mid-action, a backend that goes down and comes back, import of a 1,000-object
 tree written by another client, bulk restore, and lfs's output formats."""
 import concurrent.futures
+import contextlib
 import hashlib
 import os
 import re
@@ -664,22 +665,33 @@ def test_restore_recursive_bounded_and_names_failures(make_cluster):
         assert p.read_bytes() == data
 
 
+@contextlib.contextmanager
+def up_with_archive(tmp_path, arch, fsname, osts, dest):
+    """`nacre up` with a copytool on posix:ARCH importing into DEST; yields (dir, mount,
+    the up command's result) and takes the cluster down after."""
+    from test_cli import _free_base_port
+    d = tmp_path / "up"
+    mnt = d / "mnt"
+    try:
+        r = nacre("up", "--dir", d, "--osts", osts, "--port", _free_base_port(3),
+                  "--fsname", fsname, "--hsm-backend", f"posix:{arch}", "--hsm-import", dest,
+                  timeout=120)
+        yield d, mnt, r
+    finally:
+        nacre("down", "--dir", d, check=False, timeout=60)
+        subprocess.run(["fusermount3", "-u", "-z", str(mnt)], capture_output=True)
+
+
 def test_nacre_up_with_hsm_backend_and_import(tmp_path):
     """`nacre up --hsm-backend URL --hsm-import DESTDIR`: a copytool starts with the
     cluster, the archive appears as released stubs, and reads restore them."""
-    from test_cli import _free_base_port
     arch = tmp_path / "archive"
     (arch / "models" / "v1").mkdir(parents=True)
     (arch / "models" / "v1" / "w.bin").write_bytes(b"W" * 300000)
     (arch / "models" / "v1" / ".w.bin.nacre-meta").write_text(
         "owner=1234\ngroup=4321\npermissions=0640\nmodtime=2021-02-03T04:05:06Z\n")
     (arch / "readme.txt").write_bytes(b"hello archive\n")
-    d = tmp_path / "up"
-    mnt = d / "mnt"
-    port = _free_base_port(3)
-    try:
-        r = nacre("up", "--dir", d, "--osts", 2, "--port", port, "--fsname", "hsmup",
-                  "--hsm-backend", f"posix:{arch}", "--hsm-import", "data", timeout=120)
+    with up_with_archive(tmp_path, arch, "hsmup", 2, "data") as (d, mnt, r):
         assert re.search(r"copytool for archive 1 on posix:", r.stdout), r.stdout
         assert "imported posix:" in r.stdout, r.stdout
         roles = [l.split()[0] for l in (d / "cluster.pids").read_text().splitlines()]
@@ -703,26 +715,14 @@ def test_nacre_up_with_hsm_backend_and_import(tmp_path):
         assert r.returncode != 0 and "already running" in r.stderr, r.stderr
         r = nacre("up", "--dir", tmp_path / "fresh", "--hsm-import", "x", check=False)
         assert r.returncode != 0 and "need --hsm-backend" in r.stderr, r.stderr
-    finally:
-        nacre("down", "--dir", d, check=False, timeout=60)
-        subprocess.run(["fusermount3", "-u", "-z", str(mnt)], capture_output=True)
 
 
 def test_nacre_up_imports_into_the_root(tmp_path):
     """`--hsm-import /` is the new file system's root (not the host's /), as is the mount
     point itself; the import lands at the top of the mount."""
-    from test_cli import _free_base_port
     arch = tmp_path / "archive"
     (arch / "top").mkdir(parents=True)
     (arch / "top" / "a.txt").write_bytes(b"at the root\n")
-    d = tmp_path / "up"
-    mnt = d / "mnt"
-    port = _free_base_port(3)
-    try:
-        r = nacre("up", "--dir", d, "--osts", 1, "--port", port, "--fsname", "rootimp",
-                  "--hsm-backend", f"posix:{arch}", "--hsm-import", "/", timeout=120)
+    with up_with_archive(tmp_path, arch, "rootimp", 1, "/") as (d, mnt, r):
         assert f"into {mnt} " in r.stdout, r.stdout
         assert (mnt / "top" / "a.txt").read_bytes() == b"at the root\n"
-    finally:
-        nacre("down", "--dir", d, check=False, timeout=60)
-        subprocess.run(["fusermount3", "-u", "-z", str(mnt)], capture_output=True)
