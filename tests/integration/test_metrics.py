@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -341,3 +342,66 @@ def test_log_analytics_key_file_checked(tmp_path):
     assert "--metrics-azure needs --metrics-azure-key-file" in r.stderr, r.stderr
     r = mds(2, "--metrics-azure-url", "http://x/")
     assert r.returncode != 0 and "need --metrics-azure WORKSPACE" in r.stderr, r.stderr
+
+
+def _free_ports(n):
+    """A base port with n consecutive free ports on 127.0.0.1."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + n >= 65000:
+            continue
+        try:
+            for p in range(base, base + n):
+                with socket.socket() as t:
+                    t.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+        return base
+    raise AssertionError("no free port range")
+
+
+def test_up_metrics_options(nacre_cli, tmp_path):
+    """nacre up --metrics-addr gives each daemon, the mount and the copytool the next port
+    (printed), --metrics-log DIR a JSON log each, and --metrics-azure* reaches all five."""
+    key, key_path = azure_key(tmp_path)
+    la = LogAnalytics(key)
+    d = tempfile.mkdtemp(prefix="nacre-upm-")
+    port, mport = _free_ports(3), _free_ports(5)
+    mlog = os.path.join(d, "metrics", "logs")  # created by nacre up
+    os.mkdir(os.path.join(d, "archive"))
+    try:
+        r = nacre_cli("up", "--dir", d, "--osts", 2, "--port", port, "--fsname", "upm",
+                      "--hsm-backend", f"posix:{d}/archive",
+                      "--metrics-addr", f"127.0.0.1:{mport}", "--metrics-log", mlog,
+                      "--metrics-interval", 1, "--metrics-azure", AZ_WS,
+                      "--metrics-azure-key-file", key_path, "--metrics-azure-url", la.url,
+                      timeout=90)
+        assert r.returncode == 0, r.stdout + r.stderr
+        want = (f"metrics: mds 127.0.0.1:{mport}, oss0 127.0.0.1:{mport + 1}, "
+                f"oss1 127.0.0.1:{mport + 2}, mount 127.0.0.1:{mport + 3}, "
+                f"copytool 127.0.0.1:{mport + 4} (http://HOST:PORT/metrics)")
+        assert want in r.stdout, r.stdout
+        assert f"metrics logs: {mlog}/upm-*.jsonl" in r.stdout, r.stdout
+        for k in range(5):
+            assert prom_value(mport + k, "nacre_capacity_kbytes") is not None, k
+        assert prom_value(mport + 1, "nacre_capacity_kbytes") > 0
+        roles = ("mds", "oss-0", "oss-1", "client-mount", "copytool-1")
+
+        def logged():
+            return all(os.path.exists(f"{mlog}/upm-{x}.jsonl") and
+                       open(f"{mlog}/upm-{x}.jsonl").read().count("\n") >= 1 for x in roles)
+        wait_for(logged, 15, "a JSON metrics line from each of " + ", ".join(roles))
+        wait_for(lambda: {r["daemon"] for r in la.accepted()} ==
+                 {"mds", "oss", "mount", "copytool"}, 15,
+                 "every daemon, the mount and the copytool to post to Log Analytics")
+        assert all(not p["problems"] for p in la.posts)
+        opts = open(os.path.join(d, "up.options")).read()
+        assert f"--metrics-addr=127.0.0.1:{mport}\n" in opts and "--metrics-azure=" in opts
+    finally:
+        nacre_cli("down", "--dir", d, timeout=60)
+        subprocess.run(["fusermount3", "-u", "-z", os.path.join(d, "mnt")],
+                       capture_output=True)
+        subprocess.run(["rm", "-rf", d])
+        la.stop()
