@@ -106,6 +106,11 @@ def test_prometheus_scrapes_every_daemon(mcluster, tmp_path):
             assert len(query(prom, name)) == 4, name
         assert query(prom, "nacre_mds_open_files")
         assert len(query(prom, "nacre_oss_kbytes_free")) == 2
+        # capacity is a gauge: no _total suffix (Prometheus keeps that for counters)
+        assert len(query(prom, "nacre_capacity_kbytes")) == 4
+        assert len(query(prom, "nacre_oss_capacity_kbytes")) == 2
+        assert not query(prom, "nacre_kbytes_total")
+        assert not query(prom, "nacre_oss_kbytes_total")
         assert query(prom, "nacre_client_open_files")
 
         w0 = total(prom, "nacre_oss_write_bytes_total")
