@@ -90,6 +90,8 @@ int metrics_azure_key_load(const char *path, uint8_t *key, size_t len, char *err
 		if (!isalnum((unsigned char)p[i]) && p[i] != '+' && p[i] != '/' &&
 		    !(p[i] == '=' && i + 2 >= k))
 			k = 0;
+	if (k >= 2 && p[k - 2] == '=' && p[k - 1] != '=')
+		k = 0; /* "xx=x" */
 	if (k == 0 || k % 4 != 0) {
 		snprintf(err, err_len, "Log Analytics key file %s does not hold a base64 key: put "
 			 "the workspace's primary or secondary key in it, alone", path);
@@ -195,6 +197,11 @@ void metrics_azure_push(const char *record)
 	if (!copy)
 		return;
 	pthread_mutex_lock(&az.lock);
+	if (!az.running || !az.ring) { /* stopping: the queue is about to go */
+		pthread_mutex_unlock(&az.lock);
+		free(copy);
+		return;
+	}
 	if (az.n == az.queue_max)
 		drop_oldest();
 	az.ring[(az.head + az.n) % az.queue_max] = copy;
@@ -394,9 +401,12 @@ static void *sender_main(void *arg)
 				free(recs[i]);
 			az.dropped += (uint64_t)k;
 			metrics_add(az.m_dropped, (uint64_t)k);
-			LOG_WARN("metrics", "Log Analytics refused %d record%s at %s: %s; dropped "
-				 "(check the workspace ID, key and Log-Type)",
-				 k, k == 1 ? "" : "s", az.url, why);
+			if (now - said_fail >= SAY_EVERY_S) {
+				said_fail = now;
+				LOG_WARN("metrics", "Log Analytics refused %d record%s at %s: %s; "
+					 "dropped (check the workspace ID, key and Log-Type)",
+					 k, k == 1 ? "" : "s", az.url, why);
+			}
 			backoff = 0;
 			next = 0;
 			healthy = 1; /* the service answers: only these records were bad */
@@ -522,6 +532,7 @@ void metrics_azure_stop(void)
 	pthread_mutex_unlock(&az.lock);
 	pthread_join(az.thread, NULL);
 	atomic_store(&az.active, 0);
+	pthread_mutex_lock(&az.lock);
 	for (int i = 0; i < az.n; i++)
 		free(az.ring[(az.head + i) % az.queue_max]);
 	free(az.ring);
@@ -529,5 +540,6 @@ void metrics_azure_stop(void)
 	az.n = 0;
 	free(az.url);
 	az.url = NULL;
+	pthread_mutex_unlock(&az.lock);
 	OPENSSL_cleanse(az.key, sizeof(az.key));
 }
