@@ -279,7 +279,8 @@ def test_log_analytics_sink(tmp_path):
     try:
         c.start()
         c.mount(opts=[f"metrics_azure={AZ_WS}", f"metrics_azure_key_file={key_path}",
-                      f"metrics_azure_url={la.url}", "metrics_interval=1"])
+                      f"metrics_azure_url={la.url}", "metrics_interval=1",
+                      "metrics_azure_batch=2"])
         c.wait_osts_up()
         wait_for(lambda: len(la.accepted("mds")) >= 2 and la.accepted("mount"), 15,
                  "the MDS and the mount to post to Log Analytics")
@@ -301,6 +302,13 @@ def test_log_analytics_sink(tmp_path):
             assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", rec["timestamp"]), rec
             assert isinstance(rec["loadavg"], (int, float))
         assert any("nacre_mds_open_files" in r for r in la.accepted("mds"))
+        # the mount batches two records per POST, the MDS posts each as it comes
+        with la.lock:
+            sizes = {p["records"][0]["daemon"]: set() for p in la.posts}
+            for p in la.posts:
+                sizes[p["records"][0]["daemon"]].add(len(p["records"]))
+        assert sizes["mount"] == {2}, sizes
+        assert 1 in sizes["mds"], sizes
 
         # The OSS's endpoint is down: the file system and its other metrics still work.
         (c.mounts[0].path / "f").write_bytes(b"x" * 100000)
