@@ -97,10 +97,9 @@ int metrics_opts_handle_kv(struct metrics_opts *o, const char *key, const char *
 	return 0;
 }
 
-int metrics_opts_start(const struct metrics_opts *o, const char *daemon, char *err,
-		       size_t err_len)
+int metrics_opts_check(const struct metrics_opts *o, char *err, size_t err_len)
 {
-	uint16_t port = 0;
+	uint8_t key[512];
 	int rc;
 
 	if (!o->azure.workspace && (o->azure.key_file || o->azure.log_type || o->azure.url ||
@@ -109,6 +108,26 @@ int metrics_opts_start(const struct metrics_opts *o, const char *daemon, char *e
 			 "WORKSPACE (the Log Analytics workspace ID)");
 		return -EINVAL;
 	}
+	if (!o->azure.workspace)
+		return 0;
+	if (!o->azure.key_file) {
+		snprintf(err, err_len, "--metrics-azure needs --metrics-azure-key-file FILE (the "
+			 "workspace's shared key, base64, in a file of mode 0600)");
+		return -EINVAL;
+	}
+	rc = metrics_azure_key_load(o->azure.key_file, key, sizeof(key), err, err_len);
+	memset(key, 0, sizeof(key));
+	return rc < 0 ? rc : 0;
+}
+
+int metrics_opts_start(const struct metrics_opts *o, const char *daemon, char *err,
+		       size_t err_len)
+{
+	uint16_t port = 0;
+	int rc;
+
+	if ((rc = metrics_opts_check(o, err, err_len)) < 0)
+		return rc;
 	if (o->addr) {
 		rc = metrics_http_start(o->addr, &port, err, err_len);
 		if (rc < 0)

@@ -61,6 +61,10 @@ int metrics_opts_handle(struct metrics_opts *o, int c, const char *arg, char *er
  * for '-' and no leading dashes ("metrics_addr", "metrics_azure_key_file"). */
 int metrics_opts_handle_kv(struct metrics_opts *o, const char *key, const char *val,
 			   char *err, size_t err_len);
+/* Checks what can be checked before the process does anything: options that go together,
+ * the Log Analytics key file (its mode, base64). Returns 0 or -errno with a sentence in err.
+ * metrics_opts_start checks the same again. */
+int metrics_opts_check(const struct metrics_opts *o, char *err, size_t err_len);
 /* Starts what the options ask for. Returns 0 or -errno with a sentence in err. */
 int metrics_opts_start(const struct metrics_opts *o, const char *daemon, char *err,
 		       size_t err_len);

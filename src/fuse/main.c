@@ -404,6 +404,11 @@ static int parse_args(struct args *a, int argc, char **argv)
 		usage(stderr, a->prog);
 		return -1;
 	}
+	char why[512];
+	if (metrics_opts_check(&a->metrics, why, sizeof(why)) < 0) {
+		fprintf(stderr, "%s: %s\n", a->prog, why);
+		return -1;
+	}
 	return 0;
 }
 

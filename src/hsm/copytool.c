@@ -426,6 +426,10 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 1;
 	}
+	if (metrics_opts_check(&metrics, err, sizeof(err)) < 0) {
+		fprintf(stderr, "nacre-copytool: %s\n", err);
+		return 1;
+	}
 	if (daemon_log_start(&lo, "copytool", err, sizeof(err))) {
 		fprintf(stderr, "nacre-copytool: %s\n", err);
 		return 1;

@@ -350,6 +350,7 @@ def test_log_analytics_key_file_checked(tmp_path):
     r = mds(0, "--metrics-azure", AZ_WS, "--metrics-azure-key-file", str(key_path))
     assert r.returncode != 0
     assert f"chmod 600 {key_path}" in r.stderr, r.stderr
+    assert not (tmp_path / "mdt0").exists()  # refused before anything was formatted
     r = mds(1, "--metrics-azure", AZ_WS)
     assert r.returncode != 0
     assert "--metrics-azure needs --metrics-azure-key-file" in r.stderr, r.stderr
