@@ -20,6 +20,8 @@
 
 #include "common/daemon.h"
 #include "common/log.h"
+#include "common/metrics.h"
+#include "common/metrics_opts.h"
 #include "common/util.h"
 #include "common/vxattr.h"
 #include "hsm/backend.h"
@@ -261,6 +263,15 @@ static void run_action(struct ct *ct, const struct nacre_hsm_action *a)
 	} else {
 		int prc = nacre_hsm_agent_progress(ct->fs, a, rc ? x.reported : x.total, x.total, 1,
 						   rc > 0 ? -EIO : rc, path ? path : NULL);
+		char labels[64];
+		snprintf(labels, sizeof(labels), "action=\"%s\",result=\"%s\"",
+			 vxattr_hsm_action_name(a->action),
+			 rc == 0 ? "done" : rc == -ECANCELED ? "canceled" : "failed");
+		metrics_add(metrics_counter("nacre_copytool_actions_total", labels,
+					    "HSM actions this copytool ended"), 1);
+		if (rc == 0)
+			metrics_add(metrics_counter("nacre_copytool_bytes_total", "",
+						    "Bytes archived or restored"), x.total);
 		if (rc == 0)
 			LOG_INFO("ct", "%s %s done: %llu bytes in %lld ms (%s)",
 				 vxattr_hsm_action_name(a->action), fid, (unsigned long long)x.total,
@@ -338,7 +349,8 @@ static void usage(FILE *f)
 		   "                    --credentials FILE, never on the command line)\n"
 		   "  --threads T       actions run at once (default 4)\n"
 		   "  --bandwidth MB    limit each transfer to MB megabytes per second\n"
-		   "  --endpoint URL    azure/s3 service endpoint (default: the public one)\n");
+		   "  --endpoint URL    azure/s3 service endpoint (default: the public one)\n"
+		   METRICS_USAGE);
 }
 
 int main(int argc, char **argv)
@@ -350,7 +362,9 @@ int main(int argc, char **argv)
 		{"endpoint", required_argument, NULL, 'e'},
 		{"credentials", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
 		{"bandwidth", required_argument, NULL, 'B'},
+		METRICS_LONGOPTS,
 		{NULL, 0, NULL, 0}};
+	struct metrics_opts metrics;
 	const char *spec = NULL, *key = NULL, *url = NULL;
 	struct daemon_log_opts lo;
 	struct hsm_backend_opts bo;
@@ -361,6 +375,7 @@ int main(int argc, char **argv)
 
 	memset(&ct, 0, sizeof(ct));
 	memset(&bo, 0, sizeof(bo));
+	memset(&metrics, 0, sizeof(metrics));
 	daemon_log_opts_init(&lo);
 	ct.threads = 4;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -391,7 +406,10 @@ int main(int argc, char **argv)
 			break;
 		case 'h': usage(stdout); return 0;
 		default: {
-			int r = daemon_log_opts_handle(&lo, c, optarg, err, sizeof(err));
+			int r = metrics_opts_handle(&metrics, c, optarg, err, sizeof(err));
+
+			if (r == 0)
+				r = daemon_log_opts_handle(&lo, c, optarg, err, sizeof(err));
 
 			if (r > 0)
 				break;
@@ -406,6 +424,10 @@ int main(int argc, char **argv)
 	if (!spec || !url || !ct.archive_id || optind < argc) {
 		fprintf(stderr, "nacre-copytool: --mds, --archive-id and --backend are required\n");
 		usage(stderr);
+		return 1;
+	}
+	if (metrics_opts_check(&metrics, err, sizeof(err)) < 0) {
+		fprintf(stderr, "nacre-copytool: %s\n", err);
 		return 1;
 	}
 	if (daemon_log_start(&lo, "copytool", err, sizeof(err))) {
@@ -440,6 +462,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	if (metrics_opts_start(&metrics, "copytool", err, sizeof(err)) < 0) {
+		fprintf(stderr, "nacre-copytool: %s\n", err);
+		nacre_fs_umount(ct.fs);
+		hsm_backend_close(ct.b);
+		return 1;
+	}
 	daemon_stop_signals(on_signal);
 
 	pthread_mutex_init(&ct.lock, NULL);
@@ -508,6 +536,7 @@ int main(int argc, char **argv)
 	free(got);
 	free(tids);
 	free(ct.queue);
+	metrics_opts_stop();
 	nacre_fs_umount(ct.fs);
 	hsm_backend_close(ct.b);
 	return 0;

@@ -75,7 +75,7 @@ void oss_metrics_register(struct oss_target **targets, int n)
 				   "Bytes written to an OST", write_bytes, t);
 		metrics_gauge_fn("nacre_oss_kbytes_free", labels, "Free KiB of an OST", kb_free_of,
 				 t);
-		metrics_gauge_fn("nacre_oss_kbytes_total", labels, "Total KiB of an OST",
+		metrics_gauge_fn("nacre_oss_capacity_kbytes", labels, "Total KiB of an OST",
 				 kb_total_of, t);
 	}
 }
