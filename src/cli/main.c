@@ -50,10 +50,21 @@ static const struct cli_cmd commands[] = {
 	 "usage: nacre mdts [PATH]\n"
 	 "Prints MDTS: and a line INDEX: UUID ACTIVE|INACTIVE per MDT.\n"},
 	{"path2fid", cli_path2fid, "print the FID of paths",
-	 "usage: nacre path2fid PATH...\n"},
+	 "usage: nacre path2fid [-p|--parents] PATH...\n"
+	 "  -p, --parents   print [PARENT_FID]/NAME for every hard link, tab-separated\n"
+	 "With several paths each line starts with PATH: .\n"},
 	{"fid2path", cli_fid2path, "print the paths of FIDs",
-	 "usage: nacre fid2path MOUNT|FSNAME FID...\n"
-	 "FID is [0xSEQ:0xOID:0xVER]; the brackets are optional.\n"},
+	 "usage: nacre fid2path [-f|--print-fid] [-c|--print-link] [-l|--link N]\n"
+	 "                      MOUNT|FSNAME FID...\n"
+	 "  -f, --print-fid   start each line with the FID as given\n"
+	 "  -c, --print-link  then the link number lfs reports (the next link's, or the\n"
+	 "                    same for the last)\n"
+	 "  -l, --link N      only link N (0 is the first; past the last: the first)\n"
+	 "Every hard link is printed, in the order the links were made (a renamed link\n"
+	 "last). With a MOUNT (an argument starting with '/') paths start with the mount\n"
+	 "point; with an FSNAME they are relative to the file system root, and the root\n"
+	 "itself is /. FID is [0xSEQ:0xOID:0xVER]; the brackets are optional. The exit code\n"
+	 "is the errno of the first failure (2: no such FID).\n"},
 	{"up", cli_up, "start a whole cluster on this machine and mount it",
 	 "usage: nacre up --dir DIR [--osts N] [--oss N] [--mount MNT] [--fsname NAME] [--port P]\n"
 	 "                [--hsm-backend URL [--hsm-endpoint URL] [--hsm-credentials FILE]\n"
