@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include "cli/cli.h"
 #include "common/util.h"
@@ -61,14 +62,40 @@ static const char *next_record(const char *buf, size_t len, size_t *pos)
 	return r;
 }
 
-/* path2fid --parents: "[PARENT]/NAME" per link, tab-separated, on one line. */
+/* path2fid: the FID of path itself, a symbolic link's own (lfs opens with O_NOFOLLOW). */
+static int print_fid(const char *path, int named)
+{
+	char fid[NACRE_FID_STR_MAX + 1];
+	ssize_t n = lgetxattr(path, NACRE_VXATTR_FID, fid, sizeof(fid) - 1);
+
+	if (n < 0) {
+		int err = errno;
+
+		if (err == ENOTSUP || err == ENODATA)
+			verb_err("path2fid", "cannot get fid for '%s': %s (not on a nacre file "
+				 "system)", path, strerror(ENOTTY));
+		else
+			verb_err("path2fid", "cannot get fid for '%s': %s", path, strerror(err));
+		return err == ENOTSUP || err == ENODATA ? -ENOTTY : -err;
+	}
+	fid[n] = '\0';
+	fid[strcspn(fid, "\n")] = '\0';
+	printf("%s%s%s\n", named ? path : "", named ? ": " : "", fid);
+	return 0;
+}
+
+/* path2fid --parents: "[PARENT]/NAME" per link, tab-separated, on one line. A symbolic
+ * link is refused with ELOOP, as lfs's open with O_NOFOLLOW refuses it. */
 static int print_parents(const char *path, int named)
 {
-	char *buf;
-	size_t len, pos = 0;
+	char *buf = NULL;
+	size_t len = 0, pos = 0;
 	const char *r;
-	int rc = read_list(path, NACRE_VXATTR_PARENTS, &buf, &len);
+	struct stat st;
+	int rc = lstat(path, &st) < 0 ? -errno : S_ISLNK(st.st_mode) ? -ELOOP : 0;
 
+	if (!rc)
+		rc = read_list(path, NACRE_VXATTR_PARENTS, &buf, &len);
 	if (rc < 0) {
 		if (rc == -ENOTSUP)
 			rc = -ENODATA; /* not nacre: no link data */
@@ -110,16 +137,8 @@ int cli_path2fid(int argc, char **argv)
 	int named = argc - optind > 1;
 
 	for (int i = optind; i < argc; i++) {
-		char fid[NACRE_FID_STR_MAX];
-		int err;
+		int err = parents ? print_parents(argv[i], named) : print_fid(argv[i], named);
 
-		if (parents) {
-			err = print_parents(argv[i], named);
-		} else {
-			err = cli_check_nacre(argv[i], fid, sizeof(fid));
-			if (!err)
-				printf("%s%s%s\n", named ? argv[i] : "", named ? ": " : "", fid);
-		}
 		if (err < 0 && rc == 0)
 			rc = -err;
 	}

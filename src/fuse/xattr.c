@@ -141,12 +141,13 @@ static void get_links(fuse_req_t req, struct fz_mount *m, const struct nacre_cre
 		rc = -ENOMEM;
 	if (!rc && t.b.len == 0)
 		rc = -EACCES;
-	/* the root (of the file system, or of a fileset) has no link the caller sees */
-	if (paths && (rc == -ENOENT || rc == -EACCES) &&
+	/* One path instead of the list: from an MDS without LINKS, or for the root (of the file
+	 * system, or of a fileset), which has no link the caller sees. */
+	if (paths && (rc == -EOPNOTSUPP || rc == -ENOENT || rc == -EACCES) &&
 	    nacre_fid2path(m->fs, cr, fid, t.dir, NACRE_PATH_MAX + 1) == 0 &&
-	    strcmp(t.dir, "/") == 0) {
+	    (rc == -EOPNOTSUPP || strcmp(t.dir, "/") == 0)) {
 		strbuf_reset(&t.b);
-		strbuf_add(&t.b, "/", 2);
+		strbuf_add(&t.b, t.dir, strlen(t.dir) + 1);
 		rc = strbuf_ok(&t.b) ? 0 : -ENOMEM;
 	}
 	if (rc < 0)

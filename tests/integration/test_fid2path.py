@@ -96,6 +96,19 @@ def test_root_and_errors(fs, nacre_cli):
     r = nacre_cli("fid2path", "nosuchfs", root)
     assert r.returncode == errno.ENODEV
     assert r.stderr.startswith("nacre fid2path: cannot resolve mount point for 'nosuchfs'")
+    # a symbolic link: path2fid names the link itself, not its target (lfs: O_NOFOLLOW);
+    # --parents refuses it as lfs's open with O_NOFOLLOW does
+    ln = os.path.join(mnt, "sym")
+    os.symlink("known", ln)
+    lfid = fid_of(nacre_cli, ln)
+    assert lfid != fid_of(nacre_cli, f)
+    assert lines(nacre_cli("fid2path", FSNAME, lfid)) == ["sym"]
+    r = nacre_cli("path2fid", "-p", ln)
+    assert r.returncode == errno.ELOOP
+    assert r.stderr == (f"nacre path2fid: cannot get parent fid for '{ln}': "
+                        "Too many levels of symbolic links\n")
+    r = nacre_cli("path2fid", "/tmp")
+    assert r.returncode == errno.ENOTTY and "not on a nacre file system" in r.stderr
     r = nacre_cli("path2fid", "-p", mnt)  # the root has no parent
     assert r.returncode == errno.ENOENT
     assert r.stderr == (f"nacre path2fid: cannot get parent fid for '{mnt}': "
