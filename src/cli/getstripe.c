@@ -393,17 +393,20 @@ static int load(const struct gs_opts *o, const char *path, const struct stat *st
 		cli_err("cannot read the default layout of %s: %s", path, strerror(-rc));
 		return 1;
 	}
-	int root_set = fs_default(path, &def);
-
-	g->def_count = def.stripe_count ? def.stripe_count : 1;
-	g->def_size = def.stripe_size ? def.stripe_size : NACRE_STRIPE_SIZE_DEFAULT;
 	g->pattern = "raid0";
 	if (rc == 0) { /* a default of its own */
 		g->count = l->stripe_count;
 		g->size = l->stripe_size;
 		g->offset = l->stripe_offset;
-		return 0;
+		if (g->count != 0 && g->size != 0)
+			return 0; /* nothing left to the file system default */
 	}
+	int root_set = fs_default(path, &def);
+
+	g->def_count = def.stripe_count ? def.stripe_count : 1;
+	g->def_size = def.stripe_size ? def.stripe_size : NACRE_STRIPE_SIZE_DEFAULT;
+	if (rc == 0)
+		return 0;
 	/* None: lfs shows the file system's (the root's) marked "(Default)", or, with -R or
 	 * when the root has none either, zeroes and its unset pattern 0. */
 	g->fake = 1;
@@ -527,6 +530,7 @@ int cli_getstripe(int argc, char **argv)
 		{"default", no_argument, NULL, 'D'},
 		{"fid", no_argument, NULL, 'F'},
 		{"generation", no_argument, NULL, 'g'},
+		{"help", no_argument, NULL, 'h'},
 		{"hex-idx", no_argument, NULL, OPT_HEX_IDX},
 		{"stripe-index", no_argument, NULL, 'i'},
 		{"stripe_index", no_argument, NULL, 'i'},
@@ -555,8 +559,11 @@ int cli_getstripe(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "cdDFgiI::LmNpqrRSvyz", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "cdDFghiI::LmNpqrRSvyz", longopts, NULL)) != -1) {
 		switch (opt) {
+		case 'h':
+			cli_usage(stdout, "getstripe");
+			return 0;
 		case 'c': pick(&o, V_COUNT); break;
 		case 'S': pick(&o, V_SIZE); break;
 		case 'i': pick(&o, V_OFFSET); break;

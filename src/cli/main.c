@@ -42,6 +42,7 @@ static const struct cli_cmd commands[] = {
 	 "  --hex-idx            OST indices in hex\n"
 	 "  -d, --directory      show a directory itself, not its entries\n"
 	 "  -r, --recursive      descend into subdirectories\n"
+	 "  -h, --help           this text\n"
 	 "Several fields print labelled, in lfs's order; a field option shows the paths given\n"
 	 "and nothing below them, as lfs does. Each layout ends with a blank line, as in lfs.\n"
 	 "objid is the file's FID oid: nacre names objects by (FID, stripe, generation) and has\n"
