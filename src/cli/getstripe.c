@@ -247,6 +247,16 @@ static void print_comp(const struct gs_opts *o, const struct gs_layout *g, const
 
 	if (o->max_depth && path && (v != V_OBJID || !g->is_dir) && !o->yaml)
 		printf("%s\n", path);
+	if (v & V_DETAIL) {
+		/* lfs's forged header: 32 bytes, one 48-byte entry, then the plain layout's
+		 * 32 bytes and 24 per object (none for a directory) */
+		uint32_t objs = g->is_dir || g->count < 0 ? 0 : (uint32_t)g->count;
+
+		printf("composite_header:\n");
+		printf("%2slcm_magic:         0x%08X\n", " ", LOV_MAGIC_V1);
+		printf("%2slcm_size:          %u\n", " ", 32 + 48 + 32 + 24 * objs);
+		printf("%2slcm_flags:         %s\n", " ", g->is_dir ? "" : "0");
+	}
 	if (v & V_GEN) {
 		if (v & ~V_GEN)
 			printf("%2slcm_layout_gen:    ", " ");

@@ -76,6 +76,11 @@ def test_component_views_of_a_plain_layout(tree, nacre_cli):
         f"{f}\n  lcm_layout_gen:    {gen}\n  lcm_mirror_count:  1\n  lcm_entry_count:   0\n")
     assert gs(nacre_cli, "--component-id=1", "-d", tree["d"]) == (
         "  lcm_layout_gen:    0\n  lcm_mirror_count:  1\n  lcm_entry_count:   0\n")
+    assert gs(nacre_cli, "-v", "-I1", f) == (
+        f"{f}\ncomposite_header:\n  lcm_magic:         0x0BD10BD0\n"
+        f"  lcm_size:          {32 + 48 + 32 + 24 * 2}\n  lcm_flags:         0\n"
+        f"  lcm_layout_gen:    {gen}\n  lcm_mirror_count:  1\n  lcm_entry_count:   0\n"
+        "components:\n")
     r = nacre_cli("getstripe", "-I0", f)
     assert r.returncode != 0 and "bad component id '0'" in r.stderr
 
