@@ -181,6 +181,14 @@ int nacre_targets(struct nacre_fs *fs, struct nacre_target *out, int max);
 /* Path of fid relative to the file system root, "/" separated, starting with '/'. */
 int nacre_fid2path(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
 		   char *buf, size_t len);
+/* The hard links of fid in link order (the order they were made; a renamed link comes last,
+ * as Lustre's link EA lists them): fn(arg, parent, name) for each link in a directory the
+ * caller may search (and, on a fileset mount, inside the fileset). fn returns nonzero to
+ * stop. Returns 0; -ENOENT when fid has no link (unlinked, or the root), -EACCES when it has
+ * links but the caller may see none; other errors as nacre_fid2path. */
+int nacre_links(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		int (*fn)(void *arg, const struct nacre_fid *parent, const char *name),
+		void *arg);
 /* Resolves a path relative to the mount root ("/a/b" or "a/b"), following no symlinks. */
 int nacre_resolve(struct nacre_fs *fs, const struct nacre_cred *cr, const char *path,
 		  struct nacre_attr *out);

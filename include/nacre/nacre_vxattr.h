@@ -36,6 +36,20 @@
  * on every directory of that path (EACCES otherwise), as a lookup of the path would. */
 #define NACRE_VXATTR_FID2PATH "nacre.fid2path."
 
+/* get; anything: its hard links in link order (the order they were made, a renamed link
+ * last, as Lustre's link EA), each "[PARENT_FID]/NAME" followed by a NUL (a name may hold
+ * '\n'), only those in directories the caller may search. ENOENT when there is none (the
+ * root), EACCES when the caller may see none. At most NACRE_VXATTR_LIST_MAX bytes: the
+ * links after those are left out. */
+#define NACRE_VXATTR_PARENTS "nacre.parents"
+#define NACRE_VXATTR_LIST_MAX 65536
+
+/* get; the mount's root; the name is this prefix followed by a FID: the path of each hard
+ * link of that FID, as nacre.fid2path writes it, each followed by a NUL, in link order; "/"
+ * for the root. Only paths the caller could look up (EACCES when there is none). At most
+ * NACRE_VXATTR_LIST_MAX bytes, as nacre.parents. */
+#define NACRE_VXATTR_LINKPATHS "nacre.linkpaths."
+
 /* get; the mount's root: the MDS's recovery window (nacre_recovery_status), one line
  *   "STATE START DURATION TIME_LEFT EXPECTED CONNECTED REPLAYED COMPLETED EVICTED
  *    REPLAYED_REQUESTS QUEUED LAST_TRANSNO LAST_COMMITTED"

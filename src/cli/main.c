@@ -22,14 +22,29 @@ static const struct cli_cmd commands[] = {
 	 "  -d, --delete          remove a directory's default layout\n"
 	 "A path that does not exist is created as an empty file with that layout.\n"},
 	{"getstripe", cli_getstripe, "show layouts of files and directory defaults",
-	 "usage: nacre getstripe [-c|-S|-i] [-v] [-y] [-d] [-r] PATH...\n"
-	 "  -c, --stripe-count   print only the stripe count\n"
-	 "  -S, --stripe-size    print only the stripe size\n"
-	 "  -i, --stripe-index   print only the first OST index\n"
+	 "usage: nacre getstripe [OPTIONS] PATH...\n"
+	 "  -c, --stripe-count   the stripe count        -S, --stripe-size    the stripe size\n"
+	 "  -i, --stripe-index   the first OST index     -L, --layout         the pattern\n"
+	 "  -g, --generation     the layout generation   -F, --fid            the FID\n"
+	 "  -p, --pool           the pool (none: nacre has no pools)\n"
+	 "  -m, --mdt-index      the MDT index (0)\n"
+	 "  -N, --mirror-count   the mirror count (nothing for a plain layout, as lfs)\n"
+	 "  -z, --extension-size the extension size (nothing for a plain layout)\n"
+	 "  --component-count    the component count (0 for a plain layout)\n"
+	 "  -I, --component-id[=ID]  the component id (0 for a plain layout); with ID only\n"
+	 "                       that component (a plain layout has none numbered 1 and up)\n"
+	 "  -q, --quiet          the objects only\n"
 	 "  -v, --verbose        add lmm_magic, lmm_seq, lmm_object_id and lmm_fid\n"
 	 "  -y, --yaml           YAML output\n"
+	 "  -R, --raw            a directory's unset fields as 0, not the file system default\n"
+	 "  -D, --default        the directories' default directory striping (nacre stripes\n"
+	 "                       no directory: lfs's values for none set)\n"
+	 "  --hex-idx            OST indices in hex\n"
 	 "  -d, --directory      show a directory itself, not its entries\n"
 	 "  -r, --recursive      descend into subdirectories\n"
+	 "  -h, --help           this text\n"
+	 "Several fields print labelled, in lfs's order; a field option shows the paths given\n"
+	 "and nothing below them, as lfs does. Each layout ends with a blank line, as in lfs.\n"
 	 "objid is the file's FID oid: nacre names objects by (FID, stripe, generation) and has\n"
 	 "no per-object ids.\n"},
 	{"romio-hints", cli_romio_hints, "print ROMIO (MPI-IO) hints matching a path's layout",
@@ -50,10 +65,21 @@ static const struct cli_cmd commands[] = {
 	 "usage: nacre mdts [PATH]\n"
 	 "Prints MDTS: and a line INDEX: UUID ACTIVE|INACTIVE per MDT.\n"},
 	{"path2fid", cli_path2fid, "print the FID of paths",
-	 "usage: nacre path2fid PATH...\n"},
+	 "usage: nacre path2fid [-p|--parents] PATH...\n"
+	 "  -p, --parents   print [PARENT_FID]/NAME for every hard link, tab-separated\n"
+	 "With several paths each line starts with PATH: .\n"},
 	{"fid2path", cli_fid2path, "print the paths of FIDs",
-	 "usage: nacre fid2path MOUNT|FSNAME FID...\n"
-	 "FID is [0xSEQ:0xOID:0xVER]; the brackets are optional.\n"},
+	 "usage: nacre fid2path [-f|--print-fid] [-c|--print-link] [-l|--link N]\n"
+	 "                      MOUNT|FSNAME FID...\n"
+	 "  -f, --print-fid   start each line with the FID as given\n"
+	 "  -c, --print-link  then the link number lfs reports (the next link's, or the\n"
+	 "                    same for the last)\n"
+	 "  -l, --link N      only link N (0 is the first; past the last: the first)\n"
+	 "Every hard link is printed, in the order the links were made (a renamed link\n"
+	 "last). With a MOUNT (an argument starting with '/') paths start with the mount\n"
+	 "point; with an FSNAME they are relative to the file system root, and the root\n"
+	 "itself is /. FID is [0xSEQ:0xOID:0xVER]; the brackets are optional. The exit code\n"
+	 "is the errno of the first failure (2: no such FID).\n"},
 	{"up", cli_up, "start a whole cluster on this machine and mount it",
 	 "usage: nacre up --dir DIR [--osts N] [--oss N] [--mount MNT] [--fsname NAME] [--port P]\n"
 	 "                [--hsm-backend URL [--hsm-endpoint URL] [--hsm-credentials FILE]\n"

@@ -48,9 +48,9 @@ def test_getstripe_plain_file(mnt, nacre_cli):
     for idx, objid, hexid, group in r:
         assert int(objid) == oid and int(hexid, 16) == oid and group == "0"
     # Bare values.
-    assert nacre_cli("getstripe", "-c", f, check=True).stdout == "2\n"
-    assert nacre_cli("getstripe", "-S", f, check=True).stdout == "131072\n"
-    assert nacre_cli("getstripe", "-i", f, check=True).stdout == f"{osts[0]}\n"
+    assert nacre_cli("getstripe", "-c", f, check=True).stdout == "2\n\n"
+    assert nacre_cli("getstripe", "-S", f, check=True).stdout == "131072\n\n"
+    assert nacre_cli("getstripe", "-i", f, check=True).stdout == f"{osts[0]}\n\n"
     # -v adds the identity lines.
     v = nacre_cli("getstripe", "-v", f, check=True).stdout.splitlines()
     seq = fid.strip("[]").split(":")[0]
@@ -71,7 +71,7 @@ def test_getstripe_plain_file(mnt, nacre_cli):
 def test_setstripe_sizes_and_errors(mnt, nacre_cli):
     f = os.path.join(mnt, "cli-size")
     nacre_cli("setstripe", "-S", "64", f, check=True)  # a bare value below 4096 is KiB
-    assert nacre_cli("getstripe", "-S", f, check=True).stdout == "65536\n"
+    assert nacre_cli("getstripe", "-S", f, check=True).stdout == "65536\n\n"
     r = nacre_cli("setstripe", "-S", "100K", os.path.join(mnt, "cli-bad"))
     assert r.returncode != 0 and "64K" in r.stderr, r.stderr
     assert not os.path.exists(os.path.join(mnt, "cli-bad"))
@@ -86,7 +86,7 @@ def test_setstripe_sizes_and_errors(mnt, nacre_cli):
     e = os.path.join(mnt, "cli-empty")
     open(e, "wb").close()
     nacre_cli("setstripe", "-c", 3, e, check=True)
-    assert nacre_cli("getstripe", "-c", e, check=True).stdout == "3\n"
+    assert nacre_cli("getstripe", "-c", e, check=True).stdout == "3\n\n"
     # Not nacre.
     with tempfile.TemporaryDirectory() as d:
         r = nacre_cli("getstripe", d)
@@ -110,12 +110,12 @@ def test_directory_default(mnt, nacre_cli):
     assert out == DIR_LINE.format(c=2, s=262144, i=-1) + "\n\n"
     with open(os.path.join(d, "child"), "wb") as fh:
         fh.write(b"x")
-    assert nacre_cli("getstripe", "-c", os.path.join(d, "child"), check=True).stdout == "2\n"
+    assert nacre_cli("getstripe", "-c", os.path.join(d, "child"), check=True).stdout == "2\n\n"
     assert nacre_cli("getstripe", "-S", os.path.join(d, "child"),
-                     check=True).stdout == "262144\n"
+                     check=True).stdout == "262144\n\n"
     # A bare value of a directory is the directory's alone (lfs: depth 0).
-    assert nacre_cli("getstripe", "-c", d, check=True).stdout == "2\n"
-    assert nacre_cli("getstripe", "-S", d, check=True).stdout == "262144\n"
+    assert nacre_cli("getstripe", "-c", d, check=True).stdout == "2\n\n"
+    assert nacre_cli("getstripe", "-S", d, check=True).stdout == "262144\n\n"
     # Without -d the directory is named and its entries follow.
     out = nacre_cli("getstripe", d, check=True).stdout
     assert out.startswith(f"{d}\n" + DIR_LINE.format(c=2, s=262144, i=-1) + "\n\n")
@@ -151,11 +151,11 @@ def test_setstripe_index_checked_against_the_osts(mnt, nacre_cli):
         if mk is None:
             assert not os.path.exists(path), "a refused setstripe left its new file behind"
         if mk == "dir":
-            assert nacre_cli("getstripe", "-i", path, check=True).stdout == "-1\n"
+            assert nacre_cli("getstripe", "-i", path, check=True).stdout == "-1\n\n"
     # An index that exists is taken.
     f = os.path.join(mnt, "idx-ok")
     nacre_cli("setstripe", "-i", 3, "-c", 1, f, check=True)
-    assert nacre_cli("getstripe", "-i", f, check=True).stdout == "3\n"
+    assert nacre_cli("getstripe", "-i", f, check=True).stdout == "3\n\n"
 
 
 def test_df(cluster, mnt, nacre_cli):
