@@ -97,8 +97,9 @@ static const struct cli_cmd commands[] = {
 	 "CONFIG is an INI file: see docs/cluster.md and deploy/examples/cluster.conf.\n"},
 	{"stats", cli_stats, "Lustre-style per-target counters from the metrics endpoints",
 	 "usage: nacre stats [-c CONFIG] [HOST:PORT...]\n"
-	 "  Reads each daemon's Prometheus endpoint (--metrics-addr) and prints per-target\n"
-	 "  read_bytes, write_bytes and requests per operation.\n"
+	 "  Reads each daemon's Prometheus endpoint (--metrics-addr) and prints each OST's\n"
+	 "  obdfilter.FS-OSTxxxx.stats as lctl get_param does (snapshot_time, then\n"
+	 "  NAME COUNT samples [UNIT] [MIN MAX SUM]) and requests per operation.\n"
 	 "  -c CONFIG   take the endpoints from a cluster config (metrics_addr keys)\n"},
 	{"get_param", cli_get_param, "read parameters by their lctl names, as lctl get_param",
 	 "usage: nacre get_param [-n] [-N] [-R] [--mount PATH] [--metrics HOST:PORT]...\n"

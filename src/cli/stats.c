@@ -1,5 +1,6 @@
 /* stats.c - `nacre stats` and `nacre top`: read the daemons' Prometheus endpoints
- * (--metrics-addr) and show per-target counters or a live per-server view.
+ * (--metrics-addr) and show per-target counters (obdfilter.*.stats in lprocfs's shape, which
+ * `nacre get_param` prints too) or a live per-server view.
  *
  * The CLI has no other way to per-server counters: path-based commands only see the FUSE
  * mount, so a daemon without --metrics-addr shows nothing here (docs/cluster.md). */
@@ -449,11 +450,11 @@ int cli_stats(int argc, char **argv)
 		}
 		if (strcmp(role, "client") == 0) {
 			printf("llite.stats=\n");
-			printf("  %-24s %.0f bytes\n", "read_bytes",
+			printf("%-25s %.0f bytes\n", "read_bytes",
 			       sum_of(&sc, "nacre_client_read_bytes_total"));
-			printf("  %-24s %.0f bytes\n", "write_bytes",
+			printf("%-25s %.0f bytes\n", "write_bytes",
 			       sum_of(&sc, "nacre_client_write_bytes_total"));
-			printf("  %-24s %.0f\n", "open_files", sum_of(&sc, "nacre_client_open_files"));
+			printf("%-25s %.0f\n", "open_files", sum_of(&sc, "nacre_client_open_files"));
 		}
 		/* Requests by operation: served (daemons) or sent (clients). */
 		const char *cnt = strcmp(role, "client") == 0
