@@ -111,7 +111,8 @@ static const struct cli_cmd commands[] = {
 	 "  --metrics HOST:PORT  an OSS metrics endpoint, for obdfilter.*.stats (repeatable)\n"
 	 "  -c CONFIG            the OSS endpoints of a cluster config (metrics_addr keys)\n"
 	 "  --mount PATH         only the mount PATH is on (default: every nacre mount)\n"
-	 "Prints NAME=VALUE, or NAME= and the lines of a multi-line value. Exit status: 0, or\n"
+	 "Prints NAME=VALUE, or NAME= and then the value when it has several lines or is long\n"
+	 "(as lctl). Exit status: 0, or\n"
 	 "the errno of the first failure (2: no such parameter). See docs/params.md.\n"},
 	{"set_param", cli_set_param, "change a mount's tunables, as lctl set_param",
 	 "usage: nacre set_param [-n] [--mount PATH] NAME=VALUE...\n"

@@ -382,11 +382,16 @@ static void usage_error(const char *verb, const char *arg)
 	cli_usage(stderr, verb);
 }
 
-/* Options shared by the three param verbs; returns the index of the first operand or -1. */
+/* Options shared by the three param verbs; returns the index of the first operand, -1
+ * after a message, -2 after printing the usage (-h). */
 static int parse_opts(int argc, char **argv, struct opts *o, const char *allowed)
 {
 	int i = 1;
 
+	if (argc > 1 && cli_is_help(argv[1])) {
+		cli_usage(stdout, argv[0]);
+		return -2;
+	}
 	for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
 		if (strcmp(argv[i], "--") == 0)
 			return i + 1;
@@ -442,7 +447,7 @@ static int get_or_list(int argc, char **argv, int list)
 	memset(&o, 0, sizeof(o));
 	first = parse_opts(argc, argv, &o, list ? "R" : "nNR");
 	if (first < 0)
-		return 1;
+		return first == -2 ? 0 : 1;
 	if (list)
 		o.only_name = 1;
 	if (first >= argc) {
@@ -508,7 +513,7 @@ int cli_set_param(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	first = parse_opts(argc, argv, &o, "n");
 	if (first < 0)
-		return 1;
+		return first == -2 ? 0 : 1;
 	if (first >= argc) {
 		cli_err("set_param: give NAME=VALUE (e.g. 'osc.*.max_rpcs_in_flight=16')");
 		cli_usage(stderr, "set_param");
