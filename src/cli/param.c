@@ -218,7 +218,13 @@ static void stats_params(struct prm_set *ps, const struct opts *o)
 	}
 }
 
-/* Every parameter this machine offers. 0, or -1 after a message (no mount, no memory). */
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct prm *)a)->name, ((const struct prm *)b)->name);
+}
+
+/* Every parameter this machine offers, sorted by name as lctl's glob sorts its paths.
+ * 0, or -1 after a message (no mount, no memory). */
 static int collect(struct prm_set *ps, const struct opts *o)
 {
 	struct cli_mount *m = calloc(PARAM_MOUNTS_MAX, sizeof(*m));
@@ -248,6 +254,8 @@ static int collect(struct prm_set *ps, const struct opts *o)
 		target_params(ps, m[i].dir, buf, server);
 	}
 	stats_params(ps, o);
+	if (ps->n > 1)
+		qsort(ps->p, (size_t)ps->n, sizeof(*ps->p), by_name);
 	free(m);
 	free(buf);
 	if (n <= 0 && o->neps == 0) {

@@ -155,6 +155,8 @@ def test_set_param_changes_the_mount(pc):
 
 def test_set_param_errors(pc):
     m = pc.mounts[0].path
+    before = nacre("get_param", "--mount", m, "osc.*.max_rpcs_in_flight",
+                   "llite.*.max_read_ahead_mb").stdout
     r = nacre("set_param", "--mount", m, "osc.*.max_rpcs_in_flight=0")
     assert r.returncode == 34, r
     assert "max_rpcs_in_flight=0: Numerical result out of range" in r.stderr
@@ -168,10 +170,9 @@ def test_set_param_errors(pc):
         "error: set_param: param_path 'llite.*.no_such_knob': No such file or directory")
     r = nacre("set_param", "--mount", m, "llite.*.max_read_ahead_mb=8", user=65534)
     assert r.returncode == 13 and "needs root" in r.stderr, r
-    assert nacre("get_param", "-n", "--mount", m, "llite.*.max_read_ahead_mb").stdout == "64\n"
     # Nothing was changed by the failures.
-    assert nacre("get_param", "-n", "--mount", m, "osc.*.max_rpcs_in_flight").stdout \
-        in ("8\n8\n", "8\n3\n")
+    assert nacre("get_param", "--mount", m, "osc.*.max_rpcs_in_flight",
+                 "llite.*.max_read_ahead_mb").stdout == before
 
 
 def test_hsm_actions(pc):
