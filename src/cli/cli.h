@@ -91,6 +91,11 @@ int cli_scrape_targets(const struct cli_scrape *sc, char (*out)[64], int max);
 /* Appends the value of obdfilter.TARGET.stats in lprocfs's shape: "snapshot_time" line,
  * then "NAME COUNT samples [UNIT] [MIN MAX SUM]" per counter with samples. */
 void cli_target_stats(const struct cli_scrape *sc, const char *target, struct strbuf *out);
+/* The MDT name ("fs-MDT0000") an MDS's scrape is of: 0, or -1 when sc is no MDS's. */
+int cli_scrape_mdt(const struct cli_scrape *sc, char *out, size_t len);
+/* Appends mdt.*.md_stats's value: "snapshot_time", then "NAME COUNT samples [reqs]" per
+ * metadata operation served (MDS_OPEN is "open"). */
+void cli_mdt_stats(const struct cli_scrape *sc, struct strbuf *out);
 
 /* Subcommands, one group per file. */
 int cli_setstripe(int argc, char **argv);   /* stripe.c */

@@ -8,8 +8,9 @@
  * - what a client knows of the servers (osc.* and mdc.* active and space, obdfilter.* and
  *   mdt.* space, mdt.*.hsm.actions): nacre.targets and nacre.hsm_list of the first mount
  *   of each file system, read-only;
- * - server counters (obdfilter.*.stats): the OSSes' metrics endpoints, only when given
- *   with --metrics HOST:PORT or -c CONFIG (the CLI has no other way to them).
+ * - server counters (obdfilter.*.stats, mdt.*.md_stats): the daemons' metrics endpoints,
+ *   only when given with --metrics HOST:PORT or -c CONFIG (the CLI has no other way to
+ *   them).
  * Names match patterns as lctl matches them: the dots are path separators, so '*' stays
  * within one component, and -R also takes every name below a matching prefix.
  */
@@ -192,17 +193,26 @@ static void target_params(struct prm_set *ps, const char *root, char *buf, int s
 	}
 }
 
-/* obdfilter.TARGET.stats of every OST the given metrics endpoints serve. */
+/* obdfilter.TARGET.stats of every OST, and mdt.TARGET.md_stats of the MDT, that the given
+ * metrics endpoints serve. */
 static void stats_params(struct prm_set *ps, const struct opts *o)
 {
 	for (int e = 0; e < o->neps; e++) {
 		struct cli_scrape sc = {0};
-		char tgts[64][64];
+		char tgts[64][64], mdt[64];
 
 		cli_scrape_fetch(o->eps[e], &sc);
 		if (!sc.ok) {
 			cli_err("metrics endpoint %s: %s", o->eps[e], sc.err);
 			continue;
+		}
+		if (cli_scrape_mdt(&sc, mdt, sizeof(mdt)) == 0) {
+			struct strbuf sb = STRBUF_INIT;
+
+			cli_mdt_stats(&sc, &sb);
+			if (strbuf_ok(&sb))
+				add_text(ps, "", strbuf_cstr(&sb), "mdt.%s.md_stats", mdt);
+			strbuf_fini(&sb);
 		}
 		int nt = cli_scrape_targets(&sc, tgts, 64);
 
@@ -421,6 +431,9 @@ static int parse_opts(int argc, char **argv, struct opts *o, const char *allowed
 					cli_err("%s", err);
 					return -1;
 				}
+				if (c.mds_metrics_addr[0])
+					str_copy(o->eps[o->neps++], c.mds_metrics_addr,
+						 CC_ADDR_MAX);
 				for (int k = 0; k < c.noss && o->neps < PARAM_EPS_MAX; k++)
 					if (c.oss[k].metrics_addr[0])
 						str_copy(o->eps[o->neps++], c.oss[k].metrics_addr,

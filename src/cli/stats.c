@@ -357,6 +357,37 @@ void cli_target_stats(const struct cli_scrape *sc, const char *target, struct st
 	}
 }
 
+int cli_scrape_mdt(const struct cli_scrape *sc, char *out, size_t len)
+{
+	for (int i = 0; i < sc->n; i++)
+		if (strcmp(sc->s[i].name, "nacre_mds_target_info") == 0 &&
+		    cli_label_of(sc->s[i].labels, "target", out, len) == 0)
+			return 0;
+	return -1;
+}
+
+void cli_mdt_stats(const struct cli_scrape *sc, struct strbuf *out)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	strbuf_printf(out, "%-25s %lld.%09ld secs.nsecs\n", "snapshot_time",
+		      (long long)now.tv_sec, (long)now.tv_nsec);
+	for (int i = 0; i < sc->n; i++) {
+		char op[64], lower[64];
+		size_t k = 0;
+
+		if (strcmp(sc->s[i].name, "nacre_rpc_server_requests_total") != 0 ||
+		    cli_label_of(sc->s[i].labels, "op", op, sizeof(op)) < 0 ||
+		    strncmp(op, "MDS_", 4) != 0)
+			continue;
+		for (const char *c = op + 4; *c && k + 1 < sizeof(lower); c++)
+			lower[k++] = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
+		lower[k] = '\0';
+		counter_line(out, lower, sc->s[i].value, "reqs", NULL);
+	}
+}
+
 /* Endpoints from -c CONFIG and the command line. */
 static int endpoints(int argc, char **argv, int first, const char *conf, char eps[][CC_ADDR_MAX])
 {

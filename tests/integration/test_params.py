@@ -17,11 +17,15 @@ INST = r"[0-9a-f]{16}"
 
 
 class ParamCluster(Cluster):
-    """OSSes with a metrics endpoint, for obdfilter.*.stats."""
+    """Servers with a metrics endpoint, for obdfilter.*.stats and mdt.*.md_stats."""
 
     def __init__(self, **kw):
         super().__init__(fsname=FS, **kw)
         self.mport = [free_port() for _ in range(self.noss)]
+        self.mds_mport = free_port()
+
+    def mds_argv(self, fmt):
+        return super().mds_argv(fmt) + ["--metrics-addr", f"127.0.0.1:{self.mds_mport}"]
 
     def oss_argv(self, j, fmt):
         return super().oss_argv(j, fmt) + ["--metrics-addr", f"127.0.0.1:{self.mport[j]}"]
@@ -191,6 +195,24 @@ def test_hsm_actions(pc):
     # Multi-line values print as NAME= and then the lines.
     r = nacre("get_param", "--mount", m, "mdt.*.hsm.actions")
     assert r.stdout.startswith(f"mdt.{FS}-MDT0000.hsm.actions=\n")
+
+
+def test_md_stats(pc):
+    m = pc.mounts[0].path
+    for i in range(3):
+        (m / f"md{i}").mkdir()
+    r = nacre("get_param", "--mount", m, "--metrics", f"127.0.0.1:{pc.mds_mport}",
+              "--metrics", f"127.0.0.1:{pc.mport[0]}", "mdt.*.md_stats", "obdfilter.*.stats")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"mdt.{FS}-MDT0000.md_stats=", r.stdout
+    assert re.fullmatch(r"snapshot_time {13}\d+\.\d{9} secs\.nsecs", lines[1])
+    mk = [ln for ln in lines if ln.startswith("mkdir ")]
+    assert len(mk) == 1 and re.fullmatch(r"mkdir {21}(\d+) samples \[reqs\]", mk[0]), lines
+    assert int(mk[0].split()[1]) >= 3
+    # Only OST0000's OSS was named: OST0001's stats are not there.
+    assert f"obdfilter.{FS}-OST0000.stats=" in lines
+    assert f"obdfilter.{FS}-OST0001.stats=" not in lines
 
 
 def test_nacre_stats_is_lctl_shaped(pc):
