@@ -19,6 +19,7 @@
 
 #include "cli/cli.h"
 #include "cli/cluster_conf.h"
+#include "common/lprocfs.h"
 #include "common/strbuf.h"
 #include "common/util.h"
 
@@ -300,43 +301,35 @@ static double target_value(const struct cli_scrape *sc, const char *name, const 
 	return -1;
 }
 
-/* One lprocfs counter line: "NAME COUNT samples [UNIT]" and, for a size counter,
- * " MIN MAX SUM"; nothing for a counter with no samples (lprocfs skips those). */
-static void counter_line(struct strbuf *out, const char *name, double count, const char *unit,
-			 const double *minmaxsum)
+/* read_bytes and write_bytes lines from PREFIX_{read,write}_{requests_total,min_bytes,
+ * max_bytes,bytes_total} (of target, or unlabelled when target is NULL). */
+static void size_lines(const struct cli_scrape *sc, const char *prefix, const char *target,
+		       struct strbuf *out)
 {
-	if (count <= 0)
-		return;
-	strbuf_printf(out, "%-25s %.0f samples [%s]", name, count, unit);
-	if (minmaxsum)
-		strbuf_printf(out, " %.0f %.0f %.0f", minmaxsum[0], minmaxsum[1], minmaxsum[2]);
-	strbuf_char(out, '\n');
+	static const char *const dirs[] = {"read", "write"};
+	static const char *const parts[] = {"min_bytes", "max_bytes", "bytes_total",
+					    "requests_total"};
+
+	for (int d = 0; d < 2; d++) {
+		char n[96];
+		double v[4];
+		uint64_t mms[3];
+
+		for (int k = 0; k < 4; k++) {
+			snprintf(n, sizeof(n), "%s_%s_%s", prefix, dirs[d], parts[k]);
+			v[k] = target ? target_value(sc, n, target) : sum_of(sc, n);
+		}
+		snprintf(n, sizeof(n), "%s_bytes", dirs[d]);
+		for (int k = 0; k < 3; k++)
+			mms[k] = v[k] > 0 ? (uint64_t)v[k] : 0;
+		lprocfs_counter_line(out, n, v[3] > 0 ? (uint64_t)v[3] : 0, "bytes", mms);
+	}
 }
 
 void cli_target_stats(const struct cli_scrape *sc, const char *target, struct strbuf *out)
 {
-	struct timespec now;
-	static const char *const dirs[] = {"read", "write"};
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	strbuf_printf(out, "%-25s %lld.%09ld secs.nsecs\n", "snapshot_time",
-		      (long long)now.tv_sec, (long)now.tv_nsec);
-	for (int d = 0; d < 2; d++) {
-		char n[96];
-		double v[3];
-
-		snprintf(n, sizeof(n), "nacre_oss_%s_min_bytes", dirs[d]);
-		v[0] = target_value(sc, n, target);
-		snprintf(n, sizeof(n), "nacre_oss_%s_max_bytes", dirs[d]);
-		v[1] = target_value(sc, n, target);
-		snprintf(n, sizeof(n), "nacre_oss_%s_bytes_total", dirs[d]);
-		v[2] = target_value(sc, n, target);
-		snprintf(n, sizeof(n), "nacre_oss_%s_requests_total", dirs[d]);
-		double count = target_value(sc, n, target);
-
-		snprintf(n, sizeof(n), "%s_bytes", dirs[d]);
-		counter_line(out, n, count, "bytes", v);
-	}
+	lprocfs_snapshot_line(out);
+	size_lines(sc, "nacre_oss", target, out);
 	/* Requests by operation, named as lprocfs names them (OST_PUNCH is "punch"). */
 	for (int i = 0; i < sc->n; i++) {
 		char t[64], op[64];
@@ -353,7 +346,8 @@ void cli_target_stats(const struct cli_scrape *sc, const char *target, struct st
 			lower[k] = (char)(short_op[k] >= 'A' && short_op[k] <= 'Z' ? short_op[k] + 32
 										  : short_op[k]);
 		lower[k] = '\0';
-		counter_line(out, lower, sc->s[i].value, "reqs", NULL);
+		lprocfs_counter_line(out, lower, sc->s[i].value > 0 ? (uint64_t)sc->s[i].value : 0,
+				     "reqs", NULL);
 	}
 }
 
@@ -368,11 +362,7 @@ int cli_scrape_mdt(const struct cli_scrape *sc, char *out, size_t len)
 
 void cli_mdt_stats(const struct cli_scrape *sc, struct strbuf *out)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	strbuf_printf(out, "%-25s %lld.%09ld secs.nsecs\n", "snapshot_time",
-		      (long long)now.tv_sec, (long)now.tv_nsec);
+	lprocfs_snapshot_line(out);
 	for (int i = 0; i < sc->n; i++) {
 		char op[64], lower[64];
 		size_t k = 0;
@@ -384,7 +374,8 @@ void cli_mdt_stats(const struct cli_scrape *sc, struct strbuf *out)
 		for (const char *c = op + 4; *c && k + 1 < sizeof(lower); c++)
 			lower[k++] = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
 		lower[k] = '\0';
-		counter_line(out, lower, sc->s[i].value, "reqs", NULL);
+		lprocfs_counter_line(out, lower, sc->s[i].value > 0 ? (uint64_t)sc->s[i].value : 0,
+				     "reqs", NULL);
 	}
 }
 
@@ -480,12 +471,13 @@ int cli_stats(int argc, char **argv)
 			strbuf_fini(&sb);
 		}
 		if (strcmp(role, "client") == 0) {
-			printf("llite.stats=\n");
-			printf("%-25s %.0f bytes\n", "read_bytes",
-			       sum_of(&sc, "nacre_client_read_bytes_total"));
-			printf("%-25s %.0f bytes\n", "write_bytes",
-			       sum_of(&sc, "nacre_client_write_bytes_total"));
-			printf("%-25s %.0f\n", "open_files", sum_of(&sc, "nacre_client_open_files"));
+			/* As llite.*.stats (without open/close: the endpoint has no counts). */
+			struct strbuf sb = STRBUF_INIT;
+
+			lprocfs_snapshot_line(&sb);
+			size_lines(&sc, "nacre_client", NULL, &sb);
+			printf("llite.stats=\n%s", strbuf_cstr(&sb));
+			strbuf_fini(&sb);
 		}
 		/* Requests by operation: served (daemons) or sent (clients). */
 		const char *cnt = strcmp(role, "client") == 0

@@ -15,6 +15,7 @@
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "fuse/fz.h"
+#include "fuse/fz_metrics.h"
 #include "nacre/nacre_vxattr.h"
 
 #define PARAM_OSTS_MAX 65536
@@ -26,12 +27,14 @@ enum { ON_LLITE, ON_OSC };
 struct param {
 	int on;
 	const char *name; /* the last part of the dotted name */
-	int tunable;      /* NACRE_TUNE_* */
+	int tunable;      /* NACRE_TUNE_*, read-write; or 0 and: */
+	void (*text)(struct strbuf *out); /* the value of a read-only one */
 };
 
 static const struct param params[] = {
-	{ON_LLITE, "max_read_ahead_mb", NACRE_TUNE_READ_AHEAD_MB},
-	{ON_OSC, "max_rpcs_in_flight", NACRE_TUNE_RPCS_IN_FLIGHT},
+	{ON_LLITE, "max_read_ahead_mb", NACRE_TUNE_READ_AHEAD_MB, NULL},
+	{ON_LLITE, "stats", 0, fz_metrics_llite_stats},
+	{ON_OSC, "max_rpcs_in_flight", NACRE_TUNE_RPCS_IN_FLIGHT, NULL},
 };
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
 
@@ -154,7 +157,7 @@ static void get_list(fuse_req_t req, struct fz_mount *m, size_t size)
 		for (int k = 0; k < count; k++) {
 			full_name(m->fs, &params[i], params[i].on == ON_OSC ? osts[k] : 0, name,
 				  sizeof(name));
-			strbuf_printf(&sb, "%s rw\n", name);
+			strbuf_printf(&sb, "%s %s\n", name, params[i].text ? "ro" : "rw");
 		}
 	}
 	free(osts);
@@ -193,6 +196,17 @@ int fz_param_getxattr(fuse_req_t req, struct fz_inode *in, const char *name, siz
 	char text[32];
 
 	rc = lookup(m->fs, name + plen, &p, &ost);
+	if (rc == 0 && p->text) {
+		struct strbuf sb = STRBUF_INIT;
+
+		p->text(&sb);
+		if (!strbuf_ok(&sb))
+			fuse_reply_err(req, ENOMEM);
+		else
+			reply_text(req, strbuf_cstr(&sb), sb.len, size);
+		strbuf_fini(&sb);
+		return 1;
+	}
 	if (rc == 0)
 		rc = nacre_fs_tunable_get(m->fs, p->tunable, ost, &v);
 	if (rc < 0) {
@@ -229,6 +243,10 @@ int fz_param_setxattr(fuse_req_t req, struct fz_inode *in, const char *name, con
 	rc = lookup(m->fs, name + plen, &p, &ost);
 	if (rc < 0) {
 		fz_reply_rc(req, rc);
+		return 1;
+	}
+	if (p->text) {
+		fuse_reply_err(req, EPERM);
 		return 1;
 	}
 	fz_cred(req, &cr);

@@ -157,6 +157,27 @@ def test_set_param_changes_the_mount(pc):
     assert st["write"][1] == "reqs" and st["write"][2] == []
 
 
+def test_llite_stats(pc):
+    m, inst = pc.mounts[0].path, instance(pc)
+    (m / "llite_f").write_bytes(b"y" * 300000)
+    with open(m / "llite_f", "rb") as f:
+        assert len(f.read()) == 300000
+    r = nacre("get_param", "--mount", m, "llite.*.stats")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"llite.{FS}-{inst}.stats="
+    assert re.fullmatch(r"snapshot_time {13}\d+\.\d{9} secs\.nsecs", lines[1]), lines
+    rd = [ln.split() for ln in lines if ln.startswith("read_bytes ")]
+    wr = [ln.split() for ln in lines if ln.startswith("write_bytes ")]
+    assert len(rd) == 1 and rd[0][2:4] == ["samples", "[bytes]"], lines
+    assert int(wr[0][6]) >= 300000 and int(rd[0][6]) >= 300000  # SUM
+    assert int(rd[0][4]) <= int(rd[0][5])  # MIN <= MAX
+    assert re.fullmatch(r"open {22}\d+ samples \[reqs\]", [ln for ln in lines
+                                                              if ln.startswith("open ")][0])
+    r = nacre("set_param", "--mount", m, "llite.*.stats=0")
+    assert r.returncode == 13 and "read-only" in r.stderr
+
+
 def test_set_param_errors(pc):
     m = pc.mounts[0].path
     before = nacre("get_param", "--mount", m, "osc.*.max_rpcs_in_flight",
