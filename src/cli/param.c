@@ -157,10 +157,10 @@ static void target_params(struct prm_set *ps, const char *root, char *buf, int s
 		return;
 	fsname[strcspn(fsname, "\n")] = '\0';
 	inst[strcspn(inst, "\n")] = '\0';
-	const char *id = inst + strlen(fsname) + 1; /* "FS-INSTANCE" */
-
 	if (strlen(inst) <= strlen(fsname))
 		return;
+	const char *id = inst + strlen(fsname) + 1; /* inst is "FS-INSTANCE" */
+
 	n = cli_getxattr(root, NACRE_VXATTR_TARGETS, buf, PARAM_TEXT_MAX);
 	if (n < 0)
 		return;
