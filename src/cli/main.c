@@ -102,13 +102,14 @@ static const struct cli_cmd commands[] = {
 	 "  NAME COUNT samples [UNIT] [MIN MAX SUM]) and requests per operation.\n"
 	 "  -c CONFIG   take the endpoints from a cluster config (metrics_addr keys)\n"},
 	{"get_param", cli_get_param, "read parameters by their lctl names, as lctl get_param",
-	 "usage: nacre get_param [-n] [-N] [-R] [--mount PATH] [--metrics HOST:PORT]...\n"
+	 "usage: nacre get_param [-n] [-N [-F]] [-R] [--mount PATH] [--metrics HOST:PORT]...\n"
 	 "                       [-c CONFIG] PATTERN...\n"
 	 "  PATTERN is a dotted lctl name with shell wildcards ('*' stays within one part):\n"
 	 "  osc.*.max_rpcs_in_flight, llite.*.max_read_ahead_mb, osc.*.active,\n"
 	 "  osc.*.kbytesfree, mdt.*.hsm.actions, obdfilter.*.kbytesavail, obdfilter.*.stats,\n"
 	 "  mdt.*.md_stats\n"
 	 "  -n  print values only     -N  print names only     -R  also every name below\n"
+	 "  -F  with -N: a writable name ends in '='\n"
 	 "  --metrics HOST:PORT  an OSS's or the MDS's metrics endpoint, for\n"
 	 "                       obdfilter.*.stats and mdt.*.md_stats (repeatable)\n"
 	 "  -c CONFIG            the server endpoints of a cluster config (metrics_addr keys)\n"
@@ -124,7 +125,7 @@ static const struct cli_cmd commands[] = {
 	 "Needs root. Exit status: 0, or the errno of the first failure: 2 no such parameter,\n"
 	 "13 read-only parameter or not root, 22 not a number, 34 out of range.\n"},
 	{"list_param", cli_list_param, "list parameter names, as lctl list_param",
-	 "usage: nacre list_param [-R] [--mount PATH] [--metrics HOST:PORT]... PATTERN...\n"},
+	 "usage: nacre list_param [-R] [-F] [--mount PATH] [--metrics HOST:PORT]... PATTERN...\n"},
 	{"check", cli_check, "show whether each server is active, as lfs check",
 	 "usage: nacre check servers|all|osts|mdts [PATH]\n"
 	 "Prints DEVICE active. or DEVICE inactive. per MDC and OSC of each mount (as the MDS\n"

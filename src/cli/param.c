@@ -54,7 +54,7 @@ struct prm_set {
 };
 
 struct opts {
-	int only_value, only_name, recursive, quiet;
+	int only_value, only_name, recursive, quiet, classify;
 	char eps[PARAM_EPS_MAX][CC_ADDR_MAX];
 	int neps;
 	char mount[PATH_MAX]; /* --mount: only the mount with this root ("" = every one) */
@@ -384,7 +384,7 @@ static void show(const struct prm *p, const char *value, const struct opts *o)
 	int multi = (nl && (size_t)(nl - value) + 1 < len) || strlen(p->name) + len >= 80;
 
 	if (o->only_name) {
-		printf("%s\n", p->name);
+		printf("%s%s\n", p->name, o->classify && p->rw ? "=" : "");
 		return;
 	}
 	if (!o->only_value)
@@ -444,6 +444,12 @@ static int parse_opts(int argc, char **argv, struct opts *o, const char *allowed
 			continue;
 		}
 		for (const char *f = argv[i] + 1; *f; f++) {
+			if (*f == 'P' && strchr(allowed, 'n') && !strchr(allowed, 'N')) {
+				cli_err("set_param -P: nacre keeps no configuration log; a value "
+					"set lasts until unmount (make it permanent with the mount "
+					"option: -o max_rpcs_in_flight=N, -o readahead_max_mb=N)");
+				return -1;
+			}
 			if (!strchr(allowed, *f)) {
 				usage_error(argv[0], argv[i]);
 				return -1;
@@ -454,6 +460,8 @@ static int parse_opts(int argc, char **argv, struct opts *o, const char *allowed
 				o->only_name = 1;
 			else if (*f == 'R')
 				o->recursive = 1;
+			else if (*f == 'F')
+				o->classify = 1;
 		}
 	}
 	return i;
@@ -466,7 +474,7 @@ static int get_or_list(int argc, char **argv, int list)
 	int first, rc = 0;
 
 	memset(&o, 0, sizeof(o));
-	first = parse_opts(argc, argv, &o, list ? "R" : "nNR");
+	first = parse_opts(argc, argv, &o, list ? "RF" : "nNRF");
 	if (first < 0)
 		return first == -2 ? 0 : 1;
 	if (list)

@@ -93,6 +93,9 @@ def test_get_param_shapes_and_wildcards(pc):
     assert r.stdout == (f"obdfilter.{FS}-OST0000.kbytesfree\n"
                         f"obdfilter.{FS}-OST0001.kbytesfree\n"
                         f"mdc.{FS}-MDT0000-mdc-{inst}.active\n"), r.stdout
+    r = nacre("list_param", "-F", "--mount", m, "llite.*.*")
+    assert r.stdout == (f"llite.{FS}-{inst}.max_read_ahead_mb=\n"
+                        f"llite.{FS}-{inst}.stats\n"), r.stdout
     st = os.statvfs(pc.ost_dir(0))
     kb = int(nacre("get_param", "-n", "--mount", m, f"obdfilter.{FS}-OST0000.kbytestotal")
              .stdout)
@@ -193,6 +196,8 @@ def test_set_param_errors(pc):
     assert r.returncode == 2
     assert r.stderr.startswith(
         "error: set_param: param_path 'llite.*.no_such_knob': No such file or directory")
+    r = nacre("set_param", "-P", "llite.*.max_read_ahead_mb=8")
+    assert r.returncode == 1 and "no configuration log" in r.stderr
     r = nacre("set_param", "--mount", m, "llite.*.max_read_ahead_mb=8", user=65534)
     assert r.returncode == 13 and "needs root" in r.stderr, r
     # Nothing was changed by the failures.
