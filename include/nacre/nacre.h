@@ -105,8 +105,9 @@ int nacre_groups_cred(struct nacre_fs *fs, uint32_t uid, uint32_t gid, const uin
 /* FID of the mounted root (the subdirectory for a subdirectory mount). */
 struct nacre_fid nacre_fs_root(const struct nacre_fs *fs);
 const char *nacre_fs_name(const struct nacre_fs *fs);
-/* This mount's session id with the servers (random, fixed for the mount's life and kept
- * across nacre-mount --upgrade): the instance part of its Lustre-style device names. */
+/* This fs's session id with the servers (random, fixed while this process has it mounted;
+ * a process that takes over with nacre-mount --upgrade has its own): the instance part of
+ * its Lustre-style device names. */
 uint64_t nacre_fs_client_id(const struct nacre_fs *fs);
 
 /* Tunables that may change while mounted (lctl set_param on a Lustre client). */
