@@ -105,6 +105,28 @@ int nacre_groups_cred(struct nacre_fs *fs, uint32_t uid, uint32_t gid, const uin
 /* FID of the mounted root (the subdirectory for a subdirectory mount). */
 struct nacre_fid nacre_fs_root(const struct nacre_fs *fs);
 const char *nacre_fs_name(const struct nacre_fs *fs);
+/* This fs's session id with the servers (random, fixed while this process has it mounted;
+ * a process that takes over with nacre-mount --upgrade has its own): the instance part of
+ * its Lustre-style device names. */
+uint64_t nacre_fs_client_id(const struct nacre_fs *fs);
+
+/* Tunables that may change while mounted (lctl set_param on a Lustre client). */
+enum {
+	/* background RPCs per OST (osc.*.max_rpcs_in_flight): 1..NACRE_RPCS_IN_FLIGHT_MAX;
+	 * per OST index, or ost -1 for the mount's default and every OST */
+	NACRE_TUNE_RPCS_IN_FLIGHT = 1,
+	/* readahead window limit per file in MiB (llite.*.max_read_ahead_mb), 0 = off,
+	 * up to NACRE_READ_AHEAD_MB_MAX; ost is ignored. A limit below one RPC reads ahead one
+	 * RPC (max_rpc_size); the value reads back as set. */
+	NACRE_TUNE_READ_AHEAD_MB = 2,
+};
+#define NACRE_RPCS_IN_FLIGHT_MAX 256
+#define NACRE_READ_AHEAD_MB_MAX 65536
+/* Reads a tunable into *val. Returns 0 or -EINVAL (unknown tunable). Thread-safe. */
+int nacre_fs_tunable_get(struct nacre_fs *fs, int tunable, int ost, int64_t *val);
+/* Changes a tunable; it applies to RPCs and reads from then on. Returns 0, -EINVAL (unknown
+ * tunable, ost out of range) or -ERANGE (val out of the range above). Thread-safe. */
+int nacre_fs_tunable_set(struct nacre_fs *fs, int tunable, int ost, int64_t val);
 
 /* Formats fid as "[0x200000400:0x1:0x0]" into buf (NACRE_FID_STR_MAX bytes); returns buf. */
 char *nacre_fid_format(const struct nacre_fid *fid, char *buf, size_t len);

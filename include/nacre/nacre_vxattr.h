@@ -25,6 +25,21 @@
 /* get; the mount's root: the file system name. */
 #define NACRE_VXATTR_FSNAME "nacre.fsname"
 
+/* get; the mount's root: this mount's instance name as Lustre names a client's llite
+ * device, "FSNAME-INSTANCE" (INSTANCE: 16 hex digits, nacre_fs_client_id), as
+ * `lfs getname` prints it. */
+#define NACRE_VXATTR_INSTANCE "nacre.instance"
+
+/* get; the mount's root: the parameters this mount serves, one line "NAME MODE" each, NAME
+ * the dotted lctl name with this mount's device names (llite.FSNAME-INSTANCE.x,
+ * osc.FSNAME-OST0003-osc-INSTANCE.x), MODE rw or ro. */
+#define NACRE_VXATTR_PARAMS "nacre.params"
+/* get, set; the mount's root; the name is this prefix followed by a NAME of nacre.params:
+ * its value as text ("16\n"); a set takes the text (a trailing newline is allowed) and
+ * needs uid 0 (EACCES), answers EINVAL for a value that is not a number, ERANGE for one
+ * out of the parameter's range, EPERM for a read-only one, ENODATA for an unknown NAME. */
+#define NACRE_VXATTR_PARAM "nacre.param."
+
 /* get; the mount's root: one line per target of the cluster registry,
  *   "TYPE INDEX UP ADDR KB_TOTAL KB_FREE KB_AVAIL FILES FFREE"
  * TYPE is MDT or OST, UP 1 while its server is connected to the MDS else 0, ADDR host:port

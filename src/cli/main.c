@@ -132,9 +132,42 @@ static const struct cli_cmd commands[] = {
 	 "CONFIG is an INI file: see docs/cluster.md and deploy/examples/cluster.conf.\n"},
 	{"stats", cli_stats, "Lustre-style per-target counters from the metrics endpoints",
 	 "usage: nacre stats [-c CONFIG] [HOST:PORT...]\n"
-	 "  Reads each daemon's Prometheus endpoint (--metrics-addr) and prints per-target\n"
-	 "  read_bytes, write_bytes and requests per operation.\n"
+	 "  Reads each daemon's Prometheus endpoint (--metrics-addr) and prints each OST's\n"
+	 "  obdfilter.FS-OSTxxxx.stats as lctl get_param does (snapshot_time, then\n"
+	 "  NAME COUNT samples [UNIT] [MIN MAX SUM]) and requests per operation.\n"
 	 "  -c CONFIG   take the endpoints from a cluster config (metrics_addr keys)\n"},
+	{"get_param", cli_get_param, "read parameters by their lctl names, as lctl get_param",
+	 "usage: nacre get_param [-n] [-N [-F]] [-R] [--mount PATH] [--metrics HOST:PORT]...\n"
+	 "                       [-c CONFIG] PATTERN...\n"
+	 "  PATTERN is a dotted lctl name with shell wildcards ('*' stays within one part):\n"
+	 "  osc.*.max_rpcs_in_flight, llite.*.max_read_ahead_mb, osc.*.active,\n"
+	 "  osc.*.kbytesfree, mdt.*.hsm.actions, obdfilter.*.kbytesavail, obdfilter.*.stats,\n"
+	 "  mdt.*.md_stats\n"
+	 "  -n  print values only     -N  print names only     -R  also every name below\n"
+	 "  -F  with -N: a writable name ends in '='\n"
+	 "  --metrics HOST:PORT  an OSS's or the MDS's metrics endpoint, for\n"
+	 "                       obdfilter.*.stats and mdt.*.md_stats (repeatable)\n"
+	 "  -c CONFIG            the server endpoints of a cluster config (metrics_addr keys)\n"
+	 "  --mount PATH         only the mount PATH is on (default: every nacre mount)\n"
+	 "Prints NAME=VALUE, or NAME= and then the value when it has several lines or is long\n"
+	 "(as lctl). Exit status: 0, or\n"
+	 "the errno of the first failure (2: no such parameter). See docs/params.md.\n"},
+	{"set_param", cli_set_param, "change a mount's tunables, as lctl set_param",
+	 "usage: nacre set_param [-n] [--mount PATH] NAME=VALUE...\n"
+	 "  NAME may hold wildcards; every match is set and printed as NAME=VALUE (-n: not).\n"
+	 "  osc.FS-OSTxxxx-osc-INSTANCE.max_rpcs_in_flight   1..256 (per OST)\n"
+	 "  llite.FS-INSTANCE.max_read_ahead_mb               0..65536 (0: no readahead)\n"
+	 "Needs root. Exit status: 0, or the errno of the first failure: 2 no such parameter,\n"
+	 "13 read-only parameter or not root, 22 not a number, 34 out of range.\n"},
+	{"list_param", cli_list_param, "list parameter names, as lctl list_param",
+	 "usage: nacre list_param [-R] [-F] [--mount PATH] [--metrics HOST:PORT]... PATTERN...\n"},
+	{"check", cli_check, "show whether each server is active, as lfs check",
+	 "usage: nacre check servers|all|osts|mdts [PATH]\n"
+	 "Prints DEVICE active. or DEVICE inactive. per MDC and OSC of each mount (as the MDS\n"
+	 "sees its servers); exits 1 when any is inactive.\n"},
+	{"getname", cli_getname, "print the instance name and mount point of each mount",
+	 "usage: nacre getname [-n|--fsname] [-i|--instance] [PATH...]\n"
+	 "Prints FSNAME-INSTANCE MOUNTPOINT, as lfs getname (-n: FSNAME, -i: INSTANCE).\n"},
 	{"top", cli_top, "live per-server view: load, free space, bytes/s, requests/s",
 	 "usage: nacre top [-c CONFIG] [-n COUNT] [HOST:PORT...]\n"
 	 "  Refreshes every second from the daemons' metrics endpoints; q or Ctrl-C quits.\n"

@@ -165,7 +165,7 @@ static void get_virtual(fuse_req_t req, struct fz_inode *in, const char *name, s
 	struct nacre_cred cr;
 	int rc;
 
-	if (fz_hsm_getxattr(req, in, name, size))
+	if (fz_hsm_getxattr(req, in, name, size) || fz_param_getxattr(req, in, name, size))
 		return;
 	fz_cred(req, &cr);
 	if (strcmp(name, NACRE_VXATTR_LAYOUT) == 0) {
@@ -319,6 +319,9 @@ void fz_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 	struct fz_inode *in = fz_inode_get(m, ino);
 	struct nacre_cred cr;
 
+	/* A tunable of the mount itself changes nothing stored: allowed on a read-only mount. */
+	if (is_virtual(name) && fz_param_setxattr(req, in, name, value, size))
+		return;
 	if (fz_check_ro(req))
 		return;
 	if (is_virtual(name)) {
