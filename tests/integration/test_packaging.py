@@ -13,6 +13,7 @@ localhost/nacre-debian12:base; each run then takes about 20 s. It runs on a norm
 only (the package of a sanitizer build would need the sanitizer runtime in the container).
 """
 import fcntl
+import gzip
 import os
 import re
 import shlex
@@ -208,14 +209,19 @@ def test_install_tree(installed):
     assert os.readlink(r / "sbin/mount.nacre") == "/usr/sbin/nacre-mount"
     for unit in UNITS:
         assert (r / "lib/systemd/system" / unit).exists(), f"{unit} not installed"
+    # installed gzipped (Debian policy), the same text as the build tree's pages
     man = r / "usr/share/man"
     for v in verbs():
-        assert (man / "man1" / f"nacre-{v}.1").exists()
-    for p in ("man1/nacre.1", "man1/lfs.1", "man8/nacre-mds.8", "man8/mount.nacre.8"):
-        assert (man / p).exists()
+        page = man / "man1" / f"nacre-{v}.1.gz"
+        assert gzip.decompress(page.read_bytes()) == \
+            (BUILD / "doc/man/man1" / f"nacre-{v}.1").read_bytes()
+    for p in ("man1/nacre.1", "man1/lfs.1", "man8/nacre-mds.8", "man8/mount.nacre.8",
+              "man1/nacre-bench.1"):
+        assert (man / (p + ".gz")).exists(), p
     # `man -w` finds the installed pages through the tree's own man path
     found = run(["man", "-M", man, "-w", "nacre-getstripe"])
-    assert found.stdout.strip() == str(man / "man1/nacre-getstripe.1"), found.stderr
+    assert found.stdout.strip() == str(man / "man1/nacre-getstripe.1.gz"), found.stderr
+    assert "--stripe-count" in rendered(man / "man1/nacre-getstripe.1.gz")
 
 
 def test_units_follow_the_install_prefix(tmp_path):
@@ -341,11 +347,11 @@ def test_deb_contents(debs):
         entries[name.lstrip(".")] = target
     want = ["/usr/bin/nacre", "/usr/sbin/nacre-mds", "/usr/sbin/nacre-oss",
             "/usr/sbin/nacre-mount", "/usr/sbin/nacre-copytool",
-            "/usr/share/bash-completion/completions/nacre", "/usr/share/man/man1/nacre.1",
-            "/usr/share/man/man1/lfs.1", "/usr/share/man/man8/nacre-mds.8",
-            "/usr/share/man/man8/mount.nacre.8", "/usr/include/nacre/nacre.h"]
+            "/usr/share/bash-completion/completions/nacre", "/usr/share/man/man1/nacre.1.gz",
+            "/usr/share/man/man1/lfs.1.gz", "/usr/share/man/man8/nacre-mds.8.gz",
+            "/usr/share/man/man8/mount.nacre.8.gz", "/usr/include/nacre/nacre.h"]
     want += [f"/lib/systemd/system/{u}" for u in UNITS]
-    want += [f"/usr/share/man/man1/nacre-{v}.1" for v in verbs()]
+    want += [f"/usr/share/man/man1/nacre-{v}.1.gz" for v in verbs()]
     missing = [p for p in want if p not in entries]
     assert not missing, f"the package lacks {missing}:\n{listing}"
     assert entries["/usr/bin/lfs"] == "nacre"
@@ -359,7 +365,9 @@ def test_deb_contents(debs):
     assert "openmpi" not in depends
     assert deb_field(deb, "Package") == "nacre"
     bench = debs / "nacre-bench_0.1.0_amd64.deb"
-    assert "./usr/bin/nacre-bench" in run(["dpkg-deb", "-c", bench], check=True).stdout
+    listing = run(["dpkg-deb", "-c", bench], check=True).stdout
+    assert "./usr/bin/nacre-bench" in listing
+    assert "./usr/share/man/man1/nacre-bench.1.gz" in listing
 
 
 def podman(*args, timeout=300, check=True, env=None):
@@ -444,8 +452,8 @@ def test_deb_installs_on_clean_debian12(debs, tmp_path):
     assert "== data ok" in out
     assert "== lfs getstripe -c: 2" in out
     # lfs(1) and mount.nacre(8) are .so links: man -w names the page they show
-    assert ("== man: /usr/share/man/man1/nacre-getstripe.1 /usr/share/man/man1/nacre.1 "
-            "/usr/share/man/man8/nacre-mount.8") in out
+    assert ("== man: /usr/share/man/man1/nacre-getstripe.1.gz /usr/share/man/man1/nacre.1.gz "
+            "/usr/share/man/man8/nacre-mount.8.gz") in out
     assert "== man page shows" in out
     assert "== completion: complete -o default -F _nacre lfs" in out
     assert "== down" in out
