@@ -186,6 +186,10 @@ def test_bash_completion_of_verbs_and_options(installed):
                                                           "-r", "--yaml", "--help"}
     assert complete(script, "nacre up --hsm-") == [
         "--hsm-backend", "--hsm-credentials", "--hsm-endpoint", "--hsm-import"]
+    assert complete(script, "nacre nodemap --r") == ["--range"]
+    # an option only mentioned in a verb's prose is not offered
+    assert complete(script, "nacre stats -") == ["--help", "-c"]
+    assert "--allow-fault-injection" not in complete(script, "nacre fault --")
     assert complete(script, "nacre cluster ") == ["down", "status", "up"]
     assert complete(script, "nacre hsm ") == [
         "action", "archive", "cancel", "clear", "import", "list", "release", "remove",
