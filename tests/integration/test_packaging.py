@@ -10,8 +10,8 @@ test_deb_installs_on_clean_debian12 needs podman (runc), debootstrap and Debian'
 repository: a minimal bookworm root is made once with debootstrap into
 /var/cache/nacre-debian12/root (about a minute) and imported as the image
 localhost/nacre-debian12:base; each run then takes 20-50 s (apt fetches the dependencies).
-It runs on a normal build
-only (the package of a sanitizer build would need the sanitizer runtime in the container).
+It runs on a normal build only (the package of a sanitizer build would need the sanitizer
+runtime in the container). test_units_pass_systemd_analyze_verify needs systemd.
 """
 import fcntl
 import gzip
