@@ -115,8 +115,8 @@ def test_lfs_alias_runs_getstripe_on_a_mount(mnt, nacre_cli):
 
 
 def rendered(page):
-    """The page as man(1) shows it, plain ASCII, wide enough that nothing wraps."""
-    r = run(["man", "-l", page], env=dict(os.environ, MANWIDTH="200", LC_ALL="C",
+    """The page as man(1) shows it, plain text, wide enough that nothing wraps."""
+    r = run(["man", "-l", page], env=dict(os.environ, MANWIDTH="200", LC_ALL="C.UTF-8",
                                           MAN_KEEP_FORMATTING="", MANPAGER="cat",
                                           PAGER="cat"))
     assert r.returncode == 0, f"man -l {page}: {r.stderr}"
@@ -126,7 +126,7 @@ def rendered(page):
 def assert_page_has(page, text):
     """Every line of text is a line of the rendered page (man indents by 7 columns)."""
     shown = {line.rstrip() for line in rendered(page).splitlines()}
-    missing = [line for line in text.rstrip("\n").split("\n")
+    missing = [line for line in text.rstrip("\n").expandtabs().split("\n")
                if line.strip() and "       " + line.rstrip() not in shown]
     assert not missing, f"{page} lacks these lines of --help:\n" + "\n".join(missing)
 
