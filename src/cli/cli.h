@@ -24,8 +24,17 @@ struct cli_cmd {
 	const char *usage;   /* printed by `nacre VERB --help` and on usage errors */
 };
 
-/* Prints "nacre: " + message + newline to stderr. */
+/* The name messages start with: "nacre", or "lfs" when run through the lfs alias. */
+extern const char *cli_prog;
+/* Sets cli_prog from argv[0]. */
+void cli_set_prog(const char *argv0);
+/* Prints cli_prog + ": " + message + newline to stderr. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "Did you mean": the indexes of the names closest to a mistyped word (an edit or two, or
+ * an abbreviation), at most max_out of them, in table order. Returns how many (0: none is
+ * close). */
+size_t cli_suggest(const char *word, const char *const *names, size_t n, size_t *out,
+		   size_t max_out);
 /* Prints the usage of the named verb to f. */
 void cli_usage(FILE *f, const char *verb);
 /* 1 if argv[i] is -h/--help for a verb that has no -h option of its own. */

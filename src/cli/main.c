@@ -270,6 +270,29 @@ void cli_usage(FILE *f, const char *verb)
 		fputs(c->usage, f);
 }
 
+/* A mistyped verb: says so, with the closest verbs (git's "did you mean"); exit code 1. */
+static int unknown_cmd(const char *verb)
+{
+	const char *names[ARRAY_SIZE(commands)];
+	size_t near[3], n;
+
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		names[i] = commands[i].name;
+	n = cli_suggest(verb, names, ARRAY_SIZE(commands), near, ARRAY_SIZE(near));
+	if (n == 0) {
+		cli_err("'%s' is not %s %s command: run `%s help` for the list", verb,
+			cli_prog[0] == 'l' ? "an" : "a", cli_prog, cli_prog);
+		return 1;
+	}
+	fprintf(stderr, "%s: '%s' is not %s %s command. Did you mean ", cli_prog, verb,
+		cli_prog[0] == 'l' ? "an" : "a", cli_prog);
+	for (size_t i = 0; i < n; i++)
+		fprintf(stderr, "%s'%s'", i == 0 ? "" : i + 1 == n ? " or " : ", ",
+			commands[near[i]].name);
+	fputs("?\n", stderr);
+	return 1;
+}
+
 static void list_commands(FILE *f)
 {
 	fputs("usage: nacre COMMAND [OPTIONS] [ARGS]\n\ncommands:\n", f);
@@ -286,16 +309,15 @@ static int cmd_help(int argc, char **argv)
 	}
 	const struct cli_cmd *c = find_cmd(argv[1]);
 
-	if (!c) {
-		cli_err("no command '%s': run `nacre help` for the list", argv[1]);
-		return 1;
-	}
+	if (!c)
+		return unknown_cmd(argv[1]);
 	fputs(c->usage, stdout);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
+	cli_set_prog(argv[0]);
 	if (argc < 2) {
 		list_commands(stderr);
 		return 1;
@@ -310,10 +332,8 @@ int main(int argc, char **argv)
 	}
 	const struct cli_cmd *c = find_cmd(argv[1]);
 
-	if (!c) {
-		cli_err("unknown command '%s': run `nacre help` for the list", argv[1]);
-		return 1;
-	}
+	if (!c)
+		return unknown_cmd(argv[1]);
 	/* "--help" is handled here for every verb; verbs with their own -h (df) see it too. */
 	for (int i = 2; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0) {
