@@ -19,6 +19,7 @@ static const struct cli_cmd commands[] = {
 	 "  -S, --stripe-size S   bytes per stripe: a multiple of 64K, suffix K/M/G (base 2);\n"
 	 "                        a bare number below 4096 means KiB\n"
 	 "  -i, --stripe-index I  first OST (-1 = let the MDS choose)\n"
+	 "  -p, --pool NAME       an OST pool: refused, nacre has no pools yet\n"
 	 "  -d, --delete          remove a directory's default layout\n"
 	 "A path that does not exist is created as an empty file with that layout.\n"},
 	{"getstripe", cli_getstripe, "show layouts of files and directory defaults",

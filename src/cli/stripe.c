@@ -154,6 +154,7 @@ int cli_setstripe(int argc, char **argv)
 		{"stripe-size", required_argument, NULL, 'S'},
 		{"stripe-index", required_argument, NULL, 'i'},
 		{"delete", no_argument, NULL, 'd'},
+		{"pool", required_argument, NULL, 'p'},
 		{NULL, 0, NULL, 0},
 	};
 	struct nacre_layout l = {.pattern = NACRE_PATTERN_RAID0, .stripe_offset = -1};
@@ -163,7 +164,7 @@ int cli_setstripe(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "c:S:i:d", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:S:i:dp:", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			if (parse_i64(optarg, -1, NACRE_MAX_STRIPES, &v) < 0) {
@@ -195,6 +196,12 @@ int cli_setstripe(int argc, char **argv)
 		case 'd':
 			del = 1;
 			break;
+		case 'p':
+			/* Every OST is in the one implicit pool: a named pool cannot exist. */
+			cli_err("setstripe: pool '%s' does not exist on this file system (nacre has "
+				"no OST pools yet: leave out -p, or choose OSTs with -i and -c)",
+				optarg);
+			return 1;
 		default:
 			cli_err("setstripe: unknown option or missing value '%s'",
 				argv[optind - 1]);

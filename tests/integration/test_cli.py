@@ -158,6 +158,31 @@ def test_setstripe_index_checked_against_the_osts(mnt, nacre_cli):
     assert nacre_cli("getstripe", "-i", f, check=True).stdout == "3\n\n"
 
 
+def test_setstripe_values_checked(mnt, nacre_cli):
+    """Each setstripe value is checked with a message naming the limit, and nothing is
+    created: a size that is not a multiple of 64K, one of 4G or more, a count outside
+    -1..128, and a pool (nacre has none)."""
+    cases = (
+        (("-S", "100000"), "invalid stripe size '100000': it must be a multiple of 64K"),
+        (("-S", "32K"), "invalid stripe size '32K': it must be a multiple of 64K"),
+        (("-S", "8G"), "invalid stripe size '8G': it must be below 4G"),
+        (("-c", "-2"), "invalid stripe count '-2': use -1 (every OST), 0 (the default) or 1..128"),
+        (("-c", "129"), "invalid stripe count '129'"),
+        (("-p", "flash"), "pool 'flash' does not exist on this file system"),
+        (("--pool", "flash"), "pool 'flash' does not exist on this file system"),
+    )
+    for args, message in cases:
+        path = os.path.join(mnt, "refused")
+        r = nacre_cli("setstripe", *args, path)
+        assert r.returncode == 1, (args, r.stdout, r.stderr)
+        assert message in r.stderr, (args, r.stderr)
+        assert not os.path.exists(path), f"setstripe {args} created its file"
+    # A count above the number of OSTs is taken as "every OST" by the MDS, as Lustre does.
+    f = os.path.join(mnt, "count-clamped")
+    nacre_cli("setstripe", "-c", 10, f, check=True)
+    assert nacre_cli("getstripe", "-c", f, check=True).stdout == "4\n\n"
+
+
 def test_df(cluster, mnt, nacre_cli):
     out = nacre_cli("df", mnt, check=True).stdout
     lines = out.split("\n")
