@@ -67,6 +67,11 @@ int cli_list_mounts(struct cli_mount *out, int max);
  * followed. Returns 0, -ENOENT when path is on no nacre mount, or -errno. */
 int cli_mount_of(const char *path, struct cli_mount *out);
 #define CLI_MOUNTS_MAX 256
+/* Calls fn with the mount root of each PATH in argv[first..], or of every nacre mount
+ * when none is given; a PATH that is not on nacre, or no mount at all, is reported on
+ * stderr. Returns 1 if anything failed (fn's nonzero results included), else 0. */
+int cli_each_root(int argc, char **argv, int first, int (*fn)(const char *root, void *arg),
+		  void *arg);
 /* path made absolute (from the working directory) with ".", ".." and repeated '/' removed
  * from its text, touching no file. Returns 0 or -errno (-ENAMETOOLONG). */
 int cli_abspath(const char *path, char *out, size_t len);

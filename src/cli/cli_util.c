@@ -227,6 +227,54 @@ int cli_is_mounted(const char *dir)
 	return each_mount(match_dir, (void *)dir) == 1;
 }
 
+int cli_each_root(int argc, char **argv, int first, int (*fn)(const char *root, void *arg),
+		  void *arg)
+{
+	int rc = 0;
+
+	if (first < argc) {
+		for (int i = first; i < argc; i++) {
+			char root[PATH_MAX];
+
+			if (cli_check_nacre(argv[i], NULL, 0) < 0) {
+				rc = 1;
+				continue;
+			}
+			int r = cli_mount_root(argv[i], root, sizeof(root));
+
+			if (r < 0) {
+				cli_err("cannot find the mount point of %s: %s", argv[i],
+					strerror(-r));
+				rc = 1;
+				continue;
+			}
+			rc |= fn(root, arg);
+		}
+		return rc;
+	}
+
+	struct cli_mount *m = calloc(CLI_MOUNTS_MAX, sizeof(*m));
+
+	if (!m) {
+		cli_err("out of memory");
+		return 1;
+	}
+	int n = cli_list_mounts(m, CLI_MOUNTS_MAX);
+
+	if (n < 0) {
+		cli_err("cannot read /proc/self/mounts: %s", strerror(-n));
+		rc = 1;
+	} else if (n == 0) {
+		cli_err("no nacre file system is mounted (mount one with nacre-mount, or start a "
+			"test cluster with `nacre up --dir DIR`)");
+		rc = 1;
+	}
+	for (int i = 0; i < n; i++)
+		rc |= fn(m[i].dir, arg);
+	free(m);
+	return rc;
+}
+
 int cli_parse_stripe_size(const char *s, uint32_t *out, char *err, size_t err_len)
 {
 	uint64_t v;

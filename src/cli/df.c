@@ -14,7 +14,6 @@
 #include "common/util.h"
 #include "common/vxattr.h"
 
-#define DF_MAX_MOUNTS 64
 #define DF_MAX_TARGETS 1024
 #define TARGETS_TEXT_MAX (DF_MAX_TARGETS * 160)
 
@@ -119,7 +118,7 @@ out:
 }
 
 /* Prints the table of the file system mounted at root (a mount point). */
-static int df_mount(const char *root, const void *arg)
+static int df_mount(const char *root, void *arg)
 {
 	const struct df_opts *o = arg;
 	char fsname[64];
@@ -202,56 +201,6 @@ out_free:
 	return rc;
 }
 
-/* Calls fn for the mount root of each PATH in argv[first..], or of every nacre mount when
- * none is given. Returns 1 if any failed. */
-static int each_root(int argc, char **argv, int first, int (*fn)(const char *, const void *),
-		     const void *arg)
-{
-	int rc = 0;
-
-	if (first < argc) {
-		for (int i = first; i < argc; i++) {
-			char root[PATH_MAX];
-
-			if (cli_check_nacre(argv[i], NULL, 0) < 0) {
-				rc = 1;
-				continue;
-			}
-			int r = cli_mount_root(argv[i], root, sizeof(root));
-
-			if (r < 0) {
-				cli_err("cannot find the mount point of %s: %s", argv[i],
-					strerror(-r));
-				rc = 1;
-				continue;
-			}
-			rc |= fn(root, arg);
-		}
-		return rc;
-	}
-
-	struct cli_mount *m = calloc(DF_MAX_MOUNTS, sizeof(*m));
-
-	if (!m) {
-		cli_err("out of memory");
-		return 1;
-	}
-	int n = cli_list_mounts(m, DF_MAX_MOUNTS);
-
-	if (n < 0) {
-		cli_err("cannot read /proc/self/mounts: %s", strerror(-n));
-		rc = 1;
-	} else if (n == 0) {
-		cli_err("no nacre file system is mounted (mount one with nacre-mount, or start a "
-			"test cluster with `nacre up --dir DIR`)");
-		rc = 1;
-	}
-	for (int i = 0; i < n; i++)
-		rc |= fn(m[i].dir, arg);
-	free(m);
-	return rc;
-}
-
 int cli_df(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -274,11 +223,11 @@ int cli_df(int argc, char **argv)
 			return 1;
 		}
 	}
-	return each_root(argc, argv, optind, df_mount, &o);
+	return cli_each_root(argc, argv, optind, df_mount, &o);
 }
 
 /* `lfs osts` / `lfs mdts`: "OBDS:" or "MDTS:", then "INDEX: UUID ACTIVE|INACTIVE". */
-static int list_targets(const char *root, const void *arg)
+static int list_targets(const char *root, void *arg)
 {
 	uint32_t type = *(const uint32_t *)arg;
 	char fsname[64];
@@ -308,7 +257,7 @@ static int targets_verb(int argc, char **argv, const char *verb, uint32_t type)
 		cli_usage(stderr, verb);
 		return 1;
 	}
-	return each_root(argc, argv, 1, list_targets, &type);
+	return cli_each_root(argc, argv, 1, list_targets, &type);
 }
 
 int cli_osts(int argc, char **argv)

@@ -661,48 +661,6 @@ static int check_mount(const char *root, int want_mdt, int want_ost)
 	return down ? 1 : 0;
 }
 
-/* The root of each PATH, or of every nacre mount; fn(root) for each. */
-static int each_mount(int argc, char **argv, int first, int (*fn)(const char *root, void *arg),
-		      void *arg)
-{
-	int rc = 0;
-
-	if (first < argc) {
-		for (int i = first; i < argc; i++) {
-			char root[PATH_MAX];
-
-			if (cli_check_nacre(argv[i], NULL, 0) < 0) {
-				rc = 1;
-				continue;
-			}
-			if (cli_mount_root(argv[i], root, sizeof(root)) < 0) {
-				cli_err("cannot find the mount point of %s", argv[i]);
-				rc = 1;
-				continue;
-			}
-			rc |= fn(root, arg);
-		}
-		return rc;
-	}
-	struct cli_mount *m = calloc(PARAM_MOUNTS_MAX, sizeof(*m));
-	int n;
-
-	if (!m) {
-		cli_err("out of memory");
-		return 1;
-	}
-	n = cli_list_mounts(m, PARAM_MOUNTS_MAX);
-	if (n <= 0) {
-		cli_err("no nacre file system is mounted (mount one with nacre-mount, or start a "
-			"test cluster with `nacre up --dir DIR`)");
-		rc = 1;
-	}
-	for (int i = 0; i < n; i++)
-		rc |= fn(m[i].dir, arg);
-	free(m);
-	return rc;
-}
-
 struct check_arg {
 	int mdt, ost;
 };
@@ -733,7 +691,7 @@ int cli_check(int argc, char **argv)
 		cli_usage(stderr, "check");
 		return 1;
 	}
-	return each_mount(argc, argv, 2, check_one, &c);
+	return cli_each_root(argc, argv, 2, check_one, &c);
 }
 
 static int getname_one(const char *root, void *arg)
@@ -771,5 +729,5 @@ int cli_getname(int argc, char **argv)
 			return 1;
 		}
 	}
-	return each_mount(argc, argv, i, getname_one, &what);
+	return cli_each_root(argc, argv, i, getname_one, &what);
 }

@@ -223,6 +223,12 @@ int fz_errno(int rc);
 int fz_errno_or_ok(int rc);
 /* Replies the error of a libnacre result (rc < 0). */
 void fz_reply_rc(fuse_req_t req, int rc);
+/* Replies a getxattr/listxattr with text (len bytes): its length when the caller asked for
+ * the size (size 0), ERANGE when it does not fit in size, else the bytes. */
+void fz_reply_xattr_text(fuse_req_t req, const char *text, size_t len, size_t size);
+/* Every target of the cluster registry into a new array (*out, freed by the caller),
+ * however many there are. Returns the count or a negative error. */
+int fz_targets_all(struct nacre_fs *fs, struct nacre_target **out);
 /* Stable inode number derived from a FID (as Lustre flattens FIDs). */
 uint64_t fz_fid_ino(const struct nacre_fid *fid);
 void fz_attr_to_stat(const struct nacre_attr *a, struct stat *st);

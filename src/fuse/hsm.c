@@ -16,16 +16,6 @@
 
 #define LIST_BATCH 32
 
-static void reply_text(fuse_req_t req, const char *text, size_t len, size_t size)
-{
-	if (size == 0)
-		fuse_reply_xattr(req, len);
-	else if (len > size)
-		fuse_reply_err(req, ERANGE);
-	else
-		fuse_reply_buf(req, text, len);
-}
-
 static void get_list(fuse_req_t req, const char *arg, size_t size)
 {
 	struct fz_mount *m = fz_mnt(req);
@@ -66,7 +56,7 @@ static void get_list(fuse_req_t req, const char *arg, size_t size)
 		pos += (size_t)w;
 	}
 	pos += (size_t)vxattr_hsm_list_end(text + pos, cap - pos, eof);
-	reply_text(req, text, pos, size);
+	fz_reply_xattr_text(req, text, pos, size);
 	free(a);
 	free(text);
 }
@@ -159,7 +149,7 @@ int fz_hsm_getxattr(fuse_req_t req, struct fz_inode *in, const char *name, size_
 			return 1;
 		}
 		int w = vxattr_hsm_state_format(text, sizeof(text), st, aid);
-		reply_text(req, text, (size_t)w, size);
+		fz_reply_xattr_text(req, text, (size_t)w, size);
 		return 1;
 	}
 	if (strcmp(name, NACRE_VXATTR_HSM_ACTION) == 0) {
@@ -176,7 +166,7 @@ int fz_hsm_getxattr(fuse_req_t req, struct fz_inode *in, const char *name, size_
 		if (rc < 0)
 			fz_reply_rc(req, rc);
 		else
-			reply_text(req, text, (size_t)w, size);
+			fz_reply_xattr_text(req, text, (size_t)w, size);
 		return 1;
 	}
 	if (is_root && strncmp(name, NACRE_VXATTR_HSM_LIST, strlen(NACRE_VXATTR_HSM_LIST)) == 0) {

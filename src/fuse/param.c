@@ -18,7 +18,6 @@
 #include "fuse/fz_metrics.h"
 #include "nacre/nacre_vxattr.h"
 
-#define PARAM_OSTS_MAX 65536
 #define PARAM_NAME_MAX 200
 
 /* Where a parameter lives: on the llite device (one per mount) or on each OST's OSC. */
@@ -38,40 +37,15 @@ static const struct param params[] = {
 };
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
 
-static void reply_text(fuse_req_t req, const char *text, size_t len, size_t size)
-{
-	if (size == 0)
-		fuse_reply_xattr(req, len);
-	else if (len > size)
-		fuse_reply_err(req, ERANGE);
-	else
-		fuse_reply_buf(req, text, len);
-}
-
 /* The OST indices of the cluster registry, ascending, into a new array; the count or a
  * negative error. */
 static int ost_indices(struct nacre_fs *fs, uint32_t **out)
 {
-	int max = 64, n;
 	struct nacre_target *t = NULL;
+	int n = fz_targets_all(fs, &t);
 
-	for (;;) {
-		struct nacre_target *nt = realloc(t, (size_t)max * sizeof(*t));
-
-		if (!nt) {
-			free(t);
-			return -ENOMEM;
-		}
-		t = nt;
-		n = nacre_targets(fs, t, max);
-		if (n < 0) {
-			free(t);
-			return n;
-		}
-		if (n < max || max >= PARAM_OSTS_MAX)
-			break;
-		max *= 4;
-	}
+	if (n < 0)
+		return n;
 	uint32_t *idx = malloc(((size_t)n + 1) * sizeof(*idx));
 	int k = 0;
 
@@ -164,7 +138,7 @@ static void get_list(fuse_req_t req, struct fz_mount *m, size_t size)
 	if (!strbuf_ok(&sb))
 		fuse_reply_err(req, ENOMEM);
 	else
-		reply_text(req, strbuf_cstr(&sb), sb.len, size);
+		fz_reply_xattr_text(req, strbuf_cstr(&sb), sb.len, size);
 	strbuf_fini(&sb);
 }
 
@@ -180,7 +154,7 @@ int fz_param_getxattr(fuse_req_t req, struct fz_inode *in, const char *name, siz
 		int len = snprintf(text, sizeof(text), "%s-%016llx", nacre_fs_name(m->fs),
 				   (unsigned long long)nacre_fs_client_id(m->fs));
 
-		reply_text(req, text, (size_t)len, size);
+		fz_reply_xattr_text(req, text, (size_t)len, size);
 		return 1;
 	}
 	if (strcmp(name, NACRE_VXATTR_PARAMS) == 0) {
@@ -203,7 +177,7 @@ int fz_param_getxattr(fuse_req_t req, struct fz_inode *in, const char *name, siz
 		if (!strbuf_ok(&sb))
 			fuse_reply_err(req, ENOMEM);
 		else
-			reply_text(req, strbuf_cstr(&sb), sb.len, size);
+			fz_reply_xattr_text(req, strbuf_cstr(&sb), sb.len, size);
 		strbuf_fini(&sb);
 		return 1;
 	}
@@ -215,7 +189,7 @@ int fz_param_getxattr(fuse_req_t req, struct fz_inode *in, const char *name, siz
 	}
 	int len = snprintf(text, sizeof(text), "%" PRId64 "\n", v);
 
-	reply_text(req, text, (size_t)len, size);
+	fz_reply_xattr_text(req, text, (size_t)len, size);
 	return 1;
 }
 

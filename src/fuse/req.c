@@ -256,3 +256,42 @@ int fz_check_name(fuse_req_t req, const char *name)
 	fuse_reply_err(req, ENAMETOOLONG);
 	return 1;
 }
+
+void fz_reply_xattr_text(fuse_req_t req, const char *text, size_t len, size_t size)
+{
+	if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (len > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, text, len);
+}
+
+#define TARGETS_MAX 65537 /* the MDT and every possible OST index */
+
+int fz_targets_all(struct nacre_fs *fs, struct nacre_target **out)
+{
+	struct nacre_target *t = NULL;
+	int max = 64, n;
+
+	/* Grow until the answer is not cut by our array. */
+	for (;;) {
+		struct nacre_target *nt = realloc(t, (size_t)max * sizeof(*t));
+
+		if (!nt) {
+			free(t);
+			return -ENOMEM;
+		}
+		t = nt;
+		n = nacre_targets(fs, t, max);
+		if (n < 0) {
+			free(t);
+			return n;
+		}
+		if (n < max || max >= TARGETS_MAX)
+			break;
+		max = max * 4 > TARGETS_MAX ? TARGETS_MAX : max * 4;
+	}
+	*out = t;
+	return n;
+}

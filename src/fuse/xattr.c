@@ -16,7 +16,6 @@
 #include "nacre/nacre_vxattr.h"
 
 #define LAYOUT_TEXT_MAX 4096
-#define TARGETS_MAX 65537 /* the MDT and every possible OST index */
 
 static int is_virtual(const char *name)
 {
@@ -39,28 +38,12 @@ static void reply_value(fuse_req_t req, const void *value, size_t len, size_t si
 static int format_targets(struct nacre_fs *fs, char **out, size_t *len)
 {
 	struct nacre_target *t = NULL;
-	int max = 64, n, i;
+	int n = fz_targets_all(fs, &t), i;
 	size_t cap, pos = 0;
 	char *buf;
 
-	/* Grow until the answer is not cut by our array. */
-	for (;;) {
-		struct nacre_target *nt = realloc(t, (size_t)max * sizeof(*t));
-
-		if (!nt) {
-			free(t);
-			return -ENOMEM;
-		}
-		t = nt;
-		n = nacre_targets(fs, t, max);
-		if (n < 0) {
-			free(t);
-			return n;
-		}
-		if (n < max || max >= TARGETS_MAX)
-			break;
-		max = max * 4 > TARGETS_MAX ? TARGETS_MAX : max * 4;
-	}
+	if (n < 0)
+		return n;
 	cap = (size_t)n * (NACRE_ADDR_MAX + 128) + 1;
 	buf = malloc(cap);
 	if (!buf) {
