@@ -64,6 +64,7 @@ static int fid_follows_cred(uint16_t op)
 	case WIRE_OP_MDS_SYMLINK:
 	case WIRE_OP_MDS_READLINK:
 	case WIRE_OP_MDS_READDIR:
+	case WIRE_OP_MDS_FIND:
 	case WIRE_OP_MDS_OPEN:
 	case WIRE_OP_MDS_GETXATTR:
 	case WIRE_OP_MDS_SETXATTR:
