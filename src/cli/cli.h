@@ -96,5 +96,6 @@ int cli_top(int argc, char **argv);         /* stats.c */
 int cli_fault(int argc, char **argv);       /* fault.c */
 int cli_recovery_status(int argc, char **argv); /* recovery.c */
 int cli_key(int argc, char **argv);         /* key.c */
+int cli_find(int argc, char **argv);        /* find.c */
 
 #endif

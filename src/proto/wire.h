@@ -942,7 +942,7 @@ void wire_key_entry_get(struct wire_cursor *c, struct wire_key_entry *e);
  * mtime), u32 uid, u32 gid, u8 perm_kind (WIRE_FIND_PERM_*), u32 perm, stripe count cmp,
  * stripe size cmp, u32 nosts + nosts u32 (<= WIRE_FIND_OSTS_MAX), str pool (0..15), u32
  * layouts (WIRE_FIND_LAYOUT_*), u32 hsm (NACRE_HS_* all of which must be set), fid.
- * A cmp is i8 sign (-1: less than, 0: equal, 1: more than), u64 value, u64 unit (>= 1):
+ * A cmp is i8 sign (-1: less than, 0: equal, 1: more than), u64 value, u64 unit (>= 1 if used):
  * as lfs and GNU find, the entry's value is rounded up (sizes) or down (ages) to units.
  * find_cursor: u8 state (WIRE_FIND_CUR_*), str path (relative to the start directory, the
  * entry to resume at: every component but the last is a directory the scan was inside).

@@ -17,7 +17,7 @@ static void cmp_get(struct wire_cursor *c, struct wire_find_cmp *m)
 	m->sign = (int8_t)wire_get_u8(c);
 	m->value = wire_get_u64(c);
 	m->unit = wire_get_u64(c);
-	if (m->sign < -1 || m->sign > 1 || m->unit == 0)
+	if (m->sign < -1 || m->sign > 1)
 		wire_cursor_fail(c, -EPROTO);
 }
 
@@ -93,6 +93,14 @@ static void query_get(struct wire_cursor *c, struct wire_find_query *q)
 	    (q->neg & (WIRE_FINDP_MINDEPTH | WIRE_FINDP_MAXDEPTH)) ||
 	    q->perm_kind > WIRE_FIND_PERM_ANY || q->perm > 07777 ||
 	    (q->layouts & ~(uint32_t)WIRE_FIND_LAYOUT_ALL_))
+		wire_cursor_fail(c, -EPROTO);
+	/* a comparison in use needs a unit */
+	if (((q->preds & WIRE_FINDP_SIZE) && !q->size.unit) ||
+	    ((q->preds & WIRE_FINDP_ATIME) && !q->atime.unit) ||
+	    ((q->preds & WIRE_FINDP_MTIME) && !q->mtime.unit) ||
+	    ((q->preds & WIRE_FINDP_CTIME) && !q->ctime.unit) ||
+	    ((q->preds & WIRE_FINDP_STRIPE_COUNT) && !q->stripe_count.unit) ||
+	    ((q->preds & WIRE_FINDP_STRIPE_SIZE) && !q->stripe_size.unit))
 		wire_cursor_fail(c, -EPROTO);
 }
 
