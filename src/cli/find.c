@@ -114,6 +114,7 @@ static int parse_cmp(const char *s, const char *units, const uint64_t *mult, uin
 {
 	char buf[64];
 	c->sign = 0;
+	c->unit = def;
 	if (*s == '+')
 		c->sign = 1, s++;
 	else if (*s == '-')
@@ -135,6 +136,7 @@ static int parse_cmp(const char *s, const char *units, const uint64_t *mult, uin
 
 static int find_parse_size(const char *s, struct wire_find_cmp *c)
 {
+	c->up = 1;
 	/* lfs's units: bytes without a suffix; c bytes, b 512-byte blocks, k M G T P E base 2
 	 * (K too, as lfs) */
 	static const uint64_t m[] = {1, 512, 1ull << 10, 1ull << 10, 1ull << 20, 1ull << 30,
@@ -146,6 +148,7 @@ static int find_parse_time(const char *s, int minutes, struct wire_find_cmp *c)
 {
 	/* lfs's suffixes: s m h d w y; days (minutes for -Xmin) without one */
 	static const uint64_t m[] = {1, 60, 3600, 86400, 604800, 31536000};
+	c->up = minutes != 0; /* GNU: -mmin +1 is more than 60 s, -mtime +1 at least 2 days */
 	return parse_cmp(s, minutes ? NULL : "smhdwy", m, minutes ? 60 : 86400, c);
 }
 
@@ -587,7 +590,10 @@ int cli_find(int argc, char **argv)
 		cli_usage(stdout, "find");
 		goto out;
 	}
-	op->q.now = (int64_t)time(NULL);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	op->q.now.sec = ts.tv_sec;
+	op->q.now.nsec = (uint32_t)ts.tv_nsec;
 	if (parse_args(argc, argv, op) < 0) {
 		rc = 1;
 		goto out;

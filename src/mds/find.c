@@ -31,17 +31,22 @@ static int cmp_ceil(const struct wire_find_cmp *c, uint64_t v)
 	return n == c->value;
 }
 
-static int cmp_age(const struct wire_find_cmp *c, int64_t now, const struct nacre_time *t)
+static int cmp_age(const struct wire_find_cmp *c, const struct nacre_time *now,
+		   const struct nacre_time *t)
 {
-	/* floor((now - t) / unit), as find: a file from the future has a negative age */
-	int64_t age = now - t->sec;
-	int64_t u = (int64_t)c->unit, n;
+	/* the age in nanoseconds, counted in units rounded down (or up); a file from the
+	 * future has a negative age */
+	int64_t age = (now->sec - t->sec) * 1000000000 + ((int64_t)now->nsec - t->nsec);
+	int64_t u = (int64_t)c->unit * 1000000000, n;
 
+	if (c->up)
+		age = -age; /* ceil(a / u) = -floor(-a / u) */
 	if (age >= 0)
 		n = age / u;
 	else
 		n = -((-age + u - 1) / u);
-	/* now is whole seconds and t has nanoseconds: t within the second of now is age 0 */
+	if (c->up)
+		n = -n;
 	if (c->sign < 0)
 		return n < (int64_t)c->value;
 	if (c->sign > 0)
@@ -84,11 +89,11 @@ static int one(const struct wire_find_query *q, uint32_t p, const struct nacre_a
 	case WIRE_FINDP_SIZE:
 		return cmp_ceil(&q->size, a->size);
 	case WIRE_FINDP_ATIME:
-		return cmp_age(&q->atime, q->now, &a->atime);
+		return cmp_age(&q->atime, &q->now, &a->atime);
 	case WIRE_FINDP_MTIME:
-		return cmp_age(&q->mtime, q->now, &a->mtime);
+		return cmp_age(&q->mtime, &q->now, &a->mtime);
 	case WIRE_FINDP_CTIME:
-		return cmp_age(&q->ctime, q->now, &a->ctime);
+		return cmp_age(&q->ctime, &q->now, &a->ctime);
 	case WIRE_FINDP_NEWER:
 		return a->mtime.sec > q->newer.sec ||
 		       (a->mtime.sec == q->newer.sec && a->mtime.nsec > q->newer.nsec);

@@ -934,16 +934,17 @@ void wire_key_entry_get(struct wire_cursor *c, struct wire_key_entry *e);
 /* ---- FIND (since version 1): a scan of the namespace under a directory, in pages ----
  * find_req: cred, fid (the start directory), u32 max_bytes (of entries in the reply, capped
  * at WIRE_FIND_MAX_BYTES, at least WIRE_FIND_ENT_MAX), find_query, find_cursor.
- * find_query: u32 preds (WIRE_FINDP_* present), u32 neg (WIRE_FINDP_* negated), i64 now
- * (the client's clock, seconds: the time predicates' reference), str start_name (the start
+ * find_query: u32 preds (WIRE_FINDP_* present), u32 neg (WIRE_FINDP_* negated), time now
+ * (the client's clock: the time predicates' reference), str start_name (the start
  * directory's name as the caller typed it, for -name at depth 0), u32 mindepth, u32
  * maxdepth, str name (a glob, 0..WIRE_FIND_GLOB_MAX), u8 name_icase, u32 types (bits
  * 1 << (S_IFMT >> 12)), size cmp, 3 x time cmp (atime, mtime, ctime), time newer (an
  * mtime), u32 uid, u32 gid, u8 perm_kind (WIRE_FIND_PERM_*), u32 perm, stripe count cmp,
  * stripe size cmp, u32 nosts + nosts u32 (<= WIRE_FIND_OSTS_MAX), str pool (0..15), u32
  * layouts (WIRE_FIND_LAYOUT_*), u32 hsm (NACRE_HS_* all of which must be set), fid.
- * A cmp is i8 sign (-1: less than, 0: equal, 1: more than), u64 value, u64 unit (>= 1 if used):
- * as lfs and GNU find, the entry's value is rounded up (sizes) or down (ages) to units.
+ * A cmp is i8 sign (-1: less than, 0: equal, 1: more than), u64 value, u64 unit (>= 1 if
+ * used), u8 up: the entry's value is counted in units rounded up (sizes, always; ages in
+ * minutes, as GNU find) or down (ages in days, as lfs and GNU find).
  * find_cursor: u8 state (WIRE_FIND_CUR_*), str path (relative to the start directory, the
  * entry to resume at: every component but the last is a directory the scan was inside).
  * find_rep: u32 count, u8 done, find_cursor (where the next page starts), then count
@@ -991,10 +992,11 @@ struct wire_find_cmp {
 	int8_t sign;
 	uint64_t value;
 	uint64_t unit;
+	uint8_t up;
 };
 struct wire_find_query {
 	uint32_t preds, neg;
-	int64_t now;
+	struct nacre_time now;
 	char start_name[NACRE_NAME_MAX + 1];
 	uint32_t mindepth, maxdepth;
 	char name[WIRE_FIND_GLOB_MAX + 1];

@@ -10,6 +10,7 @@ static void cmp_put(struct wire_cursor *c, const struct wire_find_cmp *m)
 	wire_put_u8(c, (uint8_t)m->sign);
 	wire_put_u64(c, m->value);
 	wire_put_u64(c, m->unit);
+	wire_put_u8(c, m->up);
 }
 
 static void cmp_get(struct wire_cursor *c, struct wire_find_cmp *m)
@@ -17,7 +18,8 @@ static void cmp_get(struct wire_cursor *c, struct wire_find_cmp *m)
 	m->sign = (int8_t)wire_get_u8(c);
 	m->value = wire_get_u64(c);
 	m->unit = wire_get_u64(c);
-	if (m->sign < -1 || m->sign > 1)
+	m->up = wire_get_u8(c);
+	if (m->sign < -1 || m->sign > 1 || m->up > 1)
 		wire_cursor_fail(c, -EPROTO);
 }
 
@@ -25,7 +27,7 @@ static void query_put(struct wire_cursor *c, const struct wire_find_query *q)
 {
 	wire_put_u32(c, q->preds);
 	wire_put_u32(c, q->neg);
-	wire_put_i64(c, q->now);
+	wire_time_put(c, &q->now);
 	wire_path_put(c, q->start_name);
 	wire_put_u32(c, q->mindepth);
 	wire_put_u32(c, q->maxdepth);
@@ -60,7 +62,7 @@ static void query_get(struct wire_cursor *c, struct wire_find_query *q)
 {
 	q->preds = wire_get_u32(c);
 	q->neg = wire_get_u32(c);
-	q->now = wire_get_i64(c);
+	wire_time_get(c, &q->now);
 	wire_path_get(c, q->start_name, NACRE_NAME_MAX);
 	q->mindepth = wire_get_u32(c);
 	q->maxdepth = wire_get_u32(c);

@@ -61,7 +61,7 @@ def tree(cluster):
         os.truncate(f, sizes[k % len(sizes)])
         os.chown(f, *owners[k % len(owners)])
         os.chmod(f, modes[k % len(modes)])
-        age = ages[k % len(ages)] * DAY + 3600 + (k % 7) * 60
+        age = ages[k % len(ages)] * DAY + 3620 + (k % 7) * 60  # off minute boundaries
         os.utime(f, (NOW - age - 120 * DAY * (k % 2), NOW - age))
         n += 1
     # layouts: set on new empty files through setstripe
@@ -224,8 +224,10 @@ def test_layout_predicates_agree_with_getstripe(tree):
         assert fid == run([binary("nacre"), "path2fid", p]).stdout.strip()
         assert (int(c), int(s), i) == info[p]
     # --fid finds exactly that file; --layout raid0: every file with a layout
-    fid = run([binary("nacre"), "path2fid", tree / "x3"]).stdout.strip()
-    assert lines(nacre_find(tree, "--fid", fid).stdout) == [str(tree / "x3")]
+    fid = run([binary("nacre"), "path2fid", tree / "plain17"]).stdout.strip()
+    assert lines(nacre_find(tree, "--fid", fid).stdout) == [str(tree / "plain17")]
+    assert lines(nacre_find(tree, "-type", "f", "!", "--fid", fid).stdout) == \
+        sorted(set(lines(gnu_find(tree, "-type", "f").stdout)) - {str(tree / "plain17")})
     raid0 = set(lines(nacre_find(tree, "-type", "f", "-L", "raid0").stdout))
     assert raid0 == {str(p) for p in files}
     # no pools in nacre: --pool matches nothing, ! --pool everything
@@ -294,7 +296,7 @@ def test_bad_input(tree):
     assert r.returncode != 0 and "needs a value" in r.stderr
     r = nacre_find(tree, "--printf", "%Q")
     assert r.returncode != 0 and "unknown directive" in r.stderr
-    r = nacre_find(tree / "x3")
+    r = nacre_find(tree / "alpha0.txt")
     assert r.returncode != 0 and "not a directory" in r.stderr
     r = nacre_find("/tmp")
     assert r.returncode != 0 and "not on a nacre file system" in r.stderr
