@@ -318,3 +318,39 @@ def test_many_pages(cluster):
     same(top, ["-type", "f"])
     a = lines(nacre_find(top).stdout)
     assert len(a) == 1 + 30 + 30 * 60 and len(set(a)) == len(a)
+
+
+def test_nodemap_squash_and_id_maps(cluster, tree):
+    """Root squashed by the default nodemap is skipped where root is not; a client with id
+    maps tests and sees its own ids."""
+    def nodemap(*args):
+        run([binary("nacre"), "nodemap", "--mds", cluster.spec, "--key-file", cluster.key,
+             *args]).check_returncode()
+    sec = tree / "rootonly"
+    sec.mkdir()
+    (sec / "f").write_bytes(b"")
+    os.chmod(sec, 0o700)
+    own = tree / "owned"
+    own.mkdir()
+    (own / "m").write_bytes(b"")
+    os.chown(own / "m", 5003, 6004)
+    sq = cluster.mount(opts=["client_name=plain-node"])
+    try:
+        p = sq.path / "ft"
+        r = nacre_find(p, "-name", "rootonly*")
+        assert r.returncode == 1 and r.stdout == f"{p}/rootonly\n", r
+        assert r.stderr == f"nacre: find: '{p}/rootonly': Permission denied\n"
+    finally:
+        sq.unmount()
+    nodemap("add", "fmapped", "--client", "fmapped-node", "--range", "127.0.0.0/8")
+    nodemap("modify", "fmapped", "--map_uid", "1000:5000:10")
+    nodemap("modify", "fmapped", "--property", "map_gid", "--value", "1000:6000:10")
+    m = cluster.mount(opts=["client_name=fmapped-node"])
+    try:
+        p = m.path / "ft" / "owned"
+        r = nacre_find(p, "-uid", "1003", "-gid", "1004", "--printf", "%f %U %G\\n")
+        assert r.returncode == 0 and r.stdout == "m 1003 1004\n", r
+        assert nacre_find(p, "-uid", "5003").stdout == ""
+    finally:
+        m.unmount()
+        nodemap("del", "fmapped")
