@@ -215,10 +215,28 @@ static int parse_perm(const char *s, struct wire_find_query *q)
 	return 0;
 }
 
+/* The next comma-separated item of *s (cut in place), or NULL at the end; empty items are
+ * skipped. */
+static char *next_item(char **s)
+{
+	while (**s == ',')
+		(*s)++;
+	if (!**s)
+		return NULL;
+	char *t = *s, *c = strchr(t, ',');
+	if (c) {
+		*c = 0;
+		*s = c + 1;
+	} else {
+		*s += strlen(t);
+	}
+	return t;
+}
+
 /* "1,3,fsname-OST0004,5-6" into q->osts */
 static int parse_osts(char *s, struct wire_find_query *q)
 {
-	for (char *save = NULL, *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+	for (char *t = next_item(&s); t; t = next_item(&s)) {
 		char *ost = strstr(t, "-OST");
 		uint64_t a, b;
 		if (ost) {
@@ -247,7 +265,7 @@ static int parse_osts(char *s, struct wire_find_query *q)
 static int parse_layout(char *s, uint32_t *mask)
 {
 	*mask = 0;
-	for (char *save = NULL, *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+	for (char *t = next_item(&s); t; t = next_item(&s)) {
 		if (strcmp(t, "raid0") == 0)
 			*mask |= WIRE_FIND_LAYOUT_RAID0;
 		else if (strcmp(t, "released") == 0)
@@ -270,7 +288,7 @@ static int parse_hsm(char *s, uint32_t *mask)
 		  {"norelease", NACRE_HS_NORELEASE}, {"noarchive", NACRE_HS_NOARCHIVE},
 		  {"lost", NACRE_HS_LOST}};
 	*mask = 0;
-	for (char *save = NULL, *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+	for (char *t = next_item(&s); t; t = next_item(&s)) {
 		size_t i;
 		for (i = 0; i < sizeof(st) / sizeof(st[0]); i++)
 			if (strcmp(t, st[i].n) == 0)

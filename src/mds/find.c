@@ -309,6 +309,8 @@ static int entry_cb(void *arg, const struct nacre_dirent *d)
 		}
 		lv->res_level = UINT32_MAX; /* past the resume point from here on */
 	}
+	if (s->plen + 1 + strlen(d->name) > NACRE_PATH_MAX)
+		return 0; /* deeper than a path can say: not reachable by a path either */
 	if (!resume && s->examined >= FIND_BUDGET)
 		return stop_at(s, d->name); /* even an empty page ends: the client asks again */
 	s->examined++;
