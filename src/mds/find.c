@@ -54,8 +54,8 @@ static int cmp_age(const struct wire_find_cmp *c, const struct nacre_time *now,
 	return n == (int64_t)c->value;
 }
 
-static int has_ost(const struct wire_find_query *q, int has_layout, const struct nacre_layout *l,
-		   const struct nacre_attr *a)
+static int has_ost(const struct wire_find_query *q, int has_layout,
+		   const struct nacre_layout *l, const struct nacre_attr *a)
 {
 	if (!has_layout || !S_ISREG(a->mode) || (a->hsm_state & NACRE_HS_RELEASED))
 		return 0;
