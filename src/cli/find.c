@@ -512,20 +512,37 @@ static int find_one(const char *path, struct opts *op, unsigned char *in, unsign
 
 	if (!r)
 		return 1;
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		int e = errno;
-		struct stat st;
-		if (e == ENOTDIR || (lstat(path, &st) == 0 && !S_ISDIR(st.st_mode)))
-			cli_err("find: '%s' is not a directory: nacre find starts from "
-				"directories", path);
-		else
-			cli_err("find: '%s': %s", path, strerror(e));
+	r->q = op->q;
+	start_name(path, r->q.start_name, sizeof(r->q.start_name));
+	struct stat st;
+	if (lstat(path, &st) < 0) {
+		cli_err("find: '%s': %s", path, strerror(errno));
 		free(r);
 		return 1;
 	}
-	r->q = op->q;
-	start_name(path, r->q.start_name, sizeof(r->q.start_name));
+	if (S_ISDIR(st.st_mode)) {
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	} else {
+		/* a file or a symlink (not followed, as find -P): its directory is asked about
+		 * the entry */
+		char dir[PATH_MAX];
+		size_t n = str_copy(dir, path, sizeof(dir));
+		while (n > 0 && dir[n - 1] != '/')
+			n--;
+		while (n > 1 && dir[n - 1] == '/')
+			n--;
+		if (n == 0)
+			str_copy(dir, ".", sizeof(dir));
+		else
+			dir[n] = 0;
+		r->q.start_entry = 1;
+		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		cli_err("find: '%s': %s", path, strerror(errno));
+		free(r);
+		return 1;
+	}
 	r->max_bytes = WIRE_FIND_MAX_BYTES;
 	r->cur.state = WIRE_FIND_CUR_BEGIN;
 	struct wire_find_ent *e = malloc(sizeof(*e));

@@ -396,26 +396,40 @@ int mds_find(struct mds *m, const struct wire_find_req *r, struct wire_cursor *o
 	rc = mds_txn_begin_read(m->db, &s->txn);
 	if (rc)
 		goto out;
-	rc = mds_ns_get_dir(s->txn, &r->fid, &s->ino);
+	struct nacre_fid start = r->fid;
+	if (s->q->start_entry) {
+		/* a file (or a symlink) given as the starting point: the entry of its directory,
+		 * looked up as the kernel would */
+		rc = mds_ns_get_dir(s->txn, &r->fid, &s->ino);
+		if (!rc)
+			rc = mds_perm_check(s->cr, &s->ino, MDS_MAY_EXEC);
+		if (!rc)
+			rc = mds_db_dentry_get(s->txn, &r->fid, s->q->start_name, &start, NULL);
+		if (!rc)
+			rc = mds_db_inode_get(s->txn, &start, &s->ino);
+	} else {
+		rc = mds_ns_get_dir(s->txn, &r->fid, &s->ino);
+	}
 	if (rc)
 		goto out_abort;
-	int denied = may_scan(s, &s->ino);
+	int is_dir = S_ISDIR(s->ino.mode);
+	int denied = is_dir ? may_scan(s, &s->ino) : 0;
+	int enter = is_dir && (!(s->q->preds & WIRE_FINDP_MAXDEPTH) || s->q->maxdepth > 0);
 	if (r->cur.state == WIRE_FIND_CUR_BEGIN) {
-		/* the start directory itself, at depth 0, under the name the caller gave */
+		/* the starting point itself, at depth 0, under the name the caller gave */
 		fill_ent(s, "", 0);
 		if (mds_find_match(s->q, &s->ent.attr, s->ent.has_layout, &s->ent.layout,
 				   s->q->start_name, 0))
 			rc = emit(s, 0);
-		int enter = !(s->q->preds & WIRE_FINDP_MAXDEPTH) || s->q->maxdepth > 0;
 		if (!rc && enter && denied) {
 			fill_ent(s, "", denied);
 			s->ent.has_layout = 0;
 			rc = emit(s, 0);
 		}
 		if (!rc && enter && !denied)
-			rc = scan_dir(s, &r->fid, 1, UINT32_MAX);
-	} else if (!denied) {
-		rc = scan_dir(s, &r->fid, 1, 0);
+			rc = scan_dir(s, &start, 1, UINT32_MAX);
+	} else if (enter && !denied) {
+		rc = scan_dir(s, &start, 1, 0);
 	}
 	if (rc > 0)
 		rc = 0;

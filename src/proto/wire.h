@@ -935,8 +935,10 @@ void wire_key_entry_get(struct wire_cursor *c, struct wire_key_entry *e);
  * find_req: cred, fid (the start directory), u32 max_bytes (of entries in the reply, capped
  * at WIRE_FIND_MAX_BYTES, at least WIRE_FIND_ENT_MAX), find_query, find_cursor.
  * find_query: u32 preds (WIRE_FINDP_* present), u32 neg (WIRE_FINDP_* negated), time now
- * (the client's clock: the time predicates' reference), str start_name (the start
- * directory's name as the caller typed it, for -name at depth 0), u32 mindepth, u32
+ * (the client's clock: the time predicates' reference), str start_name (the starting
+ * point's name as the caller typed it, for -name at depth 0), u8 start_entry (1: the
+ * starting point is the entry start_name of the directory fid, a file or a symlink, not
+ * the directory), u32 mindepth, u32
  * maxdepth, str name (a glob, 0..WIRE_FIND_GLOB_MAX), u8 name_icase, u32 types (bits
  * 1 << (S_IFMT >> 12)), size cmp, 3 x time cmp (atime, mtime, ctime), time newer (an
  * mtime), u32 uid, u32 gid, u8 perm_kind (WIRE_FIND_PERM_*), u32 perm, stripe count cmp,
@@ -998,6 +1000,7 @@ struct wire_find_query {
 	uint32_t preds, neg;
 	struct nacre_time now;
 	char start_name[NACRE_NAME_MAX + 1];
+	uint8_t start_entry;
 	uint32_t mindepth, maxdepth;
 	char name[WIRE_FIND_GLOB_MAX + 1];
 	uint8_t name_icase;

@@ -29,6 +29,7 @@ static void query_put(struct wire_cursor *c, const struct wire_find_query *q)
 	wire_put_u32(c, q->neg);
 	wire_time_put(c, &q->now);
 	wire_path_put(c, q->start_name);
+	wire_put_u8(c, q->start_entry);
 	wire_put_u32(c, q->mindepth);
 	wire_put_u32(c, q->maxdepth);
 	wire_path_put(c, q->name);
@@ -64,6 +65,9 @@ static void query_get(struct wire_cursor *c, struct wire_find_query *q)
 	q->neg = wire_get_u32(c);
 	wire_time_get(c, &q->now);
 	wire_path_get(c, q->start_name, NACRE_NAME_MAX);
+	q->start_entry = wire_get_u8(c);
+	if (q->start_entry > 1 || (q->start_entry && !q->start_name[0]))
+		wire_cursor_fail(c, -EPROTO);
 	q->mindepth = wire_get_u32(c);
 	q->maxdepth = wire_get_u32(c);
 	wire_path_get(c, q->name, WIRE_FIND_GLOB_MAX);

@@ -186,6 +186,19 @@ def test_outputs_match_gnu_find(tree):
     same(str(tree) + "/", ["-type", "d"])
 
 
+def test_files_and_symlinks_as_starting_points(tree):
+    """As find (and lfs find): a file is tested itself; a symlink is not followed."""
+    for p in [tree / "alpha0.txt", tree / "link_to_alpha", tree / "fifo1",
+              tree / "dir2" / "null_dev"]:
+        for pred in [[], ["-type", "f"], ["-name", "*a*"], ["!", "-size", "0c"],
+                     ["-printf", "%p %f %s %y %d\\n"]]:
+            same(p, pred)
+    r = nacre_find(tree / "alpha0.txt", tree / "dir3", "-maxdepth", "0")
+    assert r.returncode == 0 and r.stdout == f"{tree / 'alpha0.txt'}\n{tree / 'dir3'}\n"
+    rel = os.path.relpath(tree / "dir1" / "a")
+    same(rel, [])
+
+
 def getstripe(path, opt):
     return run([binary("nacre"), "getstripe", opt, path]).stdout.strip()
 
@@ -296,8 +309,6 @@ def test_bad_input(tree):
     assert r.returncode != 0 and "needs a value" in r.stderr
     r = nacre_find(tree, "--printf", "%Q")
     assert r.returncode != 0 and "unknown directive" in r.stderr
-    r = nacre_find(tree / "alpha0.txt")
-    assert r.returncode != 0 and "not a directory" in r.stderr
     r = nacre_find("/tmp")
     assert r.returncode != 0 and "not on a nacre file system" in r.stderr
     r = nacre_find(tree / "nonexistent")
