@@ -33,7 +33,7 @@ static const struct cli_cmd commands[] = {
 	 "objid is the file's FID oid: nacre names objects by (FID, stripe, generation) and has\n"
 	 "no per-object ids.\n"},
 	{"find", cli_find, "find files by name, type, size, times, owner, striping, HSM state",
-	 "usage: nacre find DIRECTORY... [[!] OPTION VALUE]... [ACTION]\n"
+	 "usage: nacre find PATH... [[!] OPTION VALUE]... [ACTION]\n"
 	 "Runs on the MDS as one scan of the tree (pages through the mount), not a walk.\n"
 	 "Tests (each may be negated by a preceding '!'; all must hold):\n"
 	 "  --name|-n|-name GLOB, --iname GLOB   base name matches (fnmatch)\n"
@@ -56,8 +56,9 @@ static const struct cli_cmd commands[] = {
 	 "Actions (one): --print|-P (default), --print0|-0, -ls, --printf FORMAT\n"
 	 "  FORMAT: %p %f %s %u %U %g %G %m %M %t %a %c %n %i %l %y %d %%, Lustre's %LF (FID)\n"
 	 "  %Lc %LS %Li %Lp (stripe count, size, first OST, pool), escapes \\n \\t \\0 \\\\\n"
-	 "Paths are printed joined to DIRECTORY as given. A directory the caller may not read\n"
-	 "and search is reported on stderr and skipped; the exit code is then 1.\n"},
+	 "Paths are printed joined to PATH as given; a PATH that is a file or a symlink is\n"
+	 "tested itself (not followed). A directory the caller may not read and search is\n"
+	 "reported on stderr and skipped; the exit code is then 1.\n"},
 	{"romio-hints", cli_romio_hints, "print ROMIO (MPI-IO) hints matching a path's layout",
 	 "usage: nacre romio-hints [-N NODES] PATH\n"
 	 "  -N, --nodes N   nodes the job runs on: aggregators per node = stripes / N\n"
