@@ -13,9 +13,11 @@
 #include "proto/wire.h"
 
 /* Runs one page of r and appends the find_rep and its entries to out. A directory the
- * caller may not read and search (perm.h) is reported in the page as an entry with err
- * -EACCES and not entered. Returns 0, -ENOTDIR / -ENOENT (the start), -EACCES (the start
- * may not be scanned), -EINVAL (max_bytes below one entry), -ENOMEM or -EIO. */
+ * caller may not read and search (perm.h), the start included, is reported in the page as
+ * an entry with err -EACCES and not entered. With q.start_entry the starting point is the
+ * entry start_name of r->fid. Returns 0, -ENOTDIR / -ENOENT (r->fid or the entry),
+ * -EACCES (start_entry in a directory the caller may not search), -EINVAL (max_bytes
+ * below one entry), -ENOMEM or -EIO. */
 int mds_find(struct mds *m, const struct wire_find_req *r, struct wire_cursor *out);
 
 /* 1 if the entry (attributes, layout, name, depth) passes every predicate of q. Pure. */
