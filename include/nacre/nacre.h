@@ -346,6 +346,13 @@ int nacre_hsm_action_get(struct nacre_fs *fs, const struct nacre_cred *cr,
  * Returns the count; *eof is 1 when nothing follows. */
 int nacre_hsm_list(struct nacre_fs *fs, const struct nacre_cred *cr, uint64_t after,
 		   struct nacre_hsm_action *out, int max, int *eof);
+/* One page of a namespace scan under dir with predicates (`nacre find`): req is a find_req
+ * body (the FIND message of the wire protocol) whose credentials and FID this call replaces
+ * with cr and dir; the reply body (find_rep and its entries) is copied to out, its
+ * max_bytes lowered to fit out_len. Returns the reply's length or a negative errno. */
+int nacre_find_page(struct nacre_fs *fs, const struct nacre_cred *cr,
+		    const struct nacre_fid *dir, const void *req, size_t req_len, void *out,
+		    size_t out_len);
 /* Creates a released stub (root only): a regular file name in parent with the given
  * attributes whose data is the archive object path of archive archive_id. */
 int nacre_hsm_import(struct nacre_fs *fs, const struct nacre_cred *cr,

@@ -2,7 +2,8 @@
  * they share (virtual xattrs on a mounted path, mount discovery, option parsing).
  *
  * Path-based commands never talk to a server: they ask the FUSE mount through the virtual
- * xattrs of nacre/nacre_vxattr.h, as lfs asks the kernel through ioctls, so they need no key.
+ * xattrs of nacre/nacre_vxattr.h (`find` through the ioctl of nacre/nacre_ioctl.h), as
+ * lfs asks the kernel through ioctls, so they need no key.
  * Only `up`/`down` start processes and use libnacre directly, and `fault` talks to a server
  * itself (with the cluster key: a fault may be set on an OSS). Single-threaded.
  */
@@ -144,5 +145,6 @@ int cli_set_param(int argc, char **argv);   /* param.c */
 int cli_list_param(int argc, char **argv);  /* param.c */
 int cli_check(int argc, char **argv);       /* param.c */
 int cli_getname(int argc, char **argv);     /* param.c */
+int cli_find(int argc, char **argv);        /* find.c */
 
 #endif

@@ -295,6 +295,10 @@ void fz_op_statfs(fuse_req_t req, fuse_ino_t ino);
 
 /* ---- xattr.c ---- */
 void fz_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+/* ioctl.c: NACRE_IOC_FIND (nacre_ioctl.h) on a directory; anything else is ENOTTY. */
+void fz_op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+		 struct fuse_file_info *fi, unsigned flags, const void *in_buf, size_t in_bufsz,
+		 size_t out_bufsz);
 void fz_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 		    size_t size, int flags);
 void fz_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);

@@ -29,6 +29,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * ops); flock and noflock: every lock call comes to lock.c */
 	if (m->lock_mode == FZ_LOCK_LOCAL)
 		conn->want &= ~(unsigned)(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+	/* nacre_ioctl.h: `nacre find` asks through an ioctl on a directory */
+	if (conn->capable & FUSE_CAP_IOCTL_DIR)
+		conn->want |= FUSE_CAP_IOCTL_DIR;
 	if (m->replay_init) {
 		/* An upgrade: the kernel negotiated with the previous process; its flags were
 		 * not all in the replayed INIT, so take libfuse's view of them as it was. */
@@ -75,6 +78,7 @@ const struct fuse_lowlevel_ops fz_ops = {
 	.statfs = fz_op_statfs,
 	.setxattr = fz_op_setxattr,
 	.getxattr = fz_op_getxattr,
+	.ioctl = fz_op_ioctl,
 	.listxattr = fz_op_listxattr,
 	.removexattr = fz_op_removexattr,
 	.access = fz_op_access,

@@ -11,6 +11,7 @@
 #include "mds/caps.h"
 #include "mds/db.h"
 #include "mds/groups.h"
+#include "mds/find.h"
 #include "mds/hsm.h"
 #include "mds/keys.h"
 #include "mds/lock_rpc.h"
@@ -217,6 +218,21 @@ static int do_readdir(struct mds *m, const struct rpc_request *req, struct rpc_r
 	head.eof = !e.full;
 	wire_readdir_rep_patch(&rep->body, head_pos, &head);
 	return wire_cursor_ok(&rep->body) ? 0 : -EOVERFLOW;
+}
+
+static int do_find(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	struct wire_find_req *r = malloc(sizeof(*r));
+	struct wire_cursor dc;
+	if (!r)
+		return -ENOMEM;
+	wire_cursor_init_read(&dc, req->body, req->body_len);
+	wire_find_req_decode(&dc, r);
+	int rc = finish_decode(req, &dc);
+	if (!rc)
+		rc = mds_find(m, r, &rep->body);
+	free(r);
+	return rc;
 }
 
 static int do_layout_get(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
@@ -489,6 +505,8 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 		return do_readdir(m, req, rep);
 	case WIRE_OP_MDS_OPEN:
 		return do_open(m, req, rep);
+	case WIRE_OP_MDS_FIND:
+		return do_find(m, req, rep);
 	case WIRE_OP_MDS_CLOSE:
 		return do_close(m, req, rep, 1);
 	case WIRE_OP_MDS_SIZE_UPDATE:

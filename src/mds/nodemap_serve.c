@@ -64,6 +64,7 @@ static int fid_follows_cred(uint16_t op)
 	case WIRE_OP_MDS_SYMLINK:
 	case WIRE_OP_MDS_READLINK:
 	case WIRE_OP_MDS_READDIR:
+	case WIRE_OP_MDS_FIND:
 	case WIRE_OP_MDS_OPEN:
 	case WIRE_OP_MDS_GETXATTR:
 	case WIRE_OP_MDS_SETXATTR:
@@ -157,7 +158,9 @@ static int map_body(struct nodemap_req *nr, const struct rpc_request *req)
 	mapped = cr;
 	nodemap_map_cred(v, &mapped);
 	int setattr = req->hdr->opcode == WIRE_OP_MDS_SETATTR;
-	if (!setattr && !memcmp(&mapped, &cr, sizeof(cr)))
+	int find = req->hdr->opcode == WIRE_OP_MDS_FIND &&
+		   (v->ids.nuidmaps || v->ids.ngidmaps);
+	if (!setattr && !find && !memcmp(&mapped, &cr, sizeof(cr)))
 		return 0;
 	wire_cursor_init_dyn(&nr->body, WIRE_BODY_MAX);
 	nr->has_body = 1;
@@ -173,6 +176,26 @@ static int map_body(struct nodemap_req *nr, const struct rpc_request *req)
 		if (s.sa.valid & NACRE_SET_GID)
 			s.sa.gid = nodemap_map_gid(v, s.sa.gid);
 		wire_setattr_req_encode(&nr->body, &s);
+	} else if (find) {
+		/* the owner a FIND tests for is the client's id too */
+		struct wire_find_req *f = malloc(sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		wire_cursor_init_read(&c, req->body, req->body_len);
+		wire_find_req_decode(&c, f);
+		if (!wire_cursor_ok(&c) || wire_cursor_left(&c)) {
+			free(f);
+			return 0;
+		}
+		f->cred = mapped;
+		/* an id whose owner the client would not see as that id matches nothing:
+		 * -1 owns no file */
+		uint32_t u = nodemap_ids_map_uid(&v->ids, f->q.uid);
+		uint32_t g = nodemap_ids_map_gid(&v->ids, f->q.gid);
+		f->q.uid = nodemap_ids_unmap_uid(&v->ids, u) == f->q.uid ? u : UINT32_MAX;
+		f->q.gid = nodemap_ids_unmap_gid(&v->ids, g) == f->q.gid ? g : UINT32_MAX;
+		wire_find_req_encode(&nr->body, f);
+		free(f);
 	} else {
 		wire_cred_put(&nr->body, &mapped);
 		wire_put_bytes(&nr->body, req->body + rest, req->body_len - rest);
@@ -278,6 +301,29 @@ static void unmap_attr(const struct nodemap_view *v, struct nacre_attr *a)
 	a->gid = nodemap_ids_unmap_gid(&v->ids, a->gid);
 }
 
+/* A FIND page: the entries' owners, re-encoded in place (the same length). */
+static void unmap_find_rep(const struct nodemap_view *v, struct rpc_reply *rep,
+			   struct wire_cursor *c)
+{
+	struct wire_find_rep h;
+	struct wire_find_ent *e = malloc(sizeof(*e));
+
+	if (!e)
+		return;
+	wire_find_rep_decode(c, &h);
+	for (uint32_t i = 0; i < h.count && wire_cursor_ok(c); i++) {
+		size_t at = wire_cursor_pos(c);
+		wire_find_ent_get(c, e);
+		if (!wire_cursor_ok(c))
+			break;
+		unmap_attr(v, &e->attr);
+		struct wire_cursor w;
+		wire_cursor_init_write(&w, rep->body.buf + at, wire_cursor_pos(c) - at);
+		wire_find_ent_put(&w, e);
+	}
+	free(e);
+}
+
 /* A client with id maps sees its own ids in the attributes it gets back. */
 static void unmap_reply(const struct nodemap_view *v, uint16_t op, struct rpc_reply *rep)
 {
@@ -315,6 +361,8 @@ static void unmap_reply(const struct nodemap_view *v, uint16_t op, struct rpc_re
 			wire_open_rep_encode(&rep->body, or);
 		}
 		free(or);
+	} else if (!strcmp(o->rep, "find_rep")) {
+		unmap_find_rep(v, rep, &c);
 	}
 }
 

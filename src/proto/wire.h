@@ -110,7 +110,9 @@ enum wire_opcode {
 	WIRE_OP_MDS_HSM_AGENT_POLL = 54,     /* req: hsm_poll_req; rep: hsm_poll_rep */
 	WIRE_OP_MDS_HSM_AGENT_PROGRESS = 55, /* req: hsm_progress; rep: hsm_progress_rep */
 	WIRE_OP_MDS_HSM_IMPORT = 56,    /* req: hsm_import_req; rep: attr_rep */
-	/* 57..62 reserved for HSM */
+	/* 57..61 reserved for HSM */
+	WIRE_OP_MDS_FIND = 62, /* req: find_req; rep: find_rep + count find_ent: one page of a
+				* namespace scan with predicates (docs/protocol.md, "find") */
 	WIRE_OP_MDS_LINKS = 63,         /* req: links_req; rep: links_rep: the names (parent,
 					 * name) of a FID, a page at a time */
 
@@ -954,6 +956,127 @@ WIRE_MSG(links_rep);
 /* The items of a key_list. */
 void wire_key_entry_put(struct wire_cursor *c, const struct wire_key_entry *e);
 void wire_key_entry_get(struct wire_cursor *c, struct wire_key_entry *e);
+
+/* ---- FIND (since version 1): a scan of the namespace under a directory, in pages ----
+ * find_req: cred, fid (the start directory), u32 max_bytes (of entries in the reply, capped
+ * at WIRE_FIND_MAX_BYTES, at least WIRE_FIND_ENT_MAX), find_query, find_cursor.
+ * find_query: u32 preds (WIRE_FINDP_* present), u32 neg (WIRE_FINDP_* negated), time now
+ * (the client's clock: the time predicates' reference), str start_name (the starting
+ * point's name as the caller typed it, for -name at depth 0), u8 start_entry (1: the
+ * starting point is the entry start_name of the directory fid, a file or a symlink, not
+ * the directory), u32 mindepth, u32
+ * maxdepth, str name (a glob, 0..WIRE_FIND_GLOB_MAX), u8 name_icase, u32 types (bits
+ * 1 << (S_IFMT >> 12)), size cmp, 3 x time cmp (atime, mtime, ctime), time newer (an
+ * mtime), u32 uid, u32 gid, u8 perm_kind (WIRE_FIND_PERM_*), u32 perm, stripe count cmp,
+ * stripe size cmp, u32 nosts + nosts u32 (<= WIRE_FIND_OSTS_MAX), str pool (0..15), u32
+ * layouts (WIRE_FIND_LAYOUT_*), u32 hsm (NACRE_HS_* all of which must be set), fid.
+ * A cmp is i8 sign (-1: less than, 0: equal, 1: more than), u64 value, u64 unit (>= 1 if
+ * used), u8 up: the entry's value is counted in units rounded up (sizes, always; ages in
+ * minutes, as GNU find) or down (ages in days, as lfs and GNU find).
+ * find_cursor: u8 state (WIRE_FIND_CUR_*), str path (relative to the start directory, the
+ * entry to resume at: every component but the last is a directory the scan was inside).
+ * find_rep: u32 count, u8 done, find_cursor (where the next page starts), then count
+ * find_ent: str path (relative, "" for the start directory), i32 err (0, or the negative
+ * errno of a directory that could not be scanned: the entry is then only a report), attr,
+ * u8 has_layout [+ layout], str target (symlinks; else ""). */
+#define WIRE_FIND_MAX_BYTES (56u * 1024u) /* + the reply header: under WIRE_BODY_MAX */
+#define WIRE_FIND_GLOB_MAX 1024u
+#define WIRE_FIND_OSTS_MAX 256u
+#define WIRE_FIND_POOL_MAX 15u
+/* bytes of the fixed fields of a find_ent, and of the biggest one */
+#define WIRE_FIND_ENT_MIN (2 + 4 + 100 + 1 + 2)
+#define WIRE_FIND_ENT_MAX (WIRE_FIND_ENT_MIN + 2 * NACRE_PATH_MAX + 44 + 4 * NACRE_MAX_STRIPES)
+enum {
+	WIRE_FINDP_NAME = 1u << 0,
+	WIRE_FINDP_TYPE = 1u << 1,
+	WIRE_FINDP_SIZE = 1u << 2,
+	WIRE_FINDP_ATIME = 1u << 3,
+	WIRE_FINDP_MTIME = 1u << 4,
+	WIRE_FINDP_CTIME = 1u << 5,
+	WIRE_FINDP_NEWER = 1u << 6,
+	WIRE_FINDP_UID = 1u << 7,
+	WIRE_FINDP_GID = 1u << 8,
+	WIRE_FINDP_PERM = 1u << 9,
+	WIRE_FINDP_STRIPE_COUNT = 1u << 10,
+	WIRE_FINDP_STRIPE_SIZE = 1u << 11,
+	WIRE_FINDP_OST = 1u << 12,
+	WIRE_FINDP_POOL = 1u << 13,
+	WIRE_FINDP_LAYOUT = 1u << 14,
+	WIRE_FINDP_HSM = 1u << 15,
+	WIRE_FINDP_FID = 1u << 16,
+	WIRE_FINDP_MINDEPTH = 1u << 17, /* not negatable */
+	WIRE_FINDP_MAXDEPTH = 1u << 18, /* not negatable */
+	WIRE_FINDP_ALL_ = (1u << 19) - 1,
+};
+enum { WIRE_FIND_PERM_EXACT = 0, WIRE_FIND_PERM_ALL = 1, WIRE_FIND_PERM_ANY = 2 };
+enum {
+	WIRE_FIND_LAYOUT_RAID0 = 1u << 0,
+	WIRE_FIND_LAYOUT_RELEASED = 1u << 1,
+	WIRE_FIND_LAYOUT_MDT = 1u << 2, /* data on MDT: nacre has none, so nothing matches */
+	WIRE_FIND_LAYOUT_ALL_ = (1u << 3) - 1,
+};
+enum { WIRE_FIND_CUR_BEGIN = 0, WIRE_FIND_CUR_RESUME = 1 };
+struct wire_find_cmp {
+	int8_t sign;
+	uint64_t value;
+	uint64_t unit;
+	uint8_t up;
+};
+struct wire_find_query {
+	uint32_t preds, neg;
+	struct nacre_time now;
+	char start_name[NACRE_NAME_MAX + 1];
+	uint8_t start_entry;
+	uint32_t mindepth, maxdepth;
+	char name[WIRE_FIND_GLOB_MAX + 1];
+	uint8_t name_icase;
+	uint32_t types;
+	struct wire_find_cmp size, atime, mtime, ctime;
+	struct nacre_time newer;
+	uint32_t uid, gid;
+	uint8_t perm_kind;
+	uint32_t perm;
+	struct wire_find_cmp stripe_count, stripe_size;
+	uint32_t nosts;
+	uint32_t osts[WIRE_FIND_OSTS_MAX];
+	char pool[WIRE_FIND_POOL_MAX + 1];
+	uint32_t layouts;
+	uint32_t hsm;
+	struct nacre_fid fid;
+};
+struct wire_find_cursor {
+	uint8_t state;
+	char path[NACRE_PATH_MAX + 1];
+};
+struct wire_find_req {
+	struct nacre_cred cred;
+	struct nacre_fid fid;
+	uint32_t max_bytes;
+	struct wire_find_query q;
+	struct wire_find_cursor cur;
+};
+struct wire_find_rep {
+	uint32_t count;
+	uint8_t done;
+	struct wire_find_cursor cur;
+};
+struct wire_find_ent {
+	char path[NACRE_PATH_MAX + 1];
+	int32_t err;
+	struct nacre_attr attr;
+	uint8_t has_layout;
+	struct nacre_layout layout;
+	char target[NACRE_PATH_MAX + 1];
+};
+void wire_find_req_encode(struct wire_cursor *c, const struct wire_find_req *m);
+void wire_find_req_decode(struct wire_cursor *c, struct wire_find_req *m);
+void wire_find_rep_encode(struct wire_cursor *c, const struct wire_find_rep *m);
+void wire_find_rep_decode(struct wire_cursor *c, struct wire_find_rep *m);
+/* The items of a find_rep. get fails the cursor (-EPROTO) on a positive err. */
+void wire_find_ent_put(struct wire_cursor *c, const struct wire_find_ent *e);
+void wire_find_ent_get(struct wire_cursor *c, struct wire_find_ent *e);
+/* The bytes wire_find_ent_put writes for e. Pure. */
+size_t wire_find_ent_size(const struct wire_find_ent *e);
 
 /* The opcode named name ("MDS_CREATE"), or -1. Thread-safe. */
 int wire_opcode_by_name(const char *name);

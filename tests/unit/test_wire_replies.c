@@ -454,6 +454,69 @@ static void test_links_rep(void)
 	}
 }
 
+static void test_find_rep(void)
+{
+	static const uint8_t golden[] = {
+		0x02, 0x00, 0x00, 0x00,         /* count 2 */
+		0x00,                           /* done 0 */
+		0x01, 0x03, 0x00, 'a', '/', 'b', /* cursor: resume at "a/b" */
+		0x01, 0x00, 'x',                /* path "x" */
+		0x00, 0x00, 0x00, 0x00,         /* err 0 */
+		G_ATTR,
+		0x01, G_LAYOUT,                 /* has_layout */
+		0x00, 0x00,                     /* target "" */
+		0x01, 0x00, 'a',                /* path "a" */
+		0xf3, 0xff, 0xff, 0xff,         /* err -EACCES */
+		G_ATTR,
+		0x00,                           /* no layout */
+		0x00, 0x00,                     /* target "" */
+	};
+	struct wire_find_rep h, hd;
+	struct wire_find_ent *e = calloc(2, sizeof(*e)), *ed = calloc(3, sizeof(*ed));
+	struct wire_cursor c;
+
+	memset(&h, 0, sizeof(h));
+	h.count = 2;
+	h.cur.state = WIRE_FIND_CUR_RESUME;
+	memcpy(h.cur.path, "a/b", 4);
+	memcpy(e[0].path, "x", 2);
+	g_attr(&e[0].attr);
+	e[0].has_layout = 1;
+	g_layout(&e[0].layout);
+	memcpy(e[1].path, "a", 2);
+	e[1].err = -EACCES;
+	g_attr(&e[1].attr);
+	CHECK_EQ(wire_find_ent_size(&e[0]) + wire_find_ent_size(&e[1]), sizeof(golden) - 11);
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_find_rep_encode(&c, &h);
+	wire_find_ent_put(&c, &e[0]);
+	wire_find_ent_put(&c, &e[1]);
+	CHECK(wire_cursor_ok(&c));
+	CHECK_EQ(wire_cursor_pos(&c), sizeof(golden));
+	CHECK_MEM(c.buf, golden, sizeof(golden));
+	wire_cursor_fini(&c);
+	CHECK(LIST_OK(wire_find_rep_decode, &hd, wire_find_ent_get, ed, golden, sizeof(golden), 2));
+	CHECK(hd.count == 2 && !hd.done && hd.cur.state == WIRE_FIND_CUR_RESUME);
+	CHECK_STR(hd.cur.path, "a/b");
+	CHECK(memcmp(e, ed, 2 * sizeof(*e)) == 0);
+	for (size_t k = 0; k < sizeof(golden); k++)
+		CHECK(!LIST_OK(wire_find_rep_decode, &hd, wire_find_ent_get, ed, golden, k, 2));
+	{
+		uint8_t bad[sizeof(golden)];
+		memcpy(bad, golden, sizeof(bad));
+		bad[5] = 2; /* an unknown cursor state */
+		CHECK(!LIST_OK(wire_find_rep_decode, &hd, wire_find_ent_get, ed, bad, sizeof(bad),
+			       2));
+		memcpy(bad, golden, sizeof(bad));
+		bad[sizeof(golden) - 2 - 1 - 100 - 4] = 0x01; /* a positive err */
+		bad[sizeof(golden) - 2 - 1 - 100 - 1] = 0x00;
+		CHECK(!LIST_OK(wire_find_rep_decode, &hd, wire_find_ent_get, ed, bad, sizeof(bad),
+			       2));
+	}
+	free(e);
+	free(ed);
+}
+
 static void test_targets_rep(void)
 {
 	static const uint8_t golden[] = {
@@ -1114,6 +1177,9 @@ static const struct codec codecs[] = {
 	REP(notify_rep, test_notify_rep),
 	REQ(nodemap_req), REQ(links_req),
 	REP(links_rep, test_links_rep),
+	REQ(nodemap_req),
+	REQ(find_req),
+	REP(find_rep, test_find_rep),
 	REP(connect_rep, test_connect_open_rep),
 	REP(open_rep, test_connect_open_rep),
 	REP(attr_rep, test_attr_rep),
@@ -1191,6 +1257,7 @@ static void test_op_table(void)
 		WIRE_OP_MDS_CAP_GET,
 		WIRE_OP_MDS_KEY_REVOKE, WIRE_OP_MDS_KEY_LIST, WIRE_OP_OST_KEY_UPDATE,
 		WIRE_OP_MDS_NOTIFY_WAIT, WIRE_OP_MDS_GROUPS_SET, WIRE_OP_MDS_LINKS,
+		WIRE_OP_MDS_NOTIFY_WAIT, WIRE_OP_MDS_GROUPS_SET, WIRE_OP_MDS_FIND,
 	};
 	static const uint16_t inline_[] = {
 		WIRE_OP_MDS_STATFS, WIRE_OP_MDS_LOOKUP, WIRE_OP_MDS_GETATTR, WIRE_OP_MDS_READLINK,
@@ -1240,7 +1307,7 @@ static void test_op_table(void)
 		/* what runs once through the reply cache is never resent blindly */
 		CHECK(!(wire_op_reply_cached((uint16_t)op) && wire_op_idempotent((uint16_t)op)));
 	}
-	CHECK_EQ(rows, 66);
+	CHECK_EQ(rows, 67);
 	CHECK(wire_op_info(WIRE_OP_MAX_) == NULL && wire_op_info(0xffff) == NULL);
 	CHECK(!wire_op_idempotent(0xffff) && !wire_op_inline(0xffff));
 	/* xattr_len_rep is GETXATTR's other form (a size of 0), not in the table's column */

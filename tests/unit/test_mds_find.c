@@ -1,0 +1,201 @@
+/* test_mds_find.c - FIND's predicates as the MDS evaluates them (mds_find_match): find's
+ * rounding of sizes and ages at their edges, perm forms, negation, depth, layouts, HSM. */
+#include <string.h>
+#include <sys/stat.h>
+
+#include "mds/find.h"
+#include "unit.h"
+
+static struct wire_find_query q;
+static struct nacre_attr a;
+static struct nacre_layout l;
+
+static void reset(void)
+{
+	memset(&q, 0, sizeof(q));
+	memset(&a, 0, sizeof(a));
+	memset(&l, 0, sizeof(l));
+	a.mode = S_IFREG | 0644;
+	q.now.sec = 1000000;
+	l.pattern = NACRE_PATTERN_RAID0;
+	l.stripe_size = 1u << 20;
+	l.stripe_count = 2;
+	l.nosts = 2;
+	l.ost_idx[0] = 1;
+	l.ost_idx[1] = 3;
+}
+
+static int m(void)
+{
+	return mds_find_match(&q, &a, 1, &l, "name.txt", 1);
+}
+
+static void test_size(void)
+{
+	reset();
+	q.preds = WIRE_FINDP_SIZE;
+	q.size = (struct wire_find_cmp){.sign = 1, .value = 1, .unit = 1024, .up = 1};
+	a.size = 1024;
+	CHECK(!m()); /* +1k: more than one KiB once rounded up */
+	a.size = 1025;
+	CHECK(m());
+	q.size.sign = -1; /* -1k: rounded up below 1, only the empty file */
+	CHECK(!m());
+	a.size = 0;
+	CHECK(m());
+	a.size = 1;
+	CHECK(!m());
+	q.size.sign = 0; /* 1k: 1..1024 */
+	CHECK(m());
+	a.size = 1024;
+	CHECK(m());
+	a.size = 1025;
+	CHECK(!m());
+	q.neg = WIRE_FINDP_SIZE;
+	CHECK(m());
+}
+
+static void test_ages(void)
+{
+	reset();
+	q.preds = WIRE_FINDP_MTIME;
+	/* days: rounded down: +1 is at least two days, 1 is [1, 2) days */
+	q.mtime = (struct wire_find_cmp){.sign = 1, .value = 1, .unit = 86400};
+	a.mtime.sec = q.now.sec - 2 * 86400 + 1;
+	CHECK(!m());
+	a.mtime.sec = q.now.sec - 2 * 86400;
+	CHECK(m());
+	q.mtime.sign = 0;
+	CHECK(!m());
+	a.mtime.sec = q.now.sec - 86400;
+	CHECK(m());
+	a.mtime.sec = q.now.sec - 86399;
+	CHECK(!m());
+	q.mtime.sign = -1;
+	CHECK(m());
+	a.mtime.sec = q.now.sec + 100; /* from the future: a negative age, less than any */
+	CHECK(m());
+	/* minutes: rounded up, as GNU find: +1 is more than 60 s, 1 is (0, 60] s */
+	q.preds = WIRE_FINDP_ATIME;
+	q.atime = (struct wire_find_cmp){.sign = 1, .value = 1, .unit = 60, .up = 1};
+	a.atime.sec = q.now.sec - 60;
+	CHECK(!m());
+	a.atime.sec = q.now.sec - 61;
+	CHECK(m());
+	a.atime.sec = q.now.sec - 60;
+	a.atime.nsec = 1; /* the nanoseconds count: 59.999999999 s */
+	CHECK(!m());
+	a.atime.nsec = 0;
+	a.atime.sec = q.now.sec - 60;
+	q.now.nsec = 1; /* 60.000000001 s */
+	CHECK(m());
+	q.now.nsec = 0;
+	q.atime.sign = 0;
+	CHECK(m());
+	a.atime.sec = q.now.sec;
+	CHECK(!m()); /* age 0 is not in (0, 60] */
+	q.atime.sign = -1;
+	CHECK(m());
+}
+
+static void test_perm_owner_type_depth(void)
+{
+	reset();
+	a.mode = S_IFREG | 04755;
+	q.preds = WIRE_FINDP_PERM;
+	q.perm = 04755;
+	CHECK(m());
+	q.perm = 0755;
+	CHECK(!m()); /* exact: the setuid bit too */
+	q.perm_kind = WIRE_FIND_PERM_ALL;
+	CHECK(m());
+	q.perm = 02000;
+	CHECK(!m());
+	q.perm_kind = WIRE_FIND_PERM_ANY;
+	q.perm = 02002;
+	CHECK(!m());
+	q.perm = 02004;
+	CHECK(m());
+	q.perm = 0; /* /0 matches everything, as GNU find */
+	CHECK(m());
+	reset();
+	a.uid = 7;
+	a.gid = 8;
+	q.preds = WIRE_FINDP_UID | WIRE_FINDP_GID;
+	q.uid = 7;
+	q.gid = 8;
+	CHECK(m());
+	q.neg = WIRE_FINDP_GID;
+	CHECK(!m());
+	reset();
+	q.preds = WIRE_FINDP_TYPE;
+	q.types = 1u << (S_IFDIR >> 12) | 1u << (S_IFLNK >> 12);
+	CHECK(!m());
+	a.mode = S_IFLNK | 0777;
+	CHECK(m());
+	reset();
+	q.preds = WIRE_FINDP_MINDEPTH | WIRE_FINDP_MAXDEPTH;
+	q.mindepth = 1;
+	q.maxdepth = 1;
+	CHECK(mds_find_match(&q, &a, 1, &l, "x", 1));
+	CHECK(!mds_find_match(&q, &a, 1, &l, "x", 0));
+	CHECK(!mds_find_match(&q, &a, 1, &l, "x", 2));
+	reset();
+	q.preds = WIRE_FINDP_NAME;
+	memcpy(q.name, "*.TXT", 6);
+	CHECK(!m());
+	q.name_icase = 1;
+	CHECK(m());
+	memcpy(q.name, "n[a]me.\\*", sizeof("n[a]me.\\*")); /* an escaped star matches only a star */
+	CHECK(!m());
+}
+
+static void test_layout_hsm(void)
+{
+	reset();
+	q.preds = WIRE_FINDP_OST;
+	q.nosts = 2;
+	q.osts[0] = 0;
+	q.osts[1] = 3;
+	CHECK(m());
+	q.osts[1] = 2;
+	CHECK(!m());
+	q.neg = WIRE_FINDP_OST;
+	CHECK(m());
+	reset();
+	q.preds = WIRE_FINDP_STRIPE_COUNT;
+	q.stripe_count = (struct wire_find_cmp){.sign = 1, .value = 1, .unit = 1};
+	CHECK(m());
+	CHECK(!mds_find_match(&q, &a, 0, &l, "x", 1)); /* no layout: no stripes */
+	q.preds = WIRE_FINDP_STRIPE_SIZE;
+	q.stripe_size = (struct wire_find_cmp){.sign = 0, .value = 1, .unit = 1u << 20};
+	CHECK(m());
+	reset();
+	a.hsm_state = NACRE_HS_EXISTS | NACRE_HS_ARCHIVED | NACRE_HS_RELEASED;
+	q.preds = WIRE_FINDP_HSM;
+	q.hsm = NACRE_HS_EXISTS | NACRE_HS_ARCHIVED;
+	CHECK(m());
+	q.hsm |= NACRE_HS_DIRTY;
+	CHECK(!m());
+	q.preds = WIRE_FINDP_LAYOUT;
+	q.layouts = WIRE_FIND_LAYOUT_RELEASED;
+	CHECK(m());
+	q.preds = WIRE_FINDP_OST; /* a released file has no objects */
+	q.nosts = 1;
+	q.osts[0] = 1;
+	CHECK(!m());
+	q.preds = WIRE_FINDP_POOL; /* no pools: only the empty name */
+	memcpy(q.pool, "fast", 5);
+	CHECK(!m());
+	q.pool[0] = 0;
+	CHECK(m());
+}
+
+int main(void)
+{
+	test_size();
+	test_ages();
+	test_perm_owner_type_depth();
+	test_layout_hsm();
+	return unit_done();
+}
