@@ -224,9 +224,9 @@ static int check_origin(struct ct *ct, const struct nacre_hsm_action *a, const c
 	if (!strcmp(origin, ct->location))
 		return 0;
 	snprintf(err, err_len,
-		 "%.160s was imported from %.120s, this copytool serves %.120s: run a copytool "
-		 "for archive %u there",
-		 path, origin, ct->location, a->archive_id);
+		 "%.120s is in %.120s (imported from or archived to there), this copytool serves "
+		 "%.120s: run a copytool for archive %u on %.120s",
+		 path, origin, ct->location, a->archive_id, origin);
 	return -EIO;
 }
 
@@ -326,7 +326,7 @@ out:
 
 static void run_action(struct ct *ct, const struct nacre_hsm_action *a)
 {
-	char fid[NACRE_FID_STR_MAX], err[512] = "";
+	char fid[NACRE_FID_STR_MAX], err[1024] = "";
 	char *path = calloc(1, NACRE_PATH_MAX + 1);
 	struct xfer x;
 	int rc;
