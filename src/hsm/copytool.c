@@ -366,6 +366,9 @@ static void run_action(struct ct *ct, const struct nacre_hsm_action *a)
 			size_t l = strlen(path);
 			int n = snprintf(path + l, NACRE_PATH_MAX + 1 - l, "%s(%s)", l ? " " : "", err);
 			(void)n; /* cut to the field's size */
+			for (char *p = path + l; *p; p++)
+				if (*p == '\n' || *p == '\r')
+					*p = ' '; /* hsm list gives each action one line */
 		}
 		int prc = nacre_hsm_agent_progress(ct->fs, a, rc ? x.reported : x.total, x.total, 1,
 						   rc > 0 ? -EIO : rc, path ? path : NULL);
