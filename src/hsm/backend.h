@@ -5,9 +5,10 @@
  * Objects are named by the file's path relative to the file system root, under the
  * backend's prefix ("dir/file" -> "<prefix>/dir/file"), so the archive stays readable by
  * other tools and can be imported back. That name is fixed at a file's import or first
- * archive and kept through renames (copytool.c has the whole rule). Each object carries the metadata keys Azure Managed
- * Lustre uses: owner, group (decimal), permissions (octal, e.g. "0644"), modtime (RFC 3339 or
- * Unix seconds: see hsm_meta_*), plus "nacre_fid" ("[0x..:0x..:0x..]").
+ * archive and kept through renames (copytool.c has the whole rule). Each object carries the
+ * metadata keys Azure Managed Lustre uses: owner, group (decimal), permissions (octal, e.g.
+ * "0644"), modtime (in the style of HSM_META_* below), plus "nacre_fid"
+ * ("[0x..:0x..:0x..]").
  *
  * Data moves through positional callbacks so a backend may move several ranges in parallel
  * (block uploads, ranged downloads). Every call is thread-safe on one backend object.

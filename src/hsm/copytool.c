@@ -4,7 +4,7 @@
  * the file's new objects (the MDS hands them to this agent's open); REMOVE deletes the
  * object. Progress goes to the coordinator every few MiB; a cancel stops the transfer there.
  *
- * Archive names (the rule, also in docs/hsm.md): a file's object name is fixed once and
+ * Archive names (the rule, also in docs/CONTRACTS.md): a file's object name is fixed once and
  * kept on the file (NACRE_HSM_PATH_XATTR), and the MDS hands it to every later action:
  * - an imported file: the object it was imported from, relative to the import's location;
  * - a native file: its path relative to the file system root at its first archive; when a

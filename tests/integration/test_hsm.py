@@ -706,6 +706,12 @@ def test_nacre_up_with_hsm_backend_and_import(tmp_path):
             f"{w}: (0x0000000d) released exists archived, archive_id:1\n"
         assert w.read_bytes() == b"W" * 300000
         assert (mnt / "data" / "readme.txt").read_bytes() == b"hello archive\n"
+        # changed and archived: back to the object it came from, no data/readme.txt object
+        (mnt / "data" / "readme.txt").write_bytes(b"changed\n")
+        nacre("hsm_archive", mnt / "data" / "readme.txt")
+        wait_state(mnt / "data" / "readme.txt", EXISTS | ARCHIVED, DIRTY)
+        assert (arch / "readme.txt").read_bytes() == b"changed\n"
+        assert not (arch / "data").exists()
         # the copytool archives too
         f = mnt / "new"
         f.write_bytes(b"new data")
