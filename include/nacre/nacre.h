@@ -105,6 +105,28 @@ int nacre_groups_cred(struct nacre_fs *fs, uint32_t uid, uint32_t gid, const uin
 /* FID of the mounted root (the subdirectory for a subdirectory mount). */
 struct nacre_fid nacre_fs_root(const struct nacre_fs *fs);
 const char *nacre_fs_name(const struct nacre_fs *fs);
+/* This fs's session id with the servers (random, fixed while this process has it mounted;
+ * a process that takes over with nacre-mount --upgrade has its own): the instance part of
+ * its Lustre-style device names. */
+uint64_t nacre_fs_client_id(const struct nacre_fs *fs);
+
+/* Tunables that may change while mounted (lctl set_param on a Lustre client). */
+enum {
+	/* background RPCs per OST (osc.*.max_rpcs_in_flight): 1..NACRE_RPCS_IN_FLIGHT_MAX;
+	 * per OST index, or ost -1 for the mount's default and every OST */
+	NACRE_TUNE_RPCS_IN_FLIGHT = 1,
+	/* readahead window limit per file in MiB (llite.*.max_read_ahead_mb), 0 = off,
+	 * up to NACRE_READ_AHEAD_MB_MAX; ost is ignored. A limit below one RPC reads ahead one
+	 * RPC (max_rpc_size); the value reads back as set. */
+	NACRE_TUNE_READ_AHEAD_MB = 2,
+};
+#define NACRE_RPCS_IN_FLIGHT_MAX 256
+#define NACRE_READ_AHEAD_MB_MAX 65536
+/* Reads a tunable into *val. Returns 0 or -EINVAL (unknown tunable). Thread-safe. */
+int nacre_fs_tunable_get(struct nacre_fs *fs, int tunable, int ost, int64_t *val);
+/* Changes a tunable; it applies to RPCs and reads from then on. Returns 0, -EINVAL (unknown
+ * tunable, ost out of range) or -ERANGE (val out of the range above). Thread-safe. */
+int nacre_fs_tunable_set(struct nacre_fs *fs, int tunable, int ost, int64_t val);
 
 /* Formats fid as "[0x200000400:0x1:0x0]" into buf (NACRE_FID_STR_MAX bytes); returns buf. */
 char *nacre_fid_format(const struct nacre_fid *fid, char *buf, size_t len);
@@ -181,6 +203,14 @@ int nacre_targets(struct nacre_fs *fs, struct nacre_target *out, int max);
 /* Path of fid relative to the file system root, "/" separated, starting with '/'. */
 int nacre_fid2path(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
 		   char *buf, size_t len);
+/* The hard links of fid in link order (the order they were made; a renamed link comes last,
+ * as Lustre's link EA lists them): fn(arg, parent, name) for each link in a directory the
+ * caller may search (and, on a fileset mount, inside the fileset). fn returns nonzero to
+ * stop. Returns 0; -ENOENT when fid has no link (unlinked, or the root), -EACCES when it has
+ * links but the caller may see none; other errors as nacre_fid2path. */
+int nacre_links(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		int (*fn)(void *arg, const struct nacre_fid *parent, const char *name),
+		void *arg);
 /* Resolves a path relative to the mount root ("/a/b" or "a/b"), following no symlinks. */
 int nacre_resolve(struct nacre_fs *fs, const struct nacre_cred *cr, const char *path,
 		  struct nacre_attr *out);

@@ -25,6 +25,21 @@
 /* get; the mount's root: the file system name. */
 #define NACRE_VXATTR_FSNAME "nacre.fsname"
 
+/* get; the mount's root: this mount's instance name as Lustre names a client's llite
+ * device, "FSNAME-INSTANCE" (INSTANCE: 16 hex digits, nacre_fs_client_id), as
+ * `lfs getname` prints it. */
+#define NACRE_VXATTR_INSTANCE "nacre.instance"
+
+/* get; the mount's root: the parameters this mount serves, one line "NAME MODE" each, NAME
+ * the dotted lctl name with this mount's device names (llite.FSNAME-INSTANCE.x,
+ * osc.FSNAME-OST0003-osc-INSTANCE.x), MODE rw or ro. */
+#define NACRE_VXATTR_PARAMS "nacre.params"
+/* get, set; the mount's root; the name is this prefix followed by a NAME of nacre.params:
+ * its value as text ("16\n"); a set takes the text (a trailing newline is allowed) and
+ * needs uid 0 (EACCES), answers EINVAL for a value that is not a number, ERANGE for one
+ * out of the parameter's range, EPERM for a read-only one, ENODATA for an unknown NAME. */
+#define NACRE_VXATTR_PARAM "nacre.param."
+
 /* get; the mount's root: one line per target of the cluster registry,
  *   "TYPE INDEX UP ADDR KB_TOTAL KB_FREE KB_AVAIL FILES FFREE"
  * TYPE is MDT or OST, UP 1 while its server is connected to the MDS else 0, ADDR host:port
@@ -35,6 +50,20 @@
  * relative to the file system root, starting with '/'. The caller needs search permission
  * on every directory of that path (EACCES otherwise), as a lookup of the path would. */
 #define NACRE_VXATTR_FID2PATH "nacre.fid2path."
+
+/* get; anything: its hard links in link order (the order they were made, a renamed link
+ * last, as Lustre's link EA), each "[PARENT_FID]/NAME" followed by a NUL (a name may hold
+ * '\n'), only those in directories the caller may search. ENOENT when there is none (the
+ * root), EACCES when the caller may see none. At most NACRE_VXATTR_LIST_MAX bytes: the
+ * links after those are left out. */
+#define NACRE_VXATTR_PARENTS "nacre.parents"
+#define NACRE_VXATTR_LIST_MAX 65536
+
+/* get; the mount's root; the name is this prefix followed by a FID: the path of each hard
+ * link of that FID, as nacre.fid2path writes it, each followed by a NUL, in link order; "/"
+ * for the root. Only paths the caller could look up (EACCES when there is none). At most
+ * NACRE_VXATTR_LIST_MAX bytes, as nacre.parents. */
+#define NACRE_VXATTR_LINKPATHS "nacre.linkpaths."
 
 /* get; the mount's root: the MDS's recovery window (nacre_recovery_status), one line
  *   "STATE START DURATION TIME_LEFT EXPECTED CONNECTED REPLAYED COMPLETED EVICTED

@@ -7,6 +7,7 @@
 
 #include "cli/bringup.h"
 #include "cli/cli.h"
+#include "common/strbuf.h"
 #include "common/util.h"
 
 #define NDAEMONS_MAX (2 + 2 * CC_OSS_CAP + CC_MAX_COPYTOOLS * CC_MAX_ARCHIVES)
@@ -74,6 +75,8 @@ static struct bu_daemon *add(struct daemons *ds, enum bu_kind kind, int index, c
 	return d;
 }
 
+/* The metrics options of a daemon, a copytool or (-o, as NAME=VALUE) a mount: its
+ * Prometheus address, its JSON log LOG_DIR/FSNAME-ROLE.jsonl, the Log Analytics sink. */
 static void metrics_args(struct daemons *ds, struct bu_daemon *d, const struct cc_conf *c,
 			 const char *addr)
 {
@@ -83,11 +86,30 @@ static void metrics_args(struct daemons *ds, struct bu_daemon *d, const struct c
 	if (c->metrics_log_dir[0]) {
 		arg(ds, d, "--metrics-log");
 		arg(ds, d, "%s/%s-%s.jsonl", c->metrics_log_dir, c->fsname, d->role);
-		if (c->metrics_interval) {
-			arg(ds, d, "--metrics-interval");
-			arg(ds, d, "%d", c->metrics_interval);
-		}
 	}
+	if (c->metrics_interval && (c->metrics_log_dir[0] || c->metrics_azure[0])) {
+		arg(ds, d, "--metrics-interval");
+		arg(ds, d, "%d", c->metrics_interval);
+	}
+	if (c->metrics_azure[0]) {
+		opt(ds, d, "--metrics-azure", c->metrics_azure);
+		opt(ds, d, "--metrics-azure-key-file", c->metrics_azure_key_file);
+		if (c->metrics_azure_log_type[0])
+			opt(ds, d, "--metrics-azure-log-type", c->metrics_azure_log_type);
+		if (c->metrics_azure_url[0])
+			opt(ds, d, "--metrics-azure-url", c->metrics_azure_url);
+	}
+}
+
+void bu_addr_plus(const char *addr, int k, char *out, size_t len)
+{
+	const char *colon = strrchr(addr, ':');
+	int64_t port;
+
+	out[0] = '\0';
+	if (!addr[0] || !colon || parse_i64(colon + 1, 1, 65535, &port) < 0 || port + k > 65535)
+		return;
+	snprintf(out, len, "%.*s:%d", (int)(colon - addr), addr, (int)port + k);
 }
 
 static void add_mds(struct daemons *ds, const struct cc_conf *c, int standby)
@@ -168,6 +190,9 @@ static void add_copytool(struct daemons *ds, const struct cc_conf *c, int host, 
 	if (c->hsm_credentials[0]) {
 		opt(ds, d, "--credentials", c->hsm_credentials);
 	}
+	char maddr[CC_ADDR_MAX + 8];
+	bu_addr_plus(c->copytool_metrics_addr, k, maddr, sizeof(maddr));
+	metrics_args(ds, d, c, maddr);
 }
 
 static void daemons_free(struct daemons *ds)
@@ -219,15 +244,32 @@ void bu_spec(const struct cc_conf *c, char *out, size_t len)
 	snprintf(out, len, "%s:/%s", addrs, c->fsname);
 }
 
-/* nacre-mount's -o: the key, the client's options, its metrics address. */
+/* nacre-mount's -o: the key, the client's options, its metrics address, log
+ * (LOG_DIR/FSNAME-client-NAME.jsonl) and Log Analytics sink. */
 static void mount_opts(const struct cc_conf *c, const struct cc_client *cl, char *out,
 		       size_t len)
 {
-	int n = snprintf(out, len, "key_file=%s%s%s", c->key_file, cl->options[0] ? "," : "",
-			 cl->options);
+	struct strbuf b = STRBUF_INIT;
 
-	if (cl->metrics_addr[0] && n >= 0 && (size_t)n < len)
-		snprintf(out + n, len - (size_t)n, ",metrics_addr=%s", cl->metrics_addr);
+	strbuf_printf(&b, "key_file=%s%s%s", c->key_file, cl->options[0] ? "," : "",
+		      cl->options);
+	if (cl->metrics_addr[0])
+		strbuf_printf(&b, ",metrics_addr=%s", cl->metrics_addr);
+	if (c->metrics_log_dir[0])
+		strbuf_printf(&b, ",metrics_log=%s/%s-client-%s.jsonl", c->metrics_log_dir,
+			      c->fsname, cl->name);
+	if (c->metrics_interval && (c->metrics_log_dir[0] || c->metrics_azure[0]))
+		strbuf_printf(&b, ",metrics_interval=%d", c->metrics_interval);
+	if (c->metrics_azure[0]) {
+		strbuf_printf(&b, ",metrics_azure=%s,metrics_azure_key_file=%s", c->metrics_azure,
+			      c->metrics_azure_key_file);
+		if (c->metrics_azure_log_type[0])
+			strbuf_printf(&b, ",metrics_azure_log_type=%s", c->metrics_azure_log_type);
+		if (c->metrics_azure_url[0])
+			strbuf_printf(&b, ",metrics_azure_url=%s", c->metrics_azure_url);
+	}
+	str_copy(out, strbuf_cstr(&b), len);
+	strbuf_fini(&b);
 }
 
 /* The servers (MDS, OSSes and their standbys) come before the mounts, the copytools after. */
@@ -238,7 +280,7 @@ static int is_server(const struct bu_daemon *d)
 
 int bu_up(const struct cc_conf *c, const struct bu_runner *r, void *ctx)
 {
-	char spec[BU_SPEC_MAX], opts[PATH_MAX + 1400];
+	char spec[BU_SPEC_MAX], opts[4 * PATH_MAX + 2048];
 	struct daemons ds;
 	int rc = -1;
 

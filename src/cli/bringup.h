@@ -23,7 +23,7 @@
 
 #include "cli/cluster_conf.h"
 
-#define BU_ARGS_MAX (16 + 2 * CC_OSTS_CAP)
+#define BU_ARGS_MAX (32 + 2 * CC_OSTS_CAP)
 #define BU_SPEC_MAX (2 * CC_ADDR_MAX + NACRE_FSNAME_MAX + 4) /* "MDS[,STANDBY]:/FSNAME" */
 
 enum bu_kind { BU_MDS, BU_OSS, BU_COPYTOOL };
@@ -77,6 +77,10 @@ int bu_up(const struct cc_conf *c, const struct bu_runner *r, void *ctx);
 int bu_down(const struct cc_conf *c, const struct bu_runner *r, void *ctx);
 /* Prints its status. Returns how many items are down, or -1 (out of memory). */
 int bu_status(const struct cc_conf *c, const struct bu_runner *r, void *ctx);
+
+/* out = addr ("HOST:PORT") with PORT + k: the k-th of daemons that share a base metrics
+ * address. "" when addr is "" or the port would pass 65535. */
+void bu_addr_plus(const char *addr, int k, char *out, size_t len);
 
 /* "MDS_LISTEN[,FAILOVER_LISTEN]:/FSNAME": what clients and copytools mount (BU_SPEC_MAX
  * bytes). */

@@ -365,6 +365,11 @@ static int prepare(void *ctx)
 		cli_err("cannot create %s: %s", l->dir, strerror(-r));
 		return -1;
 	}
+	if (l->c->metrics_log_dir[0] && (r = lp_mkdir_p(l->c->metrics_log_dir)) < 0) {
+		cli_err("cannot create the metrics log directory %s: %s", l->c->metrics_log_dir,
+			strerror(-r));
+		return -1;
+	}
 	if (ports_free(l) < 0)
 		return -1;
 	if (access(l->c->key_file, F_OK) < 0) {

@@ -194,6 +194,13 @@ static int check_hosts(struct bu_remote *ru, const char *key_text)
 				  "}\nelse\n  mkdir -p \"$(dirname \"$KEY\")\" && (umask 077; echo "
 				  "\"$WANT\" >\"$KEY.tmp\") && mv \"$KEY.tmp\" \"$KEY\" && echo \"copied "
 				  "the key to $KEY\" || exit 1\nfi\n");
+		if (c->metrics_log_dir[0]) {
+			/* every daemon, mount and copytool of the host writes its JSON lines there */
+			strbuf_printf(&s, "MLOG=");
+			rs_quote(&s, c->metrics_log_dir);
+			strbuf_printf(&s, "\nmkdir -p \"$MLOG\" || { echo \"cannot create the metrics "
+					  "log_dir $MLOG\"; exit 1; }\n");
+		}
 		if (run_step(ru, hosts[i], what, &s, &r) < 0)
 			return -1;
 		step_ok(ru, "host %s reachable%s%s", hosts[i], r.out[0] ? ", " : "", r.out);

@@ -24,8 +24,17 @@ struct cli_cmd {
 	const char *usage;   /* printed by `nacre VERB --help` and on usage errors */
 };
 
-/* Prints "nacre: " + message + newline to stderr. */
+/* The name messages start with: "nacre", or "lfs" when run through the lfs alias. */
+extern const char *cli_prog;
+/* Sets cli_prog from argv[0]. */
+void cli_set_prog(const char *argv0);
+/* Prints cli_prog + ": " + message + newline to stderr. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "Did you mean": the indexes of the names closest to a mistyped word (an edit or two, or
+ * an abbreviation), at most max_out of them, in table order. Returns how many (0: none is
+ * close). */
+size_t cli_suggest(const char *word, const char *const *names, size_t n, size_t *out,
+		   size_t max_out);
 /* Prints the usage of the named verb to f. */
 void cli_usage(FILE *f, const char *verb);
 /* 1 if argv[i] is -h/--help for a verb that has no -h option of its own. */
@@ -68,6 +77,35 @@ int cli_is_mounted(const char *dir);
  * must be a multiple of 64 KiB and below 4 GiB. Returns 0 or -EINVAL with a reason in err. */
 int cli_parse_stripe_size(const char *s, uint32_t *out, char *err, size_t err_len);
 
+/* ---- stats.c: the daemons' Prometheus endpoints (--metrics-addr) ---- */
+struct strbuf;
+struct cli_metric {
+	char name[128];
+	char labels[256]; /* `a="x",b="y"`, without braces */
+	double value;
+};
+struct cli_scrape {
+	struct cli_metric *s; /* owned */
+	int n, cap;
+	int ok;        /* 1 once fetched; else err says why not */
+	char err[256];
+};
+/* GETs http://addr/metrics (2 s timeout) into sc (emptied first). */
+void cli_scrape_fetch(const char *addr, struct cli_scrape *sc);
+void cli_scrape_free(struct cli_scrape *sc);
+/* The value of label key in labels, copied into out. 0 or -1 (no such label). */
+int cli_label_of(const char *labels, const char *key, char *out, size_t len);
+/* The OST names ("fs-OST0000") an OSS's scrape has counters for; returns their count. */
+int cli_scrape_targets(const struct cli_scrape *sc, char (*out)[64], int max);
+/* Appends the value of obdfilter.TARGET.stats in lprocfs's shape: "snapshot_time" line,
+ * then "NAME COUNT samples [UNIT] [MIN MAX SUM]" per counter with samples. */
+void cli_target_stats(const struct cli_scrape *sc, const char *target, struct strbuf *out);
+/* The MDT name ("fs-MDT0000") an MDS's scrape is of: 0, or -1 when sc is no MDS's. */
+int cli_scrape_mdt(const struct cli_scrape *sc, char *out, size_t len);
+/* Appends mdt.*.md_stats's value: "snapshot_time", then "NAME COUNT samples [reqs]" per
+ * metadata operation served (MDS_OPEN is "open"). */
+void cli_mdt_stats(const struct cli_scrape *sc, struct strbuf *out);
+
 /* Subcommands, one group per file. */
 int cli_setstripe(int argc, char **argv);   /* stripe.c */
 int cli_getstripe(int argc, char **argv);   /* stripe.c */
@@ -96,5 +134,10 @@ int cli_top(int argc, char **argv);         /* stats.c */
 int cli_fault(int argc, char **argv);       /* fault.c */
 int cli_recovery_status(int argc, char **argv); /* recovery.c */
 int cli_key(int argc, char **argv);         /* key.c */
+int cli_get_param(int argc, char **argv);   /* param.c */
+int cli_set_param(int argc, char **argv);   /* param.c */
+int cli_list_param(int argc, char **argv);  /* param.c */
+int cli_check(int argc, char **argv);       /* param.c */
+int cli_getname(int argc, char **argv);     /* param.c */
 
 #endif

@@ -14,11 +14,21 @@
 #include "cli/cli.h"
 #include "common/util.h"
 
+const char *cli_prog = "nacre";
+
+void cli_set_prog(const char *argv0)
+{
+	const char *base = argv0 ? strrchr(argv0, '/') : NULL;
+
+	base = base ? base + 1 : argv0;
+	cli_prog = base && strcmp(base, "lfs") == 0 ? "lfs" : "nacre";
+}
+
 void cli_err(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("nacre: ", stderr);
+	fprintf(stderr, "%s: ", cli_prog);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);

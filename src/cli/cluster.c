@@ -31,7 +31,21 @@ struct up_opts {
 	/* --hsm-*: a copytool for archive 1, and a directory imported from it at creation */
 	const char *hsm_backend, *hsm_endpoint, *hsm_credentials, *hsm_import;
 	char sec_min[16]; /* --sec-min for the servers, "" = null */
+	/* --metrics-addr: the MDS's, then each OSS, the mount and the copytool on the next
+	 * ports; --metrics-log: a directory of JSON lines; --metrics-azure*: passed on */
+	char metrics_addr[CC_ADDR_MAX];
+	char metrics_log[PATH_MAX];
+	int metrics_interval;
+	char metrics_azure_key_file[PATH_MAX];
+	const char *metrics_azure, *metrics_azure_log_type, *metrics_azure_url;
 };
+
+/* The k-th metrics address of `nacre up`: the MDS 0, OSS j 1 + j, the mount 1 + noss, the
+ * copytool 2 + noss. */
+static void up_metrics_addr(const struct up_opts *o, int k, char *out, size_t len)
+{
+	bu_addr_plus(o->metrics_addr, k, out, len);
+}
 
 /* out = v, or a message naming the option if it does not fit. */
 static int set(char *out, size_t len, const char *opt, const char *v)
@@ -64,10 +78,26 @@ static int up_conf(const struct up_opts *o, struct cc_conf *c)
 	if (dir_path(c->key_file, sizeof(c->key_file), o->dir, "cluster.key") < 0 ||
 	    dir_path(c->mds_data, sizeof(c->mds_data), o->dir, "mdt") < 0)
 		return -1;
+	up_metrics_addr(o, 0, c->mds_metrics_addr, sizeof(c->mds_metrics_addr));
+	str_copy(c->metrics_log_dir, o->metrics_log, sizeof(c->metrics_log_dir));
+	c->metrics_interval = o->metrics_interval;
+	if (o->metrics_azure) {
+		str_copy(c->metrics_azure, o->metrics_azure, sizeof(c->metrics_azure));
+		str_copy(c->metrics_azure_key_file, o->metrics_azure_key_file,
+			 sizeof(c->metrics_azure_key_file));
+		if (o->metrics_azure_log_type &&
+		    set(c->metrics_azure_log_type, sizeof(c->metrics_azure_log_type),
+			"--metrics-azure-log-type", o->metrics_azure_log_type) < 0)
+			return -1;
+		if (o->metrics_azure_url && set(c->metrics_azure_url, sizeof(c->metrics_azure_url),
+						"--metrics-azure-url", o->metrics_azure_url) < 0)
+			return -1;
+	}
 	for (int j = 0; j < o->oss; j++) {
 		struct cc_oss *s = &c->oss[c->noss++];
 
 		snprintf(s->name, sizeof(s->name), "%d", j);
+		up_metrics_addr(o, 1 + j, s->metrics_addr, sizeof(s->metrics_addr));
 		str_copy(s->host, "localhost", sizeof(s->host));
 		snprintf(s->listen, sizeof(s->listen), "127.0.0.1:%d", o->port + 1 + j);
 		s->ost0 = c->nosts;
@@ -90,8 +120,10 @@ static int up_conf(const struct up_opts *o, struct cc_conf *c)
 	/* the local mount is admin: the nodemap rule local-admin of a new file system matches
 	 * this name (docs/security.md, "Nodemaps") */
 	str_copy(cl->options, UP_CLIENT_OPTIONS, sizeof(cl->options));
+	up_metrics_addr(o, 1 + o->oss, cl->metrics_addr, sizeof(cl->metrics_addr));
 	if (!o->hsm_backend)
 		return 0;
+	up_metrics_addr(o, 2 + o->oss, c->copytool_metrics_addr, sizeof(c->copytool_metrics_addr));
 	struct cc_archive *a = &c->archives[c->narchives++];
 
 	a->id = 1;
@@ -212,8 +244,17 @@ static int parse_up(int argc, char **argv, struct up_opts *o, const char **dir)
 		{"hsm-credentials", required_argument, NULL, 'C'},
 		{"hsm-import", required_argument, NULL, 'I'},
 		{"sec-min", required_argument, NULL, 'S'},
+		{"metrics-addr", required_argument, NULL, 'A'},
+		{"metrics-log", required_argument, NULL, 'L'},
+		{"metrics-interval", required_argument, NULL, 'T'},
+		{"metrics-azure", required_argument, NULL, 'W'},
+		{"metrics-azure-key-file", required_argument, NULL, 'K'},
+		{"metrics-azure-log-type", required_argument, NULL, 'Y'},
+		{"metrics-azure-url", required_argument, NULL, 'U'},
 		{NULL, 0, NULL, 0},
 	};
+	char host[CC_HOST_MAX + 1];
+	int mport;
 	int opt;
 
 	optind = 1;
@@ -225,6 +266,32 @@ static int parse_up(int argc, char **argv, struct up_opts *o, const char **dir)
 		case 'E': o->hsm_endpoint = optarg; break;
 		case 'C': o->hsm_credentials = optarg; break;
 		case 'I': o->hsm_import = optarg; break;
+		case 'W': o->metrics_azure = optarg; break;
+		case 'Y': o->metrics_azure_log_type = optarg; break;
+		case 'U': o->metrics_azure_url = optarg; break;
+		case 'A':
+			if (cc_split_addr(optarg, host, sizeof(host), &mport) < 0 || mport == 0 ||
+			    mport > 65535 - MAX_OSTS - 2 ||
+			    set(o->metrics_addr, sizeof(o->metrics_addr), "--metrics-addr", optarg) < 0) {
+				cli_err("invalid --metrics-addr '%s': give HOST:PORT with a port from 1 "
+					"to %d (the daemons take the next ports)", optarg,
+					65535 - MAX_OSTS - 2);
+				return -1;
+			}
+			break;
+		case 'L':
+		case 'K':
+			if (lp_absolute(optarg, opt == 'L' ? o->metrics_log : o->metrics_azure_key_file,
+					PATH_MAX) < 0) {
+				cli_err("path too long: %s", optarg);
+				return -1;
+			}
+			break;
+		case 'T':
+			if (parse_count("--metrics-interval", optarg, 1, 86400,
+					&o->metrics_interval) < 0)
+				return -1;
+			break;
 		case 'S':
 			if (strcmp(optarg, "null") && strcmp(optarg, "integrity") &&
 			    strcmp(optarg, "privacy")) {
@@ -294,6 +361,19 @@ static int write_options(const struct up_opts *o)
 		fprintf(f, "--hsm-credentials=%s\n", o->hsm_credentials);
 	if (o->sec_min[0])
 		fprintf(f, "--sec-min=%s\n", o->sec_min);
+	if (o->metrics_addr[0])
+		fprintf(f, "--metrics-addr=%s\n", o->metrics_addr);
+	if (o->metrics_log[0])
+		fprintf(f, "--metrics-log=%s\n", o->metrics_log);
+	if (o->metrics_interval)
+		fprintf(f, "--metrics-interval=%d\n", o->metrics_interval);
+	if (o->metrics_azure)
+		fprintf(f, "--metrics-azure=%s\n--metrics-azure-key-file=%s\n", o->metrics_azure,
+			o->metrics_azure_key_file);
+	if (o->metrics_azure_log_type)
+		fprintf(f, "--metrics-azure-log-type=%s\n", o->metrics_azure_log_type);
+	if (o->metrics_azure_url)
+		fprintf(f, "--metrics-azure-url=%s\n", o->metrics_azure_url);
 	return fclose(f) == 0 ? 0 : -1;
 }
 
@@ -301,8 +381,8 @@ static int write_options(const struct up_opts *o)
  * none, -1 after saying what is wrong. The strings stay valid for the process. */
 static int read_options(const char *dir, struct up_opts *o)
 {
-	static char lines[16][PATH_MAX + 32];
-	char path[PATH_MAX], *argv[18];
+	static char lines[32][PATH_MAX + 32];
+	char path[PATH_MAX], *argv[34];
 	int argc = 0;
 	const char *ignored = NULL;
 	FILE *f;
@@ -312,7 +392,7 @@ static int read_options(const char *dir, struct up_opts *o)
 	if (!(f = fopen(path, "re")))
 		return errno == ENOENT ? -ENOENT : -1;
 	argv[argc++] = "up";
-	while (argc < 17 && fgets(lines[argc - 1], sizeof(lines[0]), f)) {
+	while (argc < 33 && fgets(lines[argc - 1], sizeof(lines[0]), f)) {
 		lines[argc - 1][strcspn(lines[argc - 1], "\n")] = '\0';
 		argv[argc] = lines[argc - 1];
 		argc++;
@@ -342,7 +422,14 @@ static int same_cluster(const struct up_opts *a, const struct up_opts *b)
 	       same_str(a->hsm_backend, b->hsm_backend) &&
 	       same_str(a->hsm_endpoint, b->hsm_endpoint) &&
 	       same_str(a->hsm_credentials, b->hsm_credentials) &&
-	       strcmp(a->sec_min, b->sec_min) == 0;
+	       strcmp(a->sec_min, b->sec_min) == 0 &&
+	       strcmp(a->metrics_addr, b->metrics_addr) == 0 &&
+	       strcmp(a->metrics_log, b->metrics_log) == 0 &&
+	       a->metrics_interval == b->metrics_interval &&
+	       same_str(a->metrics_azure, b->metrics_azure) &&
+	       strcmp(a->metrics_azure_key_file, b->metrics_azure_key_file) == 0 &&
+	       same_str(a->metrics_azure_log_type, b->metrics_azure_log_type) &&
+	       same_str(a->metrics_azure_url, b->metrics_azure_url);
 }
 
 /* --oss defaults to one per OST; the mount point to DIR/mnt. */
@@ -394,6 +481,24 @@ static int missing_roles(const struct up_opts *o, const struct bu_local *l, char
 	return n;
 }
 
+/* Where the metrics are: each daemon's Prometheus address, the JSON logs, Log Analytics. */
+static void print_metrics(const struct up_opts *o, const struct cc_conf *c)
+{
+	if (o->metrics_addr[0]) {
+		printf("metrics: mds %s", c->mds_metrics_addr);
+		for (int j = 0; j < c->noss; j++)
+			printf(", oss%d %s", j, c->oss[j].metrics_addr);
+		printf(", mount %s", c->clients[0].metrics_addr);
+		if (c->narchives)
+			printf(", copytool %s", c->copytool_metrics_addr);
+		printf(" (http://HOST:PORT/metrics)\n");
+	}
+	if (o->metrics_log[0])
+		printf("metrics logs: %s/%s-*.jsonl\n", o->metrics_log, o->fsname);
+	if (o->metrics_azure)
+		printf("metrics to Log Analytics workspace %s\n", o->metrics_azure);
+}
+
 /* `nacre up` on a directory with a cluster.pids (asked: the options recorded there, then the
  * command line's): exits 1 if everything runs, or if asked changes the cluster; else starts
  * what does not run. */
@@ -439,6 +544,7 @@ static int up_again(const struct up_opts *asked, struct bu_local *l)
 		return 1;
 	}
 	printf("nacre is up again in %s (restarted %s), mounted on %s\n", o.dir, missing, o.mnt);
+	print_metrics(&o, &c);
 	printf("stop it with: nacre down --dir %s\n", o.dir);
 	return 0;
 }
@@ -478,6 +584,12 @@ int cli_up(int argc, char **argv)
 			"--hsm-backend");
 		return 1;
 	}
+	if (!!o.metrics_azure != !!o.metrics_azure_key_file[0] ||
+	    (!o.metrics_azure && (o.metrics_azure_log_type || o.metrics_azure_url))) {
+		cli_err("up: --metrics-azure WORKSPACE needs --metrics-azure-key-file FILE, and "
+			"--metrics-azure-log-type and --metrics-azure-url need --metrics-azure");
+		return 1;
+	}
 	if (up_finish_opts(&o) < 0)
 		return 1;
 
@@ -501,6 +613,7 @@ int cli_up(int argc, char **argv)
 		return bu_local_abort(&l);
 	}
 	printf("nacre is up: %d OST%s, mounted on %s\n", o.osts, o.osts == 1 ? "" : "s", o.mnt);
+	print_metrics(&o, &c);
 	printf("stop it with: nacre down --dir %s\n", o.dir);
 	return 0;
 }

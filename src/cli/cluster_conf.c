@@ -443,8 +443,12 @@ static int on_hsm(struct parse_state *ps, const char *name, const char *v)
 		take_str(ps, name, v, c->hsm_endpoint, sizeof(c->hsm_endpoint));
 	} else if (strcmp(name, "credentials") == 0) {
 		take_path(ps, name, v, c->hsm_credentials, sizeof(c->hsm_credentials));
+	} else if (strcmp(name, "metrics_addr") == 0) {
+		take_addr(ps, name, v, c->copytool_metrics_addr, sizeof(c->copytool_metrics_addr),
+			  1);
 	} else {
-		return unknown_key(ps, name, "archive, copytools, endpoint, credentials");
+		return unknown_key(ps, name, "archive, copytools, endpoint, credentials, "
+					     "metrics_addr");
 	}
 	return 0;
 }
@@ -460,8 +464,29 @@ static int on_metrics(struct parse_state *ps, const char *name, const char *v)
 			fail(ps, "interval = %s: give seconds from 1 to 86400", v);
 		else
 			ps->c->metrics_interval = (int)n;
+	} else if (strcmp(name, "azure_workspace") == 0) {
+		if (take_str(ps, name, v, ps->c->metrics_azure, sizeof(ps->c->metrics_azure)) == 0 &&
+		    strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") !=
+			    strlen(v))
+			fail(ps, "azure_workspace = %s: give the Log Analytics workspace ID (letters, "
+				 "digits and '-')", v);
+	} else if (strcmp(name, "azure_key_file") == 0) {
+		take_path(ps, name, v, ps->c->metrics_azure_key_file,
+			  sizeof(ps->c->metrics_azure_key_file));
+	} else if (strcmp(name, "azure_log_type") == 0) {
+		if (take_str(ps, name, v, ps->c->metrics_azure_log_type,
+			     sizeof(ps->c->metrics_azure_log_type)) == 0 &&
+		    strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
+			    strlen(v))
+			fail(ps, "azure_log_type = %s: use letters, digits and '_'", v);
+	} else if (strcmp(name, "azure_url") == 0) {
+		if (take_str(ps, name, v, ps->c->metrics_azure_url,
+			     sizeof(ps->c->metrics_azure_url)) == 0 &&
+		    ((strncmp(v, "http://", 7) && strncmp(v, "https://", 8)) || strchr(v, ',')))
+			fail(ps, "azure_url = %s: give an http:// or https:// URL without ','", v);
 	} else {
-		return unknown_key(ps, name, "log_dir, interval");
+		return unknown_key(ps, name, "log_dir, interval, azure_workspace, azure_key_file, "
+					     "azure_log_type, azure_url");
 	}
 	return 0;
 }
@@ -685,6 +710,15 @@ static int check_required(struct parse_state *ps)
 			return missing(ps, cl->line, sec, "host", "client1");
 		if (!cl->mountpoint[0])
 			return missing(ps, cl->line, sec, "mountpoint", "/mnt/nacre");
+	}
+	if (!!c->metrics_azure[0] != !!c->metrics_azure_key_file[0]) {
+		fail(ps, "[metrics] azure_workspace and azure_key_file go together (the key file, "
+			 "mode 0600, on every host)");
+		return -1;
+	}
+	if (!c->metrics_azure[0] && (c->metrics_azure_log_type[0] || c->metrics_azure_url[0])) {
+		fail(ps, "[metrics] azure_log_type and azure_url need azure_workspace");
+		return -1;
 	}
 	if (!c->remote_shell[0])
 		str_copy(c->remote_shell, DEFAULT_SHELL, sizeof(c->remote_shell));

@@ -7,8 +7,10 @@
  *                  failover_listen
  *   [client NAME]  host, mountpoint, options, metrics_addr
  *   [hsm]          archive = ID:URL (repeatable), copytools = HOST[,HOST...],
- *                  endpoint = URL, credentials = FILE (both for the copytools)
- *   [metrics]      log_dir, interval
+ *                  endpoint = URL, credentials = FILE (both for the copytools),
+ *                  metrics_addr = HOST:PORT (archive k's copytool: PORT + k)
+ *   [metrics]      log_dir, interval, azure_workspace, azure_key_file, azure_log_type,
+ *                  azure_url
  *
  * Parsing is strict: an unknown section or key, a missing required key, a bad address or a
  * duplicate OST index is an error whose message starts with FILE:LINE. Single-threaded.
@@ -106,9 +108,15 @@ struct cc_conf {
 	int ncopytools;
 	char hsm_endpoint[1024];     /* copytools' --endpoint (azure/s3 service), "" = public */
 	char hsm_credentials[PATH_MAX]; /* copytools' --credentials file on their hosts, or "" */
+	char copytool_metrics_addr[CC_ADDR_MAX]; /* archive k's copytool: this port + k */
 	/* [metrics] */
-	char metrics_log_dir[PATH_MAX];
+	char metrics_log_dir[PATH_MAX]; /* created on every host by `nacre cluster up` */
 	int metrics_interval; /* 0 = daemon default */
+	/* every daemon's, the mounts' and the copytools' --metrics-azure* ("" = not set) */
+	char metrics_azure[65];
+	char metrics_azure_key_file[PATH_MAX];
+	char metrics_azure_log_type[101];
+	char metrics_azure_url[1024];
 };
 
 /* Parses path into *c (caller's storage, zeroed here). Returns 0, or -1 with a message

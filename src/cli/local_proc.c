@@ -67,7 +67,8 @@ int lp_mkdir_p(const char *path)
 	return 0;
 }
 
-/* Finds a program next to this executable, else in PATH. */
+/* Finds a program next to this executable, in ../sbin from it (installed: nacre in bin,
+ * the daemons in sbin, which a user's PATH may lack), else in PATH. */
 int lp_find_program(const char *name, char *out, size_t len)
 {
 	char self[PATH_MAX];
@@ -80,6 +81,11 @@ int lp_find_program(const char *name, char *out, size_t len)
 		if (slash) {
 			*slash = '\0';
 			if (lp_path_join(out, len, self, name) == 0 && access(out, X_OK) == 0)
+				return 0;
+			char sbin[PATH_MAX];
+
+			if (lp_path_join(sbin, sizeof(sbin), self, "../sbin") == 0 &&
+			    lp_path_join(out, len, sbin, name) == 0 && access(out, X_OK) == 0)
 				return 0;
 		}
 	}

@@ -19,17 +19,33 @@ static const struct cli_cmd commands[] = {
 	 "  -S, --stripe-size S   bytes per stripe: a multiple of 64K, suffix K/M/G (base 2);\n"
 	 "                        a bare number below 4096 means KiB\n"
 	 "  -i, --stripe-index I  first OST (-1 = let the MDS choose)\n"
+	 "  -p, --pool NAME       an OST pool: refused, nacre has no pools yet\n"
 	 "  -d, --delete          remove a directory's default layout\n"
 	 "A path that does not exist is created as an empty file with that layout.\n"},
 	{"getstripe", cli_getstripe, "show layouts of files and directory defaults",
-	 "usage: nacre getstripe [-c|-S|-i] [-v] [-y] [-d] [-r] PATH...\n"
-	 "  -c, --stripe-count   print only the stripe count\n"
-	 "  -S, --stripe-size    print only the stripe size\n"
-	 "  -i, --stripe-index   print only the first OST index\n"
+	 "usage: nacre getstripe [OPTIONS] PATH...\n"
+	 "  -c, --stripe-count   the stripe count        -S, --stripe-size    the stripe size\n"
+	 "  -i, --stripe-index   the first OST index     -L, --layout         the pattern\n"
+	 "  -g, --generation     the layout generation   -F, --fid            the FID\n"
+	 "  -p, --pool           the pool (none: nacre has no pools)\n"
+	 "  -m, --mdt-index      the MDT index (0)\n"
+	 "  -N, --mirror-count   the mirror count (nothing for a plain layout, as lfs)\n"
+	 "  -z, --extension-size the extension size (nothing for a plain layout)\n"
+	 "  --component-count    the component count (0 for a plain layout)\n"
+	 "  -I, --component-id[=ID]  the component id (0 for a plain layout); with ID only\n"
+	 "                       that component (a plain layout has none numbered 1 and up)\n"
+	 "  -q, --quiet          the objects only\n"
 	 "  -v, --verbose        add lmm_magic, lmm_seq, lmm_object_id and lmm_fid\n"
 	 "  -y, --yaml           YAML output\n"
+	 "  -R, --raw            a directory's unset fields as 0, not the file system default\n"
+	 "  -D, --default        the directories' default directory striping (nacre stripes\n"
+	 "                       no directory: lfs's values for none set)\n"
+	 "  --hex-idx            OST indices in hex\n"
 	 "  -d, --directory      show a directory itself, not its entries\n"
 	 "  -r, --recursive      descend into subdirectories\n"
+	 "  -h, --help           this text\n"
+	 "Several fields print labelled, in lfs's order; a field option shows the paths given\n"
+	 "and nothing below them, as lfs does. Each layout ends with a blank line, as in lfs.\n"
 	 "objid is the file's FID oid: nacre names objects by (FID, stripe, generation) and has\n"
 	 "no per-object ids.\n"},
 	{"romio-hints", cli_romio_hints, "print ROMIO (MPI-IO) hints matching a path's layout",
@@ -50,14 +66,28 @@ static const struct cli_cmd commands[] = {
 	 "usage: nacre mdts [PATH]\n"
 	 "Prints MDTS: and a line INDEX: UUID ACTIVE|INACTIVE per MDT.\n"},
 	{"path2fid", cli_path2fid, "print the FID of paths",
-	 "usage: nacre path2fid PATH...\n"},
+	 "usage: nacre path2fid [-p|--parents] PATH...\n"
+	 "  -p, --parents   print [PARENT_FID]/NAME for every hard link, tab-separated\n"
+	 "With several paths each line starts with PATH: .\n"},
 	{"fid2path", cli_fid2path, "print the paths of FIDs",
-	 "usage: nacre fid2path MOUNT|FSNAME FID...\n"
-	 "FID is [0xSEQ:0xOID:0xVER]; the brackets are optional.\n"},
+	 "usage: nacre fid2path [-f|--print-fid] [-c|--print-link] [-l|--link N]\n"
+	 "                      MOUNT|FSNAME FID...\n"
+	 "  -f, --print-fid   start each line with the FID as given\n"
+	 "  -c, --print-link  then the link number lfs reports (the next link's, or the\n"
+	 "                    same for the last)\n"
+	 "  -l, --link N      only link N (0 is the first; past the last: the first)\n"
+	 "Every hard link is printed, in the order the links were made (a renamed link\n"
+	 "last). With a MOUNT (an argument starting with '/') paths start with the mount\n"
+	 "point; with an FSNAME they are relative to the file system root, and the root\n"
+	 "itself is /. FID is [0xSEQ:0xOID:0xVER]; the brackets are optional. The exit code\n"
+	 "is the errno of the first failure (2: no such FID).\n"},
 	{"up", cli_up, "start a whole cluster on this machine and mount it",
 	 "usage: nacre up --dir DIR [--osts N] [--oss N] [--mount MNT] [--fsname NAME] [--port P]\n"
 	 "                [--hsm-backend URL [--hsm-endpoint URL] [--hsm-credentials FILE]\n"
 	 "                 [--hsm-import DESTDIR]] [--sec-min null|integrity|privacy]\n"
+	 "                [--metrics-addr HOST:PORT] [--metrics-log DIR] [--metrics-interval S]\n"
+	 "                [--metrics-azure WORKSPACE --metrics-azure-key-file FILE\n"
+	 "                 [--metrics-azure-log-type NAME] [--metrics-azure-url URL]]\n"
 	 "  --dir DIR      data, logs, key and pid file of the cluster (created if missing)\n"
 	 "  --osts N       number of OSTs (default 4)\n"
 	 "  --oss N        number of nacre-oss processes sharing them (default: one per OST)\n"
@@ -69,6 +99,12 @@ static const struct cli_cmd commands[] = {
 	 "                 (a directory of the new file system, / its root) once it is up\n"
 	 "  --sec-min FLAVOUR  the servers' least wire security: integrity authenticates every\n"
 	 "                 frame, privacy also encrypts it; the mount gets it too\n"
+	 "  --metrics-addr HOST:PORT  Prometheus /metrics of the MDS there, of OSS j on PORT+1+j,\n"
+	 "                 the mount and the copytool on the next ports (printed at the end)\n"
+	 "  --metrics-log DIR  every daemon, the mount and the copytool append JSON lines to\n"
+	 "                 DIR/FSNAME-ROLE.jsonl every --metrics-interval S (default 60)\n"
+	 "  --metrics-azure WORKSPACE, --metrics-azure-key-file FILE, --metrics-azure-log-type,\n"
+	 "  --metrics-azure-url  post those records to Azure Log Analytics (given to all)\n"
 	 "DIR keeps the options (DIR/up.options): later, `nacre up --dir DIR` alone brings the\n"
 	 "same cluster up. If some of its daemons died (or the mount), it starts exactly those\n"
 	 "and says which; if everything runs it says so and exits 1.\n"},
@@ -97,9 +133,42 @@ static const struct cli_cmd commands[] = {
 	 "CONFIG is an INI file: see docs/cluster.md and deploy/examples/cluster.conf.\n"},
 	{"stats", cli_stats, "Lustre-style per-target counters from the metrics endpoints",
 	 "usage: nacre stats [-c CONFIG] [HOST:PORT...]\n"
-	 "  Reads each daemon's Prometheus endpoint (--metrics-addr) and prints per-target\n"
-	 "  read_bytes, write_bytes and requests per operation.\n"
+	 "  Reads each daemon's Prometheus endpoint (--metrics-addr) and prints each OST's\n"
+	 "  obdfilter.FS-OSTxxxx.stats as lctl get_param does (snapshot_time, then\n"
+	 "  NAME COUNT samples [UNIT] [MIN MAX SUM]) and requests per operation.\n"
 	 "  -c CONFIG   take the endpoints from a cluster config (metrics_addr keys)\n"},
+	{"get_param", cli_get_param, "read parameters by their lctl names, as lctl get_param",
+	 "usage: nacre get_param [-n] [-N [-F]] [-R] [--mount PATH] [--metrics HOST:PORT]...\n"
+	 "                       [-c CONFIG] PATTERN...\n"
+	 "  PATTERN is a dotted lctl name with shell wildcards ('*' stays within one part):\n"
+	 "  osc.*.max_rpcs_in_flight, llite.*.max_read_ahead_mb, osc.*.active,\n"
+	 "  osc.*.kbytesfree, mdt.*.hsm.actions, obdfilter.*.kbytesavail, obdfilter.*.stats,\n"
+	 "  mdt.*.md_stats\n"
+	 "  -n  print values only     -N  print names only     -R  also every name below\n"
+	 "  -F  with -N: a writable name ends in '='\n"
+	 "  --metrics HOST:PORT  an OSS's or the MDS's metrics endpoint, for\n"
+	 "                       obdfilter.*.stats and mdt.*.md_stats (repeatable)\n"
+	 "  -c CONFIG            the server endpoints of a cluster config (metrics_addr keys)\n"
+	 "  --mount PATH         only the mount PATH is on (default: every nacre mount)\n"
+	 "Prints NAME=VALUE, or NAME= and then the value when it has several lines or is long\n"
+	 "(as lctl). Exit status: 0, or\n"
+	 "the errno of the first failure (2: no such parameter). See docs/params.md.\n"},
+	{"set_param", cli_set_param, "change a mount's tunables, as lctl set_param",
+	 "usage: nacre set_param [-n] [--mount PATH] NAME=VALUE...\n"
+	 "  NAME may hold wildcards; every match is set and printed as NAME=VALUE (-n: not).\n"
+	 "  osc.FS-OSTxxxx-osc-INSTANCE.max_rpcs_in_flight   1..256 (per OST)\n"
+	 "  llite.FS-INSTANCE.max_read_ahead_mb               0..65536 (0: no readahead)\n"
+	 "Needs root. Exit status: 0, or the errno of the first failure: 2 no such parameter,\n"
+	 "13 read-only parameter or not root, 22 not a number, 34 out of range.\n"},
+	{"list_param", cli_list_param, "list parameter names, as lctl list_param",
+	 "usage: nacre list_param [-R] [-F] [--mount PATH] [--metrics HOST:PORT]... PATTERN...\n"},
+	{"check", cli_check, "show whether each server is active, as lfs check",
+	 "usage: nacre check servers|all|osts|mdts [PATH]\n"
+	 "Prints DEVICE active. or DEVICE inactive. per MDC and OSC of each mount (as the MDS\n"
+	 "sees its servers); exits 1 when any is inactive.\n"},
+	{"getname", cli_getname, "print the instance name and mount point of each mount",
+	 "usage: nacre getname [-n|--fsname] [-i|--instance] [PATH...]\n"
+	 "Prints FSNAME-INSTANCE MOUNTPOINT, as lfs getname (-n: FSNAME, -i: INSTANCE).\n"},
 	{"top", cli_top, "live per-server view: load, free space, bytes/s, requests/s",
 	 "usage: nacre top [-c CONFIG] [-n COUNT] [HOST:PORT...]\n"
 	 "  Refreshes every second from the daemons' metrics endpoints; q or Ctrl-C quits.\n"
@@ -205,6 +274,29 @@ void cli_usage(FILE *f, const char *verb)
 		fputs(c->usage, f);
 }
 
+/* A mistyped verb: says so, with the closest verbs (git's "did you mean"); exit code 1. */
+static int unknown_cmd(const char *verb)
+{
+	const char *names[ARRAY_SIZE(commands)];
+	size_t near[3], n;
+
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		names[i] = commands[i].name;
+	n = cli_suggest(verb, names, ARRAY_SIZE(commands), near, ARRAY_SIZE(near));
+	if (n == 0) {
+		cli_err("'%s' is not %s %s command: run `%s help` for the list", verb,
+			cli_prog[0] == 'l' ? "an" : "a", cli_prog, cli_prog);
+		return 1;
+	}
+	fprintf(stderr, "%s: '%s' is not %s %s command. Did you mean ", cli_prog, verb,
+		cli_prog[0] == 'l' ? "an" : "a", cli_prog);
+	for (size_t i = 0; i < n; i++)
+		fprintf(stderr, "%s'%s'", i == 0 ? "" : i + 1 == n ? " or " : ", ",
+			commands[near[i]].name);
+	fputs("?\n", stderr);
+	return 1;
+}
+
 static void list_commands(FILE *f)
 {
 	fputs("usage: nacre COMMAND [OPTIONS] [ARGS]\n\ncommands:\n", f);
@@ -221,16 +313,15 @@ static int cmd_help(int argc, char **argv)
 	}
 	const struct cli_cmd *c = find_cmd(argv[1]);
 
-	if (!c) {
-		cli_err("no command '%s': run `nacre help` for the list", argv[1]);
-		return 1;
-	}
+	if (!c)
+		return unknown_cmd(argv[1]);
 	fputs(c->usage, stdout);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
+	cli_set_prog(argv[0]);
 	if (argc < 2) {
 		list_commands(stderr);
 		return 1;
@@ -245,10 +336,8 @@ int main(int argc, char **argv)
 	}
 	const struct cli_cmd *c = find_cmd(argv[1]);
 
-	if (!c) {
-		cli_err("unknown command '%s': run `nacre help` for the list", argv[1]);
-		return 1;
-	}
+	if (!c)
+		return unknown_cmd(argv[1]);
 	/* "--help" is handled here for every verb; verbs with their own -h (df) see it too. */
 	for (int i = 2; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0) {

@@ -1,5 +1,6 @@
 /* stats.c - `nacre stats` and `nacre top`: read the daemons' Prometheus endpoints
- * (--metrics-addr) and show per-target counters or a live per-server view.
+ * (--metrics-addr) and show per-target counters (obdfilter.*.stats in lprocfs's shape, which
+ * `nacre get_param` prints too) or a live per-server view.
  *
  * The CLI has no other way to per-server counters: path-based commands only see the FUSE
  * mount, so a daemon without --metrics-addr shows nothing here (docs/cluster.md). */
@@ -18,24 +19,14 @@
 
 #include "cli/cli.h"
 #include "cli/cluster_conf.h"
+#include "common/lprocfs.h"
+#include "common/strbuf.h"
 #include "common/util.h"
 
 #define MAX_EPS 64
 #define FETCH_TIMEOUT_MS 2000
 #define BODY_MAX (8 << 20)
 
-struct sample {
-	char name[128];
-	char labels[256];
-	double value;
-};
-
-struct scrape {
-	struct sample *s;
-	int n, cap;
-	int ok;
-	char err[256];
-};
 
 static int64_t now_ms(void)
 {
@@ -174,14 +165,14 @@ fail:
 	return NULL;
 }
 
-static void scrape_free(struct scrape *sc)
+void cli_scrape_free(struct cli_scrape *sc)
 {
 	free(sc->s);
 	memset(sc, 0, sizeof(*sc));
 }
 
 /* Parses Prometheus text: `name{labels} value` lines; comments skipped. */
-static void parse_text(struct scrape *sc, char *text)
+static void parse_text(struct cli_scrape *sc, char *text)
 {
 	for (char *line = text; line && *line;) {
 		char *nl = strchr(line, '\n');
@@ -189,7 +180,7 @@ static void parse_text(struct scrape *sc, char *text)
 		if (nl)
 			*nl = '\0';
 		if (line[0] != '#' && line[0]) {
-			struct sample smp;
+			struct cli_metric smp;
 			char *sp = strrchr(line, ' ');
 			char *brace = strchr(line, '{');
 			char *end;
@@ -209,7 +200,7 @@ static void parse_text(struct scrape *sc, char *text)
 				str_copy(smp.name, line, sizeof(smp.name));
 				if (sc->n == sc->cap) {
 					int cap = sc->cap ? sc->cap * 2 : 256;
-					struct sample *ns = realloc(sc->s, (size_t)cap * sizeof(*ns));
+					struct cli_metric *ns = realloc(sc->s, (size_t)cap * sizeof(*ns));
 
 					if (!ns)
 						return;
@@ -223,11 +214,11 @@ static void parse_text(struct scrape *sc, char *text)
 	}
 }
 
-static void scrape(const char *addr, struct scrape *sc)
+void cli_scrape_fetch(const char *addr, struct cli_scrape *sc)
 {
 	char *body;
 
-	scrape_free(sc);
+	cli_scrape_free(sc);
 	body = http_get(addr, sc->err, sizeof(sc->err));
 	if (!body)
 		return;
@@ -237,7 +228,7 @@ static void scrape(const char *addr, struct scrape *sc)
 }
 
 /* Sum of every sample named name (any labels), or -1 if none. */
-static double sum_of(const struct scrape *sc, const char *name)
+static double sum_of(const struct cli_scrape *sc, const char *name)
 {
 	double v = 0;
 	int found = 0;
@@ -251,7 +242,7 @@ static double sum_of(const struct scrape *sc, const char *name)
 }
 
 /* The value of label key in a label string (`a="x",b="y"`), copied into out. */
-static int label_of(const char *labels, const char *key, char *out, size_t len)
+int cli_label_of(const char *labels, const char *key, char *out, size_t len)
 {
 	size_t kl = strlen(key);
 
@@ -274,7 +265,7 @@ static int label_of(const char *labels, const char *key, char *out, size_t len)
 	return -1;
 }
 
-static const char *role_of(const struct scrape *sc)
+static const char *role_of(const struct cli_scrape *sc)
 {
 	for (int i = 0; i < sc->n; i++) {
 		if (strncmp(sc->s[i].name, "nacre_oss_", 10) == 0)
@@ -285,6 +276,107 @@ static const char *role_of(const struct scrape *sc)
 			return "client";
 	}
 	return "?";
+}
+
+int cli_scrape_targets(const struct cli_scrape *sc, char (*out)[64], int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < sc->n && n < max; i++)
+		if (strcmp(sc->s[i].name, "nacre_oss_read_bytes_total") == 0 &&
+		    cli_label_of(sc->s[i].labels, "target", out[n], 64) == 0)
+			n++;
+	return n;
+}
+
+/* The value of name{target="target"} (the only label), or -1 when absent. */
+static double target_value(const struct cli_scrape *sc, const char *name, const char *target)
+{
+	char want[128];
+
+	snprintf(want, sizeof(want), "target=\"%s\"", target);
+	for (int i = 0; i < sc->n; i++)
+		if (strcmp(sc->s[i].name, name) == 0 && strcmp(sc->s[i].labels, want) == 0)
+			return sc->s[i].value;
+	return -1;
+}
+
+/* read_bytes and write_bytes lines from PREFIX_{read,write}_{requests_total,min_bytes,
+ * max_bytes,bytes_total} (of target, or unlabelled when target is NULL). */
+static void size_lines(const struct cli_scrape *sc, const char *prefix, const char *target,
+		       struct strbuf *out)
+{
+	static const char *const dirs[] = {"read", "write"};
+	static const char *const parts[] = {"min_bytes", "max_bytes", "bytes_total",
+					    "requests_total"};
+
+	for (int d = 0; d < 2; d++) {
+		char n[96];
+		double v[4];
+		uint64_t mms[3];
+
+		for (int k = 0; k < 4; k++) {
+			snprintf(n, sizeof(n), "%s_%s_%s", prefix, dirs[d], parts[k]);
+			v[k] = target ? target_value(sc, n, target) : sum_of(sc, n);
+		}
+		snprintf(n, sizeof(n), "%s_bytes", dirs[d]);
+		for (int k = 0; k < 3; k++)
+			mms[k] = v[k] > 0 ? (uint64_t)v[k] : 0;
+		lprocfs_counter_line(out, n, v[3] > 0 ? (uint64_t)v[3] : 0, "bytes", mms);
+	}
+}
+
+void cli_target_stats(const struct cli_scrape *sc, const char *target, struct strbuf *out)
+{
+	lprocfs_snapshot_line(out);
+	size_lines(sc, "nacre_oss", target, out);
+	/* Requests by operation, named as lprocfs names them (OST_PUNCH is "punch"). */
+	for (int i = 0; i < sc->n; i++) {
+		char t[64], op[64];
+
+		if (strcmp(sc->s[i].name, "nacre_oss_target_requests_total") != 0 ||
+		    cli_label_of(sc->s[i].labels, "target", t, sizeof(t)) < 0 ||
+		    strcmp(t, target) != 0 || cli_label_of(sc->s[i].labels, "op", op, sizeof(op)) < 0)
+			continue;
+		const char *short_op = strncmp(op, "OST_", 4) == 0 ? op + 4 : op;
+		char lower[64];
+		size_t k = 0;
+
+		for (; short_op[k] && k + 1 < sizeof(lower); k++)
+			lower[k] = (char)(short_op[k] >= 'A' && short_op[k] <= 'Z' ? short_op[k] + 32
+										  : short_op[k]);
+		lower[k] = '\0';
+		lprocfs_counter_line(out, lower, sc->s[i].value > 0 ? (uint64_t)sc->s[i].value : 0,
+				     "reqs", NULL);
+	}
+}
+
+int cli_scrape_mdt(const struct cli_scrape *sc, char *out, size_t len)
+{
+	for (int i = 0; i < sc->n; i++)
+		if (strcmp(sc->s[i].name, "nacre_mds_target_info") == 0 &&
+		    cli_label_of(sc->s[i].labels, "target", out, len) == 0)
+			return 0;
+	return -1;
+}
+
+void cli_mdt_stats(const struct cli_scrape *sc, struct strbuf *out)
+{
+	lprocfs_snapshot_line(out);
+	for (int i = 0; i < sc->n; i++) {
+		char op[64], lower[64];
+		size_t k = 0;
+
+		if (strcmp(sc->s[i].name, "nacre_rpc_server_requests_total") != 0 ||
+		    cli_label_of(sc->s[i].labels, "op", op, sizeof(op)) < 0 ||
+		    strncmp(op, "MDS_", 4) != 0)
+			continue;
+		for (const char *c = op + 4; *c && k + 1 < sizeof(lower); c++)
+			lower[k++] = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
+		lower[k] = '\0';
+		lprocfs_counter_line(out, lower, sc->s[i].value > 0 ? (uint64_t)sc->s[i].value : 0,
+				     "reqs", NULL);
+	}
 }
 
 /* Endpoints from -c CONFIG and the command line. */
@@ -356,9 +448,9 @@ int cli_stats(int argc, char **argv)
 	if (n <= 0)
 		return 1;
 	for (int e = 0; e < n; e++) {
-		struct scrape sc = {0};
+		struct cli_scrape sc = {0};
 
-		scrape(eps[e], &sc);
+		cli_scrape_fetch(eps[e], &sc);
 		if (!sc.ok) {
 			printf("%s: unreachable (%s)\n", eps[e], sc.err);
 			rc = 1;
@@ -367,30 +459,25 @@ int cli_stats(int argc, char **argv)
 		const char *role = role_of(&sc);
 
 		printf("%s (%s):\n", eps[e], role);
-		/* Per-target byte counters, as Lustre's obdfilter.*.stats. */
-		for (int i = 0; i < sc.n; i++) {
-			char tgt[64];
+		/* Per-target counters, exactly as `lctl get_param obdfilter.*.stats`. */
+		char tgts[64][64];
+		int nt = cli_scrape_targets(&sc, tgts, 64);
 
-			if (strcmp(sc.s[i].name, "nacre_oss_read_bytes_total") != 0 ||
-			    label_of(sc.s[i].labels, "target", tgt, sizeof(tgt)) < 0)
-				continue;
-			double wr = 0;
+		for (int i = 0; i < nt; i++) {
+			struct strbuf sb = STRBUF_INIT;
 
-			for (int k = 0; k < sc.n; k++)
-				if (strcmp(sc.s[k].name, "nacre_oss_write_bytes_total") == 0 &&
-				    strcmp(sc.s[k].labels, sc.s[i].labels) == 0)
-					wr = sc.s[k].value;
-			printf("obdfilter.%s.stats=\n", tgt);
-			printf("  %-24s %.0f bytes\n  %-24s %.0f bytes\n", "read_bytes", sc.s[i].value,
-			       "write_bytes", wr);
+			cli_target_stats(&sc, tgts[i], &sb);
+			printf("obdfilter.%s.stats=\n%s", tgts[i], strbuf_cstr(&sb));
+			strbuf_fini(&sb);
 		}
 		if (strcmp(role, "client") == 0) {
-			printf("llite.stats=\n");
-			printf("  %-24s %.0f bytes\n", "read_bytes",
-			       sum_of(&sc, "nacre_client_read_bytes_total"));
-			printf("  %-24s %.0f bytes\n", "write_bytes",
-			       sum_of(&sc, "nacre_client_write_bytes_total"));
-			printf("  %-24s %.0f\n", "open_files", sum_of(&sc, "nacre_client_open_files"));
+			/* As llite.*.stats (without open/close: the endpoint has no counts). */
+			struct strbuf sb = STRBUF_INIT;
+
+			lprocfs_snapshot_line(&sb);
+			size_lines(&sc, "nacre_client", NULL, &sb);
+			printf("llite.stats=\n%s", strbuf_cstr(&sb));
+			strbuf_fini(&sb);
 		}
 		/* Requests by operation: served (daemons) or sent (clients). */
 		const char *cnt = strcmp(role, "client") == 0
@@ -402,10 +489,10 @@ int cli_stats(int argc, char **argv)
 			char op[64];
 
 			if (strcmp(sc.s[i].name, cnt) == 0 &&
-			    label_of(sc.s[i].labels, "op", op, sizeof(op)) == 0 && sc.s[i].value > 0)
-				printf("  %-24s %.0f samples [reqs]\n", op, sc.s[i].value);
+			    cli_label_of(sc.s[i].labels, "op", op, sizeof(op)) == 0 && sc.s[i].value > 0)
+				printf("%-25s %.0f samples [reqs]\n", op, sc.s[i].value);
 		}
-		scrape_free(&sc);
+		cli_scrape_free(&sc);
 	}
 	return rc;
 }
@@ -437,7 +524,7 @@ static void human(double kb, char *out, size_t len)
 	snprintf(out, len, "%.1f%c", kb, u[i]);
 }
 
-static double reqs_of(const struct scrape *sc)
+static double reqs_of(const struct cli_scrape *sc)
 {
 	double r = sum_of(sc, "nacre_rpc_server_requests_total");
 
@@ -482,9 +569,9 @@ int cli_top(int argc, char **argv)
 		printf("%-22s %-6s %6s %10s %11s %11s %9s\n", "SERVER", "ROLE", "LOAD", "FREE",
 		       "IN/s", "OUT/s", "REQ/s");
 		for (int e = 0; e < n; e++) {
-			struct scrape sc = {0};
+			struct cli_scrape sc = {0};
 
-			scrape(eps[e], &sc);
+			cli_scrape_fetch(eps[e], &sc);
 			if (!sc.ok) {
 				printf("%-22s %-6s %s\n", eps[e], "-", sc.err);
 				prev[e].have = 0;
@@ -510,7 +597,7 @@ int cli_top(int argc, char **argv)
 				       load, free_s, "-", "-", "-");
 			}
 			prev[e] = (struct prev){t, in, out, reqs, 1};
-			scrape_free(&sc);
+			cli_scrape_free(&sc);
 		}
 		fflush(stdout);
 		if (count && round + 1 >= count)

@@ -60,7 +60,8 @@ struct cl_pool {
 	int nthreads, idle, stopping;
 	pthread_t threads[CL_POOL_THREADS_MAX];
 	uint16_t *inflight;       /* running jobs per OST index (65536 entries) */
-	int max_inflight;         /* immutable after init */
+	uint16_t *max_ost;        /* limit per OST index set while mounted; 0 = max_inflight */
+	int max_inflight;         /* the limit of an OST with no max_ost */
 	uint64_t dirty;           /* write-behind bytes of every file of this fs */
 	uint64_t ra_bytes;        /* readahead cache bytes of every file of this fs */
 	uint8_t **bufs;           /* free buffers of rpc_max bytes, reused */
@@ -72,6 +73,10 @@ int cl_pool_init(struct cl_pool *p, int max_inflight, uint32_t buf_size);
 /* Waits for the running jobs (the queue must be empty: every file closed), joins the
  * threads and frees p's memory. */
 void cl_pool_fini(struct cl_pool *p);
+/* The limit of running jobs for OST index ost; cl_pool_set_max sets it (1..65535) for one
+ * OST, or for every OST when ost is -1 (which drops the per-OST ones). Thread-safe. */
+int cl_pool_max(struct cl_pool *p, int ost);
+void cl_pool_set_max(struct cl_pool *p, int ost, int max);
 /* Queues j; starts a thread if none is idle and the pool is not full. Thread-safe;
  * may be called with a nacre_file.lock held. Returns 0 or -ENOMEM/-EAGAIN (then nothing
  * was queued and no thread runs: the caller runs j->run itself). */

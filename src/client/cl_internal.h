@@ -62,11 +62,14 @@ struct nacre_fs {
 
 	struct cl_oss_table oss;
 
-	/* data path tunables, immutable after mount (see cl_data.h) */
+	/* data path tunables, immutable after mount (see cl_data.h) but ra_max and ra_mb,
+	 * which nacre_fs_tunable_set changes: atomics, read with cl_ra_max */
 	uint32_t rpc_max;         /* bytes per OST RPC */
 	uint64_t dirty_max;       /* write-behind bytes per client; 0 = write-through */
 	uint64_t file_dirty_max;  /* write-behind bytes per file */
-	uint64_t ra_max;          /* readahead window limit; 0 = no readahead */
+	uint64_t ra_max;          /* atomic: readahead window limit; 0 = no readahead */
+	uint64_t ra_mb;           /* atomic: the limit as given in MiB (ra_max is at least
+				   * one RPC when not 0) */
 	struct cl_pool pool;      /* background RPCs; its own lock */
 	uint64_t wgen[CL_WGEN_BUCKETS]; /* write generations by fid hash (obj.c): atomics */
 
@@ -146,5 +149,11 @@ struct nacre_file {
 	int cap_unsupported;            /* the MDS predates CAP_GET: send none */
 	int64_t cap_renew_at;           /* CLOCK_REALTIME seconds: renew from then on */
 };
+
+/* The readahead window limit in bytes (0: off); it may change while mounted. */
+static inline uint64_t cl_ra_max(struct nacre_fs *fs)
+{
+	return __atomic_load_n(&fs->ra_max, __ATOMIC_RELAXED);
+}
 
 #endif

@@ -179,11 +179,9 @@ static void set_tunables(struct nacre_fs *fs, const struct nacre_mount_opts *opt
 		fs->file_dirty_max = CL_FILE_DIRTY_MB_MAX * mib;
 	if (fs->dirty_max > 0 && fs->file_dirty_max < rpc)
 		fs->file_dirty_max = rpc;
-	if (opts->readahead_max_mb < 0)
-		fs->ra_max = 0;
-	else
-		fs->ra_max = (uint64_t)(opts->readahead_max_mb ? opts->readahead_max_mb
-							       : CL_RA_MB_DEFAULT) * mib;
+	fs->ra_mb = opts->readahead_max_mb < 0 ? 0
+		    : (uint64_t)(opts->readahead_max_mb ? opts->readahead_max_mb : CL_RA_MB_DEFAULT);
+	fs->ra_max = fs->ra_mb * mib;
 	if (fs->ra_max > 0 && fs->ra_max < rpc)
 		fs->ra_max = rpc;
 }

@@ -752,6 +752,59 @@ NACRE_API int nacre_fid2path(struct nacre_fs *fs, const struct nacre_cred *cr,
 	return path_reply(m, buf, len);
 }
 
+NACRE_API int nacre_links(struct nacre_fs *fs, const struct nacre_cred *cr,
+			  const struct nacre_fid *fid,
+			  int (*fn)(void *arg, const struct nacre_fid *parent, const char *name),
+			  void *arg)
+{
+	struct wire_links_req req;
+	struct wire_links_rep head;
+	struct wire_link_entry *e;
+	struct wire_cursor c;
+	struct nacre_cred root;
+	struct rpc_msg *m;
+	uint64_t shown = 0, hidden = 0;
+	int rc = 0, stop = 0;
+
+	if (!fs || !fid || !fn)
+		return -EINVAL;
+	e = malloc(sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	memset(&req, 0, sizeof(req));
+	req.cred = *cl_cred(cr, &root);
+	req.fid = *fid;
+	for (;;) {
+		wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+		wire_links_req_encode(&c, &req);
+		rc = mds_rpc(fs, WIRE_OP_MDS_LINKS, &c, &m);
+		if (rc)
+			break;
+		wire_cursor_init_read(&c, m->body, m->body_len);
+		wire_links_rep_decode(&c, &head);
+		for (uint32_t i = 0; i < head.count && wire_cursor_ok(&c); i++) {
+			wire_link_entry_get(&c, e);
+			if (wire_cursor_ok(&c) && !stop) {
+				shown++;
+				stop = fn(arg, &e->parent, e->name);
+			}
+		}
+		rc = cl_decode_end(&c);
+		rpc_msg_free(m);
+		if (rc)
+			break;
+		hidden += head.hidden;
+		/* a page must move on, or the list would never end */
+		if (stop || head.eof || head.next <= req.start)
+			break;
+		req.start = head.next;
+	}
+	free(e);
+	if (!rc && !shown)
+		rc = hidden ? -EACCES : -ENOENT;
+	return rc;
+}
+
 NACRE_API int nacre_resolve(struct nacre_fs *fs, const struct nacre_cred *cr, const char *path,
 			    struct nacre_attr *out)
 {

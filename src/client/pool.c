@@ -18,9 +18,11 @@ int cl_pool_init(struct cl_pool *p, int max_inflight, uint32_t buf_size)
 {
 	memset(p, 0, sizeof(*p));
 	p->inflight = calloc(OST_SLOTS, sizeof(*p->inflight));
+	p->max_ost = calloc(OST_SLOTS, sizeof(*p->max_ost));
 	p->bufs = calloc(FREE_BUFS_MAX, sizeof(*p->bufs));
-	if (!p->inflight || !p->bufs) {
+	if (!p->inflight || !p->max_ost || !p->bufs) {
 		free(p->inflight);
+		free(p->max_ost);
 		free(p->bufs);
 		return -ENOMEM;
 	}
@@ -38,7 +40,9 @@ static struct cl_job *take_locked(struct cl_pool *p)
 	struct cl_job **pp = &p->head, *prev = NULL;
 
 	for (struct cl_job *j = p->head; j; prev = j, pp = &j->next, j = j->next) {
-		if (p->inflight[j->ost % OST_SLOTS] >= p->max_inflight)
+		uint32_t slot = j->ost % OST_SLOTS;
+
+		if (p->inflight[slot] >= (p->max_ost[slot] ? p->max_ost[slot] : p->max_inflight))
 			continue;
 		*pp = j->next;
 		if (p->tail == j)
@@ -79,6 +83,35 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+int cl_pool_max(struct cl_pool *p, int ost)
+{
+	int v;
+
+	pthread_mutex_lock(&p->lock);
+	v = ost >= 0 && p->max_ost[(uint32_t)ost % OST_SLOTS] ? p->max_ost[(uint32_t)ost % OST_SLOTS]
+							      : p->max_inflight;
+	pthread_mutex_unlock(&p->lock);
+	return v;
+}
+
+void cl_pool_set_max(struct cl_pool *p, int ost, int max)
+{
+	if (max < 1)
+		max = 1;
+	if (max > 65535)
+		max = 65535;
+	pthread_mutex_lock(&p->lock);
+	if (ost < 0) {
+		p->max_inflight = max;
+		memset(p->max_ost, 0, OST_SLOTS * sizeof(*p->max_ost));
+	} else {
+		p->max_ost[(uint32_t)ost % OST_SLOTS] = (uint16_t)max;
+	}
+	/* A raised limit lets held-back jobs go now. */
+	pthread_cond_broadcast(&p->work_cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
 int cl_pool_submit(struct cl_pool *p, struct cl_job *j)
 {
 	int rc = 0;
@@ -117,6 +150,7 @@ void cl_pool_fini(struct cl_pool *p)
 		free(p->bufs[i]);
 	free(p->bufs);
 	free(p->inflight);
+	free(p->max_ost);
 	pthread_cond_destroy(&p->space_cond);
 	pthread_cond_destroy(&p->work_cond);
 	pthread_mutex_destroy(&p->lock);

@@ -112,7 +112,7 @@ static int drop_locked(struct nacre_file *f, uint64_t gen, uint64_t below, int a
 static int fits_locked(struct nacre_file *f, uint64_t need)
 {
 	struct nacre_fs *fs = f->fs;
-	uint64_t file_max = fs->ra_max + (uint64_t)fs->rpc_max * f->layout.nosts;
+	uint64_t file_max = cl_ra_max(fs) + (uint64_t)fs->rpc_max * f->layout.nosts;
 	uint64_t total;
 
 	pthread_mutex_lock(&fs->pool.lock);
@@ -291,10 +291,10 @@ int cl_ra_read(struct nacre_file *f, uint8_t *buf, uint64_t len, uint64_t off, u
 {
 	struct nacre_fs *fs = f->fs;
 	struct cl_ra *r = &f->ra;
-	uint64_t end = off + len, gen, slack, behind;
+	uint64_t end = off + len, gen, slack, behind, ra_max = cl_ra_max(fs);
 	int seq, served;
 
-	if (fs->ra_max == 0 || f->layout.nosts == 0 || len == 0)
+	if (ra_max == 0 || f->layout.nosts == 0 || len == 0)
 		return 0;
 	gen = cl_wgen(fs, &f->fid);
 	pthread_mutex_lock(&f->lock);
@@ -327,8 +327,8 @@ int cl_ra_read(struct nacre_file *f, uint8_t *buf, uint64_t len, uint64_t off, u
 			r->window = 2 * len > fs->rpc_max ? 2 * len : fs->rpc_max;
 		else
 			r->window *= 2;
-		if (r->window > fs->ra_max)
-			r->window = fs->ra_max;
+		if (r->window > ra_max)
+			r->window = ra_max;
 		/* Top up from the stream's end: what is held or in flight is skipped. */
 		if (r->last_end < size)
 			issue_locked(f, r->last_end,

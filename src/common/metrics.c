@@ -288,8 +288,8 @@ char *metrics_render_prometheus(void)
 	metrics_space(&kb_free, &kb_total);
 	strbuf_printf(&b, "# HELP nacre_kbytes_free Free KiB of this daemon's storage\n"
 		      "# TYPE nacre_kbytes_free gauge\nnacre_kbytes_free %llu\n"
-		      "# HELP nacre_kbytes_total Total KiB of this daemon's storage\n"
-		      "# TYPE nacre_kbytes_total gauge\nnacre_kbytes_total %llu\n",
+		      "# HELP nacre_capacity_kbytes Total KiB of this daemon's storage\n"
+		      "# TYPE nacre_capacity_kbytes gauge\nnacre_capacity_kbytes %llu\n",
 		  (unsigned long long)kb_free, (unsigned long long)kb_total);
 	double load[3] = { 0, 0, 0 };
 	if (getloadavg(load, 3) == 3)

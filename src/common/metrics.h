@@ -36,7 +36,8 @@ void metrics_observe(struct metric *m, double secs); /* histograms */
 double metrics_value(const struct metric *m);       /* counter or gauge value */
 
 /* Process-wide facts every daemon exports: network bytes sent and received (the rpc layer
- * adds to these), and the free/total KiB the daemon reports as kbytesfree/kbytestotal. */
+ * adds to these), and the free/total KiB the daemon reports as kbytesfree/kbytestotal
+ * (Prometheus: nacre_kbytes_free, nacre_capacity_kbytes). */
 struct metric *metrics_net_sent(void);
 struct metric *metrics_net_recv(void);
 /* Sets the callback that reports (free KiB, total KiB) for this daemon's storage. */
@@ -54,7 +55,8 @@ enum metric_kind metrics_kind(const struct metric *m);
 /* Renders every metric as Prometheus text exposition format into a malloc'd string
  * (caller frees). Returns NULL when out of memory. */
 char *metrics_render_prometheus(void);
-/* Renders one JSON object on one line (no newline): hostname, daemon, time, loadavg,
+/* Renders one JSON object on one line (no newline): hostname, daemon, time (seconds since
+ * the epoch), timestamp (ISO 8601 UTC), loadavg,
  * kbytesfree, kbytestotal, bytessend, bytesrecv, and every counter and gauge by name
  * (labels folded into the key). Caller frees. */
 char *metrics_render_json(const char *daemon);
@@ -65,7 +67,8 @@ char *metrics_render_json(const char *daemon);
  * Returns 0 and writes the bound port, or -errno with a sentence in err. */
 int metrics_http_start(const char *addr, uint16_t *port, char *err, size_t err_len);
 void metrics_http_stop(void);
-/* Starts a thread appending one JSON line to path every interval seconds. */
+/* Starts a thread making one JSON record every interval seconds: appended as a line to
+ * path (NULL: no file), and queued for Log Analytics when metrics_azure runs. */
 int metrics_log_start(const char *path, const char *daemon, int interval_s, char *err,
 		      size_t err_len);
 void metrics_log_stop(void);

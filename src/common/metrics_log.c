@@ -1,5 +1,6 @@
 /* metrics_log.c - one JSON line of metrics every N seconds, appended to a file: the form
- * log-analytics agents ingest (hostname, loadavg, kbytesfree, bytessend, bytesrecv, ...). */
+ * log-analytics agents ingest (hostname, loadavg, kbytesfree, bytessend, bytesrecv, ...),
+ * and handed to the Log Analytics sink (metrics_azure.h) when it runs. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -12,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/metrics.h"
+#include "common/metrics_azure.h"
 #include "common/util.h"
 
 /* JSON key for a labelled series: name plus label values, e.g.
@@ -39,8 +41,10 @@ static void json_key(const struct metric *m, char *out, size_t len)
 char *metrics_render_json(const char *daemon)
 {
 	cJSON *o = cJSON_CreateObject();
-	char host[256] = "", key[256];
+	char host[256] = "", key[256], iso[32];
 	double load[3] = { 0, 0, 0 };
+	time_t now = time(NULL);
+	struct tm tm;
 	uint64_t kb_free, kb_total;
 	struct metric *head, *m;
 	char *out;
@@ -52,7 +56,10 @@ char *metrics_render_json(const char *daemon)
 	metrics_space(&kb_free, &kb_total);
 	cJSON_AddStringToObject(o, "hostname", host);
 	cJSON_AddStringToObject(o, "daemon", daemon ? daemon : "");
-	cJSON_AddNumberToObject(o, "time", (double)time(NULL));
+	cJSON_AddNumberToObject(o, "time", (double)now);
+	gmtime_r(&now, &tm);
+	strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	cJSON_AddStringToObject(o, METRICS_AZURE_TIME_FIELD, iso);
 	cJSON_AddNumberToObject(o, "loadavg", load[0]);
 	cJSON_AddNumberToObject(o, "kbytesfree", (double)kb_free);
 	cJSON_AddNumberToObject(o, "kbytestotal", (double)kb_total);
@@ -75,7 +82,8 @@ static pthread_t log_thread;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t log_cond = PTHREAD_COND_INITIALIZER;
 static int log_running; /* protected by log_lock */
-static int log_fd = -1; /* owned by the thread while running */
+static int log_fd = -1; /* owned by the thread while running; -1: no file (Log Analytics
+			 * only) */
 static int log_interval_s;
 static char log_daemon[32];
 
@@ -86,9 +94,10 @@ static void write_line(void)
 
 	if (!line)
 		return;
+	metrics_azure_push(line); /* a no-op unless Log Analytics is on */
 	n = strlen(line);
 	line[n] = '\n'; /* the terminating NUL becomes the newline: one write per line */
-	if (write(log_fd, line, n + 1) < 0) {
+	if (log_fd >= 0 && write(log_fd, line, n + 1) < 0) {
 		/* a full disk loses a metrics line, nothing else */
 	}
 	free(line);
@@ -118,8 +127,8 @@ static void *log_main(void *arg)
 int metrics_log_start(const char *path, const char *daemon, int interval_s, char *err,
 		      size_t err_len)
 {
-	log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	if (log_fd < 0) {
+	log_fd = path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
+	if (path && log_fd < 0) {
 		int rc = -errno;
 		snprintf(err, err_len, "cannot open metrics log %s: %s", path, strerror(errno));
 		return rc;
@@ -129,7 +138,8 @@ int metrics_log_start(const char *path, const char *daemon, int interval_s, char
 	log_running = 1;
 	if (pthread_create(&log_thread, NULL, log_main, NULL) != 0) {
 		log_running = 0;
-		close(log_fd);
+		if (log_fd >= 0)
+			close(log_fd);
 		log_fd = -1;
 		snprintf(err, err_len, "cannot start the metrics log thread");
 		return -EAGAIN;
@@ -148,6 +158,7 @@ void metrics_log_stop(void)
 	pthread_cond_signal(&log_cond);
 	pthread_mutex_unlock(&log_lock);
 	pthread_join(log_thread, NULL);
-	close(log_fd);
+	if (log_fd >= 0)
+		close(log_fd);
 	log_fd = -1;
 }

@@ -334,6 +334,12 @@ int fz_hsm_getxattr(fuse_req_t req, struct fz_inode *in, const char *name, size_
 int fz_hsm_setxattr(fuse_req_t req, struct fz_inode *in, const char *name, const char *value,
 		    size_t size);
 
+/* ---- param.c: nacre.instance, nacre.params and nacre.param.NAME (lctl-style tunables) ----
+ * Each returns 1 if name was one of these (the request is answered), 0 otherwise. */
+int fz_param_getxattr(fuse_req_t req, struct fz_inode *in, const char *name, size_t size);
+int fz_param_setxattr(fuse_req_t req, struct fz_inode *in, const char *name, const char *value,
+		      size_t size);
+
 /* ---- lock.c: fcntl and flock locks (see lock.c for the modes) ---- */
 void fz_op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock);
 void fz_op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,

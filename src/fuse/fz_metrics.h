@@ -12,5 +12,10 @@ void fz_metrics_read(uint64_t bytes);
 void fz_metrics_write(uint64_t bytes);
 /* +1 on open, -1 on close. */
 void fz_metrics_open(int delta);
+struct strbuf;
+/* Appends llite.*.stats's value in lprocfs's shape (common/lprocfs.h): read_bytes and
+ * write_bytes (samples, min, max, sum), open and close counts. Counts every mount of this
+ * process (one, in nacre-mount). */
+void fz_metrics_llite_stats(struct strbuf *out);
 
 #endif

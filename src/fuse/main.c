@@ -63,7 +63,8 @@ struct args {
 	int max_dirty_mb;
 	int readahead_max_mb;
 	int lock_mode;          /* flock / localflock / noflock: FZ_LOCK_* */
-	struct metrics_opts metrics; /* metrics_addr=, metrics_log=, metrics_interval= */
+	struct metrics_opts metrics; /* metrics_addr=, metrics_log=, metrics_interval=,
+				      * metrics_azure*= */
 	char vfs_flags[256];    /* mount flags passed on to the kernel mount (",noexec"...) */
 	int upgrade;            /* --upgrade: take over the mount's running process */
 	const char *control_socket; /* control_socket=PATH; NULL: /run/nacre/mount-DEV.sock */
@@ -109,6 +110,9 @@ static void usage(FILE *out, const char *prog)
 		"  -o readahead_max_mb=N       readahead window MiB per file (default 64; 0 = off)\n"
 		"  -o metrics_addr=HOST:PORT   serve Prometheus metrics at http://HOST:PORT/metrics\n"
 		"  -o metrics_log=FILE, metrics_interval=SECS   JSON metrics lines every SECS\n"
+		"  -o metrics_azure=WORKSPACE, metrics_azure_key_file=FILE, metrics_azure_log_type=,\n"
+		"     metrics_azure_url=, metrics_azure_batch=, metrics_azure_queue=   post them to\n"
+		"     Azure Log Analytics (as the daemons' --metrics-azure* options)\n"
 		"  -o flock          cluster-wide fcntl and flock locks (the default)\n"
 		"  -o localflock     locks seen by this client only;  -o noflock: locks fail ENOSYS\n"
 		"  -o debug          debug logging\n"
@@ -235,14 +239,16 @@ static int parse_opts(struct args *a, char *opts)
 		} else if (val && strcmp(opt, "entry_timeout") == 0) {
 			if (parse_secs(a, opt, val, 0.0, &a->entry_timeout) < 0)
 				return -1;
-		} else if (val && (strcmp(opt, "metrics_addr") == 0 || strcmp(opt, "metrics_log") == 0 ||
-				   strcmp(opt, "metrics_interval") == 0)) {
-			char why[128];
-			int c = opt[8] == 'a' ? METRICS_OPT_ADDR
-				: opt[8] == 'l' ? METRICS_OPT_LOG : METRICS_OPT_INTERVAL;
+		} else if (val && strncmp(opt, "metrics_", 8) == 0) {
+			char why[160];
+			int r = metrics_opts_handle_kv(&a->metrics, opt, val, why, sizeof(why));
 
-			if (metrics_opts_handle(&a->metrics, c, val, why, sizeof(why)) < 0) {
+			if (r < 0) {
 				fprintf(stderr, "%s: %s\n", a->prog, why);
+				return -1;
+			}
+			if (r == 0) {
+				fprintf(stderr, "%s: unknown option -o %s\n", a->prog, opt);
 				return -1;
 			}
 		} else if (val && strcmp(opt, "recovery_timeout") == 0) {
@@ -396,6 +402,11 @@ static int parse_args(struct args *a, int argc, char **argv)
 			a->upgrade ? "--upgrade needs the MOUNTPOINT of a running nacre mount"
 			: npos == 0 ? "missing SPEC and MOUNTPOINT" : "missing MOUNTPOINT");
 		usage(stderr, a->prog);
+		return -1;
+	}
+	char why[512];
+	if (metrics_opts_check(&a->metrics, why, sizeof(why)) < 0) {
+		fprintf(stderr, "%s: %s\n", a->prog, why);
 		return -1;
 	}
 	return 0;

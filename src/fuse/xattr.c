@@ -10,6 +10,7 @@
 
 #include "common/layout.h"
 #include "common/log.h"
+#include "common/strbuf.h"
 #include "common/vxattr.h"
 #include "fuse/fz.h"
 #include "nacre/nacre_vxattr.h"
@@ -79,6 +80,84 @@ static int format_targets(struct nacre_fs *fs, char **out, size_t *len)
 	return 0;
 }
 
+/* nacre.parents (paths 0) and nacre.linkpaths (paths 1): one NUL-ended record per link. */
+struct links_text {
+	struct nacre_fs *fs;
+	const struct nacre_cred *cr;
+	int paths;
+	char *dir;    /* NACRE_PATH_MAX + 1: a parent's path */
+	struct strbuf b;
+	int err;
+};
+
+static int links_text_one(void *arg, const struct nacre_fid *parent, const char *name)
+{
+	struct links_text *t = arg;
+	size_t before = t->b.len;
+
+	if (t->paths) {
+		int rc = nacre_fid2path(t->fs, t->cr, parent, t->dir, NACRE_PATH_MAX + 1);
+
+		if (rc == -EACCES || rc == -ENOENT)
+			return 0; /* a directory above the link the caller may not search */
+		if (rc) {
+			t->err = rc;
+			return 1;
+		}
+		strbuf_str(&t->b, t->dir);
+		if (strcmp(t->dir, "/") != 0)
+			strbuf_char(&t->b, '/');
+	} else {
+		char f[NACRE_FID_STR_MAX];
+
+		nacre_fid_format(parent, f, sizeof(f));
+		strbuf_str(&t->b, f);
+		strbuf_char(&t->b, '/');
+	}
+	strbuf_str(&t->b, name);
+	strbuf_char(&t->b, '\0');
+	if (t->b.len > NACRE_VXATTR_LIST_MAX) { /* full: keep the records that fit */
+		t->b.len = before;
+		return 1;
+	}
+	return 0;
+}
+
+static void get_links(fuse_req_t req, struct fz_mount *m, const struct nacre_cred *cr,
+		      const struct nacre_fid *fid, int paths, size_t size)
+{
+	struct links_text t = {.fs = m->fs, .cr = cr, .paths = paths};
+	int rc;
+
+	t.dir = malloc(NACRE_PATH_MAX + 1);
+	if (!t.dir) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = nacre_links(m->fs, cr, fid, links_text_one, &t);
+	if (!rc)
+		rc = t.err;
+	if (!rc && !strbuf_ok(&t.b))
+		rc = -ENOMEM;
+	if (!rc && t.b.len == 0)
+		rc = -EACCES;
+	/* One path instead of the list: from an MDS without LINKS, or for the root (of the file
+	 * system, or of a fileset), which has no link the caller sees. */
+	if (paths && (rc == -EOPNOTSUPP || rc == -ENOENT || rc == -EACCES) &&
+	    nacre_fid2path(m->fs, cr, fid, t.dir, NACRE_PATH_MAX + 1) == 0 &&
+	    (rc == -EOPNOTSUPP || strcmp(t.dir, "/") == 0)) {
+		strbuf_reset(&t.b);
+		strbuf_add(&t.b, t.dir, strlen(t.dir) + 1);
+		rc = strbuf_ok(&t.b) ? 0 : -ENOMEM;
+	}
+	if (rc < 0)
+		fz_reply_rc(req, rc);
+	else
+		reply_value(req, t.b.p, t.b.len, size);
+	strbuf_fini(&t.b);
+	free(t.dir);
+}
+
 static void get_virtual(fuse_req_t req, struct fz_inode *in, const char *name, size_t size)
 {
 	struct fz_mount *m = fz_mnt(req);
@@ -86,7 +165,7 @@ static void get_virtual(fuse_req_t req, struct fz_inode *in, const char *name, s
 	struct nacre_cred cr;
 	int rc;
 
-	if (fz_hsm_getxattr(req, in, name, size))
+	if (fz_hsm_getxattr(req, in, name, size) || fz_param_getxattr(req, in, name, size))
 		return;
 	fz_cred(req, &cr);
 	if (strcmp(name, NACRE_VXATTR_LAYOUT) == 0) {
@@ -141,6 +220,17 @@ static void get_virtual(fuse_req_t req, struct fz_inode *in, const char *name, s
 			return;
 		}
 		reply_value(req, text, (size_t)len, size);
+	} else if (strcmp(name, NACRE_VXATTR_PARENTS) == 0) {
+		get_links(req, m, &cr, &in->fid, 0, size);
+	} else if (is_root &&
+		   strncmp(name, NACRE_VXATTR_LINKPATHS, strlen(NACRE_VXATTR_LINKPATHS)) == 0) {
+		struct nacre_fid fid;
+
+		if (nacre_fid_parse(name + strlen(NACRE_VXATTR_LINKPATHS), &fid) < 0) {
+			fuse_reply_err(req, EINVAL);
+			return;
+		}
+		get_links(req, m, &cr, &fid, 1, size);
 	} else if (is_root &&
 		   strncmp(name, NACRE_VXATTR_FID2PATH, strlen(NACRE_VXATTR_FID2PATH)) == 0) {
 		struct nacre_fid fid;
@@ -229,6 +319,9 @@ void fz_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 	struct fz_inode *in = fz_inode_get(m, ino);
 	struct nacre_cred cr;
 
+	/* A tunable of the mount itself changes nothing stored: allowed on a read-only mount. */
+	if (is_virtual(name) && fz_param_setxattr(req, in, name, value, size))
+		return;
 	if (fz_check_ro(req))
 		return;
 	if (is_virtual(name)) {

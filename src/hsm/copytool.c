@@ -35,6 +35,8 @@
 
 #include "common/daemon.h"
 #include "common/log.h"
+#include "common/metrics.h"
+#include "common/metrics_opts.h"
 #include "common/util.h"
 #include "common/vxattr.h"
 #include "hsm/backend.h"
@@ -372,6 +374,15 @@ static void run_action(struct ct *ct, const struct nacre_hsm_action *a)
 		}
 		int prc = nacre_hsm_agent_progress(ct->fs, a, rc ? x.reported : x.total, x.total, 1,
 						   rc > 0 ? -EIO : rc, path ? path : NULL);
+		char labels[64];
+		snprintf(labels, sizeof(labels), "action=\"%s\",result=\"%s\"",
+			 vxattr_hsm_action_name(a->action),
+			 rc == 0 ? "done" : rc == -ECANCELED ? "canceled" : "failed");
+		metrics_add(metrics_counter("nacre_copytool_actions_total", labels,
+					    "HSM actions this copytool ended"), 1);
+		if (rc == 0)
+			metrics_add(metrics_counter("nacre_copytool_bytes_total", "",
+						    "Bytes archived or restored"), x.total);
 		if (rc == 0)
 			LOG_INFO("ct", "%s %s done: %llu bytes in %lld ms (%s)",
 				 vxattr_hsm_action_name(a->action), fid, (unsigned long long)x.total,
@@ -452,7 +463,8 @@ static void usage(FILE *f)
 		   "  --endpoint URL    azure/s3 service endpoint (default: the public one)\n"
 		   "  --meta-style S    how archived objects' owner, group, permissions and modtime\n"
 		   "                    are written: amlfs (default: what Azure Managed Lustre's\n"
-		   "                    import reads), rfc3339, or azcopy (posix_owner, ...)\n");
+		   "                    import reads), rfc3339, or azcopy (posix_owner, ...)\n"
+		   METRICS_USAGE);
 }
 
 int main(int argc, char **argv)
@@ -465,7 +477,9 @@ int main(int argc, char **argv)
 		{"credentials", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
 		{"bandwidth", required_argument, NULL, 'B'},
 		{"meta-style", required_argument, NULL, 'M'},
+		METRICS_LONGOPTS,
 		{NULL, 0, NULL, 0}};
+	struct metrics_opts metrics;
 	const char *spec = NULL, *key = NULL, *url = NULL;
 	struct daemon_log_opts lo;
 	struct hsm_backend_opts bo;
@@ -476,6 +490,7 @@ int main(int argc, char **argv)
 
 	memset(&ct, 0, sizeof(ct));
 	memset(&bo, 0, sizeof(bo));
+	memset(&metrics, 0, sizeof(metrics));
 	daemon_log_opts_init(&lo);
 	ct.threads = 4;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -513,7 +528,10 @@ int main(int argc, char **argv)
 			break;
 		case 'h': usage(stdout); return 0;
 		default: {
-			int r = daemon_log_opts_handle(&lo, c, optarg, err, sizeof(err));
+			int r = metrics_opts_handle(&metrics, c, optarg, err, sizeof(err));
+
+			if (r == 0)
+				r = daemon_log_opts_handle(&lo, c, optarg, err, sizeof(err));
 
 			if (r > 0)
 				break;
@@ -528,6 +546,10 @@ int main(int argc, char **argv)
 	if (!spec || !url || !ct.archive_id || optind < argc) {
 		fprintf(stderr, "nacre-copytool: --mds, --archive-id and --backend are required\n");
 		usage(stderr);
+		return 1;
+	}
+	if (metrics_opts_check(&metrics, err, sizeof(err)) < 0) {
+		fprintf(stderr, "nacre-copytool: %s\n", err);
 		return 1;
 	}
 	if (daemon_log_start(&lo, "copytool", err, sizeof(err))) {
@@ -563,6 +585,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	if (metrics_opts_start(&metrics, "copytool", err, sizeof(err)) < 0) {
+		fprintf(stderr, "nacre-copytool: %s\n", err);
+		nacre_fs_umount(ct.fs);
+		hsm_backend_close(ct.b);
+		return 1;
+	}
 	daemon_stop_signals(on_signal);
 
 	pthread_mutex_init(&ct.lock, NULL);
@@ -631,6 +659,7 @@ int main(int argc, char **argv)
 	free(got);
 	free(tids);
 	free(ct.queue);
+	metrics_opts_stop();
 	nacre_fs_umount(ct.fs);
 	hsm_backend_close(ct.b);
 	return 0;

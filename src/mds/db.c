@@ -842,14 +842,60 @@ static size_t link_key(uint8_t *k, const struct nacre_fid *child, const struct n
 	return 32 + n;
 }
 
+/* A link's value is its order: u64 big-endian, one more than the highest of the child's
+ * other links, so the links list in the order they were made and a renamed link (deleted,
+ * put again) comes last. A link written before orders existed has an empty value: order 0,
+ * before the others, in key order among themselves. */
+static uint64_t link_order(const MDB_val *v)
+{
+	uint64_t o = 0;
+
+	if (v->mv_size == 8)
+		for (int i = 0; i < 8; i++)
+			o = o << 8 | ((const uint8_t *)v->mv_data)[i];
+	return o;
+}
+
+/* The highest order among child's links (0 if none), into *out. */
+static int link_order_max(struct mds_txn *txn, const struct nacre_fid *child, uint64_t *out)
+{
+	uint8_t kb[16];
+	MDB_cursor *cur;
+	MDB_val k = {16, kb}, v;
+	int rc;
+
+	*out = 0;
+	mds_fid_to_key(child, kb);
+	rc = mdb_cursor_open(txn->t, txn->db->links, &cur);
+	if (rc)
+		return map_err(rc, "cursor open");
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); !rc;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		if (k.mv_size < 16 || memcmp(k.mv_data, kb, 16))
+			break;
+		uint64_t o = link_order(&v);
+		if (o > *out)
+			*out = o;
+	}
+	mdb_cursor_close(cur);
+	return rc && rc != MDB_NOTFOUND ? map_err(rc, "link order") : 0;
+}
+
 int mds_db_link_put(struct mds_txn *txn, const struct nacre_fid *child,
 		    const struct nacre_fid *parent, const char *name)
 {
-	uint8_t kb[32 + NACRE_NAME_MAX];
+	uint8_t kb[32 + NACRE_NAME_MAX], vb[8];
+	uint64_t order;
 	if (strlen(name) > NACRE_NAME_MAX)
 		return -ENAMETOOLONG;
 	size_t kl = link_key(kb, child, parent, name);
-	return map_err(put_raw(txn->t, txn->db->links, kb, kl, "", 0), "link put");
+	int rc = link_order_max(txn, child, &order);
+	if (rc)
+		return rc;
+	order++;
+	for (int i = 7; i >= 0; i--, order >>= 8)
+		vb[i] = (uint8_t)order;
+	return map_err(put_raw(txn->t, txn->db->links, kb, kl, vb, sizeof(vb)), "link put");
 }
 
 int mds_db_link_del(struct mds_txn *txn, const struct nacre_fid *child,
@@ -885,6 +931,77 @@ int mds_db_link_first(struct mds_txn *txn, const struct nacre_fid *child,
 		ret = 0;
 	}
 	mdb_cursor_close(cur);
+	return ret;
+}
+
+struct link_ref {
+	uint64_t order;
+	uint32_t seq; /* key order, for equal orders */
+	const uint8_t *key; /* into the transaction's pages: valid until it writes or ends */
+	size_t klen;
+};
+
+static int link_ref_cmp(const void *a, const void *b)
+{
+	const struct link_ref *x = a, *y = b;
+
+	if (x->order != y->order)
+		return x->order < y->order ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+int mds_db_link_iter(struct mds_txn *txn, const struct nacre_fid *child, uint32_t start,
+		     int (*fn)(void *arg, uint32_t index, const struct nacre_fid *parent,
+			       const char *name),
+		     void *arg)
+{
+	uint8_t kb[16];
+	struct link_ref *refs = NULL;
+	size_t n = 0, cap = 0;
+	MDB_cursor *cur;
+	MDB_val k = {16, kb}, v;
+	int rc, ret = 0;
+
+	mds_fid_to_key(child, kb);
+	rc = mdb_cursor_open(txn->t, txn->db->links, &cur);
+	if (rc)
+		return map_err(rc, "cursor open");
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); !rc;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		if (k.mv_size < 16 || memcmp(k.mv_data, kb, 16))
+			break;
+		if (k.mv_size <= 32 || k.mv_size > 32 + NACRE_NAME_MAX) {
+			ret = map_err(MDB_CORRUPTED, "link key");
+			break;
+		}
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			struct link_ref *r = realloc(refs, ncap * sizeof(*r));
+			if (!r) {
+				ret = -ENOMEM;
+				break;
+			}
+			refs = r;
+			cap = ncap;
+		}
+		refs[n] = (struct link_ref){link_order(&v), (uint32_t)n, k.mv_data, k.mv_size};
+		n++;
+	}
+	if (!ret && rc && rc != MDB_NOTFOUND)
+		ret = map_err(rc, "link iter");
+	mdb_cursor_close(cur);
+	if (!ret && n > 1)
+		qsort(refs, n, sizeof(*refs), link_ref_cmp);
+	char name[NACRE_NAME_MAX + 1];
+	for (size_t i = start; !ret && i < n; i++) {
+		struct nacre_fid parent;
+
+		key_to_fid(refs[i].key + 16, &parent);
+		memcpy(name, refs[i].key + 32, refs[i].klen - 32);
+		name[refs[i].klen - 32] = 0;
+		ret = fn(arg, (uint32_t)i, &parent, name);
+	}
+	free(refs);
 	return ret;
 }
 

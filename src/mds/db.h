@@ -5,7 +5,9 @@
  *             u32 oid (the next FID to hand out; FIDs are never reused)
  *   inodes    FID (16 bytes big-endian) -> versioned inode record (struct mds_inode)
  *   dentries  parent FID + u64 BE name hash + name -> child FID + u32 type
- *   links     child FID + parent FID + name -> empty (fid2path, hard links, loop checks)
+ *   links     child FID + parent FID + name -> u64 BE order (fid2path, hard links, loop
+ *             checks); the order lists a FID's links as they were made, a renamed link last
+ *             (empty in MDTs written before it: order 0)
  *   xattrs    FID + name -> value bytes
  *   destroy   u64 BE sequence -> FID + layout (objects to destroy on the OSTs)
  *   targets   u32 BE type + u32 BE index -> addr
@@ -143,9 +145,18 @@ int mds_db_link_put(struct mds_txn *txn, const struct nacre_fid *child,
 		    const struct nacre_fid *parent, const char *name);
 int mds_db_link_del(struct mds_txn *txn, const struct nacre_fid *child,
 		    const struct nacre_fid *parent, const char *name);
-/* The first (parent, name) naming child; name has NACRE_NAME_MAX + 1 bytes. -ENOENT if none. */
+/* The first (parent, name) naming child, in key order (not link order); name has
+ * NACRE_NAME_MAX + 1 bytes. -ENOENT if none. */
 int mds_db_link_first(struct mds_txn *txn, const struct nacre_fid *child,
 		      struct nacre_fid *parent, char *name);
+/* Calls fn for each link of child in link order (the order they were made; a link put
+ * again by a rename comes last), from the link numbered start (0 = the first). index is
+ * the link's number. fn must not write in txn; it returns nonzero to stop, and that value
+ * is returned. 0 when every link was passed (none: 0 too), -ENOMEM, -EIO. */
+int mds_db_link_iter(struct mds_txn *txn, const struct nacre_fid *child, uint32_t start,
+		     int (*fn)(void *arg, uint32_t index, const struct nacre_fid *parent,
+			       const char *name),
+		     void *arg);
 
 /* xattrs. get copies up to size bytes to value (size 0: none) and returns the full length. */
 int mds_db_xattr_get(struct mds_txn *txn, const struct nacre_fid *fid, const char *name,

@@ -122,6 +122,46 @@ static int do_fid2path(struct mds *m, const struct rpc_request *req, struct rpc_
 	return rc;
 }
 
+struct links_enc {
+	struct wire_cursor *c;
+	uint32_t used, count;
+};
+
+static int links_put(void *arg, const struct nacre_fid *parent, const char *name)
+{
+	struct links_enc *e = arg;
+	struct wire_link_entry le;
+	uint32_t sz = 16 + 2 + (uint32_t)strlen(name);
+
+	if (e->count > 0 && e->used + sz > WIRE_LINKS_MAX_BYTES)
+		return 1;
+	le.parent = *parent;
+	str_copy(le.name, name, sizeof(le.name));
+	wire_link_entry_put(e->c, &le);
+	e->used += sz;
+	e->count++;
+	return 0;
+}
+
+static int do_links(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	DECODE(links_req, r);
+	struct links_enc e = {.c = &rep->body};
+	struct wire_links_rep head = {0};
+	size_t head_pos = wire_cursor_pos(&rep->body);
+	int eof = 0;
+
+	wire_links_rep_encode(&rep->body, &head);
+	int rc = mds_ns_links(m, &r.cred, &r.fid, r.start, links_put, &e, &head.hidden,
+			      &head.next, &eof);
+	if (rc)
+		return rc;
+	head.count = e.count;
+	head.eof = (uint8_t)eof;
+	wire_links_rep_patch(&rep->body, head_pos, &head);
+	return wire_cursor_ok(&rep->body) ? 0 : -EOVERFLOW;
+}
+
 struct readdir_enc {
 	struct wire_cursor *c;
 	uint32_t max;        /* bytes of entries allowed */
@@ -469,6 +509,8 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 		return do_targets(m, req, rep);
 	case WIRE_OP_MDS_FID2PATH:
 		return do_fid2path(m, req, rep);
+	case WIRE_OP_MDS_LINKS:
+		return do_links(m, req, rep);
 	case WIRE_OP_MDS_TARGET_REGISTER:
 		return do_target(m, req, 0);
 	case WIRE_OP_MDS_TARGET_HEARTBEAT:

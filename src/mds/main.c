@@ -285,6 +285,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->fsname);
 		return -1;
 	}
+	char why[512];
+	if (metrics_opts_check(&o->metrics, why, sizeof(why)) < 0) {
+		fprintf(stderr, "nacre-mds: %s\n", why);
+		return -1;
+	}
 	return 0;
 }
 

@@ -2,6 +2,7 @@
  * MDT space, changes refused on a full MDT, open files, OSTs registered and up, sessions,
  * the reply cache, commits and the recovery window. Values are computed at scrape time. */
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/statvfs.h>
 
 #include "common/metrics.h"
@@ -120,9 +121,21 @@ static double space_refused(void *arg)
 	return (double)mds_space_refused(((struct mds *)arg)->space);
 }
 
+static double one(void *arg)
+{
+	(void)arg;
+	return 1;
+}
+
 void mds_metrics_register(struct mds *m)
 {
 	static struct recovery_metric rms[ARRAY_SIZE(recovery_gauges)];
+	char labels[NACRE_FSNAME_MAX + 32];
+
+	/* Which MDT this is, for tools that name its counters (mdt.FS-MDT0000.md_stats). */
+	snprintf(labels, sizeof(labels), "target=\"%s-MDT0000\"", m->fsname);
+	metrics_gauge_fn("nacre_mds_target_info", labels, "The MDT this MDS serves (always 1)",
+			 one, NULL);
 
 	metrics_set_space_fn(mdt_space, m);
 	metrics_counter_fn("nacre_mds_space_refused_total", "",

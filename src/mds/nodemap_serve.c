@@ -72,6 +72,7 @@ static int fid_follows_cred(uint16_t op)
 	case WIRE_OP_MDS_LAYOUT_GET:
 	case WIRE_OP_MDS_LAYOUT_SET:
 	case WIRE_OP_MDS_FID2PATH:
+	case WIRE_OP_MDS_LINKS:
 	case WIRE_OP_MDS_SYNC:
 	case WIRE_OP_MDS_HSM_STATE_GET:
 	case WIRE_OP_MDS_HSM_STATE_SET:
@@ -234,6 +235,43 @@ static void strip_fileset(struct mds *m, struct nodemap_req *nr, struct rpc_repl
 	wire_path_rep_encode(&rep->body, &p);
 }
 
+/* A fileset client sees only the links inside its fileset; the others count as hidden. */
+static void filter_links(struct mds *m, struct nodemap_req *nr, struct rpc_reply *rep)
+{
+	size_t len = wire_cursor_pos(&rep->body);
+	struct wire_link_entry *e = malloc(sizeof(*e));
+	struct wire_cursor c;
+	struct wire_links_rep h;
+	uint8_t *copy = malloc(len ? len : 1);
+
+	if (!e || !copy)
+		goto out_free;
+	memcpy(copy, rep->body.buf, len);
+	wire_cursor_init_read(&c, copy, len);
+	wire_links_rep_decode(&c, &h);
+	if (!wire_cursor_ok(&c))
+		goto out_free;
+	uint32_t n = h.count;
+	rep->body.pos = 0;
+	h.count = 0;
+	wire_links_rep_encode(&rep->body, &h);
+	for (uint32_t i = 0; i < n && wire_cursor_ok(&c); i++) {
+		wire_link_entry_get(&c, e);
+		if (!wire_cursor_ok(&c))
+			break;
+		if (nodemap_in_fileset(m->nodemap, &nr->view, &e->parent) == 1) {
+			wire_link_entry_put(&rep->body, e);
+			h.count++;
+		} else {
+			h.hidden++;
+		}
+	}
+	wire_links_rep_patch(&rep->body, 0, &h);
+out_free:
+	free(copy);
+	free(e);
+}
+
 static void unmap_attr(const struct nodemap_view *v, struct nacre_attr *a)
 {
 	a->uid = nodemap_ids_unmap_uid(&v->ids, a->uid);
@@ -290,6 +328,8 @@ void mds_nodemap_done(struct mds *m, struct nodemap_req *nr, int rc, struct rpc_
 		nodemap_ns_moved(m->nodemap);
 	if (rc == 0 && op == WIRE_OP_MDS_FID2PATH && nr->view.has_fileset)
 		strip_fileset(m, nr, rep);
+	if (rc == 0 && op == WIRE_OP_MDS_LINKS && nr->view.has_fileset)
+		filter_links(m, nr, rep);
 }
 
 void mds_nodemap_req_fini(struct nodemap_req *nr)

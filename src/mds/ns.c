@@ -199,6 +199,71 @@ out_free:
 	return rc;
 }
 
+struct links_walk {
+	struct mds_txn *txn;
+	const struct nacre_cred *cr;
+	int (*fn)(void *arg, const struct nacre_fid *parent, const char *name);
+	void *arg;
+	struct mds_inode dir;
+	uint32_t hidden, next, seen; /* seen: one past the last link number passed */
+	int stopped;
+};
+
+static int links_one(void *arg, uint32_t index, const struct nacre_fid *parent,
+		     const char *name)
+{
+	struct links_walk *w = arg;
+	int rc = mds_db_inode_get(w->txn, parent, &w->dir);
+
+	w->seen = index + 1;
+	if (!rc)
+		rc = mds_perm_check(w->cr, &w->dir, MDS_MAY_EXEC);
+	if (rc == -EACCES || rc == -EPERM) {
+		w->hidden++;
+		return 0;
+	}
+	if (rc)
+		return rc;
+	if (w->fn(w->arg, parent, name)) {
+		w->next = index;
+		w->stopped = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* Each link is shown only if cr may search its directory; FID2PATH of that directory then
+ * checks the rest of the path, so a path is shown exactly when fid2path would show it. */
+int mds_ns_links(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		 uint32_t start,
+		 int (*fn)(void *arg, const struct nacre_fid *parent, const char *name), void *arg,
+		 uint32_t *hidden, uint32_t *next, int *eof)
+{
+	struct links_walk *w = calloc(1, sizeof(*w));
+	int rc;
+
+	if (!w)
+		return -ENOMEM;
+	w->cr = cr;
+	w->fn = fn;
+	w->arg = arg;
+	rc = mds_txn_begin_read(m->db, &w->txn);
+	if (rc)
+		goto out_free;
+	rc = mds_db_inode_get(w->txn, fid, &w->dir);
+	if (!rc)
+		rc = mds_db_link_iter(w->txn, fid, start, links_one, w);
+	if (rc == 1)
+		rc = 0;
+	mds_txn_abort(w->txn);
+	*hidden = w->hidden;
+	*next = w->stopped ? w->next : (w->seen > start ? w->seen : start);
+	*eof = !w->stopped;
+out_free:
+	free(w);
+	return rc;
+}
+
 /* ---------------- setattr ---------------- */
 
 struct setattr_arg {

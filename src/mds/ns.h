@@ -57,6 +57,15 @@ int mds_ns_readdir(struct mds *m, const struct nacre_cred *cr, const struct nacr
  * -EACCES if cr may not search one of the path's directories, -ERANGE if it does not fit. */
 int mds_ns_fid2path(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
 		    char *buf, size_t len);
+/* The hard links of fid from the link numbered start, in link order (mds_db_link_iter),
+ * inside one read txn: fn(arg, parent, name) for each link in a directory cr may search,
+ * the others counted in *hidden. fn returns nonzero to stop before that link: *next is its
+ * number and *eof 0; after the last link *next is the count and *eof 1. -ENOENT if fid
+ * does not exist. */
+int mds_ns_links(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
+		 uint32_t start,
+		 int (*fn)(void *arg, const struct nacre_fid *parent, const char *name), void *arg,
+		 uint32_t *hidden, uint32_t *next, int *eof);
 
 /* OPEN (ns_open.c): checks access for the O_ACCMODE of flags (directories: read only),
  * truncates on O_TRUNC (as SETATTR size 0), registers a handle for owner (session.h:

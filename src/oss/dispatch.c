@@ -35,6 +35,24 @@ static int write_fault(enum fault_point point, const struct fault_hit *hit)
 	return hit->err;
 }
 
+/* Counts one request of n bytes in z (min and max kept with compare-and-swap). */
+static void count_size(struct oss_io_sizes *z, uint64_t n)
+{
+	uint_fast64_t cur;
+
+	atomic_fetch_add_explicit(&z->count, 1, memory_order_relaxed);
+	cur = atomic_load_explicit(&z->min, memory_order_relaxed);
+	while ((cur == 0 || n < cur) &&
+	       !atomic_compare_exchange_weak_explicit(&z->min, &cur, n, memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+	cur = atomic_load_explicit(&z->max, memory_order_relaxed);
+	while (n > cur &&
+	       !atomic_compare_exchange_weak_explicit(&z->max, &cur, n, memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+}
+
 static int do_write(struct oss_target *t, const struct oss_obj_id *id,
 		    const struct wire_ost_io_req *m, const struct rpc_request *req)
 {
@@ -44,8 +62,10 @@ static int do_write(struct oss_target *t, const struct oss_obj_id *id,
 	if (NACRE_FAULT(FAULT_OSS_WRITE_BEFORE, &hit))
 		return write_fault(FAULT_OSS_WRITE_BEFORE, &hit); /* nothing written */
 	rc = oss_store_write(t, id, m->offset, req->bulk, req->bulk_len);
-	if (rc == 0)
+	if (rc == 0 && m->len > 0) {
 		atomic_fetch_add_explicit(&t->stats.write_bytes, m->len, memory_order_relaxed);
+		count_size(&t->stats.write_sizes, m->len);
+	}
 	if (rc == 0 && NACRE_FAULT(FAULT_OSS_WRITE_AFTER, &hit))
 		rc = write_fault(FAULT_OSS_WRITE_AFTER, &hit); /* written, the client is told not */
 	return rc;
@@ -70,6 +90,7 @@ static int do_read(struct oss_target *t, const struct oss_obj_id *id,
 	rep->bulk = buf; /* the transport takes it back after sending */
 	rep->bulk_len = (uint32_t)got;
 	atomic_fetch_add_explicit(&t->stats.read_bytes, got, memory_order_relaxed);
+	count_size(&t->stats.read_sizes, got);
 	return 0;
 }
 

@@ -251,6 +251,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		fail("no --ost IDX:DIR given: name at least one OST to serve");
 		return -EINVAL;
 	}
+	char why[512];
+	if (metrics_opts_check(&o->metrics, why, sizeof(why)) < 0) {
+		fail("%s", why);
+		return -EINVAL;
+	}
 	return 0;
 }
 

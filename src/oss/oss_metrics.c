@@ -2,10 +2,12 @@
  * from statvfs of its directory. */
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/statvfs.h>
 
 #include "common/metrics.h"
 #include "oss/oss_metrics.h"
+#include "proto/wire.h"
 
 static struct oss_target **g_targets; /* set once at start */
 static int g_ntargets;
@@ -20,6 +22,24 @@ static double write_bytes(void *arg)
 {
 	struct oss_target *t = arg;
 	return (double)atomic_load_explicit(&t->stats.write_bytes, memory_order_relaxed);
+}
+
+#define SIZE_FN(what, field)                                                                \
+	static double what(void *arg)                                                       \
+	{                                                                                   \
+		struct oss_target *t = arg;                                                 \
+		return (double)atomic_load_explicit(&t->stats.field, memory_order_relaxed); \
+	}
+SIZE_FN(read_reqs, read_sizes.count)
+SIZE_FN(read_min, read_sizes.min)
+SIZE_FN(read_max, read_sizes.max)
+SIZE_FN(write_reqs, write_sizes.count)
+SIZE_FN(write_min, write_sizes.min)
+SIZE_FN(write_max, write_sizes.max)
+
+static double op_count(void *arg)
+{
+	return (double)atomic_load_explicit((atomic_uint_fast64_t *)arg, memory_order_relaxed);
 }
 
 static void target_space(const struct oss_target *t, uint64_t *kb_free, uint64_t *kb_total)
@@ -73,9 +93,32 @@ void oss_metrics_register(struct oss_target **targets, int n)
 				   read_bytes, t);
 		metrics_counter_fn("nacre_oss_write_bytes_total", labels,
 				   "Bytes written to an OST", write_bytes, t);
+		metrics_counter_fn("nacre_oss_read_requests_total", labels,
+				   "Reads of an OST that returned bytes", read_reqs, t);
+		metrics_gauge_fn("nacre_oss_read_min_bytes", labels,
+				 "Smallest read of an OST (0 before the first)", read_min, t);
+		metrics_gauge_fn("nacre_oss_read_max_bytes", labels, "Largest read of an OST",
+				 read_max, t);
+		metrics_counter_fn("nacre_oss_write_requests_total", labels,
+				   "Writes to an OST that carried bytes", write_reqs, t);
+		metrics_gauge_fn("nacre_oss_write_min_bytes", labels,
+				 "Smallest write to an OST (0 before the first)", write_min, t);
+		metrics_gauge_fn("nacre_oss_write_max_bytes", labels, "Largest write to an OST",
+				 write_max, t);
+		for (int k = 0; k < OSS_NOPS; k++) {
+			const char *op = wire_opcode_name((uint16_t)(WIRE_OP_OST_WRITE + k));
+			char ol[160];
+
+			if (strcmp(op, "UNKNOWN") == 0)
+				continue;
+			snprintf(ol, sizeof(ol), "%s,op=\"%s\"", labels, op);
+			metrics_counter_fn("nacre_oss_target_requests_total", ol,
+					   "Requests an OST served, by operation", op_count,
+					   &t->stats.ops[k]);
+		}
 		metrics_gauge_fn("nacre_oss_kbytes_free", labels, "Free KiB of an OST", kb_free_of,
 				 t);
-		metrics_gauge_fn("nacre_oss_kbytes_total", labels, "Total KiB of an OST",
+		metrics_gauge_fn("nacre_oss_capacity_kbytes", labels, "Total KiB of an OST",
 				 kb_total_of, t);
 	}
 }

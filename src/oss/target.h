@@ -42,9 +42,17 @@ struct oss_fdcache;
 
 /* Per-OST I/O counters for metrics. Updated with relaxed atomics by any worker; read
  * without a lock (each counter is individually consistent). */
+struct oss_io_sizes {
+	atomic_uint_fast64_t count; /* requests that moved bytes */
+	atomic_uint_fast64_t min;   /* smallest of them in bytes; 0 before the first */
+	atomic_uint_fast64_t max;   /* largest */
+};
+
 struct oss_stats {
 	atomic_uint_fast64_t read_bytes;
 	atomic_uint_fast64_t write_bytes;
+	struct oss_io_sizes read_sizes, write_sizes; /* as Lustre's read_bytes/write_bytes
+						      * counters: samples, min, max */
 	atomic_uint_fast64_t ops[OSS_NOPS];
 	atomic_uint_fast64_t errors[OSS_NOPS]; /* requests answered with a negative status */
 };

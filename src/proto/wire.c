@@ -86,6 +86,7 @@ static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(MDS_HSM_AGENT_POLL, "hsm_poll_req", "hsm_poll_rep", 0),
 	OP(MDS_HSM_AGENT_PROGRESS, "hsm_progress", "hsm_progress_rep", 0),
 	OP(MDS_HSM_IMPORT, "hsm_import_req", "attr_rep", RC),
+	OP(MDS_LINKS, "links_req", "links_rep", IDEM | INL),
 	OP(OST_WRITE, "ost_io_req", "empty", IDEM),
 	OP(OST_READ, "ost_io_req", "empty", IDEM),
 	OP(OST_PUNCH, "ost_io_req", "empty", IDEM),
@@ -1230,6 +1231,68 @@ void wire_readdir_rep_patch(struct wire_cursor *c, size_t pos, const struct wire
 
 	if (header_at(c, pos, READDIR_REP_LEN, &w))
 		wire_readdir_rep_encode(&w, m);
+}
+
+/* links_req (since LINKS): cred, fid, u32 start */
+void wire_links_req_encode(struct wire_cursor *c, const struct wire_links_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_fid_put(c, &m->fid);
+	wire_put_u32(c, m->start);
+}
+
+void wire_links_req_decode(struct wire_cursor *c, struct wire_links_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	wire_fid_get(c, &m->fid);
+	m->start = wire_get_u32(c);
+}
+
+/* links_rep (since LINKS): u32 count, u32 hidden, u32 next, u8 eof (0 or 1), then count
+ * link entries: the decoder checks that count of the smallest entry fit in the bytes left. */
+#define LINKS_REP_LEN 13
+
+void wire_links_rep_encode(struct wire_cursor *c, const struct wire_links_rep *m)
+{
+	wire_put_u32(c, m->count);
+	wire_put_u32(c, m->hidden);
+	wire_put_u32(c, m->next);
+	wire_put_u8(c, m->eof ? 1 : 0);
+}
+
+void wire_links_rep_decode(struct wire_cursor *c, struct wire_links_rep *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->count = wire_get_u32(c);
+	m->hidden = wire_get_u32(c);
+	m->next = wire_get_u32(c);
+	m->eof = wire_get_u8(c);
+	if (wire_cursor_ok(c) &&
+	    (m->eof > 1 || m->count > wire_cursor_left(c) / WIRE_LINK_ENTRY_MIN))
+		wire_cursor_fail(c, -EPROTO);
+}
+
+void wire_links_rep_patch(struct wire_cursor *c, size_t pos, const struct wire_links_rep *m)
+{
+	struct wire_cursor w;
+
+	if (header_at(c, pos, LINKS_REP_LEN, &w))
+		wire_links_rep_encode(&w, m);
+}
+
+/* link entry (since LINKS): fid parent, name name */
+void wire_link_entry_put(struct wire_cursor *c, const struct wire_link_entry *e)
+{
+	wire_fid_put(c, &e->parent);
+	wire_name_put(c, e->name);
+}
+
+void wire_link_entry_get(struct wire_cursor *c, struct wire_link_entry *e)
+{
+	memset(e, 0, sizeof(*e));
+	wire_fid_get(c, &e->parent);
+	wire_name_get(c, e->name);
 }
 
 /* targets_rep (since version 1): u32 count, then count targets: the decoder checks that

@@ -110,7 +110,9 @@ enum wire_opcode {
 	WIRE_OP_MDS_HSM_AGENT_POLL = 54,     /* req: hsm_poll_req; rep: hsm_poll_rep */
 	WIRE_OP_MDS_HSM_AGENT_PROGRESS = 55, /* req: hsm_progress; rep: hsm_progress_rep */
 	WIRE_OP_MDS_HSM_IMPORT = 56,    /* req: hsm_import_req; rep: attr_rep */
-	/* 57..63 reserved for HSM */
+	/* 57..62 reserved for HSM */
+	WIRE_OP_MDS_LINKS = 63,         /* req: links_req; rep: links_rep: the names (parent,
+					 * name) of a FID, a page at a time */
 
 	/* OSS; no cred: OSS requests come from authenticated nodes */
 	WIRE_OP_OST_WRITE = 64,   /* req: ost_io_req + bulk; rep: empty */
@@ -579,6 +581,28 @@ struct wire_create_rep { /* CREATE */
 	uint8_t has_cap;
 	struct wire_cap cap;
 };
+/* LINKS: the hard links of a FID in link order (the order they were made in; a renamed
+ * link moves last, as in Lustre's link EA), from index start. The MDS leaves out (and
+ * counts in hidden) the links in a directory the caller may not search, as FID2PATH
+ * refuses such a path; a fileset client sees only the links inside its fileset. */
+struct wire_links_req {
+	struct nacre_cred cred;
+	struct nacre_fid fid;
+	uint32_t start; /* index of the first link of the page */
+};
+#define WIRE_LINK_ENTRY_MIN (16 + 2 + 1)
+#define WIRE_LINK_ENTRY_MAX (16 + 2 + NACRE_NAME_MAX)
+#define WIRE_LINKS_MAX_BYTES (60u * 1024u) /* of entries in one reply */
+struct wire_links_rep { /* followed by count link_entry */
+	uint32_t count;  /* checked against the bytes present (WIRE_LINK_ENTRY_MIN each) */
+	uint32_t hidden; /* links of this page left out (no search permission, fileset) */
+	uint32_t next;   /* start of the next page */
+	uint8_t eof;     /* nonzero: no link after this page */
+};
+struct wire_link_entry {
+	struct nacre_fid parent;
+	char name[NACRE_NAME_MAX + 1];
+};
 struct wire_path_rep { /* READLINK (the target), FID2PATH */
 	char path[NACRE_PATH_MAX + 1];
 };
@@ -925,6 +949,8 @@ WIRE_MSG(notify_rep);
 WIRE_MSG(groups_set_req);
 WIRE_MSG(nodemap_req);
 WIRE_MSG(nodemap_rep);
+WIRE_MSG(links_req);
+WIRE_MSG(links_rep);
 #undef WIRE_MSG
 /* The items of a key_list. */
 void wire_key_entry_put(struct wire_cursor *c, const struct wire_key_entry *e);
@@ -941,6 +967,11 @@ void wire_readdir_rep_patch(struct wire_cursor *c, size_t pos, const struct wire
 void wire_hsm_list_rep_patch(struct wire_cursor *c, size_t pos, const struct wire_hsm_list_rep *m);
 void wire_ost_destroy_rep_patch(struct wire_cursor *c, size_t pos,
 				const struct wire_ost_destroy_rep *m);
+void wire_links_rep_patch(struct wire_cursor *c, size_t pos, const struct wire_links_rep *m);
+
+/* A LINKS entry: fid parent, name name. */
+void wire_link_entry_put(struct wire_cursor *c, const struct wire_link_entry *e);
+void wire_link_entry_get(struct wire_cursor *c, struct wire_link_entry *e);
 
 /* The items of HSM_REQUEST's reply: one status per fid, 0 or a negative errno (the decoder
  * takes any value; a caller maps a positive one to -EPROTO). */

@@ -48,9 +48,9 @@ def test_getstripe_plain_file(mnt, nacre_cli):
     for idx, objid, hexid, group in r:
         assert int(objid) == oid and int(hexid, 16) == oid and group == "0"
     # Bare values.
-    assert nacre_cli("getstripe", "-c", f, check=True).stdout == "2\n"
-    assert nacre_cli("getstripe", "-S", f, check=True).stdout == "131072\n"
-    assert nacre_cli("getstripe", "-i", f, check=True).stdout == f"{osts[0]}\n"
+    assert nacre_cli("getstripe", "-c", f, check=True).stdout == "2\n\n"
+    assert nacre_cli("getstripe", "-S", f, check=True).stdout == "131072\n\n"
+    assert nacre_cli("getstripe", "-i", f, check=True).stdout == f"{osts[0]}\n\n"
     # -v adds the identity lines.
     v = nacre_cli("getstripe", "-v", f, check=True).stdout.splitlines()
     seq = fid.strip("[]").split(":")[0]
@@ -71,7 +71,7 @@ def test_getstripe_plain_file(mnt, nacre_cli):
 def test_setstripe_sizes_and_errors(mnt, nacre_cli):
     f = os.path.join(mnt, "cli-size")
     nacre_cli("setstripe", "-S", "64", f, check=True)  # a bare value below 4096 is KiB
-    assert nacre_cli("getstripe", "-S", f, check=True).stdout == "65536\n"
+    assert nacre_cli("getstripe", "-S", f, check=True).stdout == "65536\n\n"
     r = nacre_cli("setstripe", "-S", "100K", os.path.join(mnt, "cli-bad"))
     assert r.returncode != 0 and "64K" in r.stderr, r.stderr
     assert not os.path.exists(os.path.join(mnt, "cli-bad"))
@@ -86,7 +86,7 @@ def test_setstripe_sizes_and_errors(mnt, nacre_cli):
     e = os.path.join(mnt, "cli-empty")
     open(e, "wb").close()
     nacre_cli("setstripe", "-c", 3, e, check=True)
-    assert nacre_cli("getstripe", "-c", e, check=True).stdout == "3\n"
+    assert nacre_cli("getstripe", "-c", e, check=True).stdout == "3\n\n"
     # Not nacre.
     with tempfile.TemporaryDirectory() as d:
         r = nacre_cli("getstripe", d)
@@ -110,12 +110,12 @@ def test_directory_default(mnt, nacre_cli):
     assert out == DIR_LINE.format(c=2, s=262144, i=-1) + "\n\n"
     with open(os.path.join(d, "child"), "wb") as fh:
         fh.write(b"x")
-    assert nacre_cli("getstripe", "-c", os.path.join(d, "child"), check=True).stdout == "2\n"
+    assert nacre_cli("getstripe", "-c", os.path.join(d, "child"), check=True).stdout == "2\n\n"
     assert nacre_cli("getstripe", "-S", os.path.join(d, "child"),
-                     check=True).stdout == "262144\n"
+                     check=True).stdout == "262144\n\n"
     # A bare value of a directory is the directory's alone (lfs: depth 0).
-    assert nacre_cli("getstripe", "-c", d, check=True).stdout == "2\n"
-    assert nacre_cli("getstripe", "-S", d, check=True).stdout == "262144\n"
+    assert nacre_cli("getstripe", "-c", d, check=True).stdout == "2\n\n"
+    assert nacre_cli("getstripe", "-S", d, check=True).stdout == "262144\n\n"
     # Without -d the directory is named and its entries follow.
     out = nacre_cli("getstripe", d, check=True).stdout
     assert out.startswith(f"{d}\n" + DIR_LINE.format(c=2, s=262144, i=-1) + "\n\n")
@@ -151,11 +151,36 @@ def test_setstripe_index_checked_against_the_osts(mnt, nacre_cli):
         if mk is None:
             assert not os.path.exists(path), "a refused setstripe left its new file behind"
         if mk == "dir":
-            assert nacre_cli("getstripe", "-i", path, check=True).stdout == "-1\n"
+            assert nacre_cli("getstripe", "-i", path, check=True).stdout == "-1\n\n"
     # An index that exists is taken.
     f = os.path.join(mnt, "idx-ok")
     nacre_cli("setstripe", "-i", 3, "-c", 1, f, check=True)
-    assert nacre_cli("getstripe", "-i", f, check=True).stdout == "3\n"
+    assert nacre_cli("getstripe", "-i", f, check=True).stdout == "3\n\n"
+
+
+def test_setstripe_values_checked(mnt, nacre_cli):
+    """Each setstripe value is checked with a message naming the limit, and nothing is
+    created: a size that is not a multiple of 64K, one of 4G or more, a count outside
+    -1..128, and a pool (nacre has none)."""
+    cases = (
+        (("-S", "100000"), "invalid stripe size '100000': it must be a multiple of 64K"),
+        (("-S", "32K"), "invalid stripe size '32K': it must be a multiple of 64K"),
+        (("-S", "8G"), "invalid stripe size '8G': it must be below 4G"),
+        (("-c", "-2"), "invalid stripe count '-2': use -1 (every OST), 0 (the default) or 1..128"),
+        (("-c", "129"), "invalid stripe count '129'"),
+        (("-p", "flash"), "pool 'flash' does not exist on this file system"),
+        (("--pool", "flash"), "pool 'flash' does not exist on this file system"),
+    )
+    for args, message in cases:
+        path = os.path.join(mnt, "refused")
+        r = nacre_cli("setstripe", *args, path)
+        assert r.returncode == 1, (args, r.stdout, r.stderr)
+        assert message in r.stderr, (args, r.stderr)
+        assert not os.path.exists(path), f"setstripe {args} created its file"
+    # A count above the number of OSTs is taken as "every OST" by the MDS, as Lustre does.
+    f = os.path.join(mnt, "count-clamped")
+    nacre_cli("setstripe", "-c", 10, f, check=True)
+    assert nacre_cli("getstripe", "-c", f, check=True).stdout == "4\n\n"
 
 
 def test_df(cluster, mnt, nacre_cli):

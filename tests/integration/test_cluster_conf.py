@@ -7,6 +7,7 @@ command in the host's network namespace, but it keeps the shared mount namespace
 exec makes a private one), so the client's FUSE mount is visible to every "host" and to this
 test, as on real machines where each host sees its own mounts.
 """
+import json
 import os
 import re
 import secrets
@@ -114,6 +115,7 @@ options = attr_timeout=1
 [hsm]
 archive = 1:posix://{d}/archive
 copytools = {net.ns('oss1')}
+{over.get('tail', '')}
 """
     Path(path).write_text(text)
     return path
@@ -156,11 +158,20 @@ def logs(d):
 
 def test_cluster_up_status_down_up(netcluster):
     net, d = netcluster
-    conf = write_conf(d / "cluster.conf", net, d)
+    mlog = d / "metrics" / "logs"  # created on each host by `cluster up`
+    conf = write_conf(d / "cluster.conf", net, d,
+                      tail=f"[metrics]\nlog_dir = {mlog}\ninterval = 1\n")
     (d / "archive").mkdir()
 
     r = cli("cluster", "up", conf)
     assert r.returncode == 0, f"{r.stdout}{r.stderr}\n{logs(d)}"
+    # a JSON metrics log from every daemon, the client and the copytool
+    roles = ("mds", "oss-oss1", "oss-oss2", "client-c1", "copytool-1")
+    wait_for(lambda: all((mlog / f"nsfs-{x}.jsonl").exists() and
+                         (mlog / f"nsfs-{x}.jsonl").read_text().count("\n") >= 1
+                         for x in roles), 15, "a metrics line from each of " + str(roles))
+    rec = json.loads((mlog / "nsfs-client-c1.jsonl").read_text().splitlines()[0])
+    assert rec["daemon"] == "mount" and "bytessend" in rec, rec
     # Each step is printed with its duration; new targets were formatted.
     assert "formatted" in r.stdout and "2 OSTs registered" in r.stdout, r.stdout
     assert "[" in r.stdout and "s]" in r.stdout
@@ -305,6 +316,12 @@ def test_cluster_config_errors(tmp_path):
          "[oss a]\nhost=h\nlisten=10.0.0.1:2\nosts=0:/a\nfailover=h2\n"
          "failover_listen=10.0.0.1:2\n"):
             ":13: [oss a]: the standby would listen on 10.0.0.1:2 like the primary",
+        ("[cluster]\nfsname=a\nkey_file=/k\n[mds]\nhost=h\nlisten=10.0.0.1:1\ndata=/d\n"
+         "[metrics]\nazure_workspace=evil.example/x\n"):
+            ":9: azure_workspace = evil.example/x: give the Log Analytics workspace ID",
+        ("[cluster]\nfsname=a\nkey_file=/k\n[mds]\nhost=h\nlisten=10.0.0.1:1\ndata=/d\n"
+         "[oss a]\nhost=h\nlisten=10.0.0.1:2\nosts=0:/a\n[metrics]\nazure_workspace=ws1\n"):
+            ":13: [metrics] azure_workspace and azure_key_file go together",
     }
     for text, want in cases.items():
         p = tmp_path / "bad.conf"

@@ -60,8 +60,8 @@ def check_objects(cluster, path, data):
 def test_striped_file(cluster, mnt, nacre_cli, count, size):
     path = os.path.join(mnt, f"striped-{count}-{size}")
     nacre_cli("setstripe", "-c", count, "-S", size, path, check=True)
-    assert nacre_cli("getstripe", "-c", path, check=True).stdout == f"{count}\n"
-    assert nacre_cli("getstripe", "-S", path, check=True).stdout == f"{SIZES[size]}\n"
+    assert nacre_cli("getstripe", "-c", path, check=True).stdout == f"{count}\n\n"
+    assert nacre_cli("getstripe", "-S", path, check=True).stdout == f"{SIZES[size]}\n\n"
     s = SIZES[size]
     # Several full stripe rows, then a partial one ending mid-stripe.
     data = os.urandom(3 * count * s + s // 2 + 123)

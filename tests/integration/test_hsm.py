@@ -249,6 +249,9 @@ def test_archive_release_read_restores(hsm, mnt):
     gs = nacre("getstripe", f).stdout
     assert "lmm_pattern:       released\n" in gs and "lmm_layout_gen:    0\n" in gs, gs
     assert "obdidx" not in gs, gs
+    assert nacre("getstripe", "-L", f).stdout == "released\n\n"
+    assert nacre("getstripe", "-g", f).stdout == "0\n\n"
+    assert nacre("getstripe", "-q", f).stdout == f"{f}\n\n"  # no objects to show
 
     drop_caches()
     assert f.read_bytes() == data  # the open waits for the restore

@@ -3,10 +3,12 @@
 The --metrics-log JSON lines carry the fields log analytics use. `nacre stats` and
 `nacre top` read the same endpoints."""
 import json
+import re
 import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -104,6 +106,11 @@ def test_prometheus_scrapes_every_daemon(mcluster, tmp_path):
             assert len(query(prom, name)) == 4, name
         assert query(prom, "nacre_mds_open_files")
         assert len(query(prom, "nacre_oss_kbytes_free")) == 2
+        # capacity is a gauge: no _total suffix (Prometheus keeps that for counters)
+        assert len(query(prom, "nacre_capacity_kbytes")) == 4
+        assert len(query(prom, "nacre_oss_capacity_kbytes")) == 2
+        assert not query(prom, "nacre_kbytes_total")
+        assert not query(prom, "nacre_oss_kbytes_total")
         assert query(prom, "nacre_client_open_files")
 
         w0 = total(prom, "nacre_oss_write_bytes_total")
@@ -154,3 +161,261 @@ def test_prometheus_scrapes_every_daemon(mcluster, tmp_path):
     for e in eps:
         assert e in r.stdout
     assert "REQ/s" in r.stdout
+
+
+# ---- Azure Log Analytics (HTTP Data Collector API) --------------------------------------
+
+import base64
+import hashlib
+import hmac
+import http.server
+import threading
+
+AZ_WS = "0a1b2c3d-0000-4000-8000-00000000abcd"
+AZ_FIELDS = ("hostname", "daemon", "timestamp", "loadavg", "kbytesfree", "kbytestotal",
+             "bytessend", "bytesrecv")
+
+
+class LogAnalytics:
+    """A local stand-in for the Data Collector API: checks every POST's SharedKey signature
+    (computed here with Python's hmac from the same key), headers and records, and answers
+    the statuses queued in `answers` (then 200)."""
+
+    def __init__(self, key, answers=()):
+        self.key = key
+        self.answers = list(answers)
+        self.posts = []  # dicts: status, log_type, records, problems
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                problems = outer.check(self.command, self.path, self.headers, body)
+                with outer.lock:
+                    status = outer.answers.pop(0) if outer.answers else 200
+                    try:
+                        records = json.loads(body)
+                    except ValueError:
+                        records = None
+                    outer.posts.append({"status": status, "records": records,
+                                        "log_type": self.headers.get("Log-Type"),
+                                        "problems": problems})
+                self.send_response(status if not problems else 403)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}/api/logs?api-version=2016-04-01"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def check(self, method, path, h, body):
+        problems = []
+        if method != "POST" or path != "/api/logs?api-version=2016-04-01":
+            problems.append(f"{method} {path}")
+        if h.get("Content-Type") != "application/json":
+            problems.append(f"Content-Type {h.get('Content-Type')}")
+        if h.get("time-generated-field") != "timestamp":
+            problems.append(f"time-generated-field {h.get('time-generated-field')}")
+        date = h.get("x-ms-date") or ""
+        try:
+            time.strptime(date, "%a, %d %b %Y %H:%M:%S GMT")
+        except ValueError:
+            problems.append(f"x-ms-date {date!r}")
+        to_sign = f"POST\n{len(body)}\napplication/json\nx-ms-date:{date}\n/api/logs"
+        sig = base64.b64encode(hmac.new(self.key, to_sign.encode(), hashlib.sha256).digest())
+        if h.get("Authorization") != f"SharedKey {AZ_WS}:{sig.decode()}":
+            problems.append(f"Authorization {h.get('Authorization')}")
+        return problems
+
+    def accepted(self, daemon=None):
+        with self.lock:
+            return [r for p in self.posts if p["status"] == 200 and not p["problems"]
+                    for r in p["records"] if daemon is None or r.get("daemon") == daemon]
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def azure_key(dirpath, mode=0o600):
+    key = os.urandom(64)
+    path = dirpath / "la.key"
+    path.write_text(base64.b64encode(key).decode() + "\n")
+    os.chmod(path, mode)
+    return key, path
+
+
+def prom_value(port, name):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    return None
+
+
+def test_log_analytics_sink(tmp_path):
+    """The MDS and the mount post signed records to a receiver that answers 500 once (the
+    records come again), the OSS posts to an endpoint that is down: it keeps serving, its
+    queue stays at --metrics-azure-queue and its drops are said once."""
+    key, key_path = azure_key(tmp_path)
+    la = LogAnalytics(key, answers=[500])
+    dead = free_port()
+    az = ["--metrics-azure", AZ_WS, "--metrics-azure-key-file", str(key_path),
+          "--metrics-interval", "1"]
+    oss_mport = free_port()
+    c = Cluster(osts=1, oss=1,
+                mds_args=az + ["--metrics-azure-url", la.url,
+                               "--metrics-azure-log-type", "NacreTest"],
+                oss_args=az + ["--metrics-azure-url", f"http://127.0.0.1:{dead}/api/logs",
+                               "--metrics-azure-queue", "3",
+                               "--metrics-addr", f"127.0.0.1:{oss_mport}",
+                               "--metrics-log", "OSSLOG"])
+    c.oss_args[c.oss_args.index("OSSLOG")] = str(c.dir / "oss0.jsonl")
+    try:
+        c.start()
+        c.mount(opts=[f"metrics_azure={AZ_WS}", f"metrics_azure_key_file={key_path}",
+                      f"metrics_azure_url={la.url}", "metrics_interval=1",
+                      "metrics_azure_batch=2"])
+        c.wait_osts_up()
+        wait_for(lambda: len(la.accepted("mds")) >= 2 and la.accepted("mount"), 15,
+                 "the MDS and the mount to post to Log Analytics")
+        with la.lock:
+            posts = list(la.posts)
+        assert all(not p["problems"] for p in posts), [p["problems"] for p in posts]
+        # the first POST got a 500: its records came again in a later POST
+        assert posts[0]["status"] == 500, posts[0]
+        again = {json.dumps(r, sort_keys=True) for r in la.accepted()}
+        assert all(json.dumps(r, sort_keys=True) in again for r in posts[0]["records"])
+        assert {p["log_type"] for p in posts if p["records"][0]["daemon"] == "mds"} == \
+            {"NacreTest"}
+        assert {p["log_type"] for p in posts if p["records"][0]["daemon"] == "mount"} == \
+            {"NacreMetrics"}
+        for rec in la.accepted():
+            for k in AZ_FIELDS:
+                assert k in rec, (k, rec)
+            assert rec["hostname"] == socket.gethostname()
+            assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", rec["timestamp"]), rec
+            assert isinstance(rec["loadavg"], (int, float))
+        assert any("nacre_mds_open_files" in r for r in la.accepted("mds"))
+        # the mount batches two records per POST, the MDS posts each as it comes
+        with la.lock:
+            sizes = {p["records"][0]["daemon"]: set() for p in la.posts}
+            for p in la.posts:
+                sizes[p["records"][0]["daemon"]].add(len(p["records"]))
+        assert sizes["mount"] == {2}, sizes
+        assert 1 in sizes["mds"], sizes
+
+        # The OSS's endpoint is down: the file system and its other metrics still work.
+        (c.mounts[0].path / "f").write_bytes(b"x" * 100000)
+        assert (c.mounts[0].path / "f").read_bytes() == b"x" * 100000
+        wait_for(lambda: (prom_value(oss_mport, "nacre_azure_log_records_dropped_total")
+                          or 0) >= 2, 15, "the OSS to drop records it cannot post")
+        assert prom_value(oss_mport, "nacre_azure_log_queue_records") <= 3
+        assert prom_value(oss_mport, "nacre_azure_log_records_sent_total") == 0
+        assert prom_value(oss_mport, "nacre_azure_log_post_failures_total") >= 1
+        lines = (c.dir / "oss0.jsonl").read_text().count("\n")
+        wait_for(lambda: (c.dir / "oss0.jsonl").read_text().count("\n") > lines, 5,
+                 "the OSS's metrics log to go on")
+        log = c.oss[0].text()
+        assert log.count("Log Analytics queue full") == 1, log[-3000:]
+        assert "Couldn't connect to server" in log
+        assert not any(r.get("daemon") == "oss" for r in la.accepted())
+    except BaseException:
+        print(c.logs())
+        raise
+    finally:
+        bad = c.stop()
+        la.stop()
+    assert not bad, c.logs(200)
+
+
+def test_log_analytics_key_file_checked(tmp_path):
+    """A key file others may read is refused, as every key file of nacre; so is a missing
+    key file option."""
+    key, key_path = azure_key(tmp_path, 0o644)
+    ckey = tmp_path / "cluster.key"
+    ckey.write_text(os.urandom(32).hex() + "\n")
+    os.chmod(ckey, 0o600)
+    def mds(n, *args):
+        return subprocess.run([binary("nacre-mds"), "--fsname", "la", "--data",
+                               str(tmp_path / f"mdt{n}"), "--key-file", str(ckey), "--listen",
+                               f"127.0.0.1:{free_port()}", "--format", *args],
+                              capture_output=True, text=True, timeout=30)
+
+    r = mds(0, "--metrics-azure", AZ_WS, "--metrics-azure-key-file", str(key_path))
+    assert r.returncode != 0
+    assert f"chmod 600 {key_path}" in r.stderr, r.stderr
+    assert not (tmp_path / "mdt0").exists()  # refused before anything was formatted
+    r = mds(1, "--metrics-azure", AZ_WS)
+    assert r.returncode != 0
+    assert "--metrics-azure needs --metrics-azure-key-file" in r.stderr, r.stderr
+    r = mds(2, "--metrics-azure-url", "http://x/")
+    assert r.returncode != 0 and "need --metrics-azure WORKSPACE" in r.stderr, r.stderr
+
+
+def _free_ports(n):
+    """A base port with n consecutive free ports on 127.0.0.1."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + n >= 65000:
+            continue
+        try:
+            for p in range(base, base + n):
+                with socket.socket() as t:
+                    t.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+        return base
+    raise AssertionError("no free port range")
+
+
+def test_up_metrics_options(nacre_cli, tmp_path):
+    """nacre up --metrics-addr gives each daemon, the mount and the copytool the next port
+    (printed), --metrics-log DIR a JSON log each, and --metrics-azure* reaches all five."""
+    key, key_path = azure_key(tmp_path)
+    la = LogAnalytics(key)
+    d = tempfile.mkdtemp(prefix="nacre-upm-")
+    port, mport = _free_ports(3), _free_ports(5)
+    mlog = os.path.join(d, "metrics", "logs")  # created by nacre up
+    os.mkdir(os.path.join(d, "archive"))
+    try:
+        r = nacre_cli("up", "--dir", d, "--osts", 2, "--port", port, "--fsname", "upm",
+                      "--hsm-backend", f"posix:{d}/archive",
+                      "--metrics-addr", f"127.0.0.1:{mport}", "--metrics-log", mlog,
+                      "--metrics-interval", 1, "--metrics-azure", AZ_WS,
+                      "--metrics-azure-key-file", key_path, "--metrics-azure-url", la.url,
+                      timeout=90)
+        assert r.returncode == 0, r.stdout + r.stderr
+        want = (f"metrics: mds 127.0.0.1:{mport}, oss0 127.0.0.1:{mport + 1}, "
+                f"oss1 127.0.0.1:{mport + 2}, mount 127.0.0.1:{mport + 3}, "
+                f"copytool 127.0.0.1:{mport + 4} (http://HOST:PORT/metrics)")
+        assert want in r.stdout, r.stdout
+        assert f"metrics logs: {mlog}/upm-*.jsonl" in r.stdout, r.stdout
+        for k in range(5):
+            assert prom_value(mport + k, "nacre_capacity_kbytes") is not None, k
+        assert prom_value(mport + 1, "nacre_capacity_kbytes") > 0
+        roles = ("mds", "oss-0", "oss-1", "client-mount", "copytool-1")
+
+        def logged():
+            return all(os.path.exists(f"{mlog}/upm-{x}.jsonl") and
+                       open(f"{mlog}/upm-{x}.jsonl").read().count("\n") >= 1 for x in roles)
+        wait_for(logged, 15, "a JSON metrics line from each of " + ", ".join(roles))
+        wait_for(lambda: {r["daemon"] for r in la.accepted()} ==
+                 {"mds", "oss", "mount", "copytool"}, 15,
+                 "every daemon, the mount and the copytool to post to Log Analytics")
+        assert all(not p["problems"] for p in la.posts)
+        opts = open(os.path.join(d, "up.options")).read()
+        assert f"--metrics-addr=127.0.0.1:{mport}\n" in opts and "--metrics-azure=" in opts
+    finally:
+        nacre_cli("down", "--dir", d, timeout=60)
+        subprocess.run(["fusermount3", "-u", "-z", os.path.join(d, "mnt")],
+                       capture_output=True)
+        subprocess.run(["rm", "-rf", d])
+        la.stop()

@@ -173,6 +173,16 @@ def test_fileset(cluster, mnt, nodemap, nacre_cli):
     in_fid = in_fid.stdout.strip()
     r = nacre_cli("fid2path", m.path, in_fid, check=True)
     assert r.stdout == os.path.join(str(m.path), "a", "inside") + "\n", r.stdout
+    # a hard link outside the fileset is not shown to its client (fid2path, path2fid -p)
+    outside_link = os.path.join(mnt, "other", "inside-link")
+    os.link(os.path.join(mnt, "proj", "a", "inside"), outside_link)
+    assert nacre_cli("fid2path", mnt, in_fid, check=True).stdout.count("\n") == 2
+    r = nacre_cli("fid2path", m.path, in_fid, check=True)
+    assert r.stdout == os.path.join(str(m.path), "a", "inside") + "\n", r.stdout
+    a_fid = nacre_cli("path2fid", os.path.join(mnt, "proj", "a"), check=True).stdout.strip()
+    r = nacre_cli("path2fid", "-p", os.path.join(m.path, "a", "inside"), check=True)
+    assert r.stdout == f"{a_fid}/inside\n", r.stdout
+    os.unlink(outside_link)
     # a FID from outside the subtree is refused by the MDS
     r = nacre_cli("fid2path", m.path, out_fid)
     assert r.returncode != 0 and "ermission denied" in r.stderr, (r.stdout, r.stderr)

@@ -209,6 +209,38 @@ static void test_perm_details(void)
 	mds_groups_clear();
 }
 
+/* mds_ns_links: the names seen, "name," each; stops after max. */
+struct linkseen {
+	char names[256];
+	int n, max;
+};
+
+static int link_collect(void *arg, const struct nacre_fid *parent, const char *name)
+{
+	struct linkseen *l = arg;
+	(void)parent;
+	if (l->n == l->max)
+		return 1;
+	l->n++;
+	strncat(l->names, name, sizeof(l->names) - strlen(l->names) - 2);
+	strcat(l->names, ",");
+	return 0;
+}
+
+static void check_links(struct mds *m, const struct nacre_fid *fid, uint32_t start, int max,
+			const char *want, uint32_t want_next, int want_eof)
+{
+	struct linkseen l = {.max = max};
+	uint32_t hidden = 9, next = 0;
+	int eof = -1;
+
+	CHECK_RC(mds_ns_links(m, &root_cr, fid, start, link_collect, &l, &hidden, &next, &eof), 0);
+	CHECK(strcmp(l.names, want) == 0);
+	if (strcmp(l.names, want) != 0)
+		fprintf(stderr, "links from %u: \"%s\", want \"%s\"\n", start, l.names, want);
+	CHECK(hidden == 0 && next == want_next && eof == want_eof);
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/nacre-test-mds-XXXXXX";
@@ -284,11 +316,39 @@ int main(void)
 	CHECK(!strcmp(path, "/a"));
 	CHECK_RC(mds_ns_fid2path(&m, &root_cr, &root, path, sizeof(path)), 0);
 	CHECK(!strcmp(path, "/"));
+	/* links in the order they were made (key order would put root's "hard" first) */
+	check_links(&m, &b.fid, 0, 10, "f1,hard,", 2, 1);
+	check_links(&m, &b.fid, 0, 1, "f1,", 1, 0); /* stopped before "hard": resume at 1 */
+	check_links(&m, &b.fid, 1, 10, "hard,", 2, 1);
+	check_links(&m, &b.fid, 5, 10, "", 5, 1);
+	check_links(&m, &root, 0, 10, "", 0, 1); /* the root has no link */
+	{
+		struct linkseen l = {.max = 10};
+		uint32_t hidden, next;
+		int eof;
+		struct nacre_fid none = {NACRE_FIRST_SEQ, 999999, 0};
+		CHECK_RC(mds_ns_links(&m, &root_cr, &none, 0, link_collect, &l, &hidden, &next,
+				      &eof), -ENOENT);
+		/* a user who may not search a directory does not see the link in it */
+		CHECK_RC(mds_ns_setattr(&m, &root_cr, &a.fid,
+					&(struct nacre_setattr){.valid = NACRE_SET_MODE,
+								.mode = 0700},
+					&c), 0);
+		CHECK_RC(mds_ns_links(&m, &user_cr, &b.fid, 0, link_collect, &l, &hidden, &next,
+				      &eof), 0);
+		CHECK(strcmp(l.names, "hard,") == 0);
+		CHECK(hidden == 1 && next == 2 && eof == 1);
+		CHECK_RC(mds_ns_setattr(&m, &root_cr, &a.fid,
+					&(struct nacre_setattr){.valid = NACRE_SET_MODE,
+								.mode = 0755},
+					&c), 0);
+	}
 
 	/* rename: move, loop refusal, replace, noreplace, exchange */
 	CHECK_RC(make(&m, &root_cr, &a.fid, "sub", WIRE_OP_MDS_MKDIR, 0755, NULL, &d), 0);
 	CHECK_RC(do_rename(&m, &root, "a", &d.fid, "x", 0), -EINVAL);
 	CHECK_RC(do_rename(&m, &a.fid, "f1", &root, "b.txt", 0), 0);
+	check_links(&m, &b.fid, 0, 10, "hard,b.txt,", 2, 1); /* a renamed link moves last */
 	CHECK_RC(mds_ns_lookup(&m, &root_cr, &root, "b.txt", &c), 0);
 	CHECK(mds_fid_eq(&c.fid, &b.fid));
 	CHECK_RC(mds_ns_lookup(&m, &root_cr, &a.fid, "f1", &c), -ENOENT);

@@ -394,6 +394,66 @@ static void test_readdir_rep(void)
 	}
 }
 
+static void test_links_rep(void)
+{
+	static const uint8_t golden[] = {
+		0x02, 0x00, 0x00, 0x00, /* count 2 */
+		0x01, 0x00, 0x00, 0x00, /* hidden 1 */
+		0x03, 0x00, 0x00, 0x00, /* next 3 */
+		0x01,                   /* eof */
+		G_FID(0x02),
+		0x01, 0x00, 'a',        /* name "a" */
+		G_FID(0x03),
+		0x02, 0x00, 'b',  'c',  /* name "bc" */
+	};
+	struct wire_links_rep h = {.count = 2, .hidden = 1, .next = 3, .eof = 1}, hd;
+	struct wire_link_entry e[2], ed[3];
+	struct wire_cursor c;
+
+	memset(e, 0, sizeof(e));
+	sample_fid(&e[0].parent, 2);
+	memcpy(e[0].name, "a", 2);
+	sample_fid(&e[1].parent, 3);
+	memcpy(e[1].name, "bc", 3);
+	/* streamed as the MDS does: a zero header, the entries, the header patched in */
+	{
+		struct wire_links_rep zero = {0};
+		wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+		wire_links_rep_encode(&c, &zero);
+		wire_link_entry_put(&c, &e[0]);
+		wire_link_entry_put(&c, &e[1]);
+		wire_links_rep_patch(&c, 0, &h);
+		CHECK(wire_cursor_ok(&c));
+		CHECK_EQ(wire_cursor_pos(&c), sizeof(golden));
+		CHECK_MEM(c.buf, golden, sizeof(golden));
+		wire_links_rep_patch(&c, sizeof(golden) - 4, &h); /* no header there */
+		CHECK_EQ(c.err, -EINVAL);
+		wire_cursor_fini(&c);
+	}
+	memset(ed, 0, sizeof(ed));
+	CHECK(LIST_OK(wire_links_rep_decode, &hd, wire_link_entry_get, ed, golden,
+		      sizeof(golden), 2));
+	CHECK(hd.count == 2 && hd.hidden == 1 && hd.next == 3 && hd.eof == 1);
+	CHECK(memcmp(e, ed, sizeof(e)) == 0);
+	for (size_t k = 0; k < sizeof(golden); k++)
+		CHECK(!LIST_OK(wire_links_rep_decode, &hd, wire_link_entry_get, ed, golden, k, 2));
+	{
+		uint8_t bad[sizeof(golden)];
+		memcpy(bad, golden, sizeof(bad));
+		bad[0] = 3; /* a count the bytes cannot hold */
+		CHECK(!LIST_OK(wire_links_rep_decode, &hd, wire_link_entry_get, ed, bad,
+			       sizeof(bad), 0));
+		memcpy(bad, golden, sizeof(bad));
+		bad[12] = 2; /* eof is 0 or 1 */
+		CHECK(!LIST_OK(wire_links_rep_decode, &hd, wire_link_entry_get, ed, bad,
+			       sizeof(bad), 2));
+		memcpy(bad, golden, sizeof(bad));
+		bad[13 + 16 + 2] = '/'; /* a name holds no '/' */
+		CHECK(!LIST_OK(wire_links_rep_decode, &hd, wire_link_entry_get, ed, bad,
+			       sizeof(bad), 2));
+	}
+}
+
 static void test_targets_rep(void)
 {
 	static const uint8_t golden[] = {
@@ -1052,7 +1112,8 @@ static const struct codec codecs[] = {
 	REQ(append_req), REQ(cap_req), REQ(key_req), REQ(key_update),
 	REQ(notify_req), REQ(groups_set_req),
 	REP(notify_rep, test_notify_rep),
-	REQ(nodemap_req),
+	REQ(nodemap_req), REQ(links_req),
+	REP(links_rep, test_links_rep),
 	REP(connect_rep, test_connect_open_rep),
 	REP(open_rep, test_connect_open_rep),
 	REP(attr_rep, test_attr_rep),
@@ -1129,7 +1190,7 @@ static void test_op_table(void)
 		WIRE_OP_MDS_RECOVERY_STATUS, WIRE_OP_MDS_LOCK_WAIT, WIRE_OP_MDS_LOCK_CANCEL,
 		WIRE_OP_MDS_CAP_GET,
 		WIRE_OP_MDS_KEY_REVOKE, WIRE_OP_MDS_KEY_LIST, WIRE_OP_OST_KEY_UPDATE,
-		WIRE_OP_MDS_NOTIFY_WAIT, WIRE_OP_MDS_GROUPS_SET,
+		WIRE_OP_MDS_NOTIFY_WAIT, WIRE_OP_MDS_GROUPS_SET, WIRE_OP_MDS_LINKS,
 	};
 	static const uint16_t inline_[] = {
 		WIRE_OP_MDS_STATFS, WIRE_OP_MDS_LOOKUP, WIRE_OP_MDS_GETATTR, WIRE_OP_MDS_READLINK,
@@ -1140,7 +1201,7 @@ static void test_op_table(void)
 		WIRE_OP_MDS_SETXATTR, WIRE_OP_MDS_REMOVEXATTR, WIRE_OP_MDS_CLOSE,
 		WIRE_OP_MDS_SIZE_UPDATE, WIRE_OP_MDS_RECOVERY_STATUS, WIRE_OP_MDS_APPEND,
 		WIRE_OP_MDS_CAP_GET,
-		WIRE_OP_MDS_NOTIFY_WAIT, WIRE_OP_MDS_GROUPS_SET,
+		WIRE_OP_MDS_NOTIFY_WAIT, WIRE_OP_MDS_GROUPS_SET, WIRE_OP_MDS_LINKS,
 	};
 	/* Pinned: the changes the MDS's reply cache runs exactly once. */
 	static const uint16_t cached[] = {
@@ -1179,7 +1240,7 @@ static void test_op_table(void)
 		/* what runs once through the reply cache is never resent blindly */
 		CHECK(!(wire_op_reply_cached((uint16_t)op) && wire_op_idempotent((uint16_t)op)));
 	}
-	CHECK_EQ(rows, 65);
+	CHECK_EQ(rows, 66);
 	CHECK(wire_op_info(WIRE_OP_MAX_) == NULL && wire_op_info(0xffff) == NULL);
 	CHECK(!wire_op_idempotent(0xffff) && !wire_op_inline(0xffff));
 	/* xattr_len_rep is GETXATTR's other form (a size of 0), not in the table's column */

@@ -1,0 +1,57 @@
+/* tune.c - the tunables a mount may change while mounted (nacre_fs_tunable_get/_set):
+ * the pool's RPCs in flight per OST and the readahead window limit. */
+#include <errno.h>
+#include <stdint.h>
+
+#include "client/cl_export.h"
+#include "client/cl_internal.h"
+
+#define MIB (1024ull * 1024ull)
+
+NACRE_API uint64_t nacre_fs_client_id(const struct nacre_fs *fs)
+{
+	return fs->client_id;
+}
+
+NACRE_API int nacre_fs_tunable_get(struct nacre_fs *fs, int tunable, int ost, int64_t *val)
+{
+	switch (tunable) {
+	case NACRE_TUNE_RPCS_IN_FLIGHT:
+		if (ost < -1 || ost > 0xffff)
+			return -EINVAL;
+		*val = cl_pool_max(&fs->pool, ost);
+		return 0;
+	case NACRE_TUNE_READ_AHEAD_MB:
+		*val = (int64_t)__atomic_load_n(&fs->ra_mb, __ATOMIC_RELAXED);
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+NACRE_API int nacre_fs_tunable_set(struct nacre_fs *fs, int tunable, int ost, int64_t val)
+{
+	switch (tunable) {
+	case NACRE_TUNE_RPCS_IN_FLIGHT:
+		if (ost < -1 || ost > 0xffff)
+			return -EINVAL;
+		if (val < 1 || val > NACRE_RPCS_IN_FLIGHT_MAX)
+			return -ERANGE;
+		cl_pool_set_max(&fs->pool, ost, (int)val);
+		return 0;
+	case NACRE_TUNE_READ_AHEAD_MB: {
+		uint64_t bytes;
+
+		if (val < 0 || val > NACRE_READ_AHEAD_MB_MAX)
+			return -ERANGE;
+		bytes = (uint64_t)val * MIB;
+		if (bytes > 0 && bytes < fs->rpc_max)
+			bytes = fs->rpc_max;
+		__atomic_store_n(&fs->ra_mb, (uint64_t)val, __ATOMIC_RELAXED);
+		__atomic_store_n(&fs->ra_max, bytes, __ATOMIC_RELAXED);
+		return 0;
+	}
+	default:
+		return -EINVAL;
+	}
+}

@@ -1,0 +1,272 @@
+/* param.c - the mount's Lustre-style parameters, served as virtual xattrs of its root
+ * (nacre.instance, nacre.params, nacre.param.NAME; include/nacre/nacre_vxattr.h), which
+ * `nacre get_param` and `nacre set_param` read and write as lctl reads /sys/fs/lustre.
+ *
+ * The names carry this mount's device names as a Lustre client's do: the llite device is
+ * FSNAME-INSTANCE and an OST's OSC FSNAME-OST0003-osc-INSTANCE, INSTANCE being the mount's
+ * client id in 16 hex digits. The table below is the one list of what a mount serves.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/strbuf.h"
+#include "common/util.h"
+#include "fuse/fz.h"
+#include "fuse/fz_metrics.h"
+#include "nacre/nacre_vxattr.h"
+
+#define PARAM_OSTS_MAX 65536
+#define PARAM_NAME_MAX 200
+
+/* Where a parameter lives: on the llite device (one per mount) or on each OST's OSC. */
+enum { ON_LLITE, ON_OSC };
+
+struct param {
+	int on;
+	const char *name; /* the last part of the dotted name */
+	int tunable;      /* NACRE_TUNE_*, read-write; or 0 and: */
+	void (*text)(struct strbuf *out); /* the value of a read-only one */
+};
+
+static const struct param params[] = {
+	{ON_LLITE, "max_read_ahead_mb", NACRE_TUNE_READ_AHEAD_MB, NULL},
+	{ON_LLITE, "stats", 0, fz_metrics_llite_stats},
+	{ON_OSC, "max_rpcs_in_flight", NACRE_TUNE_RPCS_IN_FLIGHT, NULL},
+};
+#define NPARAMS (sizeof(params) / sizeof(params[0]))
+
+static void reply_text(fuse_req_t req, const char *text, size_t len, size_t size)
+{
+	if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (len > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, text, len);
+}
+
+/* The OST indices of the cluster registry, ascending, into a new array; the count or a
+ * negative error. */
+static int ost_indices(struct nacre_fs *fs, uint32_t **out)
+{
+	int max = 64, n;
+	struct nacre_target *t = NULL;
+
+	for (;;) {
+		struct nacre_target *nt = realloc(t, (size_t)max * sizeof(*t));
+
+		if (!nt) {
+			free(t);
+			return -ENOMEM;
+		}
+		t = nt;
+		n = nacre_targets(fs, t, max);
+		if (n < 0) {
+			free(t);
+			return n;
+		}
+		if (n < max || max >= PARAM_OSTS_MAX)
+			break;
+		max *= 4;
+	}
+	uint32_t *idx = malloc(((size_t)n + 1) * sizeof(*idx));
+	int k = 0;
+
+	if (!idx) {
+		free(t);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n; i++)
+		if (t[i].type == NACRE_TGT_OST)
+			idx[k++] = t[i].index;
+	free(t);
+	*out = idx;
+	return k;
+}
+
+/* The dotted name of p on this mount (for OST ost when p is on an OSC). */
+static void full_name(struct nacre_fs *fs, const struct param *p, uint32_t ost, char *buf,
+		      size_t len)
+{
+	unsigned long long inst = (unsigned long long)nacre_fs_client_id(fs);
+	const char *fsname = nacre_fs_name(fs);
+
+	if (p->on == ON_LLITE)
+		snprintf(buf, len, "llite.%s-%016llx.%s", fsname, inst, p->name);
+	else
+		snprintf(buf, len, "osc.%s-OST%04x-osc-%016llx.%s", fsname, ost, inst, p->name);
+}
+
+/* Finds the parameter called name on this mount: its entry and, for an OSC one, its OST.
+ * Returns 0 or -ENODATA. */
+static int lookup(struct nacre_fs *fs, const char *name, const struct param **pp, int *ost)
+{
+	char want[PARAM_NAME_MAX];
+
+	for (size_t i = 0; i < NPARAMS; i++) {
+		const struct param *p = &params[i];
+
+		if (p->on == ON_LLITE) {
+			full_name(fs, p, 0, want, sizeof(want));
+			if (strcmp(want, name) == 0) {
+				*pp = p;
+				*ost = -1;
+				return 0;
+			}
+			continue;
+		}
+		/* osc.FSNAME-OSTxxxx-osc-INSTANCE.NAME: read the index, then compare. */
+		const char *o = strstr(name, "-OST");
+		unsigned int idx;
+		char *end;
+
+		if (!o)
+			continue;
+		unsigned long v = strtoul(o + 4, &end, 16);
+
+		if (end != o + 8 || v > 0xffff)
+			continue;
+		idx = (unsigned int)v;
+		full_name(fs, p, idx, want, sizeof(want));
+		if (strcmp(want, name) == 0) {
+			*pp = p;
+			*ost = (int)idx;
+			return 0;
+		}
+	}
+	return -ENODATA;
+}
+
+static void get_list(fuse_req_t req, struct fz_mount *m, size_t size)
+{
+	uint32_t *osts = NULL;
+	int n = ost_indices(m->fs, &osts);
+	struct strbuf sb = STRBUF_INIT;
+
+	if (n < 0) {
+		fz_reply_rc(req, n);
+		return;
+	}
+	for (size_t i = 0; i < NPARAMS; i++) {
+		char name[PARAM_NAME_MAX];
+		int count = params[i].on == ON_LLITE ? 1 : n;
+
+		for (int k = 0; k < count; k++) {
+			full_name(m->fs, &params[i], params[i].on == ON_OSC ? osts[k] : 0, name,
+				  sizeof(name));
+			strbuf_printf(&sb, "%s %s\n", name, params[i].text ? "ro" : "rw");
+		}
+	}
+	free(osts);
+	if (!strbuf_ok(&sb))
+		fuse_reply_err(req, ENOMEM);
+	else
+		reply_text(req, strbuf_cstr(&sb), sb.len, size);
+	strbuf_fini(&sb);
+}
+
+int fz_param_getxattr(fuse_req_t req, struct fz_inode *in, const char *name, size_t size)
+{
+	struct fz_mount *m = fz_mnt(req);
+	size_t plen = strlen(NACRE_VXATTR_PARAM);
+
+	if (in != &m->itab.root)
+		return 0;
+	if (strcmp(name, NACRE_VXATTR_INSTANCE) == 0) {
+		char text[NACRE_FSNAME_MAX + 32];
+		int len = snprintf(text, sizeof(text), "%s-%016llx", nacre_fs_name(m->fs),
+				   (unsigned long long)nacre_fs_client_id(m->fs));
+
+		reply_text(req, text, (size_t)len, size);
+		return 1;
+	}
+	if (strcmp(name, NACRE_VXATTR_PARAMS) == 0) {
+		get_list(req, m, size);
+		return 1;
+	}
+	if (strncmp(name, NACRE_VXATTR_PARAM, plen) != 0)
+		return 0;
+
+	const struct param *p;
+	int ost, rc;
+	int64_t v;
+	char text[32];
+
+	rc = lookup(m->fs, name + plen, &p, &ost);
+	if (rc == 0 && p->text) {
+		struct strbuf sb = STRBUF_INIT;
+
+		p->text(&sb);
+		if (!strbuf_ok(&sb))
+			fuse_reply_err(req, ENOMEM);
+		else
+			reply_text(req, strbuf_cstr(&sb), sb.len, size);
+		strbuf_fini(&sb);
+		return 1;
+	}
+	if (rc == 0)
+		rc = nacre_fs_tunable_get(m->fs, p->tunable, ost, &v);
+	if (rc < 0) {
+		fz_reply_rc(req, rc);
+		return 1;
+	}
+	int len = snprintf(text, sizeof(text), "%" PRId64 "\n", v);
+
+	reply_text(req, text, (size_t)len, size);
+	return 1;
+}
+
+int fz_param_setxattr(fuse_req_t req, struct fz_inode *in, const char *name, const char *value,
+		      size_t size)
+{
+	struct fz_mount *m = fz_mnt(req);
+	size_t plen = strlen(NACRE_VXATTR_PARAM);
+
+	if (in != &m->itab.root)
+		return 0;
+	if (strcmp(name, NACRE_VXATTR_INSTANCE) == 0 || strcmp(name, NACRE_VXATTR_PARAMS) == 0) {
+		fuse_reply_err(req, EPERM);
+		return 1;
+	}
+	if (strncmp(name, NACRE_VXATTR_PARAM, plen) != 0)
+		return 0;
+
+	const struct param *p;
+	struct nacre_cred cr;
+	char text[32];
+	int64_t v;
+	int ost, rc;
+
+	rc = lookup(m->fs, name + plen, &p, &ost);
+	if (rc < 0) {
+		fz_reply_rc(req, rc);
+		return 1;
+	}
+	if (p->text) {
+		fuse_reply_err(req, EPERM);
+		return 1;
+	}
+	fz_cred(req, &cr);
+	if (cr.uid != 0) {
+		fuse_reply_err(req, EACCES);
+		return 1;
+	}
+	while (size > 0 && (value[size - 1] == '\n' || value[size - 1] == ' '))
+		size--;
+	if (size == 0 || size >= sizeof(text)) {
+		fuse_reply_err(req, EINVAL);
+		return 1;
+	}
+	memcpy(text, value, size);
+	text[size] = '\0';
+	if (parse_i64(text, INT64_MIN, INT64_MAX, &v) < 0) {
+		fuse_reply_err(req, EINVAL);
+		return 1;
+	}
+	rc = nacre_fs_tunable_set(m->fs, p->tunable, ost, v);
+	fuse_reply_err(req, rc < 0 ? -rc : 0);
+	return 1;
+}
