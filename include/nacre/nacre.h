@@ -371,7 +371,8 @@ int nacre_hsm_agent_poll(struct nacre_fs *fs, struct nacre_hsm_action *out, int 
 			 int wait_ms);
 /* Reports progress of a (bytes done, total; 0 = unknown); with final, the end of it: status
  * 0 or a negative errno (-ECANCELED after a cancel), and for an ARCHIVE the object name it
- * used (path, may be NULL). Returns 0, 1 if the user canceled the action (stop and report
+ * used (path, may be NULL); for a failed action path may name the object and the reason
+ * (shown by `nacre hsm list`). Returns 0, 1 if the user canceled the action (stop and report
  * final -ECANCELED), or an error: -ESTALE means the action was taken back (drop it). */
 int nacre_hsm_agent_progress(struct nacre_fs *fs, const struct nacre_hsm_action *a,
 			     uint64_t done, uint64_t total, int final, int status,

@@ -84,6 +84,15 @@ enum {
 };
 
 /* One action of the HSM coordinator queue, as `nacre hsm list` and copytools see it. */
+/* Where an archived file's copy is, kept on the file as trusted xattrs (root reads and
+ * writes them; the MDS and the copytool keep them, see docs and hsm/backend.h):
+ * NACRE_HSM_PATH_XATTR the object name relative to the archive location, fixed at import
+ * or first archive and kept through renames; NACRE_HSM_ORIGIN_XATTR that location (the
+ * backend URL without trailing '/', e.g. "s3://bucket/prefix"). Both go when the copy is
+ * removed. */
+#define NACRE_HSM_PATH_XATTR "trusted.nacre.hsm_path"
+#define NACRE_HSM_ORIGIN_XATTR "trusted.nacre.hsm_origin"
+
 struct nacre_hsm_action {
 	uint64_t cookie;      /* unique id of the action, never reused */
 	uint32_t action;      /* NACRE_HSMA_* */

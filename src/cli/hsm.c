@@ -633,8 +633,10 @@ static int hsm_list(int argc, char **argv)
 
 struct imp {
 	const char *dest;
+	const char *location; /* the backend URL without trailing '/' (NACRE_HSM_ORIGIN_XATTR) */
 	uint32_t archive_id;
-	unsigned long files, dirs, failed;
+	int update;           /* --update */
+	unsigned long files, dirs, failed, skipped, updated, kept;
 	time_t last;
 	struct files dirs_seen; /* directories, to set their attributes at the end */
 	struct hsm_meta *dmeta;
@@ -669,11 +671,105 @@ static void meta_defaults(struct hsm_meta *m)
 		m->mtime = time_now();
 }
 
+/* Creates the released stub full (dir/name, name at slash + 1) for object path, and
+ * records where it came from. */
+static int make_stub(struct imp *im, char *full, char *slash, const char *path,
+		     const struct hsm_meta *m)
+{
+	char val[256 + NACRE_NAME_MAX + NACRE_PATH_MAX];
+	*slash = 0;
+	int rc = mkdirs(full);
+	struct vxattr_hsm_import vi = { .size = m->size, .mode = m->mode & 07777,
+					.uid = m->uid, .gid = m->gid, .mtime = m->mtime,
+					.archive_id = im->archive_id, .name = slash + 1,
+					.path = path };
+	int n = rc ? rc : vxattr_hsm_import_format(val, sizeof(val), &vi);
+	if (n < 0)
+		rc = n;
+	else if (setxattr(full, NACRE_VXATTR_HSM_IMPORT, val, (size_t)n, 0) < 0)
+		rc = -errno;
+	*slash = '/';
+	if (!rc && setxattr(full, NACRE_HSM_ORIGIN_XATTR, im->location, strlen(im->location), 0))
+		rc = -errno;
+	return rc;
+}
+
+/* Whether the entry full is the stub imported from object path of this location. */
+static int is_our_stub(const struct imp *im, const char *full, const char *path)
+{
+	char buf[NACRE_PATH_MAX + 2];
+	ssize_t n = lgetxattr(full, NACRE_HSM_PATH_XATTR, buf, sizeof(buf) - 1);
+	if (n < 0 || (size_t)n != strlen(path) || memcmp(buf, path, (size_t)n))
+		return 0;
+	n = lgetxattr(full, NACRE_HSM_ORIGIN_XATTR, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return errno == ENODATA; /* recorded before locations were */
+	buf[n] = 0;
+	return strcmp(buf, im->location) == 0;
+}
+
+/* --update of an existing entry: 1 updated, 0 nothing to do, -errno. */
+static int update_stub(struct imp *im, char *full, char *slash, const char *path,
+		       const struct hsm_meta *m, const struct stat *st)
+{
+	char hs[64];
+	unsigned state = 0;
+	if (!S_ISREG(st->st_mode) || !is_our_stub(im, full, path))
+		return 0; /* not what this object imported: skipped */
+	int same = st->st_size == (off_t)m->size;
+	if (m->mtime.sec || m->mtime.nsec)
+		same = same && st->st_mtim.tv_sec == m->mtime.sec &&
+		       st->st_mtim.tv_nsec == (long)m->mtime.nsec;
+	if (m->has_owner)
+		same = same && st->st_uid == m->uid && st->st_gid == m->gid &&
+		       (st->st_mode & 07777) == (m->mode & 07777);
+	if (same)
+		return 0;
+	if (cli_getxattr(full, NACRE_VXATTR_HSM_STATE, hs, sizeof(hs)) < 0 ||
+	    sscanf(hs, "%x", &state) != 1)
+		return -EIO;
+	if (!(state & NACRE_HS_RELEASED) || (state & NACRE_HS_DIRTY)) {
+		/* its data is in nacre, maybe changed there: never overwritten by an import */
+		cli_err("kept %s: its object changed but the file %s in nacre", full,
+			state & NACRE_HS_DIRTY ? "was modified" : "was restored");
+		im->kept++;
+		return 0;
+	}
+	if (st->st_size == (off_t)m->size) {
+		/* attributes only: a released stub takes them without a restore */
+		struct timespec ts[2] = {{m->mtime.sec, m->mtime.nsec},
+					 {m->mtime.sec, m->mtime.nsec}};
+		if (lchown(full, m->uid, m->gid) < 0 || chmod(full, m->mode & 07777) < 0 ||
+		    utimensat(AT_FDCWD, full, ts, 0) < 0)
+			return -errno;
+		return 1;
+	}
+	/* a new size: a new stub renamed over the old one, whose name is dropped first so
+	 * that destroying it never removes the object (--hsm-remove-on-unlink) */
+	char tmp[PATH_MAX];
+	*slash = 0;
+	int n = snprintf(tmp, sizeof(tmp), "%s/.%s.nacre-import", full, slash + 1);
+	*slash = '/';
+	if (n < 0 || (size_t)n >= sizeof(tmp) || strlen(slash + 1) + 14 > NACRE_NAME_MAX)
+		return -ENAMETOOLONG;
+	char *tslash = strrchr(tmp, '/');
+	unlink(tmp);
+	int rc = make_stub(im, tmp, tslash, path, m);
+	if (!rc && lremovexattr(full, NACRE_HSM_PATH_XATTR) < 0)
+		rc = -errno;
+	if (!rc && rename(tmp, full) < 0)
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+	return rc ? rc : 1;
+}
+
 static int import_one(void *arg, const char *path, const struct hsm_meta *meta)
 {
 	struct imp *im = arg;
 	char full[PATH_MAX];
 	struct hsm_meta m = *meta;
+	struct stat st;
 	meta_defaults(&m);
 	if ((size_t)snprintf(full, sizeof(full), "%s/%s", im->dest, path) >= sizeof(full)) {
 		im->failed++;
@@ -696,21 +792,20 @@ static int import_one(void *arg, const char *path, const struct hsm_meta *meta)
 		im->dmeta[im->ndmeta++] = m;
 		files_add(&im->dirs_seen, full);
 		im->dirs++;
+	} else if (lstat(full, &st) == 0) {
+		/* a populated tree: an existing entry is never replaced, only --update refreshes
+		 * the stubs this object made */
+		int rc = im->update ? update_stub(im, full, strrchr(full, '/'), path, &m, &st) : 0;
+		if (rc < 0) {
+			cli_err("cannot update %s: %s", full, strerror(-rc));
+			im->failed++;
+		} else if (rc > 0) {
+			im->updated++;
+		} else {
+			im->skipped++;
+		}
 	} else {
-		char *slash = strrchr(full, '/');
-		*slash = 0;
-		int rc = mkdirs(full);
-		char val[256 + NACRE_NAME_MAX + NACRE_PATH_MAX];
-		struct vxattr_hsm_import vi = { .size = m.size, .mode = m.mode & 07777,
-						.uid = m.uid, .gid = m.gid, .mtime = m.mtime,
-						.archive_id = im->archive_id, .name = slash + 1,
-						.path = path };
-		int n = rc ? rc : vxattr_hsm_import_format(val, sizeof(val), &vi);
-		if (n < 0)
-			rc = n;
-		else if (setxattr(full, NACRE_VXATTR_HSM_IMPORT, val, (size_t)n, 0) < 0)
-			rc = -errno;
-		*slash = '/';
+		int rc = make_stub(im, full, strrchr(full, '/'), path, &m);
 		if (rc) {
 			cli_err("cannot import %s: %s", full,
 				rc == -EEXIST ? "a file of that name exists" : strerror(-rc));
@@ -733,6 +828,7 @@ static int hsm_import(int argc, char **argv)
 					   {"backend", required_argument, NULL, 'b'},
 					   {"endpoint", required_argument, NULL, 'e'},
 					   {"credentials", required_argument, NULL, 'c'},
+					   {"update", no_argument, NULL, 'u'},
 					   {NULL, 0, NULL, 0}};
 	struct hsm_backend_opts bo;
 	struct imp im;
@@ -754,6 +850,7 @@ static int hsm_import(int argc, char **argv)
 		case 'b': url = optarg; break;
 		case 'e': bo.endpoint = optarg; break;
 		case 'c': bo.credentials = optarg; break;
+		case 'u': im.update = 1; break;
 		default: cli_usage(stderr, "hsm"); return 1;
 		}
 	}
@@ -771,8 +868,8 @@ static int hsm_import(int argc, char **argv)
 		cli_err("hsm import: %s", err);
 		return 1;
 	}
+	im.location = hsm_backend_location(b);
 	int rc = hsm_backend_list(b, import_one, &im, err, sizeof(err));
-	hsm_backend_close(b);
 	/* directory attributes last: creating their entries changed their mtimes */
 	for (size_t i = im.ndmeta; i-- > 0;) {
 		const struct hsm_meta *m = &im.dmeta[i];
@@ -784,8 +881,14 @@ static int hsm_import(int argc, char **argv)
 	}
 	files_free(&im.dirs_seen);
 	free(im.dmeta);
+	hsm_backend_close(b);
 	fprintf(stderr, "import: %lu files, %lu directories%s\n", im.files, im.dirs,
 		im.failed ? " (with errors)" : "");
+	fprintf(stderr, "import: imported %lu, skipped %lu existing, updated %lu, failed %lu",
+		im.files, im.skipped, im.updated, im.failed);
+	if (im.kept)
+		fprintf(stderr, ", kept %lu changed in nacre", im.kept);
+	fputc('\n', stderr);
 	if (rc) {
 		cli_err("hsm import: %s", err[0] ? err : strerror(-rc));
 		return 1;

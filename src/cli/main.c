@@ -229,10 +229,13 @@ static const struct cli_cmd commands[] = {
 	{"hsm", cli_hsm, "HSM queue and import (and `nacre hsm VERB` for the hsm_VERB commands)",
 	 "usage: nacre hsm list [PATH]\n"
 	 "       nacre hsm import --archive-id N --backend URL [--endpoint URL]\n"
-	 "                        [--credentials FILE] DESTDIR\n"
+	 "                        [--credentials FILE] [--update] DESTDIR\n"
 	 "       nacre hsm archive|release|restore|remove|cancel|state|action|set|clear ...\n"
 	 "  list    the coordinator queue with progress\n"
-	 "  import  released stubs for every object of the backend, under DESTDIR (root only)\n"},
+	 "  import  released stubs for every object of the backend, under DESTDIR (root only);\n"
+	 "          existing entries are skipped; --update refreshes size, mtime, owner and\n"
+	 "          mode of released stubs whose object changed (files restored or changed in\n"
+	 "          nacre are kept and named)\n"},
 	{"recovery-status", cli_recovery_status,
 	 "the MDS's recovery window, as Lustre's recovery_status",
 	 "usage: nacre recovery-status [PATH|FSNAME]...\n"

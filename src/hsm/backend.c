@@ -11,6 +11,7 @@ struct hsm_backend {
 	const struct hsm_backend_ops *ops;
 	void *priv;
 	char url[NACRE_PATH_MAX + 1];
+	char location[NACRE_PATH_MAX + 1]; /* url without trailing '/' */
 };
 
 static const struct {
@@ -38,6 +39,9 @@ int hsm_backend_open(const char *url, const struct hsm_backend_opts *opts,
 			return -ENOMEM;
 		b->ops = schemes[i].ops;
 		str_copy(b->url, url, sizeof(b->url));
+		str_copy(b->location, url, sizeof(b->location));
+		for (size_t l = strlen(b->location); l > 1 && b->location[l - 1] == '/';)
+			b->location[--l] = 0;
 		rc = b->ops->open(url + n, opts ? opts : &defaults, &b->priv, err, err_len);
 		if (rc < 0) {
 			free(b);
@@ -64,6 +68,11 @@ void hsm_backend_close(struct hsm_backend *b)
 const char *hsm_backend_url(const struct hsm_backend *b)
 {
 	return b->url;
+}
+
+const char *hsm_backend_location(const struct hsm_backend *b)
+{
+	return b->location;
 }
 
 int hsm_backend_put(struct hsm_backend *b, const char *path, uint64_t size, hsm_read_fn rd,

@@ -4,9 +4,11 @@
  *
  * Objects are named by the file's path relative to the file system root, under the
  * backend's prefix ("dir/file" -> "<prefix>/dir/file"), so the archive stays readable by
- * other tools and can be imported back. Each object carries the metadata keys Azure Managed
- * Lustre uses: owner, group (decimal), permissions (octal, e.g. "0644"), modtime (RFC 3339 or
- * Unix seconds: see hsm_meta_*), plus "nacre_fid" ("[0x..:0x..:0x..]").
+ * other tools and can be imported back. That name is fixed at a file's import or first
+ * archive and kept through renames (copytool.c has the whole rule). Each object carries the
+ * metadata keys Azure Managed Lustre uses: owner, group (decimal), permissions (octal, e.g.
+ * "0644"), modtime (in the style of HSM_META_* below), plus "nacre_fid"
+ * ("[0x..:0x..:0x..]").
  *
  * Data moves through positional callbacks so a backend may move several ranges in parallel
  * (block uploads, ranged downloads). Every call is thread-safe on one backend object.
@@ -32,7 +34,25 @@ struct hsm_meta {
 	struct nacre_fid fid;
 	int has_owner;           /* 0 when the object carried no owner/group/permissions */
 	char checksum[80];       /* backend's content checksum if it has one ("md5:<hex>"), or "" */
+	int style;               /* put: how owner/group/permissions/modtime are written
+				  * (HSM_META_*); 0 is AMLFS's. Reads accept every style. */
 };
+
+/* Metadata styles a put writes (every style is read back by stat, get and list):
+ * HSM_META_AMLFS   owner, group (decimal), permissions "0644", modtime
+ *                  "2006-01-02 15:04:05 +0000" (UTC; ".NNNNNNNNN" after the seconds when
+ *                  the nanoseconds are not 0, which Go's time.Parse of that layout accepts):
+ *                  what Azure Managed Lustre's import reads. The default.
+ * HSM_META_RFC3339 the same keys, modtime "2006-01-02T15:04:05.NNNNNNNNNZ" (nacre before).
+ * HSM_META_AZCOPY  AzCopy's --preserve-posix-properties: posix_owner, posix_group,
+ *                  permissions as the decimal st_mode (33188), modtime in nanoseconds. */
+enum { HSM_META_AMLFS = 0, HSM_META_RFC3339 = 1, HSM_META_AZCOPY = 2 };
+/* "amlfs", "rfc3339" or "azcopy" -> *style. 0 or -EINVAL. */
+int hsm_meta_style_parse(const char *s, int *style);
+/* Calls fn for each of owner, group, permissions and modtime in meta->style (key names
+ * without any header prefix). Stops at and returns fn's first non-zero return. */
+typedef int (*hsm_meta_key_fn)(void *arg, const char *key, const char *value);
+int hsm_meta_each_key(const struct hsm_meta *meta, hsm_meta_key_fn fn, void *arg);
 
 /* Reads len bytes at off of the source file into buf. Returns bytes read or -errno. Called
  * from several threads at once with disjoint ranges. */
@@ -64,6 +84,9 @@ int hsm_backend_open(const char *url, const struct hsm_backend_opts *opts,
 		     struct hsm_backend **out, char *err, size_t err_len);
 void hsm_backend_close(struct hsm_backend *b); /* NULL is fine */
 const char *hsm_backend_url(const struct hsm_backend *b);
+/* The URL without trailing '/': what files record as the location their copies are in
+ * (NACRE_HSM_ORIGIN_XATTR). Valid as long as b. */
+const char *hsm_backend_location(const struct hsm_backend *b);
 
 /* Stores size bytes read through rd as object path with meta, replacing any old object.
  * The copy is verified (size, and the backend's checksum where it offers one) before 0 is
@@ -98,5 +121,8 @@ int hsm_meta_parse_mode(const char *s, uint32_t *mode); /* octal or "rwxr-xr-x";
 /* modtime: written as RFC 3339 UTC with nanoseconds; read as that or Unix seconds. */
 void hsm_meta_format_time(const struct nacre_time *t, char *buf, size_t len);
 int hsm_meta_parse_time(const char *s, struct nacre_time *t);
+/* Applies one metadata key/value (key without the header prefix) to meta. Unknown keys and
+ * unparsable values are ignored. Returns 1 when the key was hdi_isfolder=true. */
+int hsm_meta_apply(struct hsm_meta *meta, const char *key, const char *value);
 
 #endif

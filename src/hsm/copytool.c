@@ -1,8 +1,23 @@
 /* copytool.c - nacre-copytool: the HSM agent. Registers with the MDS for one archive id,
  * polls for actions and runs them on a pool of threads: ARCHIVE reads the file through
- * libnacre and puts it in the backend under its path; RESTORE gets the object into the
- * file's new objects (the MDS hands them to this agent's open); REMOVE deletes the object.
- * Progress goes to the coordinator every few MiB; a cancel stops the transfer there.
+ * libnacre and puts it in the backend under its archive name; RESTORE gets the object into
+ * the file's new objects (the MDS hands them to this agent's open); REMOVE deletes the
+ * object. Progress goes to the coordinator every few MiB; a cancel stops the transfer there.
+ *
+ * Archive names (the rule, also in docs/CONTRACTS.md): a file's object name is fixed once and
+ * kept on the file (NACRE_HSM_PATH_XATTR), and the MDS hands it to every later action:
+ * - an imported file: the object it was imported from, relative to the import's location;
+ * - a native file: its path relative to the file system root at its first archive; when a
+ *   live file of this file system already owns that object (it was archived under that path
+ *   and renamed away since), ".FID" is added to the new file's name instead of replacing the
+ *   other file's copy;
+ * - after a rename, or a rename of a directory above it: unchanged, so the copy is found
+ *   again and a re-archive replaces it; nothing in the archive moves;
+ * - after hsm_remove: none; the next archive names the file by its path then.
+ * The location the copy lives in (NACRE_HSM_ORIGIN_XATTR, this copytool's backend URL) is
+ * recorded with the name; an action on a file whose copy is at another location than this
+ * copytool serves fails with EIO and a message naming both, instead of touching a wrong or
+ * missing object.
  *
  * Threads: the main thread polls and queues actions; T workers run them. The queue has its
  * own mutex; libnacre and the backend are thread-safe. */
@@ -41,6 +56,8 @@ struct ct {
 	uint32_t archive_id;
 	int threads;
 	uint64_t bandwidth; /* bytes/s per transfer, 0 = unlimited (lhsmtool_posix's -b) */
+	int meta_style;     /* HSM_META_*: how archive puts write the metadata keys */
+	char location[NACRE_PATH_MAX + 1]; /* the backend URL without trailing '/' */
 	pthread_mutex_t lock; /* protects the queue and busy */
 	pthread_cond_t cond;
 	struct nacre_hsm_action *queue;
@@ -130,32 +147,104 @@ static int progress(void *arg, uint64_t done)
 	return 0;
 }
 
-/* The object name: the path the MDS recorded, else the file's current path. */
-static int object_path(struct ct *ct, const struct nacre_hsm_action *a, char *out, size_t len)
+/* The file's current path relative to the root, without the leading '/'. */
+static int current_path(struct ct *ct, const struct nacre_fid *fid, char *out, size_t len)
 {
-	if (a->path[0]) {
-		str_copy(out, a->path, len);
-		return 0;
-	}
 	char *p = malloc(NACRE_PATH_MAX + 1);
 	if (!p)
 		return -ENOMEM;
-	int rc = nacre_fid2path(ct->fs, NULL, &a->fid, p, NACRE_PATH_MAX + 1);
+	int rc = nacre_fid2path(ct->fs, NULL, fid, p, NACRE_PATH_MAX + 1);
 	if (!rc)
 		str_copy(out, p[0] == '/' ? p + 1 : p, len);
 	free(p);
 	return rc;
 }
 
+/* The object name: the one the MDS recorded, else the file's current path. */
+static int object_path(struct ct *ct, const struct nacre_hsm_action *a, char *out, size_t len)
+{
+	if (a->path[0]) {
+		str_copy(out, a->path, len);
+		return 0;
+	}
+	return current_path(ct, &a->fid, out, len);
+}
+
+/* The name of a file archived for the first time (no recorded name): its path, unless a live
+ * file of this file system owns that object already (archived there, renamed away since):
+ * then its path with ".FID" added, so that the other file's only copy stays. */
+static int first_archive_name(struct ct *ct, const struct nacre_hsm_action *a, char *path,
+			      size_t len)
+{
+	struct hsm_meta m;
+	char e[256], fid[NACRE_FID_STR_MAX];
+	int rc = current_path(ct, &a->fid, path, len);
+	if (rc)
+		return rc;
+	if (hsm_backend_stat(ct->b, path, &m, e, sizeof(e)) != 0 || !m.has_fid ||
+	    nacre_fid_eq(&m.fid, &a->fid))
+		return 0;
+	char *owner = malloc(NACRE_PATH_MAX + 1);
+	if (!owner)
+		return -ENOMEM;
+	int n = nacre_getxattr(ct->fs, NULL, &m.fid, NACRE_HSM_PATH_XATTR, owner, NACRE_PATH_MAX);
+	int taken = n >= 0 && (size_t)n == strlen(path) && memcmp(owner, path, (size_t)n) == 0;
+	free(owner);
+	if (!taken)
+		return 0; /* a leftover of a deleted file, or of another file system: replaced */
+	nacre_fid_format(&a->fid, fid, sizeof(fid));
+	fid[strlen(fid) - 1] = 0; /* "[0x..:0x..:0x..]" -> ".0x..:0x..:0x.." */
+	size_t l = strlen(path);
+	if (l + strlen(fid) >= len)
+		return -ENAMETOOLONG;
+	nacre_fid_format(&m.fid, e, sizeof(e));
+	LOG_INFO("ct", "archive name %s belongs to %s (renamed since): using %s.%s", path, e, path,
+		 fid + 1);
+	snprintf(path + l, len - l, ".%s", fid + 1);
+	return 0;
+}
+
+/* 0 when the file's copy is (or will be) at this copytool's location, else -EIO with the
+ * message. A file with no recorded location (archived before locations were recorded) is
+ * taken as ours. */
+static int check_origin(struct ct *ct, const struct nacre_hsm_action *a, const char *path,
+			char *err, size_t err_len)
+{
+	char origin[NACRE_PATH_MAX + 1];
+	int n = nacre_getxattr(ct->fs, NULL, &a->fid, NACRE_HSM_ORIGIN_XATTR, origin,
+			       sizeof(origin) - 1);
+	if (n == -ENODATA || n == -ENOENT)
+		return 0;
+	if (n < 0) {
+		snprintf(err, err_len, "reading the archive location of %s: %s", path,
+			 nacre_strerror(n));
+		return n;
+	}
+	origin[n] = 0;
+	while (n > 1 && origin[n - 1] == '/')
+		origin[--n] = 0;
+	if (!strcmp(origin, ct->location))
+		return 0;
+	snprintf(err, err_len,
+		 "%.120s is in %.120s (imported from or archived to there), this copytool serves "
+		 "%.120s: run a copytool for archive %u on %.120s",
+		 path, origin, ct->location, a->archive_id, origin);
+	return -EIO;
+}
+
 static int do_archive(struct ct *ct, struct xfer *x, char *path, char *err, size_t err_len)
 {
 	struct nacre_attr at;
 	struct hsm_meta m;
-	int rc = object_path(ct, x->a, path, NACRE_PATH_MAX + 1);
+	int rc = x->a->path[0] ? object_path(ct, x->a, path, NACRE_PATH_MAX + 1)
+			       : first_archive_name(ct, x->a, path, NACRE_PATH_MAX + 1);
 	if (rc) {
 		snprintf(err, err_len, "no path for the file: %s", nacre_strerror(rc));
 		return rc;
 	}
+	rc = check_origin(ct, x->a, path, err, err_len);
+	if (rc)
+		return rc;
 	rc = nacre_open(ct->fs, NULL, &x->a->fid, O_RDONLY, &x->f);
 	if (!rc)
 		rc = nacre_file_attr(x->f, &at);
@@ -172,8 +261,17 @@ static int do_archive(struct ct *ct, struct xfer *x, char *path, char *err, size
 	m.has_fid = 1;
 	m.fid = at.fid;
 	m.has_owner = 1;
+	m.style = ct->meta_style;
 	x->total = at.size;
 	rc = hsm_backend_put(ct->b, path, at.size, rd, x, &m, progress, x, err, err_len);
+	if (!rc) {
+		/* the location goes with the name (the MDS records the name at the final report) */
+		rc = nacre_setxattr(ct->fs, NULL, &x->a->fid, NACRE_HSM_ORIGIN_XATTR, ct->location,
+				    strlen(ct->location), 0);
+		if (rc)
+			snprintf(err, err_len, "recording the archive location: %s",
+				 nacre_strerror(rc));
+	}
 out:
 	if (x->f)
 		nacre_close(x->f);
@@ -186,6 +284,8 @@ static int do_restore(struct ct *ct, struct xfer *x, char *path, char *err, size
 	struct hsm_meta m;
 	struct nacre_attr at;
 	int rc = object_path(ct, x->a, path, NACRE_PATH_MAX + 1);
+	if (!rc)
+		rc = check_origin(ct, x->a, path, err, err_len);
 	if (!rc)
 		rc = hsm_backend_stat(ct->b, path, &m, err, err_len);
 	if (rc) {
@@ -228,7 +328,7 @@ out:
 
 static void run_action(struct ct *ct, const struct nacre_hsm_action *a)
 {
-	char fid[NACRE_FID_STR_MAX], err[512] = "";
+	char fid[NACRE_FID_STR_MAX], err[1024] = "";
 	char *path = calloc(1, NACRE_PATH_MAX + 1);
 	struct xfer x;
 	int rc;
@@ -252,6 +352,8 @@ static void run_action(struct ct *ct, const struct nacre_hsm_action *a)
 	else if (a->action == NACRE_HSMA_REMOVE) {
 		rc = object_path(ct, a, path, NACRE_PATH_MAX + 1);
 		if (!rc)
+			rc = check_origin(ct, a, path, err, sizeof(err));
+		if (!rc)
 			rc = hsm_backend_remove(ct->b, path, err, sizeof(err));
 	} else
 		rc = -EOPNOTSUPP;
@@ -261,6 +363,15 @@ static void run_action(struct ct *ct, const struct nacre_hsm_action *a)
 		LOG_WARN("ct", "%s %s was taken back by the coordinator: dropped",
 			 vxattr_hsm_action_name(a->action), fid);
 	} else {
+		/* a failure's reason goes with the name: `nacre hsm list` shows it */
+		if (rc && rc != -ECANCELED && path && err[0]) {
+			size_t l = strlen(path);
+			int n = snprintf(path + l, NACRE_PATH_MAX + 1 - l, "%s(%s)", l ? " " : "", err);
+			(void)n; /* cut to the field's size */
+			for (char *p = path + l; *p; p++)
+				if (*p == '\n' || *p == '\r')
+					*p = ' '; /* hsm list gives each action one line */
+		}
 		int prc = nacre_hsm_agent_progress(ct->fs, a, rc ? x.reported : x.total, x.total, 1,
 						   rc > 0 ? -EIO : rc, path ? path : NULL);
 		char labels[64];
@@ -350,6 +461,9 @@ static void usage(FILE *f)
 		   "  --threads T       actions run at once (default 4)\n"
 		   "  --bandwidth MB    limit each transfer to MB megabytes per second\n"
 		   "  --endpoint URL    azure/s3 service endpoint (default: the public one)\n"
+		   "  --meta-style S    how archived objects' owner, group, permissions and modtime\n"
+		   "                    are written: amlfs (default: what Azure Managed Lustre's\n"
+		   "                    import reads), rfc3339, or azcopy (posix_owner, ...)\n"
 		   METRICS_USAGE);
 }
 
@@ -362,6 +476,7 @@ int main(int argc, char **argv)
 		{"endpoint", required_argument, NULL, 'e'},
 		{"credentials", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
 		{"bandwidth", required_argument, NULL, 'B'},
+		{"meta-style", required_argument, NULL, 'M'},
 		METRICS_LONGOPTS,
 		{NULL, 0, NULL, 0}};
 	struct metrics_opts metrics;
@@ -385,6 +500,13 @@ int main(int argc, char **argv)
 		case 'b': url = optarg; break;
 		case 'e': bo.endpoint = optarg; break;
 		case 'c': bo.credentials = optarg; break;
+		case 'M':
+			if (hsm_meta_style_parse(optarg, &ct.meta_style)) {
+				fprintf(stderr, "nacre-copytool: --meta-style %s: use amlfs, rfc3339 "
+						"or azcopy\n", optarg);
+				return 1;
+			}
+			break;
 		case 'B':
 			if (parse_i64(optarg, 1, 1000000, &v)) {
 				fprintf(stderr, "nacre-copytool: --bandwidth %s: MB/s, 1..1000000\n",
@@ -439,6 +561,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nacre-copytool: --backend: %s\n", err);
 		return 1;
 	}
+	str_copy(ct.location, hsm_backend_location(ct.b), sizeof(ct.location));
 	struct nacre_mount_opts mo;
 	memset(&mo, 0, sizeof(mo));
 	mo.key_file = key;

@@ -156,9 +156,6 @@ int hsm_object_key(const char *prefix, const char *path, char *out, size_t len);
 /* Adds the AMLFS metadata headers of meta ("<hp>owner", group, permissions, modtime,
  * nacre_fid, and hdi_isfolder for directories) to h. hp is "x-ms-meta-" or "x-amz-meta-". */
 int hsm_meta_to_headers(const struct hsm_meta *meta, const char *hp, struct hsm_hdrs *h);
-/* Applies one metadata key/value (key without the header prefix) to meta. Unknown keys and
- * unparsable values are ignored. Returns 1 when the key was hdi_isfolder=true. */
-int hsm_meta_apply(struct hsm_meta *meta, const char *key, const char *value);
 /* Fills meta from response headers carrying prefix hp; sets S_IFDIR for folder markers. */
 void hsm_meta_from_resp(struct hsm_meta *meta, const struct hsm_http_resp *resp,
 			const char *hp);

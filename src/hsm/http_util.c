@@ -257,101 +257,33 @@ int hsm_object_key(const char *prefix, const char *path, char *out, size_t len)
 
 /* ---- metadata ---- */
 
+struct hdr_arg {
+	const char *hp;
+	struct hsm_hdrs *h;
+};
+
+static int add_key(void *arg, const char *key, const char *value)
+{
+	struct hdr_arg *a = arg;
+	char name[64];
+	snprintf(name, sizeof(name), "%s%s", a->hp, key);
+	return hsm_hdrs_set(a->h, name, value);
+}
+
 int hsm_meta_to_headers(const struct hsm_meta *meta, const char *hp, struct hsm_hdrs *h)
 {
-	char name[64], val[96];
-	int rc = 0;
+	char val[96];
+	struct hdr_arg ha = {hp, h};
+	int rc = hsm_meta_each_key(meta, add_key, &ha);
 
-#define ADD(key, ...)                                                                       \
-	do {                                                                                \
-		snprintf(name, sizeof(name), "%s%s", hp, key);                              \
-		snprintf(val, sizeof(val), __VA_ARGS__);                                    \
-		if (!rc)                                                                    \
-			rc = hsm_hdrs_set(h, name, val);                                    \
-	} while (0)
-
-	ADD("owner", "%u", meta->uid);
-	ADD("group", "%u", meta->gid);
-	hsm_meta_format_mode(meta->mode & 07777, val, sizeof(val));
-	snprintf(name, sizeof(name), "%spermissions", hp);
-	if (!rc)
-		rc = hsm_hdrs_set(h, name, val);
-	hsm_meta_format_time(&meta->mtime, val, sizeof(val));
-	snprintf(name, sizeof(name), "%smodtime", hp);
-	if (!rc)
-		rc = hsm_hdrs_set(h, name, val);
-	if (meta->has_fid)
-		ADD("nacre_fid", "[0x%llx:0x%x:0x%x]", (unsigned long long)meta->fid.seq,
-		    meta->fid.oid, meta->fid.ver);
-	if (S_ISDIR(meta->mode))
-		ADD("hdi_isfolder", "true");
-#undef ADD
-	return rc;
-}
-
-static int parse_fid(const char *s, struct nacre_fid *fid)
-{
-	unsigned long long seq, oid, ver;
-	char *e;
-
-	if (*s == '[')
-		s++;
-	if (strncmp(s, "0x", 2) != 0)
-		return -EINVAL;
-	errno = 0;
-	seq = strtoull(s, &e, 16);
-	if (errno || *e != ':' || strncmp(e + 1, "0x", 2) != 0)
-		return -EINVAL;
-	oid = strtoull(e + 1, &e, 16);
-	if (errno || *e != ':' || strncmp(e + 1, "0x", 2) != 0 || oid > UINT32_MAX)
-		return -EINVAL;
-	ver = strtoull(e + 1, &e, 16);
-	if (errno || ver > UINT32_MAX || (*e && strcmp(e, "]") != 0))
-		return -EINVAL;
-	fid->seq = seq;
-	fid->oid = (uint32_t)oid;
-	fid->ver = (uint32_t)ver;
-	return 0;
-}
-
-int hsm_meta_apply(struct hsm_meta *meta, const char *key, const char *value)
-{
-	int64_t v;
-
-	/* Azure keeps the case a writer used; lemur's older names and AzCopy's posix style
-	 * (posix_owner, posix-owner in older releases) are accepted too. */
-	if (strcasecmp(key, "owner") == 0 || strcasecmp(key, "uid") == 0 ||
-	    strcasecmp(key, "posix_owner") == 0 || strcasecmp(key, "posix-owner") == 0) {
-		if (parse_i64(value, 0, UINT32_MAX, &v) == 0) {
-			meta->uid = (uint32_t)v;
-			meta->has_owner = 1;
-		}
-	} else if (strcasecmp(key, "group") == 0 || strcasecmp(key, "gid") == 0 ||
-		   strcasecmp(key, "posix_group") == 0 || strcasecmp(key, "posix-group") == 0) {
-		if (parse_i64(value, 0, UINT32_MAX, &v) == 0) {
-			meta->gid = (uint32_t)v;
-			meta->has_owner = 1;
-		}
-	} else if (strcasecmp(key, "permissions") == 0 || strcasecmp(key, "perm") == 0) {
-		uint32_t mode;
-		if (hsm_meta_parse_mode(value, &mode) == 0) {
-			meta->mode = (meta->mode & ~07777u) | (mode & 07777);
-			meta->has_owner = 1;
-		}
-	} else if (strcasecmp(key, "modtime") == 0) {
-		struct nacre_time t;
-		if (hsm_meta_parse_time(value, &t) == 0)
-			meta->mtime = t;
-	} else if (strcasecmp(key, "nacre_fid") == 0) {
-		if (parse_fid(value, &meta->fid) == 0)
-			meta->has_fid = 1;
-	} else if (strcasecmp(key, "hdi_isfolder") == 0) {
-		if (strcasecmp(value, "true") == 0) {
-			meta->mode = (meta->mode & 07777) | S_IFDIR;
-			return 1;
-		}
+	if (!rc && meta->has_fid) {
+		snprintf(val, sizeof(val), "[0x%llx:0x%x:0x%x]", (unsigned long long)meta->fid.seq,
+			 meta->fid.oid, meta->fid.ver);
+		rc = add_key(&ha, "nacre_fid", val);
 	}
-	return 0;
+	if (!rc && S_ISDIR(meta->mode))
+		rc = add_key(&ha, "hdi_isfolder", "true");
+	return rc;
 }
 
 void hsm_meta_from_resp(struct hsm_meta *meta, const struct hsm_http_resp *resp,

@@ -1,13 +1,16 @@
 /* meta.c - the Azure Managed Lustre metadata keys as text: permissions in octal (or
  * "rwxr-xr-x", or AzCopy's decimal st_mode), modtime as RFC 3339 UTC, AMLFS's
  * "2006-01-02 15:04:05 -0700", or a Unix time in s, ms, us or ns (AzCopy writes ns).
- * Shared by every backend. */
+ * Writes them in one of three styles (backend.h, HSM_META_*). Shared by every backend. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 
+#include "common/util.h"
 #include "hsm/backend.h"
 
 void hsm_meta_format_mode(uint32_t mode, char *buf, size_t len)
@@ -185,5 +188,126 @@ int hsm_meta_parse_time(const char *s, struct nacre_time *t)
 	tm.tm_sec = se;
 	t->sec = (int64_t)timegm(&tm) - off;
 	t->nsec = ns;
+	return 0;
+}
+
+int hsm_meta_style_parse(const char *s, int *style)
+{
+	static const char *const names[] = {"amlfs", "rfc3339", "azcopy"};
+	for (int i = 0; i < 3; i++) {
+		if (s && !strcmp(s, names[i])) {
+			*style = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* "2006-01-02 15:04:05[.NNNNNNNNN] +0000" */
+static void format_amlfs_time(const struct nacre_time *t, char *buf, size_t len)
+{
+	struct tm tm;
+	time_t sec = (time_t)t->sec;
+	char frac[16] = "";
+
+	if (!gmtime_r(&sec, &tm)) {
+		snprintf(buf, len, "%lld", (long long)t->sec);
+		return;
+	}
+	if (t->nsec % 1000000000u)
+		snprintf(frac, sizeof(frac), ".%09u", t->nsec % 1000000000u);
+	snprintf(buf, len, "%04d-%02d-%02d %02d:%02d:%02d%s +0000", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+}
+
+int hsm_meta_each_key(const struct hsm_meta *meta, hsm_meta_key_fn fn, void *arg)
+{
+	char uid[16], gid[16], mode[24], mt[64];
+	int az = meta->style == HSM_META_AZCOPY;
+	int rc;
+
+	snprintf(uid, sizeof(uid), "%u", meta->uid);
+	snprintf(gid, sizeof(gid), "%u", meta->gid);
+	if (az) {
+		uint32_t type = (meta->mode & S_IFMT) ? (meta->mode & S_IFMT) : S_IFREG;
+		snprintf(mode, sizeof(mode), "%u", type | (meta->mode & 07777));
+		snprintf(mt, sizeof(mt), "%lld",
+			 (long long)meta->mtime.sec * 1000000000LL + meta->mtime.nsec % 1000000000u);
+	} else {
+		hsm_meta_format_mode(meta->mode, mode, sizeof(mode));
+		if (meta->style == HSM_META_RFC3339)
+			hsm_meta_format_time(&meta->mtime, mt, sizeof(mt));
+		else
+			format_amlfs_time(&meta->mtime, mt, sizeof(mt));
+	}
+	if ((rc = fn(arg, az ? "posix_owner" : "owner", uid)) ||
+	    (rc = fn(arg, az ? "posix_group" : "group", gid)) ||
+	    (rc = fn(arg, "permissions", mode)))
+		return rc;
+	return fn(arg, "modtime", mt);
+}
+
+static int parse_fid(const char *s, struct nacre_fid *fid)
+{
+	unsigned long long seq, oid, ver;
+	char *e;
+
+	if (*s == '[')
+		s++;
+	if (strncmp(s, "0x", 2) != 0)
+		return -EINVAL;
+	errno = 0;
+	seq = strtoull(s, &e, 16);
+	if (errno || *e != ':' || strncmp(e + 1, "0x", 2) != 0)
+		return -EINVAL;
+	oid = strtoull(e + 1, &e, 16);
+	if (errno || *e != ':' || strncmp(e + 1, "0x", 2) != 0 || oid > UINT32_MAX)
+		return -EINVAL;
+	ver = strtoull(e + 1, &e, 16);
+	if (errno || ver > UINT32_MAX || (*e && strcmp(e, "]") != 0))
+		return -EINVAL;
+	fid->seq = seq;
+	fid->oid = (uint32_t)oid;
+	fid->ver = (uint32_t)ver;
+	return 0;
+}
+
+int hsm_meta_apply(struct hsm_meta *meta, const char *key, const char *value)
+{
+	int64_t v;
+
+	/* Azure keeps the case a writer used; lemur's older names and AzCopy's posix style
+	 * (posix_owner, posix-owner in older releases) are accepted too. */
+	if (strcasecmp(key, "owner") == 0 || strcasecmp(key, "uid") == 0 ||
+	    strcasecmp(key, "posix_owner") == 0 || strcasecmp(key, "posix-owner") == 0) {
+		if (parse_i64(value, 0, UINT32_MAX, &v) == 0) {
+			meta->uid = (uint32_t)v;
+			meta->has_owner = 1;
+		}
+	} else if (strcasecmp(key, "group") == 0 || strcasecmp(key, "gid") == 0 ||
+		   strcasecmp(key, "posix_group") == 0 || strcasecmp(key, "posix-group") == 0) {
+		if (parse_i64(value, 0, UINT32_MAX, &v) == 0) {
+			meta->gid = (uint32_t)v;
+			meta->has_owner = 1;
+		}
+	} else if (strcasecmp(key, "permissions") == 0 || strcasecmp(key, "perm") == 0) {
+		uint32_t mode;
+		if (hsm_meta_parse_mode(value, &mode) == 0) {
+			meta->mode = (meta->mode & ~07777u) | (mode & 07777);
+			meta->has_owner = 1;
+		}
+	} else if (strcasecmp(key, "modtime") == 0) {
+		struct nacre_time t;
+		if (hsm_meta_parse_time(value, &t) == 0)
+			meta->mtime = t;
+	} else if (strcasecmp(key, "nacre_fid") == 0) {
+		if (parse_fid(value, &meta->fid) == 0)
+			meta->has_fid = 1;
+	} else if (strcasecmp(key, "hdi_isfolder") == 0) {
+		if (strcasecmp(value, "true") == 0) {
+			meta->mode = (meta->mode & 07777) | S_IFDIR;
+			return 1;
+		}
+	}
 	return 0;
 }

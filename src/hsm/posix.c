@@ -248,24 +248,42 @@ static int write_all(int fd, const void *buf, size_t n, uint64_t off)
 	return 0;
 }
 
+struct text_arg {
+	char *buf;
+	size_t len, pos;
+};
+
+static int add_line(void *arg, const char *key, const char *value)
+{
+	struct text_arg *t = arg;
+	int n = snprintf(t->buf + t->pos, t->len - t->pos, "%s=%s\n", key, value);
+	if (n < 0 || (size_t)n >= t->len - t->pos)
+		return -ENAMETOOLONG;
+	t->pos += (size_t)n;
+	return 0;
+}
+
 static int write_meta(const struct posix *p, const char *f, const struct hsm_meta *m,
 		      uint64_t size, uint32_t crc)
 {
-	char mp[NACRE_PATH_MAX + 96], tmp[NACRE_PATH_MAX + 160], mode[16], mt[64], text[512];
+	char mp[NACRE_PATH_MAX + 96], tmp[NACRE_PATH_MAX + 160], text[512];
 	char fid[NACRE_FID_STR_MAX] = "";
 	int rc = meta_path(f, mp, sizeof(mp));
 	if (rc)
 		return rc;
-	hsm_meta_format_mode(m->mode, mode, sizeof(mode));
-	hsm_meta_format_time(&m->mtime, mt, sizeof(mt));
 	if (m->has_fid)
 		snprintf(fid, sizeof(fid), "[0x%" PRIx64 ":0x%" PRIx32 ":0x%" PRIx32 "]",
 			 m->fid.seq, m->fid.oid, m->fid.ver);
-	int n = snprintf(text, sizeof(text),
-			 "owner=%u\ngroup=%u\npermissions=%s\nmodtime=%s\n%s%s%ssize=%" PRIu64
-			 "\ncrc32c=%08x\n",
-			 m->uid, m->gid, mode, mt, fid[0] ? "nacre_fid=" : "", fid,
+	struct text_arg ta = {text, sizeof(text), 0};
+	rc = hsm_meta_each_key(m, add_line, &ta);
+	if (rc)
+		return rc;
+	int n = snprintf(text + ta.pos, sizeof(text) - ta.pos,
+			 "%s%s%ssize=%" PRIu64 "\ncrc32c=%08x\n", fid[0] ? "nacre_fid=" : "", fid,
 			 fid[0] ? "\n" : "", size, crc);
+	if (n < 0 || (size_t)n >= sizeof(text) - ta.pos)
+		return -ENAMETOOLONG;
+	n += (int)ta.pos;
 	rc = tmp_name(p, mp, tmp, sizeof(tmp));
 	if (rc)
 		return rc;
@@ -301,37 +319,15 @@ static void read_meta(const char *f, struct hsm_meta *m, uint32_t *crc, int *has
 		*eq = 0;
 		const char *k = line, *v = eq + 1;
 		char *end;
-		if (!strcmp(k, "owner") || !strcmp(k, "group")) {
-			unsigned long x = strtoul(v, &end, 10);
-			if (*v && !*end && x <= UINT32_MAX) {
-				if (k[0] == 'o')
-					m->uid = (uint32_t)x;
-				else
-					m->gid = (uint32_t)x;
-				m->has_owner = 1;
-			}
-		} else if (!strcmp(k, "permissions")) {
-			uint32_t mode;
-			if (hsm_meta_parse_mode(v, &mode) == 0)
-				m->mode = (m->mode & ~07777u) | mode;
-		} else if (!strcmp(k, "modtime")) {
-			hsm_meta_parse_time(v, &m->mtime);
-		} else if (!strcmp(k, "nacre_fid")) {
-			unsigned long long s;
-			unsigned o, ver;
-			if (sscanf(v, "[0x%llx:0x%x:0x%x]", &s, &o, &ver) == 3) {
-				m->fid.seq = s;
-				m->fid.oid = o;
-				m->fid.ver = ver;
-				m->has_fid = 1;
-			}
-		} else if (!strcmp(k, "crc32c")) {
+		if (!strcmp(k, "crc32c")) {
 			unsigned long x = strtoul(v, &end, 16);
 			if (*v && !*end) {
 				*crc = (uint32_t)x;
 				*has_crc = 1;
 				snprintf(m->checksum, sizeof(m->checksum), "crc32c:%08lx", x);
 			}
+		} else {
+			hsm_meta_apply(m, k, v); /* any style a put wrote */
 		}
 	}
 	fclose(fp);

@@ -21,7 +21,8 @@
 #include "proto/rpc.h"
 
 /* The xattr holding the archive object name of an archived file. */
-#define MDS_HSM_PATH_XATTR "trusted.nacre.hsm_path"
+#define MDS_HSM_PATH_XATTR NACRE_HSM_PATH_XATTR
+#define MDS_HSM_ORIGIN_XATTR NACRE_HSM_ORIGIN_XATTR
 
 struct mds_hsm_conf {
 	uint32_t max_active;       /* STARTED actions at once over all agents; 0 = 64 */

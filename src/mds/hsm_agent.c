@@ -243,7 +243,8 @@ int mds_hsm_finish_op(struct mds_txn *txn, void *arg)
 	r->a.err = ok ? 0 : p->status;
 	r->a.status = ok ? NACRE_HAS_SUCCEED
 			 : p->status == -ECANCELED ? NACRE_HAS_CANCELED : NACRE_HAS_FAILED;
-	if (ok && p->path[0])
+	/* success: the object name used; failure: the name and the copytool's reason */
+	if (p->path[0])
 		str_copy(r->a.path, p->path, sizeof(r->a.path));
 	if (have_ino && ok && r->a.action == NACRE_HSMA_ARCHIVE) {
 		ino->hsm_state |= NACRE_HS_EXISTS | NACRE_HS_ARCHIVED;
@@ -276,8 +277,12 @@ int mds_hsm_finish_op(struct mds_txn *txn, void *arg)
 		ino->archive_id = 0;
 		rc = mds_db_inode_put(txn, ino);
 		if (!rc) {
+			/* no copy, no name: the next archive names it by its path then */
 			int drc = mds_db_xattr_del(txn, &ino->fid, MDS_HSM_PATH_XATTR);
 			if (drc && drc != -ENODATA && drc != -ENOENT)
+				rc = drc;
+			drc = mds_db_xattr_del(txn, &ino->fid, MDS_HSM_ORIGIN_XATTR);
+			if (!rc && drc && drc != -ENODATA && drc != -ENOENT)
 				rc = drc;
 		}
 	}

@@ -118,8 +118,14 @@ static int request_one(struct hsm_req_arg *a, struct mds_txn *txn, const struct 
 			rc = 0; /* its only data is the archive copy already */
 		else if (have)
 			rc = rec->a.action == NACRE_HSMA_ARCHIVE ? 0 : -EBUSY;
-		else if (!(rc = mds_hsm_enqueue(h, txn, fid, NACRE_HSMA_ARCHIVE, archive, NULL)))
-			a->queued = 1;
+		else {
+			/* the name it already has (import, earlier archive), whatever its path now:
+			 * the archive-name rule in README.md ("HSM") and src/hsm/copytool.c */
+			mds_hsm_stored_path(txn, fid, path);
+			rc = mds_hsm_enqueue(h, txn, fid, NACRE_HSMA_ARCHIVE, archive, path);
+			if (!rc)
+				a->queued = 1;
+		}
 		break;
 	case NACRE_HUA_RESTORE:
 		rc = mds_perm_check(cr, ino, MDS_MAY_READ);

@@ -721,7 +721,8 @@ struct wire_hsm_progress {
 	uint64_t bytes_total;
 	uint32_t flags;  /* WIRE_HSM_PROGRESS_* */
 	int32_t status;  /* with FINAL: 0 or a negative errno (-ECANCELED when canceled) */
-	char path[NACRE_PATH_MAX + 1]; /* with FINAL of an ARCHIVE: the object name used */
+	char path[NACRE_PATH_MAX + 1]; /* with FINAL of an ARCHIVE: the object name used; of
+					* a failure: the name and the reason (shown by hsm list) */
 };
 struct wire_hsm_import_req {
 	struct nacre_cred cred;

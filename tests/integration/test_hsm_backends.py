@@ -200,7 +200,7 @@ def test_roundtrip_byte_exact(store, prefix, tmp_path, size):
     assert hashlib.sha256(got).digest() == hashlib.sha256(data).digest()
     assert meta["owner"] == "1234" and meta["group"] == "567"
     assert meta["permissions"] == "0640"
-    assert meta["modtime"].startswith("2023-11-14T22:13:20")
+    assert meta["modtime"] == "2023-11-14 22:13:20 +0000"  # AMLFS's layout, the default
     assert meta["nacre_fid"] == "[0x200000400:0x2a:0x0]"
 
 

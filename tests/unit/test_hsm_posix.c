@@ -63,6 +63,53 @@ static int list_cb(void *arg, const char *path, const struct hsm_meta *m)
 	return 0;
 }
 
+struct keys {
+	char text[512];
+	size_t n;
+};
+
+static int add_key(void *arg, const char *key, const char *value)
+{
+	struct keys *k = arg;
+	int n = snprintf(k->text + k->n, sizeof(k->text) - k->n, "%s=%s;", key, value);
+	k->n += (size_t)n;
+	return 0;
+}
+
+/* What each --meta-style writes, and that the reader takes each back. */
+static void test_meta_styles(void)
+{
+	static const char *const want[] = {
+		"owner=1234;group=567;permissions=0640;modtime=2023-11-14 22:13:20.000000005 +0000;",
+		"owner=1234;group=567;permissions=0640;modtime=2023-11-14T22:13:20.000000005Z;",
+		"posix_owner=1234;posix_group=567;permissions=33184;modtime=1700000000000000005;",
+	};
+	for (int style = 0; style < 3; style++) {
+		struct hsm_meta m = {.uid = 1234, .gid = 567, .mode = 0640, .style = style}, got;
+		struct keys k = {"", 0};
+		m.mtime.sec = 1700000000;
+		m.mtime.nsec = 5;
+		CHECK_EQ(hsm_meta_each_key(&m, add_key, &k), 0);
+		CHECK_STR(k.text, want[style]);
+		memset(&got, 0, sizeof(got));
+		for (char *p = k.text, *semi; (semi = strchr(p, ';')); p = semi + 1) {
+			*semi = 0;
+			char *eq = strchr(p, '=');
+			*eq = 0;
+			hsm_meta_apply(&got, p, eq + 1);
+		}
+		CHECK(got.uid == 1234 && got.gid == 567 && got.mode == 0640 && got.has_owner);
+		CHECK(got.mtime.sec == 1700000000 && got.mtime.nsec == 5);
+	}
+	int style = -1;
+	CHECK(hsm_meta_style_parse("azcopy", &style) == 0 && style == HSM_META_AZCOPY);
+	CHECK(hsm_meta_style_parse("lustre", &style) < 0);
+	struct hsm_meta whole = {.mtime = {1700000000, 0}};
+	struct keys k = {"", 0};
+	hsm_meta_each_key(&whole, add_key, &k);
+	CHECK(strstr(k.text, "modtime=2023-11-14 22:13:20 +0000;") != NULL);
+}
+
 static void test_meta(void)
 {
 	char b[64];
@@ -99,6 +146,7 @@ static void test_meta(void)
 	/* AMLFS's layout, "2006-01-02 15:04:05 -0700" */
 	CHECK_EQ(hsm_meta_parse_time("2021-02-02 20:05:06 -0800", &t2), 0);
 	CHECK_EQ(t2.sec, 1612325106);
+	test_meta_styles();
 }
 
 static void test_posix(void)
