@@ -96,5 +96,10 @@ int cli_top(int argc, char **argv);         /* stats.c */
 int cli_fault(int argc, char **argv);       /* fault.c */
 int cli_recovery_status(int argc, char **argv); /* recovery.c */
 int cli_key(int argc, char **argv);         /* key.c */
+int cli_changelog_register(int argc, char **argv);   /* changelog.c */
+int cli_changelog_deregister(int argc, char **argv); /* changelog.c */
+int cli_changelog(int argc, char **argv);            /* changelog.c */
+int cli_changelog_clear(int argc, char **argv);      /* changelog.c */
+int cli_changelog_mask(int argc, char **argv);       /* changelog.c */
 
 #endif
