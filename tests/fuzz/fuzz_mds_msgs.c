@@ -54,6 +54,7 @@ FZ_MSG(key_req)
 FZ_MSG(notify_req)
 FZ_MSG(nodemap_req)
 FZ_MSG(nodemap_rep)
+FZ_MSG(changelog_req)
 
 /* HSM_REQUEST: the header, then exactly nfids fids. */
 struct fz_hsm_req {
@@ -116,6 +117,8 @@ FZ_LIST(hsm_list_rep, count, struct nacre_hsm_action, WIRE_HSM_POLL_MAX, wire_hs
 FZ_LIST(key_list, count, struct wire_key_entry, WIRE_KEY_LIST_MAX, wire_key_entry_put,
 	wire_key_entry_get)
 FZ_LIST(notify_rep, count, struct nacre_fid, WIRE_NOTIFY_MAX, wire_fid_put, wire_fid_get)
+FZ_LIST(changelog_rep, count, struct nacre_changelog_rec, WIRE_BODY_MAX / WIRE_CL_REC_MIN,
+	wire_cl_rec_put, wire_cl_rec_get)
 FZ_LIST(hsm_poll_rep, count, struct nacre_hsm_action, WIRE_HSM_POLL_MAX, wire_hsm_action_put,
 	wire_hsm_action_get)
 
@@ -213,6 +216,8 @@ static const struct fz_type types[] = {
 	FZ_ROW(notify_rep, struct fz_notify_rep, NULL, 1),
 	FZ_ROW(nodemap_req, struct wire_nodemap_req, NULL, 1),
 	FZ_ROW(nodemap_rep, struct wire_nodemap_rep, fix_nodemap_rep, 1),
+	FZ_ROW(changelog_req, struct wire_changelog_req, NULL, 1),
+	FZ_ROW(changelog_rep, struct fz_changelog_rep, NULL, 1),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
