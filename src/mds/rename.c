@@ -216,7 +216,8 @@ static int note_one(struct mds_txn *txn, struct rename_ctx *c, const struct mds_
 	r->flags = NACRE_CLF_RENAME;
 	if (replaced) {
 		r->tfid = replaced->fid;
-		if (S_ISDIR(replaced->mode) || replaced->nlink <= 1) {
+		/* called after the move: the replaced inode's nlink already lost this name */
+		if (S_ISDIR(replaced->mode) || replaced->nlink == 0) {
 			r->flags |= NACRE_CLF_RENAME_LAST;
 			if (replaced->hsm_state & NACRE_HS_EXISTS)
 				r->flags |= NACRE_CLF_RENAME_LAST_EXISTS;
