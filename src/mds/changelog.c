@@ -27,8 +27,8 @@ struct mds_changelog {
 	uint32_t xflags;
 	uint32_t nusers;
 	uint64_t next;     /* the index the next record takes */
+	uint64_t first;    /* the lowest index stored, 0 = none; written by writer operations */
 	/* writer operations only */
-	uint64_t first;    /* the lowest index stored, 0 = none */
 	uint32_t lastuser; /* the highest N of "clN" ever handed out */
 };
 
@@ -192,7 +192,7 @@ static int purge(struct mds_changelog *cl, struct mds_txn *txn)
 		rc = mds_db_cl_bounds(txn, &first, &last);
 	if (rc)
 		return rc;
-	cl->first = first;
+	store64(&cl->first, first);
 	__atomic_store_n(&cl->nusers, s.n, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -312,7 +312,7 @@ int mds_changelog_add(struct mds_changelog *cl, struct mds_txn *txn,
 		return rc;
 	store64(&cl->next, index + 1);
 	if (!cl->first)
-		cl->first = index;
+		store64(&cl->first, index);
 	return enforce_cap(cl, txn);
 }
 
@@ -566,7 +566,7 @@ int mds_changelog_dispatch(struct mds *m, const struct rpc_request *req, struct 
 	h.mask = load64(&m->changelog->mask);
 	h.xflags = __atomic_load_n(&m->changelog->xflags, __ATOMIC_ACQUIRE);
 	h.nusers = __atomic_load_n(&m->changelog->nusers, __ATOMIC_ACQUIRE);
-	h.first = m->changelog->first;
+	h.first = load64(&m->changelog->first);
 	h.last = load64(&m->changelog->next) - 1;
 	h.eof = 1;
 	wire_changelog_rep_encode(&rep->body, &h);

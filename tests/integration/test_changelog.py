@@ -395,3 +395,53 @@ def test_consumer_mirror_through_mixed_ops_and_mds_restart(make_cluster, cl, nac
     assert cons.applied >= CONSUMER_OPS * 0.9
     # everything read was cleared, and freed
     assert records(cl, c) == []
+
+
+def test_follow_prints_records_as_they_come(make_cluster, cl, nacre_cli):
+    import subprocess
+    from conftest import binary, daemon_env
+    c = cluster(make_cluster)
+    m = c.mounts[0].path
+    cl(c, "changelog_register", m)
+    os.mkdir(m / "first")
+    p = subprocess.Popen([binary("nacre"), "changelog", "--follow", "--key-file", str(c.key),
+                          str(m)], stdout=subprocess.PIPE, text=True, env=daemon_env())
+    try:
+        assert parse(p.stdout.readline().rstrip("\n"))["name"] == "first"
+        os.mkdir(m / "second")  # after the follower reached the end
+        r = parse(p.stdout.readline().rstrip("\n"))
+        assert (r["index"], r["type"], r["name"]) == (2, "MKDIR", "second")
+    finally:
+        p.send_signal(signal.SIGINT)
+        assert p.wait(10) == 0
+
+
+def test_hsm_events(make_cluster, cl, nacre_cli):
+    """HSM records carry the event in the flags as Lustre packs them: archive 0, release 3,
+    restore 1, remove 4 (bits 7..9), the error in bits 0..6."""
+    from test_hsm import start_copytool
+    c = cluster(make_cluster)
+    m = c.mounts[0].path
+    (c.dir / "archive").mkdir()
+    ct = start_copytool(c, ["--backend", f"posix:{c.dir / 'archive'}"], bw=0)
+    (m / "f").write_bytes(b"hsm data")
+    f = fid(nacre_cli, m / "f")
+    cl(c, "changelog_register", m)
+
+    def hsm_flags():
+        return [r["flags"] for r in records(cl, c) if r["type"] == "HSM" and r["t"] == f]
+
+    nacre_cli("hsm_archive", m / "f", check=True)
+    wait_for(lambda: hsm_flags() == [0 << 7], 20, "the ARCHIVE record")
+    nacre_cli("hsm_release", m / "f", check=True)
+    assert hsm_flags() == [0, 3 << 7]
+    assert (m / "f").read_bytes() == b"hsm data"  # an implicit restore
+    wait_for(lambda: len(hsm_flags()) == 3, 20, "the RESTORE record")
+    assert hsm_flags()[2] == 1 << 7
+    nacre_cli("hsm_remove", m / "f", check=True)
+    wait_for(lambda: len(hsm_flags()) == 4, 20, "the REMOVE record")
+    assert hsm_flags()[3] == 4 << 7
+    line = [r for r in records(cl, c) if r["type"] == "HSM"][0]["line"]
+    assert re.match(r"^\d+ 16HSM   \d\d:\d\d:\d\d\.\d{9} \d{4}\.\d\d\.\d\d 0x0 t=" +
+                    re.escape(f) + "$", line), line
+    ct.kill(signal.SIGKILL)  # its long poll would hold the teardown's SIGTERM for seconds
