@@ -444,4 +444,13 @@ def test_hsm_events(make_cluster, cl, nacre_cli):
     line = [r for r in records(cl, c) if r["type"] == "HSM"][0]["line"]
     assert re.match(r"^\d+ 16HSM   \d\d:\d\d:\d\d\.\d{9} \d{4}\.\d\d\.\d\d 0x0 t=" +
                     re.escape(f) + "$", line), line
+    # an import's stubs appear as creates
+    (c.dir / "imp").mkdir()
+    (c.dir / "imp" / "x.bin").write_bytes(b"imported")
+    os.mkdir(m / "imp")
+    nacre_cli("hsm", "import", "--archive-id", 1, "--backend", f"posix:{c.dir / 'imp'}",
+              m / "imp", check=True)
+    r = records(cl, c)[-1]
+    assert (r["type"], r["p"], r["name"]) == ("CREAT", fid(nacre_cli, m / "imp"), "x.bin")
+    assert r["t"] == fid(nacre_cli, m / "imp" / "x.bin")
     ct.kill(signal.SIGKILL)  # its long poll would hold the teardown's SIGTERM for seconds
