@@ -229,44 +229,57 @@ static int enforce_cap(struct mds_changelog *cl, struct mds_txn *txn)
 
 /* ---------------- life ---------------- */
 
+/* (Re)reads users, mask and the index range from txn: at start, and after a change of
+ * them failed to commit (what a writer operation set in memory did not happen), then in a
+ * writer operation of its own. */
+static int load(struct mds_changelog *cl, struct mds_txn *txn, int at_start)
+{
+	struct user_scan s;
+	uint64_t first, last, next;
+	int rc = scan_users(txn, &s);
+
+	if (!rc)
+		rc = mds_db_cl_bounds(txn, &first, &last);
+	if (!rc)
+		rc = mds_db_cl_next_get(txn, &next);
+	if (rc)
+		return rc;
+	store64(&cl->mask, s.settings ? s.mask & MDS_CL_ALLMASK : MDS_CL_DEFMASK);
+	__atomic_store_n(&cl->xflags, s.settings ? s.xflags : 0, __ATOMIC_RELEASE);
+	cl->lastuser = s.lastuser > s.max_id ? s.lastuser : s.max_id;
+	__atomic_store_n(&cl->nusers, s.n, __ATOMIC_RELEASE);
+	store64(&cl->first, first);
+	next = last + 1 > next ? last + 1 : next;
+	if (next == 0)
+		next = 1;
+	if (at_start || next > load64(&cl->next))
+		store64(&cl->next, next); /* never back: a failed commit leaves a gap */
+	if (at_start && (s.n || first))
+		LOG_INFO("changelog", "changelog: %u users, records %" PRIu64 "..%" PRIu64, s.n,
+			 first, last);
+	return 0;
+}
+
 int mds_changelog_create(struct mds *m, uint64_t max_records, struct mds_changelog **out)
 {
 	struct mds_changelog *cl = calloc(1, sizeof(*cl));
-	struct mds_txn *txn;
-	struct user_scan s;
-	uint64_t first, last, next;
 
 	if (!cl)
 		return -ENOMEM;
 	cl->m = m;
 	cl->max_records = max_records;
+	struct mds_txn *txn;
 	int rc = mds_txn_begin_read(m->db, &txn);
-	if (rc)
-		goto out_free;
-	rc = scan_users(txn, &s);
-	if (!rc)
-		rc = mds_db_cl_bounds(txn, &first, &last);
-	if (!rc)
-		rc = mds_db_cl_next_get(txn, &next);
-	mds_txn_abort(txn);
-	if (rc)
-		goto out_free;
-	cl->mask = s.settings ? s.mask & MDS_CL_ALLMASK : MDS_CL_DEFMASK;
-	cl->xflags = s.settings ? s.xflags : 0;
-	cl->lastuser = s.lastuser > s.max_id ? s.lastuser : s.max_id;
-	cl->nusers = s.n;
-	cl->first = first;
-	cl->next = last + 1 > next ? last + 1 : next;
-	if (cl->next == 0)
-		cl->next = 1;
-	if (s.n || first)
-		LOG_INFO("changelog", "changelog: %u users, records %" PRIu64 "..%" PRIu64, s.n,
-			 first, last);
+	if (!rc) {
+		rc = load(cl, txn, 1);
+		mds_txn_abort(txn);
+	}
+	if (rc) {
+		free(cl);
+		return rc;
+	}
 	*out = cl;
 	return 0;
-out_free:
-	free(cl);
-	return rc;
 }
 
 void mds_changelog_destroy(struct mds_changelog *cl)
@@ -521,6 +534,11 @@ out:
 	return rc;
 }
 
+static int reload_op(struct mds_txn *txn, void *arg)
+{
+	return load(arg, txn, 0);
+}
+
 int mds_changelog_dispatch(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	static const char *const what[] = {"register a changelog user",
@@ -553,6 +571,8 @@ int mds_changelog_dispatch(struct mds *m, const struct rpc_request *req, struct 
 		       : op == WIRE_OP_MDS_CL_CLEAR      ? clear_op
 							 : mask_op;
 	rc = mds_writer_submit(m->writer, fn, &o);
+	if (rc && rc != -ENOENT && rc != -EINVAL) /* not committed: forget what it set */
+		mds_writer_submit(m->writer, reload_op, m->changelog);
 	if (rc)
 		return rc;
 	if (op == WIRE_OP_MDS_CL_REGISTER)
