@@ -27,6 +27,7 @@ struct mds_changelog {
 	uint32_t xflags;
 	uint32_t nusers;
 	uint64_t next;     /* the index the next record takes */
+	uint64_t changes;  /* changes seen, recorded or not */
 	uint64_t first;    /* the lowest index stored, 0 = none; written by writer operations */
 	/* writer operations only */
 	uint32_t lastuser; /* the highest N of "clN" ever handed out */
@@ -296,11 +297,23 @@ int mds_changelog_wants(const struct mds_changelog *cl, uint32_t type)
 	return (load64(&cl->mask) >> type) & 1;
 }
 
+uint64_t mds_changelog_changes(const struct mds_changelog *cl)
+{
+	return cl ? __atomic_load_n(&cl->changes, __ATOMIC_ACQUIRE) : 0;
+}
+
+static void count_change(struct mds_changelog *cl)
+{
+	if (cl)
+		__atomic_add_fetch(&cl->changes, 1, __ATOMIC_RELEASE);
+}
+
 int mds_changelog_add(struct mds_changelog *cl, struct mds_txn *txn,
 		      struct nacre_changelog_rec *r)
 {
 	uint8_t buf[WIRE_CL_REC_MAX + 2];
 
+	count_change(cl);
 	if (!mds_changelog_wants(cl, r->type))
 		return 0;
 	uint32_t xf = __atomic_load_n(&cl->xflags, __ATOMIC_ACQUIRE);
@@ -333,8 +346,10 @@ int mds_changelog_note(struct mds_changelog *cl, struct mds_txn *txn, uint32_t t
 		       uint32_t flags, const struct nacre_fid *tfid, const struct nacre_fid *pfid,
 		       const char *name, const struct nacre_cred *cr)
 {
-	if (!mds_changelog_wants(cl, type))
+	if (!mds_changelog_wants(cl, type)) {
+		count_change(cl);
 		return 0;
+	}
 	struct nacre_changelog_rec *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
