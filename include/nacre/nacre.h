@@ -280,6 +280,40 @@ int nacre_nodemap(const char *addr, const char *fsname, const char *key_file, in
 		  const char *name, const char *arg1, const char *arg2, char **text, char *err,
 		  size_t err_len);
 
+/* ---- changelogs (docs/changelog.md) ----
+ * Admin calls to the MDS at addr serving fsname, each on a connection of its own, proving
+ * the key in key_file (NULL: $NACRE_KEY_FILE): the cluster key or an admin key. On failure
+ * they return a negative error with a sentence in err. Thread-safe. */
+struct nacre_changelog_info {
+	uint64_t mask;   /* bit per NACRE_CL_* type written */
+	uint32_t xflags; /* NACRE_CLFE_UIDGID | NACRE_CLFE_XATTR: extras written */
+	uint32_t nusers; /* registered users */
+	uint64_t first;  /* lowest index held (0: none) */
+	uint64_t last;   /* last index handed out (0: none yet) */
+};
+/* Registers a user: its id ("cl1", ...) into user (NACRE_CL_USER_MAX + 1 bytes). Records
+ * are written from now on, and kept until every user cleared them. */
+int nacre_changelog_register(const char *addr, const char *fsname, const char *key_file,
+			     char *user, size_t user_len, char *err, size_t err_len);
+/* Deregisters user; -ENOENT if there is none. What only it still held is freed. */
+int nacre_changelog_deregister(const char *addr, const char *fsname, const char *key_file,
+			       const char *user, char *err, size_t err_len);
+/* user is done with every record up to endrec (0: all current ones); records every user
+ * cleared are freed. -ENOENT: no such user; -EINVAL: endrec is past the last record. */
+int nacre_changelog_clear(const char *addr, const char *fsname, const char *key_file,
+			  const char *user, uint64_t endrec, char *err, size_t err_len);
+/* Reads, and with set_mask / set_xflags first sets, the mask and extras in *info. */
+int nacre_changelog_mask(const char *addr, const char *fsname, const char *key_file,
+			 struct nacre_changelog_info *info, int set_mask, int set_xflags,
+			 char *err, size_t err_len);
+/* One page of records with start <= index <= end (end 0: no end) in index order into out
+ * (at most max, at least one if there is any); returns how many. *eof (may be NULL) is 1
+ * when no record past them was there; *info (may be NULL) gets the state. A caller that
+ * follows asks again from the last index + 1. */
+int nacre_changelog_read(const char *addr, const char *fsname, const char *key_file,
+			 uint64_t start, uint64_t end, struct nacre_changelog_rec *out, int max,
+			 struct nacre_changelog_info *info, int *eof, char *err, size_t err_len);
+
 /* ---- file I/O ---- */
 /* Opens fid with open(2) flags (O_ACCMODE, O_TRUNC, O_APPEND honoured; O_CREAT is not:
  * create first). *out is owned by the caller until nacre_close(). */

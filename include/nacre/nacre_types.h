@@ -108,6 +108,68 @@ struct nacre_hsm_action {
 	char path[NACRE_PATH_MAX + 1]; /* archive object name ("" until known, for ARCHIVE) */
 };
 
+/* Changelogs (docs/changelog.md): record types with Lustre's numbers and names, as
+ * `lfs changelog` prints them ("01CREAT"). */
+enum {
+	NACRE_CL_MARK = 0,
+	NACRE_CL_CREATE = 1,
+	NACRE_CL_MKDIR = 2,
+	NACRE_CL_HARDLINK = 3,
+	NACRE_CL_SOFTLINK = 4,
+	NACRE_CL_MKNOD = 5,
+	NACRE_CL_UNLINK = 6,
+	NACRE_CL_RMDIR = 7,
+	NACRE_CL_RENAME = 8,
+	NACRE_CL_EXT = 9, /* RNMTO: never written (a rename is one RENME record) */
+	NACRE_CL_OPEN = 10,
+	NACRE_CL_CLOSE = 11,
+	NACRE_CL_LAYOUT = 12,
+	NACRE_CL_TRUNC = 13,
+	NACRE_CL_SETATTR = 14,
+	NACRE_CL_XATTR = 15,
+	NACRE_CL_HSM = 16,
+	NACRE_CL_MTIME = 17,
+	NACRE_CL_CTIME = 18,
+	NACRE_CL_ATIME = 19,
+	NACRE_CL_LAST = 20, /* types 20.. (MIGRT, FLRW, ...) are not written */
+};
+/* Record flags (Lustre's): the low 12 bits are per type; the high bits say which parts
+ * are present. */
+#define NACRE_CLF_FLAGMASK 0x0fffu
+#define NACRE_CLF_RENAME 0x2000u      /* sfid, spfid, sname are set */
+#define NACRE_CLF_EXTRA_FLAGS 0x8000u /* xflags says which extras are set */
+#define NACRE_CLF_UNLINK_LAST 0x0001u       /* UNLNK: the last name went */
+#define NACRE_CLF_UNLINK_HSM_EXISTS 0x0002u /* UNLNK: it has an archive copy */
+#define NACRE_CLF_RENAME_LAST 0x0001u        /* RENME: the target's last name went */
+#define NACRE_CLF_RENAME_LAST_EXISTS 0x0002u /* RENME: and it had an archive copy */
+/* HSM: bits 0..6 error, 7..9 event (NACRE_CL_HE_*), 10 dirty */
+enum {
+	NACRE_CL_HE_ARCHIVE = 0,
+	NACRE_CL_HE_RESTORE = 1,
+	NACRE_CL_HE_CANCEL = 2,
+	NACRE_CL_HE_RELEASE = 3,
+	NACRE_CL_HE_REMOVE = 4,
+	NACRE_CL_HE_STATE = 5,
+};
+#define NACRE_CLFE_UIDGID 0x0001u /* extras: uid and gid of the caller */
+#define NACRE_CLFE_XATTR 0x0008u  /* extras: the xattr name of an XATTR record */
+#define NACRE_CL_USER_MAX 16      /* "cl4294967295" */
+struct nacre_changelog_rec {
+	uint64_t index;
+	uint32_t type;  /* NACRE_CL_* */
+	uint32_t flags; /* NACRE_CLF_* */
+	struct nacre_time time;
+	struct nacre_fid tfid; /* target: the inode changed (zero for a plain rename) */
+	struct nacre_fid pfid; /* the parent of name (zero without a name) */
+	struct nacre_fid sfid; /* NACRE_CLF_RENAME: the inode renamed */
+	struct nacre_fid spfid; /* NACRE_CLF_RENAME: its old parent */
+	uint32_t xflags; /* NACRE_CLF_EXTRA_FLAGS: NACRE_CLFE_* */
+	uint32_t uid, gid;
+	char name[NACRE_NAME_MAX + 1];  /* "" if none */
+	char sname[NACRE_NAME_MAX + 1]; /* NACRE_CLF_RENAME: the old name */
+	char xattr[NACRE_NAME_MAX + 1]; /* NACRE_CLFE_XATTR */
+};
+
 /* Attributes of one inode as the MDS holds them. mode includes the S_IFMT type bits. */
 struct nacre_attr {
 	struct nacre_fid fid;

@@ -146,5 +146,10 @@ int cli_list_param(int argc, char **argv);  /* param.c */
 int cli_check(int argc, char **argv);       /* param.c */
 int cli_getname(int argc, char **argv);     /* param.c */
 int cli_find(int argc, char **argv);        /* find.c */
+int cli_changelog_register(int argc, char **argv);   /* changelog.c */
+int cli_changelog_deregister(int argc, char **argv); /* changelog.c */
+int cli_changelog(int argc, char **argv);            /* changelog.c */
+int cli_changelog_clear(int argc, char **argv);      /* changelog.c */
+int cli_changelog_mask(int argc, char **argv);       /* changelog.c */
 
 #endif

@@ -151,6 +151,30 @@ static const struct cli_cmd commands[] = {
 	 "The rule \"default\" applies to clients no other rule matches. --mds is HOST:PORT:/FSNAME\n"
 	 "(default: the mount the working directory is in); the key is $NACRE_KEY_FILE by\n"
 	 "default. Only clients of an admin rule may run it (docs/security.md, \"Nodemaps\").\n"},
+	{"changelog_register", cli_changelog_register, "register a changelog user (lctl changelog_register)",
+	 "usage: nacre changelog_register [--key-file FILE] MOUNT|FSNAME|SPEC\n"
+	 "Prints FSNAME-MDT0000: Registered changelog userid 'clN'. From now on the MDS keeps a\n"
+	 "record of every namespace change until every registered user cleared it.\n"
+	 "MOUNT is a nacre mount (or a directory in one), FSNAME a mounted file system's name,\n"
+	 "SPEC an MDS HOST:PORT:/FSNAME. The key (--key-file, default $NACRE_KEY_FILE) is the\n"
+	 "cluster key or an admin key, for every changelog verb.\n"},
+	{"changelog_deregister", cli_changelog_deregister, "deregister a changelog user",
+	 "usage: nacre changelog_deregister [--key-file FILE] MOUNT|FSNAME|SPEC clN|N\n"
+	 "Records no other user still needs are freed.\n"},
+	{"changelog", cli_changelog, "print changelog records, as lfs changelog",
+	 "usage: nacre changelog [--follow] [--key-file FILE] MOUNT|FSNAME|SPEC [STARTREC [ENDREC]]\n"
+	 "  -f, --follow   keep printing new records as they come (until interrupted)\n"
+	 "Lines as lfs changelog: INDEX NNTYPE HH:MM:SS.NS YYYY.MM.DD 0xFLAGS t=[FID]\n"
+	 "[ef=0xX u=UID:GID x=XATTR] [p=[PARENT] NAME] [s=[FID] sp=[PARENT] OLDNAME] (UTC).\n"},
+	{"changelog_clear", cli_changelog_clear, "free changelog records a user is done with",
+	 "usage: nacre changelog_clear [--key-file FILE] MOUNT|FSNAME|SPEC clN ENDREC\n"
+	 "ENDREC 0 means every current record.\n"},
+	{"changelog_mask", cli_changelog_mask, "show or set the changelog mask (mdd.*.changelog_mask)",
+	 "usage: nacre changelog_mask [--key-file FILE] [--extra uidgid,xattr|none]\n"
+	 "                            MOUNT|FSNAME|SPEC [[+|-]TYPE...]\n"
+	 "TYPE is a record name (CREAT, OPEN, ...) or ALL. Names alone set exactly those;\n"
+	 "+TYPE and -TYPE change the current mask. The default is every type but OPEN and\n"
+	 "ATIME. --extra adds the caller's u=UID:GID and the XATTR record's x=NAME to records.\n"},
 	{"cluster", cli_cluster, "bring a multi-host cluster up or down from one config file",
 	 "usage: nacre cluster up|down|status CONFIG\n"
 	 "  up      check every host, start the MDS and OSSes (formatting new targets), wait\n"

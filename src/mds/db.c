@@ -33,6 +33,7 @@ struct mds_db {
 	MDB_dbi clients, replies; /* optional too (recovery) */
 	MDB_dbi keys;             /* optional too (the key table) */
 	MDB_dbi nodemap;          /* optional too (nodemaps) */
+	MDB_dbi changelog, changelog_users; /* optional too (changelogs) */
 	char fsname[NACRE_FSNAME_MAX + 1];
 	char dir[512];
 };
@@ -290,6 +291,11 @@ static int open_dbis(struct mds_db *db, MDB_txn *t, unsigned flags)
 	/* added with nodemaps, the same way: an older MDT has no rules (docs/security.md) */
 	if (!rc)
 		rc = mdb_dbi_open(t, "nodemap", MDB_CREATE, &db->nodemap);
+	/* added with changelogs, the same way: an older MDT has no users and no records */
+	if (!rc)
+		rc = mdb_dbi_open(t, "changelog", MDB_CREATE, &db->changelog);
+	if (!rc)
+		rc = mdb_dbi_open(t, "changelog_users", MDB_CREATE, &db->changelog_users);
 	return rc;
 }
 
@@ -406,7 +412,7 @@ int mds_db_open(const char *dir, const char *fsname, int format, struct mds_db *
 	}
 	if (!rc) {
 		step = "mdb_env_set_maxdbs";
-		rc = mdb_env_set_maxdbs(db->env, 16);
+		rc = mdb_env_set_maxdbs(db->env, 32);
 	}
 	if (!rc) {
 		step = "mdb_env_open";
@@ -1637,6 +1643,157 @@ int mds_db_nodemap_iter(struct mds_txn *txn,
 	}
 	if (!ret && rc && rc != MDB_NOTFOUND)
 		ret = map_err(rc, "nodemap iter");
+	mdb_cursor_close(cur);
+	return ret;
+}
+
+/* ---------------- changelog ---------------- */
+
+int mds_db_cl_put(struct mds_txn *txn, uint64_t index, const void *rec, size_t len)
+{
+	uint8_t kb[8];
+
+	if (len == 0 || len > 65536)
+		return -EINVAL;
+	be64(kb, index);
+	return map_err(put_raw(txn->t, txn->db->changelog, kb, 8, rec, len), "changelog put");
+}
+
+int mds_db_cl_iter(struct mds_txn *txn, uint64_t from,
+		   int (*fn)(void *arg, uint64_t index, const void *rec, size_t len), void *arg)
+{
+	MDB_cursor *cur;
+	uint8_t kb[8];
+	int rc = mdb_cursor_open(txn->t, txn->db->changelog, &cur), ret = 0;
+
+	if (rc)
+		return map_err(rc, "cursor open");
+	be64(kb, from);
+	MDB_val k = {8, kb}, v;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); !rc;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		if (k.mv_size != 8)
+			continue;
+		ret = fn(arg, rd_be64(k.mv_data), v.mv_data, v.mv_size);
+		if (ret)
+			break;
+	}
+	if (!ret && rc && rc != MDB_NOTFOUND)
+		ret = map_err(rc, "changelog iter");
+	mdb_cursor_close(cur);
+	return ret;
+}
+
+int mds_db_cl_bounds(struct mds_txn *txn, uint64_t *first, uint64_t *last)
+{
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc = mdb_cursor_open(txn->t, txn->db->changelog, &cur);
+
+	if (rc)
+		return map_err(rc, "cursor open");
+	*first = *last = 0;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	if (!rc && k.mv_size == 8)
+		*first = rd_be64(k.mv_data);
+	if (!rc)
+		rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
+	if (!rc && k.mv_size == 8)
+		*last = rd_be64(k.mv_data);
+	mdb_cursor_close(cur);
+	return rc && rc != MDB_NOTFOUND ? map_err(rc, "changelog bounds") : 0;
+}
+
+int mds_db_cl_purge(struct mds_txn *txn, uint64_t upto, uint64_t *deleted)
+{
+	MDB_cursor *cur;
+	MDB_val k, v;
+	uint64_t n = 0;
+	int rc = mdb_cursor_open(txn->t, txn->db->changelog, &cur);
+
+	if (rc)
+		return map_err(rc, "cursor open");
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)) {
+		if (k.mv_size == 8 && rd_be64(k.mv_data) > upto)
+			break;
+		rc = mdb_cursor_del(cur, 0);
+		if (rc)
+			break;
+		n++;
+	}
+	mdb_cursor_close(cur);
+	if (deleted)
+		*deleted = n;
+	return rc && rc != MDB_NOTFOUND ? map_err(rc, "changelog purge") : 0;
+}
+
+int mds_db_cl_next_get(struct mds_txn *txn, uint64_t *out)
+{
+	MDB_val k = {14, "changelog_next"}, v;
+	int rc = mdb_get(txn->t, txn->db->meta, &k, &v);
+
+	if (rc == MDB_NOTFOUND) {
+		*out = 0;
+		return 0;
+	}
+	if (rc || v.mv_size != 8)
+		return rc ? map_err(rc, "changelog_next get") : -EIO;
+	*out = rd_be64(v.mv_data);
+	return 0;
+}
+
+int mds_db_cl_next_put(struct mds_txn *txn, uint64_t next)
+{
+	uint8_t b[8];
+
+	be64(b, next);
+	return map_err(put_raw(txn->t, txn->db->meta, "changelog_next", 14, b, 8),
+		       "changelog_next put");
+}
+
+int mds_db_cl_user_put(struct mds_txn *txn, const char *name, const void *rec, size_t len)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > NACRE_NAME_MAX || len > 4096)
+		return -EINVAL;
+	return map_err(put_raw(txn->t, txn->db->changelog_users, name, n, rec, len),
+		       "changelog user put");
+}
+
+int mds_db_cl_user_del(struct mds_txn *txn, const char *name)
+{
+	MDB_val k = {strlen(name), (void *)name};
+
+	if (k.mv_size == 0 || k.mv_size > NACRE_NAME_MAX)
+		return -ENOENT;
+	return map_err(mdb_del(txn->t, txn->db->changelog_users, &k, NULL), "changelog user del");
+}
+
+int mds_db_cl_user_iter(struct mds_txn *txn,
+			int (*fn)(void *arg, const char *name, const void *rec, size_t len),
+			void *arg)
+{
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc = mdb_cursor_open(txn->t, txn->db->changelog_users, &cur), ret = 0;
+
+	if (rc)
+		return map_err(rc, "cursor open");
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		char name[NACRE_NAME_MAX + 1];
+		if (k.mv_size == 0 || k.mv_size > NACRE_NAME_MAX)
+			continue;
+		memcpy(name, k.mv_data, k.mv_size);
+		name[k.mv_size] = '\0';
+		ret = fn(arg, name, v.mv_data, v.mv_size);
+		if (ret)
+			break;
+	}
+	if (!ret && rc && rc != MDB_NOTFOUND)
+		ret = map_err(rc, "changelog user iter");
 	mdb_cursor_close(cur);
 	return ret;
 }

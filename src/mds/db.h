@@ -22,6 +22,11 @@
  *   nodemap   rule name -> the rule's record (opaque here: nodemap_rule.c encodes it, with
  *             its own version); created on first open when missing, empty on an MDT
  *             formatted before nodemaps existed
+ *   changelog u64 BE record index -> the record (opaque here: changelog.c encodes it, with
+ *             its own version); changelog_users: user name ("cl1") -> its record (the
+ *             last index it cleared); meta "changelog_next" -> u64, the lowest index a new
+ *             record may take once records were purged. Created on first open when
+ *             missing; empty until a user registers (docs/changelog.md)
  * The name hash (63 bits, >= 3) is the readdir cookie; cookies 0..2 are reserved (0 = start,
  * 1 and 2 for "." and ".." in clients). Entries with equal hashes are returned in one batch.
  *
@@ -235,6 +240,25 @@ uint64_t mds_db_reply_count(struct mds_db *db);
 int mds_db_nodemap_put(struct mds_txn *txn, const char *name, const void *rec, size_t len);
 int mds_db_nodemap_del(struct mds_txn *txn, const char *name);
 int mds_db_nodemap_iter(struct mds_txn *txn,
+			int (*fn)(void *arg, const char *name, const void *rec, size_t len),
+			void *arg);
+
+/* Changelog (tables changelog and changelog_users; records and user records are the
+ * caller's bytes). put: 0, -EINVAL for an empty or oversized record. iter calls fn for each
+ * record with index >= from in index order until fn returns nonzero (that value is
+ * returned); rec is valid only during the call. bounds: the first and last index present
+ * (both 0 when empty). purge deletes every record with index <= upto (*deleted may be
+ * NULL). next_get: 0 when never stored. The user functions are as the nodemap ones. */
+int mds_db_cl_put(struct mds_txn *txn, uint64_t index, const void *rec, size_t len);
+int mds_db_cl_iter(struct mds_txn *txn, uint64_t from,
+		   int (*fn)(void *arg, uint64_t index, const void *rec, size_t len), void *arg);
+int mds_db_cl_bounds(struct mds_txn *txn, uint64_t *first, uint64_t *last);
+int mds_db_cl_purge(struct mds_txn *txn, uint64_t upto, uint64_t *deleted);
+int mds_db_cl_next_get(struct mds_txn *txn, uint64_t *out);
+int mds_db_cl_next_put(struct mds_txn *txn, uint64_t next);
+int mds_db_cl_user_put(struct mds_txn *txn, const char *name, const void *rec, size_t len);
+int mds_db_cl_user_del(struct mds_txn *txn, const char *name);
+int mds_db_cl_user_iter(struct mds_txn *txn,
 			int (*fn)(void *arg, const char *name, const void *rec, size_t len),
 			void *arg);
 

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "mds/caps.h"
+#include "mds/changelog.h"
 #include "mds/db.h"
 #include "mds/groups.h"
 #include "mds/find.h"
@@ -567,6 +568,12 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 		return do_groups_set(req);
 	case WIRE_OP_MDS_NODEMAP:
 		return mds_nodemap_dispatch(m, req, rep);
+	case WIRE_OP_MDS_CL_REGISTER:
+	case WIRE_OP_MDS_CL_DEREGISTER:
+	case WIRE_OP_MDS_CL_READ:
+	case WIRE_OP_MDS_CL_CLEAR:
+	case WIRE_OP_MDS_CL_MASK:
+		return mds_changelog_dispatch(m, req, rep);
 	default:
 		LOG_RATELIMITED(LOG_LVL_INFO, "dispatch", "unsupported opcode %u (%s) from %s",
 				req->hdr->opcode, wire_opcode_name(req->hdr->opcode), req->peer);

@@ -11,6 +11,7 @@
 #include "common/util.h"
 #include "mds/alloc.h"
 #include "mds/hsm_int.h"
+#include "mds/changelog.h"
 #include "mds/writer.h"
 #include "nacre/nacre_errno.h"
 
@@ -285,6 +286,14 @@ int mds_hsm_finish_op(struct mds_txn *txn, void *arg)
 			if (!rc && drc && drc != -ENODATA && drc != -ENOENT)
 				rc = drc;
 		}
+	}
+	if (!rc && have_ino) {
+		uint32_t ev = r->a.status == NACRE_HAS_CANCELED ? NACRE_CL_HE_CANCEL
+			      : r->a.action == NACRE_HSMA_ARCHIVE ? NACRE_CL_HE_ARCHIVE
+			      : r->a.action == NACRE_HSMA_RESTORE ? NACRE_CL_HE_RESTORE
+								  : NACRE_CL_HE_REMOVE;
+		rc = mds_changelog_hsm(a->h->m->changelog, txn, ev, r->a.err,
+				       (ino->hsm_state & NACRE_HS_DIRTY) != 0, &r->a.fid);
 	}
 	if (!rc)
 		rc = mds_db_hsm_put(txn, r);

@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "mds/hsm_int.h"
+#include "mds/changelog.h"
 #include "mds/writer.h"
 #include "nacre/nacre_errno.h"
 
@@ -15,20 +16,29 @@ void mds_hsm_mark_dirty(struct mds_inode *ino)
 		ino->hsm_state |= NACRE_HS_DIRTY;
 }
 
+struct dirty_arg {
+	struct mds *m;
+	struct nacre_fid fid;
+};
+
 static int dirty_op(struct mds_txn *txn, void *arg)
 {
+	struct dirty_arg *a = arg;
 	struct mds_inode ino;
-	int rc = mds_db_inode_get(txn, arg, &ino);
+	int rc = mds_db_inode_get(txn, &a->fid, &ino);
 	if (rc || (ino.hsm_state & NACRE_HS_DIRTY) || !(ino.hsm_state & NACRE_HS_EXISTS))
 		return rc;
 	ino.hsm_state |= NACRE_HS_DIRTY;
-	return mds_db_inode_put(txn, &ino);
+	rc = mds_db_inode_put(txn, &ino);
+	/* as Lustre: the archive copy going stale is an HSM state record, dirty */
+	return rc ? rc
+		  : mds_changelog_hsm(a->m->changelog, txn, NACRE_CL_HE_STATE, 0, 1, &a->fid);
 }
 
 int mds_hsm_set_dirty(struct mds *m, const struct nacre_fid *fid)
 {
-	struct nacre_fid f = *fid;
-	return mds_writer_submit(m->writer, dirty_op, &f);
+	struct dirty_arg a = {m, *fid};
+	return mds_writer_submit(m->writer, dirty_op, &a);
 }
 
 int mds_hsm_inode_destroyed(struct mds *m, struct mds_txn *txn, const struct mds_inode *ino)

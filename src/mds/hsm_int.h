@@ -66,6 +66,12 @@ struct mds_hsm {
 	struct metric *m_active, *m_active_max, *m_started;
 	struct metric *m_waiting, *m_queued_started; /* set by the coordinator thread */
 	int64_t last_release_ms; /* the policy's last release (coordinator thread only) */
+	/* the policy's last scan (coordinator thread only): the namespace's change count
+	 * then (changelog.h), and when the next file comes of age (INT64_MAX: none) */
+	int policy_scanned;
+	uint64_t policy_changes;
+	int64_t policy_due;
+	uint64_t policy_scans, policy_skips; /* for the log and tests */
 	struct agent agents[MAX_AGENTS];
 	uint32_t nagents;
 	uint64_t next_cookie;

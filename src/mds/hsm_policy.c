@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "mds/changelog.h"
 #include "mds/destroy.h"
 #include "mds/hsm_int.h"
 #include "mds/targets.h"
@@ -24,6 +25,7 @@ struct cand {
 struct policy_scan {
 	struct mds_hsm *h;
 	int64_t now;
+	int64_t due; /* the soonest a file not old enough yet comes of age */
 	struct nacre_fid *archive;
 	size_t narchive, caparchive;
 	struct cand *release;
@@ -37,6 +39,11 @@ static int policy_inode(void *arg, const struct mds_inode *ino)
 	uint32_t st = ino->hsm_state;
 	if (!S_ISREG(ino->mode) || ino->nlink == 0)
 		return 0;
+	if (cf->archive_age_s > 0 && !(st & (NACRE_HS_NOARCHIVE | NACRE_HS_RELEASED)) &&
+	    (!(st & NACRE_HS_ARCHIVED) || (st & NACRE_HS_DIRTY)) &&
+	    s->now - ino->mtime.sec < cf->archive_age_s &&
+	    ino->mtime.sec + cf->archive_age_s < s->due)
+		s->due = ino->mtime.sec + cf->archive_age_s;
 	if (cf->archive_age_s > 0 && !(st & (NACRE_HS_NOARCHIVE | NACRE_HS_RELEASED)) &&
 	    (!(st & NACRE_HS_ARCHIVED) || (st & NACRE_HS_DIRTY)) &&
 	    s->now - ino->mtime.sec >= cf->archive_age_s && s->narchive < 100000) {
@@ -94,14 +101,57 @@ static void policy_request(struct mds_hsm *h, uint32_t action, const struct nacr
 	}
 }
 
+/* 1 if an OST is above the release mark (from the heartbeats' figures, in memory). */
+static int ost_above_high(struct mds_hsm *h)
+{
+	struct nacre_target *t = NULL;
+	int n = mds_targets_list(h->m->targets, &t), above = 0;
+	for (int i = 0; i < n; i++) {
+		uint64_t u = t[i].st.kb_total - t[i].st.kb_free;
+		if (t[i].up && t[i].st.kb_total &&
+		    u * 100 > (uint64_t)h->conf.release_high * t[i].st.kb_total)
+			above = 1;
+	}
+	free(t);
+	return above;
+}
+
+/* A scan reads every inode: it runs only when the namespace changed since the last one
+ * (the changelog's change count moved), a file comes of age, or an OST is above the
+ * release mark. A quiet file system costs one look at a counter and the OST figures. */
+static int scan_needed(struct mds_hsm *h, int64_t now, uint64_t changes)
+{
+	if (!h->policy_scanned || changes != h->policy_changes)
+		return 1;
+	if (h->conf.archive_age_s > 0 && now >= h->policy_due)
+		return 1;
+	return h->conf.release_high > 0 && ost_above_high(h) &&
+	       now_ms() - h->last_release_ms >= POLICY_RELEASE_SETTLE_MS;
+}
+
 void mds_hsm_run_policy(struct mds_hsm *h)
 {
-	struct policy_scan s = {.h = h, .now = time_now().sec};
+	struct policy_scan s = {.h = h, .now = time_now().sec, .due = INT64_MAX};
 	struct mds_txn *txn;
+	/* read before the scan: a change during it makes the next run scan again */
+	uint64_t changes = mds_changelog_changes(h->m->changelog);
+	if (!scan_needed(h, s.now, changes)) {
+		h->policy_skips++;
+		return;
+	}
 	if (mds_txn_begin_read(h->m->db, &txn))
 		return;
 	int rc = mds_db_inode_iter(txn, policy_inode, &s);
 	mds_txn_abort(txn);
+	if (!rc) {
+		h->policy_scanned = 1;
+		h->policy_changes = changes;
+		h->policy_due = s.due;
+	}
+	h->policy_scans++;
+	LOG_DEBUG("hsm", "policy: scan %llu (%llu skipped since start): %zu to archive, %zu "
+		  "archived", (unsigned long long)h->policy_scans,
+		  (unsigned long long)h->policy_skips, s.narchive, s.nrelease);
 	if (!rc && s.narchive) {
 		LOG_INFO("hsm", "policy: archiving %zu files not modified for %llds", s.narchive,
 			 (long long)h->conf.archive_age_s);

@@ -9,6 +9,7 @@
 #include "common/metrics.h"
 #include "common/util.h"
 #include "mds/hsm_int.h"
+#include "mds/changelog.h"
 #include "mds/open.h"
 #include "mds/writer.h"
 
@@ -84,7 +85,10 @@ static int release_one(struct hsm_req_arg *a, struct mds_txn *txn, struct mds_in
 		a->released = 1;
 	}
 	ino->hsm_state |= NACRE_HS_RELEASED;
-	return mds_db_inode_put(txn, ino);
+	int rc = mds_db_inode_put(txn, ino);
+	return rc ? rc
+		  : mds_changelog_hsm(a->h->m->changelog, txn, NACRE_CL_HE_RELEASE, 0, 0,
+				      &ino->fid);
 }
 
 static int request_one(struct hsm_req_arg *a, struct mds_txn *txn, const struct nacre_fid *fid)

@@ -9,6 +9,7 @@
 #include "common/util.h"
 #include "mds/destroy.h"
 #include "mds/hsm_int.h"
+#include "mds/changelog.h"
 #include "mds/ns.h"
 #include "mds/writer.h"
 #include "nacre/nacre_errno.h"
@@ -82,6 +83,7 @@ static int do_state_get(struct mds_hsm *h, const struct rpc_request *req, struct
 }
 
 struct state_arg {
+	struct mds *m;
 	const struct wire_hsm_state_set *r;
 	struct wire_hsm_state out;
 };
@@ -107,6 +109,9 @@ static int state_op(struct mds_txn *txn, void *arg)
 	if (r->archive_id)
 		ino.archive_id = r->archive_id;
 	rc = mds_db_inode_put(txn, &ino);
+	if (!rc)
+		rc = mds_changelog_hsm(a->m->changelog, txn, NACRE_CL_HE_STATE, 0,
+				       (ino.hsm_state & NACRE_HS_DIRTY) != 0, &r->fid);
 	a->out.state = ino.hsm_state;
 	a->out.archive_id = ino.archive_id;
 	return rc;
@@ -121,7 +126,7 @@ static int do_state_set(struct mds_hsm *h, const struct rpc_request *req, struct
 	int rc = finish_decode(req, &c);
 	if (rc)
 		return rc;
-	struct state_arg a = {&r, {0, 0}};
+	struct state_arg a = {h->m, &r, {0, 0}};
 	rc = mds_writer_submit(h->m->writer, state_op, &a);
 	if (!rc)
 		wire_hsm_state_encode(&rep->body, &a.out);

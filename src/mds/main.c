@@ -25,6 +25,7 @@
 #include "mds/lock_rpc.h"
 #include "mds/mds.h"
 #include "mds/notify.h"
+#include "mds/changelog.h"
 #include "mds/nodemap.h"
 #include "mds/nodemap_serve.h"
 #include "mds/ns.h"
@@ -58,6 +59,7 @@ struct opts {
 	int standby;
 	int allow_faults;
 	int sec_min; /* WIRE_SEC_*: --sec-min */
+	uint64_t cl_max_records; /* --changelog-max-records */
 	struct mds_hsm_conf hsm;
 	struct metrics_opts metrics;
 };
@@ -85,6 +87,7 @@ static void usage(FILE *f)
 		   "                 [--evict-timeout SECS] [--recovery-window SECS] [--standby]\n"
 		   "                 [--sync-interval SECS] [--cap-lifetime SECS]\n"
 		   "                 [--allow-fault-injection] [--sec-min null|integrity|privacy]\n"
+		   "                 [--changelog-max-records N]\n"
 		   METRICS_USAGE);
 }
 
@@ -104,6 +107,7 @@ enum {
 	OPT_SYNC,
 	OPT_CAP_LIFE,
 	OPT_SEC_MIN,
+	OPT_CL_MAX,
 };
 
 /* --hsm-* options; returns 0, 1 if c is not one of them, -1 on a bad value. */
@@ -175,12 +179,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"sync-interval", required_argument, NULL, OPT_SYNC},
 		{"cap-lifetime", required_argument, NULL, OPT_CAP_LIFE},
 		{"sec-min", required_argument, NULL, OPT_SEC_MIN},
+		{"changelog-max-records", required_argument, NULL, OPT_CL_MAX},
 		{NULL, 0, NULL, 0}};
 	int c;
 	int64_t v;
 	memset(o, 0, sizeof(*o));
 	daemon_log_opts_init(&o->log);
 	o->lock_evict_ms = MDS_LOCK_EVICT_MS_DEFAULT;
+	o->cl_max_records = MDS_CL_DEFAULT_MAX_RECORDS;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f': o->fsname = optarg; break;
@@ -233,6 +239,15 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->cap_lifetime_s = (int)life;
 			break;
 		}
+		case OPT_CL_MAX:
+			if (parse_i64(optarg, 0, INT64_MAX, &v)) {
+				fprintf(stderr, "nacre-mds: --changelog-max-records %s: expected a "
+						"number of records (0 = no cap; default %llu)\n",
+					optarg, (unsigned long long)MDS_CL_DEFAULT_MAX_RECORDS);
+				return -1;
+			}
+			o->cl_max_records = (uint64_t)v;
+			break;
 		case OPT_STANDBY: o->standby = 1; break;
 		case OPT_FAULTS: o->allow_faults = 1; break;
 		case OPT_SEC_MIN:
@@ -421,7 +436,8 @@ int main(int argc, char **argv)
 	    (rc = mds_locks_create(o.lock_evict_ms, mds_lock_answer, NULL, &m.locks)) ||
 	    (rc = mds_notify_create(&m.notify)) ||
 	    (rc = mds_oss_pool_create(o.fsname, &key, &m.oss)) ||
-	    (rc = mds_keys_create(&m, &m.keys))) {
+	    (rc = mds_keys_create(&m, &m.keys)) ||
+	    (rc = mds_changelog_create(&m, o.cl_max_records, &m.changelog))) {
 		fprintf(stderr, "nacre-mds: cannot start: %s\n", nacre_strerror(rc));
 		goto out;
 	}
@@ -518,6 +534,7 @@ out:
 	mds_targets_destroy(m.targets);
 	mds_space_destroy(m.space);
 	mds_keys_destroy(m.keys);
+	mds_changelog_destroy(m.changelog);
 	mds_db_close(m.db);
 	cap_key_fini(&m.capkey);
 	if (mdt_lock >= 0)

@@ -24,6 +24,7 @@ struct mds_keys;
 struct rpc_server;
 struct mds_notify;
 struct mds_nodemap;
+struct mds_changelog;
 
 struct mds {
 	struct mds_db *db;
@@ -46,6 +47,7 @@ struct mds {
 					    * unit tests */
 	int sec_min;                       /* WIRE_SEC_*: --sec-min, for every peer */
 	struct mds_nodemap *nodemap;       /* client rules (nodemap.h); NULL: nothing mapped */
+	struct mds_changelog *changelog;   /* changelog.h; NULL in unit tests: none written */
 	const char *data_dir;
 	char addr[NACRE_ADDR_MAX + 1];     /* "host:port" we serve on, for the TARGETS reply */
 	char fsname[NACRE_FSNAME_MAX + 1];

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "mds/alloc.h"
+#include "mds/changelog.h"
 #include "mds/destroy.h"
 #include "mds/hsm.h"
 #include "mds/inode.h"
@@ -274,6 +275,22 @@ struct setattr_arg {
 	struct nacre_attr *out;
 };
 
+/* Lustre's choice of record for a setattr: size > mode/owner > mtime > ctime > atime. */
+static uint32_t setattr_type(uint32_t valid)
+{
+	if (valid & NACRE_SET_SIZE)
+		return NACRE_CL_TRUNC;
+	if (valid & (NACRE_SET_MODE | NACRE_SET_UID | NACRE_SET_GID))
+		return NACRE_CL_SETATTR;
+	if (valid & (NACRE_SET_MTIME | NACRE_SET_MTIME_NOW))
+		return NACRE_CL_MTIME;
+	if (valid & NACRE_SET_CTIME)
+		return NACRE_CL_CTIME;
+	if (valid & (NACRE_SET_ATIME | NACRE_SET_ATIME_NOW))
+		return NACRE_CL_ATIME;
+	return NACRE_CL_CTIME;
+}
+
 static int setattr_op(struct mds_txn *txn, void *arg)
 {
 	struct setattr_arg *a = arg;
@@ -309,6 +326,9 @@ static int setattr_op(struct mds_txn *txn, void *arg)
 		ino.mtime = sa->mtime;
 	ino.ctime = (sa->valid & NACRE_SET_CTIME) ? sa->ctime : now;
 	rc = mds_db_inode_put(txn, &ino);
+	if (!rc)
+		rc = mds_changelog_note(a->m->changelog, txn, setattr_type(sa->valid), 0, a->fid,
+					NULL, NULL, a->cr);
 	if (!rc)
 		mds_inode_to_attr(&ino, a->out);
 	return rc;
@@ -392,6 +412,17 @@ static int create_mode(uint16_t opcode, uint32_t mode, uint32_t *out)
 	default:
 		return -EINVAL;
 	}
+}
+
+static uint32_t create_type(uint32_t mode)
+{
+	if (S_ISDIR(mode))
+		return NACRE_CL_MKDIR;
+	if (S_ISLNK(mode))
+		return NACRE_CL_SOFTLINK;
+	if (S_ISREG(mode))
+		return NACRE_CL_CREATE;
+	return NACRE_CL_MKNOD;
 }
 
 static int create_op(struct mds_txn *txn, void *arg)
@@ -498,6 +529,9 @@ static int create_op(struct mds_txn *txn, void *arg)
 	dir.nentries++;
 	dir.mtime = dir.ctime = now;
 	rc = mds_db_inode_put(txn, &dir);
+	if (!rc)
+		rc = mds_changelog_note(a->m->changelog, txn, create_type(mode), 0, &ino->fid,
+					&req->parent, req->name, &req->cred);
 	if (rc)
 		return rc;
 	mds_inode_to_attr(ino, a->out);
@@ -620,11 +654,22 @@ static int unlink_op(struct mds_txn *txn, void *arg)
 	if (rc)
 		return rc;
 	struct nacre_time now = time_now();
+	/* the flags say what the record's reader needs: the last name went, an archive
+	 * copy may need removing */
+	uint32_t clf = 0;
+	if (S_ISDIR(ino.mode) || ino.nlink <= 1)
+		clf |= NACRE_CLF_UNLINK_LAST;
+	if ((clf & NACRE_CLF_UNLINK_LAST) && (ino.hsm_state & NACRE_HS_EXISTS))
+		clf |= NACRE_CLF_UNLINK_HSM_EXISTS;
 	rc = mds_db_dentry_del(txn, a->parent, a->name);
 	if (!rc)
 		rc = mds_db_link_del(txn, &child, a->parent, a->name);
 	if (!rc)
 		rc = mds_ns_drop_name(a->m, txn, &ino, now);
+	if (!rc)
+		rc = mds_changelog_note(a->m->changelog, txn,
+					a->is_rmdir ? NACRE_CL_RMDIR : NACRE_CL_UNLINK, clf, &child,
+					a->parent, a->name, a->cr);
 	if (rc)
 		return rc;
 	if (S_ISDIR(ino.mode) && dir.nlink > 2)
@@ -648,6 +693,7 @@ int mds_ns_unlink(struct mds *m, const struct nacre_cred *cr, const struct nacre
 /* ---------------- link ---------------- */
 
 struct link_arg {
+	struct mds *m;
 	const struct nacre_cred *cr;
 	const struct nacre_fid *fid;
 	const struct nacre_fid *parent;
@@ -700,6 +746,9 @@ static int link_op(struct mds_txn *txn, void *arg)
 	dir.mtime = dir.ctime = now;
 	rc = mds_db_inode_put(txn, &dir);
 	if (!rc)
+		rc = mds_changelog_note(a->m->changelog, txn, NACRE_CL_HARDLINK, 0, a->fid,
+					a->parent, a->name, a->cr);
+	if (!rc)
 		mds_inode_to_attr(&ino, a->out);
 	return rc;
 }
@@ -707,6 +756,6 @@ static int link_op(struct mds_txn *txn, void *arg)
 int mds_ns_link(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
 		const struct nacre_fid *parent, const char *name, struct nacre_attr *out)
 {
-	struct link_arg a = {cr, fid, parent, name, out};
+	struct link_arg a = {m, cr, fid, parent, name, out};
 	return mds_writer_submit(m->writer, link_op, &a);
 }

@@ -7,6 +7,7 @@
 
 #include "common/util.h"
 #include "mds/alloc.h"
+#include "mds/changelog.h"
 #include "mds/hsm.h"
 #include "mds/inode.h"
 #include "mds/ns.h"
@@ -64,6 +65,9 @@ static int import_op(struct mds_txn *txn, void *arg)
 	dir->nentries++;
 	dir->mtime = dir->ctime = now;
 	rc = mds_db_inode_put(txn, dir);
+	if (!rc) /* a new name, as any create: consumers of the changelog see it appear */
+		rc = mds_changelog_note(a->m->changelog, txn, NACRE_CL_CREATE, 0, &ino->fid,
+					&r->parent, r->name, &r->cred);
 	if (!rc)
 		mds_inode_to_attr(ino, &a->out);
 out:

@@ -7,6 +7,7 @@
 
 #include "common/layout.h"
 #include "common/log.h"
+#include "mds/changelog.h"
 #include "common/util.h"
 #include "mds/alloc.h"
 #include "mds/destroy.h"
@@ -112,7 +113,10 @@ static int layout_set_op(struct mds_txn *txn, void *arg)
 	if (rc)
 		return rc;
 	ino.ctime = time_now();
-	return mds_db_inode_put(txn, &ino);
+	rc = mds_db_inode_put(txn, &ino);
+	return rc ? rc
+		  : mds_changelog_note(a->m->changelog, txn, NACRE_CL_LAYOUT, 0, a->fid, NULL,
+				       NULL, a->cr);
 }
 
 int mds_ns_layout_set(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,

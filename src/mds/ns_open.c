@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "mds/caps.h"
+#include "mds/changelog.h"
 #include "mds/destroy.h"
 #include "mds/hsm.h"
 #include "mds/inode.h"
@@ -18,6 +19,20 @@
 #include "mds/writer.h"
 
 /* ---------------- OPEN ---------------- */
+
+struct open_note {
+	struct mds *m;
+	const struct nacre_fid *fid;
+	const struct nacre_cred *cr;
+};
+
+static int open_note_op(struct mds_txn *txn, void *arg)
+{
+	struct open_note *n = arg;
+
+	return mds_changelog_note(n->m->changelog, txn, NACRE_CL_OPEN, 0, n->fid, NULL, NULL,
+				  n->cr);
+}
 
 int mds_ns_open(struct mds *m, uint64_t conn_id, uint64_t owner, const struct wire_open_req *r,
 		struct wire_open_rep *rep)
@@ -90,6 +105,13 @@ int mds_ns_open(struct mds *m, uint64_t conn_id, uint64_t owner, const struct wi
 	}
 	if (S_ISREG(ino->mode) && ino->has_layout)
 		rep->layout = ino->layout;
+	if (mds_changelog_wants(m->changelog, NACRE_CL_OPEN)) {
+		/* off by default, as in Lustre: an open is a read, this makes it a write */
+		struct open_note n = {m, &r->fid, &r->cred};
+		rc = mds_writer_submit(m->writer, open_note_op, &n);
+		if (rc)
+			goto out_drop;
+	}
 	rep->handle = id;
 	if (mds_req_current)
 		mds_req_current->note.value = id; /* a resent OPEN gets this handle back */
@@ -111,6 +133,7 @@ struct close_arg {
 	struct nacre_attr *out;
 	int destroyed;
 	int restore; /* a copytool's restore handle: its size and mtime are not the file's */
+	int is_close;
 };
 
 static int close_op(struct mds_txn *txn, void *arg)
@@ -140,6 +163,15 @@ static int close_op(struct mds_txn *txn, void *arg)
 		a->destroyed = 1;
 		return mds_ns_destroy_inode(a->m, txn, &ino);
 	}
+	/* Lustre writes CLOSE only for a file that was written: here a close that reports
+	 * a size or an mtime (a reader's reports neither) */
+	if (a->is_close && a->r && S_ISREG(ino.mode) && !a->restore &&
+	    (a->r->size || a->r->has_mtime)) {
+		rc = mds_changelog_note(a->m->changelog, txn, NACRE_CL_CLOSE, 0, a->fid, NULL,
+					NULL, NULL);
+		if (rc)
+			return rc;
+	}
 	/* a close that brings nothing new (most of them: readers, empty files) writes
 	 * nothing, so its commit is free */
 	if (!changed)
@@ -154,7 +186,7 @@ int mds_ns_close(struct mds *m, uint64_t conn_id, const struct wire_close_req *r
 	if (kind < 0 && is_close)
 		LOG_DEBUG("open", "close of unknown handle %llu (conn %llu)",
 			  (unsigned long long)r->handle, (unsigned long long)conn_id);
-	struct close_arg a = {m, r, &r->fid, out, 0, kind == 1};
+	struct close_arg a = {m, r, &r->fid, out, 0, kind == 1, is_close};
 	int rc = mds_writer_submit(m->writer, close_op, &a);
 	if (a.destroyed && !rc)
 		mds_destroyer_kick(m->destroyer);
@@ -177,7 +209,7 @@ void mds_ns_disconnect(struct mds *m, uint64_t conn_id)
 	size_t n = mds_open_drop_conn(m->open, conn_id, &closed);
 	int destroyed = 0;
 	for (size_t i = 0; i < n; i++) {
-		struct close_arg a = {m, NULL, &closed[i], NULL, 0, 0};
+		struct close_arg a = {m, NULL, &closed[i], NULL, 0, 0, 0};
 		if (mds_writer_submit(m->writer, close_op, &a) == 0 && a.destroyed)
 			destroyed = 1;
 	}
@@ -224,7 +256,7 @@ int mds_ns_reap_orphans(struct mds *m)
 	mds_txn_abort(txn);
 	size_t destroyed = 0;
 	for (size_t i = 0; !rc && i < o.n; i++) {
-		struct close_arg a = {m, NULL, &o.v[i], NULL, 0, 0};
+		struct close_arg a = {m, NULL, &o.v[i], NULL, 0, 0, 0};
 		rc = mds_writer_submit(m->writer, close_op, &a);
 		if (rc == -ENOENT)
 			rc = 0;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "common/util.h"
+#include "mds/changelog.h"
 #include "mds/destroy.h"
 #include "mds/inode.h"
 #include "mds/ns.h"
@@ -201,6 +202,56 @@ static int do_move(struct mds_txn *txn, struct rename_ctx *c)
 	return mds_db_inode_put(txn, &c->src);
 }
 
+/* One RENME record per moved inode, as Lustre writes it: t= the target it replaced (zero if
+ * none), p= and name its new place, s=, sp= and sname where it was. An exchange moves two
+ * inodes: two records, each with no target. */
+static int note_one(struct mds_txn *txn, struct rename_ctx *c, const struct mds_inode *moved,
+		    const struct nacre_fid *sp, const char *sname, const struct nacre_fid *dp,
+		    const char *dname, const struct mds_inode *replaced)
+{
+	struct nacre_changelog_rec *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->type = NACRE_CL_RENAME;
+	r->flags = NACRE_CLF_RENAME;
+	if (replaced) {
+		r->tfid = replaced->fid;
+		/* called after the move: the replaced inode's nlink already lost this name */
+		if (S_ISDIR(replaced->mode) || replaced->nlink == 0) {
+			r->flags |= NACRE_CLF_RENAME_LAST;
+			if (replaced->hsm_state & NACRE_HS_EXISTS)
+				r->flags |= NACRE_CLF_RENAME_LAST_EXISTS;
+		}
+	}
+	r->pfid = *dp;
+	str_copy(r->name, dname, sizeof(r->name));
+	r->sfid = moved->fid;
+	r->spfid = *sp;
+	str_copy(r->sname, sname, sizeof(r->sname));
+	r->xflags = NACRE_CLFE_UIDGID;
+	r->uid = c->r->cred.uid;
+	r->gid = c->r->cred.gid;
+	int rc = mds_changelog_add(c->m->changelog, txn, r);
+	free(r);
+	return rc;
+}
+
+static int note(struct mds_txn *txn, struct rename_ctx *c)
+{
+	const struct wire_rename_req *r = c->r;
+
+	if (!mds_changelog_wants(c->m->changelog, NACRE_CL_RENAME)) /* counted, not written */
+		return mds_changelog_note(c->m->changelog, txn, NACRE_CL_RENAME, 0, NULL, NULL,
+					  NULL, NULL);
+	if (!(r->flags & MDS_RENAME_EXCHANGE))
+		return note_one(txn, c, &c->src, &r->sparent, r->sname, &r->dparent, r->dname,
+				c->have_dst ? &c->dst : NULL);
+	int rc = note_one(txn, c, &c->src, &r->sparent, r->sname, &r->dparent, r->dname, NULL);
+	if (!rc)
+		rc = note_one(txn, c, &c->dst, &r->dparent, r->dname, &r->sparent, r->sname, NULL);
+	return rc;
+}
+
 static int rename_op(struct mds_txn *txn, void *arg)
 {
 	struct rename_ctx *c = arg;
@@ -222,6 +273,8 @@ static int rename_op(struct mds_txn *txn, void *arg)
 	rc = mds_db_inode_put(txn, c->sp);
 	if (!rc && c->dp != c->sp)
 		rc = mds_db_inode_put(txn, c->dp);
+	if (!rc)
+		rc = note(txn, c);
 	return rc;
 }
 

@@ -12,6 +12,7 @@
 
 #include "common/util.h"
 #include "mds/acl.h"
+#include "mds/changelog.h"
 #include "mds/ns.h"
 #include "mds/perm.h"
 #include "mds/notify.h"
@@ -139,6 +140,7 @@ int mds_xattr_list(struct mds *m, const struct nacre_cred *cr, const struct nacr
 }
 
 struct set_arg {
+	struct mds *m;
 	const struct nacre_cred *cr;
 	const struct nacre_fid *fid;
 	const char *name;
@@ -227,7 +229,21 @@ static int set_op(struct mds_txn *txn, void *arg)
 	if (rc)
 		return rc;
 	ino.ctime = time_now();
-	return mds_db_inode_put(txn, &ino);
+	rc = mds_db_inode_put(txn, &ino);
+	if (!rc && mds_changelog_wants(a->m->changelog, NACRE_CL_XATTR)) {
+		struct nacre_changelog_rec *r = calloc(1, sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		r->type = NACRE_CL_XATTR;
+		r->tfid = *a->fid;
+		r->xflags = NACRE_CLFE_UIDGID | NACRE_CLFE_XATTR;
+		r->uid = a->cr->uid;
+		r->gid = a->cr->gid;
+		str_copy(r->xattr, a->name, sizeof(r->xattr));
+		rc = mds_changelog_add(a->m->changelog, txn, r);
+		free(r);
+	}
+	return rc;
 }
 
 int mds_xattr_set(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
@@ -237,7 +253,7 @@ int mds_xattr_set(struct mds *m, const struct nacre_cred *cr, const struct nacre
 		return -EINVAL;
 	if (len > NACRE_XATTR_MAX)
 		return -E2BIG;
-	struct set_arg a = {cr, fid, name, value, len, flags, 0};
+	struct set_arg a = {m, cr, fid, name, value, len, flags, 0};
 	int rc = mds_writer_submit(m->writer, set_op, &a);
 	if (!rc && is_acl(name))
 		mds_notify_perm_change(m, fid);
@@ -247,7 +263,7 @@ int mds_xattr_set(struct mds *m, const struct nacre_cred *cr, const struct nacre
 int mds_xattr_remove(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
 		     const char *name)
 {
-	struct set_arg a = {cr, fid, name, NULL, 0, 0, 1};
+	struct set_arg a = {m, cr, fid, name, NULL, 0, 0, 1};
 	int rc = mds_writer_submit(m->writer, set_op, &a);
 	if (!rc && is_acl(name))
 		mds_notify_perm_change(m, fid);

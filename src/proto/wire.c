@@ -88,6 +88,11 @@ static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(MDS_HSM_IMPORT, "hsm_import_req", "attr_rep", RC),
 	OP(MDS_LINKS, "links_req", "links_rep", IDEM | INL),
 	OP(MDS_FIND, "find_req", "find_rep", IDEM),
+	OP(MDS_CL_REGISTER, "changelog_req", "changelog_rep", 0),
+	OP(MDS_CL_DEREGISTER, "changelog_req", "changelog_rep", 0),
+	OP(MDS_CL_READ, "changelog_req", "changelog_rep", IDEM),
+	OP(MDS_CL_CLEAR, "changelog_req", "changelog_rep", IDEM),
+	OP(MDS_CL_MASK, "changelog_req", "changelog_rep", IDEM),
 	OP(OST_WRITE, "ost_io_req", "empty", IDEM),
 	OP(OST_READ, "ost_io_req", "empty", IDEM),
 	OP(OST_PUNCH, "ost_io_req", "empty", IDEM),
@@ -2222,4 +2227,112 @@ void wire_nodemap_rep_decode(struct wire_cursor *c, struct wire_nodemap_rep *m)
 	if (m->text && memchr(m->text, '\0', m->text_len))
 		wire_cursor_fail(c, -EPROTO);
 	wire_fid_get(c, &m->root);
+}
+
+/* changelog_req: cred, str user (0..16), u64 start, u64 end, u64 mask, u32 xflags,
+ * u32 flags (WIRE_CL_SET_*), u32 max_bytes */
+void wire_changelog_req_encode(struct wire_cursor *c, const struct wire_changelog_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	str_put(c, m->user, NACRE_CL_USER_MAX);
+	wire_put_u64(c, m->start);
+	wire_put_u64(c, m->end);
+	wire_put_u64(c, m->mask);
+	wire_put_u32(c, m->xflags);
+	wire_put_u32(c, m->flags);
+	wire_put_u32(c, m->max_bytes);
+}
+
+void wire_changelog_req_decode(struct wire_cursor *c, struct wire_changelog_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	str_get(c, m->user, 0, NACRE_CL_USER_MAX);
+	m->start = wire_get_u64(c);
+	m->end = wire_get_u64(c);
+	m->mask = wire_get_u64(c);
+	m->xflags = wire_get_u32(c);
+	m->flags = wire_get_u32(c);
+	m->max_bytes = wire_get_u32(c);
+	if (m->flags & ~(WIRE_CL_SET_MASK | WIRE_CL_SET_XFLAGS))
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* changelog_rep: str user (0..16), u64 mask, u32 xflags, u32 nusers, u64 first, u64 last,
+ * u32 count, u8 eof (0/1); then count cl_rec (checked against the bytes left) */
+#define CHANGELOG_REP_LEN(user) (2 + (user) + 8 + 4 + 4 + 8 + 8 + 4 + 1)
+void wire_changelog_rep_encode(struct wire_cursor *c, const struct wire_changelog_rep *m)
+{
+	str_put(c, m->user, NACRE_CL_USER_MAX);
+	wire_put_u64(c, m->mask);
+	wire_put_u32(c, m->xflags);
+	wire_put_u32(c, m->nusers);
+	wire_put_u64(c, m->first);
+	wire_put_u64(c, m->last);
+	wire_put_u32(c, m->count);
+	wire_put_u8(c, m->eof ? 1 : 0);
+}
+
+void wire_changelog_rep_decode(struct wire_cursor *c, struct wire_changelog_rep *m)
+{
+	memset(m, 0, sizeof(*m));
+	str_get(c, m->user, 0, NACRE_CL_USER_MAX);
+	m->mask = wire_get_u64(c);
+	m->xflags = wire_get_u32(c);
+	m->nusers = wire_get_u32(c);
+	m->first = wire_get_u64(c);
+	m->last = wire_get_u64(c);
+	m->count = wire_get_u32(c);
+	m->eof = wire_get_u8(c);
+	if (wire_cursor_ok(c) &&
+	    (m->eof > 1 || m->count > wire_cursor_left(c) / WIRE_CL_REC_MIN))
+		wire_cursor_fail(c, -EPROTO);
+}
+
+void wire_changelog_rep_patch(struct wire_cursor *c, size_t pos,
+			      const struct wire_changelog_rep *m)
+{
+	struct wire_cursor w;
+
+	if (header_at(c, pos, CHANGELOG_REP_LEN(strlen(m->user)), &w))
+		wire_changelog_rep_encode(&w, m);
+}
+
+void wire_cl_rec_put(struct wire_cursor *c, const struct nacre_changelog_rec *r)
+{
+	wire_put_u64(c, r->index);
+	wire_put_u32(c, r->type);
+	wire_put_u32(c, r->flags);
+	wire_time_put(c, &r->time);
+	wire_fid_put(c, &r->tfid);
+	wire_fid_put(c, &r->pfid);
+	wire_fid_put(c, &r->sfid);
+	wire_fid_put(c, &r->spfid);
+	wire_put_u32(c, r->xflags);
+	wire_put_u32(c, r->uid);
+	wire_put_u32(c, r->gid);
+	str_put(c, r->name, NACRE_NAME_MAX);
+	str_put(c, r->sname, NACRE_NAME_MAX);
+	str_put(c, r->xattr, NACRE_NAME_MAX);
+}
+
+void wire_cl_rec_get(struct wire_cursor *c, struct nacre_changelog_rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->index = wire_get_u64(c);
+	r->type = wire_get_u32(c);
+	r->flags = wire_get_u32(c);
+	wire_time_get(c, &r->time);
+	wire_fid_get(c, &r->tfid);
+	wire_fid_get(c, &r->pfid);
+	wire_fid_get(c, &r->sfid);
+	wire_fid_get(c, &r->spfid);
+	r->xflags = wire_get_u32(c);
+	r->uid = wire_get_u32(c);
+	r->gid = wire_get_u32(c);
+	str_get(c, r->name, 0, NACRE_NAME_MAX);
+	str_get(c, r->sname, 0, NACRE_NAME_MAX);
+	str_get(c, r->xattr, 0, NACRE_NAME_MAX);
+	if (wire_cursor_ok(c) && r->type >= NACRE_CL_LAST)
+		wire_cursor_fail(c, -EPROTO);
 }

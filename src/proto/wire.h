@@ -110,7 +110,16 @@ enum wire_opcode {
 	WIRE_OP_MDS_HSM_AGENT_POLL = 54,     /* req: hsm_poll_req; rep: hsm_poll_rep */
 	WIRE_OP_MDS_HSM_AGENT_PROGRESS = 55, /* req: hsm_progress; rep: hsm_progress_rep */
 	WIRE_OP_MDS_HSM_IMPORT = 56,    /* req: hsm_import_req; rep: attr_rep */
-	/* 57..61 reserved for HSM */
+	/* changelogs (docs/changelog.md): admin requests (server or admin key) */
+	WIRE_OP_MDS_CL_REGISTER = 57,   /* req: changelog_req; rep: changelog_rep (user: the
+					 * new "clN") */
+	WIRE_OP_MDS_CL_DEREGISTER = 58, /* req: changelog_req (user); rep: changelog_rep */
+	WIRE_OP_MDS_CL_READ = 59,       /* req: changelog_req (start, end, max_bytes); rep:
+					 * changelog_rep + count cl_rec, by index */
+	WIRE_OP_MDS_CL_CLEAR = 60,      /* req: changelog_req (user, end: 0 = all current);
+					 * rep: changelog_rep */
+	WIRE_OP_MDS_CL_MASK = 61,       /* req: changelog_req (flags say what to set); rep:
+					 * changelog_rep (the mask after it) */
 	WIRE_OP_MDS_FIND = 62, /* req: find_req; rep: find_rep + count find_ent: one page of a
 				* namespace scan with predicates (docs/protocol.md, "find") */
 	WIRE_OP_MDS_LINKS = 63,         /* req: links_req; rep: links_rep: the names (parent,
@@ -457,6 +466,35 @@ struct wire_nodemap_rep {
 	const char *text;      /* blob of text_len bytes, no NUL; decode: a view into the buffer */
 	uint32_t text_len;     /* 0..WIRE_NODEMAP_TEXT_MAX */
 	struct nacre_fid root; /* SELF: the directory that is the client's root */
+};
+
+/* Changelog requests (since version 1). One request message for the five opcodes: each
+ * reads the fields it needs. The reply: the user concerned, the mask and extras, the index
+ * range the MDS holds (first 0 when empty; last is the last index handed out), and for
+ * READ count records with start <= index <= end (end 0: no end) in index order, at most
+ * max_bytes of them (at least one if any), eof set when the reply holds the last. */
+#define WIRE_CL_SET_MASK 1u   /* CL_MASK: set mask */
+#define WIRE_CL_SET_XFLAGS 2u /* CL_MASK: set xflags (NACRE_CLFE_UIDGID | _XATTR) */
+#define WIRE_CL_READ_MAX_BYTES (60u * 1024u)
+struct wire_changelog_req {
+	struct nacre_cred cred;
+	char user[NACRE_CL_USER_MAX + 1]; /* str 0..16 */
+	uint64_t start;
+	uint64_t end;
+	uint64_t mask;     /* bit per NACRE_CL_* type */
+	uint32_t xflags;
+	uint32_t flags;    /* WIRE_CL_SET_*; unknown bits fail the decode */
+	uint32_t max_bytes;
+};
+struct wire_changelog_rep { /* followed by count cl_rec (READ) */
+	char user[NACRE_CL_USER_MAX + 1]; /* str 0..16 */
+	uint64_t mask;
+	uint32_t xflags;
+	uint32_t nusers;
+	uint64_t first;
+	uint64_t last;
+	uint32_t count;
+	uint8_t eof;
 };
 
 /* ---- MDS requests ---- */
@@ -953,6 +991,8 @@ WIRE_MSG(nodemap_req);
 WIRE_MSG(nodemap_rep);
 WIRE_MSG(links_req);
 WIRE_MSG(links_rep);
+WIRE_MSG(changelog_req);
+WIRE_MSG(changelog_rep);
 #undef WIRE_MSG
 /* The items of a key_list. */
 void wire_key_entry_put(struct wire_cursor *c, const struct wire_key_entry *e);
@@ -1120,6 +1160,18 @@ void wire_dirent_get(struct wire_cursor *c, struct nacre_dirent *d);
 #define WIRE_HSM_ACTION_MAX (WIRE_HSM_ACTION_MIN + NACRE_PATH_MAX)
 void wire_hsm_action_put(struct wire_cursor *c, const struct nacre_hsm_action *a);
 void wire_hsm_action_get(struct wire_cursor *c, struct nacre_hsm_action *a);
+
+/* One changelog record (CL_READ's items, and the MDS's stored records after a u16
+ * version): u64 index, u32 type (< NACRE_CL_LAST), u32 flags, time, fid tfid, fid pfid,
+ * fid sfid, fid spfid, u32 xflags, u32 uid, u32 gid, str name, str sname, str xattr (each
+ * 0..255 bytes, no NUL): WIRE_CL_REC_MIN bytes and the names. */
+#define WIRE_CL_REC_MIN (8 + 4 + 4 + 12 + 4 * 16 + 4 + 4 + 4 + 3 * 2)
+#define WIRE_CL_REC_MAX (WIRE_CL_REC_MIN + 3 * NACRE_NAME_MAX)
+void wire_cl_rec_put(struct wire_cursor *c, const struct nacre_changelog_rec *r);
+void wire_cl_rec_get(struct wire_cursor *c, struct nacre_changelog_rec *r);
+/* changelog_rep's header rewritten in place (as wire_readdir_rep_patch). */
+void wire_changelog_rep_patch(struct wire_cursor *c, size_t pos,
+			      const struct wire_changelog_rep *m);
 
 /* A TARGETS entry: u32 type, u32 index, u8 up, str addr, statfs. */
 void wire_target_put(struct wire_cursor *c, const struct nacre_target *t);
