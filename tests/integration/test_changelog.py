@@ -451,9 +451,12 @@ def test_hsm_events(make_cluster, cl, nacre_cli):
     os.mkdir(m / "imp")
     nacre_cli("hsm", "import", "--archive-id", 1, "--backend", f"posix:{c.dir / 'imp'}",
               m / "imp", check=True)
-    r = records(cl, c)[-1]
+    stub = fid(nacre_cli, m / "imp" / "x.bin")
+    since_import = [r for r in records(cl, c) if r["t"] == stub]
+    r = since_import[0]
     assert (r["type"], r["p"], r["name"]) == ("CREAT", fid(nacre_cli, m / "imp"), "x.bin")
-    assert r["t"] == fid(nacre_cli, m / "imp" / "x.bin")
+    # then the import records where the stub came from (trusted.nacre.hsm_origin): XATTR
+    assert [x["type"] for x in since_import[1:]] == ["XATTR"], since_import
     ct.kill(signal.SIGKILL)  # its long poll would hold the teardown's SIGTERM for seconds
 
 
