@@ -58,6 +58,10 @@ int mds_changelog_hsm(struct mds_changelog *cl, struct mds_txn *txn, uint32_t ev
  * (the HSM policy rescans only when it moved). Never blocks. NULL cl: 0. */
 uint64_t mds_changelog_changes(const struct mds_changelog *cl);
 
+/* The feed of changed FIDs (feed.h) that the hook fills once enabled: every inode a change
+ * passed to mds_changelog_add or _note touched, recorded or not. Owned by cl. */
+struct mds_feed *mds_changelog_feed(const struct mds_changelog *cl);
+
 /* A record as stored: u16 version then wire_cl_rec. encode returns the length written to
  * buf (WIRE_CL_REC_MAX + 2 bytes) or -EINVAL; decode returns 0 or -EIO. Pure. */
 int mds_changelog_rec_encode(const struct nacre_changelog_rec *r, uint8_t *buf, size_t len);
