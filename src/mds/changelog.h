@@ -8,6 +8,9 @@
  * (max_records) evicts the user that holds the oldest records, logged, when the table
  * would pass it.
  *
+ * Every change passed to mds_changelog_add or _note, recorded or not, is counted and its
+ * inodes fed to the HSM policy's feed (feed.h) when a policy is on.
+ *
  * Threading: mds_changelog_add runs inside writer operations (one at a time, writer.h),
  * which also run register, deregister, clear and mask changes, so the index and user
  * state need no lock of their own; readers take atomic snapshots of the counters and read

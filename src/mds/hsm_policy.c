@@ -211,7 +211,7 @@ static void log_overflow(struct mds_hsm *h, const char *what)
 		return;
 	h->policy_warned = 1;
 	LOG_WARN("hsm", "policy: %s more than %zu files (--hsm-policy-max-files): scanning every "
-		 "inode after changes until a scan finds fewer", what, max_files(h));
+		 "inode after changes until a scan finds fewer to follow", what, max_files(h));
 }
 
 /* Every inode: rebuilds the followed set (unless it passes the bound). */
@@ -385,7 +385,7 @@ void mds_hsm_run_policy(struct mds_hsm *h)
 	int rc;
 
 	if (mds_feed_take(mds_changelog_feed(h->m->changelog), &changed) && h->policy_whole) {
-		log_overflow(h, "more changes than");
+		log_overflow(h, "changes to");
 		h->policy_whole = 0;
 		h->policy_scanned = 0;
 	}
