@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "mds/feed.h"
 #include "mds/writer.h"
 #include "proto/cursor.h"
 #include "proto/wire.h"
@@ -29,6 +30,7 @@ struct mds_changelog {
 	uint64_t next;     /* the index the next record takes */
 	uint64_t changes;  /* changes seen, recorded or not */
 	uint64_t first;    /* the lowest index stored, 0 = none; written by writer operations */
+	struct mds_feed *feed; /* changed FIDs for the HSM policy (feed.h) */
 	/* writer operations only */
 	uint32_t lastuser; /* the highest N of "clN" ever handed out */
 };
@@ -270,12 +272,18 @@ int mds_changelog_create(struct mds *m, uint64_t max_records, struct mds_changel
 	cl->m = m;
 	cl->max_records = max_records;
 	struct mds_txn *txn;
-	int rc = mds_txn_begin_read(m->db, &txn);
+	int rc = mds_feed_create(&cl->feed);
+	if (rc) {
+		free(cl);
+		return rc;
+	}
+	rc = mds_txn_begin_read(m->db, &txn);
 	if (!rc) {
 		rc = load(cl, txn, 1);
 		mds_txn_abort(txn);
 	}
 	if (rc) {
+		mds_feed_destroy(cl->feed);
 		free(cl);
 		return rc;
 	}
@@ -285,6 +293,8 @@ int mds_changelog_create(struct mds *m, uint64_t max_records, struct mds_changel
 
 void mds_changelog_destroy(struct mds_changelog *cl)
 {
+	if (cl)
+		mds_feed_destroy(cl->feed);
 	free(cl);
 }
 
@@ -302,10 +312,21 @@ uint64_t mds_changelog_changes(const struct mds_changelog *cl)
 	return cl ? __atomic_load_n(&cl->changes, __ATOMIC_ACQUIRE) : 0;
 }
 
-static void count_change(struct mds_changelog *cl)
+struct mds_feed *mds_changelog_feed(const struct mds_changelog *cl)
 {
-	if (cl)
-		__atomic_add_fetch(&cl->changes, 1, __ATOMIC_RELEASE);
+	return cl ? cl->feed : NULL;
+}
+
+/* The hook every change passes, recorded or not: counts it and feeds the policy the
+ * inodes it touched (tfid, and for a rename sfid; either may be NULL). */
+static void count_change(struct mds_changelog *cl, const struct nacre_fid *tfid,
+			 const struct nacre_fid *sfid)
+{
+	if (!cl)
+		return;
+	__atomic_add_fetch(&cl->changes, 1, __ATOMIC_RELEASE);
+	mds_feed_note(cl->feed, tfid);
+	mds_feed_note(cl->feed, sfid);
 }
 
 int mds_changelog_add(struct mds_changelog *cl, struct mds_txn *txn,
@@ -313,7 +334,7 @@ int mds_changelog_add(struct mds_changelog *cl, struct mds_txn *txn,
 {
 	uint8_t buf[WIRE_CL_REC_MAX + 2];
 
-	count_change(cl);
+	count_change(cl, &r->tfid, &r->sfid);
 	if (!mds_changelog_wants(cl, r->type))
 		return 0;
 	uint32_t xf = __atomic_load_n(&cl->xflags, __ATOMIC_ACQUIRE);
@@ -347,7 +368,7 @@ int mds_changelog_note(struct mds_changelog *cl, struct mds_txn *txn, uint32_t t
 		       const char *name, const struct nacre_cred *cr)
 {
 	if (!mds_changelog_wants(cl, type)) {
-		count_change(cl);
+		count_change(cl, tfid, NULL);
 		return 0;
 	}
 	struct nacre_changelog_rec *r = calloc(1, sizeof(*r));

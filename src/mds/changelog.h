@@ -8,6 +8,9 @@
  * (max_records) evicts the user that holds the oldest records, logged, when the table
  * would pass it.
  *
+ * Every change passed to mds_changelog_add or _note, recorded or not, is counted and its
+ * inodes fed to the HSM policy's feed (feed.h) when a policy is on.
+ *
  * Threading: mds_changelog_add runs inside writer operations (one at a time, writer.h),
  * which also run register, deregister, clear and mask changes, so the index and user
  * state need no lock of their own; readers take atomic snapshots of the counters and read
@@ -57,6 +60,10 @@ int mds_changelog_hsm(struct mds_changelog *cl, struct mds_txn *txn, uint32_t ev
 /* How many changes went through mds_changelog_add or _note since start, recorded or not
  * (the HSM policy rescans only when it moved). Never blocks. NULL cl: 0. */
 uint64_t mds_changelog_changes(const struct mds_changelog *cl);
+
+/* The feed of changed FIDs (feed.h) that the hook fills once enabled: every inode a change
+ * passed to mds_changelog_add or _note touched, recorded or not. Owned by cl. */
+struct mds_feed *mds_changelog_feed(const struct mds_changelog *cl);
 
 /* A record as stored: u16 version then wire_cl_rec. encode returns the length written to
  * buf (WIRE_CL_REC_MAX + 2 bytes) or -EINVAL; decode returns 0 or -EIO. Pure. */

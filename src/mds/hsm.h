@@ -35,6 +35,7 @@ struct mds_hsm_conf {
 	int release_high;          /* release LRU archived files when an OST is above this % */
 	int release_low;           /* ... until it is below this % */
 	int policy_period_s;       /* how often the policy runs; 0 = 30 */
+	uint64_t policy_max_files; /* files it follows between scans; 0 = 1,000,000 */
 };
 
 /* Loads the queue (STARTED actions go back to WAITING: their agents are gone) and starts the

@@ -120,11 +120,13 @@ int mds_hsm_start(struct mds *m, const struct mds_hsm_conf *conf, struct mds_hsm
 		LOG_INFO("hsm", "%u actions started before the restart are WAITING again",
 			 ra.requeued);
 	h->next_cookie = ra.last + 1;
+	mds_hsm_policy_init(h);
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_cond_init(&h->work, NULL);
 	pthread_cond_init(&h->tick, NULL);
 	rc = -pthread_create(&h->thread, NULL, coordinator, h);
 	if (rc) {
+		mds_hsm_policy_fini(h);
 		free(h->act);
 		free(h);
 		return rc;
@@ -146,6 +148,7 @@ void mds_hsm_stop(struct mds_hsm *h)
 	pthread_cond_destroy(&h->work);
 	pthread_cond_destroy(&h->tick);
 	pthread_mutex_destroy(&h->lock);
+	mds_hsm_policy_fini(h);
 	free(h->act);
 	free(h);
 }

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "mds/db.h"
+#include "mds/feed.h"
 #include "mds/hsm.h"
 #include "mds/perm.h"
 #include "proto/wire.h"
@@ -66,12 +67,18 @@ struct mds_hsm {
 	struct metric *m_active, *m_active_max, *m_started;
 	struct metric *m_waiting, *m_queued_started; /* set by the coordinator thread */
 	int64_t last_release_ms; /* the policy's last release (coordinator thread only) */
-	/* the policy's last scan (coordinator thread only): the namespace's change count
-	 * then (changelog.h), and when the next file comes of age (INT64_MAX: none) */
-	int policy_scanned;
+	/* The policy's state (coordinator thread only, hsm_policy.c). policy_cands holds
+	 * the files it follows: ARCHIVE (due when they come of age) and RELEASE (archived,
+	 * releasable, with atime and size); it is whole (policy_whole) from one full scan on,
+	 * kept up to date by the changed FIDs of the changelog's feed. When it is not whole
+	 * (the start, or a bound passed) the policy scans as it did before: when the change
+	 * count moved (policy_changes), a file came of age or an OST is above the mark. */
+	struct mds_fidset policy_cands;
+	int policy_whole, policy_scanned, policy_warned;
 	uint64_t policy_changes;
-	int64_t policy_due;
-	uint64_t policy_scans, policy_skips; /* for the log and tests */
+	int64_t policy_due; /* the soonest an ARCHIVE candidate comes of age (INT64_MAX: none) */
+	uint64_t policy_scans, policy_skips; /* for the log */
+	struct metric *m_examined, *m_scans, *m_cands;
 	struct agent agents[MAX_AGENTS];
 	uint32_t nagents;
 	uint64_t next_cookie;
@@ -161,5 +168,9 @@ void mds_hsm_count_queue(struct mds_hsm *h);
 /* ---- hsm_policy.c ---- */
 /* One run of the built-in policy (conf.archive_age_s, conf.release_high/low). */
 void mds_hsm_run_policy(struct mds_hsm *h);
+/* At start: the metrics and the feed of changed FIDs (when a policy is on). */
+void mds_hsm_policy_init(struct mds_hsm *h);
+/* At stop: frees the candidates. */
+void mds_hsm_policy_fini(struct mds_hsm *h);
 
 #endif

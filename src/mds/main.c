@@ -83,7 +83,8 @@ static void usage(FILE *f)
 		   "                 [--hsm-remove-on-unlink] [--hsm-max-active N]\n"
 		   "                 [--hsm-timeout SECS] [--hsm-grace SECS]\n"
 		   "                 [--hsm-archive-age SECS] [--hsm-release HIGH:LOW]\n"
-		   "                 [--hsm-policy-period SECS] [--lock-evict-timeout SECS]\n"
+		   "                 [--hsm-policy-period SECS] [--hsm-policy-max-files N]\n"
+		   "                 [--lock-evict-timeout SECS]\n"
 		   "                 [--evict-timeout SECS] [--recovery-window SECS] [--standby]\n"
 		   "                 [--sync-interval SECS] [--cap-lifetime SECS]\n"
 		   "                 [--allow-fault-injection] [--sec-min null|integrity|privacy]\n"
@@ -99,6 +100,7 @@ enum {
 	OPT_HSM_AGE,
 	OPT_HSM_RELEASE,
 	OPT_HSM_PERIOD,
+	OPT_HSM_MAXFILES,
 	OPT_LOCK_EVICT,
 	OPT_EVICT,
 	OPT_WINDOW,
@@ -136,6 +138,7 @@ static int parse_hsm_opt(int c, struct mds_hsm_conf *h)
 	case OPT_HSM_GRACE:
 	case OPT_HSM_AGE:
 	case OPT_HSM_PERIOD:
+	case OPT_HSM_MAXFILES:
 		if (parse_i64(optarg, 1, c == OPT_HSM_MAX ? 4096 : 100000000, &v)) {
 			fprintf(stderr, "nacre-mds: bad number '%s' for an --hsm option\n", optarg);
 			return -1;
@@ -148,6 +151,8 @@ static int parse_hsm_opt(int c, struct mds_hsm_conf *h)
 			h->grace_s = (int)v;
 		else if (c == OPT_HSM_AGE)
 			h->archive_age_s = v;
+		else if (c == OPT_HSM_MAXFILES)
+			h->policy_max_files = (uint64_t)v;
 		else
 			h->policy_period_s = (int)v;
 		return 0;
@@ -171,6 +176,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"hsm-archive-age", required_argument, NULL, OPT_HSM_AGE},
 		{"hsm-release", required_argument, NULL, OPT_HSM_RELEASE},
 		{"hsm-policy-period", required_argument, NULL, OPT_HSM_PERIOD},
+		{"hsm-policy-max-files", required_argument, NULL, OPT_HSM_MAXFILES},
 		{"lock-evict-timeout", required_argument, NULL, OPT_LOCK_EVICT},
 		{"evict-timeout", required_argument, NULL, OPT_EVICT},
 		{"recovery-window", required_argument, NULL, OPT_WINDOW},
@@ -264,6 +270,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case OPT_HSM_AGE:
 		case OPT_HSM_RELEASE:
 		case OPT_HSM_PERIOD:
+		case OPT_HSM_MAXFILES:
 			if (parse_hsm_opt(c, &o->hsm))
 				return -1;
 			break;

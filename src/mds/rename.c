@@ -241,8 +241,8 @@ static int note(struct mds_txn *txn, struct rename_ctx *c)
 	const struct wire_rename_req *r = c->r;
 
 	if (!mds_changelog_wants(c->m->changelog, NACRE_CL_RENAME)) /* counted, not written */
-		return mds_changelog_note(c->m->changelog, txn, NACRE_CL_RENAME, 0, NULL, NULL,
-					  NULL, NULL);
+		return mds_changelog_note(c->m->changelog, txn, NACRE_CL_RENAME, 0,
+					  c->have_dst ? &c->dst.fid : NULL, NULL, NULL, NULL);
 	if (!(r->flags & MDS_RENAME_EXCHANGE))
 		return note_one(txn, c, &c->src, &r->sparent, r->sname, &r->dparent, r->dname,
 				c->have_dst ? &c->dst : NULL);

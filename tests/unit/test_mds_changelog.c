@@ -1,5 +1,6 @@
 /* test_mds_changelog.c - changelog records as stored (mds/changelog.c), the changelog
- * tables (mds/db.c), and that nothing is written while no user is registered. */
+ * tables (mds/db.c), that nothing is written while no user is registered, and the feed of
+ * changed FIDs the hook fills for the HSM policy (mds/feed.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include "common/util.h"
 #include "mds/changelog.h"
 #include "mds/db.h"
+#include "mds/feed.h"
 #include "mds/mds.h"
 #include "mds/writer.h"
 #include "unit.h"
@@ -110,6 +112,91 @@ static int purge_op(struct mds_txn *txn, void *arg)
 	return rc ? rc : mds_db_cl_next_put(txn, 99);
 }
 
+static void test_fidset(void)
+{
+	struct mds_fidset s = {0};
+	struct mds_fidset_ent *e;
+
+	for (uint32_t i = 1; i <= 5000; i++) {
+		e = mds_fidset_get(&s, &(struct nacre_fid){0x200000400ull, i, 0});
+		CHECK(e != NULL);
+		if (!e)
+			break;
+		CHECK(e->kind == MDS_FS_DEAD);
+		mds_fidset_set_kind(&s, e, i % 2 ? MDS_FS_ARCHIVE : MDS_FS_RELEASE);
+		e->due = i;
+	}
+	CHECK_EQ(s.live, 5000);
+	CHECK(s.used * 10 <= s.cap * 7);
+	/* found again, with its figures, through the growths */
+	e = mds_fidset_get(&s, &(struct nacre_fid){0x200000400ull, 77, 0});
+	CHECK(e && e->kind == MDS_FS_ARCHIVE && e->due == 77);
+	mds_fidset_set_kind(&s, e, MDS_FS_DEAD);
+	mds_fidset_set_kind(&s, e, MDS_FS_DEAD);
+	CHECK_EQ(s.live, 4999);
+	CHECK_EQ(s.used, 5000);
+	mds_fidset_free(&s);
+	CHECK(s.e == NULL && s.cap == 0 && s.live == 0);
+}
+
+static size_t count_live(const struct mds_fidset *s)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->cap; i++)
+		n += s->e[i].used && s->e[i].kind != MDS_FS_DEAD;
+	return n;
+}
+
+static void test_feed(void)
+{
+	struct mds_feed *f;
+	struct mds_fidset got = {0};
+	struct nacre_fid a = {0x200000400ull, 1, 0}, b = {0x200000400ull, 2, 0}, z = {0, 0, 0};
+
+	CHECK_EQ(mds_feed_create(&f), 0);
+	mds_feed_note(f, &a); /* disabled: nothing kept */
+	CHECK_EQ(mds_feed_take(f, &got), 0);
+	CHECK_EQ(got.live, 0);
+	mds_feed_enable(f, 3);
+	mds_feed_note(f, &a);
+	mds_feed_note(f, &a); /* once per file */
+	mds_feed_note(f, &b);
+	mds_feed_note(f, &z); /* a zero FID is no file */
+	mds_feed_note(f, NULL);
+	CHECK_EQ(mds_feed_take(f, &got), 0);
+	CHECK_EQ(got.live, 2);
+	CHECK_EQ(count_live(&got), 2);
+	mds_fidset_free(&got);
+	CHECK_EQ(mds_feed_take(f, &got), 0); /* taken: empty */
+	CHECK_EQ(got.live, 0);
+	/* at the bound, a file already in is no more; a new one drops the set, said once */
+	for (uint32_t i = 1; i <= 3; i++)
+		mds_feed_note(f, &(struct nacre_fid){0x200000400ull, i, 0});
+	mds_feed_note(f, &a);
+	mds_feed_note(f, &(struct nacre_fid){0x200000400ull, 4, 0});
+	mds_feed_note(f, &b);
+	CHECK_EQ(mds_feed_take(f, &got), 1);
+	CHECK_EQ(got.live, 0);
+	CHECK_EQ(mds_feed_take(f, &got), 0);
+	mds_feed_note(f, &b); /* collecting again */
+	CHECK_EQ(mds_feed_take(f, &got), 0);
+	CHECK_EQ(got.live, 1);
+	mds_fidset_free(&got);
+	mds_feed_destroy(f);
+}
+
+struct note_arg {
+	struct mds *m;
+	struct nacre_fid fid;
+};
+
+static int note_op(struct mds_txn *txn, void *arg)
+{
+	struct note_arg *a = arg;
+	return mds_changelog_note(a->m->changelog, txn, NACRE_CL_CLOSE, 0, &a->fid, NULL, NULL,
+				  NULL);
+}
+
 static void test_tables(const char *dir)
 {
 	struct mds m;
@@ -147,6 +234,22 @@ static void test_tables(const char *dir)
 	CHECK_EQ(next, 99u);
 	mds_txn_abort(txn);
 
+	/* the hook feeds the policy every change, no user registered */
+	struct mds_fidset got = {0};
+	struct note_arg na = {&m, {0x200000400ull, 9, 0}};
+	CHECK_EQ(mds_writer_submit(m.writer, note_op, &na), 0); /* not enabled yet */
+	CHECK_EQ(mds_feed_take(mds_changelog_feed(m.changelog), &got), 0);
+	CHECK_EQ(got.live, 0);
+	mds_feed_enable(mds_changelog_feed(m.changelog), 100);
+	uint64_t before = mds_changelog_changes(m.changelog);
+	CHECK_EQ(mds_writer_submit(m.writer, note_op, &na), 0);
+	CHECK_EQ(mds_changelog_changes(m.changelog), before + 1);
+	CHECK_EQ(mds_feed_take(mds_changelog_feed(m.changelog), &got), 0);
+	CHECK_EQ(got.live, 1);
+	struct mds_fidset_ent *e = mds_fidset_get(&got, &na.fid);
+	CHECK(e && e->kind == MDS_FS_PENDING);
+	mds_fidset_free(&got);
+
 	/* a restart takes the next index from what is stored: never one handed out */
 	mds_changelog_destroy(m.changelog);
 	CHECK_EQ(mds_changelog_create(&m, 0, &m.changelog), 0);
@@ -168,6 +271,8 @@ int main(void)
 	}
 	snprintf(dir, sizeof(dir), "%s/mdt", base);
 	test_encode_decode();
+	test_fidset();
+	test_feed();
 	test_tables(dir);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
 	if (system(cmd) != 0)
