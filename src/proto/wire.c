@@ -88,6 +88,7 @@ static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(MDS_HSM_IMPORT, "hsm_import_req", "attr_rep", RC),
 	OP(MDS_LINKS, "links_req", "links_rep", IDEM | INL),
 	OP(MDS_FIND, "find_req", "find_rep", IDEM),
+	OP(MDS_QUOTA, "quota_req", "quota_rep", 0),
 	OP(OST_WRITE, "ost_io_req", "empty", IDEM),
 	OP(OST_READ, "ost_io_req", "empty", IDEM),
 	OP(OST_PUNCH, "ost_io_req", "empty", IDEM),
