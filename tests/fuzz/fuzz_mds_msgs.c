@@ -56,6 +56,7 @@ FZ_MSG(nodemap_req)
 FZ_MSG(nodemap_rep)
 FZ_MSG(links_req)
 FZ_MSG(find_req)
+FZ_MSG(quota_req)
 
 /* HSM_REQUEST: the header, then exactly nfids fids. */
 struct fz_hsm_req {
@@ -120,6 +121,8 @@ FZ_LIST(key_list, count, struct wire_key_entry, WIRE_KEY_LIST_MAX, wire_key_entr
 FZ_LIST(notify_rep, count, struct nacre_fid, WIRE_NOTIFY_MAX, wire_fid_put, wire_fid_get)
 FZ_LIST(links_rep, count, struct wire_link_entry, WIRE_BODY_MAX / WIRE_LINK_ENTRY_MIN,
 	wire_link_entry_put, wire_link_entry_get)
+FZ_LIST(quota_rep, count, struct wire_quota_drift, WIRE_QUOTA_DRIFT_MAX, wire_quota_drift_put,
+	wire_quota_drift_get)
 FZ_LIST(find_rep, count, struct wire_find_ent, 32, wire_find_ent_put, wire_find_ent_get)
 FZ_LIST(hsm_poll_rep, count, struct nacre_hsm_action, WIRE_HSM_POLL_MAX, wire_hsm_action_put,
 	wire_hsm_action_get)
@@ -222,6 +225,8 @@ static const struct fz_type types[] = {
 	FZ_ROW(links_rep, struct fz_links_rep, NULL, 1),
 	FZ_ROW(find_req, struct wire_find_req, NULL, 0), /* max_bytes is capped */
 	FZ_ROW(find_rep, struct fz_find_rep, NULL, 1),
+	FZ_ROW(quota_req, struct wire_quota_req, NULL, 1),
+	FZ_ROW(quota_rep, struct fz_quota_rep, NULL, 1),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
