@@ -489,10 +489,6 @@ int cli_setquota(int argc, char **argv)
 		cli_usage(stderr, "setquota");
 		return 1;
 	}
-	if (type == 2) {
-		cli_err("setquota: project quotas are not supported yet (docs/quota.md)");
-		return 1;
-	}
 	r.type = (uint32_t)type;
 	if (!t && r.bsoft && r.bhard && r.bsoft > r.bhard) {
 		cli_err("setquota: block soft limit %" PRIu64 " is above the hard limit %" PRIu64,

@@ -19,6 +19,8 @@
 
 #define INODE_REC_VERSION 1
 #define INODE_REC_VERSION_ACL 2 /* version 1 + the access ACL; written only with an ACL */
+#define INODE_REC_VERSION_PRJ 3 /* version 2 (an ACL count that may be 0) + u32 projid, u8
+				 * inherit flag; written only with a project id or the flag */
 #define DESTROY_REC_VERSION 1
 #define HSM_REC_VERSION 1
 #define CLIENT_REC_VERSION 1
@@ -183,7 +185,9 @@ static int put_raw(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl, const void
 
 static int encode_inode(const struct mds_inode *ino, struct wire_cursor *c)
 {
-	wire_put_u16(c, ino->acl.count ? INODE_REC_VERSION_ACL : INODE_REC_VERSION);
+	int prj = ino->projid || ino->proj_inherit;
+	wire_put_u16(c, prj ? INODE_REC_VERSION_PRJ
+			    : ino->acl.count ? INODE_REC_VERSION_ACL : INODE_REC_VERSION);
 	wire_put_u32(c, ino->mode);
 	wire_put_u32(c, ino->nlink);
 	wire_put_u32(c, ino->uid);
@@ -202,13 +206,17 @@ static int encode_inode(const struct mds_inode *ino, struct wire_cursor *c)
 	if (ino->has_layout)
 		wire_layout_put(c, &ino->layout);
 	wire_path_put(c, ino->target);
-	if (ino->acl.count) {
+	if (ino->acl.count || prj) {
 		wire_put_u16(c, (uint16_t)ino->acl.count);
 		for (uint32_t i = 0; i < ino->acl.count; i++) {
 			wire_put_u16(c, ino->acl.e[i].tag);
 			wire_put_u16(c, ino->acl.e[i].perm);
 			wire_put_u32(c, ino->acl.e[i].id);
 		}
+	}
+	if (prj) {
+		wire_put_u32(c, ino->projid);
+		wire_put_u8(c, ino->proj_inherit ? 1 : 0);
 	}
 	return c->err;
 }
@@ -218,7 +226,8 @@ static int decode_inode(const void *buf, size_t len, struct mds_inode *ino)
 	struct wire_cursor c;
 	wire_cursor_init_read(&c, buf, len);
 	uint16_t ver = wire_get_u16(&c);
-	if (wire_cursor_ok(&c) && ver != INODE_REC_VERSION && ver != INODE_REC_VERSION_ACL)
+	if (wire_cursor_ok(&c) && ver != INODE_REC_VERSION && ver != INODE_REC_VERSION_ACL &&
+	    ver != INODE_REC_VERSION_PRJ)
 		return -NACRE_EFORMAT;
 	ino->mode = wire_get_u32(&c);
 	ino->nlink = wire_get_u32(&c);
@@ -240,9 +249,11 @@ static int decode_inode(const void *buf, size_t len, struct mds_inode *ino)
 		wire_layout_get(&c, &ino->layout);
 	wire_path_get(&c, ino->target, NACRE_PATH_MAX);
 	ino->acl.count = 0;
-	if (ver == INODE_REC_VERSION_ACL) {
+	ino->projid = 0;
+	ino->proj_inherit = 0;
+	if (ver == INODE_REC_VERSION_ACL || ver == INODE_REC_VERSION_PRJ) {
 		uint16_t n = wire_get_u16(&c);
-		if (n == 0 || n > MDS_ACL_MAX_ENTRIES)
+		if ((n == 0 && ver == INODE_REC_VERSION_ACL) || n > MDS_ACL_MAX_ENTRIES)
 			return -EIO;
 		for (uint32_t i = 0; i < n; i++) {
 			ino->acl.e[i].tag = wire_get_u16(&c);
@@ -250,6 +261,12 @@ static int decode_inode(const void *buf, size_t len, struct mds_inode *ino)
 			ino->acl.e[i].id = wire_get_u32(&c);
 		}
 		ino->acl.count = n;
+	}
+	if (ver == INODE_REC_VERSION_PRJ) {
+		ino->projid = wire_get_u32(&c);
+		ino->proj_inherit = wire_get_u8(&c);
+		if (ino->proj_inherit > 1)
+			return -EIO;
 	}
 	if (!wire_cursor_ok(&c) || wire_cursor_left(&c) != 0)
 		return -EIO;
@@ -1842,6 +1859,7 @@ static void qown_of(const struct mds_inode *ino, struct qown *o)
 	o->present = 1;
 	o->id[MDS_QUOTA_USR] = ino->uid;
 	o->id[MDS_QUOTA_GRP] = ino->gid;
+	o->id[MDS_QUOTA_PRJ] = ino->projid;
 	mds_db_quota_usage(ino, &o->kb);
 }
 
@@ -1861,7 +1879,17 @@ static int qown_stored(MDB_txn *t, MDB_dbi dbi, const struct nacre_fid *fid, str
 	if (rc)
 		return map_err(rc, "inode get");
 	wire_cursor_init_read(&c, v.mv_data, v.mv_size);
-	(void)wire_get_u16(&c);
+	if (wire_get_u16(&c) == INODE_REC_VERSION_PRJ) {
+		/* the project id is at the end, past the variable fields */
+		struct mds_inode *full = malloc(sizeof(*full));
+		if (!full)
+			return -ENOMEM;
+		if (!decode_inode(v.mv_data, v.mv_size, full))
+			qown_of(full, o);
+		free(full);
+		return 0;
+	}
+	head.projid = 0;
 	head.mode = wire_get_u32(&c);
 	(void)wire_get_u32(&c);
 	head.uid = wire_get_u32(&c);
@@ -1909,19 +1937,19 @@ static uint64_t sat_add(uint64_t v, uint64_t plus, uint64_t minus)
 static int quota_charge(MDB_txn *t, struct mds_db *db, const struct qown *old,
 			const struct qown *new)
 {
-	struct mds_quota q[2][2];
-	uint32_t ids[2][2];
-	int n[2] = {0, 0}, rc;
+	struct mds_quota q[MDS_QUOTA_TYPES][2];
+	uint32_t ids[MDS_QUOTA_TYPES][2];
+	int n[MDS_QUOTA_TYPES] = {0, 0, 0}, rc;
 	int64_t now = now_sec();
 	int enf_i = !old->present && new->present && new->id[MDS_QUOTA_USR] != 0;
 	int enf_b = old->present && new->present && new->id[MDS_QUOTA_USR] != 0 &&
 		    new->id[MDS_QUOTA_USR] == old->id[MDS_QUOTA_USR] && new->kb > old->kb;
 
-	for (uint32_t type = 0; type < 2; type++) {
+	for (uint32_t type = 0; type < MDS_QUOTA_TYPES; type++) {
 		const struct qown *side[2] = {old, new};
 		for (int s = 0; s < 2; s++) {
-			if (!side[s]->present)
-				continue;
+			if (!side[s]->present || (type == MDS_QUOTA_PRJ && !side[s]->id[type]))
+				continue; /* project 0 is no project */
 			uint32_t id = side[s]->id[type];
 			int j = 0;
 			while (j < n[type] && ids[type][j] != id)
@@ -1958,7 +1986,7 @@ static int quota_charge(MDB_txn *t, struct mds_db *db, const struct qown *old,
 				return rc;
 		}
 	}
-	for (uint32_t type = 0; type < 2; type++)
+	for (uint32_t type = 0; type < MDS_QUOTA_TYPES; type++)
 		for (int j = 0; j < n[type]; j++) {
 			rc = quota_put_raw(t, db->quota, type, ids[type][j], &q[type][j]);
 			if (rc)
@@ -2040,7 +2068,9 @@ static int qtab_count(MDB_txn *t, struct mds_db *db, struct qtab *h)
 		}
 		if (!o.present)
 			continue;
-		for (uint32_t type = 0; type < 2; type++) {
+		for (uint32_t type = 0; type < MDS_QUOTA_TYPES; type++) {
+			if (type == MDS_QUOTA_PRJ && o.id[type] == 0)
+				continue; /* project 0: no project */
 			struct qcount *c = qtab_find(h, type, o.id[type], 1);
 			if (!c) {
 				mdb_cursor_close(cur);

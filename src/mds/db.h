@@ -73,6 +73,8 @@ struct mds_inode {
 	struct nacre_layout layout;
 	char target[NACRE_PATH_MAX + 1]; /* symlinks */
 	struct mds_acl acl; /* system.posix_acl_access: count 0 = none (the mode says it all) */
+	uint32_t projid;      /* project id (quotas); 0 = none */
+	uint8_t proj_inherit; /* directories: new entries take projid (and dirs this flag) */
 };
 
 /* Opens (format = 0) or creates (format = 1) the MDT in dir. Formatting needs an empty or

@@ -447,6 +447,10 @@ static int create_op(struct mds_txn *txn, void *arg)
 	ino->mode = mode;
 	ino->uid = req->cred.uid;
 	ino->gid = req->cred.gid;
+	if (dir.proj_inherit) { /* as ext4's project inherit flag: ids and flag carry over */
+		ino->projid = dir.projid;
+		ino->proj_inherit = S_ISDIR(mode) ? 1 : 0;
+	}
 	if (dir.mode & S_ISGID) {
 		/* BSD group semantics in setgid directories */
 		ino->gid = dir.gid;

@@ -164,3 +164,79 @@ def test_recount_after_mds_kill9(cluster, mnt, nacre_cli):
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.splitlines()[-1] == "quota check: 0 ids with drift"
     assert q(nacre_cli, "-u", "60006", str(mnt)).stdout == before
+
+
+def test_project_ids_inherit_quota_and_df(mnt, nacre_cli):
+    d = user_dir(mnt, "proj", 60007)
+    os.mkdir(os.path.join(d, "old"))  # made before the id: set by -r
+    nacre_cli("project", "-p", "1000", "-s", "-r", d, check=True)
+    r = nacre_cli("project", "-d", d, check=True)
+    assert r.stdout == " 1000 P %s\n" % d
+    sub = os.path.join(d, "sub")
+
+    def make():
+        os.mkdir(sub)
+        with open(os.path.join(sub, "f"), "wb") as f:
+            f.write(b"z" * 8192)
+    assert as_user(make, uid=60007, gid=60007) == 0
+    r = nacre_cli("project", "-r", d, check=True)
+    assert sorted(r.stdout.splitlines()) == sorted([
+        " 1000 P %s/old" % d, " 1000 P %s" % sub, " 1000 - %s/f" % sub]), r.stdout
+    assert nacre_cli("project", "-c", "-r", d).returncode == 0
+    # d, old, sub, sub/f: 4 inodes, 8 KiB
+    r = q(nacre_cli, "-p", "1000", str(mnt))
+    assert r.stdout.splitlines()[0] == "Disk quotas for prj 1000 (pid 1000):"
+    assert r.stdout.splitlines()[-1].split()[-8:] == [
+        "8", "0", "0", "-", "4", "0", "0", "-"], r.stdout
+    sq(nacre_cli, "-p", "1000", "-B", "10M", "-I", "5", str(mnt))
+    assert as_user(creates(sub, 1, "x"), uid=60007, gid=60007) == 0
+    assert as_user(creates(sub, 1, "y"), uid=60007, gid=60007) == errno.EDQUOT
+    # df inside: the project's limit is the size
+    st = os.statvfs(sub)
+    assert st.f_blocks * st.f_frsize == 10 << 20
+    assert (st.f_blocks - st.f_bfree) * st.f_frsize == 8192
+    assert st.f_files == 5 and st.f_ffree == 0
+    assert os.statvfs(str(mnt)).f_blocks * os.statvfs(str(mnt)).f_frsize != 10 << 20
+    # -c against another id; then a directory moved to another project
+    r = nacre_cli("project", "-c", "-r", "-p", "7", d)
+    assert r.returncode == 1 and "project identifier is not set (inode=1000, tree=7)" in r.stdout
+    nacre_cli("project", "-p", "5", d + "/old", check=True)
+    r = q(nacre_cli, "-p", "1000", str(mnt))
+    assert r.stdout.splitlines()[-1].split()[-4] == "4", r.stdout  # d, sub, f, x
+    r = q(nacre_cli, "-p", "5", str(mnt))
+    assert r.stdout.splitlines()[-1].split()[-4] == "1", r.stdout
+    r = nacre_cli("project", "-p", "abc", d)
+    assert r.returncode == 1 and "bad project id 'abc'" in r.stderr
+
+
+def test_recount_after_oss_kill9_mid_write(cluster, mnt, nacre_cli):
+    d = user_dir(mnt, "ok", 60008)
+    nacre_cli("setstripe", "-c", "4", d, check=True)
+    done = os.path.join(d, "done")
+    with open(done, "wb") as f:
+        f.write(b"a" * (3 << 20))
+    os.chown(done, 60008, 60008)
+    pid = os.fork()
+    if pid == 0:  # a writer as the user, killed with the OSS under it
+        try:
+            os.setgid(60008)
+            os.setuid(60008)
+            with open(os.path.join(d, "mid"), "wb") as f:
+                for _ in range(64):
+                    f.write(b"b" * (1 << 20))
+                    f.flush()
+                    os.fsync(f.fileno())
+        finally:
+            os._exit(0)
+    time.sleep(0.3)
+    cluster.oss[0].kill(signal.SIGKILL)
+    time.sleep(0.3)
+    cluster.start_oss(0, fmt=False)
+    cluster.wait_osts_up()
+    os.waitpid(pid, 0)
+    r = q(nacre_cli, "--check", str(mnt))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines()[-1] == "quota check: 0 ids with drift"
+    used = int(q(nacre_cli, "-u", "60008", str(mnt)).stdout.splitlines()[-1].split()[-8])
+    want = 3072 + (os.stat(os.path.join(d, "mid")).st_size + 4095) // 4096 * 4
+    assert used == want
