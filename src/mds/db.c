@@ -1941,6 +1941,9 @@ static int quota_charge(MDB_txn *t, struct mds_db *db, const struct qown *old,
 	uint32_t ids[MDS_QUOTA_TYPES][2];
 	int n[MDS_QUOTA_TYPES] = {0, 0, 0}, rc;
 	int64_t now = now_sec();
+	if (old->present && new->present && old->kb == new->kb &&
+	    !memcmp(old->id, new->id, sizeof(old->id)))
+		return 0; /* same owners, same size: nothing moves (most updates) */
 	int enf_i = !old->present && new->present && new->id[MDS_QUOTA_USR] != 0;
 	int enf_b = old->present && new->present && new->id[MDS_QUOTA_USR] != 0 &&
 		    new->id[MDS_QUOTA_USR] == old->id[MDS_QUOTA_USR] && new->kb > old->kb;
