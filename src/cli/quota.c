@@ -290,6 +290,8 @@ static void print_row(const char *fs, const struct wire_quota_rep *q, int h)
 	printf(" %7s%c %6s %7s %7s\n", n0, io ? '*' : ' ', n1, n2, io > 1 ? t : "-");
 }
 
+static int show_one(const char *path, int type, const char *idarg, int h);
+
 int cli_quota(int argc, char **argv)
 {
 	struct wire_quota_req r;
@@ -354,10 +356,9 @@ int cli_quota(int argc, char **argv)
 		free(d);
 		return q.count && !fix ? 1 : 0;
 	}
-	if (type < 0) {
-		/* lfs quota PATH: the caller's user */
+	int type_given = type >= 0;
+	if (type < 0)
 		type = 0;
-	}
 	r.type = (uint32_t)type;
 	if (t || dflt) {
 		r.op = WIRE_QUOTA_GETDEF;
@@ -370,10 +371,46 @@ int cli_quota(int argc, char **argv)
 			printf("Block grace time: %s; Inode grace time: %s\n", b, in);
 			return 0;
 		}
-		q.kbytes = q.inodes = 0;
-		q.btime = q.itime = 0;
+		char root[4096], n1[32], n2[32], g[32];
+		if (cli_mount_root(path, root, sizeof(root)))
+			snprintf(root, sizeof(root), "%s", path);
 		printf("Disk default %s quota:\n", type_name[type]);
-	} else {
+		printf("%15s %8s%8s%8s %8s%8s%8s\n", "Filesystem", "bquota", "blimit", "bgrace",
+		       "iquota", "ilimit", "igrace");
+		if (strlen(root) > 15)
+			printf("%s\n%15s", root, "");
+		else
+			printf("%15s", root);
+		kb2str(q.bsoft, h, n1, sizeof(n1));
+		kb2str(q.bhard, h, n2, sizeof(n2));
+		snprintf(g, sizeof(g), "%" PRIu64, q.bgrace);
+		printf(" %6s %7s %7s", n1, n2, g);
+		snprintf(n1, sizeof(n1), "%" PRIu64, q.isoft);
+		snprintf(n2, sizeof(n2), "%" PRIu64, q.ihard);
+		snprintf(g, sizeof(g), "%" PRIu64, q.igrace);
+		printf(" %6s %7s %7s\n", n1, n2, g);
+		return 0;
+	}
+	if (type_given)
+		return show_one(path, type, idarg, h);
+	/* lfs quota PATH: the caller's user and group */
+	int rc = show_one(path, 0, NULL, h);
+	return show_one(path, 1, NULL, h) || rc;
+}
+
+/* The table of one id (idarg NULL: the caller's uid or gid). 0 or 1. */
+static int show_one(const char *path, int type, const char *idarg, int h)
+{
+	struct wire_quota_req r;
+	struct wire_quota_rep q;
+
+	memset(&r, 0, sizeof(r));
+	r.type = (uint32_t)type;
+	if (type == 2 && !idarg) {
+		cli_err("quota: -p needs a project id");
+		return 1;
+	}
+	{
 		char name[256];
 		if (idarg) {
 			if (parse_id("quota", type, idarg, &r.id, name, sizeof(name)))

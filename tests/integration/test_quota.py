@@ -57,6 +57,11 @@ def test_inode_hard_limit_and_output(mnt, nacre_cli):
     r = q(nacre_cli, "-h", "-u", "60001", str(mnt))
     assert r.stdout.splitlines()[1].split()[1] == "used"
     assert r.stdout.splitlines()[3].split()[:3] == ["0k", "1M", "2M"], r.stdout
+    # without -u/-g: the caller's user, then its group
+    r = q(nacre_cli, str(mnt))
+    lines = r.stdout.splitlines()
+    assert lines[0] == "Disk quotas for usr root (uid 0):" and lines[1] == HEADER
+    assert lines[4] == "Disk quotas for grp root (gid 0):" and len(lines) == 8, r.stdout
     # unlink gives the inode back
     os.unlink(os.path.join(d, "f0"))
     assert as_user(creates(d, 1, "h"), uid=60001, gid=60001) == 0
@@ -116,7 +121,11 @@ def test_group_limit_and_defaults(mnt, nacre_cli):
         assert as_user(creates(d5, 1), uid=60005, gid=60005) == 0
         assert as_user(creates(d5, 1, "y"), uid=60005, gid=60005) == errno.EDQUOT
         r = q(nacre_cli, "-U", str(mnt))
-        assert r.stdout.splitlines()[0] == "Disk default usr quota:"
+        lines = r.stdout.splitlines()
+        assert lines[0] == "Disk default usr quota:"
+        assert lines[1] == "     Filesystem   bquota  blimit  bgrace   iquota  ilimit  igrace"
+        assert lines[3] == "%15s %6s %7s %7s %6s %7s %7s" % (
+            "", "0", "0", "604800", "0", "2", "604800"), r.stdout
     finally:
         sq(nacre_cli, "-U", "-I", "0", str(mnt))
     assert as_user(creates(d5, 1, "z"), uid=60005, gid=60005) == 0
