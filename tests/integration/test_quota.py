@@ -85,6 +85,22 @@ def test_block_hard_limit_striped_write(mnt, nacre_cli):
     r = q(nacre_cli, "-u", "60002", str(mnt))
     used = int(r.stdout.splitlines()[-1].split()[-8].rstrip("*"))
     assert used <= 4096, r.stdout
+    # a long write is refused by write(2) itself within 32 MiB of the limit
+    os.unlink(path)
+    stage = os.path.join(d, "stage")
+
+    def long_write():
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)  # closed as the child exits
+        for n in range(64):
+            try:
+                os.write(fd, b"x" * (1 << 20))
+            except OSError:
+                with open(stage, "w") as f:
+                    f.write(str(n))
+                raise
+    assert as_user(long_write, uid=60002, gid=60002) == errno.EDQUOT
+    assert 4 <= int(open(stage).read()) <= 40
+    os.unlink(stage)
     # within the limit it works
     small = os.path.join(d, "small")
 
