@@ -64,8 +64,8 @@ static const struct cli_cmd commands[] = {
 	 "Block limits in KiB, or with a k, M, G, T or P suffix; inode limits a count (k, M..\n"
 	 "multiply by 1024); 0 removes a limit. GRACE: seconds or 1w2d3h4m5s (default 1w).\n"
 	 "An id without limits of its own takes the defaults. Root only. Over a hard limit,\n"
-	 "or a soft one past its grace, creates and file growth fail with EDQUOT; files\n"
-	 "owned by root are not held to limits.\n"},
+	 "or a soft one past its grace, creates and file growth fail with EDQUOT; root and\n"
+	 "root's files are not held to limits.\n"},
 	{"project", cli_project, "list, set, check or clear project ids, as lfs project",
 	 "usage: nacre project [-d|-r] PATH...              list: ID, P (inherit) or -, path\n"
 	 "       nacre project -p ID [-s] [-r] PATH...      set (root); -s: new entries of a\n"

@@ -52,6 +52,7 @@ struct mds_txn {
 	MDB_txn *t;
 	struct mds_db *db;
 	void *owner;              /* the writer's: the request an operation runs for */
+	int quota_exempt;         /* changes made by root: charged, never refused */
 	struct mds_txn_note note; /* what the operation noted for the reply cache */
 };
 
@@ -633,6 +634,11 @@ void mds_txn_abort(struct mds_txn *txn)
 	free(txn);
 }
 
+void mds_txn_quota_exempt(struct mds_txn *txn)
+{
+	txn->quota_exempt = 1;
+}
+
 void mds_txn_set_owner(struct mds_txn *txn, void *owner)
 {
 	txn->owner = owner;
@@ -728,7 +734,7 @@ int mds_db_inode_get(struct mds_txn *txn, const struct nacre_fid *fid, struct md
 }
 
 static int quota_charge(MDB_txn *t, struct mds_db *db, const struct qown *old,
-			const struct qown *new);
+			const struct qown *new, int exempt);
 static int qown_stored(MDB_txn *t, MDB_dbi dbi, const struct nacre_fid *fid, struct qown *o);
 static void qown_of(const struct mds_inode *ino, struct qown *o);
 
@@ -740,7 +746,7 @@ int mds_db_inode_put(struct mds_txn *txn, const struct mds_inode *ino)
 	if (rc)
 		return rc;
 	qown_of(ino, &new);
-	rc = quota_charge(txn->t, txn->db, &old, &new);
+	rc = quota_charge(txn->t, txn->db, &old, &new, txn->quota_exempt);
 	if (rc)
 		return rc;
 	return map_err(put_inode_raw(txn->t, txn->db->inodes, ino), "inode put");
@@ -755,7 +761,7 @@ int mds_db_inode_del(struct mds_txn *txn, const struct nacre_fid *fid)
 	if (rc)
 		return rc;
 	memset(&none, 0, sizeof(none));
-	rc = quota_charge(txn->t, txn->db, &old, &none);
+	rc = quota_charge(txn->t, txn->db, &old, &none, 1);
 	if (rc)
 		return rc;
 	mds_fid_to_key(fid, kb);
@@ -1935,7 +1941,7 @@ static uint64_t sat_add(uint64_t v, uint64_t plus, uint64_t minus)
  * a file growing in place, of a non-root owner is held to the limits. Checks every record
  * before writing any. */
 static int quota_charge(MDB_txn *t, struct mds_db *db, const struct qown *old,
-			const struct qown *new)
+			const struct qown *new, int exempt)
 {
 	struct mds_quota q[MDS_QUOTA_TYPES][2];
 	uint32_t ids[MDS_QUOTA_TYPES][2];
@@ -1944,8 +1950,8 @@ static int quota_charge(MDB_txn *t, struct mds_db *db, const struct qown *old,
 	if (old->present && new->present && old->kb == new->kb &&
 	    !memcmp(old->id, new->id, sizeof(old->id)))
 		return 0; /* same owners, same size: nothing moves (most updates) */
-	int enf_i = !old->present && new->present && new->id[MDS_QUOTA_USR] != 0;
-	int enf_b = old->present && new->present && new->id[MDS_QUOTA_USR] != 0 &&
+	int enf_i = !exempt && !old->present && new->present && new->id[MDS_QUOTA_USR] != 0;
+	int enf_b = !exempt && old->present && new->present && new->id[MDS_QUOTA_USR] != 0 &&
 		    new->id[MDS_QUOTA_USR] == old->id[MDS_QUOTA_USR] && new->kb > old->kb;
 
 	for (uint32_t type = 0; type < MDS_QUOTA_TYPES; type++) {

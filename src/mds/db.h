@@ -174,8 +174,11 @@ int mds_db_quota_recount(struct mds_txn *txn, int fix,
 				       uint64_t inodes),
 			 void *arg, uint32_t *ndrift);
 /* Charging (done by mds_db_inode_put/_del) refuses with -EDQUOT a new inode, or a bigger
- * file, whose owner (uid != 0) or group would pass a hard limit, or a soft limit whose
- * grace ended. Cleared in a nested txn by the quota check (it writes usage itself). */
+ * file, whose owner, group or project would pass a hard limit, or a soft limit whose grace
+ * ended; files owned by uid 0 are never refused. So are the changes of a txn marked
+ * exempt: an operation made by root (the caller's uid 0 after nodemap mapping) marks its
+ * txn before it writes, as Lustre exempts root's writes. */
+void mds_txn_quota_exempt(struct mds_txn *txn);
 
 /* dentries */
 uint64_t mds_db_name_hash(const char *name, size_t len);

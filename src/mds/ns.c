@@ -282,6 +282,8 @@ static int setattr_op(struct mds_txn *txn, void *arg)
 	int rc = mds_db_inode_get(txn, a->fid, &ino);
 	if (rc)
 		return rc;
+	if (mds_perm_is_root(a->cr))
+		mds_txn_quota_exempt(txn);
 	if (sa->valid & NACRE_SET_SIZE) {
 		if (S_ISDIR(ino.mode))
 			return -EISDIR;
@@ -402,6 +404,8 @@ static int create_op(struct mds_txn *txn, void *arg)
 	struct nacre_fid existing;
 	uint32_t mode;
 	int rc = create_mode(a->opcode, req->mode, &mode);
+	if (mds_perm_is_root(&req->cred))
+		mds_txn_quota_exempt(txn);
 	if (rc)
 		return rc;
 	rc = mds_ns_get_dir(txn, &req->parent, &dir);
@@ -554,6 +558,8 @@ static int append_op(struct mds_txn *txn, void *arg)
 
 	if (rc)
 		return rc;
+	if (mds_perm_is_root(&a->r->cred))
+		mds_txn_quota_exempt(txn);
 	if (S_ISDIR(ino.mode))
 		return -EISDIR;
 	if (!S_ISREG(ino.mode))

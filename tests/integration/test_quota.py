@@ -120,6 +120,23 @@ def test_root_exempt(mnt, nacre_cli):
     for i in range(3):
         open(os.path.join(d, f"r{i}"), "w").close()
     sq(nacre_cli, "-u", "0", "-I", "0", str(mnt))
+    # root writing into a user's file is not refused either; the user is, after
+    d = user_dir(mnt, "re", 60010)
+    sq(nacre_cli, "-u", "60010", "-B", "2M", str(mnt))
+    f = os.path.join(d, "f")
+    assert as_user(creates(d, 1), uid=60010, gid=60010) == 0
+    f = os.path.join(d, "f0")
+    with open(f, "r+b") as fh:
+        fh.write(b"r" * (4 << 20))
+        os.fsync(fh.fileno())
+    r = q(nacre_cli, "-u", "60010", str(mnt))
+    assert r.stdout.splitlines()[-1].split()[-8:-5] == ["4096*", "0", "2048"], r.stdout
+
+    def grow():
+        with open(f, "ab") as fh:
+            fh.write(b"u" * 8192)
+            os.fsync(fh.fileno())
+    assert as_user(grow, uid=60010, gid=60010) == errno.EDQUOT
 
 
 def test_group_limit_and_defaults(mnt, nacre_cli):
