@@ -387,6 +387,17 @@ int nacre_hsm_list(struct nacre_fs *fs, const struct nacre_cred *cr, uint64_t af
 int nacre_find_page(struct nacre_fs *fs, const struct nacre_cred *cr,
 		    const struct nacre_fid *dir, const void *req, size_t req_len, void *out,
 		    size_t out_len);
+/* One QUOTA request (`nacre quota`, `nacre setquota`): req is a quota_req body whose
+ * credentials this call replaces with cr; the reply body (quota_rep and its drift entries)
+ * is copied to out. Returns the reply's length or a negative errno (-EDQUOT never). */
+int nacre_quota_call(struct nacre_fs *fs, const struct nacre_cred *cr, const void *req,
+		     size_t req_len, void *out, size_t out_len);
+/* statfs as seen from fid: a directory with a project id and the inherit flag whose
+ * project has a block (inode) limit shows the limit as the size and limit - usage as free
+ * (the hard limit, else the soft one), as Lustre's statfs_project. s holds the file
+ * system's figures on entry; the fields without a limit stay. Returns 0 or -errno. */
+int nacre_statfs_project(struct nacre_fs *fs, const struct nacre_cred *cr,
+			 const struct nacre_fid *fid, struct nacre_statfs *s);
 /* Creates a released stub (root only): a regular file name in parent with the given
  * attributes whose data is the archive object path of archive archive_id. */
 int nacre_hsm_import(struct nacre_fs *fs, const struct nacre_cred *cr,

@@ -15,5 +15,9 @@
 
 #define NACRE_IOC_FIND_SIZE 16383u /* the most a restricted ioctl may carry each way */
 #define NACRE_IOC_FIND _IOC(_IOC_READ | _IOC_WRITE, 'N', 0x46, NACRE_IOC_FIND_SIZE)
+/* NACRE_IOC_QUOTA, on any open file or directory: one QUOTA request (docs/quota.md) with
+ * the caller's credentials, framed as NACRE_IOC_FIND's (a quota_req body in, the
+ * quota_rep body out). */
+#define NACRE_IOC_QUOTA _IOC(_IOC_READ | _IOC_WRITE, 'N', 0x51, NACRE_IOC_FIND_SIZE)
 
 #endif

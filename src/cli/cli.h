@@ -138,6 +138,9 @@ int cli_cluster(int argc, char **argv);     /* cluster_conf_run.c */
 int cli_stats(int argc, char **argv);       /* stats.c */
 int cli_top(int argc, char **argv);         /* stats.c */
 int cli_fault(int argc, char **argv);       /* fault.c */
+int cli_quota(int argc, char **argv);       /* quota.c */
+int cli_setquota(int argc, char **argv);    /* quota.c */
+int cli_project(int argc, char **argv);     /* project.c */
 int cli_recovery_status(int argc, char **argv); /* recovery.c */
 int cli_key(int argc, char **argv);         /* key.c */
 int cli_get_param(int argc, char **argv);   /* param.c */

@@ -48,6 +48,33 @@ static const struct cli_cmd commands[] = {
 	 "and nothing below them, as lfs does. Each layout ends with a blank line, as in lfs.\n"
 	 "objid is the file's FID oid: nacre names objects by (FID, stripe, generation) and has\n"
 	 "no per-object ids.\n"},
+	{"quota", cli_quota, "show a user's, group's or project's disk usage and limits, as lfs quota",
+	 "usage: nacre quota [-h] [-v] [-u|-g|-p ID|NAME] PATH\n"
+	 "       nacre quota -t -u|-g|-p PATH       the grace periods\n"
+	 "       nacre quota -U|-G|-P PATH          the default limits\n"
+	 "       nacre quota --check [--fix] PATH   recount usage from the inodes (root)\n"
+	 "kbytes: the files' sizes as the MDS knows them, rounded up to 4 KiB each; '*' marks\n"
+	 "a value at or over its limit; grace: what is left of it, 'none' when it ended.\n"
+	 "--check prints each id whose stored usage differs from the count and exits 1 if any\n"
+	 "did; --fix also writes the count. Details: docs/quota.md.\n"},
+	{"setquota", cli_setquota, "set user, group or project limits, defaults or grace, as lfs setquota",
+	 "usage: nacre setquota -u|-g|-p ID|NAME [-b SOFT] [-B HARD] [-i SOFT] [-I HARD] PATH\n"
+	 "       nacre setquota -U|-G|-P [-b SOFT] [-B HARD] [-i SOFT] [-I HARD] PATH  (defaults)\n"
+	 "       nacre setquota -t -u|-g|-p [-b GRACE] [-i GRACE] PATH\n"
+	 "Block limits in KiB, or with a k, M, G, T or P suffix; inode limits a count (k, M..\n"
+	 "multiply by 1024); 0 removes a limit. GRACE: seconds or 1w2d3h4m5s (default 1w).\n"
+	 "An id without limits of its own takes the defaults. Root only. Over a hard limit,\n"
+	 "or a soft one past its grace, creates and file growth fail with EDQUOT; root and\n"
+	 "root's files are not held to limits.\n"},
+	{"project", cli_project, "list, set, check or clear project ids, as lfs project",
+	 "usage: nacre project [-d|-r] PATH...              list: ID, P (inherit) or -, path\n"
+	 "       nacre project -p ID [-s] [-r] PATH...      set (root); -s: new entries of a\n"
+	 "                                                  directory inherit ID\n"
+	 "       nacre project -c [-d|-r] [-p ID] PATH...   check ids and inherit flags\n"
+	 "       nacre project -C [-d|-r] [-k] PATH...      clear (-k keeps the id)\n"
+	 "A directory's entries are listed and checked unless -d; -r descends. Project\n"
+	 "quotas (nacre setquota -p) count what carries the id; df in a directory with\n"
+	 "the inherit flag shows its project's limit as the size.\n"},
 	{"find", cli_find, "find files by name, type, size, times, owner, striping, HSM state",
 	 "usage: nacre find PATH... [[!] OPTION VALUE]... [ACTION]\n"
 	 "Runs on the MDS as one scan of the tree (pages through the mount), not a walk.\n"

@@ -130,6 +130,7 @@ struct nacre_file {
 	uint64_t written_end;        /* highest end offset written through this handle */
 	int wrote;                   /* wrote at all: the size must be reported */
 	uint64_t write_seq;          /* bumped by every write */
+	uint64_t published_end;      /* the end offset the MDS last accepted from this handle */
 	uint64_t published_seq;      /* write_seq whose mtime the MDS has: a later CLOSE must not
 				      * carry an mtime again (it would undo a utimes in between) */
 	struct nacre_time mtime;     /* time of the last write */

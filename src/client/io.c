@@ -209,6 +209,26 @@ static int append_offset(struct nacre_file *f, uint64_t len, uint64_t *off)
 	return rc;
 }
 
+static int send_size(struct nacre_file *f, uint16_t opcode);
+
+/* A file that grew by CL_QUOTA_STEP since the MDS last heard its size reports it now, so a
+ * quota the growth passes is refused (EDQUOT) by this write, not only at fsync or close
+ * (docs/quota.md): one SIZE_UPDATE per CL_QUOTA_STEP written, at most. */
+#define CL_QUOTA_STEP (32ull << 20)
+static int publish_growth(struct nacre_file *f)
+{
+	int due;
+
+	pthread_mutex_lock(&f->lock);
+	uint64_t known = f->published_end > f->attr.size ? f->published_end : f->attr.size;
+	due = f->written_end >= known + CL_QUOTA_STEP;
+	pthread_mutex_unlock(&f->lock);
+	if (!due)
+		return 0;
+	int rc = send_size(f, WIRE_OP_MDS_SIZE_UPDATE);
+	return rc == -EDQUOT ? rc : 0; /* anything else: fsync and close report it */
+}
+
 NACRE_API ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len, uint64_t off)
 {
 	int append, rc = 0;
@@ -258,6 +278,8 @@ NACRE_API ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len
 		pthread_mutex_unlock(&f->append_lock);
 	if (rc == 0 && (f->flags & O_DSYNC)) /* O_SYNC includes the O_DSYNC bit */
 		rc = nacre_fsync(f, (f->flags & O_SYNC) != O_SYNC);
+	else if (rc == 0)
+		rc = publish_growth(f);
 	return rc < 0 ? rc : (ssize_t)len;
 }
 
@@ -294,6 +316,8 @@ static int send_size(struct nacre_file *f, uint16_t opcode)
 	if (rc == 0) {
 		pthread_mutex_lock(&f->lock);
 		f->attr = a.attr;
+		if (req.size > f->published_end)
+			f->published_end = req.size;
 		if (seq > f->published_seq)
 			f->published_seq = seq;
 		pthread_mutex_unlock(&f->lock);

@@ -184,8 +184,15 @@ void fz_op_statfs(fuse_req_t req, fuse_ino_t ino)
 	struct statvfs st;
 	int rc;
 
-	(void)ino;
 	rc = nacre_statfs(fz_mnt(req)->fs, &s);
+	if (rc >= 0 && ino != FUSE_ROOT_ID) {
+		struct fz_inode *in = fz_inode_get(fz_mnt(req), ino);
+		struct nacre_cred cr;
+		if (in) {
+			fz_cred(req, &cr);
+			rc = nacre_statfs_project(fz_mnt(req)->fs, &cr, &in->fid, &s);
+		}
+	}
 	if (rc < 0) {
 		fz_reply_rc(req, rc);
 		return;

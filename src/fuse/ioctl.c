@@ -1,5 +1,5 @@
 /* ioctl.c - nacre-mount's ioctls (include/nacre/nacre_ioctl.h): NACRE_IOC_FIND, a page of
- * the MDS's namespace scan with the caller's credentials. */
+ * the MDS's namespace scan with the caller's credentials, and NACRE_IOC_QUOTA. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,7 +17,7 @@ void fz_op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 	(void)arg;
 	(void)fi;
 
-	if (cmd != NACRE_IOC_FIND || !in) {
+	if ((cmd != NACRE_IOC_FIND && cmd != NACRE_IOC_QUOTA) || !in) {
 		fuse_reply_err(req, ENOTTY);
 		return;
 	}
@@ -36,9 +36,10 @@ void fz_op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 	size_t len = in_bufsz >= 4 ? (size_t)b[0] | (size_t)b[1] << 8 | (size_t)b[2] << 16 |
 					    (size_t)b[3] << 24
 				   : SIZE_MAX;
-	int rc = len <= in_bufsz - 4
-			 ? nacre_find_page(m->fs, &cr, &in->fid, b + 4, len, out, out_bufsz)
-			 : -EINVAL;
+	int rc = len > in_bufsz - 4 ? -EINVAL
+		 : cmd == NACRE_IOC_QUOTA
+			 ? nacre_quota_call(m->fs, &cr, b + 4, len, out, out_bufsz)
+			 : nacre_find_page(m->fs, &cr, &in->fid, b + 4, len, out, out_bufsz);
 	if (rc < 0)
 		fz_reply_rc(req, rc);
 	else

@@ -27,6 +27,14 @@
  *             last index it cleared); meta "changelog_next" -> u64, the lowest index a new
  *             record may take once records were purged. Created on first open when
  *             missing; empty until a user registers (docs/changelog.md)
+ *   quota     u8 kind + u32 BE id -> u16 version, u64 kbytes, u64 inodes, u64 bsoft, u64 bhard,
+ *             u64 isoft, u64 ihard, i64 btime, i64 itime (docs/quota.md). kind 0..2 (user,
+ *             group, project): usage and limits of one id, kept in the same transaction as
+ *             every inode change (mds_db_inode_put/_del charge it); kind 0x10 + type, id 0:
+ *             the grace periods of the type (bsoft = block grace, isoft = inode grace, in
+ *             seconds); kind 0x20 + type, id 0: the default limits of the type. Created on
+ *             first open when missing; meta "quota_counted" -> u8 says usage was counted
+ *             from the inodes once (an MDT older than quotas is counted at that open)
  * The name hash (63 bits, >= 3) is the readdir cookie; cookies 0..2 are reserved (0 = start,
  * 1 and 2 for "." and ".." in clients). Entries with equal hashes are returned in one batch.
  *
@@ -70,6 +78,8 @@ struct mds_inode {
 	struct nacre_layout layout;
 	char target[NACRE_PATH_MAX + 1]; /* symlinks */
 	struct mds_acl acl; /* system.posix_acl_access: count 0 = none (the mode says it all) */
+	uint32_t projid;      /* project id (quotas); 0 = none */
+	uint8_t proj_inherit; /* directories: new entries take projid (and dirs this flag) */
 };
 
 /* Opens (format = 0) or creates (format = 1) the MDT in dir. Formatting needs an empty or
@@ -132,6 +142,48 @@ int mds_db_inode_del(struct mds_txn *txn, const struct nacre_fid *fid);
 /* Calls fn for every inode; fn returns nonzero to stop (that value is returned). */
 int mds_db_inode_iter(struct mds_txn *txn, int (*fn)(void *arg, const struct mds_inode *ino),
 		      void *arg);
+
+/* quotas (table quota, docs/quota.md). Types: */
+enum { MDS_QUOTA_USR = 0, MDS_QUOTA_GRP = 1, MDS_QUOTA_PRJ = 2, MDS_QUOTA_TYPES = 3 };
+#define MDS_QUOTA_KIND_GRACE 0x10   /* + type: the type's grace periods */
+#define MDS_QUOTA_KIND_DEFAULT 0x20 /* + type: the type's default limits */
+#define MDS_QUOTA_GRACE_DEFAULT 604800 /* one week, as Lustre */
+/* One id's usage and limits (limits 0 = none; an id with no limit of its own takes the
+ * type's defaults). btime/itime: when the grace of an exceeded soft limit ends (unix
+ * seconds), 0 while under it. */
+struct mds_quota {
+	uint64_t kbytes, inodes;
+	uint64_t bsoft, bhard, isoft, ihard;
+	int64_t btime, itime;
+};
+/* -ENOENT if the record is missing (out zeroed). */
+int mds_db_quota_get(struct mds_txn *txn, uint32_t kind, uint32_t id, struct mds_quota *out);
+int mds_db_quota_put(struct mds_txn *txn, uint32_t kind, uint32_t id, const struct mds_quota *q);
+/* The usage an inode is charged: *kbytes (regular files: the size rounded up to 4 KiB) and
+ * one inode. Pure. */
+void mds_db_quota_usage(const struct mds_inode *ino, uint64_t *kbytes);
+/* Calls fn for every usage record (kinds 0..2); fn returns nonzero to stop. */
+int mds_db_quota_iter(struct mds_txn *txn,
+		      int (*fn)(void *arg, uint32_t kind, uint32_t id, const struct mds_quota *q),
+		      void *arg);
+/* The effective limits of (type, id) (its own, else the type's defaults) and the type's
+ * grace periods, for a reply. */
+int mds_db_quota_limits(struct mds_txn *txn, uint32_t type, uint32_t id, struct mds_quota *lim,
+			uint64_t *bgrace, uint64_t *igrace, int *is_default);
+/* Recounts usage from the inodes (user and group) and compares it with the stored records:
+ * calls drift for each id whose stored usage differs (stored: the record, zero if none;
+ * kbytes/inodes: the count) and, with fix, writes the count. *ndrift: how many differed. */
+int mds_db_quota_recount(struct mds_txn *txn, int fix,
+			 void (*drift)(void *arg, uint32_t kind, uint32_t id,
+				       const struct mds_quota *stored, uint64_t kbytes,
+				       uint64_t inodes),
+			 void *arg, uint32_t *ndrift);
+/* Charging (done by mds_db_inode_put/_del) refuses with -EDQUOT a new inode, or a bigger
+ * file, whose owner, group or project would pass a hard limit, or a soft limit whose grace
+ * ended; files owned by uid 0 are never refused. So are the changes of a txn marked
+ * exempt: an operation made by root (the caller's uid 0 after nodemap mapping) marks its
+ * txn before it writes, as Lustre exempts root's writes. */
+void mds_txn_quota_exempt(struct mds_txn *txn);
 
 /* dentries */
 uint64_t mds_db_name_hash(const char *name, size_t len);

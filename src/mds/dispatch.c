@@ -18,6 +18,7 @@
 #include "mds/lock_rpc.h"
 #include "mds/notify.h"
 #include "mds/nodemap_rpc.h"
+#include "mds/quota.h"
 #include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/ost_wait.h"
@@ -574,6 +575,8 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 	case WIRE_OP_MDS_CL_CLEAR:
 	case WIRE_OP_MDS_CL_MASK:
 		return mds_changelog_dispatch(m, req, rep);
+	case WIRE_OP_MDS_QUOTA:
+		return mds_quota_dispatch(m, req, rep);
 	default:
 		LOG_RATELIMITED(LOG_LVL_INFO, "dispatch", "unsupported opcode %u (%s) from %s",
 				req->hdr->opcode, wire_opcode_name(req->hdr->opcode), req->peer);

@@ -33,6 +33,14 @@ static int is_change(const struct rpc_request *req)
 	case WIRE_OP_MDS_HSM_STATE_SET:
 	case WIRE_OP_MDS_HSM_IMPORT:
 		return 1;
+	case WIRE_OP_MDS_QUOTA: { /* setting limits or fixing usage */
+		struct wire_quota_req q;
+		struct wire_cursor c;
+		wire_cursor_init_read(&c, req->body, req->body_len);
+		wire_quota_req_decode(&c, &q);
+		return wire_cursor_ok(&c) && q.op != WIRE_QUOTA_GET && q.op != WIRE_QUOTA_GETDEF &&
+		       !(q.op == WIRE_QUOTA_CHECK && !(q.valid & WIRE_QUOTA_V_FIX));
+	}
 	case WIRE_OP_MDS_OPEN: {
 		struct wire_open_req o;
 		struct wire_cursor c;

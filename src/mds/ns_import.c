@@ -53,6 +53,9 @@ static int import_op(struct mds_txn *txn, void *arg)
 	/* a stub: the data is only in the archive until its first open */
 	ino->hsm_state = NACRE_HS_EXISTS | NACRE_HS_ARCHIVED | NACRE_HS_RELEASED;
 	ino->archive_id = r->archive_id;
+	if (dir->proj_inherit)
+		ino->projid = dir->projid; /* as a create in that directory */
+	mds_txn_quota_exempt(txn);     /* imports are root's: counted, never refused */
 	rc = mds_db_inode_put(txn, ino);
 	if (!rc)
 		rc = mds_db_dentry_put(txn, &r->parent, r->name, &ino->fid, S_IFREG);

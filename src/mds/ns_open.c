@@ -144,6 +144,8 @@ static int close_op(struct mds_txn *txn, void *arg)
 	if (rc)
 		return rc;
 	int changed = 0;
+	if (a->r && mds_perm_is_root(&a->r->cred))
+		mds_txn_quota_exempt(txn);
 	if (a->r && S_ISREG(ino.mode) && !a->restore) {
 		if (a->r->size > ino.size) {
 			ino.size = a->r->size;

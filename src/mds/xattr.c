@@ -4,8 +4,11 @@
  * system.posix_acl_access and system.posix_acl_default (POSIX ACLs, acl.h) are readable by
  * all and writable by the owner or root, as on ext4: the access ACL lives in the inode
  * (checked with the mode by perm.c), the default ACL of a directory in the xattr table.
+ * trusted.nacre.project is the inode's project id and inherit flag (quotas), not stored
+ * in the xattr table.
  * Other system.* names and unknown namespaces are not supported. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,6 +22,7 @@
 #include "mds/writer.h"
 
 #define XATTR_CREATE_ 1u
+#define MDS_PROJECT_XATTR "trusted.nacre.project"
 #define XATTR_REPLACE_ 2u
 
 enum ns_kind { NS_USER, NS_TRUSTED, NS_SECURITY, NS_ACL_ACCESS, NS_ACL_DEFAULT, NS_OTHER };
@@ -71,6 +75,46 @@ static int may_access(const struct nacre_cred *cr, const struct mds_inode *ino,
 	}
 }
 
+/* The project id and inherit flag, an inode field shown as an xattr (docs/quota.md):
+ * "ID P" (inherit) or "ID -". */
+static int project_text(const struct mds_inode *ino, void *buf, size_t size)
+{
+	char t[32];
+	int n = snprintf(t, sizeof(t), "%u %c", ino->projid, ino->proj_inherit ? 'P' : '-');
+
+	if (size && (size_t)n > size)
+		return -ERANGE;
+	if (size)
+		memcpy(buf, t, (size_t)n);
+	return n;
+}
+
+/* "ID", "ID P" or "ID -" into the inode (the flag on directories only). */
+static int project_set(struct mds_inode *ino, const char *v, size_t len)
+{
+	char t[32], *end;
+
+	if (len == 0 || len >= sizeof(t))
+		return -EINVAL;
+	memcpy(t, v, len);
+	t[len] = '\0';
+	errno = 0;
+	unsigned long id = strtoul(t, &end, 10);
+	if (end == t || errno || id > UINT32_MAX || t[0] == '-')
+		return -EINVAL;
+	int inherit = -1;
+	if (!strcmp(end, " P"))
+		inherit = 1;
+	else if (!strcmp(end, " -"))
+		inherit = 0;
+	else if (*end)
+		return -EINVAL;
+	ino->projid = (uint32_t)id;
+	if (inherit >= 0)
+		ino->proj_inherit = S_ISDIR(ino->mode) ? (uint8_t)inherit : 0;
+	return 0;
+}
+
 int mds_xattr_get(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
 		  const char *name, void *buf, size_t size)
 {
@@ -80,9 +124,12 @@ int mds_xattr_get(struct mds *m, const struct nacre_cred *cr, const struct nacre
 	if (rc)
 		return rc;
 	rc = mds_db_inode_get(txn, fid, &ino);
-	if (!rc)
+	int project = !strcmp(name, MDS_PROJECT_XATTR); /* anyone may read it, as lsattr -p */
+	if (!rc && !project)
 		rc = may_access(cr, &ino, name, 0);
-	if (!rc && ns_of(name) == NS_ACL_ACCESS) {
+	if (!rc && project) {
+		rc = project_text(&ino, buf, size);
+	} else if (!rc && ns_of(name) == NS_ACL_ACCESS) {
 		/* stored in the inode; none when the mode says it all */
 		rc = ino.acl.count ? (int)mds_acl_encode(&ino.acl, buf, size) : -ENODATA;
 		if (rc >= 0 && size && (size_t)rc > size)
@@ -212,7 +259,14 @@ static int set_op(struct mds_txn *txn, void *arg)
 	if (rc)
 		return rc;
 	enum ns_kind kind = ns_of(a->name);
-	if (kind == NS_ACL_ACCESS || kind == NS_ACL_DEFAULT) {
+	if (!strcmp(a->name, MDS_PROJECT_XATTR)) {
+		if (a->remove) {
+			ino.projid = 0;
+			ino.proj_inherit = 0;
+		} else {
+			rc = project_set(&ino, a->value, a->len);
+		}
+	} else if (kind == NS_ACL_ACCESS || kind == NS_ACL_DEFAULT) {
 		rc = set_acl(txn, a, &ino, kind == NS_ACL_DEFAULT);
 	} else if (a->remove) {
 		rc = mds_db_xattr_del(txn, a->fid, a->name);

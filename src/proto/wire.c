@@ -93,6 +93,7 @@ static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(MDS_CL_READ, "changelog_req", "changelog_rep", IDEM),
 	OP(MDS_CL_CLEAR, "changelog_req", "changelog_rep", IDEM),
 	OP(MDS_CL_MASK, "changelog_req", "changelog_rep", IDEM),
+	OP(MDS_QUOTA, "quota_req", "quota_rep", 0),
 	OP(OST_WRITE, "ost_io_req", "empty", IDEM),
 	OP(OST_READ, "ost_io_req", "empty", IDEM),
 	OP(OST_PUNCH, "ost_io_req", "empty", IDEM),

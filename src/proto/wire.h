@@ -122,6 +122,8 @@ enum wire_opcode {
 					 * changelog_rep (the mask after it) */
 	WIRE_OP_MDS_FIND = 62, /* req: find_req; rep: find_rep + count find_ent: one page of a
 				* namespace scan with predicates (docs/protocol.md, "find") */
+	WIRE_OP_MDS_QUOTA = 84, /* req: quota_req; rep: quota_rep (+ count quota_drift for
+				 * CHECK): get, set, grace, defaults, recount (docs/quota.md) */
 	WIRE_OP_MDS_LINKS = 63,         /* req: links_req; rep: links_rep: the names (parent,
 					 * name) of a FID, a page at a time */
 
@@ -922,6 +924,51 @@ struct wire_ost_destroy_fail { /* an object the OSS could not remove */
 /* Encoders append to c; decoders read from c and leave it failed (wire_cursor_ok() false) on
  * any violation. After a decode, callers check wire_cursor_ok() and wire_cursor_left() == 0
  * (trailing bytes are allowed only behind a feature bit). */
+/* QUOTA (wire_quota.c).
+ * quota_req: cred, u32 op (WIRE_QUOTA_*), u32 type (0 user, 1 group, 2 project), u32 id,
+ * u32 valid (WIRE_QUOTA_V_*: which limits SET/DEFAULT change; CHECK: WIRE_QUOTA_V_FIX),
+ * u64 bsoft, bhard (KiB), isoft, ihard (inodes), bgrace, igrace (seconds).
+ * quota_rep: u64 kbytes, inodes (usage), bsoft, bhard, isoft, ihard (the effective limits),
+ * i64 btime, itime (when the grace ends, unix seconds; 0 = not over the soft limit), u64
+ * bgrace, igrace, u32 flags (WIRE_QUOTA_F_*), u32 count (<= WIRE_QUOTA_DRIFT_MAX), then
+ * count quota_drift: u32 type, u32 id, u64 kbytes, inodes (stored), kbytes, inodes
+ * (counted). */
+enum {
+	WIRE_QUOTA_GET = 0,     /* usage and limits of (type, id) */
+	WIRE_QUOTA_SET = 1,     /* its limits (admin) */
+	WIRE_QUOTA_GRACE = 2,   /* the type's grace periods (admin; id ignored) */
+	WIRE_QUOTA_DEFAULT = 3, /* the type's default limits (admin; id ignored) */
+	WIRE_QUOTA_GETDEF = 4,  /* the type's default limits and grace */
+	WIRE_QUOTA_CHECK = 5,   /* recount usage from the inodes (admin) */
+	WIRE_QUOTA_OPS_
+};
+#define WIRE_QUOTA_V_BSOFT 0x1u
+#define WIRE_QUOTA_V_BHARD 0x2u
+#define WIRE_QUOTA_V_ISOFT 0x4u
+#define WIRE_QUOTA_V_IHARD 0x8u
+#define WIRE_QUOTA_V_BGRACE 0x10u
+#define WIRE_QUOTA_V_IGRACE 0x20u
+#define WIRE_QUOTA_V_FIX 0x40u
+#define WIRE_QUOTA_V_ALL_ 0x7fu
+#define WIRE_QUOTA_F_DEFAULT 0x1u /* the limits are the type's defaults */
+#define WIRE_QUOTA_DRIFT_MAX 256u
+#define WIRE_QUOTA_DRIFT_SIZE 40u
+struct wire_quota_req {
+	struct nacre_cred cred;
+	uint32_t op, type, id, valid;
+	uint64_t bsoft, bhard, isoft, ihard, bgrace, igrace;
+};
+struct wire_quota_rep {
+	uint64_t kbytes, inodes, bsoft, bhard, isoft, ihard;
+	int64_t btime, itime;
+	uint64_t bgrace, igrace;
+	uint32_t flags, count;
+};
+struct wire_quota_drift {
+	uint32_t type, id;
+	uint64_t kbytes, inodes, count_kbytes, count_inodes;
+};
+
 #define WIRE_MSG(name)                                                                      \
 	void wire_##name##_encode(struct wire_cursor *c, const struct wire_##name *m);      \
 	void wire_##name##_decode(struct wire_cursor *c, struct wire_##name *m)
@@ -993,7 +1040,12 @@ WIRE_MSG(links_req);
 WIRE_MSG(links_rep);
 WIRE_MSG(changelog_req);
 WIRE_MSG(changelog_rep);
+WIRE_MSG(quota_req);
+WIRE_MSG(quota_rep);
 #undef WIRE_MSG
+/* The items of a quota_rep answering CHECK. */
+void wire_quota_drift_put(struct wire_cursor *c, const struct wire_quota_drift *d);
+void wire_quota_drift_get(struct wire_cursor *c, struct wire_quota_drift *d);
 /* The items of a key_list. */
 void wire_key_entry_put(struct wire_cursor *c, const struct wire_key_entry *e);
 void wire_key_entry_get(struct wire_cursor *c, struct wire_key_entry *e);

@@ -57,6 +57,7 @@ FZ_MSG(nodemap_rep)
 FZ_MSG(links_req)
 FZ_MSG(find_req)
 FZ_MSG(changelog_req)
+FZ_MSG(quota_req)
 
 /* HSM_REQUEST: the header, then exactly nfids fids. */
 struct fz_hsm_req {
@@ -121,6 +122,8 @@ FZ_LIST(key_list, count, struct wire_key_entry, WIRE_KEY_LIST_MAX, wire_key_entr
 FZ_LIST(notify_rep, count, struct nacre_fid, WIRE_NOTIFY_MAX, wire_fid_put, wire_fid_get)
 FZ_LIST(links_rep, count, struct wire_link_entry, WIRE_BODY_MAX / WIRE_LINK_ENTRY_MIN,
 	wire_link_entry_put, wire_link_entry_get)
+FZ_LIST(quota_rep, count, struct wire_quota_drift, WIRE_QUOTA_DRIFT_MAX, wire_quota_drift_put,
+	wire_quota_drift_get)
 FZ_LIST(find_rep, count, struct wire_find_ent, 32, wire_find_ent_put, wire_find_ent_get)
 FZ_LIST(changelog_rep, count, struct nacre_changelog_rec, WIRE_BODY_MAX / WIRE_CL_REC_MIN,
 	wire_cl_rec_put, wire_cl_rec_get)
@@ -227,6 +230,8 @@ static const struct fz_type types[] = {
 	FZ_ROW(find_rep, struct fz_find_rep, NULL, 1),
 	FZ_ROW(changelog_req, struct wire_changelog_req, NULL, 1),
 	FZ_ROW(changelog_rep, struct fz_changelog_rep, NULL, 1),
+	FZ_ROW(quota_req, struct wire_quota_req, NULL, 1),
+	FZ_ROW(quota_rep, struct fz_quota_rep, NULL, 1),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

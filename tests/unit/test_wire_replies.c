@@ -517,6 +517,57 @@ static void test_find_rep(void)
 	free(ed);
 }
 
+static void test_quota_rep(void)
+{
+	static const uint8_t golden[] = {
+		0x00, 0x10, 0, 0, 0, 0, 0, 0, /* kbytes 4096 */
+		0x05, 0, 0, 0, 0, 0, 0, 0,    /* inodes 5 */
+		0x00, 0x04, 0, 0, 0, 0, 0, 0, /* bsoft 1024 */
+		0x00, 0x08, 0, 0, 0, 0, 0, 0, /* bhard 2048 */
+		0x03, 0, 0, 0, 0, 0, 0, 0,    /* isoft 3 */
+		0x04, 0, 0, 0, 0, 0, 0, 0,    /* ihard 4 */
+		0x10, 0, 0, 0, 0, 0, 0, 0,    /* btime 16 */
+		0, 0, 0, 0, 0, 0, 0, 0,       /* itime 0 */
+		0x80, 0x3a, 0x09, 0, 0, 0, 0, 0, /* bgrace 604800 */
+		0x02, 0, 0, 0, 0, 0, 0, 0,    /* igrace 2 */
+		0x01, 0, 0, 0,                /* flags DEFAULT */
+		0x01, 0, 0, 0,                /* count 1 */
+		0x01, 0, 0, 0,                /* drift: type group */
+		0xe8, 0x03, 0, 0,             /* id 1000 */
+		0x08, 0, 0, 0, 0, 0, 0, 0,    /* stored kbytes 8 */
+		0x02, 0, 0, 0, 0, 0, 0, 0,    /* stored inodes 2 */
+		0x04, 0, 0, 0, 0, 0, 0, 0,    /* counted kbytes 4 */
+		0x01, 0, 0, 0, 0, 0, 0, 0,    /* counted inodes 1 */
+	};
+	struct wire_quota_rep h = {4096, 5, 1024, 2048, 3, 4, 16, 0, 604800, 2, 1, 1}, hd;
+	struct wire_quota_drift d = {1, 1000, 8, 2, 4, 1}, dd[2];
+	struct wire_cursor c;
+
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_quota_rep_encode(&c, &h);
+	wire_quota_drift_put(&c, &d);
+	CHECK(wire_cursor_ok(&c));
+	CHECK_EQ(wire_cursor_pos(&c), sizeof(golden));
+	CHECK_MEM(c.buf, golden, sizeof(golden));
+	wire_cursor_fini(&c);
+	CHECK(LIST_OK(wire_quota_rep_decode, &hd, wire_quota_drift_get, dd, golden,
+		      sizeof(golden), 1));
+	CHECK(memcmp(&h, &hd, sizeof(h)) == 0 && memcmp(&d, &dd[0], sizeof(d)) == 0);
+	for (size_t k = 0; k < sizeof(golden); k++)
+		CHECK(!LIST_OK(wire_quota_rep_decode, &hd, wire_quota_drift_get, dd, golden, k, 1));
+	{
+		uint8_t bad[sizeof(golden)];
+		memcpy(bad, golden, sizeof(bad));
+		bad[84] = 2; /* a count the bytes cannot hold */
+		CHECK(!LIST_OK(wire_quota_rep_decode, &hd, wire_quota_drift_get, dd, bad,
+			       sizeof(bad), 2));
+		memcpy(bad, golden, sizeof(bad));
+		bad[88] = 3; /* an unknown type */
+		CHECK(!LIST_OK(wire_quota_rep_decode, &hd, wire_quota_drift_get, dd, bad,
+			       sizeof(bad), 1));
+	}
+}
+
 static void test_targets_rep(void)
 {
 	static const uint8_t golden[] = {
@@ -1276,6 +1327,8 @@ static const struct codec codecs[] = {
 	REQ(nodemap_req), REQ(links_req), REQ(find_req), REQ(changelog_req),
 	REP(links_rep, test_links_rep),
 	REP(find_rep, test_find_rep),
+	REQ(quota_req),
+	REP(quota_rep, test_quota_rep),
 	REP(connect_rep, test_connect_open_rep),
 	REP(open_rep, test_connect_open_rep),
 	REP(attr_rep, test_attr_rep),
@@ -1404,7 +1457,7 @@ static void test_op_table(void)
 		/* what runs once through the reply cache is never resent blindly */
 		CHECK(!(wire_op_reply_cached((uint16_t)op) && wire_op_idempotent((uint16_t)op)));
 	}
-	CHECK_EQ(rows, 72);
+	CHECK_EQ(rows, 73);
 	CHECK(wire_op_info(WIRE_OP_MAX_) == NULL && wire_op_info(0xffff) == NULL);
 	CHECK(!wire_op_idempotent(0xffff) && !wire_op_inline(0xffff));
 	/* xattr_len_rep is GETXATTR's other form (a size of 0), not in the table's column */
