@@ -376,6 +376,10 @@ def test_stopped_client_delays_one_chmod_only(make_cluster):
     _reset(a)
     d = os.path.join(a, "d")
     os.stat(os.path.join(str(stopped.path), "d"))
+    # A mount listens once its first NOTIFY_WAIT is parked at the MDS, which its notify
+    # thread sends after the mount is up: stopped before that, it is not waited for (seen
+    # under ASan on a loaded machine). Give that first poll time to arrive.
+    time.sleep(1.0)
     os.kill(stopped.proc.p.pid, signal.SIGSTOP)
     try:
         t0 = time.monotonic()
