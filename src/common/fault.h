@@ -29,7 +29,7 @@ enum fault_point {
 	FAULT_OSS_WRITE_AFTER,    /* oss: after the pwrite, before the reply (crash | error) */
 	FAULT_RPC_DROP_REQUEST,   /* server: a request is dropped unread, never executed */
 	FAULT_RPC_DROP_REPLY,     /* server: a request is executed and its reply dropped */
-	FAULT_RPC_DELAY_REPLY,    /* server: the reply waits ms milliseconds */
+	FAULT_RPC_DELAY_REPLY,    /* server: the reply waits ms milliseconds (not a deferred one) */
 	FAULT_RPC_CLOSE_CONN,     /* server: the connection closes instead of the reply */
 	FAULT_MDS_DB_FULL,        /* mds: a commit fails as if the MDT were full (-ENOSPC) */
 	FAULT_POINT_COUNT_,

@@ -312,6 +312,17 @@ int mds_notify_dispatch(struct mds *m, const struct rpc_request *req, struct rpc
 		if (c->acked == c->sent)
 			c->lagging = 0;
 		answer_parked(c); /* a second wait replaces the first */
+		/* One wait at a time carries the client's latest ack: a batch sent after it was
+		 * lost (its wait had timed out before the answer came: a long stop, a late
+		 * reply). It cannot know what that batch held, so it drops everything; without
+		 * this it would miss those changes and, lagging, never be waited for again. */
+		if (!(r.flags & WIRE_NOTIFY_STOP) && c->acked < c->sent && !c->all) {
+			LOG_RATELIMITED(LOG_LVL_INFO, "notify", "client %s missed a permission-"
+					"change batch (%llu acknowledged, %llu sent): it drops every "
+					"cached attribute", c->name, (unsigned long long)c->acked,
+					(unsigned long long)c->sent);
+			c->all = 1;
+		}
 		client_event(n, c, (r.flags & WIRE_NOTIFY_STOP) != 0);
 	}
 	if (r.flags & WIRE_NOTIFY_STOP) {

@@ -390,11 +390,11 @@ static const struct wire_rep_env *reply_env(struct rpc_server *s, const struct j
 }
 
 /* Fault points between a handler and its reply. */
-static void reply_faults(struct job *j)
+static void reply_faults(struct job *j, int may_delay)
 {
 	struct fault_hit hit = {0};
 
-	if (NACRE_FAULT_OP(FAULT_RPC_DELAY_REPLY, j->hdr.opcode, &hit) && hit.ms)
+	if (may_delay && NACRE_FAULT_OP(FAULT_RPC_DELAY_REPLY, j->hdr.opcode, &hit) && hit.ms)
 		usleep(hit.ms * 1000u);
 	if (NACRE_FAULT_OP(FAULT_RPC_DROP_REPLY, j->hdr.opcode, &hit))
 		j->drop_reply = 1;
@@ -480,7 +480,7 @@ static int run_request(struct rpc_server *s, struct job *j)
 	bufcache_put(&s->payloads, j->payload, j->payload_cap);
 	j->payload = NULL;
 	if (fault_any_armed)
-		reply_faults(j);
+		reply_faults(j, 1);
 	return 0;
 }
 
@@ -539,6 +539,9 @@ void rpc_answer(struct rpc_deferred *d, int status, const void *body, uint32_t l
 			       j->conn->sealed);
 	bufcache_put(&s->payloads, j->payload, j->payload_cap);
 	j->payload = NULL;
+	/* no delay here: a deferred answer may come from under its owner's lock */
+	if (fault_any_armed)
+		reply_faults(j, 0);
 	post_done(s, j);
 }
 

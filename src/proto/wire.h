@@ -834,8 +834,10 @@ struct wire_lock_rep { /* LOCK_GET: type WIRE_LK_UNLCK and the rest 0 if nothing
  * until it has FIDs for the client (or for up to WIRE_NOTIFY_HOLD_MS, then answers it with
  * none); the next NOTIFY_WAIT acknowledges the batch before it (ack = its seq): only then
  * has the client dropped what it cached, and only then is the change that caused it
- * answered. Not a change: never replayed, resent freely (a new MDS instance starts seq at
- * 0 and ignores acks above what it sent). */
+ * answered. A wait acknowledging less than was sent shows a batch lost to the client (its
+ * wait ended first): it is answered at once with WIRE_NOTIFY_ALL. Not a change: never
+ * replayed, resent freely (a new MDS instance starts seq at 0 and ignores acks above what
+ * it sent). */
 #define WIRE_NOTIFY_MAX 1024      /* FIDs in one reply; more become WIRE_NOTIFY_ALL */
 #define WIRE_NOTIFY_HOLD_MS 2000  /* longest the MDS parks one (as often as a mount pings) */
 enum {
