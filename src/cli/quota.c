@@ -44,6 +44,10 @@ static int quota_ioctl(const char *verb, const char *path, const struct wire_quo
 				"for quotas)", verb, path);
 		else if (e == EPERM)
 			cli_err("%s: only root may change quotas or recount them", verb);
+		else if (e == EOPNOTSUPP)
+			cli_err("%s: quotas are off on the MDS of '%s' (nacre-mds --quota off): "
+				"start it with --quota on to count usage and enforce limits", verb,
+				path);
 		else
 			cli_err("%s: '%s': %s", verb, path, strerror(e));
 		return -e;

@@ -37,6 +37,7 @@ struct mds_db {
 	MDB_dbi nodemap;          /* optional too (nodemaps) */
 	MDB_dbi changelog, changelog_users; /* optional too (changelogs) */
 	MDB_dbi quota;            /* optional too (quotas) */
+	int quota_off;            /* MDS_DB_QUOTA_OFF: no charging, no limits */
 	char fsname[NACRE_FSNAME_MAX + 1];
 	char dir[512];
 };
@@ -48,6 +49,7 @@ struct qown {
 	uint64_t kb;
 };
 static int quota_count_once(struct mds_db *db, MDB_txn *t);
+static int quota_forget_count(struct mds_db *db, MDB_txn *t);
 
 struct mds_txn {
 	MDB_txn *t;
@@ -395,10 +397,11 @@ static int check_schema(struct mds_db *db, MDB_txn *t, const char *fsname, char 
 	return 0;
 }
 
-int mds_db_open(const char *dir, const char *fsname, int format, struct mds_db **out,
+int mds_db_open(const char *dir, const char *fsname, unsigned flags, struct mds_db **out,
 		char *err, size_t err_len)
 {
 	int has_db = 0, empty = 1, rc;
+	int format = (flags & MDS_DB_FORMAT) != 0;
 	*out = NULL;
 	if (format) {
 		if (mkdir(dir, 0700) && errno != EEXIST) {
@@ -482,7 +485,8 @@ int mds_db_open(const char *dir, const char *fsname, int format, struct mds_db *
 	rc = check_schema(db, t, fsname, err, err_len);
 	if (rc)
 		goto out_abort;
-	rc = quota_count_once(db, t);
+	db->quota_off = (flags & MDS_DB_QUOTA_OFF) != 0;
+	rc = db->quota_off ? quota_forget_count(db, t) : quota_count_once(db, t);
 	if (rc) {
 		snprintf(err, err_len, "cannot count quota usage in %s: %s", dir, strerror(-rc));
 		goto out_abort;
@@ -744,11 +748,19 @@ static int quota_charge(MDB_txn *t, struct mds_db *db, const struct qown *old,
 static int qown_stored(MDB_txn *t, MDB_dbi dbi, const struct nacre_fid *fid, struct qown *o);
 static void qown_of(const struct mds_inode *ino, struct qown *o);
 
+int mds_db_quota_off(const struct mds_db *db)
+{
+	return db->quota_off;
+}
+
 int mds_db_inode_put(struct mds_txn *txn, const struct mds_inode *ino)
 {
 	struct qown old, new;
-	int rc = qown_stored(txn->t, txn->db->inodes, &ino->fid, &old);
+	int rc;
 
+	if (txn->db->quota_off)
+		return map_err(put_inode_raw(txn->t, txn->db->inodes, ino), "inode put");
+	rc = qown_stored(txn->t, txn->db->inodes, &ino->fid, &old);
 	if (rc)
 		return rc;
 	qown_of(ino, &new);
@@ -762,12 +774,15 @@ int mds_db_inode_del(struct mds_txn *txn, const struct nacre_fid *fid)
 {
 	uint8_t kb[16];
 	struct qown old, none;
-	int rc = qown_stored(txn->t, txn->db->inodes, fid, &old);
+	int rc = 0;
 
-	if (rc)
-		return rc;
-	memset(&none, 0, sizeof(none));
-	rc = quota_charge(txn->t, txn->db, &old, &none, 1);
+	if (!txn->db->quota_off) {
+		rc = qown_stored(txn->t, txn->db->inodes, fid, &old);
+		if (rc)
+			return rc;
+		memset(&none, 0, sizeof(none));
+		rc = quota_charge(txn->t, txn->db, &old, &none, 1);
+	}
 	if (rc)
 		return rc;
 	mds_fid_to_key(fid, kb);
@@ -2345,6 +2360,21 @@ int mds_db_quota_recount(struct mds_txn *txn, int fix,
 
 /* At open: an MDT that never counted its usage (older than quotas, or just formatted)
  * counts it now, once. */
+/* At an open with quotas off: usage is not kept from now on, so the next open with quotas
+ * on must count it again. */
+static int quota_forget_count(struct mds_db *db, MDB_txn *t)
+{
+	MDB_val k = {13, "quota_counted"};
+	int rc = mdb_del(t, db->meta, &k, NULL);
+
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (!rc)
+		LOG_WARN("db", "quotas are off: usage is not counted and no limit is enforced "
+			 "until the MDS starts with them on (and recounts)");
+	return map_err(rc, "meta del");
+}
+
 static int quota_count_once(struct mds_db *db, MDB_txn *t)
 {
 	MDB_val k = {13, "quota_counted"}, v;

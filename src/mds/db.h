@@ -82,13 +82,19 @@ struct mds_inode {
 	uint8_t proj_inherit; /* directories: new entries take projid (and dirs this flag) */
 };
 
-/* Opens (format = 0) or creates (format = 1) the MDT in dir. Formatting needs an empty or
- * missing dir and writes the schema, fsname and the root directory (0755, root:root, no
- * default layout). Opening checks the schema magic and version and that the stored fsname
- * equals fsname (NULL = accept any). On error writes a sentence naming dir and the fix to err.
- * *out is owned by the caller (mds_db_close). */
-int mds_db_open(const char *dir, const char *fsname, int format, struct mds_db **out,
+enum {
+	MDS_DB_FORMAT = 1 << 0,    /* create the MDT */
+	MDS_DB_QUOTA_OFF = 1 << 1, /* count no usage and enforce no limit (nacre-mds --quota
+				    * off); the next open without it recounts (docs/quota.md) */
+};
+/* Opens (flags without MDS_DB_FORMAT) or creates (with it) the MDT in dir. Formatting needs
+ * an empty or missing dir and writes the schema, fsname and the root directory (0755,
+ * root:root, no default layout). Opening checks the schema magic and version and that the
+ * stored fsname equals fsname (NULL = accept any). On error writes a sentence naming dir and
+ * the fix to err. *out is owned by the caller (mds_db_close). */
+int mds_db_open(const char *dir, const char *fsname, unsigned flags, struct mds_db **out,
 		char *err, size_t err_len);
+int mds_db_quota_off(const struct mds_db *db); /* opened with MDS_DB_QUOTA_OFF */
 void mds_db_close(struct mds_db *db); /* NULL is fine */
 /* Flushes every committed transaction to disk (commits are asynchronous: see db.c).
  * Returns 0 or a negative errno. Thread-safe. */

@@ -60,6 +60,7 @@ struct opts {
 	int allow_faults;
 	int sec_min; /* WIRE_SEC_*: --sec-min */
 	uint64_t cl_max_records; /* --changelog-max-records */
+	int quota_off;           /* --quota off */
 	struct mds_hsm_conf hsm;
 	struct metrics_opts metrics;
 };
@@ -88,7 +89,7 @@ static void usage(FILE *f)
 		   "                 [--evict-timeout SECS] [--recovery-window SECS] [--standby]\n"
 		   "                 [--sync-interval SECS] [--cap-lifetime SECS]\n"
 		   "                 [--allow-fault-injection] [--sec-min null|integrity|privacy]\n"
-		   "                 [--changelog-max-records N]\n"
+		   "                 [--changelog-max-records N] [--quota on|off]\n"
 		   METRICS_USAGE);
 }
 
@@ -110,6 +111,7 @@ enum {
 	OPT_CAP_LIFE,
 	OPT_SEC_MIN,
 	OPT_CL_MAX,
+	OPT_QUOTA,
 };
 
 /* --hsm-* options; returns 0, 1 if c is not one of them, -1 on a bad value. */
@@ -186,6 +188,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"cap-lifetime", required_argument, NULL, OPT_CAP_LIFE},
 		{"sec-min", required_argument, NULL, OPT_SEC_MIN},
 		{"changelog-max-records", required_argument, NULL, OPT_CL_MAX},
+		{"quota", required_argument, NULL, OPT_QUOTA},
 		{NULL, 0, NULL, 0}};
 	int c;
 	int64_t v;
@@ -253,6 +256,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return -1;
 			}
 			o->cl_max_records = (uint64_t)v;
+			break;
+		case OPT_QUOTA:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				fprintf(stderr, "nacre-mds: --quota %s: expected on (count usage and "
+						"enforce limits, the default) or off\n", optarg);
+				return -1;
+			}
+			o->quota_off = !strcmp(optarg, "off");
 			break;
 		case OPT_STANDBY: o->standby = 1; break;
 		case OPT_FAULTS: o->allow_faults = 1; break;
@@ -427,7 +438,8 @@ int main(int argc, char **argv)
 		rpc_server_destroy(srv);
 		return 1;
 	}
-	if (mds_db_open(o.data, o.fsname, o.format, &m.db, err, sizeof(err))) {
+	if (mds_db_open(o.data, o.fsname, (o.format ? MDS_DB_FORMAT : 0) |
+			(o.quota_off ? MDS_DB_QUOTA_OFF : 0), &m.db, err, sizeof(err))) {
 		fprintf(stderr, "nacre-mds: --data: %s\n", err);
 		rpc_server_destroy(srv);
 		return 1;

@@ -133,6 +133,8 @@ int mds_quota_dispatch(struct mds *m, const struct rpc_request *req, struct rpc_
 	wire_quota_req_decode(&c, &r);
 	if (!wire_cursor_ok(&c) || wire_cursor_left(&c))
 		return -EPROTO;
+	if (mds_db_quota_off(m->db))
+		return -EOPNOTSUPP; /* nacre-mds --quota off: no usage to show, no limit kept */
 	memset(&out, 0, sizeof(out));
 	if (r.op != WIRE_QUOTA_GET && r.op != WIRE_QUOTA_GETDEF) {
 		if (r.cred.uid != 0)

@@ -282,3 +282,37 @@ def test_recount_after_oss_kill9_mid_write(cluster, mnt, nacre_cli):
     used = int(q(nacre_cli, "-u", "60008", str(mnt)).stdout.splitlines()[-1].split()[-8])
     want = 3072 + (os.stat(os.path.join(d, "mid")).st_size + 4095) // 4096 * 4
     assert used == want
+
+
+def test_quota_off_then_on_recounts(cluster, mnt, nacre_cli):
+    """nacre-mds --quota off counts nothing and refuses nothing (the bench's baseline, and
+    Lustre's quota.mdt=none); started with quotas on again, the MDS recounts at open and the
+    limits hold with usage exact."""
+    d = user_dir(mnt, "qoff", 60012)
+    sq(nacre_cli, "-u", "60012", "-I", "5", str(mnt))
+    assert as_user(creates(d, 4), uid=60012, gid=60012) == 0  # the directory is the fifth
+    assert as_user(creates(d, 1, "x"), uid=60012, gid=60012) == errno.EDQUOT
+
+    def restart(*args):
+        cluster.mds.kill(signal.SIGTERM)
+        cluster.mds.p.wait(20)
+        cluster.mds_args = [a for a in cluster.mds_args if a not in ("--quota", "off")]
+        cluster.mds_args += list(args)
+        cluster.start_mds(fmt=False)
+
+    try:
+        restart("--quota", "off")
+        assert "quotas are off" in cluster.mds.text()
+        assert as_user(creates(d, 3, "y"), uid=60012, gid=60012) == 0  # not refused
+        r = q(nacre_cli, "-u", "60012", str(mnt))
+        assert r.returncode != 0
+        assert "quotas are off on the MDS" in r.stderr and "--quota on" in r.stderr, r.stderr
+    finally:
+        restart()
+    assert "quota usage counted for" in cluster.mds.text()
+    r = q(nacre_cli, "-u", "60012", str(mnt))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[3].split()[4] == "8*", r.stdout  # 1 dir + 4 + 3 files
+    assert as_user(creates(d, 1, "z"), uid=60012, gid=60012) == errno.EDQUOT
+    r = q(nacre_cli, "--check", str(mnt))
+    assert r.stdout.splitlines()[-1] == "quota check: 0 ids with drift", r.stdout
