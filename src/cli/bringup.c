@@ -126,6 +126,8 @@ static void add_mds(struct daemons *ds, const struct cc_conf *c, int standby)
 	opt(ds, d, "--key-file", c->key_file);
 	if (c->sec_min[0])
 		opt(ds, d, "--sec-min", c->sec_min);
+	if (c->quota_off)
+		opt(ds, d, "--quota", "off");
 	if (standby) {
 		arg(ds, d, "--standby"); /* waits for the primary's lock on the MDT */
 		return;

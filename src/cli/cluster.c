@@ -31,6 +31,7 @@ struct up_opts {
 	/* --hsm-*: a copytool for archive 1, and a directory imported from it at creation */
 	const char *hsm_backend, *hsm_endpoint, *hsm_credentials, *hsm_import;
 	char sec_min[16]; /* --sec-min for the servers, "" = null */
+	int quota_off;    /* --quota off for the MDS */
 	/* --metrics-addr: the MDS's, then each OSS, the mount and the copytool on the next
 	 * ports; --metrics-log: a directory of JSON lines; --metrics-azure*: passed on */
 	char metrics_addr[CC_ADDR_MAX];
@@ -73,6 +74,7 @@ static int up_conf(const struct up_opts *o, struct cc_conf *c)
 	str_copy(c->fsname, o->fsname, sizeof(c->fsname));
 	str_copy(c->run_dir, o->dir, sizeof(c->run_dir));
 	str_copy(c->sec_min, o->sec_min, sizeof(c->sec_min));
+	c->quota_off = o->quota_off;
 	str_copy(c->mds_host, "localhost", sizeof(c->mds_host));
 	snprintf(c->mds_listen, sizeof(c->mds_listen), "127.0.0.1:%d", o->port);
 	if (dir_path(c->key_file, sizeof(c->key_file), o->dir, "cluster.key") < 0 ||
@@ -244,6 +246,7 @@ static int parse_up(int argc, char **argv, struct up_opts *o, const char **dir)
 		{"hsm-credentials", required_argument, NULL, 'C'},
 		{"hsm-import", required_argument, NULL, 'I'},
 		{"sec-min", required_argument, NULL, 'S'},
+		{"quota", required_argument, NULL, 'Q'},
 		{"metrics-addr", required_argument, NULL, 'A'},
 		{"metrics-log", required_argument, NULL, 'L'},
 		{"metrics-interval", required_argument, NULL, 'T'},
@@ -300,6 +303,14 @@ static int parse_up(int argc, char **argv, struct up_opts *o, const char **dir)
 				return -1;
 			}
 			str_copy(o->sec_min, optarg, sizeof(o->sec_min));
+			break;
+		case 'Q':
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				cli_err("invalid --quota '%s': use on (count usage and enforce "
+					"limits, the default) or off", optarg);
+				return -1;
+			}
+			o->quota_off = strcmp(optarg, "off") == 0;
 			break;
 		case 'm':
 			if (lp_absolute(optarg, o->mnt, sizeof(o->mnt)) < 0) {
@@ -361,6 +372,8 @@ static int write_options(const struct up_opts *o)
 		fprintf(f, "--hsm-credentials=%s\n", o->hsm_credentials);
 	if (o->sec_min[0])
 		fprintf(f, "--sec-min=%s\n", o->sec_min);
+	if (o->quota_off)
+		fprintf(f, "--quota=off\n");
 	if (o->metrics_addr[0])
 		fprintf(f, "--metrics-addr=%s\n", o->metrics_addr);
 	if (o->metrics_log[0])
@@ -422,7 +435,7 @@ static int same_cluster(const struct up_opts *a, const struct up_opts *b)
 	       same_str(a->hsm_backend, b->hsm_backend) &&
 	       same_str(a->hsm_endpoint, b->hsm_endpoint) &&
 	       same_str(a->hsm_credentials, b->hsm_credentials) &&
-	       strcmp(a->sec_min, b->sec_min) == 0 &&
+	       strcmp(a->sec_min, b->sec_min) == 0 && a->quota_off == b->quota_off &&
 	       strcmp(a->metrics_addr, b->metrics_addr) == 0 &&
 	       strcmp(a->metrics_log, b->metrics_log) == 0 &&
 	       a->metrics_interval == b->metrics_interval &&

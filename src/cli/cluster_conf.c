@@ -269,9 +269,14 @@ static int on_cluster(struct parse_state *ps, const char *name, const char *v)
 			fail(ps, "sec_min = %s: use null, integrity or privacy", v);
 		else
 			str_copy(c->sec_min, v, sizeof(c->sec_min));
+	} else if (strcmp(name, "quota") == 0) {
+		if (strcmp(v, "on") && strcmp(v, "off"))
+			fail(ps, "quota = %s: use on (count usage, enforce limits) or off", v);
+		else
+			c->quota_off = strcmp(v, "off") == 0;
 	} else {
 		return unknown_key(ps, name, "fsname, key_file, stripe_count, stripe_size, "
-					     "remote_shell, bin_dir, run_dir, sec_min");
+					     "remote_shell, bin_dir, run_dir, sec_min, quota");
 	}
 	return 0;
 }

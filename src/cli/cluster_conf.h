@@ -87,6 +87,7 @@ struct cc_conf {
 	char bin_dir[PATH_MAX];          /* "" = the directory of this nacre binary */
 	char run_dir[PATH_MAX];          /* pid files and logs on every host */
 	char sec_min[16];                /* the servers' --sec-min, "" = not set (null) */
+	int quota_off;                   /* quota = off: the MDS's --quota off */
 	int cluster_line;
 	/* [mds] */
 	char mds_host[CC_HOST_MAX + 1];

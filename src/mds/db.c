@@ -2367,12 +2367,9 @@ static int quota_forget_count(struct mds_db *db, MDB_txn *t)
 	MDB_val k = {13, "quota_counted"};
 	int rc = mdb_del(t, db->meta, &k, NULL);
 
-	if (rc == MDB_NOTFOUND)
-		return 0;
-	if (!rc)
-		LOG_WARN("db", "quotas are off: usage is not counted and no limit is enforced "
-			 "until the MDS starts with them on (and recounts)");
-	return map_err(rc, "meta del");
+	LOG_WARN("db", "quotas are off: usage is not counted and no limit is enforced until the "
+		 "MDS starts with them on (and recounts)");
+	return rc == MDB_NOTFOUND ? 0 : map_err(rc, "meta del");
 }
 
 static int quota_count_once(struct mds_db *db, MDB_txn *t)

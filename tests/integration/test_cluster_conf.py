@@ -298,6 +298,8 @@ def test_cluster_config_errors(tmp_path):
     cases = {
         "[cluster]\nfsname = a\nkey_file = /k\ncolour = blue\n":
             ":4: unknown key 'colour' in [cluster]",
+        "[cluster]\nfsname = a\nkey_file = /k\nquota = maybe\n":
+            ":4: quota = maybe: use on (count usage, enforce limits) or off",
         "[cluster]\nfsname = a\n\n[mds]\nhost = h\n":
             ":1: [cluster] has no 'key_file'",
         "[cluster]\nfsname = a\nkey_file = /k\n[mds]\nhost = h\nlisten = nowhere\n":
