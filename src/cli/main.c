@@ -55,6 +55,8 @@ static const struct cli_cmd commands[] = {
 	 "       nacre quota --check [--fix] PATH   recount usage from the inodes (root)\n"
 	 "kbytes: the files' sizes as the MDS knows them, rounded up to 4 KiB each; '*' marks\n"
 	 "a value at or over its limit; grace: what is left of it, 'none' when it ended.\n"
+	 "-v adds a line per target: the MDT's files and each OST's share of the id's objects\n"
+	 "(root, or your own uid or gid).\n"
 	 "--check prints each id whose stored usage differs from the count and exits 1 if any\n"
 	 "did; --fix also writes the count. Details: docs/quota.md.\n"},
 	{"setquota", cli_setquota, "set user, group or project limits, defaults or grace, as lfs setquota",

@@ -13,13 +13,17 @@
 
 #include "cli/cli.h"
 #include "nacre/nacre_ioctl.h"
+#include "nacre/nacre_vxattr.h"
 #include "proto/wire.h"
 
 static const char *const type_name[3] = {"usr", "grp", "prj"};
 
 /* Sends r through path's mount; the reply header to rep, drift entries to drift. */
+/* One QUOTA through the mount of path. drift (CHECK, WIRE_QUOTA_DRIFT_MAX of them) and
+ * targets (TARGETS, WIRE_QUOTA_TARGET_MAX) get the reply's items; both may be NULL. */
 static int quota_ioctl(const char *verb, const char *path, const struct wire_quota_req *r,
-		       struct wire_quota_rep *rep, struct wire_quota_drift *drift)
+		       struct wire_quota_rep *rep, struct wire_quota_drift *drift,
+		       struct wire_quota_target *targets)
 {
 	static unsigned char buf[NACRE_IOC_FIND_SIZE];
 	struct wire_cursor c;
@@ -42,6 +46,9 @@ static int quota_ioctl(const char *verb, const char *path, const struct wire_quo
 		if (e == ENOTTY)
 			cli_err("%s: '%s' is not on a nacre file system (or its mount is too old "
 				"for quotas)", verb, path);
+		else if (e == EPERM && r->op == WIRE_QUOTA_TARGETS)
+			cli_err("%s: -v (the usage on each target) of an id not your own needs "
+				"root", verb);
 		else if (e == EPERM)
 			cli_err("%s: only root may change quotas or recount them", verb);
 		else if (e == EOPNOTSUPP)
@@ -54,8 +61,14 @@ static int quota_ioctl(const char *verb, const char *path, const struct wire_quo
 	}
 	wire_cursor_init_read(&c, buf, (size_t)n);
 	wire_quota_rep_decode(&c, rep);
-	for (uint32_t i = 0; drift && i < rep->count && wire_cursor_ok(&c); i++)
-		wire_quota_drift_get(&c, &drift[i]);
+	for (uint32_t i = 0; drift && i < rep->count && wire_cursor_ok(&c); i++) {
+		if (i == WIRE_QUOTA_DRIFT_MAX)
+			wire_cursor_fail(&c, -EPROTO);
+		else
+			wire_quota_drift_get(&c, &drift[i]);
+	}
+	for (uint32_t i = 0; targets && i < rep->count && wire_cursor_ok(&c); i++)
+		wire_quota_target_get(&c, &targets[i]); /* count <= WIRE_QUOTA_TARGET_MAX */
 	if (!wire_cursor_ok(&c)) {
 		cli_err("%s: a malformed reply from the mount of '%s'", verb, path);
 		return -EPROTO;
@@ -294,13 +307,38 @@ static void print_row(const char *fs, const struct wire_quota_rep *q, int h)
 	printf(" %7s%c %6s %7s %7s\n", n0, io ? '*' : ' ', n1, n2, io > 1 ? t : "-");
 }
 
-static int show_one(const char *path, int type, const char *idarg, int h);
+/* lfs quota -v's lines: the MDT (its files; no blocks are charged there), each OST (the
+ * id's objects on it), then the limits granted to targets, none in nacre (the MDS
+ * enforces them all: docs/quota.md). */
+static void print_targets(const char *root, const struct wire_quota_rep *q,
+			  const struct wire_quota_target *t, int h)
+{
+	char fsname[64] = "nacre", name[96], kb[32], files[32];
+	int n = cli_getxattr(root, NACRE_VXATTR_FSNAME, fsname, sizeof(fsname) - 1);
+
+	if (n > 0)
+		fsname[strcspn(fsname, "\n")] = '\0';
+	snprintf(name, sizeof(name), "%s-MDT0000_UUID", fsname);
+	kb2str(0, h, kb, sizeof(kb));
+	snprintf(files, sizeof(files), "%" PRIu64, q->inodes);
+	printf("%s\n%15s %7s  %6s %7s %7s %7s  %6s %7s %7s\n", name, "", kb, "-", h ? "0k" : "0",
+	       "-", files, "-", "0", "-");
+	for (uint32_t i = 0; i < q->count; i++) {
+		snprintf(name, sizeof(name), "%s-OST%04x_UUID", fsname, t[i].ost_idx);
+		kb2str(t[i].kbytes, h, kb, sizeof(kb));
+		printf("%s\n%15s %7s  %6s %7s %7s %7s %7s %7s %7s\n", name, "", kb, "-",
+		       h ? "0k" : "0", "-", "-", "-", "-", "-");
+	}
+	printf("Total allocated inode limit: 0, total allocated block limit: %s\n", h ? "0k" : "0");
+}
+
+static int show_one(const char *path, int type, const char *idarg, int h, int verbose);
 
 int cli_quota(int argc, char **argv)
 {
 	struct wire_quota_req r;
 	struct wire_quota_rep q;
-	int h = 0, t = 0, check = 0, fix = 0, type = -1, dflt = 0;
+	int h = 0, t = 0, check = 0, fix = 0, type = -1, dflt = 0, verbose = 0;
 	const char *idarg = NULL, *path = NULL;
 
 	memset(&r, 0, sizeof(r));
@@ -312,7 +350,7 @@ int cli_quota(int argc, char **argv)
 		} else if (!strcmp(a, "-h")) {
 			h = 1;
 		} else if (!strcmp(a, "-v")) {
-			continue; /* one MDT, no per-target lines yet */
+			verbose = 1;
 		} else if (!strcmp(a, "-t")) {
 			t = 1;
 		} else if (!strcmp(a, "--check")) {
@@ -346,7 +384,7 @@ int cli_quota(int argc, char **argv)
 			return 1;
 		r.op = WIRE_QUOTA_CHECK;
 		r.valid = fix ? WIRE_QUOTA_V_FIX : 0;
-		if (quota_ioctl("quota", path, &r, &q, d)) {
+		if (quota_ioctl("quota", path, &r, &q, d, NULL)) {
 			free(d);
 			return 1;
 		}
@@ -366,7 +404,7 @@ int cli_quota(int argc, char **argv)
 	r.type = (uint32_t)type;
 	if (t || dflt) {
 		r.op = WIRE_QUOTA_GETDEF;
-		if (quota_ioctl("quota", path, &r, &q, NULL))
+		if (quota_ioctl("quota", path, &r, &q, NULL, NULL))
 			return 1;
 		if (t) {
 			char b[40], in[40];
@@ -396,17 +434,18 @@ int cli_quota(int argc, char **argv)
 		return 0;
 	}
 	if (type_given)
-		return show_one(path, type, idarg, h);
+		return show_one(path, type, idarg, h, verbose);
 	/* lfs quota PATH: the caller's user and group */
-	int rc = show_one(path, 0, NULL, h);
-	return show_one(path, 1, NULL, h) || rc;
+	int rc = show_one(path, 0, NULL, h, verbose);
+	return show_one(path, 1, NULL, h, verbose) || rc;
 }
 
 /* The table of one id (idarg NULL: the caller's uid or gid). 0 or 1. */
-static int show_one(const char *path, int type, const char *idarg, int h)
+static int show_one(const char *path, int type, const char *idarg, int h, int verbose)
 {
 	struct wire_quota_req r;
 	struct wire_quota_rep q;
+	struct wire_quota_target *t = NULL;
 
 	memset(&r, 0, sizeof(r));
 	r.type = (uint32_t)type;
@@ -425,9 +464,14 @@ static int show_one(const char *path, int type, const char *idarg, int h)
 			snprintf(idtxt, sizeof(idtxt), "%u", r.id);
 			parse_id("quota", type, idtxt, &r.id, name, sizeof(name));
 		}
-		r.op = WIRE_QUOTA_GET;
-		if (quota_ioctl("quota", path, &r, &q, NULL))
+		r.op = verbose ? WIRE_QUOTA_TARGETS : WIRE_QUOTA_GET;
+		t = verbose ? calloc(WIRE_QUOTA_TARGET_MAX, sizeof(*t)) : NULL;
+		if (verbose && !t)
 			return 1;
+		if (quota_ioctl("quota", path, &r, &q, NULL, t)) {
+			free(t);
+			return 1;
+		}
 		printf("Disk quotas for %s %s (%cid %u):\n", type_name[type], name,
 		       type_name[type][0], r.id);
 	}
@@ -437,6 +481,9 @@ static int show_one(const char *path, int type, const char *idarg, int h)
 	if (cli_mount_root(path, root, sizeof(root)))
 		snprintf(root, sizeof(root), "%s", path);
 	print_row(root, &q, h);
+	if (verbose)
+		print_targets(root, &q, t, h);
+	free(t);
 	return 0;
 }
 
@@ -550,5 +597,5 @@ int cli_setquota(int argc, char **argv)
 		if (parse_id("setquota", type, idarg, &r.id, name, sizeof(name)))
 			return 1;
 	}
-	return quota_ioctl("setquota", path, &r, &q, NULL) ? 1 : 0;
+	return quota_ioctl("setquota", path, &r, &q, NULL, NULL) ? 1 : 0;
 }

@@ -39,6 +39,7 @@ static int is_change(const struct rpc_request *req)
 		wire_cursor_init_read(&c, req->body, req->body_len);
 		wire_quota_req_decode(&c, &q);
 		return wire_cursor_ok(&c) && q.op != WIRE_QUOTA_GET && q.op != WIRE_QUOTA_GETDEF &&
+		       q.op != WIRE_QUOTA_TARGETS &&
 		       !(q.op == WIRE_QUOTA_CHECK && !(q.valid & WIRE_QUOTA_V_FIX));
 	}
 	case WIRE_OP_MDS_OPEN: {

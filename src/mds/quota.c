@@ -4,8 +4,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "common/layout.h"
 #include "mds/db.h"
+#include "mds/mds.h"
+#include "mds/targets.h"
 #include "mds/writer.h"
 #include "proto/wire.h"
 
@@ -121,6 +125,93 @@ static int fill(struct mds *m, const struct wire_quota_req *r, struct wire_quota
 	return 0;
 }
 
+/* TARGETS: the share of an id's files on each OST, counted as the objects' sizes (each
+ * rounded up to 4 KiB) from each file's size and layout. */
+struct target_scan {
+	uint32_t type, id;
+	struct wire_quota_target *t;
+	uint32_t n;
+};
+
+static int add_object(struct target_scan *s, uint32_t ost_idx, uint64_t kbytes)
+{
+	for (uint32_t i = 0; i < s->n; i++) {
+		if (s->t[i].ost_idx == ost_idx) {
+			s->t[i].kbytes += kbytes;
+			return 0;
+		}
+	}
+	if (s->n == WIRE_QUOTA_TARGET_MAX)
+		return 0; /* an index the MDS does not know, past the reply's room: not shown */
+	s->t[s->n++] = (struct wire_quota_target){ost_idx, kbytes};
+	return 0;
+}
+
+static int scan_inode(void *arg, const struct mds_inode *ino)
+{
+	struct target_scan *s = arg;
+	uint32_t owner = s->type == 0 ? ino->uid : s->type == 1 ? ino->gid : ino->projid;
+
+	if (owner != s->id || !S_ISREG(ino->mode) || !ino->has_layout ||
+	    (ino->hsm_state & NACRE_HS_RELEASED))
+		return 0; /* a released file's data is in the archive, not on OSTs */
+	for (uint32_t i = 0; i < ino->layout.nosts; i++) {
+		uint64_t obj = layout_object_size(&ino->layout, ino->size, i);
+		add_object(s, ino->layout.ost_idx[i], (obj + 4095) / 4096 * 4);
+	}
+	return 0;
+}
+
+static int cmp_target(const void *a, const void *b)
+{
+	uint32_t x = ((const struct wire_quota_target *)a)->ost_idx;
+	uint32_t y = ((const struct wire_quota_target *)b)->ost_idx;
+
+	return x < y ? -1 : x > y;
+}
+
+static int targets_op(struct mds *m, const struct wire_quota_req *r, struct wire_quota_rep *out,
+		      struct rpc_reply *rep)
+{
+	struct target_scan s = {r->type, r->id, NULL, 0};
+	struct wire_quota_req get = *r;
+	struct nacre_target *known = NULL;
+	struct mds_txn *txn;
+	int n, rc;
+
+	if (r->cred.uid != 0 && !(r->type == 0 && r->id == r->cred.uid) &&
+	    !(r->type == 1 && r->id == r->cred.gid))
+		return -EPERM; /* a scan of every inode: root's, or for one's own ids */
+	get.op = WIRE_QUOTA_GET;
+	rc = fill(m, &get, out);
+	if (rc)
+		return rc;
+	s.t = calloc(WIRE_QUOTA_TARGET_MAX, sizeof(*s.t));
+	n = s.t ? mds_targets_list(m->targets, &known) : -ENOMEM;
+	if (n < 0) {
+		free(s.t);
+		return n;
+	}
+	for (int i = 0; i < n; i++) /* every OST, 0 KiB where it holds nothing of the id */
+		add_object(&s, known[i].index, 0);
+	free(known);
+	rc = mds_txn_begin_read(m->db, &txn);
+	if (!rc) {
+		rc = mds_db_inode_iter(txn, scan_inode, &s);
+		mds_txn_abort(txn);
+	}
+	if (!rc) {
+		qsort(s.t, s.n, sizeof(*s.t), cmp_target);
+		out->count = s.n;
+		wire_quota_rep_encode(&rep->body, out);
+		for (uint32_t i = 0; i < s.n; i++)
+			wire_quota_target_put(&rep->body, &s.t[i]);
+		rc = wire_cursor_ok(&rep->body) ? 0 : -E2BIG;
+	}
+	free(s.t);
+	return rc;
+}
+
 int mds_quota_dispatch(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	struct wire_quota_req r;
@@ -136,6 +227,8 @@ int mds_quota_dispatch(struct mds *m, const struct rpc_request *req, struct rpc_
 	if (mds_db_quota_off(m->db))
 		return -EOPNOTSUPP; /* nacre-mds --quota off: no usage to show, no limit kept */
 	memset(&out, 0, sizeof(out));
+	if (r.op == WIRE_QUOTA_TARGETS)
+		return targets_op(m, &r, &out, rep);
 	if (r.op != WIRE_QUOTA_GET && r.op != WIRE_QUOTA_GETDEF) {
 		if (r.cred.uid != 0)
 			return -EPERM; /* as lfs setquota: root only */

@@ -932,9 +932,10 @@ struct wire_ost_destroy_fail { /* an object the OSS could not remove */
  * u64 bsoft, bhard (KiB), isoft, ihard (inodes), bgrace, igrace (seconds).
  * quota_rep: u64 kbytes, inodes (usage), bsoft, bhard, isoft, ihard (the effective limits),
  * i64 btime, itime (when the grace ends, unix seconds; 0 = not over the soft limit), u64
- * bgrace, igrace, u32 flags (WIRE_QUOTA_F_*), u32 count (<= WIRE_QUOTA_DRIFT_MAX), then
- * count quota_drift: u32 type, u32 id, u64 kbytes, inodes (stored), kbytes, inodes
- * (counted). */
+ * bgrace, igrace, u32 flags (WIRE_QUOTA_F_*), u32 count, then count items: for CHECK
+ * (<= WIRE_QUOTA_DRIFT_MAX) quota_drift: u32 type, u32 id, u64 kbytes, inodes (stored),
+ * kbytes, inodes (counted); for TARGETS (<= WIRE_QUOTA_TARGET_MAX) quota_target: u32 OST
+ * index, u64 kbytes (its objects' share of the id's files). */
 enum {
 	WIRE_QUOTA_GET = 0,     /* usage and limits of (type, id) */
 	WIRE_QUOTA_SET = 1,     /* its limits (admin) */
@@ -942,6 +943,8 @@ enum {
 	WIRE_QUOTA_DEFAULT = 3, /* the type's default limits (admin; id ignored) */
 	WIRE_QUOTA_GETDEF = 4,  /* the type's default limits and grace */
 	WIRE_QUOTA_CHECK = 5,   /* recount usage from the inodes (admin) */
+	WIRE_QUOTA_TARGETS = 6, /* GET, and the usage on each OST (lfs quota -v): a scan of the
+				 * inodes, so root's, or the caller's own uid or gid */
 	WIRE_QUOTA_OPS_
 };
 #define WIRE_QUOTA_V_BSOFT 0x1u
@@ -955,6 +958,8 @@ enum {
 #define WIRE_QUOTA_F_DEFAULT 0x1u /* the limits are the type's defaults */
 #define WIRE_QUOTA_DRIFT_MAX 256u
 #define WIRE_QUOTA_DRIFT_SIZE 40u
+#define WIRE_QUOTA_TARGET_MAX 1024u
+#define WIRE_QUOTA_TARGET_SIZE 12u
 struct wire_quota_req {
 	struct nacre_cred cred;
 	uint32_t op, type, id, valid;
@@ -969,6 +974,10 @@ struct wire_quota_rep {
 struct wire_quota_drift {
 	uint32_t type, id;
 	uint64_t kbytes, inodes, count_kbytes, count_inodes;
+};
+struct wire_quota_target {
+	uint32_t ost_idx;
+	uint64_t kbytes;
 };
 
 #define WIRE_MSG(name)                                                                      \
@@ -1048,6 +1057,9 @@ WIRE_MSG(quota_rep);
 /* The items of a quota_rep answering CHECK. */
 void wire_quota_drift_put(struct wire_cursor *c, const struct wire_quota_drift *d);
 void wire_quota_drift_get(struct wire_cursor *c, struct wire_quota_drift *d);
+/* The items of a quota_rep answering TARGETS. */
+void wire_quota_target_put(struct wire_cursor *c, const struct wire_quota_target *t);
+void wire_quota_target_get(struct wire_cursor *c, struct wire_quota_target *t);
 /* The items of a key_list. */
 void wire_key_entry_put(struct wire_cursor *c, const struct wire_key_entry *e);
 void wire_key_entry_get(struct wire_cursor *c, struct wire_key_entry *e);

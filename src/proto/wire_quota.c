@@ -1,5 +1,5 @@
-/* wire_quota.c - QUOTA's messages (wire.h, "QUOTA"): the request, the reply and the drift
- * entries of a recount. Encoded field by field over the bounded cursor, as every message. */
+/* wire_quota.c - QUOTA's messages (wire.h, "QUOTA"): the request, the reply, the drift
+ * entries of a recount and the per-target usage of lfs quota -v. Encoded field by field over the bounded cursor, as every message. */
 #include <errno.h>
 #include <string.h>
 
@@ -70,9 +70,10 @@ void wire_quota_rep_decode(struct wire_cursor *c, struct wire_quota_rep *m)
 	m->igrace = wire_get_u64(c);
 	m->flags = wire_get_u32(c);
 	m->count = wire_get_u32(c);
+	/* the items' kind follows the request: bound by the larger count and smaller item */
 	if (wire_cursor_ok(c) &&
-	    (m->count > WIRE_QUOTA_DRIFT_MAX ||
-	     (uint64_t)m->count * WIRE_QUOTA_DRIFT_SIZE > wire_cursor_left(c)))
+	    (m->count > WIRE_QUOTA_TARGET_MAX ||
+	     (uint64_t)m->count * WIRE_QUOTA_TARGET_SIZE > wire_cursor_left(c)))
 		wire_cursor_fail(c, -EPROTO);
 }
 
@@ -97,4 +98,16 @@ void wire_quota_drift_get(struct wire_cursor *c, struct wire_quota_drift *d)
 	d->count_inodes = wire_get_u64(c);
 	if (wire_cursor_ok(c) && d->type > 2)
 		wire_cursor_fail(c, -EPROTO);
+}
+
+void wire_quota_target_put(struct wire_cursor *c, const struct wire_quota_target *t)
+{
+	wire_put_u32(c, t->ost_idx);
+	wire_put_u64(c, t->kbytes);
+}
+
+void wire_quota_target_get(struct wire_cursor *c, struct wire_quota_target *t)
+{
+	t->ost_idx = wire_get_u32(c);
+	t->kbytes = wire_get_u64(c);
 }

@@ -4,9 +4,10 @@ of the MDS. One module-wide cluster of 4 OSTs."""
 import errno
 import os
 import signal
+import subprocess
 import time
 
-from conftest import as_user
+from conftest import as_user, binary
 
 
 def q(nacre_cli, *args):
@@ -316,3 +317,43 @@ def test_quota_off_then_on_recounts(cluster, mnt, nacre_cli):
     assert as_user(creates(d, 1, "z"), uid=60012, gid=60012) == errno.EDQUOT
     r = q(nacre_cli, "--check", str(mnt))
     assert r.stdout.splitlines()[-1] == "quota check: 0 ids with drift", r.stdout
+
+
+def test_verbose_shows_each_target(cluster, mnt, nacre_cli):
+    """quota -v: lfs quota -v's per-target lines. The MDT line carries the files, each OST
+    line the id's objects on it (from sizes and layouts), and the granted limits are 0 (no
+    grants: the MDS enforces)."""
+    d = user_dir(mnt, "verb", 60013)
+    nacre_cli("setstripe", "-c", "4", "-S", "1M", d, check=True)
+    with open(os.path.join(d, "big"), "wb") as f:
+        f.write(b"v" * (3 << 20))  # 1 MiB on each of three objects, the fourth empty
+    with open(os.path.join(d, "small"), "wb") as f:
+        f.write(b"s" * 100000)     # 25 blocks of 4 KiB on the first object
+    for name in ("big", "small"):
+        os.chown(os.path.join(d, name), 60013, 60013)
+    r = q(nacre_cli, "-v", "-u", "60013", str(mnt))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[1] == HEADER and lines[3].split()[:1] == ["3172"], r.stdout
+    fs = cluster.fsname
+    assert lines[4] == f"{fs}-MDT0000_UUID", r.stdout
+    assert lines[5] == "%15s %7s  %6s %7s %7s %7s  %6s %7s %7s" % (
+        "", "0", "-", "0", "-", "3", "-", "0", "-"), r.stdout
+    osts = {}
+    for name, row in zip(lines[6:-1:2], lines[7:-1:2]):
+        assert name.startswith(f"{fs}-OST") and name.endswith("_UUID"), r.stdout
+        assert row == "%15s %7s  %6s %7s %7s %7s %7s %7s %7s" % (
+            "", row.split()[0], "-", "0", "-", "-", "-", "-", "-"), r.stdout
+        osts[name] = int(row.split()[0])
+    assert len(osts) == 4 and sum(osts.values()) == 3072 + 100, r.stdout
+    assert max(osts.values()) <= 1124 and sorted(osts.values())[-2] >= 1024, r.stdout
+    assert lines[-1] == "Total allocated inode limit: 0, total allocated block limit: 0"
+    r = q(nacre_cli, "-v", "-h", "-u", "60013", str(mnt))
+    assert r.stdout.splitlines()[-1].endswith("block limit: 0k"), r.stdout
+    # another user's per-target usage is a scan of every inode: root's only
+    r = subprocess.run([binary("nacre"), "quota", "-v", "-u", "60013", str(mnt)],
+                       capture_output=True, text=True,
+                       preexec_fn=lambda: (os.setgid(60014), os.setuid(60014)))
+    assert r.returncode == 1
+    assert "-v (the usage on each target) of an id not your own needs root" in r.stderr, \
+        r.stderr
