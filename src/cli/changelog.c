@@ -114,20 +114,6 @@ bad:
 	return -1;
 }
 
-static int parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-
-	if (!s[0] || s[0] == '-')
-		return -1;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 int cli_changelog_register(int argc, char **argv)
 {
 	const char *key_file = NULL;
@@ -193,7 +179,7 @@ int cli_changelog_clear(int argc, char **argv)
 		cli_usage(stderr, "changelog_clear");
 		return 2;
 	}
-	if (parse_u64(argv[optind + 2], &end)) {
+	if (cli_parse_u64(argv[optind + 2], &end)) {
 		cli_err("changelog_clear: bad endrec '%s'", argv[optind + 2]);
 		return 2;
 	}
@@ -261,11 +247,11 @@ int cli_changelog(int argc, char **argv)
 		cli_usage(stderr, "changelog");
 		return 2;
 	}
-	if (nargs > 1 && parse_u64(argv[optind + 1], &start)) {
+	if (nargs > 1 && cli_parse_u64(argv[optind + 1], &start)) {
 		cli_err("changelog: bad startrec '%s'", argv[optind + 1]);
 		return 2;
 	}
-	if (nargs > 2 && parse_u64(argv[optind + 2], &end)) {
+	if (nargs > 2 && cli_parse_u64(argv[optind + 2], &end)) {
 		cli_err("changelog: bad endrec '%s'", argv[optind + 2]);
 		return 2;
 	}

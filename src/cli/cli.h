@@ -82,6 +82,8 @@ int cli_is_mounted(const char *dir);
 /* Stripe size as lfs reads it: K/M/G suffixes base 2, a bare value below 4096 is KiB;
  * must be a multiple of 64 KiB and below 4 GiB. Returns 0 or -EINVAL with a reason in err. */
 int cli_parse_stripe_size(const char *s, uint32_t *out, char *err, size_t err_len);
+/* A decimal number with nothing around it (no sign, no space, no suffix). 0 or -1. */
+int cli_parse_u64(const char *s, uint64_t *out);
 
 /* ---- stats.c: the daemons' Prometheus endpoints (--metrics-addr) ---- */
 struct strbuf;

@@ -377,3 +377,17 @@ int cli_mount_of(const char *path, struct cli_mount *out)
 	free(m);
 	return best >= 0 ? 0 : -ENOENT;
 }
+
+int cli_parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -1; /* strtoull would take a sign or leading space */
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -1;
+	*out = v;
+	return 0;
+}

@@ -94,19 +94,6 @@ static const struct opt *lookup(const char *arg)
 	return NULL;
 }
 
-static int parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	if (!*s || *s == '-' || *s == '+')
-		return -1;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 /* [+-]N with an optional unit suffix from units (chars) and mult (their multipliers);
  * without a suffix the unit is def. */
 static int parse_cmp(const char *s, const char *units, const uint64_t *mult, uint64_t def,
@@ -131,7 +118,7 @@ static int parse_cmp(const char *s, const char *units, const uint64_t *mult, uin
 		c->unit = mult[u - units];
 		buf[n - 1] = 0;
 	}
-	return parse_u64(buf, &c->value);
+	return cli_parse_u64(buf, &c->value);
 }
 
 static int find_parse_size(const char *s, struct wire_find_cmp *c)
@@ -179,7 +166,7 @@ static int parse_type(const char *s, uint32_t *mask)
 static int parse_user(const char *s, int group, uint32_t *out)
 {
 	uint64_t v;
-	if (parse_u64(s, &v) == 0 && v <= UINT32_MAX) {
+	if (cli_parse_u64(s, &v) == 0 && v <= UINT32_MAX) {
 		*out = (uint32_t)v;
 		return 0;
 	}
@@ -250,7 +237,7 @@ static int parse_osts(char *s, struct wire_find_query *q)
 			char *dash = strchr(t, '-');
 			if (dash)
 				*dash = 0;
-			if (parse_u64(t, &a) || (dash ? parse_u64(dash + 1, &b) : (b = a, 0)) || b < a)
+			if (cli_parse_u64(t, &a) || (dash ? cli_parse_u64(dash + 1, &b) : (b = a, 0)) || b < a)
 				return -1;
 		}
 		for (uint64_t i = a; i <= b; i++) {
@@ -358,7 +345,7 @@ static int set_pred(struct opts *op, const struct opt *o, const char *v)
 	case WIRE_FINDP_MAXDEPTH:
 	case WIRE_FINDP_MINDEPTH: {
 		uint64_t d;
-		if (parse_u64(v, &d) || d > 65535)
+		if (cli_parse_u64(v, &d) || d > 65535)
 			return bad_value(o, v, "a number of levels");
 		if (o->pred == WIRE_FINDP_MAXDEPTH)
 			q->maxdepth = (uint32_t)d;

@@ -24,3 +24,18 @@ void lprocfs_counter_line(struct strbuf *out, const char *name, uint64_t count,
 			      (unsigned long long)minmaxsum[1], (unsigned long long)minmaxsum[2]);
 	strbuf_char(out, '\n');
 }
+
+void lprocfs_minmax(atomic_uint_fast64_t *min, atomic_uint_fast64_t *max, uint64_t n)
+{
+	uint_fast64_t cur = atomic_load_explicit(min, memory_order_relaxed);
+
+	while ((cur == 0 || n < cur) &&
+	       !atomic_compare_exchange_weak_explicit(min, &cur, n, memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+	cur = atomic_load_explicit(max, memory_order_relaxed);
+	while (n > cur &&
+	       !atomic_compare_exchange_weak_explicit(max, &cur, n, memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+}

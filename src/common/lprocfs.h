@@ -11,9 +11,14 @@
 #ifndef NACRE_LPROCFS_H
 #define NACRE_LPROCFS_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 struct strbuf;
+
+/* Keeps *min (0 until the first sample) and *max over the samples n given, lock-free:
+ * what a counter line's MIN and MAX show. */
+void lprocfs_minmax(atomic_uint_fast64_t *min, atomic_uint_fast64_t *max, uint64_t n);
 
 /* The first line, "%-25s SECS.NSECS secs.nsecs", of the current CLOCK_REALTIME. */
 void lprocfs_snapshot_line(struct strbuf *out);

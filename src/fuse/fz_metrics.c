@@ -51,22 +51,11 @@ void fz_metrics_register(void)
 
 static void count(struct io_sizes *z, uint64_t n)
 {
-	uint_fast64_t cur;
-
 	if (n == 0)
 		return;
 	atomic_fetch_add_explicit(&z->count, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&z->sum, n, memory_order_relaxed);
-	cur = atomic_load_explicit(&z->min, memory_order_relaxed);
-	while ((cur == 0 || n < cur) &&
-	       !atomic_compare_exchange_weak_explicit(&z->min, &cur, n, memory_order_relaxed,
-						      memory_order_relaxed))
-		;
-	cur = atomic_load_explicit(&z->max, memory_order_relaxed);
-	while (n > cur &&
-	       !atomic_compare_exchange_weak_explicit(&z->max, &cur, n, memory_order_relaxed,
-						      memory_order_relaxed))
-		;
+	lprocfs_minmax(&z->min, &z->max, n);
 }
 
 void fz_metrics_read(uint64_t bytes)

@@ -1439,26 +1439,39 @@ int mds_db_hsm_fid_del(struct mds_txn *txn, const struct nacre_fid *fid)
 
 /* ---------------- sessions and the reply cache ---------------- */
 
-int mds_db_transno_get(struct mds_txn *txn, uint64_t *out)
+/* A u64 counter of the meta table: *out = 0 when it was never written (an MDT older than
+ * the counter). */
+static int meta_u64_get(struct mds_txn *txn, const char *key, uint64_t *out)
 {
-	MDB_val k = {12, "last_transno"}, v;
+	MDB_val k = {strlen(key), (void *)key}, v;
 	int rc = mdb_get(txn->t, txn->db->meta, &k, &v);
+
 	if (rc == MDB_NOTFOUND) {
-		*out = 0; /* an MDT from before recovery: no change had a transno */
+		*out = 0;
 		return 0;
 	}
 	if (rc || v.mv_size != 8)
-		return rc ? map_err(rc, "last_transno get") : -EIO;
+		return rc ? map_err(rc, key) : -EIO;
 	*out = rd_be64(v.mv_data);
 	return 0;
 }
 
-int mds_db_transno_put(struct mds_txn *txn, uint64_t transno)
+static int meta_u64_put(struct mds_txn *txn, const char *key, uint64_t value)
 {
 	uint8_t b[8];
-	be64(b, transno);
-	return map_err(put_raw(txn->t, txn->db->meta, "last_transno", 12, b, 8),
-		       "last_transno put");
+
+	be64(b, value);
+	return map_err(put_raw(txn->t, txn->db->meta, key, strlen(key), b, 8), key);
+}
+
+int mds_db_transno_get(struct mds_txn *txn, uint64_t *out)
+{
+	return meta_u64_get(txn, "last_transno", out); /* 0: no change had a transno yet */
+}
+
+int mds_db_transno_put(struct mds_txn *txn, uint64_t transno)
+{
+	return meta_u64_put(txn, "last_transno", transno);
 }
 
 int mds_db_client_put(struct mds_txn *txn, uint64_t client, const char *name)
@@ -1678,33 +1691,35 @@ uint64_t mds_db_reply_count(struct mds_db *db)
 	return rc ? 0 : st.ms_entries;
 }
 
-/* ---------------- nodemap rules ---------------- */
+/* ---------------- tables of named records (nodemap rules, changelog users) ---------------- */
 
-int mds_db_nodemap_put(struct mds_txn *txn, const char *name, const void *rec, size_t len)
+typedef int (*named_fn)(void *arg, const char *name, const void *rec, size_t len);
+
+static int named_put(struct mds_txn *txn, MDB_dbi dbi, const char *name, const void *rec,
+		     size_t len, size_t max_len, const char *what)
 {
 	size_t n = strlen(name);
 
-	if (n == 0 || n > NACRE_NAME_MAX || len > 65536)
+	if (n == 0 || n > NACRE_NAME_MAX || len > max_len)
 		return -EINVAL;
-	return map_err(put_raw(txn->t, txn->db->nodemap, name, n, rec, len), "nodemap put");
+	return map_err(put_raw(txn->t, dbi, name, n, rec, len), what);
 }
 
-int mds_db_nodemap_del(struct mds_txn *txn, const char *name)
+static int named_del(struct mds_txn *txn, MDB_dbi dbi, const char *name, const char *what)
 {
 	MDB_val k = {strlen(name), (void *)name};
 
 	if (k.mv_size == 0 || k.mv_size > NACRE_NAME_MAX)
 		return -ENOENT;
-	return map_err(mdb_del(txn->t, txn->db->nodemap, &k, NULL), "nodemap del");
+	return map_err(mdb_del(txn->t, dbi, &k, NULL), what);
 }
 
-int mds_db_nodemap_iter(struct mds_txn *txn,
-			int (*fn)(void *arg, const char *name, const void *rec, size_t len),
-			void *arg)
+/* fn for every record, in name order, until it returns non-zero (returned). */
+static int named_iter(struct mds_txn *txn, MDB_dbi dbi, named_fn fn, void *arg, const char *what)
 {
 	MDB_cursor *cur;
 	MDB_val k, v;
-	int rc = mdb_cursor_open(txn->t, txn->db->nodemap, &cur), ret = 0;
+	int rc = mdb_cursor_open(txn->t, dbi, &cur), ret = 0;
 
 	if (rc)
 		return map_err(rc, "cursor open");
@@ -1720,9 +1735,24 @@ int mds_db_nodemap_iter(struct mds_txn *txn,
 			break;
 	}
 	if (!ret && rc && rc != MDB_NOTFOUND)
-		ret = map_err(rc, "nodemap iter");
+		ret = map_err(rc, what);
 	mdb_cursor_close(cur);
 	return ret;
+}
+
+int mds_db_nodemap_put(struct mds_txn *txn, const char *name, const void *rec, size_t len)
+{
+	return named_put(txn, txn->db->nodemap, name, rec, len, 65536, "nodemap put");
+}
+
+int mds_db_nodemap_del(struct mds_txn *txn, const char *name)
+{
+	return named_del(txn, txn->db->nodemap, name, "nodemap del");
+}
+
+int mds_db_nodemap_iter(struct mds_txn *txn, named_fn fn, void *arg)
+{
+	return named_iter(txn, txn->db->nodemap, fn, arg, "nodemap iter");
 }
 
 /* ---------------- changelog ---------------- */
@@ -1808,72 +1838,28 @@ int mds_db_cl_purge(struct mds_txn *txn, uint64_t upto, uint64_t *deleted)
 
 int mds_db_cl_next_get(struct mds_txn *txn, uint64_t *out)
 {
-	MDB_val k = {14, "changelog_next"}, v;
-	int rc = mdb_get(txn->t, txn->db->meta, &k, &v);
-
-	if (rc == MDB_NOTFOUND) {
-		*out = 0;
-		return 0;
-	}
-	if (rc || v.mv_size != 8)
-		return rc ? map_err(rc, "changelog_next get") : -EIO;
-	*out = rd_be64(v.mv_data);
-	return 0;
+	return meta_u64_get(txn, "changelog_next", out);
 }
 
 int mds_db_cl_next_put(struct mds_txn *txn, uint64_t next)
 {
-	uint8_t b[8];
-
-	be64(b, next);
-	return map_err(put_raw(txn->t, txn->db->meta, "changelog_next", 14, b, 8),
-		       "changelog_next put");
+	return meta_u64_put(txn, "changelog_next", next);
 }
 
 int mds_db_cl_user_put(struct mds_txn *txn, const char *name, const void *rec, size_t len)
 {
-	size_t n = strlen(name);
-
-	if (n == 0 || n > NACRE_NAME_MAX || len > 4096)
-		return -EINVAL;
-	return map_err(put_raw(txn->t, txn->db->changelog_users, name, n, rec, len),
-		       "changelog user put");
+	return named_put(txn, txn->db->changelog_users, name, rec, len, 4096,
+			 "changelog user put");
 }
 
 int mds_db_cl_user_del(struct mds_txn *txn, const char *name)
 {
-	MDB_val k = {strlen(name), (void *)name};
-
-	if (k.mv_size == 0 || k.mv_size > NACRE_NAME_MAX)
-		return -ENOENT;
-	return map_err(mdb_del(txn->t, txn->db->changelog_users, &k, NULL), "changelog user del");
+	return named_del(txn, txn->db->changelog_users, name, "changelog user del");
 }
 
-int mds_db_cl_user_iter(struct mds_txn *txn,
-			int (*fn)(void *arg, const char *name, const void *rec, size_t len),
-			void *arg)
+int mds_db_cl_user_iter(struct mds_txn *txn, named_fn fn, void *arg)
 {
-	MDB_cursor *cur;
-	MDB_val k, v;
-	int rc = mdb_cursor_open(txn->t, txn->db->changelog_users, &cur), ret = 0;
-
-	if (rc)
-		return map_err(rc, "cursor open");
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		char name[NACRE_NAME_MAX + 1];
-		if (k.mv_size == 0 || k.mv_size > NACRE_NAME_MAX)
-			continue;
-		memcpy(name, k.mv_data, k.mv_size);
-		name[k.mv_size] = '\0';
-		ret = fn(arg, name, v.mv_data, v.mv_size);
-		if (ret)
-			break;
-	}
-	if (!ret && rc && rc != MDB_NOTFOUND)
-		ret = map_err(rc, "changelog user iter");
-	mdb_cursor_close(cur);
-	return ret;
+	return named_iter(txn, txn->db->changelog_users, fn, arg, "changelog user iter");
 }
 
 /* ---------------- quotas ---------------- */

@@ -7,6 +7,7 @@
 
 #include "common/fault.h"
 #include "common/log.h"
+#include "common/lprocfs.h"
 #include "nacre/nacre_errno.h"
 #include "oss/cap_check.h"
 #include "oss/store.h"
@@ -38,19 +39,8 @@ static int write_fault(enum fault_point point, const struct fault_hit *hit)
 /* Counts one request of n bytes in z (min and max kept with compare-and-swap). */
 static void count_size(struct oss_io_sizes *z, uint64_t n)
 {
-	uint_fast64_t cur;
-
 	atomic_fetch_add_explicit(&z->count, 1, memory_order_relaxed);
-	cur = atomic_load_explicit(&z->min, memory_order_relaxed);
-	while ((cur == 0 || n < cur) &&
-	       !atomic_compare_exchange_weak_explicit(&z->min, &cur, n, memory_order_relaxed,
-						      memory_order_relaxed))
-		;
-	cur = atomic_load_explicit(&z->max, memory_order_relaxed);
-	while (n > cur &&
-	       !atomic_compare_exchange_weak_explicit(&z->max, &cur, n, memory_order_relaxed,
-						      memory_order_relaxed))
-		;
+	lprocfs_minmax(&z->min, &z->max, n);
 }
 
 static int do_write(struct oss_target *t, const struct oss_obj_id *id,
