@@ -1,4 +1,5 @@
-/* db.c - the LMDB store of the MDS. The only file that includes lmdb.h. */
+/* db.c - the LMDB store of the MDS: open and format, transactions and the tables (quotas
+ * are in db_quota.c; what they share in db_raw.h). Only the store's files include lmdb.h. */
 #include "mds/db.h"
 
 #include <dirent.h>
@@ -12,133 +13,19 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "mds/db_quota.h"
 #include "nacre/nacre_errno.h"
 #include "common/util.h"
 #include "proto/cursor.h"
 #include "proto/wire.h"
 
-#define INODE_REC_VERSION 1
-#define INODE_REC_VERSION_ACL 2 /* version 1 + the access ACL; written only with an ACL */
-#define INODE_REC_VERSION_PRJ 3 /* version 2 (an ACL count that may be 0) + u32 projid, u8
-				 * inherit flag; written only with a project id or the flag */
 #define DESTROY_REC_VERSION 1
 #define HSM_REC_VERSION 1
 #define CLIENT_REC_VERSION 1
 #define REPLY_REC_VERSION 1
 #define KEY_REC_VERSION 1
-#define MAPSIZE (8ull << 30)
-
-struct mds_db {
-	MDB_env *env; /* LMDB is thread-safe; the handles below are set once at open */
-	MDB_dbi meta, inodes, dentries, links, xattrs, destroy, targets;
-	MDB_dbi hsm, hsm_fids; /* optional tables: created when missing */
-	MDB_dbi clients, replies; /* optional too (recovery) */
-	MDB_dbi keys;             /* optional too (the key table) */
-	MDB_dbi nodemap;          /* optional too (nodemaps) */
-	MDB_dbi changelog, changelog_users; /* optional too (changelogs) */
-	MDB_dbi quota;            /* optional too (quotas) */
-	int quota_off;            /* MDS_DB_QUOTA_OFF: no charging, no limits */
-	char fsname[NACRE_FSNAME_MAX + 1];
-	char dir[512];
-};
-
-/* What an inode record charges: present, owner ids, KiB. */
-struct qown {
-	int present;
-	uint32_t id[MDS_QUOTA_TYPES];
-	uint64_t kb;
-};
-static int quota_count_once(struct mds_db *db, MDB_txn *t);
-static int quota_forget_count(struct mds_db *db, MDB_txn *t);
-
-struct mds_txn {
-	MDB_txn *t;
-	struct mds_db *db;
-	void *owner;              /* the writer's: the request an operation runs for */
-	int quota_exempt;         /* changes made by root: charged, never refused */
-	struct mds_txn_note note; /* what the operation noted for the reply cache */
-};
-
-static int map_err(int rc, const char *what)
-{
-	switch (rc) {
-	case 0:
-		return 0;
-	case MDB_NOTFOUND:
-		return -ENOENT;
-	case MDB_MAP_FULL:
-		LOG_RATELIMITED(LOG_LVL_ERR, "db",
-				"metadata store is full (map size %llu bytes) during %s",
-				(unsigned long long)MAPSIZE, what);
-		return -ENOSPC;
-	case MDB_KEYEXIST:
-		return -EEXIST;
-	default:
-		/* a full or failing disk fails every request alike: rate-limited */
-		LOG_RATELIMITED(LOG_LVL_ERR, "db", "%s failed: %s", what, mdb_strerror(rc));
-		return rc > 0 && rc < 4096 ? -rc : -EIO;
-	}
-}
 
 /* ---------------- keys ---------------- */
-
-static void be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--) {
-		p[i] = (uint8_t)v;
-		v >>= 8;
-	}
-}
-
-static void be32(uint8_t *p, uint32_t v)
-{
-	for (int i = 3; i >= 0; i--) {
-		p[i] = (uint8_t)v;
-		v >>= 8;
-	}
-}
-
-static uint64_t rd_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint32_t rd_be32(const uint8_t *p)
-{
-	uint32_t v = 0;
-	for (int i = 0; i < 4; i++)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-void mds_fid_to_key(const struct nacre_fid *fid, uint8_t out[16])
-{
-	be64(out, fid->seq);
-	be32(out + 8, fid->oid);
-	be32(out + 12, fid->ver);
-}
-
-static void key_to_fid(const uint8_t *k, struct nacre_fid *fid)
-{
-	fid->seq = rd_be64(k);
-	fid->oid = rd_be32(k + 8);
-	fid->ver = rd_be32(k + 12);
-}
-
-int mds_fid_eq(const struct nacre_fid *a, const struct nacre_fid *b)
-{
-	return a->seq == b->seq && a->oid == b->oid && a->ver == b->ver;
-}
-
-char *mds_fid_str(const struct nacre_fid *fid, char *buf, size_t len)
-{
-	snprintf(buf, len, "[0x%" PRIx64 ":0x%" PRIx32 ":0x%" PRIx32 "]", fid->seq, fid->oid,
-		 fid->ver);
-	return buf;
-}
 
 /* FNV-1a with a final mix, folded to 63 bits; 0..2 are reserved cookies. On-disk format:
  * never change it without a schema version bump. */
@@ -179,117 +66,6 @@ static int dir_state(const char *dir, int *has_db, int *empty)
 	}
 	closedir(d);
 	return 0;
-}
-
-static int put_raw(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl, const void *v, size_t vl)
-{
-	MDB_val key = {kl, (void *)k}, val = {vl, (void *)v};
-	return mdb_put(t, dbi, &key, &val, 0);
-}
-
-static int encode_inode(const struct mds_inode *ino, struct wire_cursor *c)
-{
-	int prj = ino->projid || ino->proj_inherit;
-	wire_put_u16(c, prj ? INODE_REC_VERSION_PRJ
-			    : ino->acl.count ? INODE_REC_VERSION_ACL : INODE_REC_VERSION);
-	wire_put_u32(c, ino->mode);
-	wire_put_u32(c, ino->nlink);
-	wire_put_u32(c, ino->uid);
-	wire_put_u32(c, ino->gid);
-	wire_put_u32(c, ino->rdev);
-	wire_put_u64(c, ino->size);
-	const struct nacre_time *t[3] = {&ino->atime, &ino->mtime, &ino->ctime};
-	for (int i = 0; i < 3; i++) {
-		wire_put_i64(c, t[i]->sec);
-		wire_put_u32(c, t[i]->nsec);
-	}
-	wire_put_u32(c, ino->hsm_state);
-	wire_put_u32(c, ino->archive_id);
-	wire_put_u64(c, ino->nentries);
-	wire_put_u8(c, ino->has_layout ? 1 : 0);
-	if (ino->has_layout)
-		wire_layout_put(c, &ino->layout);
-	wire_path_put(c, ino->target);
-	if (ino->acl.count || prj) {
-		wire_put_u16(c, (uint16_t)ino->acl.count);
-		for (uint32_t i = 0; i < ino->acl.count; i++) {
-			wire_put_u16(c, ino->acl.e[i].tag);
-			wire_put_u16(c, ino->acl.e[i].perm);
-			wire_put_u32(c, ino->acl.e[i].id);
-		}
-	}
-	if (prj) {
-		wire_put_u32(c, ino->projid);
-		wire_put_u8(c, ino->proj_inherit ? 1 : 0);
-	}
-	return c->err;
-}
-
-static int decode_inode(const void *buf, size_t len, struct mds_inode *ino)
-{
-	struct wire_cursor c;
-	wire_cursor_init_read(&c, buf, len);
-	uint16_t ver = wire_get_u16(&c);
-	if (wire_cursor_ok(&c) && ver != INODE_REC_VERSION && ver != INODE_REC_VERSION_ACL &&
-	    ver != INODE_REC_VERSION_PRJ)
-		return -NACRE_EFORMAT;
-	ino->mode = wire_get_u32(&c);
-	ino->nlink = wire_get_u32(&c);
-	ino->uid = wire_get_u32(&c);
-	ino->gid = wire_get_u32(&c);
-	ino->rdev = wire_get_u32(&c);
-	ino->size = wire_get_u64(&c);
-	struct nacre_time *t[3] = {&ino->atime, &ino->mtime, &ino->ctime};
-	for (int i = 0; i < 3; i++) {
-		t[i]->sec = wire_get_i64(&c);
-		t[i]->nsec = wire_get_u32(&c);
-	}
-	ino->hsm_state = wire_get_u32(&c);
-	ino->archive_id = wire_get_u32(&c);
-	ino->nentries = wire_get_u64(&c);
-	ino->has_layout = wire_get_u8(&c);
-	memset(&ino->layout, 0, sizeof(ino->layout));
-	if (ino->has_layout)
-		wire_layout_get(&c, &ino->layout);
-	wire_path_get(&c, ino->target, NACRE_PATH_MAX);
-	ino->acl.count = 0;
-	ino->projid = 0;
-	ino->proj_inherit = 0;
-	if (ver == INODE_REC_VERSION_ACL || ver == INODE_REC_VERSION_PRJ) {
-		uint16_t n = wire_get_u16(&c);
-		if ((n == 0 && ver == INODE_REC_VERSION_ACL) || n > MDS_ACL_MAX_ENTRIES)
-			return -EIO;
-		for (uint32_t i = 0; i < n; i++) {
-			ino->acl.e[i].tag = wire_get_u16(&c);
-			ino->acl.e[i].perm = wire_get_u16(&c);
-			ino->acl.e[i].id = wire_get_u32(&c);
-		}
-		ino->acl.count = n;
-	}
-	if (ver == INODE_REC_VERSION_PRJ) {
-		ino->projid = wire_get_u32(&c);
-		ino->proj_inherit = wire_get_u8(&c);
-		if (ino->proj_inherit > 1)
-			return -EIO;
-	}
-	if (!wire_cursor_ok(&c) || wire_cursor_left(&c) != 0)
-		return -EIO;
-	return 0;
-}
-
-static int put_inode_raw(MDB_txn *t, MDB_dbi dbi, const struct mds_inode *ino)
-{
-	uint8_t k[16];
-	struct wire_cursor c;
-	wire_cursor_init_dyn(&c, 16384);
-	if (encode_inode(ino, &c)) {
-		wire_cursor_fini(&c);
-		return EINVAL;
-	}
-	mds_fid_to_key(&ino->fid, k);
-	int rc = put_raw(t, dbi, k, 16, c.buf, wire_cursor_pos(&c));
-	wire_cursor_fini(&c);
-	return rc;
 }
 
 static int open_dbis(struct mds_db *db, MDB_txn *t, unsigned flags)
@@ -336,14 +112,14 @@ static int format_tables(struct mds_db *db, MDB_txn *t, const char *fsname)
 	uint8_t schema[8];
 	be32(schema, MDS_DB_SCHEMA_MAGIC);
 	be32(schema + 4, MDS_DB_SCHEMA_VERSION);
-	int rc = put_raw(t, db->meta, "schema", 6, schema, sizeof(schema));
+	int rc = db_put_raw(t, db->meta, "schema", 6, schema, sizeof(schema));
 	if (!rc)
-		rc = put_raw(t, db->meta, "fsname", 6, fsname, strlen(fsname));
+		rc = db_put_raw(t, db->meta, "fsname", 6, fsname, strlen(fsname));
 	uint8_t next[12];
 	be64(next, NACRE_FIRST_SEQ);
 	be32(next + 8, 1);
 	if (!rc)
-		rc = put_raw(t, db->meta, "next_fid", 8, next, sizeof(next));
+		rc = db_put_raw(t, db->meta, "next_fid", 8, next, sizeof(next));
 	if (rc)
 		return rc;
 
@@ -355,7 +131,7 @@ static int format_tables(struct mds_db *db, MDB_txn *t, const char *fsname)
 	root->mode = S_IFDIR | 0755;
 	root->nlink = 2;
 	root->atime = root->mtime = root->ctime = time_now();
-	rc = put_inode_raw(t, db->inodes, root);
+	rc = db_put_inode_raw(t, db->inodes, root);
 	free(root);
 	return rc;
 }
@@ -486,7 +262,7 @@ int mds_db_open(const char *dir, const char *fsname, unsigned flags, struct mds_
 	if (rc)
 		goto out_abort;
 	db->quota_off = (flags & MDS_DB_QUOTA_OFF) != 0;
-	rc = db->quota_off ? quota_forget_count(db, t) : quota_count_once(db, t);
+	rc = db->quota_off ? db_quota_forget_count(db, t) : db_quota_count_once(db, t);
 	if (rc) {
 		snprintf(err, err_len, "cannot count quota usage in %s: %s", dir, strerror(-rc));
 		goto out_abort;
@@ -548,13 +324,13 @@ int mds_db_room(struct mds_db *db, int count_free, struct mds_db_room *out)
 
 	memset(out, 0, sizeof(*out));
 	if ((rc = mdb_env_info(db->env, &info)) || (rc = mdb_env_stat(db->env, &st)))
-		return map_err(rc, "env info");
+		return db_map_err(rc, "env info");
 	uint64_t used = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
 	out->map_left = info.me_mapsize > used ? info.me_mapsize - used : 0;
 	if (!count_free)
 		return 0;
 	if ((rc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &t)))
-		return map_err(rc, "txn begin");
+		return db_map_err(rc, "txn begin");
 	/* the free list is table 0: txnid -> page list, whose first word is its length
 	 * (how mdb_stat -f counts free pages) */
 	rc = mdb_cursor_open(t, 0, &cur);
@@ -570,7 +346,7 @@ int mds_db_room(struct mds_db *db, int count_free, struct mds_db_room *out)
 	}
 	mdb_txn_abort(t);
 	out->free_bytes = pages * st.ms_psize;
-	return map_err(rc, "free list");
+	return db_map_err(rc, "free list");
 }
 
 int mds_db_set_schema_version(struct mds_db *db, uint32_t version)
@@ -581,13 +357,13 @@ int mds_db_set_schema_version(struct mds_db *db, uint32_t version)
 	be32(schema + 4, version);
 	int rc = mdb_txn_begin(db->env, NULL, 0, &t);
 	if (rc)
-		return map_err(rc, "txn begin");
-	rc = put_raw(t, db->meta, "schema", 6, schema, sizeof(schema));
+		return db_map_err(rc, "txn begin");
+	rc = db_put_raw(t, db->meta, "schema", 6, schema, sizeof(schema));
 	if (rc) {
 		mdb_txn_abort(t);
-		return map_err(rc, "schema put");
+		return db_map_err(rc, "schema put");
 	}
-	return map_err(mdb_txn_commit(t), "commit");
+	return db_map_err(mdb_txn_commit(t), "commit");
 }
 
 /* ---------------- transactions ---------------- */
@@ -600,7 +376,7 @@ static int txn_begin(struct mds_db *db, MDB_txn *parent, unsigned flags, struct 
 	int rc = mdb_txn_begin(db->env, parent, flags, &x->t);
 	if (rc) {
 		free(x);
-		return map_err(rc, "txn begin");
+		return db_map_err(rc, "txn begin");
 	}
 	x->db = db;
 	*out = x;
@@ -624,7 +400,7 @@ int mds_txn_begin_nested(struct mds_txn *parent, struct mds_txn **out)
 
 int mds_db_sync(struct mds_db *db)
 {
-	return map_err(mdb_env_sync(db->env, 1), "sync");
+	return db_map_err(mdb_env_sync(db->env, 1), "sync");
 }
 
 int mds_txn_commit(struct mds_txn *txn)
@@ -633,7 +409,7 @@ int mds_txn_commit(struct mds_txn *txn)
 		return 0;
 	int rc = mdb_txn_commit(txn->t);
 	free(txn);
-	return map_err(rc, "commit");
+	return db_map_err(rc, "commit");
 }
 
 void mds_txn_abort(struct mds_txn *txn)
@@ -679,7 +455,7 @@ int mds_db_fid_alloc(struct mds_txn *txn, struct nacre_fid *out)
 	MDB_val k = {8, "next_fid"}, v;
 	int rc = mdb_get(txn->t, txn->db->meta, &k, &v);
 	if (rc || v.mv_size != 12)
-		return rc ? map_err(rc, "next_fid get") : -EIO;
+		return rc ? db_map_err(rc, "next_fid get") : -EIO;
 	uint64_t seq = rd_be64(v.mv_data);
 	uint32_t oid = rd_be32((const uint8_t *)v.mv_data + 8);
 	out->seq = seq;
@@ -695,7 +471,7 @@ int mds_db_fid_alloc(struct mds_txn *txn, struct nacre_fid *out)
 	uint8_t next[12];
 	be64(next, seq);
 	be32(next + 8, oid);
-	return map_err(put_raw(txn->t, txn->db->meta, "next_fid", 8, next, 12), "next_fid put");
+	return db_map_err(db_put_raw(txn->t, txn->db->meta, "next_fid", 8, next, 12), "next_fid put");
 }
 
 int mds_db_fid_reserve(struct mds_txn *txn, const struct nacre_fid *fid)
@@ -703,7 +479,7 @@ int mds_db_fid_reserve(struct mds_txn *txn, const struct nacre_fid *fid)
 	MDB_val k = {8, "next_fid"}, v;
 	int rc = mdb_get(txn->t, txn->db->meta, &k, &v);
 	if (rc || v.mv_size != 12)
-		return rc ? map_err(rc, "next_fid get") : -EIO;
+		return rc ? db_map_err(rc, "next_fid get") : -EIO;
 	uint64_t seq = rd_be64(v.mv_data);
 	uint32_t oid = rd_be32((const uint8_t *)v.mv_data + 8);
 	if (fid->seq < seq || (fid->seq == seq && fid->oid < oid))
@@ -719,7 +495,7 @@ int mds_db_fid_reserve(struct mds_txn *txn, const struct nacre_fid *fid)
 	uint8_t next[12];
 	be64(next, seq);
 	be32(next + 8, oid);
-	return map_err(put_raw(txn->t, txn->db->meta, "next_fid", 8, next, 12), "next_fid put");
+	return db_map_err(db_put_raw(txn->t, txn->db->meta, "next_fid", 8, next, 12), "next_fid put");
 }
 
 /* ---------------- inodes ---------------- */
@@ -731,8 +507,8 @@ int mds_db_inode_get(struct mds_txn *txn, const struct nacre_fid *fid, struct md
 	MDB_val k = {16, kb}, v;
 	int rc = mdb_get(txn->t, txn->db->inodes, &k, &v);
 	if (rc)
-		return map_err(rc, "inode get");
-	rc = decode_inode(v.mv_data, v.mv_size, out);
+		return db_map_err(rc, "inode get");
+	rc = db_decode_inode(v.mv_data, v.mv_size, out);
 	if (rc) {
 		char fs[NACRE_FID_STR_MAX];
 		LOG_ERR("db", "corrupt inode record for %s (%zu bytes)",
@@ -742,11 +518,6 @@ int mds_db_inode_get(struct mds_txn *txn, const struct nacre_fid *fid, struct md
 	out->fid = *fid;
 	return 0;
 }
-
-static int quota_charge(MDB_txn *t, struct mds_db *db, const struct qown *old,
-			const struct qown *new, int exempt);
-static int qown_stored(MDB_txn *t, MDB_dbi dbi, const struct nacre_fid *fid, struct qown *o);
-static void qown_of(const struct mds_inode *ino, struct qown *o);
 
 int mds_db_quota_off(const struct mds_db *db)
 {
@@ -759,15 +530,15 @@ int mds_db_inode_put(struct mds_txn *txn, const struct mds_inode *ino)
 	int rc;
 
 	if (txn->db->quota_off)
-		return map_err(put_inode_raw(txn->t, txn->db->inodes, ino), "inode put");
-	rc = qown_stored(txn->t, txn->db->inodes, &ino->fid, &old);
+		return db_map_err(db_put_inode_raw(txn->t, txn->db->inodes, ino), "inode put");
+	rc = db_qown_stored(txn->t, txn->db->inodes, &ino->fid, &old);
 	if (rc)
 		return rc;
-	qown_of(ino, &new);
-	rc = quota_charge(txn->t, txn->db, &old, &new, txn->quota_exempt);
+	db_qown_of(ino, &new);
+	rc = db_quota_charge(txn->t, txn->db, &old, &new, txn->quota_exempt);
 	if (rc)
 		return rc;
-	return map_err(put_inode_raw(txn->t, txn->db->inodes, ino), "inode put");
+	return db_map_err(db_put_inode_raw(txn->t, txn->db->inodes, ino), "inode put");
 }
 
 int mds_db_inode_del(struct mds_txn *txn, const struct nacre_fid *fid)
@@ -777,17 +548,17 @@ int mds_db_inode_del(struct mds_txn *txn, const struct nacre_fid *fid)
 	int rc = 0;
 
 	if (!txn->db->quota_off) {
-		rc = qown_stored(txn->t, txn->db->inodes, fid, &old);
+		rc = db_qown_stored(txn->t, txn->db->inodes, fid, &old);
 		if (rc)
 			return rc;
 		memset(&none, 0, sizeof(none));
-		rc = quota_charge(txn->t, txn->db, &old, &none, 1);
+		rc = db_quota_charge(txn->t, txn->db, &old, &none, 1);
 	}
 	if (rc)
 		return rc;
 	mds_fid_to_key(fid, kb);
 	MDB_val k = {16, kb};
-	return map_err(mdb_del(txn->t, txn->db->inodes, &k, NULL), "inode del");
+	return db_map_err(mdb_del(txn->t, txn->db->inodes, &k, NULL), "inode del");
 }
 
 int mds_db_inode_iter(struct mds_txn *txn, int (*fn)(void *arg, const struct mds_inode *ino),
@@ -796,7 +567,7 @@ int mds_db_inode_iter(struct mds_txn *txn, int (*fn)(void *arg, const struct mds
 	MDB_cursor *cur;
 	int rc = mdb_cursor_open(txn->t, txn->db->inodes, &cur);
 	if (rc)
-		return map_err(rc, "cursor open");
+		return db_map_err(rc, "cursor open");
 	struct mds_inode *ino = malloc(sizeof(*ino));
 	if (!ino) {
 		mdb_cursor_close(cur);
@@ -806,17 +577,17 @@ int mds_db_inode_iter(struct mds_txn *txn, int (*fn)(void *arg, const struct mds
 	int ret = 0;
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc;
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		if (k.mv_size != 16 || decode_inode(v.mv_data, v.mv_size, ino)) {
+		if (k.mv_size != 16 || db_decode_inode(v.mv_data, v.mv_size, ino)) {
 			LOG_ERR("db", "skipping a corrupt inode record");
 			continue;
 		}
-		key_to_fid(k.mv_data, &ino->fid);
+		db_key_to_fid(k.mv_data, &ino->fid);
 		ret = fn(arg, ino);
 		if (ret)
 			break;
 	}
 	if (rc && rc != MDB_NOTFOUND)
-		ret = map_err(rc, "inode iter");
+		ret = db_map_err(rc, "inode iter");
 	free(ino);
 	mdb_cursor_close(cur);
 	return ret;
@@ -842,10 +613,10 @@ int mds_db_dentry_get(struct mds_txn *txn, const struct nacre_fid *parent, const
 	MDB_val k = {dentry_key(kb, parent, name), kb}, v;
 	int rc = mdb_get(txn->t, txn->db->dentries, &k, &v);
 	if (rc)
-		return map_err(rc, "dentry get");
+		return db_map_err(rc, "dentry get");
 	if (v.mv_size != 20)
 		return -EIO;
-	key_to_fid(v.mv_data, child);
+	db_key_to_fid(v.mv_data, child);
 	if (type)
 		*type = rd_be32((const uint8_t *)v.mv_data + 16);
 	return 0;
@@ -860,7 +631,7 @@ int mds_db_dentry_put(struct mds_txn *txn, const struct nacre_fid *parent, const
 	size_t kl = dentry_key(kb, parent, name);
 	mds_fid_to_key(child, vb);
 	be32(vb + 16, type);
-	return map_err(put_raw(txn->t, txn->db->dentries, kb, kl, vb, 20), "dentry put");
+	return db_map_err(db_put_raw(txn->t, txn->db->dentries, kb, kl, vb, 20), "dentry put");
 }
 
 int mds_db_dentry_del(struct mds_txn *txn, const struct nacre_fid *parent, const char *name)
@@ -869,7 +640,7 @@ int mds_db_dentry_del(struct mds_txn *txn, const struct nacre_fid *parent, const
 	if (strlen(name) > NACRE_NAME_MAX)
 		return -ENAMETOOLONG;
 	MDB_val k = {dentry_key(kb, parent, name), kb};
-	return map_err(mdb_del(txn->t, txn->db->dentries, &k, NULL), "dentry del");
+	return db_map_err(mdb_del(txn->t, txn->db->dentries, &k, NULL), "dentry del");
 }
 
 int mds_db_dentry_iter(struct mds_txn *txn, const struct nacre_fid *parent, uint64_t start,
@@ -881,7 +652,7 @@ int mds_db_dentry_iter(struct mds_txn *txn, const struct nacre_fid *parent, uint
 	MDB_cursor *cur;
 	int rc = mdb_cursor_open(txn->t, txn->db->dentries, &cur);
 	if (rc)
-		return map_err(rc, "cursor open");
+		return db_map_err(rc, "cursor open");
 	struct nacre_dirent *d = malloc(sizeof(*d));
 	if (!d) {
 		mdb_cursor_close(cur);
@@ -901,14 +672,14 @@ int mds_db_dentry_iter(struct mds_txn *txn, const struct nacre_fid *parent, uint
 		d->cookie = rd_be64((const uint8_t *)k.mv_data + 16);
 		memcpy(d->name, (const uint8_t *)k.mv_data + 24, nl);
 		d->name[nl] = 0;
-		key_to_fid(v.mv_data, &d->fid);
+		db_key_to_fid(v.mv_data, &d->fid);
 		d->type = rd_be32((const uint8_t *)v.mv_data + 16);
 		ret = fn(arg, d);
 		if (ret)
 			break;
 	}
 	if (rc && rc != MDB_NOTFOUND)
-		ret = map_err(rc, "dentry iter");
+		ret = db_map_err(rc, "dentry iter");
 	free(d);
 	mdb_cursor_close(cur);
 	return ret;
@@ -952,7 +723,7 @@ static int link_order_max(struct mds_txn *txn, const struct nacre_fid *child, ui
 	mds_fid_to_key(child, kb);
 	rc = mdb_cursor_open(txn->t, txn->db->links, &cur);
 	if (rc)
-		return map_err(rc, "cursor open");
+		return db_map_err(rc, "cursor open");
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); !rc;
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 		if (k.mv_size < 16 || memcmp(k.mv_data, kb, 16))
@@ -962,7 +733,7 @@ static int link_order_max(struct mds_txn *txn, const struct nacre_fid *child, ui
 			*out = o;
 	}
 	mdb_cursor_close(cur);
-	return rc && rc != MDB_NOTFOUND ? map_err(rc, "link order") : 0;
+	return rc && rc != MDB_NOTFOUND ? db_map_err(rc, "link order") : 0;
 }
 
 int mds_db_link_put(struct mds_txn *txn, const struct nacre_fid *child,
@@ -979,7 +750,7 @@ int mds_db_link_put(struct mds_txn *txn, const struct nacre_fid *child,
 	order++;
 	for (int i = 7; i >= 0; i--, order >>= 8)
 		vb[i] = (uint8_t)order;
-	return map_err(put_raw(txn->t, txn->db->links, kb, kl, vb, sizeof(vb)), "link put");
+	return db_map_err(db_put_raw(txn->t, txn->db->links, kb, kl, vb, sizeof(vb)), "link put");
 }
 
 int mds_db_link_del(struct mds_txn *txn, const struct nacre_fid *child,
@@ -989,7 +760,7 @@ int mds_db_link_del(struct mds_txn *txn, const struct nacre_fid *child,
 	if (strlen(name) > NACRE_NAME_MAX)
 		return -ENAMETOOLONG;
 	MDB_val k = {link_key(kb, child, parent, name), kb};
-	return map_err(mdb_del(txn->t, txn->db->links, &k, NULL), "link del");
+	return db_map_err(mdb_del(txn->t, txn->db->links, &k, NULL), "link del");
 }
 
 int mds_db_link_first(struct mds_txn *txn, const struct nacre_fid *child,
@@ -1000,16 +771,16 @@ int mds_db_link_first(struct mds_txn *txn, const struct nacre_fid *child,
 	MDB_cursor *cur;
 	int rc = mdb_cursor_open(txn->t, txn->db->links, &cur);
 	if (rc)
-		return map_err(rc, "cursor open");
+		return db_map_err(rc, "cursor open");
 	MDB_val k = {16, kb}, v;
 	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
 	int ret;
 	if (rc)
-		ret = map_err(rc, "link get");
+		ret = db_map_err(rc, "link get");
 	else if (k.mv_size <= 32 || k.mv_size > 32 + NACRE_NAME_MAX || memcmp(k.mv_data, kb, 16))
 		ret = -ENOENT;
 	else {
-		key_to_fid((const uint8_t *)k.mv_data + 16, parent);
+		db_key_to_fid((const uint8_t *)k.mv_data + 16, parent);
 		memcpy(name, (const uint8_t *)k.mv_data + 32, k.mv_size - 32);
 		name[k.mv_size - 32] = 0;
 		ret = 0;
@@ -1049,13 +820,13 @@ int mds_db_link_iter(struct mds_txn *txn, const struct nacre_fid *child, uint32_
 	mds_fid_to_key(child, kb);
 	rc = mdb_cursor_open(txn->t, txn->db->links, &cur);
 	if (rc)
-		return map_err(rc, "cursor open");
+		return db_map_err(rc, "cursor open");
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); !rc;
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 		if (k.mv_size < 16 || memcmp(k.mv_data, kb, 16))
 			break;
 		if (k.mv_size <= 32 || k.mv_size > 32 + NACRE_NAME_MAX) {
-			ret = map_err(MDB_CORRUPTED, "link key");
+			ret = db_map_err(MDB_CORRUPTED, "link key");
 			break;
 		}
 		if (n == cap) {
@@ -1072,7 +843,7 @@ int mds_db_link_iter(struct mds_txn *txn, const struct nacre_fid *child, uint32_
 		n++;
 	}
 	if (!ret && rc && rc != MDB_NOTFOUND)
-		ret = map_err(rc, "link iter");
+		ret = db_map_err(rc, "link iter");
 	mdb_cursor_close(cur);
 	if (!ret && n > 1)
 		qsort(refs, n, sizeof(*refs), link_ref_cmp);
@@ -1080,7 +851,7 @@ int mds_db_link_iter(struct mds_txn *txn, const struct nacre_fid *child, uint32_
 	for (size_t i = start; !ret && i < n; i++) {
 		struct nacre_fid parent;
 
-		key_to_fid(refs[i].key + 16, &parent);
+		db_key_to_fid(refs[i].key + 16, &parent);
 		memcpy(name, refs[i].key + 32, refs[i].klen - 32);
 		name[refs[i].klen - 32] = 0;
 		ret = fn(arg, (uint32_t)i, &parent, name);
@@ -1108,7 +879,7 @@ int mds_db_xattr_get(struct mds_txn *txn, const struct nacre_fid *fid, const cha
 	MDB_val k = {xattr_key(kb, fid, name), kb}, v;
 	int rc = mdb_get(txn->t, txn->db->xattrs, &k, &v);
 	if (rc)
-		return rc == MDB_NOTFOUND ? -ENODATA : map_err(rc, "xattr get");
+		return rc == MDB_NOTFOUND ? -ENODATA : db_map_err(rc, "xattr get");
 	if (size)
 		memcpy(value, v.mv_data, v.mv_size < size ? v.mv_size : size);
 	return (int)v.mv_size;
@@ -1121,7 +892,7 @@ int mds_db_xattr_put(struct mds_txn *txn, const struct nacre_fid *fid, const cha
 	if (strlen(name) > NACRE_NAME_MAX)
 		return -ERANGE;
 	size_t kl = xattr_key(kb, fid, name);
-	return map_err(put_raw(txn->t, txn->db->xattrs, kb, kl, len ? value : "", len),
+	return db_map_err(db_put_raw(txn->t, txn->db->xattrs, kb, kl, len ? value : "", len),
 		       "xattr put");
 }
 
@@ -1132,7 +903,7 @@ int mds_db_xattr_del(struct mds_txn *txn, const struct nacre_fid *fid, const cha
 		return -ERANGE;
 	MDB_val k = {xattr_key(kb, fid, name), kb};
 	int rc = mdb_del(txn->t, txn->db->xattrs, &k, NULL);
-	return rc == MDB_NOTFOUND ? -ENODATA : map_err(rc, "xattr del");
+	return rc == MDB_NOTFOUND ? -ENODATA : db_map_err(rc, "xattr del");
 }
 
 /* Walks the xattrs of fid; del = 1 deletes each one instead of calling fn. */
@@ -1145,7 +916,7 @@ static int xattr_walk(struct mds_txn *txn, const struct nacre_fid *fid, int del,
 	MDB_cursor *cur;
 	int rc = mdb_cursor_open(txn->t, txn->db->xattrs, &cur);
 	if (rc)
-		return map_err(rc, "cursor open");
+		return db_map_err(rc, "cursor open");
 	MDB_val k = {16, kb}, v;
 	int ret = 0;
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); !rc;
@@ -1168,7 +939,7 @@ static int xattr_walk(struct mds_txn *txn, const struct nacre_fid *fid, int del,
 			break;
 	}
 	if (rc && rc != MDB_NOTFOUND)
-		ret = map_err(rc, "xattr walk");
+		ret = db_map_err(rc, "xattr walk");
 	mdb_cursor_close(cur);
 	return ret;
 }
@@ -1192,7 +963,7 @@ int mds_db_destroy_add(struct mds_txn *txn, const struct nacre_fid *fid,
 	MDB_cursor *cur;
 	int rc = mdb_cursor_open(txn->t, txn->db->destroy, &cur);
 	if (rc)
-		return map_err(rc, "cursor open");
+		return db_map_err(rc, "cursor open");
 	MDB_val k, v;
 	uint64_t seq = 1;
 	rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
@@ -1200,7 +971,7 @@ int mds_db_destroy_add(struct mds_txn *txn, const struct nacre_fid *fid,
 		seq = rd_be64(k.mv_data) + 1;
 	mdb_cursor_close(cur);
 	if (rc && rc != MDB_NOTFOUND)
-		return map_err(rc, "destroy last");
+		return db_map_err(rc, "destroy last");
 
 	uint8_t kb[8];
 	be64(kb, seq);
@@ -1213,9 +984,9 @@ int mds_db_destroy_add(struct mds_txn *txn, const struct nacre_fid *fid,
 		wire_cursor_fini(&c);
 		return -EINVAL;
 	}
-	rc = put_raw(txn->t, txn->db->destroy, kb, 8, c.buf, wire_cursor_pos(&c));
+	rc = db_put_raw(txn->t, txn->db->destroy, kb, 8, c.buf, wire_cursor_pos(&c));
 	wire_cursor_fini(&c);
-	return map_err(rc, "destroy put");
+	return db_map_err(rc, "destroy put");
 }
 
 int mds_db_destroy_next(struct mds_txn *txn, uint64_t from, uint64_t *seq,
@@ -1224,7 +995,7 @@ int mds_db_destroy_next(struct mds_txn *txn, uint64_t from, uint64_t *seq,
 	MDB_cursor *cur;
 	int rc = mdb_cursor_open(txn->t, txn->db->destroy, &cur);
 	if (rc)
-		return map_err(rc, "cursor open");
+		return db_map_err(rc, "cursor open");
 	uint8_t kb[8];
 	be64(kb, from);
 	MDB_val k = {8, kb}, v;
@@ -1247,7 +1018,7 @@ int mds_db_destroy_next(struct mds_txn *txn, uint64_t from, uint64_t *seq,
 		break;
 	}
 	if (rc && rc != MDB_NOTFOUND)
-		ret = map_err(rc, "destroy next");
+		ret = db_map_err(rc, "destroy next");
 	mdb_cursor_close(cur);
 	return ret;
 }
@@ -1257,7 +1028,7 @@ int mds_db_destroy_del(struct mds_txn *txn, uint64_t seq)
 	uint8_t kb[8];
 	be64(kb, seq);
 	MDB_val k = {8, kb};
-	return map_err(mdb_del(txn->t, txn->db->destroy, &k, NULL), "destroy del");
+	return db_map_err(mdb_del(txn->t, txn->db->destroy, &k, NULL), "destroy del");
 }
 
 /* ---------------- targets ---------------- */
@@ -1267,7 +1038,7 @@ int mds_db_target_put(struct mds_txn *txn, uint32_t type, uint32_t index, const 
 	uint8_t kb[8];
 	be32(kb, type);
 	be32(kb + 4, index);
-	return map_err(put_raw(txn->t, txn->db->targets, kb, 8, addr, strlen(addr)),
+	return db_map_err(db_put_raw(txn->t, txn->db->targets, kb, 8, addr, strlen(addr)),
 		       "target put");
 }
 
@@ -1278,7 +1049,7 @@ int mds_db_target_iter(struct mds_txn *txn,
 	MDB_cursor *cur;
 	int rc = mdb_cursor_open(txn->t, txn->db->targets, &cur);
 	if (rc)
-		return map_err(rc, "cursor open");
+		return db_map_err(rc, "cursor open");
 	MDB_val k, v;
 	char addr[NACRE_ADDR_MAX + 1];
 	int ret = 0;
@@ -1293,7 +1064,7 @@ int mds_db_target_iter(struct mds_txn *txn,
 			break;
 	}
 	if (rc && rc != MDB_NOTFOUND)
-		ret = map_err(rc, "target iter");
+		ret = db_map_err(rc, "target iter");
 	mdb_cursor_close(cur);
 	return ret;
 }
@@ -1320,9 +1091,9 @@ int mds_db_hsm_put(struct mds_txn *txn, const struct mds_hsm_rec *r)
 		wire_cursor_fini(&c);
 		return -EINVAL;
 	}
-	int rc = put_raw(txn->t, txn->db->hsm, kb, 8, c.buf, wire_cursor_pos(&c));
+	int rc = db_put_raw(txn->t, txn->db->hsm, kb, 8, c.buf, wire_cursor_pos(&c));
 	wire_cursor_fini(&c);
-	return map_err(rc, "hsm put");
+	return db_map_err(rc, "hsm put");
 }
 
 static int decode_hsm(const void *buf, size_t len, struct mds_hsm_rec *r)
@@ -1350,7 +1121,7 @@ int mds_db_hsm_get(struct mds_txn *txn, uint64_t cookie, struct mds_hsm_rec *out
 	MDB_val k = {8, kb}, v;
 	int rc = mdb_get(txn->t, txn->db->hsm, &k, &v);
 	if (rc)
-		return map_err(rc, "hsm get");
+		return db_map_err(rc, "hsm get");
 	return decode_hsm(v.mv_data, v.mv_size, out);
 }
 
@@ -1359,7 +1130,7 @@ int mds_db_hsm_del(struct mds_txn *txn, uint64_t cookie)
 	uint8_t kb[8];
 	be64(kb, cookie);
 	MDB_val k = {8, kb};
-	return map_err(mdb_del(txn->t, txn->db->hsm, &k, NULL), "hsm del");
+	return db_map_err(mdb_del(txn->t, txn->db->hsm, &k, NULL), "hsm del");
 }
 
 int mds_db_hsm_next(struct mds_txn *txn, uint64_t from, struct mds_hsm_rec *out)
@@ -1367,7 +1138,7 @@ int mds_db_hsm_next(struct mds_txn *txn, uint64_t from, struct mds_hsm_rec *out)
 	MDB_cursor *cur;
 	int rc = mdb_cursor_open(txn->t, txn->db->hsm, &cur);
 	if (rc)
-		return map_err(rc, "cursor open");
+		return db_map_err(rc, "cursor open");
 	uint8_t kb[8];
 	be64(kb, from);
 	MDB_val k = {8, kb}, v;
@@ -1386,7 +1157,7 @@ int mds_db_hsm_next(struct mds_txn *txn, uint64_t from, struct mds_hsm_rec *out)
 		break;
 	}
 	if (rc && rc != MDB_NOTFOUND)
-		ret = map_err(rc, "hsm next");
+		ret = db_map_err(rc, "hsm next");
 	mdb_cursor_close(cur);
 	return ret;
 }
@@ -1396,14 +1167,14 @@ int mds_db_hsm_last(struct mds_txn *txn, uint64_t *cookie)
 	MDB_cursor *cur;
 	int rc = mdb_cursor_open(txn->t, txn->db->hsm, &cur);
 	if (rc)
-		return map_err(rc, "cursor open");
+		return db_map_err(rc, "cursor open");
 	MDB_val k, v;
 	*cookie = 0;
 	rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
 	if (!rc && k.mv_size == 8)
 		*cookie = rd_be64(k.mv_data);
 	mdb_cursor_close(cur);
-	return rc && rc != MDB_NOTFOUND ? map_err(rc, "hsm last") : 0;
+	return rc && rc != MDB_NOTFOUND ? db_map_err(rc, "hsm last") : 0;
 }
 
 int mds_db_hsm_fid_get(struct mds_txn *txn, const struct nacre_fid *fid, uint64_t *cookie)
@@ -1413,7 +1184,7 @@ int mds_db_hsm_fid_get(struct mds_txn *txn, const struct nacre_fid *fid, uint64_
 	MDB_val k = {16, kb}, v;
 	int rc = mdb_get(txn->t, txn->db->hsm_fids, &k, &v);
 	if (rc)
-		return map_err(rc, "hsm fid get");
+		return db_map_err(rc, "hsm fid get");
 	if (v.mv_size != 8)
 		return -EIO;
 	*cookie = rd_be64(v.mv_data);
@@ -1425,7 +1196,7 @@ int mds_db_hsm_fid_put(struct mds_txn *txn, const struct nacre_fid *fid, uint64_
 	uint8_t kb[16], vb[8];
 	mds_fid_to_key(fid, kb);
 	be64(vb, cookie);
-	return map_err(put_raw(txn->t, txn->db->hsm_fids, kb, 16, vb, 8), "hsm fid put");
+	return db_map_err(db_put_raw(txn->t, txn->db->hsm_fids, kb, 16, vb, 8), "hsm fid put");
 }
 
 int mds_db_hsm_fid_del(struct mds_txn *txn, const struct nacre_fid *fid)
@@ -1434,7 +1205,7 @@ int mds_db_hsm_fid_del(struct mds_txn *txn, const struct nacre_fid *fid)
 	mds_fid_to_key(fid, kb);
 	MDB_val k = {16, kb};
 	int rc = mdb_del(txn->t, txn->db->hsm_fids, &k, NULL);
-	return rc == MDB_NOTFOUND ? 0 : map_err(rc, "hsm fid del");
+	return rc == MDB_NOTFOUND ? 0 : db_map_err(rc, "hsm fid del");
 }
 
 /* ---------------- sessions and the reply cache ---------------- */
@@ -1451,7 +1222,7 @@ static int meta_u64_get(struct mds_txn *txn, const char *key, uint64_t *out)
 		return 0;
 	}
 	if (rc || v.mv_size != 8)
-		return rc ? map_err(rc, key) : -EIO;
+		return rc ? db_map_err(rc, key) : -EIO;
 	*out = rd_be64(v.mv_data);
 	return 0;
 }
@@ -1461,7 +1232,7 @@ static int meta_u64_put(struct mds_txn *txn, const char *key, uint64_t value)
 	uint8_t b[8];
 
 	be64(b, value);
-	return map_err(put_raw(txn->t, txn->db->meta, key, strlen(key), b, 8), key);
+	return db_map_err(db_put_raw(txn->t, txn->db->meta, key, strlen(key), b, 8), key);
 }
 
 int mds_db_transno_get(struct mds_txn *txn, uint64_t *out)
@@ -1485,7 +1256,7 @@ int mds_db_client_put(struct mds_txn *txn, uint64_t client, const char *name)
 	wire_name_put(&c, name && name[0] ? name : "?");
 	if (!wire_cursor_ok(&c))
 		return -EINVAL;
-	return map_err(put_raw(txn->t, txn->db->clients, kb, 8, vb, c.pos), "client put");
+	return db_map_err(db_put_raw(txn->t, txn->db->clients, kb, 8, vb, c.pos), "client put");
 }
 
 int mds_db_client_iter(struct mds_txn *txn,
@@ -1496,7 +1267,7 @@ int mds_db_client_iter(struct mds_txn *txn,
 	int rc = mdb_cursor_open(txn->t, txn->db->clients, &cur), ret = 0;
 
 	if (rc)
-		return map_err(rc, "cursor open");
+		return db_map_err(rc, "cursor open");
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc;
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 		char name[NACRE_NAME_MAX + 1];
@@ -1515,7 +1286,7 @@ int mds_db_client_iter(struct mds_txn *txn,
 			break;
 	}
 	if (!ret && rc && rc != MDB_NOTFOUND)
-		ret = map_err(rc, "client iter");
+		ret = db_map_err(rc, "client iter");
 	mdb_cursor_close(cur);
 	return ret;
 }
@@ -1533,7 +1304,7 @@ int mds_db_key_put(struct mds_txn *txn, const struct keytab_entry *e)
 	wire_put_u8(&c, (uint8_t)e->role);
 	wire_put_u8(&c, e->revoked ? 1 : 0);
 	wire_put_u64(&c, e->gen);
-	return map_err(put_raw(txn->t, txn->db->keys, e->name, strlen(e->name), vb, c.pos),
+	return db_map_err(db_put_raw(txn->t, txn->db->keys, e->name, strlen(e->name), vb, c.pos),
 		       "key put");
 }
 
@@ -1562,7 +1333,7 @@ int mds_db_key_get(struct mds_txn *txn, const char *name, struct keytab_entry *o
 	int rc = mdb_get(txn->t, txn->db->keys, &k, &v);
 
 	if (rc)
-		return map_err(rc, "key get");
+		return db_map_err(rc, "key get");
 	return key_rec(&k, &v, out);
 }
 
@@ -1574,7 +1345,7 @@ int mds_db_key_iter(struct mds_txn *txn, int (*fn)(void *arg, const struct keyta
 	int rc = mdb_cursor_open(txn->t, txn->db->keys, &cur), ret = 0;
 
 	if (rc)
-		return map_err(rc, "cursor open");
+		return db_map_err(rc, "cursor open");
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc;
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 		struct keytab_entry e;
@@ -1587,7 +1358,7 @@ int mds_db_key_iter(struct mds_txn *txn, int (*fn)(void *arg, const struct keyta
 			break;
 	}
 	if (!ret && rc && rc != MDB_NOTFOUND)
-		ret = map_err(rc, "key iter");
+		ret = db_map_err(rc, "key iter");
 	mdb_cursor_close(cur);
 	return ret;
 }
@@ -1607,7 +1378,7 @@ static int reply_del_range(struct mds_txn *txn, uint64_t client, uint64_t from, 
 	int rc = mdb_cursor_open(txn->t, txn->db->replies, &cur);
 
 	if (rc)
-		return map_err(rc, "cursor open");
+		return db_map_err(rc, "cursor open");
 	reply_key(kb, client, from);
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); !rc;
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
@@ -1619,7 +1390,7 @@ static int reply_del_range(struct mds_txn *txn, uint64_t client, uint64_t from, 
 			break;
 	}
 	mdb_cursor_close(cur);
-	return rc && rc != MDB_NOTFOUND ? map_err(rc, "reply trim") : 0;
+	return rc && rc != MDB_NOTFOUND ? db_map_err(rc, "reply trim") : 0;
 }
 
 int mds_db_client_del(struct mds_txn *txn, uint64_t client)
@@ -1631,7 +1402,7 @@ int mds_db_client_del(struct mds_txn *txn, uint64_t client)
 	be64(kb, client);
 	rc = mdb_del(txn->t, txn->db->clients, &k, NULL);
 	if (rc && rc != MDB_NOTFOUND)
-		return map_err(rc, "client del");
+		return db_map_err(rc, "client del");
 	return reply_del_range(txn, client, 0, UINT64_MAX);
 }
 
@@ -1647,7 +1418,7 @@ int mds_db_reply_put(struct mds_txn *txn, uint64_t client, uint64_t xid,
 	wire_put_u64(&c, r->transno);
 	wire_fid_put(&c, &r->fid);
 	wire_put_u64(&c, r->value);
-	return map_err(put_raw(txn->t, txn->db->replies, kb, 16, vb, c.pos), "reply put");
+	return db_map_err(db_put_raw(txn->t, txn->db->replies, kb, 16, vb, c.pos), "reply put");
 }
 
 int mds_db_reply_get(struct mds_txn *txn, uint64_t client, uint64_t xid,
@@ -1661,7 +1432,7 @@ int mds_db_reply_get(struct mds_txn *txn, uint64_t client, uint64_t xid,
 	reply_key(kb, client, xid);
 	rc = mdb_get(txn->t, txn->db->replies, &k, &v);
 	if (rc)
-		return map_err(rc, "reply get");
+		return db_map_err(rc, "reply get");
 	wire_cursor_init_read(&c, v.mv_data, v.mv_size);
 	uint16_t ver = wire_get_u16(&c);
 	out->transno = wire_get_u64(&c);
@@ -1702,7 +1473,7 @@ static int named_put(struct mds_txn *txn, MDB_dbi dbi, const char *name, const v
 
 	if (n == 0 || n > NACRE_NAME_MAX || len > max_len)
 		return -EINVAL;
-	return map_err(put_raw(txn->t, dbi, name, n, rec, len), what);
+	return db_map_err(db_put_raw(txn->t, dbi, name, n, rec, len), what);
 }
 
 static int named_del(struct mds_txn *txn, MDB_dbi dbi, const char *name, const char *what)
@@ -1711,7 +1482,7 @@ static int named_del(struct mds_txn *txn, MDB_dbi dbi, const char *name, const c
 
 	if (k.mv_size == 0 || k.mv_size > NACRE_NAME_MAX)
 		return -ENOENT;
-	return map_err(mdb_del(txn->t, dbi, &k, NULL), what);
+	return db_map_err(mdb_del(txn->t, dbi, &k, NULL), what);
 }
 
 /* fn for every record, in name order, until it returns non-zero (returned). */
@@ -1722,7 +1493,7 @@ static int named_iter(struct mds_txn *txn, MDB_dbi dbi, named_fn fn, void *arg, 
 	int rc = mdb_cursor_open(txn->t, dbi, &cur), ret = 0;
 
 	if (rc)
-		return map_err(rc, "cursor open");
+		return db_map_err(rc, "cursor open");
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc;
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 		char name[NACRE_NAME_MAX + 1];
@@ -1735,7 +1506,7 @@ static int named_iter(struct mds_txn *txn, MDB_dbi dbi, named_fn fn, void *arg, 
 			break;
 	}
 	if (!ret && rc && rc != MDB_NOTFOUND)
-		ret = map_err(rc, what);
+		ret = db_map_err(rc, what);
 	mdb_cursor_close(cur);
 	return ret;
 }
@@ -1764,7 +1535,7 @@ int mds_db_cl_put(struct mds_txn *txn, uint64_t index, const void *rec, size_t l
 	if (len == 0 || len > 65536)
 		return -EINVAL;
 	be64(kb, index);
-	return map_err(put_raw(txn->t, txn->db->changelog, kb, 8, rec, len), "changelog put");
+	return db_map_err(db_put_raw(txn->t, txn->db->changelog, kb, 8, rec, len), "changelog put");
 }
 
 int mds_db_cl_iter(struct mds_txn *txn, uint64_t from,
@@ -1775,7 +1546,7 @@ int mds_db_cl_iter(struct mds_txn *txn, uint64_t from,
 	int rc = mdb_cursor_open(txn->t, txn->db->changelog, &cur), ret = 0;
 
 	if (rc)
-		return map_err(rc, "cursor open");
+		return db_map_err(rc, "cursor open");
 	be64(kb, from);
 	MDB_val k = {8, kb}, v;
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); !rc;
@@ -1787,7 +1558,7 @@ int mds_db_cl_iter(struct mds_txn *txn, uint64_t from,
 			break;
 	}
 	if (!ret && rc && rc != MDB_NOTFOUND)
-		ret = map_err(rc, "changelog iter");
+		ret = db_map_err(rc, "changelog iter");
 	mdb_cursor_close(cur);
 	return ret;
 }
@@ -1799,7 +1570,7 @@ int mds_db_cl_bounds(struct mds_txn *txn, uint64_t *first, uint64_t *last)
 	int rc = mdb_cursor_open(txn->t, txn->db->changelog, &cur);
 
 	if (rc)
-		return map_err(rc, "cursor open");
+		return db_map_err(rc, "cursor open");
 	*first = *last = 0;
 	rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
 	if (!rc && k.mv_size == 8)
@@ -1809,7 +1580,7 @@ int mds_db_cl_bounds(struct mds_txn *txn, uint64_t *first, uint64_t *last)
 	if (!rc && k.mv_size == 8)
 		*last = rd_be64(k.mv_data);
 	mdb_cursor_close(cur);
-	return rc && rc != MDB_NOTFOUND ? map_err(rc, "changelog bounds") : 0;
+	return rc && rc != MDB_NOTFOUND ? db_map_err(rc, "changelog bounds") : 0;
 }
 
 int mds_db_cl_purge(struct mds_txn *txn, uint64_t upto, uint64_t *deleted)
@@ -1820,7 +1591,7 @@ int mds_db_cl_purge(struct mds_txn *txn, uint64_t upto, uint64_t *deleted)
 	int rc = mdb_cursor_open(txn->t, txn->db->changelog, &cur);
 
 	if (rc)
-		return map_err(rc, "cursor open");
+		return db_map_err(rc, "cursor open");
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc;
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)) {
 		if (k.mv_size == 8 && rd_be64(k.mv_data) > upto)
@@ -1833,7 +1604,7 @@ int mds_db_cl_purge(struct mds_txn *txn, uint64_t upto, uint64_t *deleted)
 	mdb_cursor_close(cur);
 	if (deleted)
 		*deleted = n;
-	return rc && rc != MDB_NOTFOUND ? map_err(rc, "changelog purge") : 0;
+	return rc && rc != MDB_NOTFOUND ? db_map_err(rc, "changelog purge") : 0;
 }
 
 int mds_db_cl_next_get(struct mds_txn *txn, uint64_t *out)
@@ -1862,515 +1633,3 @@ int mds_db_cl_user_iter(struct mds_txn *txn, named_fn fn, void *arg)
 	return named_iter(txn, txn->db->changelog_users, fn, arg, "changelog user iter");
 }
 
-/* ---------------- quotas ---------------- */
-
-#define QUOTA_REC_VERSION 1
-#define QUOTA_REC_LEN 66
-
-static void quota_key(uint8_t k[5], uint32_t kind, uint32_t id)
-{
-	k[0] = (uint8_t)kind;
-	be32(k + 1, id);
-}
-
-static void quota_encode(const struct mds_quota *q, uint8_t out[QUOTA_REC_LEN])
-{
-	struct wire_cursor c;
-
-	wire_cursor_init_write(&c, out, QUOTA_REC_LEN);
-	wire_put_u16(&c, QUOTA_REC_VERSION);
-	wire_put_u64(&c, q->kbytes);
-	wire_put_u64(&c, q->inodes);
-	wire_put_u64(&c, q->bsoft);
-	wire_put_u64(&c, q->bhard);
-	wire_put_u64(&c, q->isoft);
-	wire_put_u64(&c, q->ihard);
-	wire_put_i64(&c, q->btime);
-	wire_put_i64(&c, q->itime);
-}
-
-static int quota_decode(const void *buf, size_t len, struct mds_quota *q)
-{
-	struct wire_cursor c;
-
-	wire_cursor_init_read(&c, buf, len);
-	if (wire_get_u16(&c) != QUOTA_REC_VERSION)
-		return -NACRE_EFORMAT;
-	q->kbytes = wire_get_u64(&c);
-	q->inodes = wire_get_u64(&c);
-	q->bsoft = wire_get_u64(&c);
-	q->bhard = wire_get_u64(&c);
-	q->isoft = wire_get_u64(&c);
-	q->ihard = wire_get_u64(&c);
-	q->btime = wire_get_i64(&c);
-	q->itime = wire_get_i64(&c);
-	return wire_cursor_ok(&c) && wire_cursor_left(&c) == 0 ? 0 : -EIO;
-}
-
-static int quota_get_raw(MDB_txn *t, MDB_dbi dbi, uint32_t kind, uint32_t id,
-			 struct mds_quota *out)
-{
-	uint8_t kb[5];
-	MDB_val k = {5, kb}, v;
-
-	memset(out, 0, sizeof(*out));
-	quota_key(kb, kind, id);
-	int rc = mdb_get(t, dbi, &k, &v);
-	if (rc)
-		return map_err(rc, "quota get");
-	if (quota_decode(v.mv_data, v.mv_size, out)) {
-		LOG_ERR("db", "corrupt quota record (kind %u, id %u): counted as empty", kind, id);
-		memset(out, 0, sizeof(*out));
-	}
-	return 0;
-}
-
-static int quota_put_raw(MDB_txn *t, MDB_dbi dbi, uint32_t kind, uint32_t id,
-			 const struct mds_quota *q)
-{
-	uint8_t kb[5], vb[QUOTA_REC_LEN];
-
-	quota_key(kb, kind, id);
-	quota_encode(q, vb);
-	return map_err(put_raw(t, dbi, kb, 5, vb, sizeof(vb)), "quota put");
-}
-
-int mds_db_quota_get(struct mds_txn *txn, uint32_t kind, uint32_t id, struct mds_quota *out)
-{
-	return quota_get_raw(txn->t, txn->db->quota, kind, id, out);
-}
-
-int mds_db_quota_put(struct mds_txn *txn, uint32_t kind, uint32_t id, const struct mds_quota *q)
-{
-	return quota_put_raw(txn->t, txn->db->quota, kind, id, q);
-}
-
-int mds_db_quota_iter(struct mds_txn *txn,
-		      int (*fn)(void *arg, uint32_t kind, uint32_t id, const struct mds_quota *q),
-		      void *arg)
-{
-	MDB_cursor *cur;
-	MDB_val k, v;
-	int rc = mdb_cursor_open(txn->t, txn->db->quota, &cur), ret = 0;
-
-	if (rc)
-		return map_err(rc, "cursor open");
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		struct mds_quota q;
-		const uint8_t *kp = k.mv_data;
-		if (k.mv_size != 5 || kp[0] >= MDS_QUOTA_TYPES ||
-		    quota_decode(v.mv_data, v.mv_size, &q))
-			continue;
-		ret = fn(arg, kp[0], rd_be32(kp + 1), &q);
-		if (ret)
-			break;
-	}
-	if (!ret && rc && rc != MDB_NOTFOUND)
-		ret = map_err(rc, "quota iter");
-	mdb_cursor_close(cur);
-	return ret;
-}
-
-void mds_db_quota_usage(const struct mds_inode *ino, uint64_t *kbytes)
-{
-	*kbytes = S_ISREG(ino->mode) ? (ino->size + 4095) / 4096 * 4 : 0;
-}
-
-static int quota_has_limits(const struct mds_quota *q)
-{
-	return q->bsoft || q->bhard || q->isoft || q->ihard;
-}
-
-static int quota_limits_raw(MDB_txn *t, struct mds_db *db, uint32_t type,
-			    const struct mds_quota *own, struct mds_quota *lim, uint64_t *bgrace,
-			    uint64_t *igrace, int *is_default)
-{
-	struct mds_quota g;
-	int rc;
-
-	*lim = *own;
-	*is_default = 0;
-	if (!quota_has_limits(own)) {
-		rc = quota_get_raw(t, db->quota, MDS_QUOTA_KIND_DEFAULT + type, 0, lim);
-		if (rc && rc != -ENOENT)
-			return rc;
-		*is_default = quota_has_limits(lim);
-	}
-	rc = quota_get_raw(t, db->quota, MDS_QUOTA_KIND_GRACE + type, 0, &g);
-	if (rc && rc != -ENOENT)
-		return rc;
-	*bgrace = rc ? MDS_QUOTA_GRACE_DEFAULT : g.bsoft;
-	*igrace = rc ? MDS_QUOTA_GRACE_DEFAULT : g.isoft;
-	return 0;
-}
-
-int mds_db_quota_limits(struct mds_txn *txn, uint32_t type, uint32_t id, struct mds_quota *lim,
-			uint64_t *bgrace, uint64_t *igrace, int *is_default)
-{
-	struct mds_quota own;
-	int rc = quota_get_raw(txn->t, txn->db->quota, type, id, &own);
-
-	if (rc && rc != -ENOENT)
-		return rc;
-	return quota_limits_raw(txn->t, txn->db, type, &own, lim, bgrace, igrace, is_default);
-}
-
-
-static void qown_of(const struct mds_inode *ino, struct qown *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->present = 1;
-	o->id[MDS_QUOTA_USR] = ino->uid;
-	o->id[MDS_QUOTA_GRP] = ino->gid;
-	o->id[MDS_QUOTA_PRJ] = ino->projid;
-	mds_db_quota_usage(ino, &o->kb);
-}
-
-/* The owner of a stored inode record: its fixed head only (version .. size). */
-static int qown_stored(MDB_txn *t, MDB_dbi dbi, const struct nacre_fid *fid, struct qown *o)
-{
-	uint8_t kb[16];
-	MDB_val k = {16, kb}, v;
-	struct wire_cursor c;
-	struct mds_inode head;
-
-	memset(o, 0, sizeof(*o));
-	mds_fid_to_key(fid, kb);
-	int rc = mdb_get(t, dbi, &k, &v);
-	if (rc == MDB_NOTFOUND)
-		return 0;
-	if (rc)
-		return map_err(rc, "inode get");
-	wire_cursor_init_read(&c, v.mv_data, v.mv_size);
-	if (wire_get_u16(&c) == INODE_REC_VERSION_PRJ) {
-		/* the project id is at the end, past the variable fields */
-		struct mds_inode *full = malloc(sizeof(*full));
-		if (!full)
-			return -ENOMEM;
-		if (!decode_inode(v.mv_data, v.mv_size, full))
-			qown_of(full, o);
-		free(full);
-		return 0;
-	}
-	head.projid = 0;
-	head.mode = wire_get_u32(&c);
-	(void)wire_get_u32(&c);
-	head.uid = wire_get_u32(&c);
-	head.gid = wire_get_u32(&c);
-	(void)wire_get_u32(&c);
-	head.size = wire_get_u64(&c);
-	if (!wire_cursor_ok(&c))
-		return 0; /* a corrupt record charged nothing */
-	qown_of(&head, o);
-	return 0;
-}
-
-static int64_t now_sec(void)
-{
-	return time_now().sec;
-}
-
-/* Over a soft limit past its grace, or over a hard limit: -EDQUOT. Keeps *when (the end of
- * the grace) set while usage is over the soft limit. */
-static int quota_rule(uint64_t use, uint64_t soft, uint64_t hard, uint64_t grace, int64_t *when,
-		      int enforce, int64_t now)
-{
-	if (enforce && hard && use > hard)
-		return -EDQUOT;
-	if (soft && use > soft) {
-		if (enforce && *when && now >= *when)
-			return -EDQUOT;
-		if (!*when)
-			*when = now + (int64_t)grace;
-	} else {
-		*when = 0;
-	}
-	return 0;
-}
-
-static uint64_t sat_add(uint64_t v, uint64_t plus, uint64_t minus)
-{
-	v += plus;
-	return v > minus ? v - minus : 0;
-}
-
-/* Moves old's charge to new's (either may be absent) for user and group; a new inode, or
- * a file growing in place, of a non-root owner is held to the limits. Checks every record
- * before writing any. */
-static int quota_charge(MDB_txn *t, struct mds_db *db, const struct qown *old,
-			const struct qown *new, int exempt)
-{
-	struct mds_quota q[MDS_QUOTA_TYPES][2];
-	uint32_t ids[MDS_QUOTA_TYPES][2];
-	int n[MDS_QUOTA_TYPES] = {0, 0, 0}, rc;
-	int64_t now = now_sec();
-	if (old->present && new->present && old->kb == new->kb &&
-	    !memcmp(old->id, new->id, sizeof(old->id)))
-		return 0; /* same owners, same size: nothing moves (most updates) */
-	int enf_i = !exempt && !old->present && new->present && new->id[MDS_QUOTA_USR] != 0;
-	int enf_b = !exempt && old->present && new->present && new->id[MDS_QUOTA_USR] != 0 &&
-		    new->id[MDS_QUOTA_USR] == old->id[MDS_QUOTA_USR] && new->kb > old->kb;
-
-	for (uint32_t type = 0; type < MDS_QUOTA_TYPES; type++) {
-		const struct qown *side[2] = {old, new};
-		for (int s = 0; s < 2; s++) {
-			if (!side[s]->present || (type == MDS_QUOTA_PRJ && !side[s]->id[type]))
-				continue; /* project 0 is no project */
-			uint32_t id = side[s]->id[type];
-			int j = 0;
-			while (j < n[type] && ids[type][j] != id)
-				j++;
-			if (j == n[type]) {
-				n[type]++;
-				ids[type][j] = id;
-				rc = quota_get_raw(t, db->quota, type, id, &q[type][j]);
-				if (rc && rc != -ENOENT)
-					return rc;
-			}
-			struct mds_quota *r = &q[type][j];
-			if (s == 0) {
-				r->kbytes = sat_add(r->kbytes, 0, side[s]->kb);
-				r->inodes = sat_add(r->inodes, 0, 1);
-			} else {
-				r->kbytes += side[s]->kb;
-				r->inodes += 1;
-			}
-		}
-		for (int j = 0; j < n[type]; j++) {
-			struct mds_quota lim, *r = &q[type][j];
-			uint64_t bg, ig;
-			int def, here = new->present && ids[type][j] == new->id[type];
-			rc = quota_limits_raw(t, db, type, r, &lim, &bg, &ig, &def);
-			if (rc)
-				return rc;
-			rc = quota_rule(r->kbytes, lim.bsoft, lim.bhard, bg, &r->btime,
-					here && enf_b, now);
-			if (!rc)
-				rc = quota_rule(r->inodes, lim.isoft, lim.ihard, ig, &r->itime,
-						here && enf_i, now);
-			if (rc)
-				return rc;
-		}
-	}
-	for (uint32_t type = 0; type < MDS_QUOTA_TYPES; type++)
-		for (int j = 0; j < n[type]; j++) {
-			rc = quota_put_raw(t, db->quota, type, ids[type][j], &q[type][j]);
-			if (rc)
-				return rc;
-		}
-	return 0;
-}
-
-/* ---------------- quota recount ---------------- */
-
-struct qcount {
-	uint32_t kind, id;
-	uint64_t kb, inodes;
-	int used;
-	int seen; /* a stored record matched it */
-};
-
-struct qtab {
-	struct qcount *v;
-	size_t cap, n;
-};
-
-static struct qcount *qtab_find(struct qtab *h, uint32_t kind, uint32_t id, int add)
-{
-	if (add && (h->n + 1) * 2 > h->cap) {
-		size_t cap = h->cap ? h->cap * 2 : 256;
-		struct qcount *v = calloc(cap, sizeof(*v));
-		if (!v)
-			return NULL;
-		for (size_t i = 0; i < h->cap; i++) {
-			if (!h->v[i].used)
-				continue;
-			size_t j = (h->v[i].id * 2654435761u + h->v[i].kind) & (cap - 1);
-			while (v[j].used)
-				j = (j + 1) & (cap - 1);
-			v[j] = h->v[i];
-		}
-		free(h->v);
-		h->v = v;
-		h->cap = cap;
-	}
-	if (!h->cap)
-		return NULL;
-	size_t j = (id * 2654435761u + kind) & (h->cap - 1);
-	while (h->v[j].used) {
-		if (h->v[j].kind == kind && h->v[j].id == id)
-			return &h->v[j];
-		j = (j + 1) & (h->cap - 1);
-	}
-	if (!add)
-		return NULL;
-	h->v[j].used = 1;
-	h->v[j].kind = kind;
-	h->v[j].id = id;
-	h->n++;
-	return &h->v[j];
-}
-
-/* Counts every inode's charge into h. */
-static int qtab_count(MDB_txn *t, struct mds_db *db, struct qtab *h)
-{
-	MDB_cursor *cur;
-	MDB_val k, v;
-	int rc = mdb_cursor_open(t, db->inodes, &cur);
-
-	if (rc)
-		return map_err(rc, "cursor open");
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		struct qown o;
-		struct nacre_fid fid;
-		if (k.mv_size != 16)
-			continue;
-		key_to_fid(k.mv_data, &fid);
-		int r = qown_stored(t, db->inodes, &fid, &o);
-		if (r) {
-			mdb_cursor_close(cur);
-			return r;
-		}
-		if (!o.present)
-			continue;
-		for (uint32_t type = 0; type < MDS_QUOTA_TYPES; type++) {
-			if (type == MDS_QUOTA_PRJ && o.id[type] == 0)
-				continue; /* project 0: no project */
-			struct qcount *c = qtab_find(h, type, o.id[type], 1);
-			if (!c) {
-				mdb_cursor_close(cur);
-				return -ENOMEM;
-			}
-			c->kb += o.kb;
-			c->inodes++;
-		}
-	}
-	mdb_cursor_close(cur);
-	return rc == MDB_NOTFOUND ? 0 : map_err(rc, "inode iter");
-}
-
-struct qfix {
-	uint32_t kind, id;
-	struct mds_quota q;
-	uint64_t kb, inodes;
-};
-
-static int quota_recount_raw(MDB_txn *t, struct mds_db *db, int fix,
-			     void (*drift)(void *arg, uint32_t kind, uint32_t id,
-					   const struct mds_quota *stored, uint64_t kbytes,
-					   uint64_t inodes),
-			     void *arg, uint32_t *ndrift)
-{
-	struct qtab h = {0};
-	struct qfix *fx = NULL;
-	size_t nfx = 0, capfx = 0;
-	MDB_cursor *cur;
-	MDB_val k, v;
-	int rc = qtab_count(t, db, &h);
-
-	*ndrift = 0;
-	if (!rc)
-		rc = map_err(mdb_cursor_open(t, db->quota, &cur), "cursor open");
-	if (rc) {
-		free(h.v);
-		return rc;
-	}
-	/* stored records against the count; fixes are written after the walk */
-	for (int r = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !r && !rc;
-	     r = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		const uint8_t *kp = k.mv_data;
-		struct mds_quota q;
-		if (k.mv_size != 5 || kp[0] >= MDS_QUOTA_TYPES ||
-		    quota_decode(v.mv_data, v.mv_size, &q))
-			continue;
-		uint32_t id = rd_be32(kp + 1);
-		struct qcount *c = qtab_find(&h, kp[0], id, 0);
-		uint64_t kb = c ? c->kb : 0, ino = c ? c->inodes : 0;
-		if (c)
-			c->seen = 1;
-		if (kb == q.kbytes && ino == q.inodes)
-			continue;
-		if (nfx == capfx) {
-			capfx = capfx ? capfx * 2 : 16;
-			struct qfix *n = realloc(fx, capfx * sizeof(*fx));
-			if (!n) {
-				rc = -ENOMEM;
-				break;
-			}
-			fx = n;
-		}
-		fx[nfx++] = (struct qfix){kp[0], id, q, kb, ino};
-	}
-	mdb_cursor_close(cur);
-	for (size_t i = 0; i < h.cap && !rc; i++) {
-		struct qcount *c = &h.v[i];
-		if (!c->used || c->seen)
-			continue;
-		if (nfx == capfx) {
-			capfx = capfx ? capfx * 2 : 16;
-			struct qfix *n = realloc(fx, capfx * sizeof(*fx));
-			if (!n) {
-				rc = -ENOMEM;
-				break;
-			}
-			fx = n;
-		}
-		struct qfix f = {c->kind, c->id, {0}, c->kb, c->inodes};
-		fx[nfx++] = f;
-	}
-	for (size_t i = 0; i < nfx && !rc; i++) {
-		(*ndrift)++;
-		if (drift)
-			drift(arg, fx[i].kind, fx[i].id, &fx[i].q, fx[i].kb, fx[i].inodes);
-		if (fix) {
-			fx[i].q.kbytes = fx[i].kb;
-			fx[i].q.inodes = fx[i].inodes;
-			rc = quota_put_raw(t, db->quota, fx[i].kind, fx[i].id, &fx[i].q);
-		}
-	}
-	free(fx);
-	free(h.v);
-	return rc;
-}
-
-int mds_db_quota_recount(struct mds_txn *txn, int fix,
-			 void (*drift)(void *arg, uint32_t kind, uint32_t id,
-				       const struct mds_quota *stored, uint64_t kbytes,
-				       uint64_t inodes),
-			 void *arg, uint32_t *ndrift)
-{
-	return quota_recount_raw(txn->t, txn->db, fix, drift, arg, ndrift);
-}
-
-/* At open: an MDT that never counted its usage (older than quotas, or just formatted)
- * counts it now, once. */
-/* At an open with quotas off: usage is not kept from now on, so the next open with quotas
- * on must count it again. */
-static int quota_forget_count(struct mds_db *db, MDB_txn *t)
-{
-	MDB_val k = {13, "quota_counted"};
-	int rc = mdb_del(t, db->meta, &k, NULL);
-
-	LOG_WARN("db", "quotas are off: usage is not counted and no limit is enforced until the "
-		 "MDS starts with them on (and recounts)");
-	return rc == MDB_NOTFOUND ? 0 : map_err(rc, "meta del");
-}
-
-static int quota_count_once(struct mds_db *db, MDB_txn *t)
-{
-	MDB_val k = {13, "quota_counted"}, v;
-	uint32_t n;
-	uint8_t one = 1;
-	int rc = mdb_get(t, db->meta, &k, &v);
-
-	if (rc != MDB_NOTFOUND)
-		return rc ? map_err(rc, "meta get") : 0;
-	rc = quota_recount_raw(t, db, 1, NULL, NULL, &n);
-	if (!rc)
-		rc = map_err(put_raw(t, db->meta, "quota_counted", 13, &one, 1), "meta put");
-	if (!rc && n)
-		LOG_INFO("db", "quota usage counted for %u ids from the inodes", n);
-	return rc;
-}
