@@ -95,6 +95,11 @@ int nacre_fs_notify_start(struct nacre_fs *fs, nacre_notify_fn fn, void *arg);
  * nacre_fs_umount. NULL or not started is fine. */
 void nacre_fs_notify_stop(struct nacre_fs *fs);
 
+/* 1 if the MDS takes a caller's job id (nacre_cred.jobid) on the current connection, as
+ * this release's does; an older one would refuse the whole request, so a cred sent to it
+ * must carry none. Thread-safe. */
+int nacre_fs_jobids(struct nacre_fs *fs);
+
 /* Fills *out with a caller's credentials: uid, gid and n supplementary groups (any order,
  * up to NACRE_MAX_GROUPS). More than NACRE_CRED_GROUPS are registered with the MDS once
  * (a few calls the first time; remembered by the mount) and carried as a token. Returns 0,

@@ -14,6 +14,7 @@
 #define NACRE_MAX_GROUPS 65536 /* supplementary groups of a caller, as Linux's NGROUPS_MAX */
 #define NACRE_CRED_GROUPS 32   /* of them carried in each request; more: a registered list */
 #define NACRE_MAX_STRIPES 128
+#define NACRE_JOBID_MAX 31 /* a job id's bytes: Lustre's LUSTRE_JOBID_SIZE less its NUL */
 #define NACRE_FSNAME_MAX 8   /* as Lustre: fsname is 1..8 chars [A-Za-z0-9_-] */
 #define NACRE_ADDR_MAX 63    /* "host:port" of a server */
 #define NACRE_FAILOVER_MAX 4 /* addresses of one server (failover partners) */
@@ -136,6 +137,7 @@ enum {
 /* Record flags (Lustre's): the low 12 bits are per type; the high bits say which parts
  * are present. */
 #define NACRE_CLF_FLAGMASK 0x0fffu
+#define NACRE_CLF_JOBID 0x4000u       /* jobid is set */
 #define NACRE_CLF_RENAME 0x2000u      /* sfid, spfid, sname are set */
 #define NACRE_CLF_EXTRA_FLAGS 0x8000u /* xflags says which extras are set */
 #define NACRE_CLF_UNLINK_LAST 0x0001u       /* UNLNK: the last name went */
@@ -168,6 +170,7 @@ struct nacre_changelog_rec {
 	char name[NACRE_NAME_MAX + 1];  /* "" if none */
 	char sname[NACRE_NAME_MAX + 1]; /* NACRE_CLF_RENAME: the old name */
 	char xattr[NACRE_NAME_MAX + 1]; /* NACRE_CLFE_XATTR */
+	char jobid[NACRE_JOBID_MAX + 1]; /* NACRE_CLF_JOBID: the caller's job */
 };
 
 /* Attributes of one inode as the MDS holds them. mode includes the S_IFMT type bits. */
@@ -248,6 +251,8 @@ struct nacre_cred {
 	uint64_t groups_token;             /* nonzero: all the groups are the list registered
 					    * under it (groups[] holds the first of them) */
 	uint32_t flags;                    /* NACRE_CRED_* */
+	char jobid[NACRE_JOBID_MAX + 1];   /* the caller's job ("" = none), as Lustre's jobid:
+					    * printable ASCII, no space */
 };
 /* cred flags: the caller's kernel rules the MDS applies too */
 #define NACRE_CRED_PROTECTED_HARDLINKS 1u /* fs.protected_hardlinks is 1 on the client: a

@@ -207,6 +207,8 @@ static void print_rec(const struct nacre_changelog_rec *r)
 	       r->type, r->type < NACRE_CL_LAST ? type_names[r->type] : "?", tm.tm_hour,
 	       tm.tm_min, tm.tm_sec, r->time.nsec, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
 	       r->flags & NACRE_CLF_FLAGMASK, nacre_fid_format(&r->tfid, t, sizeof(t)));
+	if ((r->flags & NACRE_CLF_JOBID) && r->jobid[0])
+		printf(" j=%s", r->jobid);
 	if (r->flags & NACRE_CLF_EXTRA_FLAGS) {
 		printf(" ef=0x%x", r->xflags);
 		if (r->xflags & NACRE_CLFE_UIDGID)

@@ -449,6 +449,11 @@ static void say_goodbye(struct nacre_fs *fs)
 	wire_cursor_fini(&c);
 }
 
+NACRE_API int nacre_fs_jobids(struct nacre_fs *fs)
+{
+	return fs && (rpc_conn_features(fs->mds) & WIRE_FEAT_JOBID) != 0;
+}
+
 NACRE_API void nacre_fs_unmounting(struct nacre_fs *fs)
 {
 	if (fs)

@@ -125,6 +125,7 @@ struct fz_mount {
 	double entry_timeout; /* seconds the kernel may cache names */
 	int ro;               /* refuse every modification with EROFS */
 	int lock_mode;        /* FZ_LOCK_* */
+	int jobid;            /* requests carry the caller's job id (jobid=procname_uid) */
 	struct fuse_session *se; /* set once the session exists, for cache invalidations */
 	struct fz_itable itab;
 	struct fz_htable htab;

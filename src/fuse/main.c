@@ -63,6 +63,7 @@ struct args {
 	int max_dirty_mb;
 	int readahead_max_mb;
 	int lock_mode;          /* flock / localflock / noflock: FZ_LOCK_* */
+	int no_jobid;           /* jobid=disable: requests carry no job id */
 	struct metrics_opts metrics; /* metrics_addr=, metrics_log=, metrics_interval=,
 				      * metrics_azure*= */
 	char vfs_flags[256];    /* mount flags passed on to the kernel mount (",noexec"...) */
@@ -113,6 +114,8 @@ static void usage(FILE *out, const char *prog)
 		"  -o metrics_azure=WORKSPACE, metrics_azure_key_file=FILE, metrics_azure_log_type=,\n"
 		"     metrics_azure_url=, metrics_azure_batch=, metrics_azure_queue=   post them to\n"
 		"     Azure Log Analytics (as the daemons' --metrics-azure* options)\n"
+		"  -o jobid=procname_uid|disable  the job id requests carry (changelog j=):\n"
+		"                    the caller's command name and uid, \"cp.1000\" (the default)\n"
 		"  -o flock          cluster-wide fcntl and flock locks (the default)\n"
 		"  -o localflock     locks seen by this client only;  -o noflock: locks fail ENOSYS\n"
 		"  -o debug          debug logging\n"
@@ -233,6 +236,13 @@ static int parse_opts(struct args *a, char *opts)
 				return -1;
 			}
 			a->control_socket = val;
+		} else if (val && strcmp(opt, "jobid") == 0) {
+			if (strcmp(val, "procname_uid") && strcmp(val, "disable")) {
+				fprintf(stderr, "%s: jobid=%s: use procname_uid (the command name "
+						"and uid, the default) or disable\n", a->prog, val);
+				return -1;
+			}
+			a->no_jobid = strcmp(val, "disable") == 0;
 		} else if (val && strcmp(opt, "attr_timeout") == 0) {
 			if (parse_secs(a, opt, val, 0.0, &a->attr_timeout) < 0)
 				return -1;
@@ -294,7 +304,7 @@ static int parse_opts(struct args *a, char *opts)
 				"%s: unknown mount option '%s%s%s' (known: ro, key_file=PATH, sec=FLAVOUR, "
 				"client_name=NAME, attr_timeout=SECS, entry_timeout=SECS, timeout=SECS, recovery_timeout=SECS, "
 				"max_rpc_size=BYTES, "
-				"max_rpcs_in_flight=N, max_dirty_mb=N, readahead_max_mb=N, flock, "
+				"max_rpcs_in_flight=N, max_dirty_mb=N, readahead_max_mb=N, jobid=, flock, "
 				"localflock, noflock, debug, overmount, control_socket=PATH)\n",
 				a->prog, opt, val ? "=" : "", val ? val : "");
 			return -1;
@@ -613,6 +623,7 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 	memset(&m, 0, sizeof(m));
 	m.kernel_ra_kb = a->readahead_max_mb < 0 ? 0 : FZ_KERNEL_RA_KB;
 	m.attr_timeout = a->attr_timeout;
+	m.jobid = !a->no_jobid;
 	m.entry_timeout = a->entry_timeout;
 	m.ro = a->ro;
 	m.lock_mode = a->lock_mode;

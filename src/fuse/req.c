@@ -91,10 +91,38 @@ struct groups_slot {
 static struct groups_slot groups_cache[GROUPS_SLOTS];
 static pthread_mutex_t groups_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The job id Lustre's jobid_name "%e.%u" makes: the command name (its bytes outside
+ * printable ASCII as '_') and the uid. "" if the process is gone. */
+static void job_of(pid_t pid, uint32_t uid, char out[NACRE_JOBID_MAX + 1])
+{
+	char path[40], comm[32] = "";
+	ssize_t n;
+	int fd;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%ld/comm", (long)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, comm, sizeof(comm) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	comm[n] = '\0';
+	comm[strcspn(comm, "\n")] = '\0';
+	for (char *p = comm; *p; p++)
+		if (*p <= ' ' || *p > '~')
+			*p = '_';
+	if (comm[0])
+		snprintf(out, NACRE_JOBID_MAX + 1, "%.19s.%u", comm, uid);
+}
+
 void fz_cred(fuse_req_t req, struct nacre_cred *cr)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct groups_slot *s = &groups_cache[(unsigned)ctx->pid % GROUPS_SLOTS];
+	struct fz_mount *m = fz_mnt(req);
+	int job = m->jobid && nacre_fs_jobids(m->fs);
 	int64_t now;
 	int hit = 0;
 
@@ -102,8 +130,8 @@ void fz_cred(fuse_req_t req, struct nacre_cred *cr)
 	cr->uid = ctx->uid;
 	cr->gid = ctx->gid;
 	/* The MDS never consults root's groups (root passes every permission check), and
-	 * reading them costs a /proc read per request. */
-	if (ctx->uid == 0)
+	 * reading them costs a /proc read per request; root's job id is read, and kept. */
+	if (ctx->uid == 0 && !job)
 		return;
 	now = net_now_ms();
 	pthread_mutex_lock(&groups_lock);
@@ -113,22 +141,34 @@ void fz_cred(fuse_req_t req, struct nacre_cred *cr)
 		hit = 1;
 	}
 	pthread_mutex_unlock(&groups_lock);
-	if (hit)
-		return;
-	/* When the caller is gone or /proc is missing: the primary group only. */
-	uint32_t n = 0;
-	uint32_t *g = proc_groups(ctx->pid, &n);
-	struct nacre_cred c;
-	int rc = g ? nacre_groups_cred(fz_mnt(req)->fs, ctx->uid, ctx->gid, g, n, &c) : -ENOENT;
-	free(g);
-	if (rc < 0) {
-		if (g)
-			LOG_RATELIMITED(LOG_LVL_WARN, "cred", "cannot register the %u groups of "
-					"pid %ld with the MDS: %s; only its primary group counts",
-					n, (long)ctx->pid, strerror(-rc));
+	if (hit) {
+		if (!job)
+			cr->jobid[0] = '\0'; /* an MDS that takes none (a failover to an older one) */
 		return;
 	}
+	struct nacre_cred c = *cr;
+	int keep = 1;
+	if (ctx->uid != 0) {
+		/* When the caller is gone or /proc is missing: the primary group only. */
+		uint32_t n = 0;
+		uint32_t *g = proc_groups(ctx->pid, &n);
+		int rc = g ? nacre_groups_cred(m->fs, ctx->uid, ctx->gid, g, n, &c) : -ENOENT;
+		free(g);
+		if (rc < 0) {
+			if (g)
+				LOG_RATELIMITED(LOG_LVL_WARN, "cred", "cannot register the %u "
+						"groups of pid %ld with the MDS: %s; only its "
+						"primary group counts", n, (long)ctx->pid,
+						strerror(-rc));
+			c = *cr;
+			keep = 0; /* asked again at the next request */
+		}
+	}
+	if (job)
+		job_of(ctx->pid, ctx->uid, c.jobid);
 	*cr = c;
+	if (!keep)
+		return;
 	pthread_mutex_lock(&groups_lock);
 	*s = (struct groups_slot){.pid = ctx->pid, .at_ms = now, .valid = 1, .cred = c};
 	pthread_mutex_unlock(&groups_lock);

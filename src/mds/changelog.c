@@ -343,6 +343,8 @@ int mds_changelog_add(struct mds_changelog *cl, struct mds_txn *txn,
 		r->uid = r->gid = 0;
 	if (!(r->xflags & NACRE_CLFE_XATTR))
 		r->xattr[0] = '\0';
+	if (!r->jobid[0])
+		r->flags &= ~NACRE_CLF_JOBID;
 	if (r->xflags)
 		r->flags |= NACRE_CLF_EXTRA_FLAGS;
 	else
@@ -361,6 +363,17 @@ int mds_changelog_add(struct mds_changelog *cl, struct mds_txn *txn,
 	if (!cl->first)
 		store64(&cl->first, index);
 	return enforce_cap(cl, txn);
+}
+
+void mds_changelog_caller(struct nacre_changelog_rec *r, const struct nacre_cred *cr)
+{
+	r->xflags |= NACRE_CLFE_UIDGID;
+	r->uid = cr->uid;
+	r->gid = cr->gid;
+	if (cr->jobid[0]) {
+		r->flags |= NACRE_CLF_JOBID;
+		str_copy(r->jobid, cr->jobid, sizeof(r->jobid));
+	}
 }
 
 int mds_changelog_note(struct mds_changelog *cl, struct mds_txn *txn, uint32_t type,
@@ -382,11 +395,8 @@ int mds_changelog_note(struct mds_changelog *cl, struct mds_txn *txn, uint32_t t
 		r->pfid = *pfid;
 	if (name)
 		str_copy(r->name, name, sizeof(r->name));
-	if (cr) {
-		r->xflags = NACRE_CLFE_UIDGID;
-		r->uid = cr->uid;
-		r->gid = cr->gid;
-	}
+	if (cr)
+		mds_changelog_caller(r, cr);
 	int rc = mds_changelog_add(cl, txn, r);
 	free(r);
 	return rc;
@@ -500,6 +510,7 @@ static int mask_op(struct mds_txn *txn, void *arg)
 struct read_enc {
 	struct wire_cursor *c;
 	uint64_t end;
+	int jobids; /* the reader decodes job ids (WIRE_FEAT_JOBID) */
 	uint32_t max, used, count;
 	int full, corrupt;
 	struct nacre_changelog_rec r;
@@ -515,8 +526,12 @@ static int read_one(void *arg, uint64_t index, const void *rec, size_t len)
 		e->corrupt++;
 		return 0;
 	}
+	if (!e->jobids)
+		e->r.flags &= ~NACRE_CLF_JOBID; /* an older reader would misread the record */
 	uint32_t sz = WIRE_CL_REC_MIN + (uint32_t)(strlen(e->r.name) + strlen(e->r.sname) +
 						   strlen(e->r.xattr));
+	if (e->r.flags & NACRE_CLF_JOBID)
+		sz += 2 + (uint32_t)strlen(e->r.jobid);
 	if (e->count > 0 && e->used + sz > e->max) {
 		e->full = 1;
 		return 1;
@@ -527,7 +542,8 @@ static int read_one(void *arg, uint64_t index, const void *rec, size_t len)
 	return 0;
 }
 
-static int do_read(struct mds *m, const struct wire_changelog_req *r, struct rpc_reply *rep)
+static int do_read(struct mds *m, const struct rpc_request *req,
+		   const struct wire_changelog_req *r, struct rpc_reply *rep)
 {
 	struct mds_changelog *cl = m->changelog;
 	struct wire_changelog_rep head = {0};
@@ -538,6 +554,7 @@ static int do_read(struct mds *m, const struct wire_changelog_req *r, struct rpc
 		return -ENOMEM;
 	e->c = &rep->body;
 	e->end = r->end;
+	e->jobids = (req->features & WIRE_FEAT_JOBID) != 0;
 	e->max = r->max_bytes && r->max_bytes < WIRE_CL_READ_MAX_BYTES ? r->max_bytes
 								       : WIRE_CL_READ_MAX_BYTES;
 	int rc = mds_txn_begin_read(m->db, &txn);
@@ -597,7 +614,7 @@ int mds_changelog_dispatch(struct mds *m, const struct rpc_request *req, struct 
 	if (!wire_cursor_ok(&c) || wire_cursor_left(&c))
 		return -EPROTO;
 	if (op == WIRE_OP_MDS_CL_READ)
-		return do_read(m, &r, rep);
+		return do_read(m, req, &r, rep);
 	if ((op == WIRE_OP_MDS_CL_DEREGISTER || op == WIRE_OP_MDS_CL_CLEAR) &&
 	    !is_user_name(r.user, NULL))
 		return -ENOENT;

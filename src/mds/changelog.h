@@ -46,8 +46,11 @@ int mds_changelog_wants(const struct mds_changelog *cl, uint32_t type);
  * nothing. Returns 0 or the db's error, which must fail the operation. NULL cl: 0. */
 int mds_changelog_add(struct mds_changelog *cl, struct mds_txn *txn,
 		      struct nacre_changelog_rec *r);
+/* The caller of a change in r: its uid/gid (an extra, kept when asked for) and its job id
+ * (NACRE_CLF_JOBID, when it sent one). */
+void mds_changelog_caller(struct nacre_changelog_rec *r, const struct nacre_cred *cr);
 /* Helper for the namespace: fills r for type on tfid with pfid/name (either may be
- * NULL) and the caller's uid/gid, and adds it. */
+ * NULL) and the caller (mds_changelog_caller), and adds it. */
 int mds_changelog_note(struct mds_changelog *cl, struct mds_txn *txn, uint32_t type,
 		       uint32_t flags, const struct nacre_fid *tfid, const struct nacre_fid *pfid,
 		       const char *name, const struct nacre_cred *cr);

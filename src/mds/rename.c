@@ -228,9 +228,7 @@ static int note_one(struct mds_txn *txn, struct rename_ctx *c, const struct mds_
 	r->sfid = moved->fid;
 	r->spfid = *sp;
 	str_copy(r->sname, sname, sizeof(r->sname));
-	r->xflags = NACRE_CLFE_UIDGID;
-	r->uid = c->r->cred.uid;
-	r->gid = c->r->cred.gid;
+	mds_changelog_caller(r, &c->r->cred);
 	int rc = mds_changelog_add(c->m->changelog, txn, r);
 	free(r);
 	return rc;

@@ -290,9 +290,8 @@ static int set_op(struct mds_txn *txn, void *arg)
 			return -ENOMEM;
 		r->type = NACRE_CL_XATTR;
 		r->tfid = *a->fid;
-		r->xflags = NACRE_CLFE_UIDGID | NACRE_CLFE_XATTR;
-		r->uid = a->cr->uid;
-		r->gid = a->cr->gid;
+		r->xflags = NACRE_CLFE_XATTR;
+		mds_changelog_caller(r, a->cr);
 		str_copy(r->xattr, a->name, sizeof(r->xattr));
 		rc = mds_changelog_add(a->m->changelog, txn, r);
 		free(r);

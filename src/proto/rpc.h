@@ -253,6 +253,8 @@ uint64_t rpc_conn_gen(struct rpc_conn *c);
 const char *rpc_conn_server_name(const struct rpc_conn *c);
 /* The flavour of the current (or last) socket, WIRE_SEC_*. Thread-safe. */
 int rpc_conn_sec(struct rpc_conn *c);
+/* The WIRE_FEAT_* the server agreed to on the current (or last) socket. Thread-safe. */
+uint64_t rpc_conn_features(struct rpc_conn *c);
 
 /* A reply. body is a heap copy owned by the reply; bulk is either the caller's buffer (see
  * rpc_call_args.reply_bulk) or a heap copy owned by the reply. */

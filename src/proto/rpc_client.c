@@ -130,6 +130,7 @@ struct rpc_conn {
 	struct sec_session *sess;  /* fd's sealing state (NULL: null flavour); lives and dies
 				    * with fd: tx used under send_lock, rx by the reader */
 	int cur_sec;               /* flavour of the current or last socket; lock */
+	uint64_t cur_features;     /* WIRE_FEAT_* the server agreed to on it; lock */
 	char refusal[192];         /* why the server refused our flavour; written by the
 				    * connecting thread, for describe() */
 	int env;                   /* the socket carries envelopes; protected by lock */
@@ -1469,6 +1470,7 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 		c->fd = fd;
 		c->sess = sess;
 		c->cur_sec = rep.sec;
+		c->cur_features = rep.features;
 		c->env = env;
 		if (env)
 			c->instance = rep.instance;
@@ -1646,6 +1648,16 @@ uint64_t rpc_conn_gen(struct rpc_conn *c)
 const char *rpc_conn_server_name(const struct rpc_conn *c)
 {
 	return c->server_name;
+}
+
+uint64_t rpc_conn_features(struct rpc_conn *c)
+{
+	uint64_t f;
+
+	pthread_mutex_lock(&c->lock);
+	f = c->cur_features;
+	pthread_mutex_unlock(&c->lock);
+	return f;
 }
 
 int rpc_conn_sec(struct rpc_conn *c)

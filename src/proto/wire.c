@@ -349,9 +349,21 @@ void wire_fid_get(struct wire_cursor *c, struct nacre_fid *fid)
 
 /* cred: u32 uid, u32 gid, u32 ngroups (<= NACRE_CRED_GROUPS, | WIRE_CRED_TOKEN when a
  * token follows, | WIRE_CRED_PHL for NACRE_CRED_PROTECTED_HARDLINKS), u32 groups[ngroups],
- * then u64 groups_token (nonzero) if WIRE_CRED_TOKEN */
+ * then u64 groups_token (nonzero) if WIRE_CRED_TOKEN, then (WIRE_CRED_JOBID, only to a peer
+ * with WIRE_FEAT_JOBID) the job id: u8 length 1..NACRE_JOBID_MAX, printable ASCII bytes */
 #define WIRE_CRED_TOKEN 0x80000000u
 #define WIRE_CRED_PHL 0x40000000u
+#define WIRE_CRED_JOBID 0x20000000u
+
+int wire_jobid_valid(const char *s, size_t len)
+{
+	if (len == 0 || len > NACRE_JOBID_MAX)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] <= ' ' || s[i] > '~')
+			return 0;
+	return 1;
+}
 void wire_cred_put(struct wire_cursor *c, const struct nacre_cred *cr)
 {
 	if (cr->ngroups > NACRE_CRED_GROUPS || (cr->flags & ~NACRE_CRED_PROTECTED_HARDLINKS)) {
@@ -360,12 +372,22 @@ void wire_cred_put(struct wire_cursor *c, const struct nacre_cred *cr)
 	}
 	wire_put_u32(c, cr->uid);
 	wire_put_u32(c, cr->gid);
+	size_t jl = strnlen(cr->jobid, sizeof(cr->jobid));
+	if (jl && !wire_jobid_valid(cr->jobid, jl)) {
+		wire_cursor_fail(c, -EINVAL);
+		return;
+	}
 	wire_put_u32(c, cr->ngroups | (cr->groups_token ? WIRE_CRED_TOKEN : 0) |
-			       (cr->flags & NACRE_CRED_PROTECTED_HARDLINKS ? WIRE_CRED_PHL : 0));
+			       (cr->flags & NACRE_CRED_PROTECTED_HARDLINKS ? WIRE_CRED_PHL : 0) |
+			       (jl ? WIRE_CRED_JOBID : 0));
 	for (uint32_t i = 0; i < cr->ngroups; i++)
 		wire_put_u32(c, cr->groups[i]);
 	if (cr->groups_token)
 		wire_put_u64(c, cr->groups_token);
+	if (jl) {
+		wire_put_u8(c, (uint8_t)jl);
+		wire_put_bytes(c, cr->jobid, jl);
+	}
 }
 
 void wire_cred_get(struct wire_cursor *c, struct nacre_cred *cr)
@@ -374,7 +396,7 @@ void wire_cred_get(struct wire_cursor *c, struct nacre_cred *cr)
 	cr->uid = wire_get_u32(c);
 	cr->gid = wire_get_u32(c);
 	uint32_t n = wire_get_u32(c);
-	cr->ngroups = n & ~(WIRE_CRED_TOKEN | WIRE_CRED_PHL);
+	cr->ngroups = n & ~(WIRE_CRED_TOKEN | WIRE_CRED_PHL | WIRE_CRED_JOBID);
 	if (n & WIRE_CRED_PHL)
 		cr->flags |= NACRE_CRED_PROTECTED_HARDLINKS;
 	if (cr->ngroups > NACRE_CRED_GROUPS) {
@@ -388,6 +410,18 @@ void wire_cred_get(struct wire_cursor *c, struct nacre_cred *cr)
 		cr->groups_token = wire_get_u64(c);
 		if (!cr->groups_token)
 			wire_cursor_fail(c, -EPROTO);
+	}
+	if (n & WIRE_CRED_JOBID) {
+		uint8_t jl = wire_get_u8(c);
+		if (jl > NACRE_JOBID_MAX) {
+			wire_cursor_fail(c, -EPROTO);
+			return;
+		}
+		wire_get_bytes(c, cr->jobid, jl);
+		if (wire_cursor_ok(c) && !wire_jobid_valid(cr->jobid, jl))
+			wire_cursor_fail(c, -EPROTO);
+		if (!wire_cursor_ok(c))
+			memset(cr->jobid, 0, sizeof(cr->jobid));
 	}
 }
 
@@ -2315,6 +2349,8 @@ void wire_cl_rec_put(struct wire_cursor *c, const struct nacre_changelog_rec *r)
 	str_put(c, r->name, NACRE_NAME_MAX);
 	str_put(c, r->sname, NACRE_NAME_MAX);
 	str_put(c, r->xattr, NACRE_NAME_MAX);
+	if (r->flags & NACRE_CLF_JOBID)
+		str_put(c, r->jobid, NACRE_JOBID_MAX);
 }
 
 void wire_cl_rec_get(struct wire_cursor *c, struct nacre_changelog_rec *r)
@@ -2334,6 +2370,11 @@ void wire_cl_rec_get(struct wire_cursor *c, struct nacre_changelog_rec *r)
 	str_get(c, r->name, 0, NACRE_NAME_MAX);
 	str_get(c, r->sname, 0, NACRE_NAME_MAX);
 	str_get(c, r->xattr, 0, NACRE_NAME_MAX);
+	if (r->flags & NACRE_CLF_JOBID) {
+		str_get(c, r->jobid, 1, NACRE_JOBID_MAX);
+		if (wire_cursor_ok(c) && !wire_jobid_valid(r->jobid, strlen(r->jobid)))
+			wire_cursor_fail(c, -EPROTO);
+	}
 	if (wire_cursor_ok(c) && r->type >= NACRE_CL_LAST)
 		wire_cursor_fail(c, -EPROTO);
 }

@@ -54,8 +54,10 @@ enum {
 				    * create and layout replies (docs/security.md) */
 #define WIRE_FEAT_KEY_ID (1ull << 3) /* CONNECT names the key the peer proves: role, name,
 				      * generation (docs/security.md, "Keys and roles") */
+#define WIRE_FEAT_JOBID (1ull << 4) /* a cred may carry the caller's job id, and changelog
+				     * records carry it (NACRE_CLF_JOBID) */
 #define WIRE_FEATURES_SUPPORTED (WIRE_FEAT_RECOVERY | WIRE_FEAT_SEC | WIRE_FEAT_CAPS | \
-				 WIRE_FEAT_KEY_ID)
+				 WIRE_FEAT_KEY_ID | WIRE_FEAT_JOBID)
 
 /* Opcodes. Never renumber; add at the end of a family. Each has a row in the opcode table
  * (wire.c, read through wire_op_info): its request and reply messages, named here too. */
@@ -232,6 +234,8 @@ void wire_lstr_put(struct wire_cursor *c, const char *s);
 char *wire_lstr_dup(struct wire_cursor *c, uint32_t max);
 void wire_fid_put(struct wire_cursor *c, const struct nacre_fid *fid);
 void wire_fid_get(struct wire_cursor *c, struct nacre_fid *fid);
+/* 1 if s (len bytes) can be a job id: 1..NACRE_JOBID_MAX printable ASCII, no space. */
+int wire_jobid_valid(const char *s, size_t len);
 void wire_cred_put(struct wire_cursor *c, const struct nacre_cred *cr);
 void wire_cred_get(struct wire_cursor *c, struct nacre_cred *cr); /* ngroups <= CRED checked */
 /* The token of a sorted, duplicate-free group list of n (the name GROUPS_SET registers it
@@ -1230,9 +1234,10 @@ void wire_hsm_action_get(struct wire_cursor *c, struct nacre_hsm_action *a);
 /* One changelog record (CL_READ's items, and the MDS's stored records after a u16
  * version): u64 index, u32 type (< NACRE_CL_LAST), u32 flags, time, fid tfid, fid pfid,
  * fid sfid, fid spfid, u32 xflags, u32 uid, u32 gid, str name, str sname, str xattr (each
- * 0..255 bytes, no NUL): WIRE_CL_REC_MIN bytes and the names. */
+ * 0..255 bytes, no NUL), and with NACRE_CLF_JOBID in flags str jobid (1..31 bytes,
+ * wire_jobid_valid): WIRE_CL_REC_MIN bytes and the names. */
 #define WIRE_CL_REC_MIN (8 + 4 + 4 + 12 + 4 * 16 + 4 + 4 + 4 + 3 * 2)
-#define WIRE_CL_REC_MAX (WIRE_CL_REC_MIN + 3 * NACRE_NAME_MAX)
+#define WIRE_CL_REC_MAX (WIRE_CL_REC_MIN + 3 * NACRE_NAME_MAX + 2 + NACRE_JOBID_MAX)
 void wire_cl_rec_put(struct wire_cursor *c, const struct nacre_changelog_rec *r);
 void wire_cl_rec_get(struct wire_cursor *c, struct nacre_changelog_rec *r);
 /* changelog_rep's header rewritten in place (as wire_readdir_rep_patch). */

@@ -7,6 +7,7 @@ import random
 import re
 import signal
 import stat
+import subprocess
 import time
 
 import pytest
@@ -19,7 +20,7 @@ CONSUMER_OPS = int(os.environ.get("NACRE_CL_OPS", "2000"))
 
 FID = r"\[0x[0-9a-f]+:0x[0-9a-f]+:0x[0-9a-f]+\]"
 HEAD = r"(\d+) (\d\d)([A-Z]+) *(\d\d:\d\d:\d\d\.\d{9}) (\d{4}\.\d\d\.\d\d) 0x([0-9a-f]+) t=(" + FID + ")"
-LINE = re.compile("^" + HEAD + r"(?: ef=0x([0-9a-f]+))?(?: u=(\d+):(\d+))?(?: x=(\S+))?"
+LINE = re.compile("^" + HEAD + r"(?: j=(\S+))?(?: ef=0x([0-9a-f]+))?(?: u=(\d+):(\d+))?(?: x=(\S+))?"
                   r"(?: p=(" + FID + r"))?(?: (\S+))?"
                   r"(?: s=(" + FID + r") sp=(" + FID + r") (\S+))?$")
 ZERO = "[0x0:0x0:0x0]"
@@ -30,8 +31,8 @@ def parse(line):
     assert m, f"not an lfs changelog line: {line!r}"
     g = m.groups()
     return {"index": int(g[0]), "num": int(g[1]), "type": g[2], "time": g[3], "date": g[4],
-            "flags": int(g[5], 16), "t": g[6], "ef": g[7], "uid": g[8], "gid": g[9],
-            "x": g[10], "p": g[11], "name": g[12], "s": g[13], "sp": g[14], "sname": g[15],
+            "flags": int(g[5], 16), "t": g[6], "j": g[7], "ef": g[8], "uid": g[9], "gid": g[10],
+            "x": g[11], "p": g[12], "name": g[13], "s": g[14], "sp": g[15], "sname": g[16],
             "line": line}
 
 
@@ -61,7 +62,7 @@ def fid(nacre_cli, path):
 
 def test_every_record_type_in_lfs_format(make_cluster, cl, nacre_cli):
     c = cluster(make_cluster)
-    m = c.mounts[0].path
+    m = c.mount(opts=["jobid=disable"], name="plain").path  # exact lines: no j= (test_job_ids)
     out = cl(c, "changelog_register", m).stdout
     assert out == f"{c.fsname}-MDT0000: Registered changelog userid 'cl1'\n"
     root = fid(nacre_cli, m)
@@ -482,3 +483,24 @@ def test_policy_scans_only_after_changes(make_cluster):
     time.sleep(3.5)
     # the archive request waits for a copytool that is not there: nothing changes
     assert reads() == n and scans() == 1, c.mds.text()[-2000:]
+
+
+def test_job_ids(make_cluster, cl, nacre_cli):
+    """A record carries the caller's job id as Lustre's default jobid_name makes it, the
+    command name and the uid (j=mkdir.60001), after t=; a mount with jobid=disable sends
+    none, and its records have no j=."""
+    c = cluster(make_cluster)
+    m = c.mounts[0].path
+    os.chmod(m, 0o777)
+    quiet = c.mount(opts=["jobid=disable"], name="nojob").path
+    cl(c, "changelog_register", m)
+    subprocess.run(["touch", str(m / "a")], check=True)
+    subprocess.run(["setpriv", "--reuid", "60001", "--regid", "60001", "--clear-groups",
+                    "mkdir", str(m / "b")], check=True)
+    subprocess.run(["touch", str(quiet / "c")], check=True)
+    recs = {r["name"]: r for r in records(cl, c) if r["type"] in ("CREAT", "MKDIR")}
+    assert recs["a"]["j"] == "touch.0", recs["a"]["line"]
+    assert recs["b"]["j"] == "mkdir.60001", recs["b"]["line"]
+    assert recs["b"]["flags"] & 0x4000 == 0  # the low 12 bits only, as lfs prints them
+    assert re.search(r" t=\S+ j=mkdir\.60001 ", recs["b"]["line"]), recs["b"]["line"]
+    assert recs["c"]["j"] is None, recs["c"]["line"]

@@ -46,11 +46,20 @@ static void test_encode_decode(void)
 	memset(r.name, 'n', NACRE_NAME_MAX);
 	memset(r.sname, 's', NACRE_NAME_MAX);
 	memset(r.xattr, 'x', NACRE_NAME_MAX);
+	memset(r.jobid, 'j', NACRE_JOBID_MAX);
+	r.flags |= NACRE_CLF_JOBID;
 	r.xflags = NACRE_CLFE_XATTR;
 	n = mds_changelog_rec_encode(&r, buf, sizeof(buf));
 	CHECK_EQ(n, 2 + WIRE_CL_REC_MAX);
 	CHECK_EQ(mds_changelog_rec_decode(buf, (size_t)n, &d), 0);
 	CHECK(memcmp(&r, &d, sizeof(r)) == 0);
+	/* a job id is printable ASCII without spaces */
+	r.jobid[3] = ' ';
+	CHECK_EQ(mds_changelog_rec_encode(&r, buf, sizeof(buf)), (int)(2 + WIRE_CL_REC_MAX));
+	CHECK_EQ(mds_changelog_rec_decode(buf, (size_t)n, &d), -EIO);
+	r.jobid[3] = 'j';
+	r.flags &= ~NACRE_CLF_JOBID;
+	r.jobid[0] = '\0';
 	/* a name too long does not encode */
 	r.name[NACRE_NAME_MAX] = 'n';
 	CHECK_EQ(mds_changelog_rec_encode(&r, buf, sizeof(buf)), -EINVAL);

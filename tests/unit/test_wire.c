@@ -543,6 +543,16 @@ static void test_roundtrips(void)
 		for (int i = 0; i < NACRE_CRED_GROUPS; i++)
 			m.cred.groups[i] = (uint32_t)i + 1000;
 		ROUNDTRIP(fid_req, &m);
+		/* a job id travels after the groups; the longest one, then one with a space */
+		memset(m.cred.jobid, 'j', NACRE_JOBID_MAX);
+		ROUNDTRIP(fid_req, &m);
+		m.cred.jobid[5] = ' ';
+		struct wire_cursor c;
+		uint8_t buf[512];
+		wire_cursor_init_write(&c, buf, sizeof(buf));
+		wire_fid_req_encode(&c, &m);
+		CHECK(!wire_cursor_ok(&c)); /* refused on the way out */
+		memset(m.cred.jobid, 0, sizeof(m.cred.jobid));
 	}
 	{
 		struct wire_name_req m;
