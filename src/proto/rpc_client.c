@@ -130,7 +130,8 @@ struct rpc_conn {
 	struct sec_session *sess;  /* fd's sealing state (NULL: null flavour); lives and dies
 				    * with fd: tx used under send_lock, rx by the reader */
 	int cur_sec;               /* flavour of the current or last socket; lock */
-	uint64_t cur_features;     /* WIRE_FEAT_* the server agreed to on it; lock */
+	uint64_t cur_features;     /* WIRE_FEAT_* the server agreed to on it; written under
+				    * lock, read without (atomic: asked per request) */
 	char refusal[192];         /* why the server refused our flavour; written by the
 				    * connecting thread, for describe() */
 	int env;                   /* the socket carries envelopes; protected by lock */
@@ -1470,7 +1471,7 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 		c->fd = fd;
 		c->sess = sess;
 		c->cur_sec = rep.sec;
-		c->cur_features = rep.features;
+		__atomic_store_n(&c->cur_features, rep.features, __ATOMIC_RELEASE);
 		c->env = env;
 		if (env)
 			c->instance = rep.instance;
@@ -1652,12 +1653,7 @@ const char *rpc_conn_server_name(const struct rpc_conn *c)
 
 uint64_t rpc_conn_features(struct rpc_conn *c)
 {
-	uint64_t f;
-
-	pthread_mutex_lock(&c->lock);
-	f = c->cur_features;
-	pthread_mutex_unlock(&c->lock);
-	return f;
+	return __atomic_load_n(&c->cur_features, __ATOMIC_ACQUIRE);
 }
 
 int rpc_conn_sec(struct rpc_conn *c)
