@@ -410,6 +410,21 @@ struct qfix {
 	uint64_t kb, inodes;
 };
 
+/* Appends f to the growing list *fx of *n (room for *cap). 0 or -ENOMEM. */
+static int qfix_push(struct qfix **fx, size_t *n, size_t *cap, struct qfix f)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 16;
+		struct qfix *g = realloc(*fx, c * sizeof(**fx));
+		if (!g)
+			return -ENOMEM;
+		*fx = g;
+		*cap = c;
+	}
+	(*fx)[(*n)++] = f;
+	return 0;
+}
+
 static int quota_recount_raw(MDB_txn *t, struct mds_db *db, int fix,
 			     void (*drift)(void *arg, uint32_t kind, uint32_t id,
 					   const struct mds_quota *stored, uint64_t kbytes,
@@ -445,33 +460,17 @@ static int quota_recount_raw(MDB_txn *t, struct mds_db *db, int fix,
 			c->seen = 1;
 		if (kb == q.kbytes && ino == q.inodes)
 			continue;
-		if (nfx == capfx) {
-			capfx = capfx ? capfx * 2 : 16;
-			struct qfix *n = realloc(fx, capfx * sizeof(*fx));
-			if (!n) {
-				rc = -ENOMEM;
-				break;
-			}
-			fx = n;
-		}
-		fx[nfx++] = (struct qfix){kp[0], id, q, kb, ino};
+		rc = qfix_push(&fx, &nfx, &capfx, (struct qfix){kp[0], id, q, kb, ino});
+		if (rc)
+			break;
 	}
 	mdb_cursor_close(cur);
 	for (size_t i = 0; i < h.cap && !rc; i++) {
 		struct qcount *c = &h.v[i];
 		if (!c->used || c->seen)
 			continue;
-		if (nfx == capfx) {
-			capfx = capfx ? capfx * 2 : 16;
-			struct qfix *n = realloc(fx, capfx * sizeof(*fx));
-			if (!n) {
-				rc = -ENOMEM;
-				break;
-			}
-			fx = n;
-		}
-		struct qfix f = {c->kind, c->id, {0}, c->kb, c->inodes};
-		fx[nfx++] = f;
+		rc = qfix_push(&fx, &nfx, &capfx,
+			       (struct qfix){c->kind, c->id, {0}, c->kb, c->inodes});
 	}
 	for (size_t i = 0; i < nfx && !rc; i++) {
 		(*ndrift)++;
