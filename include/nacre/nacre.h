@@ -107,6 +107,11 @@ int nacre_fs_jobids(struct nacre_fs *fs);
 int nacre_groups_cred(struct nacre_fs *fs, uint32_t uid, uint32_t gid, const uint32_t *groups,
 		      uint32_t n, struct nacre_cred *out);
 
+/* Another client wrote fid (its writes are on the servers and its size at the MDS): this
+ * fs's open handles of fid take the size the MDS has now, if larger, and drop the data they
+ * read ahead. Done by nacre_lock_set after a grant. 0 or the getattr's error. Thread-safe. */
+int nacre_fs_revalidate(struct nacre_fs *fs, const struct nacre_fid *fid);
+
 /* FID of the mounted root (the subdirectory for a subdirectory mount). */
 struct nacre_fid nacre_fs_root(const struct nacre_fs *fs);
 const char *nacre_fs_name(const struct nacre_fs *fs);

@@ -40,6 +40,17 @@
  * out of the parameter's range, EPERM for a read-only one, ENODATA for an unknown NAME. */
 #define NACRE_VXATTR_PARAM "nacre.param."
 
+/* get; the mount's root: how to reach the file system as this mount does, for a program
+ * that serves some files through libnacre itself (libnacre-preload), one "KEY=VALUE" line
+ * each: spec, key_file (absolute; "" = none), client_name ("" = libnacre's default),
+ * sec ("" = the server's minimum), timeout_ms, recovery_timeout_ms. The key file's
+ * permissions decide who may use it. */
+#define NACRE_VXATTR_CONNECT "nacre.connect"
+
+/* set; a file, any value: the kernel drops the attributes and pages it caches of it (a
+ * program that wrote it through libnacre, not this mount, asks before close). */
+#define NACRE_VXATTR_INVALIDATE "nacre.invalidate"
+
 /* get; the mount's root: one line per target of the cluster registry,
  *   "TYPE INDEX UP ADDR KB_TOTAL KB_FREE KB_AVAIL FILES FFREE"
  * TYPE is MDT or OST, UP 1 while its server is connected to the MDS else 0, ADDR host:port

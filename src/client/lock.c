@@ -165,16 +165,19 @@ void cl_locks_fini(struct nacre_fs *fs)
 	pthread_cond_destroy(&fs->waits_cond);
 }
 
-/* After a grant: the previous holder's writes are on the servers (its client flushed before
- * unlocking), so this client's open handles of fid take the size the MDS has now, and
- * readahead of the old contents is dropped. Without it a read under the lock would stop at
- * the size the handle saw at open. Best effort: a failed getattr leaves things as they were. */
-static void revalidate(struct nacre_fs *fs, const struct nacre_fid *fid)
+/* After a grant the previous holder's writes are on the servers (its client flushed before
+ * unlocking): without this a read under the lock would stop at the size the handle saw at
+ * open. */
+NACRE_API int nacre_fs_revalidate(struct nacre_fs *fs, const struct nacre_fid *fid)
 {
 	struct nacre_attr a;
+	int rc;
 
-	if (nacre_getattr(fs, NULL, fid, &a) < 0)
-		return;
+	if (!fs || !fid)
+		return -EINVAL;
+	rc = nacre_getattr(fs, NULL, fid, &a);
+	if (rc < 0)
+		return rc;
 	pthread_mutex_lock(&fs->files_lock);
 	for (struct nacre_file *f = fs->files; f; f = f->next) {
 		if (!nacre_fid_eq(&f->fid, fid))
@@ -186,13 +189,14 @@ static void revalidate(struct nacre_fs *fs, const struct nacre_fid *fid)
 	}
 	pthread_mutex_unlock(&fs->files_lock);
 	cl_wgen_bump(fs, fid);
+	return 0;
 }
 
 void cl_lock_granted(struct nacre_fs *fs, const struct wire_lock_req *r)
 {
 	record(fs, r);
 	if (r->type != WIRE_LK_UNLCK)
-		revalidate(fs, &r->fid);
+		nacre_fs_revalidate(fs, &r->fid); /* best effort: on failure as it was */
 }
 
 int cl_lock_set_req(struct nacre_fs *fs, const struct wire_lock_req *r)

@@ -126,6 +126,7 @@ struct fz_mount {
 	int ro;               /* refuse every modification with EROFS */
 	int lock_mode;        /* FZ_LOCK_* */
 	int jobid;            /* requests carry the caller's job id (jobid=procname_uid) */
+	char *connect;        /* nacre.connect's text (heap), built at start */
 	struct fuse_session *se; /* set once the session exists, for cache invalidations */
 	struct fz_itable itab;
 	struct fz_htable htab;

@@ -28,6 +28,7 @@
 
 #include "common/log.h"
 #include "common/metrics_opts.h"
+#include "common/strbuf.h"
 #include "common/util.h"
 #include "fuse/fz.h"
 #include "fuse/fluid.h"
@@ -578,6 +579,24 @@ static int destroy_dir(uint64_t fh, int kind, void *obj, void *arg)
 	return 0;
 }
 
+/* nacre.connect's text: what a program needs to reach the file system as this mount does.
+ * Paths are made absolute (the daemon runs from /). NULL when out of memory. */
+static char *connect_text(const struct args *a, const struct nacre_mount_opts *mo)
+{
+	const char *key = mo->key_file ? mo->key_file : getenv("NACRE_KEY_FILE");
+	const char *name = mo->client_name ? mo->client_name : getenv("NACRE_CLIENT_NAME");
+	char *abs_key = key && key[0] ? realpath(key, NULL) : NULL;
+	struct strbuf b = STRBUF_INIT;
+
+	strbuf_printf(&b, "spec=%s\nkey_file=%s\nclient_name=%s\nsec=%s\n", a->spec,
+		      abs_key ? abs_key : key ? key : "", name ? name : "",
+		      mo->sec ? mo->sec : "");
+	strbuf_printf(&b, "timeout_ms=%d\nrecovery_timeout_ms=%d\n", mo->timeout_ms,
+		      mo->recovery_timeout_ms);
+	free(abs_key);
+	return strbuf_take(&b);
+}
+
 /* Mounts and serves until unmounted or signalled. *status_fd (or -1) gets 0 once mounted
  * and is then closed (set to -1). With tk, takes over the session of the process behind it
  * instead of mounting (nacre-mount --upgrade). Returns the exit code. */
@@ -640,7 +659,8 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 		goto out;
 	}
 	root = nacre_fs_root(m.fs);
-	if (fz_itable_init(&m.itab, &root) < 0 || fz_htable_init(&m.htab) < 0) {
+	m.connect = connect_text(a, &mo);
+	if (!m.connect || fz_itable_init(&m.itab, &root) < 0 || fz_htable_init(&m.htab) < 0) {
 		snprintf(why, sizeof(why), "out of memory");
 		goto out_umount_fs;
 	}
@@ -798,6 +818,7 @@ out_args:
 		/* The successor re-opened every file and holds the locks: closing ours would
 		 * send the MDS stale sizes. Exiting drops our connection and its handles. */
 		metrics_opts_stop();
+		free(m.connect);
 		return ret;
 	}
 out_itable:
@@ -808,6 +829,7 @@ out_itable:
 	fz_itable_fini(&m.itab);
 out_umount_fs:
 	nacre_fs_umount(m.fs);
+	free(m.connect);
 out:
 	metrics_opts_stop();
 	if (why[0]) {

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "common/jobid.h"
 #include "common/log.h"
 #include "common/net.h"
 #include "fuse/fz.h"
@@ -91,32 +92,6 @@ struct groups_slot {
 static struct groups_slot groups_cache[GROUPS_SLOTS];
 static pthread_mutex_t groups_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The job id Lustre's jobid_name "%e.%u" makes: the command name (its bytes outside
- * printable ASCII as '_') and the uid. "" if the process is gone. */
-static void job_of(pid_t pid, uint32_t uid, char out[NACRE_JOBID_MAX + 1])
-{
-	char path[40], comm[32] = "";
-	ssize_t n;
-	int fd;
-
-	out[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%ld/comm", (long)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, comm, sizeof(comm) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	comm[n] = '\0';
-	comm[strcspn(comm, "\n")] = '\0';
-	for (char *p = comm; *p; p++)
-		if (*p <= ' ' || *p > '~')
-			*p = '_';
-	if (comm[0])
-		snprintf(out, NACRE_JOBID_MAX + 1, "%.19s.%u", comm, uid);
-}
-
 void fz_cred(fuse_req_t req, struct nacre_cred *cr)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -165,7 +140,7 @@ void fz_cred(fuse_req_t req, struct nacre_cred *cr)
 		}
 	}
 	if (job)
-		job_of(ctx->pid, ctx->uid, c.jobid);
+		jobid_procname_uid(ctx->pid, ctx->uid, c.jobid);
 	*cr = c;
 	if (!keep)
 		return;

@@ -176,6 +176,8 @@ static void get_virtual(fuse_req_t req, struct fz_inode *in, const char *name, s
 		const char *fsname = nacre_fs_name(m->fs);
 
 		reply_value(req, fsname, strlen(fsname), size);
+	} else if (is_root && strcmp(name, NACRE_VXATTR_CONNECT) == 0 && m->connect) {
+		reply_value(req, m->connect, strlen(m->connect), size);
 	} else if (is_root && strcmp(name, NACRE_VXATTR_TARGETS) == 0) {
 		char *text;
 		size_t len;
@@ -305,6 +307,16 @@ void fz_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 	/* A tunable of the mount itself changes nothing stored: allowed on a read-only mount. */
 	if (is_virtual(name) && fz_param_setxattr(req, in, name, value, size))
 		return;
+	if (strcmp(name, NACRE_VXATTR_INVALIDATE) == 0) {
+		/* the open handles of this mount read on to the new size; the kernel's pages and
+		 * attributes go (that needs no inode lock, which the kernel holds now) */
+		nacre_fs_revalidate(m->fs, &in->fid);
+		fz_dattr_drop(in);
+		if (m->se)
+			fuse_lowlevel_notify_inval_inode(m->se, ino, 0, 0);
+		fuse_reply_err(req, 0);
+		return;
+	}
 	if (fz_check_ro(req))
 		return;
 	if (is_virtual(name)) {
