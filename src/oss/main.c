@@ -49,6 +49,7 @@ struct opts {
 	int format;
 	int standby;
 	int workers;
+	int direct_io; /* --direct-io: whole-block writes with O_DIRECT */
 	int allow_faults;
 	int sec_min; /* WIRE_SEC_*: --sec-min */
 	struct ost_arg osts[OSS_MAX_OSTS];
@@ -75,7 +76,7 @@ static void usage(FILE *f)
 		"                 [--format] [--log FILE] [--log-level err|warn|info|debug]\n"
 		"                 [--workers N] [--metrics-addr HOST:PORT] [--metrics-log FILE]\n"
 		"                 [--failover HOST:PORT] [--standby] [--allow-fault-injection]\n"
-		"                 [--sec-min null|integrity|privacy]\n"
+		"                 [--sec-min null|integrity|privacy] [--direct-io on|off]\n"
 		"Serves object storage targets (OSTs) of the nacre file system NAME.\n"
 		"  --fsname NAME     file system name (1-8 of A-Z a-z 0-9 _ -)\n"
 		"  --mds HOST:PORT   the MDS to register with (default port %d); its failover\n"
@@ -93,6 +94,9 @@ static void usage(FILE *f)
 		"  --allow-fault-injection  let `nacre fault set` arm fault points here (tests)\n"
 		"  --sec-min FLAVOUR the least wire security a peer gets (default null): a client\n"
 		"                    that asks less is refused (docs/security.md)\n"
+		"  --direct-io on|off  writes of whole 4 KiB blocks go to the OST files with\n"
+		"                    O_DIRECT, bypassing the page cache (default on; off where the\n"
+		"                    file system refuses it)\n"
 		METRICS_USAGE,
 		NACRE_DEFAULT_PORT_MDS, NACRE_DEFAULT_PORT_OSS, OSS_DEFAULT_WORKERS);
 }
@@ -150,7 +154,7 @@ static int parse_ost(const char *s, struct opts *o)
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_FSNAME = 256, O_MDS, O_LISTEN, O_KEY, O_OST, O_FORMAT, O_WORKERS, O_FAULTS,
-	       O_HELP, O_STANDBY, O_FAILOVER, O_SEC_MIN };
+	       O_HELP, O_STANDBY, O_FAILOVER, O_SEC_MIN, O_DIRECT_IO };
 	static const struct option lopts[] = {
 		{ "fsname", required_argument, NULL, O_FSNAME },
 		{ "mds", required_argument, NULL, O_MDS },
@@ -165,6 +169,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "allow-fault-injection", no_argument, NULL, O_FAULTS },
 		{ "help", no_argument, NULL, O_HELP },
 		{ "sec-min", required_argument, NULL, O_SEC_MIN },
+		{ "direct-io", required_argument, NULL, O_DIRECT_IO },
 		METRICS_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -174,6 +179,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof(*o));
 	daemon_log_opts_init(&o->log);
 	o->workers = OSS_DEFAULT_WORKERS;
+	o->direct_io = 1;
 	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		switch (c) {
 		case O_FSNAME: o->fsname = optarg; break;
@@ -190,6 +196,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				     optarg);
 				return -EINVAL;
 			}
+			break;
+		case O_DIRECT_IO:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				fail("bad --direct-io \"%s\": expected on or off", optarg);
+				return -EINVAL;
+			}
+			o->direct_io = strcmp(optarg, "on") == 0;
 			break;
 		case O_OST:
 			if (parse_ost(optarg, o))
@@ -413,6 +426,7 @@ int main(int argc, char **argv)
 			fail("%s", err);
 			goto out_close;
 		}
+		atomic_store(&targets[ntargets]->direct_writes, o.direct_io);
 		ntargets++;
 	}
 
