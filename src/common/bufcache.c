@@ -49,8 +49,9 @@ void *bufcache_get(struct bufcache *bc, size_t len, size_t *cap)
 		}
 		pthread_mutex_unlock(&bc->lock);
 	}
-	if (!buf)
-		buf = malloc(want);
+	/* page-aligned: the OSS reads into a reply's bulk with O_DIRECT (oss/store.c) */
+	if (!buf && posix_memalign(&buf, 4096, want) != 0)
+		buf = NULL;
 	if (buf)
 		*cap = want;
 	return buf;

@@ -49,7 +49,7 @@ struct opts {
 	int format;
 	int standby;
 	int workers;
-	int direct_io; /* --direct-io: whole-block writes with O_DIRECT */
+	int direct_io; /* --direct-io: whole-block I/O with O_DIRECT */
 	int allow_faults;
 	int sec_min; /* WIRE_SEC_*: --sec-min */
 	struct ost_arg osts[OSS_MAX_OSTS];
@@ -94,9 +94,9 @@ static void usage(FILE *f)
 		"  --allow-fault-injection  let `nacre fault set` arm fault points here (tests)\n"
 		"  --sec-min FLAVOUR the least wire security a peer gets (default null): a client\n"
 		"                    that asks less is refused (docs/security.md)\n"
-		"  --direct-io on|off  writes of whole 4 KiB blocks go to the OST files with\n"
-		"                    O_DIRECT, bypassing the page cache (default on; off where the\n"
-		"                    file system refuses it)\n"
+		"  --direct-io on|off  reads and writes of whole 4 KiB blocks (64 KiB and more)\n"
+		"                    bypass the page cache with O_DIRECT; reads still take what it\n"
+		"                    holds (default on; off where the file system refuses it)\n"
 		METRICS_USAGE,
 		NACRE_DEFAULT_PORT_MDS, NACRE_DEFAULT_PORT_OSS, OSS_DEFAULT_WORKERS);
 }
@@ -426,7 +426,7 @@ int main(int argc, char **argv)
 			fail("%s", err);
 			goto out_close;
 		}
-		atomic_store(&targets[ntargets]->direct_writes, o.direct_io);
+		atomic_store(&targets[ntargets]->direct_io, o.direct_io);
 		ntargets++;
 	}
 

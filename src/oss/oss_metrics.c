@@ -30,6 +30,12 @@ static double direct_write_bytes(void *arg)
 	return (double)atomic_load_explicit(&t->stats.direct_write_bytes, memory_order_relaxed);
 }
 
+static double direct_read_bytes(void *arg)
+{
+	struct oss_target *t = arg;
+	return (double)atomic_load_explicit(&t->stats.direct_read_bytes, memory_order_relaxed);
+}
+
 #define SIZE_FN(what, field)                                                                \
 	static double what(void *arg)                                                       \
 	{                                                                                   \
@@ -102,6 +108,9 @@ void oss_metrics_register(struct oss_target **targets, int n)
 		metrics_counter_fn("nacre_oss_direct_write_bytes_total", labels,
 				   "Of those, bytes written with O_DIRECT (--direct-io)",
 				   direct_write_bytes, t);
+		metrics_counter_fn("nacre_oss_direct_read_bytes_total", labels,
+				   "Of those read, bytes read with O_DIRECT (--direct-io)",
+				   direct_read_bytes, t);
 		metrics_counter_fn("nacre_oss_read_requests_total", labels,
 				   "Reads of an OST that returned bytes", read_reqs, t);
 		metrics_gauge_fn("nacre_oss_read_min_bytes", labels,

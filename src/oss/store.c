@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -96,9 +97,10 @@ static int obj_put(struct oss_target *t, int fd, struct oss_fd *ref, int rc)
 	return close_rc(fd, rc);
 }
 
-/* Direct writes: a write of whole 4 KiB blocks at a block-aligned offset goes to the object
+/* Direct I/O: a write of whole 4 KiB blocks at a block-aligned offset goes to the object
  * with O_DIRECT, from an aligned copy of the request's bytes (they sit after the request
- * body in the receive buffer). Measured on ext4 (docs/PERFORMANCE.md): the copy into the
+ * body in the receive buffer); a read of such a range takes what the page cache has and
+ * reads the rest with O_DIRECT. Measured on ext4 (docs/PERFORMANCE.md): the copy into the
  * page cache, its allocation and the later write-back cost the OSS more CPU than a memcpy
  * and a write the device does by DMA; and nothing stays dirty to be written at fsync. */
 #define DIRECT_ALIGN 4096u
@@ -127,6 +129,13 @@ static void *bounce_buffer(void)
 	return b;
 }
 
+static void direct_refused(struct oss_target *t)
+{
+	if (atomic_exchange(&t->direct_io, 0))
+		LOG_WARN("store", "%s: the file system under %s refuses O_DIRECT: reading and "
+			 "writing through the page cache", t->name, t->dir);
+}
+
 /* Writes buf with O_DIRECT. Returns 0, -errno, or 1 when the caller must write through
  * the page cache (not aligned, no memory, or the file system refuses O_DIRECT). */
 static int write_direct(struct oss_target *t, const char *name, uint64_t off,
@@ -135,7 +144,7 @@ static int write_direct(struct oss_target *t, const char *name, uint64_t off,
 	int fd, rc = 0;
 	uint8_t *bounce;
 
-	if (!atomic_load_explicit(&t->direct_writes, memory_order_relaxed) || len < DIRECT_MIN ||
+	if (!atomic_load_explicit(&t->direct_io, memory_order_relaxed) || len < DIRECT_MIN ||
 	    off % DIRECT_ALIGN || len % DIRECT_ALIGN)
 		return 1;
 	bounce = (uintptr_t)buf % DIRECT_ALIGN ? bounce_buffer() : NULL;
@@ -175,10 +184,67 @@ static int write_direct(struct oss_target *t, const char *name, uint64_t off,
 	return close_rc(fd, rc);
 
 refused:
-	if (atomic_exchange(&t->direct_writes, 0))
-		LOG_WARN("store", "%s: the file system under %s refuses O_DIRECT: writing through "
-			 "the page cache", t->name, t->dir);
+	direct_refused(t);
 	return rc;
+}
+
+/* Reads [off, off + len) of the object, block-aligned, at least DIRECT_MIN: what the page
+ * cache holds comes from it (RWF_NOWAIT asks without waiting for the disk), the rest with
+ * O_DIRECT into buf (or through the bounce buffer when buf is not aligned), so that a cold
+ * stream costs the OSS no page-cache pages. Returns the bytes read (short at the end of
+ * the object), or -EAGAIN when the caller must read through the page cache. */
+static ssize_t read_direct(struct oss_target *t, const char *name, int fd, uint64_t off,
+			   uint8_t *buf, size_t len)
+{
+	struct iovec v = {buf, len};
+	ssize_t n;
+	size_t done;
+	int dfd;
+
+	if (!atomic_load_explicit(&t->direct_io, memory_order_relaxed) || len < DIRECT_MIN ||
+	    off % DIRECT_ALIGN || len % DIRECT_ALIGN)
+		return -EAGAIN;
+	n = preadv2(fd, &v, 1, (off_t)off, RWF_NOWAIT);
+	if (n < 0 && errno != EAGAIN)
+		return -EAGAIN; /* EOPNOTSUPP, EINTR...: the ordinary read decides */
+	done = n > 0 ? (size_t)n : 0;
+	/* a cached part ends on a page, unless it ends the object */
+	if (done == len || done % DIRECT_ALIGN)
+		return (ssize_t)done;
+	uint8_t *bounce = (uintptr_t)buf % DIRECT_ALIGN ? bounce_buffer() : NULL;
+	if ((uintptr_t)buf % DIRECT_ALIGN && !bounce)
+		return done ? (ssize_t)done : -EAGAIN;
+	dfd = openat(t->obj_fd, name, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	if (dfd < 0) {
+		if (errno == EINVAL)
+			direct_refused(t);
+		return done ? (ssize_t)done : -EAGAIN;
+	}
+	while (done < len) {
+		size_t want = len - done;
+		uint8_t *dst = bounce ? bounce : buf + done;
+		if (bounce && want > BOUNCE_LEN)
+			want = BOUNCE_LEN;
+		n = pread(dfd, dst, want, (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			if (errno == EINVAL)
+				direct_refused(t);
+			n = done ? 0 : -EAGAIN; /* what was read stands; else the ordinary read */
+			break;
+		}
+		if (bounce)
+			memcpy(buf + done, bounce, (size_t)n);
+		done += (size_t)n;
+		if ((size_t)n < want)
+			break; /* end of object */
+	}
+	close(dfd);
+	if (n < 0)
+		return n;
+	atomic_fetch_add_explicit(&t->stats.direct_read_bytes, done, memory_order_relaxed);
+	return (ssize_t)done;
 }
 
 int oss_store_write(struct oss_target *t, const struct oss_obj_id *id, uint64_t off,
@@ -241,6 +307,12 @@ int oss_store_read(struct oss_target *t, const struct oss_obj_id *id, uint64_t o
 	uint8_t *p = buf;
 	size_t done = 0;
 	int rc = 0;
+	ssize_t direct = read_direct(t, name, fd, off, p, len);
+	if (direct >= 0) {
+		*got = (size_t)direct;
+		obj_put(t, fd, ref, 0);
+		return 0;
+	}
 	while (done < len) {
 		ssize_t n = pread(fd, p + done, len - done, (off_t)(off + done));
 		if (n < 0) {

@@ -52,6 +52,7 @@ struct oss_stats {
 	atomic_uint_fast64_t read_bytes;
 	atomic_uint_fast64_t write_bytes;
 	atomic_uint_fast64_t direct_write_bytes; /* of write_bytes, with O_DIRECT */
+	atomic_uint_fast64_t direct_read_bytes;  /* of read_bytes, with O_DIRECT */
 	struct oss_io_sizes read_sizes, write_sizes; /* as Lustre's read_bytes/write_bytes
 						      * counters: samples, min, max */
 	atomic_uint_fast64_t ops[OSS_NOPS];
@@ -69,9 +70,9 @@ struct oss_target {
 	int obj_fd;      /* DIR/O */
 	int sb_fd;       /* the superblock, holding the flock */
 	struct oss_fdcache *fds; /* open objects (fdcache.h); NULL = open per request */
-	atomic_int direct_writes; /* writes of whole blocks bypass the page cache (O_DIRECT,
-				   * store.c); off by default, cleared when the file system
-				   * refuses O_DIRECT */
+	atomic_int direct_io;  /* whole-block reads and writes bypass the page cache
+				* (O_DIRECT, store.c); off by default, cleared when the
+				* file system refuses O_DIRECT */
 	struct oss_stats stats;
 };
 

@@ -55,6 +55,7 @@ struct pl_real {
 	int (*close_range)(unsigned, unsigned, int);
 	int (*flock)(int, int);
 	int (*posix_fallocate)(int, off_t, off_t);
+	void (*_exit)(int);
 };
 extern struct pl_real pl_real;
 
@@ -63,6 +64,9 @@ void pl_init(void);
 /* Nonzero on this thread while the library itself runs (libnacre inside a call, the
  * set-up): every entry point then goes straight to libc. */
 extern __thread int pl_inside;
+/* This process's pid as of set-up or its fork: a vfork child (no fork handlers run) shares
+ * its parent's memory and differs from it. */
+extern pid_t pl_pid;
 
 enum pl_count {
 	PL_C_OPEN,   /* descriptors of nacre files taken (served from their first I/O) */
@@ -77,8 +81,8 @@ enum pl_count {
 	PL_C_COUNT
 };
 void pl_count(enum pl_count c, uint64_t bytes);
-/* The NACRE_PRELOAD_REPORT=1 line, at exit. */
-void pl_report(void);
+/* At exit: every handle closed, then the NACRE_PRELOAD_REPORT=1 line. */
+void pl_finish(void);
 /* NACRE_PRELOAD_DEBUG=1: why files go to the kernel, on stderr. */
 void pl_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* errno from a libnacre error, and -1. */
@@ -97,8 +101,8 @@ struct pl_mount *pl_mount_of(dev_t dev);
 struct nacre_fs *pl_mount_fs(struct pl_mount *m);
 /* The caller's credentials for fs. 0 or a negative error. */
 int pl_cred(struct nacre_fs *fs, struct nacre_cred *cr);
-/* In a child after fork: the parent's connections are unusable (their threads are gone);
- * the next use connects anew. */
+/* In a child after fork: the parent's connections are unusable (their threads are gone)
+ * and none is made; the child's files go through the kernel until it execs. */
 void pl_mounts_forked(void);
 
 /* ---- pl_fd.c: descriptors whose data libnacre serves ---- */

@@ -405,6 +405,21 @@ EXPORT ssize_t splice(int in, off_t *in_off, int out, off_t *out_off, size_t len
 	return pl_real.splice(in, in_off, out, out_off, len, flags);
 }
 
+/* _exit skips the destructors: what this process wrote must still reach the servers, as
+ * the kernel's page cache would keep it. */
+EXPORT void _exit(int status)
+{
+	if (active() && getpid() == pl_pid) /* not a vfork child: the handles are its own */
+		pl_finish();
+	pl_real._exit(status);
+	__builtin_unreachable();
+}
+
+EXPORT void _Exit(int status)
+{
+	_exit(status);
+}
+
 EXPORT FILE *fdopen(int fd, const char *mode)
 {
 	pl_init();

@@ -205,10 +205,12 @@ int pl_cred(struct nacre_fs *fs, struct nacre_cred *cr)
 
 void pl_mounts_forked(void)
 {
-	/* the parent's connections stay allocated: their threads did not come along */
+	/* The parent's connections stay allocated: their threads did not come along. No new
+	 * one is made either: a lock libnacre's threads held at the fork stays held in this
+	 * copy of its memory. The child (until it execs) reads and writes through the kernel. */
 	for (int i = 0; i < nmounts; i++) {
 		pthread_mutex_init(&mounts[i].lock, NULL);
-		mounts[i].tried = 0;
+		mounts[i].tried = 1;
 		mounts[i].fs = NULL;
 	}
 }

@@ -12,11 +12,14 @@
 
 struct pl_real pl_real;
 __thread int pl_inside;
+pid_t pl_pid;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int report_on, debug_on;
 static int report_fd = 2; /* a copy of stderr: programs close theirs before exit */
 static uint64_t counts[PL_C_COUNT], bytes_read, bytes_written; /* atomic */
+
+static void report(void);
 
 static void *next(const char *name)
 {
@@ -43,6 +46,7 @@ static void postfork_parent(void)
 
 static void postfork_child(void)
 {
+	pl_pid = getpid();
 	pl_fd_postfork(1);
 	pl_mounts_forked();
 }
@@ -50,12 +54,13 @@ static void postfork_child(void)
 static void init_once_fn(void)
 {
 	pl_inside++;
+	pl_pid = getpid();
 #define R(name) pl_real.name = next(#name)
 	R(open); R(openat); R(read); R(write); R(pread); R(pwrite); R(readv); R(writev);
 	R(preadv2); R(pwritev2); R(lseek); R(close); R(dup); R(dup2); R(dup3); R(fcntl);
 	R(fstat); R(fstatat); R(statx); R(fsync); R(fdatasync); R(ftruncate); R(fallocate);
 	R(mmap); R(copy_file_range); R(sendfile); R(splice); R(fdopen); R(close_range);
-	R(flock); R(posix_fallocate);
+	R(flock); R(posix_fallocate); R(_exit);
 #undef R
 	report_on = getenv("NACRE_PRELOAD_REPORT") && atoi(getenv("NACRE_PRELOAD_REPORT")) > 0;
 	debug_on = getenv("NACRE_PRELOAD_DEBUG") && atoi(getenv("NACRE_PRELOAD_DEBUG")) > 0;
@@ -79,13 +84,18 @@ __attribute__((constructor)) static void pl_start(void)
 	pl_init();
 }
 
-__attribute__((destructor)) static void pl_stop(void)
+void pl_finish(void)
 {
 	pl_inside++;
 	pl_fd_close_all();
 	if (report_on)
-		pl_report();
+		report();
 	pl_inside--;
+}
+
+__attribute__((destructor)) static void pl_stop(void)
+{
+	pl_finish();
 }
 
 void pl_count(enum pl_count c, uint64_t bytes)
@@ -97,7 +107,7 @@ void pl_count(enum pl_count c, uint64_t bytes)
 		__atomic_add_fetch(&bytes_written, bytes, __ATOMIC_RELAXED);
 }
 
-void pl_report(void)
+static void report(void)
 {
 	static const char *names[PL_C_COUNT] = {"open", "read", "write", "lseek", "fstat",
 						"fsync", "close", "dup", "to-kernel"};

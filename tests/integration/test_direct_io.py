@@ -1,7 +1,8 @@
-"""nacre-oss --direct-io: writes of whole 4 KiB blocks reach the OST files with O_DIRECT,
-the rest through the page cache. Mixed on one object, the bytes read back through another
-mount (page cache dropped) are exactly what was written; the OSS's metrics show which path
-took how much; --direct-io off writes nothing directly."""
+"""nacre-oss --direct-io: reads and writes of whole 4 KiB blocks reach the OST files with
+O_DIRECT (reads take what the page cache holds first), the rest goes through the page cache.
+Mixed on one object, the bytes read back through another mount (page cache dropped) are
+exactly what was written, to an end of object inside a block; the OSS's metrics show which
+path took how much; --direct-io off does nothing directly."""
 import os
 import re
 import subprocess
@@ -52,8 +53,14 @@ def test_aligned_and_unaligned_writes_mix_on_one_object(make_cluster, nacre_cli)
     piece = os.urandom(2 * MiB)
     want[4 * MiB:6 * MiB] = piece
     write_at(f, 4 * MiB, piece)
+    # an end of file inside a block: the direct read stops there
+    tail = os.urandom(4097)
+    want += tail
+    write_at(f, 8 * MiB, tail)
+    read0 = oss_counter(port, "nacre_oss_direct_read_bytes_total")
     drop_caches()
     assert (other / "mixed").read_bytes() == bytes(want)
+    assert oss_counter(port, "nacre_oss_direct_read_bytes_total") >= read0 + 4 * MiB
     direct1 = oss_counter(port, "nacre_oss_direct_write_bytes_total")
     total = oss_counter(port, "nacre_oss_write_bytes_total")
     assert direct1 >= direct0 + 2 * MiB and direct1 < total, (direct0, direct1, total)
@@ -73,3 +80,4 @@ def test_direct_io_off_and_a_bad_value(make_cluster):
     assert oss_counter(port, "nacre_oss_write_bytes_total") >= 4 * MiB
     drop_caches()
     assert (c.mount() / "buffered").read_bytes() == data
+    assert oss_counter(port, "nacre_oss_direct_read_bytes_total") == 0

@@ -198,3 +198,16 @@ def test_ior_and_mdtest_style_runs_and_an_mpi_job(mnt):
     # each rank wrote 8 MiB and read it back twice (verify, read phase)
     assert served(r.stdout + r.stderr, "write") >= 16, r.stdout + r.stderr
     assert os.stat(d / "shared").st_size == 16 * 1024 * 1024
+
+
+def test_exit_without_close_keeps_what_was_written(cluster, mnt):
+    """os._exit skips destructors: the library still sends what the process wrote, as the
+    kernel's page cache would have kept it."""
+    script = ("import os, sys\n"
+              "fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o644)\n"
+              "os.write(fd, bytes(range(256)) * 12288)\n"
+              "os._exit(0)\n")
+    r = preloaded([sys.executable, "-c", script, mnt / "pl-exit"])
+    assert served(r.stderr, "write") == 1, r.stderr
+    other = cluster.mount()
+    assert (other / "pl-exit").read_bytes() == bytes(range(256)) * 12288
