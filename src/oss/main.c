@@ -95,7 +95,7 @@ static void usage(FILE *f)
 		"  --sec-min FLAVOUR the least wire security a peer gets (default null): a client\n"
 		"                    that asks less is refused (docs/security.md)\n"
 		"  --direct-io on|off  reads and writes of whole 4 KiB blocks (64 KiB and more)\n"
-		"                    bypass the page cache with O_DIRECT; reads still take what it\n"
+		"                    bypass the page cache with O_DIRECT, but reads of what it\n"
 		"                    holds (default on; off where the file system refuses it)\n"
 		METRICS_USAGE,
 		NACRE_DEFAULT_PORT_MDS, NACRE_DEFAULT_PORT_OSS, OSS_DEFAULT_WORKERS);

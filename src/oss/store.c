@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
+#include <sys/syscall.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -99,8 +99,8 @@ static int obj_put(struct oss_target *t, int fd, struct oss_fd *ref, int rc)
 
 /* Direct I/O: a write of whole 4 KiB blocks at a block-aligned offset goes to the object
  * with O_DIRECT, from an aligned copy of the request's bytes (they sit after the request
- * body in the receive buffer); a read of such a range takes what the page cache has and
- * reads the rest with O_DIRECT. Measured on ext4 (docs/PERFORMANCE.md): the copy into the
+ * body in the receive buffer); a read of such a range of which the page cache holds
+ * nothing is read with O_DIRECT. Measured on ext4 (docs/PERFORMANCE.md): the copy into the
  * page cache, its allocation and the later write-back cost the OSS more CPU than a memcpy
  * and a write the device does by DMA; and nothing stays dirty to be written at fsync. */
 #define DIRECT_ALIGN 4096u
@@ -188,37 +188,50 @@ refused:
 	return rc;
 }
 
-/* Reads [off, off + len) of the object, block-aligned, at least DIRECT_MIN: what the page
- * cache holds comes from it (RWF_NOWAIT asks without waiting for the disk), the rest with
- * O_DIRECT into buf (or through the bounce buffer when buf is not aligned), so that a cold
- * stream costs the OSS no page-cache pages. Returns the bytes read (short at the end of
- * the object), or -EAGAIN when the caller must read through the page cache. */
+#ifndef __NR_cachestat
+#define __NR_cachestat 451 /* Linux 6.5; Debian 12's headers predate it */
+#endif
+struct cachestat_range_v1 {
+	uint64_t off, len;
+};
+struct cachestat_v1 {
+	uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+
+/* 1 if the page cache holds none of [off, off + len) of fd, asked without any I/O (a
+ * RWF_NOWAIT read would start readahead and read the range twice); 0 if it holds some, or
+ * the kernel cannot say. */
+static int uncached(int fd, uint64_t off, size_t len)
+{
+	struct cachestat_range_v1 r = {off, len};
+	struct cachestat_v1 st;
+
+	return syscall(__NR_cachestat, fd, &r, &st, 0) == 0 && st.nr_cache == 0;
+}
+
+/* Reads [off, off + len) of the object, block-aligned, at least DIRECT_MIN, none of it in
+ * the page cache, with O_DIRECT into buf (or through the bounce buffer when buf is not
+ * aligned): a cold stream costs the OSS no page-cache pages, a hot one still comes from
+ * them. Returns the bytes read (short at the end of the object), or -EAGAIN when the caller
+ * must read through the page cache. */
 static ssize_t read_direct(struct oss_target *t, const char *name, int fd, uint64_t off,
 			   uint8_t *buf, size_t len)
 {
-	struct iovec v = {buf, len};
-	ssize_t n;
-	size_t done;
+	ssize_t n = 0;
+	size_t done = 0;
 	int dfd;
 
 	if (!atomic_load_explicit(&t->direct_io, memory_order_relaxed) || len < DIRECT_MIN ||
-	    off % DIRECT_ALIGN || len % DIRECT_ALIGN)
+	    off % DIRECT_ALIGN || len % DIRECT_ALIGN || !uncached(fd, off, len))
 		return -EAGAIN;
-	n = preadv2(fd, &v, 1, (off_t)off, RWF_NOWAIT);
-	if (n < 0 && errno != EAGAIN)
-		return -EAGAIN; /* EOPNOTSUPP, EINTR...: the ordinary read decides */
-	done = n > 0 ? (size_t)n : 0;
-	/* a cached part ends on a page, unless it ends the object */
-	if (done == len || done % DIRECT_ALIGN)
-		return (ssize_t)done;
 	uint8_t *bounce = (uintptr_t)buf % DIRECT_ALIGN ? bounce_buffer() : NULL;
 	if ((uintptr_t)buf % DIRECT_ALIGN && !bounce)
-		return done ? (ssize_t)done : -EAGAIN;
+		return -EAGAIN;
 	dfd = openat(t->obj_fd, name, O_RDONLY | O_DIRECT | O_CLOEXEC);
 	if (dfd < 0) {
 		if (errno == EINVAL)
 			direct_refused(t);
-		return done ? (ssize_t)done : -EAGAIN;
+		return -EAGAIN;
 	}
 	while (done < len) {
 		size_t want = len - done;
