@@ -24,7 +24,6 @@
 
 /* ---- pl_real.c: the libc functions underneath, and the call counts ---- */
 struct pl_real {
-	int (*open)(const char *, int, ...);
 	int (*openat)(int, const char *, int, ...);
 	ssize_t (*read)(int, void *, size_t);
 	ssize_t (*write)(int, const void *, size_t);

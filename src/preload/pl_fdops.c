@@ -38,77 +38,73 @@ static int opened(int fd, int flags)
 	return fd;
 }
 
-static mode_t mode_arg(int flags, va_list ap)
+/* The mode argument of an open that creates; the kernel ignores it otherwise. */
+#define MODE_ARG(flags, mode)                                                               \
+	do {                                                                                \
+		va_list ap_;                                                                \
+		va_start(ap_, flags);                                                       \
+		mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ?              \
+			       va_arg(ap_, mode_t) : 0;                                     \
+		va_end(ap_);                                                                \
+	} while (0)
+
+/* open(path) is openat(AT_FDCWD, path): one way in for the four names. */
+static int open_at(int dirfd, const char *path, int flags, mode_t mode)
 {
-	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? va_arg(ap, mode_t) : 0;
-}
-
-EXPORT int open(const char *path, int flags, ...)
-{
-	va_list ap;
-	mode_t mode;
-
-	va_start(ap, flags);
-	mode = mode_arg(flags, ap);
-	va_end(ap);
-	pl_init();
-	return opened(pl_real.open(path, flags, mode), flags);
-}
-
-EXPORT int open64(const char *path, int flags, ...)
-{
-	va_list ap;
-	mode_t mode;
-
-	va_start(ap, flags);
-	mode = mode_arg(flags, ap);
-	va_end(ap);
-	pl_init();
-	return opened(pl_real.open(path, flags | O_LARGEFILE, mode), flags);
-}
-
-EXPORT int __open_2(const char *path, int flags)
-{
-	return open(path, flags);
-}
-
-EXPORT int __open64_2(const char *path, int flags)
-{
-	return open64(path, flags);
-}
-
-EXPORT int openat(int dirfd, const char *path, int flags, ...)
-{
-	va_list ap;
-	mode_t mode;
-
-	va_start(ap, flags);
-	mode = mode_arg(flags, ap);
-	va_end(ap);
 	pl_init();
 	return opened(pl_real.openat(dirfd, path, flags, mode), flags);
 }
 
-EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+EXPORT int open(const char *path, int flags, ...)
 {
-	va_list ap;
 	mode_t mode;
 
-	va_start(ap, flags);
-	mode = mode_arg(flags, ap);
-	va_end(ap);
-	pl_init();
-	return opened(pl_real.openat(dirfd, path, flags | O_LARGEFILE, mode), flags);
+	MODE_ARG(flags, mode);
+	return open_at(AT_FDCWD, path, flags, mode);
+}
+
+EXPORT int open64(const char *path, int flags, ...)
+{
+	mode_t mode;
+
+	MODE_ARG(flags, mode);
+	return open_at(AT_FDCWD, path, flags | O_LARGEFILE, mode);
+}
+
+EXPORT int __open_2(const char *path, int flags)
+{
+	return open_at(AT_FDCWD, path, flags, 0);
+}
+
+EXPORT int __open64_2(const char *path, int flags)
+{
+	return open_at(AT_FDCWD, path, flags | O_LARGEFILE, 0);
+}
+
+EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+	mode_t mode;
+
+	MODE_ARG(flags, mode);
+	return open_at(dirfd, path, flags, mode);
+}
+
+EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+{
+	mode_t mode;
+
+	MODE_ARG(flags, mode);
+	return open_at(dirfd, path, flags | O_LARGEFILE, mode);
 }
 
 EXPORT int __openat_2(int dirfd, const char *path, int flags)
 {
-	return openat(dirfd, path, flags);
+	return open_at(dirfd, path, flags, 0);
 }
 
 EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 {
-	return openat64(dirfd, path, flags);
+	return open_at(dirfd, path, flags | O_LARGEFILE, 0);
 }
 
 EXPORT int creat(const char *path, mode_t mode)
@@ -190,14 +186,8 @@ static int is_lock_cmd(int cmd)
 	return cmd == F_SETLK || cmd == F_SETLKW || cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW;
 }
 
-EXPORT int fcntl(int fd, int cmd, ...)
+static int fcntl_with(int fd, int cmd, unsigned long arg)
 {
-	va_list ap;
-	unsigned long arg;
-
-	va_start(ap, cmd);
-	arg = va_arg(ap, unsigned long);
-	va_end(ap);
 	pl_init();
 	if (!active() || !pl_fd_known(fd))
 		return pl_real.fcntl(fd, cmd, arg);
@@ -210,15 +200,29 @@ EXPORT int fcntl(int fd, int cmd, ...)
 	return pl_real.fcntl(fd, cmd, arg);
 }
 
-EXPORT int fcntl64(int fd, int cmd, ...)
+/* fcntl's third argument, an int or a pointer: taken as a word, as glibc does. */
+#define WORD_ARG(last, arg)                                                                 \
+	do {                                                                                \
+		va_list ap_;                                                                \
+		va_start(ap_, last);                                                        \
+		arg = va_arg(ap_, unsigned long);                                           \
+		va_end(ap_);                                                                \
+	} while (0)
+
+EXPORT int fcntl(int fd, int cmd, ...)
 {
-	va_list ap;
 	unsigned long arg;
 
-	va_start(ap, cmd);
-	arg = va_arg(ap, unsigned long);
-	va_end(ap);
-	return fcntl(fd, cmd, arg);
+	WORD_ARG(cmd, arg);
+	return fcntl_with(fd, cmd, arg);
+}
+
+EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	unsigned long arg;
+
+	WORD_ARG(cmd, arg);
+	return fcntl_with(fd, cmd, arg);
 }
 
 EXPORT int flock(int fd, int op)

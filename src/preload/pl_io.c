@@ -86,17 +86,26 @@ static ssize_t io_cur(struct pl_file *f, int fd, int write, const struct iovec *
 	return n;
 }
 
-EXPORT ssize_t read(int fd, void *buf, size_t len)
+/* Serves a call on fd through libnacre at off (cur: at the kernel's offset, which moves):
+ * 1 with the result in *n, or 0 when the kernel serves fd. */
+static int served(int fd, int write, const struct iovec *iov, int cnt, int cur, off_t off,
+		  ssize_t *n)
 {
 	struct pl_file *f = enter(fd);
+
+	if (!f)
+		return 0;
+	*n = cur ? io_cur(f, fd, write, iov, cnt) : io_at(f, write, iov, cnt, off);
+	leave(f, write && *n > 0);
+	return 1;
+}
+
+EXPORT ssize_t read(int fd, void *buf, size_t len)
+{
 	struct iovec v = {buf, len};
 	ssize_t n;
 
-	if (!f)
-		return pl_real.read(fd, buf, len);
-	n = io_cur(f, fd, 0, &v, 1);
-	leave(f, 0);
-	return n;
+	return served(fd, 0, &v, 1, 1, 0, &n) ? n : pl_real.read(fd, buf, len);
 }
 
 EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
@@ -108,28 +117,18 @@ EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 
 EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
-	struct pl_file *f = enter(fd);
 	struct iovec v = {(void *)buf, len};
 	ssize_t n;
 
-	if (!f)
-		return pl_real.write(fd, buf, len);
-	n = io_cur(f, fd, 1, &v, 1);
-	leave(f, n > 0);
-	return n;
+	return served(fd, 1, &v, 1, 1, 0, &n) ? n : pl_real.write(fd, buf, len);
 }
 
 EXPORT ssize_t pread(int fd, void *buf, size_t len, off_t off)
 {
-	struct pl_file *f = enter(fd);
 	struct iovec v = {buf, len};
 	ssize_t n;
 
-	if (!f)
-		return pl_real.pread(fd, buf, len, off);
-	n = io_at(f, 0, &v, 1, off);
-	leave(f, 0);
-	return n;
+	return served(fd, 0, &v, 1, 0, off, &n) ? n : pl_real.pread(fd, buf, len, off);
 }
 
 EXPORT ssize_t pread64(int fd, void *buf, size_t len, off_t off)
@@ -151,15 +150,10 @@ EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t len, off_t off, size_t bu
 
 EXPORT ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 {
-	struct pl_file *f = enter(fd);
 	struct iovec v = {(void *)buf, len};
 	ssize_t n;
 
-	if (!f)
-		return pl_real.pwrite(fd, buf, len, off);
-	n = io_at(f, 1, &v, 1, off);
-	leave(f, n > 0);
-	return n;
+	return served(fd, 1, &v, 1, 0, off, &n) ? n : pl_real.pwrite(fd, buf, len, off);
 }
 
 EXPORT ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off)
@@ -169,26 +163,16 @@ EXPORT ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off)
 
 EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
-	struct pl_file *f = enter(fd);
 	ssize_t n;
 
-	if (!f)
-		return pl_real.readv(fd, iov, cnt);
-	n = io_cur(f, fd, 0, iov, cnt);
-	leave(f, 0);
-	return n;
+	return served(fd, 0, iov, cnt, 1, 0, &n) ? n : pl_real.readv(fd, iov, cnt);
 }
 
 EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
-	struct pl_file *f = enter(fd);
 	ssize_t n;
 
-	if (!f)
-		return pl_real.writev(fd, iov, cnt);
-	n = io_cur(f, fd, 1, iov, cnt);
-	leave(f, n > 0);
-	return n;
+	return served(fd, 1, iov, cnt, 1, 0, &n) ? n : pl_real.writev(fd, iov, cnt);
 }
 
 /* preadv2/pwritev2: off -1 is the current offset; flags that ask the kernel for something
@@ -198,7 +182,7 @@ static ssize_t rw_v2(int fd, int write, const struct iovec *iov, int cnt, off_t 
 	struct pl_file *f = NULL;
 	ssize_t n;
 
-	if ((flags & ~(RWF_HIPRI | RWF_DSYNC | RWF_SYNC)) && pl_fd_known(fd))
+	if ((flags & ~(RWF_HIPRI | RWF_DSYNC | RWF_SYNC)) && !pl_inside && pl_fd_known(fd))
 		pl_fd_to_kernel(fd, 0);
 	else
 		f = enter(fd);

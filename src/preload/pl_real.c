@@ -56,7 +56,7 @@ static void init_once_fn(void)
 	pl_inside++;
 	pl_pid = getpid();
 #define R(name) pl_real.name = next(#name)
-	R(open); R(openat); R(read); R(write); R(pread); R(pwrite); R(readv); R(writev);
+	R(openat); R(read); R(write); R(pread); R(pwrite); R(readv); R(writev);
 	R(preadv2); R(pwritev2); R(lseek); R(close); R(dup); R(dup2); R(dup3); R(fcntl);
 	R(fstat); R(fstatat); R(statx); R(fsync); R(fdatasync); R(ftruncate); R(fallocate);
 	R(mmap); R(copy_file_range); R(sendfile); R(splice); R(fdopen); R(close_range);
