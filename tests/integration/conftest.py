@@ -76,11 +76,21 @@ def load_libnacre():
         pytest.skip("libnacre is built with sanitizers: it cannot be loaded into python")
     return ctypes.CDLL(str(lib))
 
+_ports_given = set()
+
+
 def free_port():
-    """A port nobody listens on right now (bind to 0, read it, close)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nobody listens on right now (bind to 0, read it, close), and none this run
+    handed out before: a test that takes a metrics port and then starts a cluster asks twice
+    before anything binds, and the kernel gives a just-closed port out again."""
+    for _ in range(1000):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _ports_given:
+            _ports_given.add(port)
+            return port
+    pytest.fail("no free TCP port on 127.0.0.1 that this run has not handed out already")
 
 
 def require_fuse():
