@@ -226,7 +226,7 @@ void fz_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct fz_file *f = file_of(req, fi);
 	ssize_t n;
-	char *buf;
+	char *buf, *own = NULL;
 
 	(void)ino;
 	if (!f) {
@@ -237,7 +237,9 @@ void fz_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_buf(req, NULL, 0);
 		return;
 	}
-	buf = malloc(size);
+	buf = fz_ring_reply_buffer(size);
+	if (!buf)
+		buf = own = malloc(size);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -249,7 +251,7 @@ void fz_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fz_metrics_read((uint64_t)n);
 		fuse_reply_buf(req, buf, (size_t)n);
 	}
-	free(buf);
+	free(own);
 }
 
 void fz_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,

@@ -136,12 +136,29 @@ struct fz_mount {
 	struct fz_init_params init; /* written by op_init, read once the session stopped */
 	struct fz_upgrade *upg;     /* the control socket; set and cleared by the thread that
 				     * runs the FUSE loop while it is stopped */
+	struct fz_ring *ring;       /* ring.c: FUSE over io_uring; NULL without it */
 };
 
 static inline struct fz_mount *fz_mnt(fuse_req_t req)
 {
 	return (struct fz_mount *)fuse_req_userdata(req);
 }
+
+/* ---- ring.c: FUSE over io_uring ---- */
+/* Puts ring.c under libfuse's reads and writes of /dev/fuse (after fuse_session_mount):
+ * with want, it accepts the kernel's offer of io_uring in FUSE_INIT and serves through it.
+ * 0 or -errno. */
+int fz_ring_setup(struct fz_mount *m, const char *mnt, int want);
+/* Where a reply of size bytes to the request this thread serves can be built so that the
+ * ring need not copy it (its payload buffer; the request's own payload is then gone), or
+ * NULL (a /dev/fuse request, or too big). */
+void *fz_ring_reply_buffer(size_t size);
+/* 1 while the kernel hands requests to the ring (a session that cannot be handed over). */
+int fz_ring_in_use(struct fz_mount *m);
+/* Ends the ring's threads once the FUSE loop ended; fz_ring_free after the session. */
+void fz_ring_stop(struct fz_mount *m);
+void fz_ring_free(struct fz_mount *m);
+void fz_ring_metrics_register(void);
 
 /* ---- inode.c ---- */
 /* Prepares the table with the root inode (FUSE_ROOT_ID). 0 or -ENOMEM. Not thread-safe. */

@@ -3,6 +3,7 @@
 
 #include "common/lprocfs.h"
 #include "common/metrics.h"
+#include "fuse/fz.h"
 #include "fuse/fz_metrics.h"
 
 /* Requests of one direction that moved bytes: count, smallest, largest, sum (relaxed
@@ -47,6 +48,7 @@ void fz_metrics_register(void)
 			 load, &g_wr.max);
 	metrics_gauge_fn("nacre_client_open_files", "", "Files open through this mount",
 			 open_now, NULL);
+	fz_ring_metrics_register();
 }
 
 static void count(struct io_sizes *z, uint64_t n)

@@ -65,6 +65,7 @@ struct args {
 	int readahead_max_mb;
 	int lock_mode;          /* flock / localflock / noflock: FZ_LOCK_* */
 	int no_jobid;           /* jobid=disable: requests carry no job id */
+	int no_io_uring;        /* io_uring=off: serve through /dev/fuse only */
 	struct metrics_opts metrics; /* metrics_addr=, metrics_log=, metrics_interval=,
 				      * metrics_azure*= */
 	char vfs_flags[256];    /* mount flags passed on to the kernel mount (",noexec"...) */
@@ -117,6 +118,9 @@ static void usage(FILE *out, const char *prog)
 		"     Azure Log Analytics (as the daemons' --metrics-azure* options)\n"
 		"  -o jobid=procname_uid|disable  the job id requests carry (changelog j=):\n"
 		"                    the caller's command name and uid, \"cp.1000\" (the default)\n"
+		"  -o io_uring=on|off  FUSE requests through io_uring where the kernel offers it\n"
+		"                    (Linux 6.14+, /sys/module/fuse/parameters/enable_uring; the\n"
+		"                    default), else /dev/fuse; a mount on io_uring has no --upgrade\n"
 		"  -o flock          cluster-wide fcntl and flock locks (the default)\n"
 		"  -o localflock     locks seen by this client only;  -o noflock: locks fail ENOSYS\n"
 		"  -o debug          debug logging\n"
@@ -244,6 +248,13 @@ static int parse_opts(struct args *a, char *opts)
 				return -1;
 			}
 			a->no_jobid = strcmp(val, "disable") == 0;
+		} else if (val && strcmp(opt, "io_uring") == 0) {
+			if (strcmp(val, "on") && strcmp(val, "off")) {
+				fprintf(stderr, "%s: io_uring=%s: use on (the default: FUSE over "
+						"io_uring where the kernel offers it) or off\n", a->prog, val);
+				return -1;
+			}
+			a->no_io_uring = strcmp(val, "off") == 0;
 		} else if (val && strcmp(opt, "attr_timeout") == 0) {
 			if (parse_secs(a, opt, val, 0.0, &a->attr_timeout) < 0)
 				return -1;
@@ -305,8 +316,8 @@ static int parse_opts(struct args *a, char *opts)
 				"%s: unknown mount option '%s%s%s' (known: ro, key_file=PATH, sec=FLAVOUR, "
 				"client_name=NAME, attr_timeout=SECS, entry_timeout=SECS, timeout=SECS, recovery_timeout=SECS, "
 				"max_rpc_size=BYTES, "
-				"max_rpcs_in_flight=N, max_dirty_mb=N, readahead_max_mb=N, jobid=, flock, "
-				"localflock, noflock, debug, overmount, control_socket=PATH)\n",
+				"max_rpcs_in_flight=N, max_dirty_mb=N, readahead_max_mb=N, jobid=, io_uring=, "
+				"flock, localflock, noflock, debug, overmount, control_socket=PATH)\n",
 				a->prog, opt, val ? "=" : "", val ? val : "");
 			return -1;
 		}
@@ -728,6 +739,10 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 			goto out_signals;
 		}
 		LOG_INFO("main", "mounted %s on %s%s", a->spec, mnt, a->ro ? " read-only" : "");
+		rc = fz_ring_setup(&m, mnt, !a->no_io_uring);
+		if (rc < 0)
+			LOG_WARN("main", "FUSE transport: /dev/fuse (libfuse took no custom I/O: %s)",
+				 strerror(-rc));
 		fz_bdi_start(&m, mnt);
 	}
 	fz_notify_start(&m);
@@ -783,6 +798,7 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 		break;
 	}
 	fuse_loop_cfg_destroy(cfg);
+	fz_ring_stop(&m);
 	/* libfuse returns the signal that ended the loop: a requested stop, not an error
 	 * (Fluid and systemd stop us with SIGTERM and expect exit 0). */
 	if (handed || rc == SIGTERM || rc == SIGINT || rc == SIGHUP)
@@ -811,7 +827,9 @@ out_bdi:
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
+	fz_ring_stop(&m); /* a failed start may leave it running */
 	fuse_session_destroy(se);
+	fz_ring_free(&m);
 out_args:
 	fuse_opt_free_args(&fargs);
 	if (handed) {

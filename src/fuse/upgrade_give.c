@@ -104,6 +104,15 @@ static int serve_upgrade(struct fz_upgrade *u, int fd)
 	char msg[UPG_MSG_MAX + 1], why[2 * UPG_MSG_MAX];
 	int rc, status;
 
+	if (fz_ring_in_use(m)) {
+		/* The kernel binds ring entries to the buffers and threads of this process, and
+		 * has no way to give their requests to another one. */
+		snprintf(why, sizeof(why), "%s serves FUSE through io_uring, whose requests cannot "
+			 "be handed to another process; remount it with -o io_uring=off to upgrade "
+			 "in place", u->conf->mnt);
+		upg_send_status(fd, EOPNOTSUPP, why);
+		return 0;
+	}
 	if (m->lock_mode == FZ_LOCK_CLUSTER && fz_lock_waiters() > 0) {
 		snprintf(why, sizeof(why), "%d request(s) on %s wait for a cluster lock and cannot "
 			 "be handed over; retry when they have it", fz_lock_waiters(), u->conf->mnt);

@@ -12,23 +12,10 @@
 
 #include "common/net.h"
 #include "common/util.h"
+#include "fuse/kproto.h"
 #include "fuse/upgrade.h"
 #include "proto/cursor.h"
 
-/* The kernel's FUSE_INIT request as it arrives on /dev/fuse (include/uapi/linux/fuse.h);
- * spelled out here because <linux/fuse.h> clashes with libfuse's headers. */
-struct k_in_header {
-	uint32_t len, opcode;
-	uint64_t unique, nodeid;
-	uint32_t uid, gid, pid;
-	uint16_t total_extlen, padding;
-};
-struct k_init_in {
-	uint32_t major, minor, max_readahead, flags, flags2;
-	uint32_t unused[11];
-};
-#define K_FUSE_INIT 26
-#define K_FUSE_MAX_PAGES (1u << 22) /* since 7.28: max_write above 128 KiB */
 /* The reply to our replayed INIT names no request the kernel has: it answers ENOENT, which
  * libfuse ignores. Kernel request ids are small even numbers; this one never is pending. */
 #define REPLAY_UNIQUE (1ull << 62)

@@ -5,6 +5,7 @@ temporary directory; ports are ephemeral. When a test fails, the daemons' logs a
 that reproduce the cluster are attached to the report. Daemon logs are checked for sanitizer
 reports at teardown. Where FUSE is missing the tests fail: they never skip.
 """
+import contextlib
 import errno
 import os
 import secrets
@@ -99,6 +100,42 @@ def require_fuse():
                     "the container --device /dev/fuse --cap-add SYS_ADMIN)")
     if not shutil.which("fusermount3"):
         pytest.fail("fusermount3 is missing: apt-get install fuse3")
+
+
+# The kernel offers FUSE over io_uring to new mounts only while this says Y (Linux 6.14+).
+FUSE_RING_PARAM = Path("/sys/module/fuse/parameters/enable_uring")
+
+
+@contextlib.contextmanager
+def fuse_ring(on):
+    """Mounts made inside get the io_uring transport (on) or /dev/fuse (off); yields whether
+    the kernel can offer it at all. Mounts keep what they negotiated."""
+    if not FUSE_RING_PARAM.exists():
+        yield False
+        return
+    old = FUSE_RING_PARAM.read_text().strip()
+    FUSE_RING_PARAM.write_text("Y" if on else "N")
+    try:
+        yield True
+    finally:
+        FUSE_RING_PARAM.write_text(old)
+
+
+def session_ring_mode():
+    """NACRE_TEST_FUSE_RING: on (the default; io_uring where the kernel has it), off, keep."""
+    return os.environ.get("NACRE_TEST_FUSE_RING", "on")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fuse_transport():
+    mode = session_ring_mode()
+    if mode not in ("on", "off", "keep"):
+        pytest.exit(f"NACRE_TEST_FUSE_RING={mode}: use on, off or keep", 2)
+    if mode == "keep":
+        yield
+        return
+    with fuse_ring(mode == "on"):
+        yield
 
 
 def mounted_dirs():

@@ -10,7 +10,16 @@ import sys
 import time
 import urllib.request
 
-from conftest import Proc, binary, daemon_env, free_port, mounted_dirs, wait_for
+import pytest
+
+from conftest import Proc, binary, daemon_env, free_port, fuse_ring, mounted_dirs, wait_for
+
+
+@pytest.fixture(autouse=True)
+def dev_fuse_transport():
+    # A session on io_uring cannot be handed over (test_fuse_ring.py checks the refusal).
+    with fuse_ring(False):
+        yield
 
 SIZE = 2 * 1024 * 1024
 
