@@ -487,34 +487,61 @@ static void free_queues(struct fz_ring *r)
 
 		for (int i = 0; i < atomic_load(&q->count); i++)
 			ent_free(q->ents[i]);
-		atomic_fetch_sub(&g_ring_entries, (uint_fast64_t)atomic_load(&q->count));
 		atomic_store(&q->count, 0);
 	}
 	free(r->queues);
 	r->queues = NULL;
 }
 
-/* Starts RING_ENT_START entries per queue. If a queue gets none, the kernel is told to give
- * up on the ring (a registration it refuses): it would otherwise hold every request until
- * all queues have an entry. 0, or -errno when nothing started. */
-static int start_queues(struct fz_ring *r)
+/* RING_ENT_START entries per queue, made before we accept the ring: a machine where they
+ * cannot be made (no io_uring, no memory) keeps the session on /dev/fuse. 0 or -errno. */
+static int prepare_queues(struct fz_ring *r)
 {
-	int rc = 0;
+	int err = 0;
 
 	r->queues = calloc((size_t)r->nq, sizeof(*r->queues));
 	if (!r->queues)
 		return -ENOMEM;
-	pthread_mutex_lock(&r->lock);
-	for (int qi = 0; qi < r->nq && rc == 0; qi++) {
-		r->queues[qi].qid = qi;
-		for (int i = 0; i < RING_ENT_START; i++) {
-			int one = add_entry(r, &r->queues[qi]);
+	for (int qi = 0; qi < r->nq; qi++) {
+		struct ring_queue *q = &r->queues[qi];
 
-			if (one < 0 && i == 0)
-				rc = one;
-			if (one < 0)
-				break;
+		q->qid = qi;
+		for (int i = 0; i < RING_ENT_START; i++) {
+			struct ring_ent *e = ent_new(r, q, &err);
+
+			if (!e) {
+				free_queues(r);
+				return -err;
+			}
+			q->ents[i] = e;
+			atomic_store(&q->count, i + 1);
 		}
+	}
+	return 0;
+}
+
+/* Starts the prepared entries' threads; an entry whose thread does not start is dropped.
+ * 0, or -EAGAIN when a queue got none: the kernel would hold every request until all queues
+ * have an entry, so the caller makes it give up the ring. */
+static int start_queues(struct fz_ring *r)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&r->lock);
+	for (int qi = 0; qi < r->nq; qi++) {
+		struct ring_queue *q = &r->queues[qi];
+		int n = atomic_load(&q->count), started = 0;
+
+		while (rc == 0 && started < n &&
+		       pthread_create(&q->ents[started]->thread, NULL, ent_main,
+				      q->ents[started]) == 0)
+			started++;
+		for (int i = started; i < n; i++)
+			ent_free(q->ents[i]);
+		atomic_store(&q->count, started);
+		atomic_fetch_add(&g_ring_entries, (uint_fast64_t)started);
+		if (started == 0)
+			rc = -EAGAIN;
 	}
 	pthread_mutex_unlock(&r->lock);
 	return rc;
@@ -539,7 +566,7 @@ static ssize_t init_reply(struct fz_ring *r, int fd, struct iovec *iov, int coun
 {
 	const struct k_out_header *oh = iov[0].iov_base;
 	struct k_init_out *out = NULL;
-	int accept = 0, rc;
+	int rc = 0;
 	ssize_t n;
 
 	r->init_unique = 0;
@@ -553,26 +580,34 @@ static ssize_t init_reply(struct fz_ring *r, int fd, struct iovec *iov, int coun
 		if (pages > r->payload)
 			r->payload = pages;
 		r->nq = possible_cpus();
-		if (r->nq > 0) {
+		rc = r->nq > 0 ? prepare_queues(r) : -ENXIO;
+		if (rc == 0) {
 			out->flags |= K_FUSE_INIT_EXT;
 			out->flags2 |= K_FUSE_OVER_IO_URING;
-			accept = 1;
 		}
 	}
 	n = writev(fd, iov, count);
-	if (!accept) {
-		if (out && !r->want)
-			LOG_INFO("fuse", "FUSE transport: /dev/fuse (-o io_uring=off)");
-		else if (out && !r->offered)
-			LOG_INFO("fuse", "FUSE transport: /dev/fuse (the kernel offers no io_uring; "
-				 "root can turn it on: echo Y > "
-				 "/sys/module/fuse/parameters/enable_uring, then remount)");
-		else if (out)
-			LOG_WARN("fuse", "FUSE transport: /dev/fuse (cannot count the CPUs)");
+	if (!out)
+		return n;
+	if (!r->want) {
+		LOG_INFO("fuse", "FUSE transport: /dev/fuse (-o io_uring=off)");
 		return n;
 	}
-	if (n < 0)
+	if (!r->offered) {
+		LOG_INFO("fuse", "FUSE transport: /dev/fuse (the kernel offers no io_uring; root can "
+			 "turn it on: echo Y > /sys/module/fuse/parameters/enable_uring, then "
+			 "remount)");
 		return n;
+	}
+	if (rc < 0) {
+		LOG_WARN("fuse", "FUSE transport: /dev/fuse (cannot set up io_uring: %s)",
+			 rc == -ENXIO ? "cannot count the CPUs" : strerror(-rc));
+		return n;
+	}
+	if (n < 0) {
+		free_queues(r);
+		return n;
+	}
 	atomic_store(&r->in_use, 1);
 	rc = start_queues(r);
 	if (rc < 0) {
@@ -698,6 +733,7 @@ void fz_ring_stop(struct fz_mount *m)
 		}
 		for (int i = 0; i < atomic_load(&q->count); i++)
 			pthread_join(q->ents[i]->thread, NULL);
+		atomic_fetch_sub(&g_ring_entries, (uint_fast64_t)atomic_load(&q->count));
 	}
 	free_queues(r);
 	atomic_store(&r->in_use, 0);
