@@ -144,6 +144,10 @@ static inline struct fz_mount *fz_mnt(fuse_req_t req)
 	return (struct fz_mount *)fuse_req_userdata(req);
 }
 
+/* Largest read/write request on /dev/fuse: libfuse 3.14's read buffer (the ring may take
+ * larger ones, ring.c). */
+#define FZ_MAX_IO (1024 * 1024)
+
 /* ---- ring.c: FUSE over io_uring ---- */
 /* Puts ring.c under libfuse's reads and writes of /dev/fuse (after fuse_session_mount):
  * with want, it accepts the kernel's offer of io_uring in FUSE_INIT and serves through it.

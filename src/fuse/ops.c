@@ -2,7 +2,6 @@
 #include "common/log.h"
 #include "fuse/fz.h"
 
-#define FZ_MAX_IO (1024 * 1024) /* largest read/write request: 1 MiB */
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {

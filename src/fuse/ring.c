@@ -45,6 +45,9 @@
 #define WATCH_MS 200      /* how often the watcher looks for stalled queues */
 #define KICK_MAX 8        /* requests one kick makes a queue take */
 #define KICK_BACKOFF 15   /* at most this many periods between kicks of one stalled queue */
+/* Largest request on the ring, in pages, if fs.fuse.max_pages_limit allows: 4 MiB, the
+ * default OST RPC. On /dev/fuse libfuse 3.14's read buffer keeps it at 1 MiB. */
+#define RING_MAX_PAGES 1024
 
 struct ring_queue;
 
@@ -85,11 +88,14 @@ struct fz_ring {
 	struct ring_queue *queues;
 	pthread_mutex_t lock; /* growth and stop */
 	pthread_cond_t stop_cv;
+	int go;               /* lock: 1 once the kernel has our INIT reply, -1: no ring */
+	pthread_cond_t go_cv;
 	int stopping;         /* lock */
 	atomic_int in_use;    /* registration went through: the kernel talks through the ring */
 	char *mnt;            /* the mount point, which the watcher asks */
 	pthread_t watcher;
 	int watching;
+	atomic_size_t read_min; /* the kernel's least /dev/fuse read once max_write is raised */
 };
 
 static __thread struct ring_ent *tls_ent; /* the entry this thread serves */
@@ -142,13 +148,13 @@ static struct ring_ent *ent_new(struct fz_ring *r, struct ring_queue *q, int *er
 	}
 	e->r = r;
 	e->q = q;
-	e->hdr = aligned_alloc(64, sizeof(*e->hdr));
-	e->mem = aligned_alloc(4096, RING_FRONT + r->payload);
+	e->hdr = calloc(1, sizeof(*e->hdr));
+	/* aligned_alloc wants a multiple of the alignment */
+	e->mem = aligned_alloc(4096, RING_FRONT + ((r->payload + 4095) & ~(size_t)4095));
 	if (!e->hdr || !e->mem) {
 		*err = ENOMEM;
 		goto fail;
 	}
-	memset(e->hdr, 0, sizeof(*e->hdr));
 	rc = io_uring_queue_init(RING_DEPTH, &e->uring, IORING_SETUP_SQE128);
 	if (rc < 0) {
 		*err = -rc;
@@ -310,12 +316,21 @@ static void *ent_main(void *arg)
 
 	sigfillset(&all); /* signals are for libfuse's threads and the upgrade's */
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pthread_mutex_lock(&e->r->lock);
+	while (e->r->go == 0)
+		pthread_cond_wait(&e->r->go_cv, &e->r->lock);
+	rc = e->r->go;
+	pthread_mutex_unlock(&e->r->lock);
+	if (rc < 0)
+		return NULL;
 	rc = ent_register(e);
 	if (rc < 0 && rc != -ENOTCONN && rc != -ECONNABORTED) {
 		/* the kernel gave up on the ring for this session: /dev/fuse serves */
 		if (atomic_exchange(&e->r->in_use, 0))
-			LOG_WARN("fuse", "FUSE transport: /dev/fuse after all (the kernel refused "
-				 "io_uring queue %d: %s)", e->q->qid, strerror(-rc));
+			LOG_ERR("fuse", "FUSE transport: /dev/fuse after all (the kernel refused "
+				 "io_uring queue %d: %s)%s", e->q->qid, strerror(-rc),
+				 e->r->payload > FZ_MAX_IO ? "; requests above 1 MiB fail "
+				 "there: remount with -o io_uring=off" : "");
 		return NULL;
 	}
 	while (rc == 0) {
@@ -493,8 +508,32 @@ static void free_queues(struct fz_ring *r)
 	r->queues = NULL;
 }
 
-/* RING_ENT_START entries per queue, made before we accept the ring: a machine where they
- * cannot be made (no io_uring, no memory) keeps the session on /dev/fuse. 0 or -errno. */
+/* Lets the prepared entries' threads register (go 1) or end (go -1). */
+static void release(struct fz_ring *r, int go)
+{
+	pthread_mutex_lock(&r->lock);
+	r->go = go;
+	pthread_cond_broadcast(&r->go_cv);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* Joins the entries' threads (told to end) and frees them. */
+static void drop_queues(struct fz_ring *r)
+{
+	for (int qi = 0; r->queues && qi < r->nq; qi++) {
+		struct ring_queue *q = &r->queues[qi];
+
+		for (int i = 0; i < atomic_load(&q->count); i++)
+			pthread_join(q->ents[i]->thread, NULL);
+		atomic_fetch_sub(&g_ring_entries, (uint_fast64_t)atomic_load(&q->count));
+	}
+	free_queues(r);
+}
+
+/* RING_ENT_START entries per queue with their threads, which wait until release: made
+ * before we accept the ring, so that a machine where they cannot be made (no io_uring, as
+ * in a container whose seccomp refuses it; no memory) keeps the session on /dev/fuse.
+ * 0 or -errno. */
 static int prepare_queues(struct fz_ring *r)
 {
 	int err = 0;
@@ -502,63 +541,44 @@ static int prepare_queues(struct fz_ring *r)
 	r->queues = calloc((size_t)r->nq, sizeof(*r->queues));
 	if (!r->queues)
 		return -ENOMEM;
-	for (int qi = 0; qi < r->nq; qi++) {
+	for (int qi = 0; qi < r->nq && !err; qi++) {
 		struct ring_queue *q = &r->queues[qi];
 
 		q->qid = qi;
-		for (int i = 0; i < RING_ENT_START; i++) {
+		for (int i = 0; i < RING_ENT_START && !err; i++) {
 			struct ring_ent *e = ent_new(r, q, &err);
 
-			if (!e) {
-				free_queues(r);
-				return -err;
+			if (e && pthread_create(&e->thread, NULL, ent_main, e) != 0) {
+				ent_free(e);
+				e = NULL;
+				err = EAGAIN;
 			}
-			q->ents[i] = e;
-			atomic_store(&q->count, i + 1);
+			if (e) {
+				q->ents[i] = e;
+				atomic_store(&q->count, i + 1);
+				atomic_fetch_add(&g_ring_entries, 1);
+			}
 		}
 	}
-	return 0;
-}
-
-/* Starts the prepared entries' threads; an entry whose thread does not start is dropped.
- * 0, or -EAGAIN when a queue got none: the kernel would hold every request until all queues
- * have an entry, so the caller makes it give up the ring. */
-static int start_queues(struct fz_ring *r)
-{
-	int rc = 0;
-
-	pthread_mutex_lock(&r->lock);
-	for (int qi = 0; qi < r->nq; qi++) {
-		struct ring_queue *q = &r->queues[qi];
-		int n = atomic_load(&q->count), started = 0;
-
-		while (rc == 0 && started < n &&
-		       pthread_create(&q->ents[started]->thread, NULL, ent_main,
-				      q->ents[started]) == 0)
-			started++;
-		for (int i = started; i < n; i++)
-			ent_free(q->ents[i]);
-		atomic_store(&q->count, started);
-		atomic_fetch_add(&g_ring_entries, (uint_fast64_t)started);
-		if (started == 0)
-			rc = -EAGAIN;
+	if (err) {
+		release(r, -1);
+		drop_queues(r);
 	}
-	pthread_mutex_unlock(&r->lock);
-	return rc;
+	return -err;
 }
 
-/* No ring after all: a registration the kernel refuses turns it back to /dev/fuse. */
-static void refuse_ring(struct fz_ring *r)
+/* fs.fuse.max_pages_limit: the most pages the kernel puts in one request. */
+static unsigned kernel_max_pages(void)
 {
-	struct ring_queue q = {.qid = 0};
-	int err = 0;
-	struct ring_ent *e = ent_new(r, &q, &err);
+	FILE *f = fopen("/proc/sys/fs/fuse/max_pages_limit", "r");
+	unsigned n = 256;
 
-	if (!e || ent_submit(e, K_URING_CMD_REGISTER, 0, 0) < 0 || ent_wait(e) >= 0)
-		LOG_ERR("fuse", "io_uring: the kernel did not take back the offer; requests may "
-			"hang until the mount is aborted");
-	if (e)
-		ent_free(e);
+	if (f) {
+		if (fscanf(f, "%u", &n) != 1)
+			n = 256;
+		fclose(f);
+	}
+	return n;
 }
 
 /* The reply to FUSE_INIT: accepts the ring when offered and wanted, then starts it. */
@@ -573,17 +593,29 @@ static ssize_t init_reply(struct fz_ring *r, int fd, struct iovec *iov, int coun
 	if (count >= 2 && iov[1].iov_len >= sizeof(*out) && oh->error == 0)
 		out = iov[1].iov_base;
 	if (out && r->offered && r->want) {
-		size_t pages = (size_t)out->max_pages * 4096;
+		unsigned pages = kernel_max_pages();
+		uint32_t max_write = out->max_write;
 
-		r->payload = out->max_write > K_FUSE_MIN_READ_BUFFER ? out->max_write
-								    : K_FUSE_MIN_READ_BUFFER;
-		if (pages > r->payload)
-			r->payload = pages;
+		/* the payload buffers are ours: larger requests than libfuse's buffer takes */
+		if (pages > RING_MAX_PAGES)
+			pages = RING_MAX_PAGES;
+		if ((out->flags & K_FUSE_MAX_PAGES) && pages > out->max_pages)
+			max_write = pages * 4096;
+		else
+			pages = out->max_pages;
+		r->payload = max_write > K_FUSE_MIN_READ_BUFFER ? max_write : K_FUSE_MIN_READ_BUFFER;
+		if ((size_t)pages * 4096 > r->payload)
+			r->payload = (size_t)pages * 4096;
 		r->nq = possible_cpus();
 		rc = r->nq > 0 ? prepare_queues(r) : -ENXIO;
 		if (rc == 0) {
 			out->flags |= K_FUSE_INIT_EXT;
 			out->flags2 |= K_FUSE_OVER_IO_URING;
+			out->max_write = max_write;
+			out->max_pages = (uint16_t)pages;
+			/* the kernel refuses /dev/fuse reads smaller than a whole WRITE */
+			if (max_write > FZ_MAX_IO)
+				atomic_store(&r->read_min, (size_t)max_write + 4096);
 		}
 	}
 	n = writev(fd, iov, count);
@@ -605,25 +637,20 @@ static ssize_t init_reply(struct fz_ring *r, int fd, struct iovec *iov, int coun
 		return n;
 	}
 	if (n < 0) {
-		free_queues(r);
+		release(r, -1);
+		drop_queues(r);
 		return n;
 	}
 	atomic_store(&r->in_use, 1);
-	rc = start_queues(r);
-	if (rc < 0) {
-		atomic_store(&r->in_use, 0);
-		LOG_WARN("fuse", "FUSE transport: /dev/fuse (cannot start io_uring entries: %s)",
-			 strerror(-rc));
-		refuse_ring(r);
-		return n;
-	}
+	release(r, 1);
 	if (pthread_create(&r->watcher, NULL, watch_main, r) == 0)
 		r->watching = 1;
 	else
 		LOG_WARN("fuse", "io_uring: no watcher thread: a request queued while every entry "
 			 "was busy waits for the next reply on its queue");
 	LOG_INFO("fuse", "FUSE transport: io_uring, %d queue(s) of %d entries (up to %d), "
-		 "%zu KiB payload each", r->nq, RING_ENT_START, RING_ENT_MAX, r->payload / 1024);
+		 "requests up to %zu KiB (fs.fuse.max_pages_limit)", r->nq, RING_ENT_START,
+		 RING_ENT_MAX, r->payload / 1024);
 	return n;
 }
 
@@ -643,10 +670,58 @@ static ssize_t ring_writev(int fd, struct iovec *iov, int count, void *userdata)
 	return writev(fd, iov, count);
 }
 
+/* A /dev/fuse read into a buffer of the size the kernel wants since it has max_write above
+ * what libfuse's buffer holds: one per libfuse thread. What comes through /dev/fuse then
+ * (forgets, interrupts) is small; a request that does not fit libfuse's buffer (the kernel
+ * fell back from the ring) is answered EIO here. */
+static pthread_key_t big_key;
+
+static void big_key_make(void)
+{
+	pthread_key_create(&big_key, free);
+}
+
+static ssize_t read_big(int fd, void *buf, size_t len, size_t need)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	static atomic_int warned;
+	char *big;
+	ssize_t n;
+
+	pthread_once(&once, big_key_make);
+	big = pthread_getspecific(big_key);
+	if (!big) {
+		big = malloc(need);
+		if (!big || pthread_setspecific(big_key, big) != 0) {
+			free(big);
+			errno = ENOMEM;
+			return -1;
+		}
+	}
+	n = read(fd, big, need);
+	if (n > (ssize_t)len) {
+		const struct k_in_header *in = (const void *)big;
+		struct k_out_header oh = {sizeof(oh), -EIO, in->unique};
+
+		if (!atomic_exchange(&warned, 1))
+			LOG_ERR("fuse", "a %zd-byte request (opcode %u) came through /dev/fuse, whose "
+				"buffer holds %zu: answered EIO (remount with -o io_uring=off)", n,
+				in->opcode, len);
+		if (write(fd, &oh, sizeof(oh)) < 0)
+			LOG_DEBUG("fuse", "answering EIO: %s", strerror(errno));
+		errno = ENOENT; /* libfuse reads again */
+		return -1;
+	}
+	if (n > 0)
+		memcpy(buf, big, (size_t)n);
+	return n;
+}
+
 static ssize_t ring_read(int fd, void *buf, size_t len, void *userdata)
 {
 	struct fz_ring *r = ((struct fz_mount *)userdata)->ring;
-	ssize_t n = read(fd, buf, len);
+	size_t need = atomic_load(&r->read_min);
+	ssize_t n = need > len ? read_big(fd, buf, len, need) : read(fd, buf, len);
 	const struct k_in_header *in = buf;
 
 	if (n >= (ssize_t)(sizeof(*in) + sizeof(struct k_init_in)) && in->opcode == K_FUSE_INIT) {
@@ -673,6 +748,7 @@ int fz_ring_setup(struct fz_mount *m, const char *mnt, int want)
 	r->want = want;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->stop_cv, NULL);
+	pthread_cond_init(&r->go_cv, NULL);
 	m->ring = r;
 	rc = fuse_session_custom_io(m->se, &io, r->fd);
 	if (rc < 0)
@@ -715,6 +791,12 @@ void fz_ring_stop(struct fz_mount *m)
 		}
 		r->watching = 0;
 	}
+	pthread_mutex_lock(&r->lock);
+	if (r->go == 0) { /* never released: they wait for it */
+		r->go = -1;
+		pthread_cond_broadcast(&r->go_cv);
+	}
+	pthread_mutex_unlock(&r->lock);
 	for (int qi = 0; r->queues && qi < r->nq; qi++) {
 		struct ring_queue *q = &r->queues[qi];
 
@@ -731,11 +813,8 @@ void fz_ring_stop(struct fz_mount *m)
 			}
 			pthread_mutex_unlock(&e->lock);
 		}
-		for (int i = 0; i < atomic_load(&q->count); i++)
-			pthread_join(q->ents[i]->thread, NULL);
-		atomic_fetch_sub(&g_ring_entries, (uint_fast64_t)atomic_load(&q->count));
 	}
-	free_queues(r);
+	drop_queues(r);
 	atomic_store(&r->in_use, 0);
 	/* m->ring stays: libfuse's custom io still reads and writes through it */
 }
@@ -748,6 +827,7 @@ void fz_ring_free(struct fz_mount *m)
 		return;
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->stop_cv);
+	pthread_cond_destroy(&r->go_cv);
 	free(r->mnt);
 	free(r);
 	m->ring = NULL;

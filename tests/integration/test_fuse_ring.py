@@ -117,6 +117,37 @@ def test_ring_serves_what_a_dev_fuse_mount_sees(make_cluster, nacre_cli):
     assert served >= 1500 * 2, f"only {served} requests went through the ring"
 
 
+@pytest.fixture
+def max_pages_1024():
+    """fs.fuse.max_pages_limit at 1024 (4 MiB requests) for mounts made meanwhile."""
+    limit = Path("/proc/sys/fs/fuse/max_pages_limit")
+    if not limit.exists():
+        pytest.skip("this kernel has no fs.fuse.max_pages_limit")
+    old = limit.read_text().strip()
+    limit.write_text("1024")
+    yield
+    limit.write_text(old)
+
+
+def test_requests_above_1mib_on_the_ring(make_cluster, max_pages_1024):
+    c = make_cluster(osts=2)
+    m, port = ring_mount(c)
+    assert "requests up to 4096 KiB" in m.proc.text(), m.proc.text()
+    with fuse_ring(True):
+        other = c.mount(opts=["io_uring=off"], name="mnt-devfuse")  # libfuse's 1 MiB
+    data = os.urandom(16 << 20)
+    with open(m.path / "big", "wb") as f:
+        for off in range(0, len(data), 4 << 20):
+            f.write(data[off:off + (4 << 20)])
+    assert metric(port, "nacre_client_write_max_bytes") == 4 << 20
+    assert (other.path / "big").read_bytes() == data
+    (other.path / "back").write_bytes(data[::-1])
+    drop_caches()
+    with open(m.path / "back", "rb", buffering=0) as f:
+        assert f.read() == data[::-1]
+    assert metric(port, "nacre_client_read_max_bytes") > 1 << 20
+
+
 def test_dev_fuse_where_the_kernel_offers_no_ring(make_cluster):
     c = make_cluster(osts=1)
     port = free_port()
