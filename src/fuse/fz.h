@@ -157,7 +157,8 @@ int fz_ring_setup(struct fz_mount *m, const char *mnt, int want);
  * ring need not copy it (its payload buffer; the request's own payload is then gone), or
  * NULL (a /dev/fuse request, or too big). */
 void *fz_ring_reply_buffer(size_t size);
-/* 1 while the kernel hands requests to the ring (a session that cannot be handed over). */
+/* 1 once the session took the ring (even if the kernel refused it later): it cannot be
+ * handed over, and its requests may be larger than libfuse's /dev/fuse buffer. */
 int fz_ring_in_use(struct fz_mount *m);
 /* Ends the ring's threads once the FUSE loop ended; fz_ring_free after the session. */
 void fz_ring_stop(struct fz_mount *m);

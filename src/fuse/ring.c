@@ -91,7 +91,8 @@ struct fz_ring {
 	int go;               /* lock: 1 once the kernel has our INIT reply, -1: no ring */
 	pthread_cond_t go_cv;
 	int stopping;         /* lock */
-	atomic_int in_use;    /* registration went through: the kernel talks through the ring */
+	atomic_int in_use;    /* the session took the ring (the kernel may refuse it later) */
+	atomic_int refused;   /* the kernel refused a registration: said once */
 	char *mnt;            /* the mount point, which the watcher asks */
 	pthread_t watcher;
 	int watching;
@@ -127,6 +128,7 @@ static int possible_cpus(void)
 		return -1;
 	while (fscanf(f, "%d", &lo) == 1) {
 		hi = lo;
+		sep = 0;
 		if (fscanf(f, "%c", &sep) == 1 && sep == '-' && fscanf(f, "%d%c", &hi, &sep) < 1)
 			break;
 		n += hi - lo + 1;
@@ -182,9 +184,8 @@ static void ent_free(struct ring_ent *e)
 	free(e);
 }
 
-/* Submits a command on the entry (hdr and payload as its buffers), or with payload_len 0
- * a registration the kernel refuses (which makes it fall back to /dev/fuse). 0 or -errno. */
-static int ent_submit(struct ring_ent *e, uint32_t op, uint64_t commit_id, size_t payload_len)
+/* Submits a command on the entry, with hdr and payload as its buffers. 0 or -errno. */
+static int ent_submit(struct ring_ent *e, uint32_t op, uint64_t commit_id)
 {
 	struct io_uring_sqe *sqe;
 	struct k_uring_cmd_req *cmd;
@@ -197,7 +198,6 @@ static int ent_submit(struct ring_ent *e, uint32_t op, uint64_t commit_id, size_
 		return -EBUSY;
 	}
 	memset(sqe, 0, 2 * sizeof(*sqe)); /* SQE128: the command area is the second half */
-	e->iov[1].iov_len = payload_len;
 	sqe->opcode = IORING_OP_URING_CMD;
 	sqe->fd = e->r->fd;
 	sqe->cmd_op = op;
@@ -254,6 +254,8 @@ static void ent_serve(struct ring_ent *e)
 
 	memcpy(&in, e->hdr->in_out, sizeof(in));
 	e->commit_id = e->hdr->ent.commit_id;
+	if (atomic_fetch_sub(&e->q->idle, 1) - 1 < RING_SPARE)
+		grow(e->q, r);
 	if (in.len < sizeof(in) + payload || payload > r->payload ||
 	    in.len - sizeof(in) - payload > sizeof(e->hdr->op_in)) {
 		LOG_WARN("fuse", "io_uring: request %llu (opcode %u) of %u bytes with a payload of "
@@ -270,8 +272,6 @@ static void ent_serve(struct ring_ent *e)
 	e->unique = in.unique;
 	e->replied = 0;
 	pthread_mutex_unlock(&e->lock);
-	if (atomic_fetch_sub(&e->q->idle, 1) - 1 < RING_SPARE)
-		grow(e->q, r);
 	atomic_fetch_add_explicit(&g_ring_requests, 1, memory_order_relaxed);
 
 	memset(&fb, 0, sizeof(fb));
@@ -295,7 +295,7 @@ static int ent_register(struct ring_ent *e)
 	int rc;
 
 	for (int tries = 0;; tries++) {
-		rc = ent_submit(e, K_URING_CMD_REGISTER, 0, e->r->payload);
+		rc = ent_submit(e, K_URING_CMD_REGISTER, 0);
 		if (rc < 0)
 			return rc;
 		atomic_fetch_add(&e->q->idle, 1);
@@ -326,7 +326,7 @@ static void *ent_main(void *arg)
 	rc = ent_register(e);
 	if (rc < 0 && rc != -ENOTCONN && rc != -ECONNABORTED) {
 		/* the kernel gave up on the ring for this session: /dev/fuse serves */
-		if (atomic_exchange(&e->r->in_use, 0))
+		if (!atomic_exchange(&e->r->refused, 1))
 			LOG_ERR("fuse", "FUSE transport: /dev/fuse after all (the kernel refused "
 				 "io_uring queue %d: %s)%s", e->q->qid, strerror(-rc),
 				 e->r->payload > FZ_MAX_IO ? "; requests above 1 MiB fail "
@@ -335,7 +335,7 @@ static void *ent_main(void *arg)
 	}
 	while (rc == 0) {
 		ent_serve(e);
-		rc = ent_submit(e, K_URING_CMD_COMMIT_AND_FETCH, e->commit_id, e->r->payload);
+		rc = ent_submit(e, K_URING_CMD_COMMIT_AND_FETCH, e->commit_id);
 		if (rc == 0) {
 			atomic_fetch_add(&e->q->commits, 1);
 			atomic_fetch_add(&e->q->idle, 1);
