@@ -31,7 +31,11 @@ struct k_init_out {
 	uint16_t max_pages, map_alignment;
 	uint32_t flags2;
 };
+#define K_FUSE_FORGET 2
 #define K_FUSE_INIT 26
+#define K_FUSE_INTERRUPT 36
+#define K_FUSE_BATCH_FORGET 42
+#define K_FUSE_NOTIFY_REPLY 41
 #define K_FUSE_MAX_PAGES (1u << 22)     /* since 7.28: max_write above 128 KiB */
 #define K_FUSE_INIT_EXT (1u << 30)      /* flags2 is meaningful */
 #define K_FUSE_OVER_IO_URING (1u << 9)  /* in flags2: FUSE_OVER_IO_URING, 1 << 41 */

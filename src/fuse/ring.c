@@ -230,16 +230,28 @@ static int ent_wait(struct ring_ent *e)
 	return ud == UD_WAKE ? 1 : rc;
 }
 
-/* Answers a request we cannot hand to libfuse (malformed: the kernel would not send it). */
+/* Answers a request ourselves: one we cannot hand to libfuse (malformed: the kernel would
+ * not send it), or one libfuse does not answer (err 0). */
 static void ent_fail(struct ring_ent *e, uint64_t unique, int err)
 {
 	struct k_out_header oh = {sizeof(oh), -err, unique};
 
 	memcpy(e->hdr->in_out, &oh, sizeof(oh));
 	e->hdr->ent.payload_sz = 0;
+	pthread_mutex_lock(&e->lock);
+	e->replied = 1;
+	pthread_mutex_unlock(&e->lock);
 }
 
 static void grow(struct ring_queue *q, struct fz_ring *r);
+
+/* Whether libfuse answers a request of this opcode: not FORGET, BATCH_FORGET, INTERRUPT,
+ * NOTIFY_REPLY. */
+static int has_reply(uint32_t opcode)
+{
+	return opcode != K_FUSE_FORGET && opcode != K_FUSE_BATCH_FORGET &&
+	       opcode != K_FUSE_INTERRUPT && opcode != K_FUSE_NOTIFY_REPLY;
+}
 
 /* Serves the request in the entry's buffers; on return the reply is in them. libfuse
  * wants the request in one piece: the two headers go right in front of the payload. */
@@ -280,6 +292,8 @@ static void ent_serve(struct ring_ent *e)
 	tls_ent = e;
 	fuse_session_process_buf(r->m->se, &fb);
 	tls_ent = NULL;
+	if (!has_reply(in.opcode))
+		ent_fail(e, in.unique, 0); /* (the kernel sends them to /dev/fuse today) */
 	/* a reply may come from another thread (none does today: every operation answers
 	 * before it returns); the entry is not given back before it */
 	pthread_mutex_lock(&e->lock);

@@ -238,6 +238,7 @@ def test_upgrade_is_refused_on_the_ring(make_cluster):
 
 
 def test_killed_mount_fails_calls_instead_of_hanging(make_cluster):
+    """kill -9: calls fail at once (ENOTCONN or ECONNABORTED), none hangs."""
     c = make_cluster(osts=1)
     m, _ = ring_mount(c)
     (m.path / "f").write_bytes(b"x")
@@ -245,7 +246,9 @@ def test_killed_mount_fails_calls_instead_of_hanging(make_cluster):
     t = time.monotonic()
     r = subprocess.run(["stat", str(m.path / "f")], capture_output=True, text=True, timeout=30)
     assert r.returncode != 0
-    assert "Transport endpoint is not connected" in r.stderr, r.stderr
+    # ENOTCONN, or ECONNABORTED for a request the ring held when the connection went
+    assert ("Transport endpoint is not connected" in r.stderr or
+            "Software caused connection abort" in r.stderr), r.stderr
     assert time.monotonic() - t < 10
 
 
