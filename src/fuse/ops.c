@@ -2,7 +2,6 @@
 #include "common/log.h"
 #include "fuse/fz.h"
 
-
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct fz_mount *m = userdata;

@@ -245,6 +245,15 @@ static void ent_fail(struct ring_ent *e, uint64_t unique, int err)
 
 static void grow(struct ring_queue *q, struct fz_ring *r);
 
+/* The ring's threads take no signals: they are for libfuse's threads and the upgrade's. */
+static void block_signals(void)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+}
+
 /* Whether libfuse answers a request of this opcode: not FORGET, BATCH_FORGET, INTERRUPT,
  * NOTIFY_REPLY. */
 static int has_reply(uint32_t opcode)
@@ -325,11 +334,9 @@ static int ent_register(struct ring_ent *e)
 static void *ent_main(void *arg)
 {
 	struct ring_ent *e = arg;
-	sigset_t all;
 	int rc;
 
-	sigfillset(&all); /* signals are for libfuse's threads and the upgrade's */
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	block_signals();
 	pthread_mutex_lock(&e->r->lock);
 	while (e->r->go == 0)
 		pthread_cond_wait(&e->r->go_cv, &e->r->lock);
@@ -420,10 +427,8 @@ static void *watch_main(void *arg)
 {
 	struct fz_ring *r = arg;
 	struct timespec ts;
-	sigset_t all;
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	block_signals();
 	pthread_mutex_lock(&r->lock);
 	while (!r->stopping) {
 		time_after_ms(&ts, CLOCK_REALTIME, WATCH_MS);
