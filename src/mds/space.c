@@ -128,8 +128,10 @@ static void look(struct mds_space *s, int64_t now)
 			 s->dir, (unsigned long long)(fs_free >> 10));
 		drop_ballast(s, why);
 	} else if (!s->ballast && fs_free != UINT64_MAX && fs_free >= s->reserve + s->reserve / 2 &&
-		   make_ballast(s) == 0) {
-		/* what is left after it stays above where it would be dropped again */
+		   s->room >= 2 * s->reserve + s->reserve / 8 && make_ballast(s) == 0) {
+		/* What is left after it stays above where it would be dropped again, and above
+		 * the reserve by a margin: a create admitted just before (room >= 2 reserves)
+		 * must not find creates refused again a moment later. */
 		s->ballast = 1;
 		s->fs_free -= s->reserve;
 		s->room -= s->reserve;

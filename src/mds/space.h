@@ -12,8 +12,9 @@
  *  - the ballast: a file DIR/reserve of the same size, made at start, holds room that
  *    nothing else on the file system can take. When the room falls under half the reserve
  *    (another program filled the file system) it is removed before a commit can fail, and
- *    made again once the room is back; while it is missing, changes that take space need
- *    the reserve and the ballast's size.
+ *    made again once the room is back (two reserves and an eighth: creates that ran
+ *    without it go on with it); while it is missing, changes that take space need the
+ *    reserve and the ballast's size.
  *
  * The reserve is 1/128 of the file system, at least 1 MiB, at most 64 MiB: 2,000 unlinks on
  * a full MDT take about 100 KiB. The file system is looked at every second, and at most
