@@ -7,6 +7,7 @@ reports at teardown. Where FUSE is missing the tests fail: they never skip.
 """
 import contextlib
 import errno
+import functools
 import os
 import secrets
 import shlex
@@ -37,6 +38,14 @@ def binary(name):
         pytest.fail(f"{path} is not built: run `cmake -B {BUILD} && cmake --build {BUILD}` "
                     f"(or set NACRE_BUILD to the build directory)")
     return str(path)
+
+
+@functools.lru_cache(maxsize=None)
+def sanitized_build():
+    """Whether the build under test has ASan (or TSan) in it: such a run takes two to three
+    times as long, so the longest tests run shorter there (the same paths, less of them)."""
+    r = subprocess.run(["ldd", binary("nacre-mds")], capture_output=True, text=True)
+    return "libasan" in r.stdout or "libtsan" in r.stdout
 
 
 

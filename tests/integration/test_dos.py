@@ -22,7 +22,8 @@ import urllib.request
 
 import pytest
 
-from conftest import Cluster, binary, free_port, mounted_dirs, start_cluster, wait_for
+from conftest import (Cluster, binary, free_port, mounted_dirs, sanitized_build, start_cluster,
+                      wait_for)
 
 WIRE_MAGIC = 0x5243414E
 HDR = struct.Struct("<IHHIIQiII")  # magic version opcode flags body_len xid status bulk crc
@@ -31,8 +32,7 @@ MIB = 1 << 20
 RSS_SLACK_KIB = 50 * 1024
 # A sanitizer build spends about three times the memory per allocation (redzones, shadow):
 # the same bounded queues show as more RSS there.
-SANITIZED = "libasan" in subprocess.run(["ldd", str(binary("nacre-mds"))], capture_output=True,
-                                        text=True).stdout
+SANITIZED = sanitized_build()
 if SANITIZED:
     RSS_SLACK_KIB *= 2
 CLIENT_LIMIT_S = 1.0

@@ -25,7 +25,8 @@ import subprocess
 
 import pytest
 
-from conftest import ADMIN_CLIENT, BUILD, REPO, binary, daemon_env, mounted_dirs, wait_for
+from conftest import (ADMIN_CLIENT, BUILD, REPO, binary, daemon_env, mounted_dirs,
+                      sanitized_build, wait_for)
 
 BUILD_IMAGE = REPO / "deploy" / "fluid" / "build-image"
 FIO_SIZE_MB = 256
@@ -56,11 +57,6 @@ def build_images():
     assert r.returncode == 0, f"build-image failed:\n{r.stdout}{r.stderr}"
     images = dict(line.split(" ", 1) for line in r.stdout.splitlines() if " " in line)
     return images["fuse-image"], images["app-image"]
-
-
-def sanitizer_build():
-    r = subprocess.run(["ldd", binary("nacre-mount")], capture_output=True, text=True)
-    return "libasan" in r.stdout or "libtsan" in r.stdout
 
 
 def pod_yaml(name, fuse_image, app_image, target, etc):
@@ -247,7 +243,7 @@ def test_fluid_container(fluid_pod, host_cgroup):
     # test only fails on a broken or serialized path (< 50%; < 20% for a sanitizer build,
     # which is CPU-bound several times over). The 95% figure is checked where it means
     # something: NACRE_FIO_STRICT=1 on a quiet machine (docs/PERFORMANCE.md).
-    sanitized = sanitizer_build()
+    sanitized = sanitized_build()
     strict = os.environ.get("NACRE_FIO_STRICT") == "1"
     need = 0.95 if strict else 0.2 if sanitized else 0.5
     if not strict:

@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from conftest import Cluster, free_port, wait_for
+from conftest import Cluster, free_port, sanitized_build, wait_for
 
 MIB = 1 << 20
 
@@ -480,6 +480,8 @@ print(json.dumps({"res": res, "took": time.monotonic() - t0}))
 OPS = ("stat", "create", "mkdir", "readdir", "write+fsync", "chmod")
 
 
+@pytest.mark.skipif("sanitized_build()", reason="a 70 s wait that checks timing; the sanitizer "
+                    "build runs the same recovery paths in the shorter MDS-down tests")
 def test_mds_down_70s_blocks_then_succeeds_or_fails_after_recovery_timeout(make_cluster):
     c = make_cluster(cls=RecoveryCluster, osts=2)
     patient = c.mounts[0].path
