@@ -232,6 +232,7 @@ static int ent_wait(struct ring_ent *e)
 
 /* Answers a request ourselves: one we cannot hand to libfuse (malformed: the kernel would
  * not send it), or one libfuse does not answer (err 0). */
+/* Answers the entry's request with err (0: an empty reply) instead of what libfuse built. */
 static void ent_fail(struct ring_ent *e, uint64_t unique, int err)
 {
 	struct k_out_header oh = {sizeof(oh), -err, unique};
@@ -240,6 +241,7 @@ static void ent_fail(struct ring_ent *e, uint64_t unique, int err)
 	e->hdr->ent.payload_sz = 0;
 	pthread_mutex_lock(&e->lock);
 	e->replied = 1;
+	pthread_cond_signal(&e->replied_cv);
 	pthread_mutex_unlock(&e->lock);
 }
 
@@ -463,21 +465,30 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
+/* A reply that does not fit the entry (a bug: the kernel sizes its requests to our
+ * buffers) is answered EIO, so that the entry is given back and the caller hears of it. */
+static ssize_t ent_reply_misfit(struct ring_ent *e, const struct k_out_header *oh, size_t len)
+{
+	LOG_RATELIMITED(LOG_LVL_ERR, "fuse", "io_uring: the reply to request %llu (%zu bytes) "
+			"does not fit its entry (%zu); answering EIO",
+			(unsigned long long)oh->unique, len, e->r->payload);
+	ent_fail(e, oh->unique, EIO);
+	errno = EINVAL;
+	return -1;
+}
+
 /* The entry's reply: out header into the header buffer, the rest into the payload. */
 static ssize_t ent_reply(struct ring_ent *e, const struct iovec *iov, int count)
 {
+	const struct k_out_header *oh = iov[0].iov_base;
 	char *payload = e->mem + RING_FRONT;
 	size_t off = 0;
 
-	if (iov[0].iov_len != sizeof(struct k_out_header)) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (iov[0].iov_len != sizeof(struct k_out_header))
+		return ent_reply_misfit(e, oh, iov[0].iov_len);
 	for (int i = 1; i < count; i++) {
-		if (iov[i].iov_len > e->r->payload - off) {
-			errno = EINVAL;
-			return -1;
-		}
+		if (iov[i].iov_len > e->r->payload - off)
+			return ent_reply_misfit(e, oh, off + iov[i].iov_len);
 		if (iov[i].iov_base != payload + off)
 			memcpy(payload + off, iov[i].iov_base, iov[i].iov_len);
 		off += iov[i].iov_len;
