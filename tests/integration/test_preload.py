@@ -2,15 +2,20 @@
 through libnacre, and what they write is what any other process reads through the mount.
 Every test checks the bytes through the mount without the library (and through a second
 mount), and that the library did serve the calls (NACRE_PRELOAD_REPORT)."""
+import hashlib
+import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
-from conftest import BUILD, as_user
+from conftest import BUILD, as_user, wait_for
+from test_recovery import RecoveryCluster, sha256_of
 from test_tools import assert_same_tree, make_tree
 
 LIB = BUILD / "libnacre-preload.so"
@@ -211,3 +216,57 @@ def test_exit_without_close_keeps_what_was_written(cluster, mnt):
     assert served(r.stderr, "write") == 1, r.stderr
     other = cluster.mount()
     assert (other / "pl-exit").read_bytes() == bytes(range(256)) * 12288
+
+
+PAUSING_WRITER = r"""
+import hashlib, json, os, random, sys, time
+path, mib, go = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rng = random.Random(5)
+h = hashlib.sha256()
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+for i in range(mib):
+    if i == mib // 2:
+        open(go + ".half", "w").close()
+        while not os.path.exists(go):  # the servers are killed and started meanwhile
+            time.sleep(0.05)
+    block = rng.randbytes(1 << 20)
+    h.update(block)
+    mv = memoryview(block)
+    while mv:
+        mv = mv[os.write(fd, mv):]
+os.fsync(fd)
+os.close(fd)
+print(json.dumps({"sha256": h.hexdigest()}))
+"""
+
+
+def test_preloaded_writer_survives_oss_kill9_and_mds_restart(make_cluster, nacre_cli, tmp_path):
+    """libnacre's recovery under the library: half a striped file written (some of it still
+    in write-behind), an OSS and the MDS killed with -9 and started again, then the rest,
+    fsync and close. Every byte and the size through another mount."""
+    mib = 64
+    c = make_cluster(cls=RecoveryCluster, osts=4, oss=2)
+    path = c.mounts[0].path / "pl-recover"
+    nacre_cli("setstripe", "-c", 4, "-S", "1M", path, check=True)
+    go = tmp_path / "go"
+    env = dict(os.environ, LD_PRELOAD=str(LIB), NACRE_PRELOAD_REPORT="1")
+    p = subprocess.Popen([sys.executable, "-c", PAUSING_WRITER, str(path), str(mib), str(go)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    wait_for(lambda: os.path.exists(f"{go}.half") or p.poll() is not None, 120,
+             "the writer to get half way")
+    c.oss[1].kill(signal.SIGKILL)
+    c.mds.kill(signal.SIGKILL)
+    time.sleep(1.0)
+    c.start_oss(1, fmt=False)
+    c.start_mds(fmt=False)
+    go.touch()
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, f"the preloaded writer failed ({p.returncode}):\n{err}\n{out}"
+    assert served(err, "write") >= mib, err
+    want = json.loads(out.strip().splitlines()[-1])["sha256"]
+    other = c.mount().path
+    assert os.path.getsize(other / "pl-recover") == mib << 20
+    assert sha256_of(other / "pl-recover") == want
+    assert hashlib.sha256((c.mounts[0].path / "pl-recover").read_bytes()).hexdigest() == want
+    # two sessions came back with their opens: the mount's and the library's
+    assert len(re.findall(r"client \S+ \(\w+\) recovered:", c.mds.text())) == 2, c.mds.text()
