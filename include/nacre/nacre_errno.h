@@ -27,5 +27,8 @@ enum {
 /* Returns a static string for a negative (or positive) errno or NACRE_E* code.
  * Thread-safe. Never NULL. */
 const char *nacre_strerror(int err);
+/* The errno an application should see for err (negative or positive; 0 is a failure with
+ * no code): nacre's own codes and server timeouts are I/O errors, as on a local disk. */
+int nacre_errno_for_app(int err);
 
 #endif

@@ -1,4 +1,5 @@
 /* errstr.c - nacre_strerror(): one description for errno values and NACRE_E* codes. */
+#include <errno.h>
 #include <string.h>
 
 #include "nacre/nacre_errno.h"
@@ -34,4 +35,15 @@ __attribute__((visibility("default"))) const char *nacre_strerror(int err)
 	 * strerror(). */
 	s = strerrordesc_np(err);
 	return s ? s : "Unknown error";
+}
+
+__attribute__((visibility("default"))) int nacre_errno_for_app(int err)
+{
+	int e = err < 0 && err != (-2147483647 - 1) ? -err : err;
+
+	/* The kernel refuses error values from 512 up in FUSE replies, and no program knows
+	 * ours; a server that stayed away past the recovery timeout is a failed I/O. */
+	if (e <= 0 || e >= 512 || e == ETIMEDOUT)
+		return EIO;
+	return e;
 }

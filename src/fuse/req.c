@@ -171,13 +171,7 @@ uint32_t fz_umask_bits(fuse_req_t req)
 
 int fz_errno(int rc)
 {
-	int e = rc < 0 ? -rc : rc;
-
-	/* The kernel refuses error values from 512 up; our own codes and server timeouts are
-	 * I/O errors to applications. */
-	if (e == 0 || e >= 512 || e == ETIMEDOUT)
-		return EIO;
-	return e;
+	return nacre_errno_for_app(rc);
 }
 
 int fz_errno_or_ok(int rc)

@@ -148,9 +148,6 @@ void pl_debug(const char *fmt, ...)
 
 int pl_fail(int rc)
 {
-	int e = rc < 0 ? -rc : rc;
-
-	/* our own codes and server timeouts are I/O errors to an application */
-	errno = e == 0 || e >= 512 || e == ETIMEDOUT ? EIO : e;
+	errno = nacre_errno_for_app(rc);
 	return -1;
 }

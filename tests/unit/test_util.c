@@ -1,4 +1,4 @@
-/* test_util.c - util, nacre_strerror, crc32c, log and net. */
+/* test_util.c - util, nacre_strerror and nacre_errno_for_app, crc32c, log and net. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -108,6 +108,18 @@ static void test_strerror(void)
 	CHECK(nacre_strerror(NACRE_ELAST) != NULL);
 	CHECK(nacre_strerror(-2147483647 - 1) != NULL);
 	CHECK(nacre_strerror(2147483647) != NULL);
+}
+
+static void test_errno_for_app(void)
+{
+	CHECK_EQ(nacre_errno_for_app(-ENOENT), ENOENT);
+	CHECK_EQ(nacre_errno_for_app(EACCES), EACCES);
+	CHECK_EQ(nacre_errno_for_app(-ETIMEDOUT), EIO);
+	CHECK_EQ(nacre_errno_for_app(-NACRE_EAUTH), EIO);
+	CHECK_EQ(nacre_errno_for_app(512), EIO);
+	CHECK_EQ(nacre_errno_for_app(511), 511);
+	CHECK_EQ(nacre_errno_for_app(0), EIO);
+	CHECK_EQ(nacre_errno_for_app(-2147483647 - 1), EIO);
 }
 
 static void test_crc32c(void)
@@ -434,6 +446,7 @@ int main(void)
 	test_parse();
 	test_misc();
 	test_strerror();
+	test_errno_for_app();
 	test_crc32c();
 	test_log();
 	test_parse_addr();
