@@ -184,6 +184,27 @@ struct nacre_fs *pl_mount_fs(struct pl_mount *m)
 	return fs;
 }
 
+/* The job id of this process as euid: read from /proc once per (process, euid), not at
+ * every file (a fork or a setuid makes it again). */
+static void job_id(char out[NACRE_JOBID_MAX + 1])
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static char id[NACRE_JOBID_MAX + 1];
+	static pid_t id_pid;
+	static uid_t id_uid;
+	pid_t pid = getpid();
+	uid_t uid = geteuid();
+
+	pthread_mutex_lock(&lock);
+	if (id_pid != pid || id_uid != uid || !id[0]) {
+		jobid_procname_uid(pid, uid, id);
+		id_pid = pid;
+		id_uid = uid;
+	}
+	memcpy(out, id, sizeof(id));
+	pthread_mutex_unlock(&lock);
+}
+
 int pl_cred(struct nacre_fs *fs, struct nacre_cred *cr)
 {
 	gid_t groups[NACRE_CRED_GROUPS * 2];
@@ -199,7 +220,7 @@ int pl_cred(struct nacre_fs *fs, struct nacre_cred *cr)
 	if (rc < 0)
 		return rc;
 	if (nacre_fs_jobids(fs))
-		jobid_procname_uid(getpid(), geteuid(), cr->jobid);
+		job_id(cr->jobid);
 	return 0;
 }
 
