@@ -231,8 +231,7 @@ static int ent_wait(struct ring_ent *e)
 }
 
 /* Answers a request ourselves: one we cannot hand to libfuse (malformed: the kernel would
- * not send it), or one libfuse does not answer (err 0). */
-/* Answers the entry's request with err (0: an empty reply) instead of what libfuse built. */
+ * not send it), one libfuse does not answer (err 0), or one whose reply does not fit. */
 static void ent_fail(struct ring_ent *e, uint64_t unique, int err)
 {
 	struct k_out_header oh = {sizeof(oh), -err, unique};
