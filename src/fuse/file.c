@@ -1,8 +1,10 @@
 /* file.c - regular file operations: create, open, read, write, flush, fsync, release.
  *
  * The kernel page cache is used for reads only (no writeback cache): every write arrives
- * here and goes to libnacre, which buffers and stripes it. Each open file records the end
- * of what it wrote so that getattr reports the size this client knows before the MDS does.
+ * here and goes to libnacre, which buffers and stripes it. O_APPEND handles skip the page
+ * cache altogether (direct I/O), so that each write arrives here whole. Each open file
+ * records the end of what it wrote so that getattr reports the size this client knows
+ * before the MDS does.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -119,7 +121,13 @@ static int cache_stamp(struct fz_file *f)
 
 static void set_open_flags(struct fz_file *f, struct fuse_file_info *fi)
 {
-	fi->direct_io = 0;
+	/* O_APPEND: each write(2) must reach us whole, for libnacre asks the MDS for an offset
+	 * per request. Through the page cache the kernel ends a request at every page the
+	 * write fills only in part (4,133 bytes at offset 4,133 arrive as 4,059 + 74), and
+	 * another client's append then lands between the pieces. Direct I/O sends a write as
+	 * one request of up to max_write bytes; nor does the kernel cache our bytes at its own
+	 * idea of the end of file, which is stale while other clients append. */
+	fi->direct_io = f->append;
 	/* Close-to-open: drop cached pages on open if the file changed since this client
 	 * last knew it (another client may have written); keep them otherwise. */
 	fi->keep_cache = (unsigned)cache_stamp(f);
