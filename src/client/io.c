@@ -97,9 +97,9 @@ NACRE_API int nacre_open(struct nacre_fs *fs, const struct nacre_cred *cr,
 	req.cred = *cl_cred(cr, &root);
 	req.fid = *fid;
 	req.flags = (uint32_t)(flags & ~(O_CREAT | O_EXCL | O_NOCTTY)); /* create is separate */
-	/* Buffered writes of other handles come before the truncate, not after it. */
+	/* Writes of other handles come before the truncate, not after it. */
 	if (flags & O_TRUNC)
-		cl_wb_flush_fid(fs, fid);
+		cl_io_publish_fid(fs, fid);
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_open_req_encode(&c, &req);
 	rc = cl_mds_call(fs, WIRE_OP_MDS_OPEN, &c, &m);
@@ -170,6 +170,15 @@ NACRE_API ssize_t nacre_pread(struct nacre_file *f, void *buf, size_t len, uint6
 	pthread_mutex_lock(&f->lock);
 	size = known_size_locked(f);
 	pthread_mutex_unlock(&f->lock);
+	/* Past what this handle knows, another handle of this client may have written (another
+	 * process on the same mount, its data still buffered and its size not yet at the MDS):
+	 * that data is in the file for every reader here at once, not from its close on. Only
+	 * reads reaching this handle's end pay for the walk of the open files. */
+	if (off + len > size) {
+		uint64_t local = cl_files_written_end(f->fs, &f->fid);
+		if (local > size)
+			size = local;
+	}
 	if (len == 0 || off >= size)
 		return 0;
 	if (len > size - off)
@@ -323,6 +332,29 @@ static int send_size(struct nacre_file *f, uint16_t opcode)
 		pthread_mutex_unlock(&f->lock);
 	}
 	return rc;
+}
+
+void cl_io_publish_fid(struct nacre_fs *fs, const struct nacre_fid *fid)
+{
+	struct nacre_file **files;
+	int n;
+
+	cl_wb_flush_fid(fs, fid);
+	if (cl_files_pin_fid(fs, fid, &files, &n) < 0)
+		return; /* the data went out; the sizes follow at flush or close */
+	for (int i = 0; i < n; i++) {
+		struct nacre_file *g = files[i];
+		int due;
+
+		pthread_mutex_lock(&g->lock);
+		due = g->wrote && (g->write_seq != g->published_seq ||
+				   g->written_end > g->published_end);
+		pthread_mutex_unlock(&g->lock);
+		/* an error (EDQUOT, a lost MDS) comes back at that handle's fsync or close */
+		if (due)
+			send_size(g, WIRE_OP_MDS_SIZE_UPDATE);
+	}
+	cl_files_unpin(fs, files, n);
 }
 
 NACRE_API int nacre_fsync(struct nacre_file *f, int datasync)
