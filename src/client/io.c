@@ -5,7 +5,8 @@
  * from readahead (ra.c) when it holds the range, else from the object engine.
  *
  * Size: the MDS holds it; a handle knows the size from OPEN (or a later getattr) and the
- * highest end offset it wrote itself, and reports the latter on fsync and close.
+ * highest end offset it wrote itself, and reports the latter on fsync and close. A read past
+ * that also takes the ends the other handles of the file on this client wrote.
  *
  * With write-behind on (fs->dirty_max > 0) writes go to wb.c and reach the OSTs in the
  * background; reads first push out buffered writes of their range (read-your-writes) and
