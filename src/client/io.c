@@ -174,8 +174,9 @@ NACRE_API ssize_t nacre_pread(struct nacre_file *f, void *buf, size_t len, uint6
 	/* Past what this handle knows, another handle of this client may have written (another
 	 * process on the same mount, its data still buffered and its size not yet at the MDS):
 	 * that data is in the file for every reader here at once, not from its close on. Only
-	 * reads reaching this handle's end pay for the walk of the open files. */
-	if (off + len > size) {
+	 * reads reaching this handle's end pay for the walk of the open files, and only while
+	 * some handle of this client wrote (not a read-only workload's small files). */
+	if (off + len > size && __atomic_load_n(&f->fs->writers, __ATOMIC_ACQUIRE) > 0) {
 		uint64_t local = cl_files_written_end(f->fs, &f->fid);
 		if (local > size)
 			size = local;
@@ -275,6 +276,8 @@ NACRE_API ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len
 		if (rc == 0) {
 			if (off + len > f->written_end)
 				f->written_end = off + len;
+			if (!f->wrote)
+				__atomic_add_fetch(&f->fs->writers, 1, __ATOMIC_RELEASE);
 			f->wrote = 1;
 			f->write_seq++;
 			f->mtime = now_realtime();
@@ -405,6 +408,8 @@ NACRE_API int nacre_close(struct nacre_file *f)
 		return 0;
 	cl_wb_flush(f);
 	cl_files_del(f);
+	if (f->wrote) /* no other thread uses f any more */
+		__atomic_sub_fetch(&f->fs->writers, 1, __ATOMIC_RELEASE);
 	rc = send_size(f, WIRE_OP_MDS_CLOSE);
 	if (rc) {
 		char fid[NACRE_FID_STR_MAX];
