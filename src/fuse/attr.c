@@ -16,7 +16,7 @@ static void reply_attr(fuse_req_t req, struct fz_inode *in, const struct nacre_a
 	uint64_t size = a->size;
 
 	fz_attr_to_stat(a, &st);
-	fz_inode_merge_size(in, &size);
+	fz_inode_size_for_kernel(in, &size);
 	st.st_size = (off_t)size;
 	fuse_reply_attr(req, &st, fz_mnt(req)->attr_timeout);
 }

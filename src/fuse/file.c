@@ -223,6 +223,13 @@ void fz_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	set_open_flags(f, fi);
+	/* Close-to-open holds for the size too: the kernel may keep attributes from before
+	 * another client's close for attr_timeout, and a read stops at the size it holds.
+	 * When the size this open found is not the one the kernel was last given, they are
+	 * dropped before the reply, so the first read or stat of this open asks again (not at
+	 * every open: that GETATTR would cost an MDS round trip per open). */
+	if (!fi->keep_cache && m->se && fz_inode_kernel_size_differs(in))
+		fuse_lowlevel_notify_inval_inode(m->se, ino, -1, 0);
 	if (fuse_reply_open(req, fi) != 0) {
 		fz_handle_del(m, fi->fh, FZ_H_FILE);
 		fz_file_close(f);

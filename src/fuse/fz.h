@@ -39,6 +39,11 @@ struct fz_inode {
 	int cache_valid;
 	uint64_t cache_size;
 	struct nacre_time cache_mtime, cache_ctime;
+	/* lock: the size last given to the kernel in an attribute or entry reply (kernel_size
+	 * valid: one was given by this process), so an open can tell whether the kernel may
+	 * still hold an older size than the servers' */
+	int kernel_size_valid;
+	uint64_t kernel_size;
 	/* lock: a directory's attributes as the MDS last gave them (dircache.c) */
 	int dattr_valid;
 	uint64_t dattr_gen;     /* +1 at each drop: a fetch that began before it is stale */
@@ -196,8 +201,12 @@ struct nacre_fid fz_inode_parent(struct fz_mount *m, struct fz_inode *in);
 /* Links f into in's open file list / unlinks it. Thread-safe. */
 void fz_inode_add_file(struct fz_inode *in, struct fz_file *f);
 void fz_inode_del_file(struct fz_inode *in, struct fz_file *f);
-/* Raises *size to the highest end written through files open on in. Thread-safe. */
-void fz_inode_merge_size(struct fz_inode *in, uint64_t *size);
+/* Raises *size to the highest end written through files open on in, and records it as the
+ * size the kernel is about to be given (an attribute or entry reply). Thread-safe. */
+void fz_inode_size_for_kernel(struct fz_inode *in, uint64_t *size);
+/* 1 if the kernel may hold another size of in than the one the last open found (cache_size):
+ * none given yet by this process, or a different one. Thread-safe. */
+int fz_inode_kernel_size_differs(struct fz_inode *in);
 /* After a size change: no open file may claim data past size any more. Thread-safe. */
 void fz_inode_clamp_size(struct fz_inode *in, uint64_t size);
 void fz_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);

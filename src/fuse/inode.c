@@ -345,7 +345,7 @@ void fz_inode_del_file(struct fz_inode *in, struct fz_file *f)
 	pthread_mutex_unlock(&in->lock);
 }
 
-void fz_inode_merge_size(struct fz_inode *in, uint64_t *size)
+void fz_inode_size_for_kernel(struct fz_inode *in, uint64_t *size)
 {
 	struct fz_file *f;
 
@@ -353,7 +353,19 @@ void fz_inode_merge_size(struct fz_inode *in, uint64_t *size)
 	for (f = in->files; f; f = f->next)
 		if (f->written_end > *size)
 			*size = f->written_end;
+	in->kernel_size_valid = 1;
+	in->kernel_size = *size;
 	pthread_mutex_unlock(&in->lock);
+}
+
+int fz_inode_kernel_size_differs(struct fz_inode *in)
+{
+	int differs;
+
+	pthread_mutex_lock(&in->lock);
+	differs = !in->kernel_size_valid || !in->cache_valid || in->kernel_size != in->cache_size;
+	pthread_mutex_unlock(&in->lock);
+	return differs;
 }
 
 void fz_inode_clamp_size(struct fz_inode *in, uint64_t size)

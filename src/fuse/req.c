@@ -229,7 +229,7 @@ int fz_entry_prepare(fuse_req_t req, const struct nacre_attr *a, const struct na
 	e->entry_timeout = m->entry_timeout;
 	fz_attr_to_stat(a, &e->attr);
 	size = a->size;
-	fz_inode_merge_size(in, &size);
+	fz_inode_size_for_kernel(in, &size);
 	e->attr.st_size = (off_t)size;
 	*out = in;
 	return 0;
