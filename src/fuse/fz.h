@@ -127,7 +127,11 @@ struct fz_mount {
 	struct fz_bdi bdi;
 	double attr_timeout;  /* seconds the kernel may cache attributes */
 	double entry_timeout; /* seconds the kernel may cache names */
-	int ro;               /* refuse every modification with EROFS */
+	/* atomic: refuse modifications with EROFS (-o ro); fz_mount_ro clears it once the
+	 * superblock became read-write (mount -o remount,rw) */
+	int ro;
+	char kdev[32];        /* "major:minor" of the FUSE mount, for its superblock flags; ""
+			       * if unknown */
 	int lock_mode;        /* FZ_LOCK_* */
 	int jobid;            /* requests carry the caller's job id (jobid=procname_uid) */
 	char *connect;        /* nacre.connect's text (heap), built at start */
@@ -276,7 +280,12 @@ void fz_reply_entry(fuse_req_t req, const struct nacre_attr *a, const struct nac
 /* Fills e for a->fid with one lookup taken; 0 or -ENOMEM. For create. */
 int fz_entry_prepare(fuse_req_t req, const struct nacre_attr *a, const struct nacre_fid *parent,
 		     struct fuse_entry_param *e, struct fz_inode **out);
-/* 1 (and replies EROFS) on a read-only mount. */
+/* 1 if modifications are refused (-o ro). The kernel passes one on only while the
+ * superblock is writable, so when -o ro is set this reads the superblock's flag and follows
+ * a mount -o remount,rw (remount,ro needs nothing: the kernel then refuses by itself).
+ * Thread-safe. */
+int fz_mount_ro(struct fz_mount *m);
+/* 1 (and replies EROFS) if fz_mount_ro. */
 int fz_check_ro(fuse_req_t req);
 /* 1 (and replies ENAMETOOLONG) if name is longer than NACRE_NAME_MAX. */
 int fz_check_name(fuse_req_t req, const char *name);
@@ -373,6 +382,9 @@ void fz_bdi_init_done(struct fz_mount *m);
 /* The "major:minor" (dev) and file system type (fstype, may be NULL) of the last mount on
  * mnt, from /proc/self/mountinfo, without touching the mount. 0, -ENOENT or -errno. */
 int fz_mount_find(const char *mnt, char *dev, size_t len, char *fstype, size_t fslen);
+/* 1 if the superblock of device dev ("major:minor") is read-only (its super options in
+ * /proc/self/mountinfo), 0 if read-write; -ENOENT if no mount shows it, or -errno. */
+int fz_mount_sb_ro(const char *dev);
 /* Stops and joins the thread. */
 void fz_bdi_stop(struct fz_mount *m);
 
