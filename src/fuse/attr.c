@@ -156,7 +156,7 @@ void fz_op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 		fuse_reply_err(req, 0);
 		return;
 	}
-	if ((mask & W_OK) && m->ro && !S_ISCHR(a.mode) && !S_ISBLK(a.mode) &&
+	if ((mask & W_OK) && fz_mount_ro(m) && !S_ISCHR(a.mode) && !S_ISBLK(a.mode) &&
 	    !S_ISFIFO(a.mode) && !S_ISSOCK(a.mode)) {
 		fuse_reply_err(req, EROFS);
 		return;

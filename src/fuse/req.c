@@ -250,9 +250,20 @@ void fz_reply_entry(fuse_req_t req, const struct nacre_attr *a, const struct nac
 		fz_inode_forget(fz_mnt(req), in, 1);
 }
 
+int fz_mount_ro(struct fz_mount *m)
+{
+	if (!__atomic_load_n(&m->ro, __ATOMIC_RELAXED))
+		return 0;
+	if (!m->kdev[0] || fz_mount_sb_ro(m->kdev) != 0)
+		return 1;
+	if (__atomic_exchange_n(&m->ro, 0, __ATOMIC_RELAXED))
+		LOG_INFO("main", "remounted read-write: modifications are allowed again");
+	return 0;
+}
+
 int fz_check_ro(fuse_req_t req)
 {
-	if (!fz_mnt(req)->ro)
+	if (!fz_mount_ro(fz_mnt(req)))
 		return 0;
 	fuse_reply_err(req, EROFS);
 	return 1;
