@@ -5,7 +5,8 @@
  * from readahead (ra.c) when it holds the range, else from the object engine.
  *
  * Size: the MDS holds it; a handle knows the size from OPEN (or a later getattr) and the
- * highest end offset it wrote itself, and reports the latter on fsync and close.
+ * highest end offset it wrote itself, and reports the latter on fsync and close. A read that
+ * reaches past that size also looks at the other handles of the file on this client.
  *
  * With write-behind on (fs->dirty_max > 0) writes go to wb.c and reach the OSTs in the
  * background; reads first push out buffered writes of their range (read-your-writes) and
@@ -170,6 +171,14 @@ NACRE_API ssize_t nacre_pread(struct nacre_file *f, void *buf, size_t len, uint6
 	pthread_mutex_lock(&f->lock);
 	size = known_size_locked(f);
 	pthread_mutex_unlock(&f->lock);
+	/* Another handle on this client may have written past what this one knows (an O_DIRECT
+	 * reader of a file that a writer here appends to): the kernel's size counts those
+	 * writes, so must ours, or the reader sees end of file for as long as it stays open. */
+	if (len > 0 && (off >= size || len > size - off)) {
+		uint64_t all = cl_files_known_size(f->fs, &f->fid);
+		if (all > size)
+			size = all;
+	}
 	if (len == 0 || off >= size)
 		return 0;
 	if (len > size - off)
@@ -247,8 +256,16 @@ NACRE_API ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len
 		pthread_mutex_lock(&f->append_lock);
 		rc = append_offset(f, len, &off);
 	}
-	if (rc == 0 && (off > FILE_OFF_MAX || len > FILE_OFF_MAX - off))
-		rc = -EFBIG;
+	if (rc == 0) {
+		/* As the kernel at a file system's s_maxbytes: nothing past the layout's limit
+		 * (the OSTs could not store it, and write-behind would only find out after this
+		 * write returned), a short write up to it. */
+		uint64_t max = layout_max_file_size(&f->layout);
+		if (off >= max)
+			rc = -EFBIG;
+		else if (len > max - off)
+			len = (size_t)(max - off);
+	}
 	if (rc == 0 && f->fs->dirty_max > 0)
 		rc = cl_wb_take_error(f); /* a background write failed: say so once */
 	if (rc == 0) {
