@@ -439,6 +439,21 @@ NACRE_API uint64_t nacre_file_written_size(const struct nacre_file *f)
 	return v;
 }
 
+NACRE_API void nacre_file_size_seen(struct nacre_file *f, uint64_t size)
+{
+	int grew;
+
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->lock);
+	grew = size > known_size_locked(f);
+	if (size > f->attr.size)
+		f->attr.size = size;
+	pthread_mutex_unlock(&f->lock);
+	if (grew)
+		cl_wgen_bump(f->fs, &f->fid); /* readahead may hold the old end of file */
+}
+
 NACRE_API const struct nacre_layout *nacre_file_layout(const struct nacre_file *f)
 {
 	return f ? &f->layout : NULL;

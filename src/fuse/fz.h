@@ -196,7 +196,9 @@ struct nacre_fid fz_inode_parent(struct fz_mount *m, struct fz_inode *in);
 /* Links f into in's open file list / unlinks it. Thread-safe. */
 void fz_inode_add_file(struct fz_inode *in, struct fz_file *f);
 void fz_inode_del_file(struct fz_inode *in, struct fz_file *f);
-/* Raises *size to the highest end written through files open on in. Thread-safe. */
+/* *size is what the MDS says in's size is (about to be told to the kernel): tells the
+ * handles of the files open on in (nacre_file_size_seen), then raises *size to the highest
+ * end written through them. Thread-safe. */
 void fz_inode_merge_size(struct fz_inode *in, uint64_t *size);
 /* After a size change: no open file may claim data past size any more. Thread-safe. */
 void fz_inode_clamp_size(struct fz_inode *in, uint64_t size);

@@ -1,14 +1,15 @@
 """Applications' O_DIRECT and AIO on a mount (as xfstests generic/451, 465 and 525 exercise
 them): an asynchronous direct write is what buffered readers of the same client see next,
-even when they loaded pages while it ran; a direct reader sees the bytes a direct writer of
-the same client appended; and a write past what the OSTs can store fails with EFBIG at once
+even when they loaded pages while it ran; a reader that keeps a file open sees the bytes a
+direct writer of the same client appended, or another client appended and closed; and a write past what the OSTs can store fails with EFBIG at once
 instead of vanishing, while the last byte nacre can store reads back through a fresh mount.
 The AIO patterns run in build/dio-probe (tests/unit/dio_probe.c)."""
 import errno
+import mmap
 import os
 import subprocess
 
-from conftest import binary
+from conftest import binary, wait_for
 
 MiB = 1 << 20
 # common/layout.h: LAYOUT_OBJ_MAXBYTES, what an object may hold (ext4 with 4 KiB blocks)
@@ -40,6 +41,25 @@ def test_direct_append_is_seen_by_a_direct_reader(cluster, mnt):
         assert os.path.getsize(mnt / f"append-{mode}") == 8 * MiB
     other = cluster.mount()
     assert (other / "append-aio").read_bytes() == b"a" * (8 * MiB)
+
+
+def test_a_reader_kept_open_sees_what_another_client_appended(cluster, mnt):
+    """The same across clients: a reader that keeps the file open (through the page cache or
+    with O_DIRECT) sees the size grow once the writer closed, and must then read the bytes
+    too, not end of file for as long as it keeps the file open."""
+    other = cluster.mount()
+    for name, flags in (("buffered", 0), ("direct", os.O_DIRECT)):
+        (mnt / f"grow-{name}").write_bytes(b"")
+        fd = os.open(other / f"grow-{name}", os.O_RDONLY | flags)
+        try:
+            buf = mmap.mmap(-1, MiB)  # page aligned, as O_DIRECT wants
+            assert os.preadv(fd, [buf], 0) == 0
+            (mnt / f"grow-{name}").write_bytes(b"g" * MiB)
+            wait_for(lambda: os.fstat(fd).st_size == MiB, 10, "the new size on the reader")
+            assert os.preadv(fd, [buf], 0) == MiB, name
+            assert buf[:] == b"g" * MiB
+        finally:
+            os.close(fd)
 
 
 def max_file_size(stripe_size, stripe_count):
