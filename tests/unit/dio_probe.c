@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -96,25 +97,30 @@ static long aio_write(int fd, const void *buf, size_t len, off_t off)
 	return (long)ev.res;
 }
 
-static int read_all(const char *path, int flags, void *buf, size_t len)
+/* Reads [0, len) of path opened with flags into buf and checks it is all c; prints what
+ * differs. Returns 0 if it is. */
+static int check_read(unsigned long loop, const char *path, int flags, unsigned char *buf,
+		      size_t len, int c)
 {
+	const char *how = flags & O_DIRECT ? "an O_DIRECT" : "a buffered";
 	int fd = xopen(path, O_RDONLY | flags);
 	ssize_t n = pread(fd, buf, len, 0);
+	size_t i;
 
 	if (n < 0)
 		die("pread");
 	close(fd);
-	return (size_t)n == len;
-}
-
-/* The first offset where buf is not all c, or len. */
-static size_t first_diff(const unsigned char *buf, size_t len, int c)
-{
-	size_t i;
-
+	if ((size_t)n != len) {
+		printf("loop %lu: %s read returned %zd of %zu bytes\n", loop, how, n, len);
+		return 1;
+	}
 	for (i = 0; i < len && buf[i] == (unsigned char)c; i++)
 		;
-	return i;
+	if (i == len)
+		return 0;
+	printf("loop %lu: stale data from %s read at %zu: 0x%02x, want 0x%02x\n", loop, how, i,
+	       buf[i], c);
+	return 1;
 }
 
 static int cycle(const char *path, size_t size, unsigned long loops, unsigned long readers)
@@ -122,7 +128,7 @@ static int cycle(const char *path, size_t size, unsigned long loops, unsigned lo
 	static const int pattern[2] = {0x55, 0xaa};
 	unsigned char *wbuf[2] = {aligned(size, pattern[0]), aligned(size, pattern[1])};
 	unsigned char *rbuf = aligned(size, 0);
-	pid_t kids[64];
+	pid_t kids[64], parent = getpid();
 	unsigned long i, k;
 	int fd, rc = 0;
 
@@ -139,6 +145,9 @@ static int cycle(const char *path, size_t size, unsigned long loops, unsigned lo
 		if (kids[k] == 0) {
 			unsigned char *b = malloc(size);
 
+			prctl(PR_SET_PDEATHSIG, SIGKILL); /* whatever way the parent ends */
+			if (getppid() != parent)
+				_exit(2);
 			for (;;) {
 				int rfd = open(path, O_RDONLY | O_CLOEXEC);
 
@@ -150,7 +159,6 @@ static int cycle(const char *path, size_t size, unsigned long loops, unsigned lo
 	}
 	for (i = 1; i <= loops && rc == 0; i++) {
 		int p = (int)(i % 2);
-		size_t at = 0;
 
 		fd = xopen(path, O_RDWR | O_DIRECT);
 		long n = aio_write(fd, wbuf[p], size, 0);
@@ -159,18 +167,10 @@ static int cycle(const char *path, size_t size, unsigned long loops, unsigned lo
 			rc = 1;
 		}
 		close(fd);
-		if (rc == 0 && (!read_all(path, 0, rbuf, size) ||
-				(at = first_diff(rbuf, size, pattern[p])) < size)) {
-			printf("loop %lu: stale data from a buffered read at %zu: 0x%02x, "
-			       "want 0x%02x\n", i, at, rbuf[at], pattern[p]);
-			rc = 1;
-		}
-		if (rc == 0 && (!read_all(path, O_DIRECT, rbuf, size) ||
-				(at = first_diff(rbuf, size, pattern[p])) < size)) {
-			printf("loop %lu: stale data from an O_DIRECT read at %zu: 0x%02x, "
-			       "want 0x%02x\n", i, at, rbuf[at], pattern[p]);
-			rc = 1;
-		}
+		if (rc == 0)
+			rc = check_read(i, path, 0, rbuf, size, pattern[p]);
+		if (rc == 0)
+			rc = check_read(i, path, O_DIRECT, rbuf, size, pattern[p]);
 	}
 	for (k = 0; k < readers; k++) {
 		kill(kids[k], SIGKILL);
@@ -185,6 +185,7 @@ struct reader {
 	off_t off;
 	unsigned char *buf;
 	ssize_t got;
+	int err; /* errno of a failed read */
 	double deadline;
 	atomic_int ready;
 };
@@ -205,8 +206,10 @@ static void *read_block(void *arg)
 	atomic_store(&r->ready, 1);
 	do {
 		r->got = pread(r->fd, r->buf, r->len, r->off);
-		if (r->got < 0)
+		if (r->got < 0) {
+			r->err = errno;
 			return NULL;
+		}
 	} while (r->got == 0 && now() < r->deadline);
 	return NULL;
 }
@@ -240,7 +243,7 @@ static int append(const char *path, size_t blksize, unsigned long blocks, int us
 		}
 		pthread_join(t, NULL);
 		if (r.got < 0) {
-			printf("block %lu: O_DIRECT read failed: %s\n", i, strerror(errno));
+			printf("block %lu: O_DIRECT read failed: %s\n", i, strerror(r.err));
 			return 1;
 		}
 		if (r.got == 0) {
