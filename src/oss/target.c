@@ -374,6 +374,9 @@ int oss_target_open(const char *dir, const char *fsname, uint32_t index, int for
 		snprintf(err, err_len, "cannot open %s: %s", dir, strerror(-rc));
 		goto out_close;
 	}
+	rc = check_object_size(t, err, err_len); /* before a format: refused, left as it was */
+	if (rc)
+		goto out_close;
 	t->sb_fd = openat(t->dir_fd, OSS_SB_NAME, O_RDONLY | O_CLOEXEC);
 	if (t->sb_fd < 0) {
 		rc = -errno;
@@ -399,9 +402,6 @@ int oss_target_open(const char *dir, const char *fsname, uint32_t index, int for
 		snprintf(err, err_len, "cannot open %s/%s: %s", dir, OSS_OBJ_DIR, strerror(-rc));
 		goto out_close;
 	}
-	rc = check_object_size(t, err, err_len);
-	if (rc)
-		goto out_close;
 	rc = oss_fdcache_create(t->obj_fd, OSS_FDCACHE_MAX, &t->fds);
 	if (rc) {
 		snprintf(err, err_len, "out of memory opening %s", dir);

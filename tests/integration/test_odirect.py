@@ -2,7 +2,8 @@
 them): an asynchronous direct write is what buffered readers of the same client see next,
 even when they loaded pages while it ran; a reader that keeps a file open sees the bytes a
 direct writer of the same client appended, or another client appended and closed; and a write past what the OSTs can store fails with EFBIG at once
-instead of vanishing, while the last byte nacre can store reads back through a fresh mount.
+instead of vanishing, while the last byte nacre can store reads back through a fresh mount
+(and an OSS refuses an OST whose file system could not store it).
 The AIO patterns run in build/dio-probe (tests/unit/dio_probe.c)."""
 import errno
 import mmap
@@ -122,3 +123,28 @@ def test_a_write_past_what_the_osts_store_fails_with_efbig(make_cluster, nacre_c
     with open(c.mount() / "one", "rb") as r:
         r.seek(OBJ_MAX - 1)
         assert r.read() == b"b"
+
+
+def test_an_ost_whose_file_system_holds_less_is_refused(tmp_path):
+    """ext4 with 1 KiB blocks holds files of 4 TiB: clients would write behind up to 16 TiB
+    into its objects and learn of the refusal only after write(2) returned. nacre-oss refuses
+    such an OST at start, before formatting it, naming the directory."""
+    img, fs = tmp_path / "img", tmp_path / "ext4-1k"
+    fs.mkdir()
+    subprocess.run(["truncate", "-s", "64M", str(img)], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-b", "1024", str(img)], check=True,
+                   capture_output=True)
+    subprocess.run(["mount", "-o", "loop", str(img), str(fs)], check=True)
+    try:
+        key = tmp_path / "cluster.key"
+        key.write_text(os.urandom(32).hex())
+        key.chmod(0o600)
+        r = subprocess.run([binary("nacre-oss"), "--fsname", "tiny", "--mds", "127.0.0.1:1",
+                            "--listen", "127.0.0.1:0", "--key-file", str(key), "--ost",
+                            f"0:{fs}/ost0", "--format"], capture_output=True, text=True,
+                           timeout=30)
+        assert r.returncode == 1
+        assert f"the file system of {fs}/ost0 cannot hold files of {OBJ_MAX} bytes" in r.stderr
+        assert os.listdir(fs / "ost0") == []
+    finally:
+        subprocess.run(["umount", str(fs)], check=True)
