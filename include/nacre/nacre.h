@@ -360,6 +360,11 @@ int nacre_close(struct nacre_file *f);
 int nacre_file_attr(struct nacre_file *f, struct nacre_attr *out);
 /* The highest end offset written through f (0 if none). */
 uint64_t nacre_file_written_size(const struct nacre_file *f);
+/* The caller learnt from the MDS (a getattr, a lookup) that f's file is size bytes long:
+ * reads through f reach that far from now on, and if it is more than f knew, f drops what it
+ * read ahead (another client wrote). Without it, a handle knows the size of its OPEN and its
+ * own writes (and those of the file's other handles on this fs). Never shrinks. Thread-safe. */
+void nacre_file_size_seen(struct nacre_file *f, uint64_t size);
 const struct nacre_layout *nacre_file_layout(const struct nacre_file *f);
 
 /* ---- HSM (hierarchical storage: archive, release, restore) ----

@@ -1,5 +1,6 @@
 /* files.c - the open-file table of an fs (fs->files): every nacre_file open on this
- * client, so that a truncate or an explicit mtime reaches the other handles of the file.
+ * client, so that a truncate or an explicit mtime reaches the other handles of the file, and
+ * a read through one handle sees what another handle here wrote.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -113,21 +114,23 @@ void cl_files_set_size(struct nacre_fs *fs, const struct nacre_fid *fid, uint64_
 	cl_wgen_bump(fs, fid); /* readahead of the old contents is stale */
 }
 
-uint64_t cl_files_written_end(struct nacre_fs *fs, const struct nacre_fid *fid)
+uint64_t cl_files_known_size(struct nacre_fs *fs, const struct nacre_fid *fid)
 {
-	uint64_t end = 0;
+	uint64_t size = 0;
 
 	pthread_mutex_lock(&fs->files_lock);
 	for (struct nacre_file *f = fs->files; f; f = f->next) {
 		if (!nacre_fid_eq(&f->fid, fid))
 			continue;
 		pthread_mutex_lock(&f->lock);
-		if (f->written_end > end)
-			end = f->written_end;
+		if (f->attr.size > size)
+			size = f->attr.size;
+		if (f->written_end > size)
+			size = f->written_end;
 		pthread_mutex_unlock(&f->lock);
 	}
 	pthread_mutex_unlock(&fs->files_lock);
-	return end;
+	return size;
 }
 
 void cl_files_mtime_set(struct nacre_fs *fs, const struct nacre_fid *fid)

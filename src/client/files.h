@@ -25,9 +25,10 @@ void cl_files_unpin(struct nacre_fs *fs, struct nacre_file **files, int n);
 /* Tells the open files of fid on this fs that the MDS size is now size (after a truncate),
  * so that their written end no longer reports the old size. Thread-safe. */
 void cl_files_set_size(struct nacre_fs *fs, const struct nacre_fid *fid, uint64_t size);
-/* The highest end offset any open handle of fid on this fs wrote (0 if none): what this
- * client knows to be in the file beyond the size the MDS gave. Thread-safe. */
-uint64_t cl_files_written_end(struct nacre_fs *fs, const struct nacre_fid *fid);
+/* The size of fid as this client knows it: the largest MDS size and written end of its open
+ * handles on fs (0 if none is open). Thread-safe; takes fs->files_lock and each handle's lock,
+ * so the caller holds neither. */
+uint64_t cl_files_known_size(struct nacre_fs *fs, const struct nacre_fid *fid);
 /* Marks the writes of every open handle of fid as having their mtime at the MDS already,
  * after an explicit mtime was set. Thread-safe. */
 void cl_files_mtime_set(struct nacre_fs *fs, const struct nacre_fid *fid);

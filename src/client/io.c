@@ -5,8 +5,8 @@
  * from readahead (ra.c) when it holds the range, else from the object engine.
  *
  * Size: the MDS holds it; a handle knows the size from OPEN (or a later getattr) and the
- * highest end offset it wrote itself, and reports the latter on fsync and close. A read past
- * that also takes the ends the other handles of the file on this client wrote.
+ * highest end offset it wrote itself, and reports the latter on fsync and close. A read that
+ * reaches past that size also looks at the other handles of the file on this client.
  *
  * With write-behind on (fs->dirty_max > 0) writes go to wb.c and reach the OSTs in the
  * background; reads first push out buffered writes of their range (read-your-writes) and
@@ -172,14 +172,15 @@ NACRE_API ssize_t nacre_pread(struct nacre_file *f, void *buf, size_t len, uint6
 	size = known_size_locked(f);
 	pthread_mutex_unlock(&f->lock);
 	/* Past what this handle knows, another handle of this client may have written (another
-	 * process on the same mount, its data still buffered and its size not yet at the MDS):
-	 * that data is in the file for every reader here at once, not from its close on. Only
-	 * reads reaching this handle's end pay for the walk of the open files, and only while
-	 * some handle of this client wrote (not a read-only workload's small files). */
+	 * process on the same mount, its data still buffered and its size not yet at the MDS,
+	 * or an O_DIRECT reader of a file a writer here appends to): that data is in the file
+	 * for every reader here at once, not from its close on. Only reads reaching this
+	 * handle's end pay for the walk of the open files, and only while some handle of this
+	 * client wrote (a size the MDS gave any handle reaches them all: nacre_file_size_seen). */
 	if (off + len > size && __atomic_load_n(&f->fs->writers, __ATOMIC_ACQUIRE) > 0) {
-		uint64_t local = cl_files_written_end(f->fs, &f->fid);
-		if (local > size)
-			size = local;
+		uint64_t all = cl_files_known_size(f->fs, &f->fid);
+		if (all > size)
+			size = all;
 	}
 	if (len == 0 || off >= size)
 		return 0;
@@ -258,8 +259,16 @@ NACRE_API ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len
 		pthread_mutex_lock(&f->append_lock);
 		rc = append_offset(f, len, &off);
 	}
-	if (rc == 0 && (off > FILE_OFF_MAX || len > FILE_OFF_MAX - off))
-		rc = -EFBIG;
+	if (rc == 0) {
+		/* As the kernel at a file system's s_maxbytes: nothing past the layout's limit
+		 * (the OSTs could not store it, and write-behind would only find out after this
+		 * write returned), a short write up to it. */
+		uint64_t max = layout_max_file_size(&f->layout);
+		if (off >= max)
+			rc = -EFBIG;
+		else if (len > max - off)
+			len = (size_t)(max - off);
+	}
 	if (rc == 0 && f->fs->dirty_max > 0)
 		rc = cl_wb_take_error(f); /* a background write failed: say so once */
 	if (rc == 0) {
@@ -458,6 +467,21 @@ NACRE_API uint64_t nacre_file_written_size(const struct nacre_file *f)
 	v = f->written_end;
 	pthread_mutex_unlock(&mf->lock);
 	return v;
+}
+
+NACRE_API void nacre_file_size_seen(struct nacre_file *f, uint64_t size)
+{
+	int grew;
+
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->lock);
+	grew = size > known_size_locked(f);
+	if (size > f->attr.size)
+		f->attr.size = size;
+	pthread_mutex_unlock(&f->lock);
+	if (grew)
+		cl_wgen_bump(f->fs, &f->fid); /* readahead may hold the old end of file */
 }
 
 NACRE_API const struct nacre_layout *nacre_file_layout(const struct nacre_file *f)

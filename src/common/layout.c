@@ -28,6 +28,16 @@ void layout_map(const struct nacre_layout *l, uint64_t off, uint32_t *stripe, ui
 	*obj_off = (off / (s * c)) * s + off % s;
 }
 
+uint64_t layout_max_file_size(const struct nacre_layout *l)
+{
+	if (!l || l->nosts == 0)
+		return LAYOUT_OBJ_MAXBYTES;
+	uint64_t s = eff_size(l), c = eff_count(l);
+	/* The first byte past the limit is at LAYOUT_OBJ_MAXBYTES in object 0: the rows below
+	 * it are whole in every object, the row it is in holds its first part in object 0. */
+	return (LAYOUT_OBJ_MAXBYTES / s) * s * c + LAYOUT_OBJ_MAXBYTES % s;
+}
+
 int layout_split(const struct nacre_layout *l, uint64_t off, uint64_t len,
 		 struct layout_extent *out, int max)
 {

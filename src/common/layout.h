@@ -18,8 +18,19 @@ struct layout_extent {
 	uint64_t len;
 };
 
+/* The largest object an OST stores: 16 TiB - 4 KiB, what ext4 with 4 KiB blocks holds (the
+ * smallest of the file systems an OST may sit on; xfs, btrfs and tmpfs hold more). An OSS
+ * refuses a target whose file system cannot hold it (docs/ondisk.md). As Lustre's
+ * maxbytes of an ldiskfs OST. */
+#define LAYOUT_OBJ_MAXBYTES ((1ull << 44) - 4096)
+
 void layout_map(const struct nacre_layout *l, uint64_t off, uint32_t *stripe,
 		uint64_t *obj_off);
+/* The largest size a file of layout l may have: every byte below it lies below
+ * LAYOUT_OBJ_MAXBYTES in its object (LAYOUT_OBJ_MAXBYTES times the stripe count when that is
+ * a multiple of the stripe size). Writes and truncates past it fail with EFBIG. NULL, or a
+ * layout with no objects yet: LAYOUT_OBJ_MAXBYTES, which no layout is below. */
+uint64_t layout_max_file_size(const struct nacre_layout *l);
 /* Splits [off, off+len) into per-object pieces, in file order, at most max of them; returns
  * how many were written. A range longer than max pieces is cut: the caller loops on the
  * rest (sum the lens written). */

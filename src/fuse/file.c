@@ -277,7 +277,6 @@ void fz_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 	uint64_t end;
 	ssize_t n;
 
-	(void)ino;
 	if (!f) {
 		fuse_reply_err(req, EBADF);
 		return;
@@ -295,6 +294,18 @@ void fz_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 		f->written_end = end;
 	f->dirty = 1;
 	pthread_mutex_unlock(&in->lock);
+	/* An O_DIRECT write does not go through the page cache, and pages that readers here
+	 * loaded while it ran may hold the old bytes. The kernel drops that range after a
+	 * synchronous direct write but not after an asynchronous one (io_submit): drop it
+	 * ourselves, before the write completes. Reads that follow see the new bytes
+	 * (read-your-writes in libnacre). */
+	if ((fi->flags & O_DIRECT) && fz_mnt(req)->se) {
+		int rc = fuse_lowlevel_notify_inval_inode(fz_mnt(req)->se, ino, off, (off_t)n);
+		if (rc < 0 && rc != -ENOENT)
+			LOG_RATELIMITED(LOG_LVL_WARN, "file", "cannot drop the kernel's pages of "
+					"inode %llu after a direct write: %s",
+					(unsigned long long)ino, strerror(-rc));
+	}
 	fz_metrics_write((uint64_t)n);
 	fuse_reply_write(req, (size_t)n);
 }

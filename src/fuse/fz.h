@@ -219,8 +219,10 @@ struct nacre_fid fz_inode_parent(struct fz_mount *m, struct fz_inode *in);
 /* Links f into in's open file list / unlinks it. Thread-safe. */
 void fz_inode_add_file(struct fz_inode *in, struct fz_file *f);
 void fz_inode_del_file(struct fz_inode *in, struct fz_file *f);
-/* Raises *size to the highest end written through files open on in, and records it as the
- * size the kernel is about to be given (an attribute or entry reply). Thread-safe. */
+/* *size is what the MDS says in's size is (about to be told to the kernel, in an attribute
+ * or entry reply): tells the handles of the files open on in (nacre_file_size_seen), raises
+ * *size to the highest end written through them, and records the result as the size the
+ * kernel was last given. Thread-safe. */
 void fz_inode_size_for_kernel(struct fz_inode *in, uint64_t *size);
 /* 1 if the kernel may hold another size of in than the one the last open found (cache_size):
  * none given yet by this process, or a different one. Thread-safe. */

@@ -407,11 +407,15 @@ void fz_inode_del_file(struct fz_inode *in, struct fz_file *f)
 void fz_inode_size_for_kernel(struct fz_inode *in, uint64_t *size)
 {
 	struct fz_file *f;
+	uint64_t mds = *size;
 
 	pthread_mutex_lock(&in->lock);
-	for (f = in->files; f; f = f->next)
+	for (f = in->files; f; f = f->next) {
+		/* The kernel will ask these handles for what it is told is there. */
+		nacre_file_size_seen(f->nf, mds);
 		if (f->written_end > *size)
 			*size = f->written_end;
+	}
 	in->kernel_size_valid = 1;
 	in->kernel_size = *size;
 	pthread_mutex_unlock(&in->lock);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/layout.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "mds/alloc.h"
@@ -267,6 +268,12 @@ out_free:
 
 /* ---------------- setattr ---------------- */
 
+/* The largest size file ino may have: what its objects can hold (common/layout.h). */
+static uint64_t file_max_size(const struct mds_inode *ino)
+{
+	return layout_max_file_size(ino->has_layout ? &ino->layout : NULL);
+}
+
 struct setattr_arg {
 	struct mds *m;
 	const struct nacre_cred *cr;
@@ -306,6 +313,8 @@ static int setattr_op(struct mds_txn *txn, void *arg)
 			return -EISDIR;
 		if (!S_ISREG(ino.mode))
 			return -EINVAL;
+		if (sa->size > file_max_size(&ino))
+			return -EFBIG;
 	}
 	rc = mds_perm_setattr(a->cr, &ino, sa);
 	if (rc)
@@ -598,7 +607,8 @@ static int append_op(struct mds_txn *txn, void *arg)
 		return -EISDIR;
 	if (!S_ISREG(ino.mode))
 		return -EINVAL;
-	if (ino.size > (uint64_t)INT64_MAX - a->r->len)
+	uint64_t max = file_max_size(&ino);
+	if (ino.size > max || a->r->len > max - ino.size)
 		return -EFBIG;
 	a->offset = ino.size;
 	ino.size += a->r->len;

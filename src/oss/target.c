@@ -14,6 +14,7 @@
 
 #include "common/crc32c.h"
 #include "common/key.h"
+#include "common/layout.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "nacre/nacre_errno.h"
@@ -297,6 +298,36 @@ static int load_target(struct oss_target *t, const char *fsname, uint32_t index,
 	return 0;
 }
 
+/* Clients stop every file where one of its objects would pass LAYOUT_OBJ_MAXBYTES and
+ * write behind up to there: a target whose file system holds less would refuse a write after
+ * the application was told it succeeded. Tried on a sparse scratch file (no data). */
+static int check_object_size(struct oss_target *t, char *err, size_t err_len)
+{
+	static const char probe[] = ".maxbytes-probe";
+	int fd = openat(t->dir_fd, probe, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int rc = 0;
+
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, err_len, "cannot create %s/%s: %s", t->dir, probe, strerror(-rc));
+		return rc;
+	}
+	if (ftruncate(fd, (off_t)LAYOUT_OBJ_MAXBYTES) < 0) {
+		rc = -errno;
+		if (rc == -EFBIG)
+			snprintf(err, err_len, "the file system of %s cannot hold files of %llu "
+				 "bytes, the size of an object nacre may write (use ext4 with 4 KiB "
+				 "blocks, xfs, btrfs or tmpfs)", t->dir,
+				 (unsigned long long)LAYOUT_OBJ_MAXBYTES);
+		else
+			snprintf(err, err_len, "cannot size %s/%s: %s", t->dir, probe,
+				 strerror(-rc));
+	}
+	close(fd);
+	unlinkat(t->dir_fd, probe, 0);
+	return rc;
+}
+
 int oss_target_open(const char *dir, const char *fsname, uint32_t index, int format,
 		    struct oss_target **out, char *err, size_t err_len)
 {
@@ -343,6 +374,9 @@ int oss_target_open(const char *dir, const char *fsname, uint32_t index, int for
 		snprintf(err, err_len, "cannot open %s: %s", dir, strerror(-rc));
 		goto out_close;
 	}
+	rc = check_object_size(t, err, err_len); /* before a format: refused, left as it was */
+	if (rc)
+		goto out_close;
 	t->sb_fd = openat(t->dir_fd, OSS_SB_NAME, O_RDONLY | O_CLOEXEC);
 	if (t->sb_fd < 0) {
 		rc = -errno;

@@ -313,8 +313,40 @@ static void test_text(void)
 	}
 }
 
+/* The largest file size: its last byte lies below LAYOUT_OBJ_MAXBYTES in its object, the
+ * byte after it at LAYOUT_OBJ_MAXBYTES, and no object of a file that long is longer. */
+static void test_max_file_size(void)
+{
+	static const uint32_t sizes[] = {65536, 3 * 65536, 1048576};
+	static const int32_t counts[] = {1, 2, 4, NACRE_MAX_STRIPES};
+	struct nacre_layout l;
+	uint64_t obj_off;
+	uint32_t stripe;
+
+	CHECK_EQ(layout_max_file_size(NULL), LAYOUT_OBJ_MAXBYTES);
+	mk(&l, 1048576, 4);
+	l.nosts = 0;
+	CHECK_EQ(layout_max_file_size(&l), LAYOUT_OBJ_MAXBYTES);
+	mk(&l, 1048576, 4);
+	CHECK_EQ(layout_max_file_size(&l), 4 * LAYOUT_OBJ_MAXBYTES - 3 * (1048576 - 4096));
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		for (size_t j = 0; j < sizeof(counts) / sizeof(counts[0]); j++) {
+			mk(&l, sizes[i], counts[j]);
+			uint64_t max = layout_max_file_size(&l);
+			CHECK(max >= LAYOUT_OBJ_MAXBYTES && max <= (uint64_t)INT64_MAX);
+			layout_map(&l, max - 1, &stripe, &obj_off);
+			CHECK(obj_off < LAYOUT_OBJ_MAXBYTES);
+			layout_map(&l, max, &stripe, &obj_off);
+			CHECK_EQ(obj_off, LAYOUT_OBJ_MAXBYTES);
+			for (int32_t k = 0; k < counts[j]; k++)
+				CHECK(layout_object_size(&l, max, (uint32_t)k) <= LAYOUT_OBJ_MAXBYTES);
+		}
+	}
+}
+
 int main(void)
 {
+	test_max_file_size();
 	test_model();
 	test_split();
 	test_checks();
