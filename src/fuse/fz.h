@@ -379,7 +379,8 @@ void fz_op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, stru
 void fz_op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
 		 int sleep);
 void fz_op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op);
-/* flush and release that first drop the closing owner's locks, then run file.c's. */
+/* flush and release that first drop the closing owner's locks (POSIX at flush; OFD and
+ * flock at release), then run file.c's. */
 void fz_op_lock_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fz_op_lock_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 /* Requests now waiting for a cluster lock (F_SETLKW, blocking flock). Thread-safe. */
@@ -388,7 +389,8 @@ int fz_lock_waiters(void);
  * its mutex; stops at (and returns) a non-zero result. */
 int fz_lock_owners_walk(int (*fn)(const struct nacre_fid *fid, uint64_t owner, void *arg),
 			void *arg);
-/* Adds a pair to that table (an upgrade). 0 or -ENOMEM. */
+/* Adds a pair to that table (an upgrade); without the handle it locked through, an OFD
+ * owner's locks then go at the last close of the file here. 0 or -ENOMEM. */
 int fz_lock_owner_import(const struct nacre_fid *fid, uint64_t owner);
 
 /* ---- upgrade_*.c: nacre-mount --upgrade (see upgrade.h for the steps) ---- */
