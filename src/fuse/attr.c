@@ -40,6 +40,15 @@ void fz_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fz_cred(req, &cr);
 	uint64_t gen = fz_dattr_gen(in);
 	rc = nacre_getattr(m->fs, &cr, &in->fid, &a);
+	/* The MDS removes a directory at once, but the kernel asks about one it still holds
+	 * (open, or a working directory): it is there with no link, as on a local file
+	 * system. (An open file lives at the MDS as an orphan until its last close.) */
+	if (rc == -ENOENT && fz_dattr_gone(in, &a)) {
+		struct stat st;
+		fz_attr_to_stat(&a, &st);
+		fuse_reply_attr(req, &st, 0);
+		return;
+	}
 	if (rc < 0) {
 		fz_reply_rc(req, rc);
 		return;

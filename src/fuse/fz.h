@@ -39,7 +39,9 @@ struct fz_inode {
 	int cache_valid;
 	uint64_t cache_size;
 	struct nacre_time cache_mtime, cache_ctime;
-	/* lock: a directory's attributes as the MDS last gave them (dircache.c) */
+	/* lock: a directory's attributes as the MDS last gave them (dircache.c); dattr_known
+	 * says dattr holds some (maybe old ones), dattr_valid that they may answer getattr */
+	int dattr_known;
 	int dattr_valid;
 	uint64_t dattr_gen;     /* +1 at each drop: a fetch that began before it is stale */
 	int64_t dattr_until_ms; /* CLOCK_MONOTONIC */
@@ -348,6 +350,13 @@ int fz_dattr_lookup(struct fz_inode *in, struct nacre_attr *a, double *valid_s);
  * added dnlink links to it (a subdirectory made or removed: +1 or -1). */
 void fz_dattr_changed(struct fz_inode *dir, const struct nacre_time *when, int dnlink);
 void fz_dattr_drop(struct fz_inode *in);
+/* Records a (if it is a directory's, from a lookup or create) as the last attributes known
+ * of in, without letting them answer getattr. */
+void fz_dattr_note(struct fz_inode *in, const struct nacre_attr *a);
+/* For a directory the MDS no longer has (removed, or replaced by a rename) while the kernel
+ * still holds it (an open descriptor, a working directory): 1 with its last known
+ * attributes in *a, nlink 0, as a local file system answers fstat of it; 0 if unknown. */
+int fz_dattr_gone(struct fz_inode *in, struct nacre_attr *a);
 
 /* ---- bdi.c ---- */
 /* Starts a thread that, once FUSE_INIT is done, writes m->kernel_ra_kb to the bdi

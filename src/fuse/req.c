@@ -228,6 +228,7 @@ int fz_entry_prepare(fuse_req_t req, const struct nacre_attr *a, const struct na
 	e->attr_timeout = m->attr_timeout;
 	e->entry_timeout = m->entry_timeout;
 	fz_attr_to_stat(a, &e->attr);
+	fz_dattr_note(in, a); /* for fstat once the directory is gone (fz_dattr_gone) */
 	size = a->size;
 	fz_inode_merge_size(in, &size);
 	e->attr.st_size = (off_t)size;

@@ -157,6 +157,36 @@ def test_rename(pair):
         ("ok", sorted(["d1", "r2", "r5"]))
 
 
+def test_fstat_of_a_victim_of_rename(pair):
+    # generic/035: a directory or file replaced by rename stays stat-able through a
+    # descriptor held open, with nlink 0
+    def replace(p, make):
+        make(p + "-src")
+        make(p + "-dst")
+        fd = os.open(p + "-dst", os.O_RDONLY)
+        try:
+            os.rename(p + "-src", p + "-dst")
+            st = os.fstat(fd)
+            return stat.S_IFMT(st.st_mode), st.st_nlink
+        finally:
+            os.close(fd)
+    assert both(pair, replace, "d", make=os.mkdir) == ("ok", (stat.S_IFDIR, 0))
+    assert both(pair, replace, "f", make=lambda p: write_file(p, b"x")) == \
+        ("ok", (stat.S_IFREG, 0))
+    # a directory removed while it is the working directory of a process
+    def cwd_removed(p):
+        os.mkdir(p)
+        here = os.getcwd()
+        os.chdir(p)
+        try:
+            os.rmdir(p)
+            st = os.stat(".")
+            return stat.S_IFMT(st.st_mode), st.st_nlink
+        finally:
+            os.chdir(here)
+    assert both(pair, cwd_removed, "c") == ("ok", (stat.S_IFDIR, 0))
+
+
 def test_mkdir_rmdir_errors(pair):
     assert both(pair, os.mkdir, "d") == ("ok", None)
     assert both(pair, os.mkdir, "d") == ("err", "EEXIST")
