@@ -41,6 +41,8 @@ int mds_ns_open(struct mds *m, uint64_t conn_id, uint64_t owner, const struct wi
 	int mask = acc == O_RDONLY ? MDS_MAY_READ
 		   : acc == O_WRONLY ? MDS_MAY_WRITE
 				     : MDS_MAY_READ | MDS_MAY_WRITE;
+	if (acc == O_RDONLY && (r->flags & WIRE_OPEN_EXEC))
+		mask = MDS_MAY_EXEC; /* execve reads what it may not read otherwise */
 	int trunc = (r->flags & O_TRUNC) && (mask & MDS_MAY_WRITE);
 	/* a re-open after an MDS restart takes its handle back (in-flight requests name it) */
 	uint64_t id = mds_req_current ? mds_req_current->replay_handle : 0;
@@ -63,6 +65,10 @@ int mds_ns_open(struct mds *m, uint64_t conn_id, uint64_t owner, const struct wi
 		goto out_drop;
 	if (S_ISLNK(ino->mode)) {
 		rc = -ELOOP;
+		goto out_drop;
+	}
+	if (!S_ISREG(ino->mode) && mask == MDS_MAY_EXEC) {
+		rc = -EACCES; /* only regular files run */
 		goto out_drop;
 	}
 	if (S_ISDIR(ino->mode) && (mask & MDS_MAY_WRITE)) {

@@ -562,8 +562,12 @@ struct wire_readdir_req {
 struct wire_open_req {
 	struct nacre_cred cred;
 	struct nacre_fid fid;
-	uint32_t flags; /* open(2) flags */
+	uint32_t flags; /* open(2) flags, and WIRE_OPEN_EXEC */
 };
+/* In open_req.flags with O_RDONLY: an open for execve, the bit Linux calls __FMODE_EXEC
+ * and FUSE passes in its open flags. It needs execute permission instead of read (a
+ * program of mode 0711 runs for anyone); the handle may read all the same. */
+#define WIRE_OPEN_EXEC 040u
 struct wire_open_rep {
 	struct nacre_attr attr;
 	struct nacre_layout layout; /* nosts 0 for non-regular files */
