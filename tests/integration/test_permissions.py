@@ -363,6 +363,29 @@ def test_execute_only_file_runs_for_others(mounts):
         assert as_user(lambda: os.close(os.open(p, os.O_RDONLY)), UID, GID) == errno.EACCES
 
 
+def test_ftruncate_of_a_new_mode_0_file(mounts):
+    """pjdfstest ftruncate/00.t: a user creates a file of mode 0 with O_RDWR and truncates it
+    through that descriptor (permission was granted at open); a truncate by path fails."""
+    a, b = mounts
+    d = os.path.join(a, "ftrunc0")
+    os.makedirs(d, exist_ok=True)
+    os.chown(d, UID, GID)
+    p = os.path.join(d, "f")
+
+    def create_and_truncate():
+        fd = os.open(p, os.O_CREAT | os.O_RDWR, 0)
+        try:
+            os.write(fd, b"0123456789")
+            os.ftruncate(fd, 4)
+            os.ftruncate(fd, 123456)
+        finally:
+            os.close(fd)
+    assert as_user(create_and_truncate, UID, GID) == 0
+    assert stat.S_IMODE(os.stat(p).st_mode) == 0
+    assert os.path.getsize(os.path.join(b, "ftrunc0", "f")) == 123456
+    assert as_user(lambda: os.truncate(p, 0), UID, GID) == errno.EACCES
+
+
 def test_callbacks_and_long_group_lists_survive_mds_restart(make_cluster):
     """After an MDS restart the long poll is asked again (a chmod on one mount still reaches
     the other before it returns) and a 40-group list registered before counts again."""
