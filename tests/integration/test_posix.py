@@ -301,6 +301,28 @@ def test_user_xattrs(pair):
     assert not [n for n in os.listxattr(os.path.join(a, "x")) if n.startswith("nacre.")]
 
 
+def test_xattr_value_of_64_kib(pair, cluster):
+    # generic/020, 486: Linux's largest value (XATTR_SIZE_MAX, 65536 bytes) is stored and
+    # read back whole through another mount; one byte more is E2BIG (from the kernel)
+    a, _ = pair
+    p = os.path.join(a, "x64k")
+    write_file(p, b"")
+    value = os.urandom(65536)
+    os.setxattr(p, "user.full", value)
+    os.setxattr(p, "user.almost", value[:64001])
+    assert errno_of(os.setxattr, p, "user.over", value + b"x") == ("err", "E2BIG")
+    other = cluster.mount(name="xattr-b")
+    try:
+        q = os.path.join(other, os.path.relpath(p, a.rsplit("/", 1)[0]))
+        assert os.getxattr(q, "user.full") == value
+        assert os.getxattr(q, "user.almost") == value[:64001]
+        assert sorted(n for n in os.listxattr(q) if n.startswith("user.")) == \
+            ["user.almost", "user.full"]
+    finally:
+        other.unmount()
+        cluster.mounts.remove(other)
+
+
 
 
 def test_eacces_as_other_user(pair):
