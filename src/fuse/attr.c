@@ -16,9 +16,14 @@ static void reply_attr(fuse_req_t req, struct fz_inode *in, const struct nacre_a
 	struct stat st;
 	uint64_t size = a->size;
 
-	fz_attr_to_stat(a, &st);
+	struct nacre_time atime = a->atime;
+
 	fz_inode_merge_size(in, &size);
+	fz_atime_merge(in, &atime);
+	fz_attr_to_stat(a, &st);
 	st.st_size = (off_t)size;
+	st.st_atim.tv_sec = (time_t)atime.sec;
+	st.st_atim.tv_nsec = (long)atime.nsec;
 	fuse_reply_attr(req, &st, fz_mnt(req)->attr_timeout);
 }
 
@@ -122,6 +127,8 @@ void fz_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 		}
 	}
 	fz_dattr_drop(in);
+	if (sa.valid & (NACRE_SET_ATIME | NACRE_SET_ATIME_NOW))
+		fz_atime_drop(in); /* a read's atime noted before must not undo it at close */
 	uint64_t gen = fz_dattr_gen(in);
 	rc = nacre_setattr(m->fs, &cr, &in->fid, &sa, &a);
 	/* ftruncate through a descriptor open for writing needs no write permission now: it

@@ -117,12 +117,13 @@ static int cache_stamp(struct fz_file *f)
 	return same;
 }
 
-static void set_open_flags(struct fz_file *f, struct fuse_file_info *fi)
+static void set_open_flags(struct fz_mount *m, struct fz_file *f, struct fuse_file_info *fi)
 {
 	fi->direct_io = 0;
 	/* Close-to-open: drop cached pages on open if the file changed since this client
-	 * last knew it (another client may have written); keep them otherwise. */
-	fi->keep_cache = (unsigned)cache_stamp(f);
+	 * last knew it (another client may have written); keep them otherwise. Under
+	 * strictatime every open's first read must reach us (atime.c). */
+	fi->keep_cache = (unsigned)cache_stamp(f) && m->atime_mode != FZ_ATIME_STRICT;
 }
 
 void fz_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -162,7 +163,7 @@ void fz_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	set_open_flags(f, fi);
+	set_open_flags(m, f, fi);
 	/* If the kernel dropped the reply, it holds neither the lookup nor the file. */
 	if (fuse_reply_create(req, &e, fi) != 0) {
 		fz_handle_del(m, fi->fh, FZ_H_FILE);
@@ -214,7 +215,7 @@ void fz_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	set_open_flags(f, fi);
+	set_open_flags(m, f, fi);
 	if (fuse_reply_open(req, fi) != 0) {
 		fz_handle_del(m, fi->fh, FZ_H_FILE);
 		fz_file_close(f);
@@ -248,6 +249,7 @@ void fz_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (n < 0)
 		fz_reply_rc(req, (int)n);
 	else {
+		fz_atime_read(fz_mnt(req), f); /* before the reply: a stat after read(2) sees it */
 		fz_metrics_read((uint64_t)n);
 		fuse_reply_buf(req, buf, (size_t)n);
 	}

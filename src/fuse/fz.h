@@ -59,6 +59,9 @@ struct fz_file {
 	struct fz_file *next, *prev; /* inode->lock */
 	uint64_t written_end;        /* inode->lock: highest end written through this handle */
 	int dirty;                   /* inode->lock: written since the last flush */
+	int atime_checked;           /* inode->lock: a READ came (atime.c) */
+	int atime_due;               /* inode->lock: its close sets the file's atime to atime */
+	struct nacre_time atime;     /* inode->lock */
 };
 
 /* FID -> inode and inode number -> inode hash tables (chained), resized as they grow.
@@ -110,6 +113,13 @@ enum {
 	FZ_LOCK_NONE = 2,    /* noflock: fcntl locks and flock fail with ENOSYS */
 };
 
+/* atime modes (mount options relatime, strictatime, noatime; atime.c). */
+enum {
+	FZ_ATIME_REL = 0,    /* relatime, the default */
+	FZ_ATIME_STRICT = 1, /* strictatime (also norelatime) */
+	FZ_ATIME_NONE = 2,   /* noatime */
+};
+
 /* What the kernel and libfuse agreed at FUSE_INIT; the new process of an upgrade replays it. */
 struct fz_init_params {
 	uint32_t proto_major, proto_minor;
@@ -127,6 +137,7 @@ struct fz_mount {
 	double entry_timeout; /* seconds the kernel may cache names */
 	int ro;               /* refuse every modification with EROFS */
 	int lock_mode;        /* FZ_LOCK_* */
+	int atime_mode;       /* FZ_ATIME_* */
 	int jobid;            /* requests carry the caller's job id (jobid=procname_uid) */
 	char *connect;        /* nacre.connect's text (heap), built at start */
 	struct fuse_session *se; /* set once the session exists, for cache invalidations */
@@ -311,6 +322,15 @@ struct fz_file *fz_file_create(struct fz_inode *in, struct nacre_file *nf, int f
 			       const struct nacre_cred *cr);
 /* Publishes f's buffered writes and size to the MDS (as flush). Thread-safe. */
 int fz_file_push(struct fz_file *f);
+
+/* ---- atime.c: atime on read (see there) ---- */
+/* The first READ through f: decides whether the file's atime is due and if so notes it
+ * (for f's close and this mount's replies). Thread-safe. */
+void fz_atime_read(struct fz_mount *m, struct fz_file *f);
+/* Raises *atime to the latest atime noted on in's open files. Thread-safe. */
+void fz_atime_merge(struct fz_inode *in, struct nacre_time *atime);
+/* A utimes through this mount: the noted atimes are void. Thread-safe. */
+void fz_atime_drop(struct fz_inode *in);
 
 /* ---- attr.c ---- */
 void fz_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

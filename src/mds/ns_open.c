@@ -163,6 +163,13 @@ static int close_op(struct mds_txn *txn, void *arg)
 			mds_hsm_mark_dirty(&ino);
 			changed = 1;
 		}
+		/* a read's atime: never backwards, and no ctime (it is not a change) */
+		const struct nacre_time *at = &a->r->atime;
+		if (a->r->has_atime && (at->sec > ino.atime.sec ||
+					(at->sec == ino.atime.sec && at->nsec > ino.atime.nsec))) {
+			ino.atime = *at;
+			changed = 1;
+		}
 	}
 	if (a->out)
 		mds_inode_to_attr(&ino, a->out);

@@ -1025,7 +1025,8 @@ void wire_open_rep_decode(struct wire_cursor *c, struct wire_open_rep *m)
 }
 
 /* close_req (since version 1): cred, fid, u64 handle, u64 size, u8 has_mtime (0 or 1),
- * time mtime (always present; meaningful when has_mtime is 1) */
+ * time mtime (always present; meaningful when has_mtime is 1); with WIRE_FEAT_ATIME, when
+ * has_atime: u8 1, time atime (sent only then: an older MDS sees the version 1 body) */
 void wire_close_req_encode(struct wire_cursor *c, const struct wire_close_req *m)
 {
 	wire_cred_put(c, &m->cred);
@@ -1034,6 +1035,10 @@ void wire_close_req_encode(struct wire_cursor *c, const struct wire_close_req *m
 	wire_put_u64(c, m->size);
 	wire_put_u8(c, m->has_mtime ? 1 : 0);
 	time_put(c, &m->mtime);
+	if (m->has_atime) {
+		wire_put_u8(c, 1);
+		time_put(c, &m->atime);
+	}
 }
 
 void wire_close_req_decode(struct wire_cursor *c, struct wire_close_req *m)
@@ -1045,6 +1050,12 @@ void wire_close_req_decode(struct wire_cursor *c, struct wire_close_req *m)
 	m->size = wire_get_u64(c);
 	m->has_mtime = wire_get_u8(c);
 	time_get(c, &m->mtime);
+	if (wire_cursor_ok(c) && wire_cursor_left(c) > 0) {
+		m->has_atime = wire_get_u8(c);
+		time_get(c, &m->atime);
+		if (m->has_atime != 1)
+			wire_cursor_fail(c, -EPROTO);
+	}
 	if (m->has_mtime > 1)
 		wire_cursor_fail(c, -EPROTO);
 }

@@ -65,8 +65,10 @@ enum {
 #define WIRE_FEAT_XATTR_64K (1ull << 5) /* xattr values and lists up to NACRE_XATTR_MAX
 					 * (65536) bytes, in bodies up to WIRE_BODY_BIG_MAX;
 					 * without it WIRE_XATTR_MAX_V1 */
+#define WIRE_FEAT_ATIME (1ull << 6) /* close_req may end with a read's atime */
 #define WIRE_FEATURES_SUPPORTED (WIRE_FEAT_RECOVERY | WIRE_FEAT_SEC | WIRE_FEAT_CAPS | \
-				 WIRE_FEAT_KEY_ID | WIRE_FEAT_JOBID | WIRE_FEAT_XATTR_64K)
+				 WIRE_FEAT_KEY_ID | WIRE_FEAT_JOBID | WIRE_FEAT_XATTR_64K | \
+				 WIRE_FEAT_ATIME)
 
 /* Opcodes. Never renumber; add at the end of a family. Each has a row in the opcode table
  * (wire.c, read through wire_op_info): its request and reply messages, named here too. */
@@ -597,6 +599,10 @@ struct wire_close_req { /* CLOSE, SIZE_UPDATE */
 	uint64_t size;      /* highest end offset written; the MDS keeps max(size, stored) */
 	uint8_t has_mtime;  /* 1 if the client wrote: set mtime and ctime */
 	struct nacre_time mtime;
+	/* with WIRE_FEAT_ATIME, CLOSE only: the handle was read at atime; the MDS keeps
+	 * max(atime, stored) and leaves ctime alone (atime updates on read, docs/CONTRACTS.md) */
+	uint8_t has_atime;
+	struct nacre_time atime;
 };
 struct wire_xattr_req {
 	struct nacre_cred cred;

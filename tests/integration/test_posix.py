@@ -4,10 +4,11 @@ import errno
 import os
 import stat
 import tempfile
+import time
 
 import pytest
 
-from conftest import errno_of, as_user as _as_user
+from conftest import errno_of, wait_for, as_user as _as_user
 
 AT_FDCWD = -100
 RENAME_NOREPLACE = 1
@@ -185,6 +186,52 @@ def test_fstat_of_a_victim_of_rename(pair):
         finally:
             os.chdir(here)
     assert both(pair, cwd_removed, "c") == ("ok", (stat.S_IFDIR, 0))
+
+
+def test_atime_on_read(cluster, mnt):
+    # generic/003: relatime (the default) sets atime at a read when it is not after mtime
+    # or ctime, strictatime at every open's first read, noatime never. The reading mount
+    # shows it at once, the others after the close.
+    strict = cluster.mount(opts=["strictatime"], name="atime-strict")
+    noat = cluster.mount(opts=["noatime"], name="atime-no")
+    try:
+        d = os.path.join(mnt, "atime")
+        os.makedirs(d, exist_ok=True)
+        p = os.path.join(d, "f")
+        write_file(p, b"data" * 1000)
+        paths = {m: os.path.join(m, "atime", "f") for m in (strict, noat)}
+
+        def atime(q):
+            return os.stat(q).st_atime_ns
+
+        def old_atime():
+            st = os.stat(p)
+            old = st.st_mtime_ns - 100 * 10**9
+            os.utime(p, ns=(old, st.st_mtime_ns))
+            return old
+        old = old_atime()
+        before = time.time_ns()
+        assert read_file(p) == b"data" * 1000
+        a1 = atime(p)
+        assert a1 >= before
+        assert read_file(p) and atime(p) == a1   # after mtime and ctime now: kept
+        wait_for(lambda: atime(paths[strict]) == a1, 5, "the other mount to see the atime")
+
+        old = old_atime()
+        assert read_file(paths[noat])
+        time.sleep(1.5)                          # the close, and every attribute cache
+        assert atime(paths[noat]) == old and atime(p) == old
+
+        assert read_file(paths[strict])
+        s1 = atime(paths[strict])
+        assert s1 > old
+        time.sleep(0.05)
+        assert read_file(paths[strict])          # strictatime: every open's read
+        assert atime(paths[strict]) > s1
+    finally:
+        for m in (strict, noat):
+            m.unmount()
+            cluster.mounts.remove(m)
 
 
 def test_mkdir_rmdir_errors(pair):

@@ -698,6 +698,30 @@ static void test_roundtrips(void)
 		m.mtime.sec = 1750000000;
 		m.mtime.nsec = 12345;
 		ROUNDTRIP(close_req, &m);
+
+		/* with WIRE_FEAT_ATIME a read's atime may follow: optional, so the version 1
+		 * body is a valid prefix and every other prefix is not */
+		struct wire_close_req d;
+		struct wire_cursor c;
+		size_t v1, n;
+		ENCODE(&c, wire_close_req_encode, &m);
+		v1 = wire_cursor_pos(&c);
+		wire_cursor_fini(&c);
+		m.has_atime = 1;
+		m.atime.sec = 1760000000;
+		m.atime.nsec = 999999999;
+		ENCODE(&c, wire_close_req_encode, &m);
+		n = wire_cursor_pos(&c);
+		CHECK_EQ(n, v1 + 13);
+		CHECK(DECODE_OK(wire_close_req_decode, c.buf, n, &d));
+		CHECK_MEM(&d, &m, sizeof(d));
+		CHECK(DECODE_OK(wire_close_req_decode, c.buf, v1, &d));
+		CHECK_EQ(d.has_atime, 0);
+		for (size_t k = v1 + 1; k < n; k++)
+			CHECK(!DECODE_OK(wire_close_req_decode, c.buf, k, &d));
+		c.buf[v1] = 2;
+		CHECK(!DECODE_OK(wire_close_req_decode, c.buf, n, &d));
+		wire_cursor_fini(&c);
 	}
 	{
 		struct wire_xattr_req m;
