@@ -358,6 +358,10 @@ int nacre_flush(struct nacre_file *f);
 int nacre_close(struct nacre_file *f);
 /* The file's attributes as this client knows them (size includes its own unflushed writes). */
 int nacre_file_attr(struct nacre_file *f, struct nacre_attr *out);
+/* The application read f at *atime: its close sets the file's atime to that (never back,
+ * and without touching ctime); NULL: forget it (a utimes since). 0, or -EOPNOTSUPP when the
+ * MDS predates it (then reads leave atime alone). Thread-safe. */
+int nacre_file_set_atime(struct nacre_file *f, const struct nacre_time *atime);
 /* The highest end offset written through f (0 if none). */
 uint64_t nacre_file_written_size(const struct nacre_file *f);
 /* The caller learnt from the MDS (a getattr, a lookup) that f's file is size bytes long:

@@ -10,7 +10,7 @@
 
 #define NACRE_NAME_MAX 255   /* bytes in one path component */
 #define NACRE_PATH_MAX 4096  /* bytes in a path or symlink target */
-#define NACRE_XATTR_MAX 64000 /* bytes in one xattr value: it must fit a 64 KiB request body */
+#define NACRE_XATTR_MAX 65536 /* bytes in one xattr value, as Linux's XATTR_SIZE_MAX */
 #define NACRE_MAX_GROUPS 65536 /* supplementary groups of a caller, as Linux's NGROUPS_MAX */
 #define NACRE_CRED_GROUPS 32   /* of them carried in each request; more: a registered list */
 #define NACRE_MAX_STRIPES 128

@@ -136,6 +136,8 @@ struct nacre_file {
 	uint64_t published_seq;      /* write_seq whose mtime the MDS has: a later CLOSE must not
 				      * carry an mtime again (it would undo a utimes in between) */
 	struct nacre_time mtime;     /* time of the last write */
+	int has_atime;               /* nacre_file_set_atime: CLOSE carries atime */
+	struct nacre_time atime;
 	int deferred_err;            /* first write error, reported again at close */
 	pthread_cond_t io_cond;      /* with lock: a background RPC of this file completed */
 	int jobs;                    /* lock: pool jobs (write-behind, readahead) outstanding */

@@ -324,6 +324,8 @@ static int send_size(struct nacre_file *f, uint16_t opcode)
 	seq = f->write_seq;
 	req.has_mtime = seq != f->published_seq;
 	req.mtime = f->mtime;
+	req.has_atime = opcode == WIRE_OP_MDS_CLOSE && f->has_atime;
+	req.atime = f->atime;
 	pthread_mutex_unlock(&f->lock);
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_close_req_encode(&c, &req);
@@ -438,6 +440,20 @@ NACRE_API int nacre_close(struct nacre_file *f)
 	cl_cap_fini(f);
 	free(f);
 	return deferred ? deferred : rc;
+}
+
+NACRE_API int nacre_file_set_atime(struct nacre_file *f, const struct nacre_time *atime)
+{
+	if (!f)
+		return -EINVAL;
+	if (atime && !(rpc_conn_features(f->fs->mds) & WIRE_FEAT_ATIME))
+		return -EOPNOTSUPP;
+	pthread_mutex_lock(&f->lock);
+	f->has_atime = atime != NULL;
+	if (atime)
+		f->atime = *atime;
+	pthread_mutex_unlock(&f->lock);
+	return 0;
 }
 
 NACRE_API int nacre_file_attr(struct nacre_file *f, struct nacre_attr *out)

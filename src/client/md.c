@@ -491,6 +491,14 @@ NACRE_API int nacre_readdir(struct nacre_fs *fs, const struct nacre_cred *cr,
 	return (int)(head.count < (uint32_t)max ? head.count : (uint32_t)max);
 }
 
+/* The largest xattr value (and list) the MDS takes and gives: 64 KiB, or 64,000 bytes from
+ * an MDS that predates WIRE_FEAT_XATTR_64K. */
+static size_t xattr_max(struct nacre_fs *fs)
+{
+	return (rpc_conn_features(fs->mds) & WIRE_FEAT_XATTR_64K) ? NACRE_XATTR_MAX
+								  : WIRE_XATTR_MAX_V1;
+}
+
 /* GETXATTR and LISTXATTR share the reply forms: xattr_len_rep when size is 0, else
  * xattr_rep. Returns the length. */
 static int xattr_read(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_t op,
@@ -504,15 +512,15 @@ static int xattr_read(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_t
 
 	if (!fs || !fid || (size > 0 && !value))
 		return -EINVAL;
-	if (size > NACRE_XATTR_MAX)
-		size = NACRE_XATTR_MAX;
+	if (size > xattr_max(fs))
+		size = xattr_max(fs);
 	memset(&req, 0, sizeof(req));
 	req.cred = *cl_cred(cr, &root);
 	req.fid = *fid;
 	if (name)
 		memcpy(req.name, name, strlen(name) + 1);
 	req.size = (uint32_t)size;
-	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_cursor_init_dyn(&c, WIRE_BODY_BIG_MAX);
 	wire_xattr_req_encode(&c, &req);
 	rc = mds_rpc(fs, op, &c, &m);
 	if (rc)
@@ -585,7 +593,7 @@ NACRE_API int nacre_setxattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 	rc = check_xattr_name(name);
 	if (rc)
 		return rc;
-	if (size > NACRE_XATTR_MAX)
+	if (size > xattr_max(fs))
 		return -E2BIG;
 	memset(&req, 0, sizeof(req));
 	req.cred = *cl_cred(cr, &root);
@@ -594,7 +602,7 @@ NACRE_API int nacre_setxattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 	req.flags = (uint32_t)flags;
 	req.value = value;
 	req.value_len = (uint32_t)size;
-	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_cursor_init_dyn(&c, WIRE_BODY_BIG_MAX);
 	wire_xattr_req_encode(&c, &req);
 	rc = mds_rpc(fs, WIRE_OP_MDS_SETXATTR, &c, &m);
 	if (rc)

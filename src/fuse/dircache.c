@@ -24,15 +24,43 @@ uint64_t fz_dattr_gen(struct fz_inode *in)
 void fz_dattr_store(struct fz_mount *m, struct fz_inode *in, const struct nacre_attr *a,
 		    uint64_t gen)
 {
-	if (!S_ISDIR(a->mode) || m->attr_timeout <= 0)
+	if (!S_ISDIR(a->mode))
 		return;
 	pthread_mutex_lock(&in->lock);
 	if (in->dattr_gen == gen) {
 		in->dattr = *a;
-		in->dattr_until_ms = mono_ms() + (int64_t)(m->attr_timeout * 1000.0);
-		in->dattr_valid = 1;
+		in->dattr_known = 1;
+		if (m->attr_timeout > 0) {
+			in->dattr_until_ms = mono_ms() + (int64_t)(m->attr_timeout * 1000.0);
+			in->dattr_valid = 1;
+		}
 	}
 	pthread_mutex_unlock(&in->lock);
+}
+
+void fz_dattr_note(struct fz_inode *in, const struct nacre_attr *a)
+{
+	if (!S_ISDIR(a->mode))
+		return;
+	pthread_mutex_lock(&in->lock);
+	if (!in->dattr_valid) {
+		in->dattr = *a;
+		in->dattr_known = 1;
+	}
+	pthread_mutex_unlock(&in->lock);
+}
+
+int fz_dattr_gone(struct fz_inode *in, struct nacre_attr *a)
+{
+	pthread_mutex_lock(&in->lock);
+	int known = in->dattr_known;
+	if (known) {
+		*a = in->dattr;
+		a->nlink = 0;
+	}
+	in->dattr_valid = 0;
+	pthread_mutex_unlock(&in->lock);
+	return known;
 }
 
 int fz_dattr_lookup(struct fz_inode *in, struct nacre_attr *a, double *valid_s)

@@ -119,7 +119,7 @@ static int cache_stamp(struct fz_file *f)
 	return same;
 }
 
-static void set_open_flags(struct fz_file *f, struct fuse_file_info *fi)
+static void set_open_flags(struct fz_mount *m, struct fz_file *f, struct fuse_file_info *fi)
 {
 	/* O_APPEND: each write(2) must reach us whole, for libnacre asks the MDS for an offset
 	 * per request. Through the page cache the kernel ends a request at every page the
@@ -129,8 +129,9 @@ static void set_open_flags(struct fz_file *f, struct fuse_file_info *fi)
 	 * idea of the end of file, which is stale while other clients append. */
 	fi->direct_io = f->append;
 	/* Close-to-open: drop cached pages on open if the file changed since this client
-	 * last knew it (another client may have written); keep them otherwise. */
-	fi->keep_cache = (unsigned)cache_stamp(f);
+	 * last knew it (another client may have written); keep them otherwise. Under
+	 * strictatime every open's first read must reach us (atime.c). */
+	fi->keep_cache = (unsigned)cache_stamp(f) && m->atime_mode != FZ_ATIME_STRICT;
 }
 
 void fz_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -170,7 +171,7 @@ void fz_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	set_open_flags(f, fi);
+	set_open_flags(m, f, fi);
 	/* If the kernel dropped the reply, it holds neither the lookup nor the file. */
 	if (fuse_reply_create(req, &e, fi) != 0) {
 		fz_handle_del(m, fi->fh, FZ_H_FILE);
@@ -222,7 +223,7 @@ void fz_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	set_open_flags(f, fi);
+	set_open_flags(m, f, fi);
 	/* Close-to-open holds for the size too: the kernel may keep attributes from before
 	 * another client's close for attr_timeout, and a read stops at the size it holds.
 	 * When the size this open found is not the one the kernel was last given, they are
@@ -263,6 +264,7 @@ void fz_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (n < 0)
 		fz_reply_rc(req, (int)n);
 	else {
+		fz_atime_read(fz_mnt(req), f); /* before the reply: a stat after read(2) sees it */
 		fz_metrics_read((uint64_t)n);
 		fuse_reply_buf(req, buf, (size_t)n);
 	}

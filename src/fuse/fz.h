@@ -47,7 +47,9 @@ struct fz_inode {
 	 * still hold an older size than the servers' */
 	int kernel_size_valid;
 	uint64_t kernel_size;
-	/* lock: a directory's attributes as the MDS last gave them (dircache.c) */
+	/* lock: a directory's attributes as the MDS last gave them (dircache.c); dattr_known
+	 * says dattr holds some (maybe old ones), dattr_valid that they may answer getattr */
+	int dattr_known;
 	int dattr_valid;
 	uint64_t dattr_gen;     /* +1 at each drop: a fetch that began before it is stale */
 	int64_t dattr_until_ms; /* CLOCK_MONOTONIC */
@@ -65,6 +67,9 @@ struct fz_file {
 	struct fz_file *next, *prev; /* inode->lock */
 	uint64_t written_end;        /* inode->lock: highest end written through this handle */
 	int dirty;                   /* inode->lock: written since the last flush */
+	int atime_checked;           /* inode->lock: a READ came (atime.c) */
+	int atime_due;               /* inode->lock: its close sets the file's atime to atime */
+	struct nacre_time atime;     /* inode->lock */
 };
 
 /* FID -> inode and inode number -> inode hash tables (chained), resized as they grow.
@@ -117,6 +122,13 @@ enum {
 	FZ_LOCK_NONE = 2,    /* noflock: fcntl locks and flock fail with ENOSYS */
 };
 
+/* atime modes (mount options relatime, strictatime, noatime; atime.c). */
+enum {
+	FZ_ATIME_REL = 0,    /* relatime, the default */
+	FZ_ATIME_STRICT = 1, /* strictatime (also norelatime) */
+	FZ_ATIME_NONE = 2,   /* noatime */
+};
+
 /* What the kernel and libfuse agreed at FUSE_INIT; the new process of an upgrade replays it. */
 struct fz_init_params {
 	uint32_t proto_major, proto_minor;
@@ -138,6 +150,7 @@ struct fz_mount {
 	char kdev[32];        /* "major:minor" of the FUSE mount, for its superblock flags; ""
 			       * if unknown */
 	int lock_mode;        /* FZ_LOCK_* */
+	int atime_mode;       /* FZ_ATIME_* */
 	int jobid;            /* requests carry the caller's job id (jobid=procname_uid) */
 	char *connect;        /* nacre.connect's text (heap), built at start */
 	struct fuse_session *se; /* set once the session exists, for cache invalidations */
@@ -344,6 +357,15 @@ struct fz_file *fz_file_create(struct fz_inode *in, struct nacre_file *nf, int f
 /* Publishes f's buffered writes and size to the MDS (as flush). Thread-safe. */
 int fz_file_push(struct fz_file *f);
 
+/* ---- atime.c: atime on read (see there) ---- */
+/* The first READ through f: decides whether the file's atime is due and if so notes it
+ * (for f's close and this mount's replies). Thread-safe. */
+void fz_atime_read(struct fz_mount *m, struct fz_file *f);
+/* Raises *atime to the latest atime noted on in's open files. Thread-safe. */
+void fz_atime_merge(struct fz_inode *in, struct nacre_time *atime);
+/* A utimes through this mount: the noted atimes are void. Thread-safe. */
+void fz_atime_drop(struct fz_inode *in);
+
 /* ---- attr.c ---- */
 void fz_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fz_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -382,6 +404,13 @@ int fz_dattr_lookup(struct fz_inode *in, struct nacre_attr *a, double *valid_s);
  * added dnlink links to it (a subdirectory made or removed: +1 or -1). */
 void fz_dattr_changed(struct fz_inode *dir, const struct nacre_time *when, int dnlink);
 void fz_dattr_drop(struct fz_inode *in);
+/* Records a (if it is a directory's, from a lookup or create) as the last attributes known
+ * of in, without letting them answer getattr. */
+void fz_dattr_note(struct fz_inode *in, const struct nacre_attr *a);
+/* For a directory the MDS no longer has (removed, or replaced by a rename) while the kernel
+ * still holds it (an open descriptor, a working directory): 1 with its last known
+ * attributes in *a, nlink 0, as a local file system answers fstat of it; 0 if unknown. */
+int fz_dattr_gone(struct fz_inode *in, struct nacre_attr *a);
 
 /* ---- bdi.c ---- */
 /* Starts a thread that, once FUSE_INIT is done, writes m->kernel_ra_kb to the bdi
@@ -416,7 +445,8 @@ void fz_op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, stru
 void fz_op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
 		 int sleep);
 void fz_op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op);
-/* flush and release that first drop the closing owner's locks, then run file.c's. */
+/* flush and release that first drop the closing owner's locks (POSIX at flush; OFD and
+ * flock at release), then run file.c's. */
 void fz_op_lock_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fz_op_lock_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 /* Requests now waiting for a cluster lock (F_SETLKW, blocking flock). Thread-safe. */
@@ -425,7 +455,8 @@ int fz_lock_waiters(void);
  * its mutex; stops at (and returns) a non-zero result. */
 int fz_lock_owners_walk(int (*fn)(const struct nacre_fid *fid, uint64_t owner, void *arg),
 			void *arg);
-/* Adds a pair to that table (an upgrade). 0 or -ENOMEM. */
+/* Adds a pair to that table (an upgrade); without the handle it locked through, an OFD
+ * owner's locks then go at the last close of the file here. 0 or -ENOMEM. */
 int fz_lock_owner_import(const struct nacre_fid *fid, uint64_t owner);
 
 /* ---- upgrade_*.c: nacre-mount --upgrade (see upgrade.h for the steps) ---- */

@@ -1,6 +1,15 @@
-/* lock.c - fcntl (POSIX) and flock locks through the MDS lock service, and their release on
- * close: the kernel sends FLUSH with the closing process's lock owner (POSIX locks go) and
- * RELEASE with flock_release when the open file had flock locks.
+/* lock.c - fcntl (POSIX and OFD) and flock locks through the MDS lock service, and their
+ * release on close: the kernel sends FLUSH with the closing process's lock owner (POSIX
+ * locks go) and RELEASE with flock_release when the open file had flock locks.
+ *
+ * Open file description locks (F_OFD_SETLK) reach us as POSIX locks whose owner is the
+ * kernel's open file, and the kernel sends no unlock for them at all: not at FLUSH (whose
+ * owner is the closing process's) nor at RELEASE (whose lock_owner it fills for flock
+ * only). So each owner remembers the handle it last locked through, and the RELEASE of
+ * that handle (the last close of the open file) unlocks it. A process's own POSIX owner
+ * cannot be hit by that: it flushed, and so left the table, when it closed its last
+ * descriptor of the handle. The last release of an inode here drops every owner left on
+ * it (those an upgrade handed over come without their handle).
  *
  * Locks also order data between clients, as NFS does: before a lock is released or
  * downgraded this client's buffered writes to the file reach the OSTs and the MDS, and
@@ -24,19 +33,21 @@
 #define OWNER_BUCKETS 256
 
 /* (fid, owner) pairs that took a POSIX lock through this mount and have not closed since:
- * only their FLUSH costs an unlock RPC. One table per process (nacre-mount serves one
- * mount); the mutex is a leaf. */
+ * only their FLUSH (or, for an OFD owner, their RELEASE) costs an unlock RPC. One table per
+ * process (nacre-mount serves one mount); the mutex is a leaf. */
 struct owner_ent {
 	struct nacre_fid fid;
 	uint64_t owner;
+	uint64_t fh; /* the handle of its last lock request; 0 if unknown (an upgrade) */
 	struct owner_ent *next;
 };
 static pthread_mutex_t owners_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct owner_ent *owners[OWNER_BUCKETS]; /* owners_lock */
+static size_t owners_count;                     /* owners_lock */
 /* Requests waiting in set_wait: an upgrade cannot hand those over (upgrade.c). */
 static int lock_waiters; /* atomic */
 
-static int owner_add(const struct nacre_fid *fid, uint64_t owner);
+static int owner_add(const struct nacre_fid *fid, uint64_t owner, uint64_t fh);
 
 int fz_lock_waiters(void)
 {
@@ -58,7 +69,7 @@ int fz_lock_owners_walk(int (*fn)(const struct nacre_fid *fid, uint64_t owner, v
 
 int fz_lock_owner_import(const struct nacre_fid *fid, uint64_t owner)
 {
-	return owner_add(fid, owner);
+	return owner_add(fid, owner, 0);
 }
 
 static size_t owner_bucket(const struct nacre_fid *fid, uint64_t owner)
@@ -75,8 +86,9 @@ static struct owner_ent **owner_slot(const struct nacre_fid *fid, uint64_t owner
 	return p;
 }
 
-/* Adds the pair (fid, owner) unless known. 0 or -ENOMEM. */
-static int owner_add(const struct nacre_fid *fid, uint64_t owner)
+/* Adds the pair (fid, owner) unless known; either way it was last used through handle fh
+ * (0: unknown, which keeps what is known). 0 or -ENOMEM. */
+static int owner_add(const struct nacre_fid *fid, uint64_t owner, uint64_t fh)
 {
 	int rc = 0;
 
@@ -88,18 +100,21 @@ static int owner_add(const struct nacre_fid *fid, uint64_t owner)
 			e->fid = *fid;
 			e->owner = owner;
 			*p = e;
+			owners_count++;
 		} else {
 			rc = -ENOMEM;
 		}
 	}
+	if (*p && fh)
+		(*p)->fh = fh;
 	pthread_mutex_unlock(&owners_lock);
 	return rc;
 }
 
-/* Remembers that owner may hold POSIX locks on fid. */
-static void owner_note(const struct nacre_fid *fid, uint64_t owner)
+/* Remembers that owner may hold POSIX locks on fid, taken through handle fh. */
+static void owner_note(const struct nacre_fid *fid, uint64_t owner, uint64_t fh)
 {
-	if (owner_add(fid, owner) < 0)
+	if (owner_add(fid, owner, fh) < 0)
 		LOG_WARN("lock", "out of memory: a POSIX lock may outlive its close");
 }
 
@@ -108,11 +123,38 @@ static int owner_take(const struct nacre_fid *fid, uint64_t owner)
 {
 	pthread_mutex_lock(&owners_lock);
 	struct owner_ent **p = owner_slot(fid, owner), *e = *p;
-	if (e)
+	if (e) {
 		*p = e->next;
+		owners_count--;
+	}
 	pthread_mutex_unlock(&owners_lock);
 	free(e);
 	return e != NULL;
+}
+
+/* Takes out of the table the owners of fid last used through handle fh, or all of fid's if
+ * all; returns them as a list (the caller frees it). */
+static struct owner_ent *owners_take_file(const struct nacre_fid *fid, uint64_t fh, int all)
+{
+	struct owner_ent *out = NULL;
+
+	pthread_mutex_lock(&owners_lock);
+	for (size_t i = 0; i < OWNER_BUCKETS && owners_count; i++) {
+		struct owner_ent **p = &owners[i];
+		while (*p) {
+			struct owner_ent *e = *p;
+			if (nacre_fid_eq(&e->fid, fid) && (all || e->fh == fh)) {
+				*p = e->next;
+				owners_count--;
+				e->next = out;
+				out = e;
+			} else {
+				p = &e->next;
+			}
+		}
+	}
+	pthread_mutex_unlock(&owners_lock);
+	return out;
 }
 
 static int lk_type(short t)
@@ -248,7 +290,7 @@ void fz_op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, stru
 	}
 	/* noted before asking, so a flush racing with the grant still unlocks */
 	if (l.type != NACRE_LK_UNLCK)
-		owner_note(&in->fid, fi->lock_owner);
+		owner_note(&in->fid, fi->lock_owner, fi->fh);
 	if (l.type != NACRE_LK_WRLCK) /* an unlock or maybe a downgrade: others may read */
 		flush_inode(in);
 	rc = set_wait(req, &in->fid, NACRE_LOCK_POSIX, fi->lock_owner, &l, sleep);
@@ -315,11 +357,48 @@ void fz_op_lock_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fz_op_flush(req, ino, fi);
 }
 
+/* 1 if f is the only file open on its inode here. */
+static int last_file(struct fz_file *f)
+{
+	struct fz_inode *in = f->inode;
+
+	pthread_mutex_lock(&in->lock);
+	int last = in->files == f && !f->next;
+	pthread_mutex_unlock(&in->lock);
+	return last;
+}
+
+/* The last close of the open file behind fi: its OFD locks go (see the top comment). */
+static void release_ofd(struct fz_mount *m, struct fz_inode *in, struct fuse_file_info *fi)
+{
+	struct fz_file *f = fz_handle_get(m, fi->fh, FZ_H_FILE);
+	struct owner_ent *list;
+
+	if (!f)
+		return;
+	list = owners_take_file(&in->fid, fi->fh, last_file(f));
+	if (list)
+		flush_inode(in);
+	while (list) {
+		struct owner_ent *e = list;
+		struct nacre_lock all = {.type = NACRE_LK_UNLCK, .end = NACRE_LOCK_EOF};
+		int rc = nacre_lock_set(m->fs, NULL, &in->fid, NACRE_LOCK_POSIX, e->owner, &all);
+		if (rc < 0)
+			LOG_WARN("lock", "cannot release OFD locks on close: %s "
+					 "(the MDS drops them when this client is evicted)",
+				 nacre_strerror(rc));
+		list = e->next;
+		free(e);
+	}
+}
+
 void fz_op_lock_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fz_mount *m = fz_mnt(req);
 	struct fz_inode *in = fz_inode_get(m, ino);
 
+	if (m->lock_mode == FZ_LOCK_CLUSTER && in)
+		release_ofd(m, in, fi);
 	if (fi->flock_release && m->lock_mode == FZ_LOCK_CLUSTER && in) {
 		flush_inode(in);
 		struct nacre_lock un = {.type = NACRE_LK_UNLCK, .end = NACRE_LOCK_EOF};

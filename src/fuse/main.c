@@ -69,6 +69,7 @@ struct args {
 	int max_dirty_mb;
 	int readahead_max_mb;
 	int lock_mode;          /* flock / localflock / noflock: FZ_LOCK_* */
+	int atime_mode;         /* relatime / strictatime / noatime: FZ_ATIME_* */
 	int no_jobid;           /* jobid=disable: requests carry no job id */
 	int no_io_uring;        /* io_uring=off: serve through /dev/fuse only */
 	struct metrics_opts metrics; /* metrics_addr=, metrics_log=, metrics_interval=,
@@ -83,7 +84,7 @@ struct args {
 static const char *const ignored_opts[] = {
 	"rw", "defaults", "auto", "noauto", "user", "users", "nouser", "owner", "group",
 	"_netdev", "nofail", "allow_other", "silent", "loud", "nosymfollow",
-	/* atime variants libfuse 3.14 does not pass on; atime lives on the MDS anyway */
+	/* atime variants libfuse 3.14 does not pass on; nacre-mount applies them (atime.c) */
 	"diratime", "nodiratime", "relatime", "norelatime", "strictatime", "nostrictatime",
 	"lazytime", "nolazytime",
 };
@@ -99,6 +100,18 @@ static const char *const vfs_opts[] = {
 	"suid", "nosuid", "dev", "nodev", "exec", "noexec", "atime", "noatime",
 	"sync", "async", "dirsync",
 };
+
+/* The atime options, as mount(8) passes them; the last one given wins. */
+static void atime_opt(struct args *a, const char *opt)
+{
+	if (!strcmp(opt, "noatime"))
+		a->atime_mode = FZ_ATIME_NONE;
+	else if (!strcmp(opt, "relatime") || !strcmp(opt, "nostrictatime") ||
+		 (!strcmp(opt, "atime") && a->atime_mode == FZ_ATIME_NONE))
+		a->atime_mode = FZ_ATIME_REL;
+	else if (!strcmp(opt, "strictatime") || !strcmp(opt, "norelatime"))
+		a->atime_mode = FZ_ATIME_STRICT;
+}
 
 static void usage(FILE *out, const char *prog)
 {
@@ -121,6 +134,8 @@ static void usage(FILE *out, const char *prog)
 		"  -o client_name=NAME  the name the MDS knows this client by (nodemaps match it;\n"
 		"                    default $NACRE_CLIENT_NAME, else the hostname)\n"
 		"  -o attr_timeout=SECS, entry_timeout=SECS   kernel cache times (default 1.0)\n"
+		"  -o relatime|strictatime|noatime   atime on read: when older than mtime, ctime\n"
+		"                    or a day (the default), at every open's first read, never\n"
 		"  -o timeout=SECS   per-request limit while a server answers (default 30)\n"
 		"  -o recovery_timeout=SECS   how long calls wait for a server that is down or\n"
 		"                    restarting before they fail with EIO (default 300)\n"
@@ -219,6 +234,8 @@ static int parse_opts(struct args *a, char *opts)
 		val = strchr(opt, '=');
 		if (val)
 			*val++ = '\0';
+		if (!val)
+			atime_opt(a, opt); /* and on: noatime and atime are VFS flags too */
 		if (*opt == '\0') {
 			/* empty item from ",," */
 		} else if (!val && strcmp(opt, "ro") == 0) {
@@ -700,6 +717,7 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 	m.entry_timeout = a->entry_timeout;
 	m.ro = a->ro;
 	m.lock_mode = a->lock_mode;
+	m.atime_mode = a->atime_mode;
 	err[0] = '\0';
 	why[0] = '\0';
 	rc = nacre_fs_mount(a->spec, &mo, &m.fs, err, sizeof(err));

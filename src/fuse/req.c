@@ -228,6 +228,11 @@ int fz_entry_prepare(fuse_req_t req, const struct nacre_attr *a, const struct na
 	e->attr_timeout = m->attr_timeout;
 	e->entry_timeout = m->entry_timeout;
 	fz_attr_to_stat(a, &e->attr);
+	fz_dattr_note(in, a); /* for fstat once the directory is gone (fz_dattr_gone) */
+	struct nacre_time atime = a->atime;
+	fz_atime_merge(in, &atime);
+	e->attr.st_atim.tv_sec = (time_t)atime.sec;
+	e->attr.st_atim.tv_nsec = (long)atime.nsec;
 	size = a->size;
 	fz_inode_size_for_kernel(in, &size);
 	e->attr.st_size = (off_t)size;

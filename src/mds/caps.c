@@ -15,7 +15,7 @@ uint32_t mds_cap_open_rights(const struct nacre_cred *cr, const struct mds_inode
 			     int mask)
 {
 	uint32_t rights = 0;
-	if (mask & MDS_MAY_READ)
+	if (mask & (MDS_MAY_READ | MDS_MAY_EXEC)) /* exec: the kernel reads the program */
 		rights |= CAP_READ;
 	if (mask & MDS_MAY_WRITE) {
 		rights |= CAP_WRITE;

@@ -15,8 +15,8 @@
 #define MDS_CAP_LIFETIME_DEFAULT_S 3600
 
 /* The rights an open with access mask (MDS_MAY_*) that passed its permission check gets:
- * read for reading, write for writing, and read with a write-only open when cr may read
- * the file too. Pure. */
+ * read for reading or executing, write for writing, and read with a write-only open when
+ * cr may read the file too. Pure. */
 uint32_t mds_cap_open_rights(const struct nacre_cred *cr, const struct mds_inode *ino,
 			     int mask);
 

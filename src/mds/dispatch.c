@@ -267,13 +267,17 @@ static int do_getxattr(struct mds *m, const struct rpc_request *req, struct rpc_
 	DECODE(xattr_req, r);
 	if (!list && !r.name[0])
 		return -EINVAL;
-	size_t size = r.size < NACRE_XATTR_MAX ? r.size : NACRE_XATTR_MAX;
+	/* a client that predates WIRE_FEAT_XATTR_64K takes no more than it could send */
+	size_t max = (req->features & WIRE_FEAT_XATTR_64K) ? NACRE_XATTR_MAX : WIRE_XATTR_MAX_V1;
+	size_t size = r.size < max ? r.size : max;
 	void *buf = size ? malloc(size) : NULL;
 	if (size && !buf)
 		return -ENOMEM;
 	int rc = list ? mds_xattr_list(m, &r.cred, &r.fid, buf, size)
 		      : mds_xattr_get(m, &r.cred, &r.fid, r.name, buf, size);
-	if (rc >= 0) {
+	if (rc >= 0 && size == 0 && (size_t)rc > max) {
+		rc = -E2BIG;
+	} else if (rc >= 0) {
 		if (size == 0) {
 			struct wire_xattr_len_rep x = {.len = (uint32_t)rc};
 			wire_xattr_len_rep_encode(&rep->body, &x);

@@ -67,7 +67,8 @@ int mds_ns_links(struct mds *m, const struct nacre_cred *cr, const struct nacre_
 		 int (*fn)(void *arg, const struct nacre_fid *parent, const char *name), void *arg,
 		 uint32_t *hidden, uint32_t *next, int *eof);
 
-/* OPEN (ns_open.c): checks access for the O_ACCMODE of flags (directories: read only),
+/* OPEN (ns_open.c): checks access for the O_ACCMODE of flags (directories: read only;
+ * O_RDONLY with WIRE_OPEN_EXEC: execute, regular files only),
  * truncates on O_TRUNC (as SETATTR size 0), registers a handle for owner (session.h:
  * mds_owner_of) on connection conn_id (an HSM agent's restore is known by it). A released file
  * queues a restore (-NACRE_ERESTORING), except for the copytool restoring it, which gets

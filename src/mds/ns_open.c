@@ -41,6 +41,8 @@ int mds_ns_open(struct mds *m, uint64_t conn_id, uint64_t owner, const struct wi
 	int mask = acc == O_RDONLY ? MDS_MAY_READ
 		   : acc == O_WRONLY ? MDS_MAY_WRITE
 				     : MDS_MAY_READ | MDS_MAY_WRITE;
+	if (acc == O_RDONLY && (r->flags & WIRE_OPEN_EXEC))
+		mask = MDS_MAY_EXEC; /* execve reads what it may not read otherwise */
 	int trunc = (r->flags & O_TRUNC) && (mask & MDS_MAY_WRITE);
 	/* a re-open after an MDS restart takes its handle back (in-flight requests name it) */
 	uint64_t id = mds_req_current ? mds_req_current->replay_handle : 0;
@@ -63,6 +65,10 @@ int mds_ns_open(struct mds *m, uint64_t conn_id, uint64_t owner, const struct wi
 		goto out_drop;
 	if (S_ISLNK(ino->mode)) {
 		rc = -ELOOP;
+		goto out_drop;
+	}
+	if (!S_ISREG(ino->mode) && mask == MDS_MAY_EXEC) {
+		rc = -EACCES; /* only regular files run */
 		goto out_drop;
 	}
 	if (S_ISDIR(ino->mode) && (mask & MDS_MAY_WRITE)) {
@@ -155,6 +161,13 @@ static int close_op(struct mds_txn *txn, void *arg)
 			ino.mtime = a->r->mtime;
 			ino.ctime = a->r->mtime;
 			mds_hsm_mark_dirty(&ino);
+			changed = 1;
+		}
+		/* a read's atime: never backwards, and no ctime (it is not a change) */
+		const struct nacre_time *at = &a->r->atime;
+		if (a->r->has_atime && (at->sec > ino.atime.sec ||
+					(at->sec == ino.atime.sec && at->nsec > ino.atime.nsec))) {
+			ino.atime = *at;
 			changed = 1;
 		}
 	}

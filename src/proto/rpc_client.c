@@ -287,7 +287,8 @@ static void committed_upto(struct rpc_conn *c, uint64_t lc)
 static void retain(struct rpc_conn *c, struct rpc_pending *p, const struct rpc_msg *m)
 {
 	struct rpc_retained *r = calloc(1, sizeof(*r));
-	uint8_t *both = r && p->args.body_len + m->body_len + WIRE_REQ_ENV_LEN <= WIRE_BODY_MAX
+	uint8_t *both = r && p->args.body_len + m->body_len + WIRE_REQ_ENV_LEN <=
+				     wire_op_body_max(p->args.opcode)
 				? malloc(p->args.body_len + m->body_len + 1)
 				: NULL;
 
@@ -516,7 +517,7 @@ static int send_frame(int fd, struct sec_session *sess, uint16_t opcode, uint64_
 		wire_req_env_encode(&ec, env);
 		env_len = (uint32_t)ec.pos;
 	}
-	if (bulk_len > WIRE_BULK_MAX || body_len + env_len > WIRE_BODY_MAX)
+	if (bulk_len > WIRE_BULK_MAX || body_len + env_len > wire_op_body_max(opcode))
 		return -E2BIG;
 	h.body_len = body_len + env_len;
 	h.bulk_len = (uint32_t)bulk_len;
@@ -1681,7 +1682,7 @@ int rpc_start(struct rpc_conn *c, const struct rpc_call_args *a, struct rpc_pend
 	struct rpc_pending *p;
 	int rc;
 
-	if (a->body_len > WIRE_BODY_MAX || a->bulk_iovcnt > 64)
+	if (a->body_len > wire_op_body_max(a->opcode) || a->bulk_iovcnt > 64)
 		return -E2BIG;
 	p = calloc(1, sizeof(*p));
 	if (!p)

@@ -259,7 +259,7 @@ static struct tx_frame *frame_build(const struct wire_hdr *req, int status, cons
 
 	if (!f)
 		goto out_free_bulk;
-	if (env_len + body_len > WIRE_BODY_MAX) {
+	if (env_len + body_len > wire_op_body_max(req->opcode)) {
 		h.status = -EPROTO; /* the handler checked its body against the limit */
 		h.body_len = env_len;
 		body_len = 0;
@@ -430,7 +430,8 @@ static int run_request(struct rpc_server *s, struct job *j)
 	struct op_metrics *om = op_metrics_get(j->hdr.opcode);
 	int64_t t0 = net_now_us();
 
-	wire_cursor_init_dyn(&rep.body, WIRE_BODY_MAX - (j->conn->env ? WIRE_REP_ENV_LEN : 0));
+	wire_cursor_init_dyn(&rep.body, wire_op_body_max(j->hdr.opcode) -
+						(j->conn->env ? WIRE_REP_ENV_LEN : 0));
 	if (j->conn->env) {
 		struct wire_cursor ec;
 		wire_cursor_init_read(&ec, j->payload, j->hdr.body_len);

@@ -69,7 +69,7 @@ int sec_seal_final(struct sec_session *s, uint8_t tag[WIRE_TAG_LEN]);
 /* A buffer of SEC_SEAL_BUF bytes owned by the session's sending side, for a sender that
  * cannot encrypt in place (its bytes are borrowed): allocated on first use, freed with the
  * session. NULL if out of memory. */
-#define SEC_SEAL_BUF (WIRE_BODY_MAX + 256u * 1024u)
+#define SEC_SEAL_BUF (WIRE_BODY_BIG_MAX + 256u * 1024u)
 uint8_t *sec_seal_buf(struct sec_session *s);
 
 /* ---- receiving ---- */

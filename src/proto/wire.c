@@ -39,6 +39,7 @@
 #define IDEM WIRE_OPF_IDEMPOTENT
 #define INL WIRE_OPF_INLINE
 #define RC WIRE_OPF_REPLY_CACHE
+#define BIG WIRE_OPF_BIG_BODY
 #define OP(op, req, rep, flags) [WIRE_OP_##op] = {#op, req, rep, flags}
 static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(CONNECT, "connect_req", "connect_rep", 0),
@@ -62,9 +63,9 @@ static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(MDS_OPEN, "open_req", "open_rep", 0),
 	OP(MDS_CLOSE, "close_req", "attr_rep", INL | RC),
 	OP(MDS_SIZE_UPDATE, "close_req", "attr_rep", INL | RC),
-	OP(MDS_GETXATTR, "xattr_req", "xattr_rep", IDEM | INL),
-	OP(MDS_SETXATTR, "xattr_req", "empty", INL | RC),
-	OP(MDS_LISTXATTR, "xattr_req", "xattr_rep", IDEM | INL),
+	OP(MDS_GETXATTR, "xattr_req", "xattr_rep", IDEM | INL | BIG),
+	OP(MDS_SETXATTR, "xattr_req", "empty", INL | RC | BIG),
+	OP(MDS_LISTXATTR, "xattr_req", "xattr_rep", IDEM | INL | BIG),
 	OP(MDS_REMOVEXATTR, "xattr_req", "empty", INL | RC),
 	OP(MDS_LAYOUT_GET, "fid_req", "layout_rep", IDEM | INL),
 	OP(MDS_LAYOUT_SET, "layout_set_req", "layout_rep", RC),
@@ -116,6 +117,7 @@ static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(MDS_NODEMAP, "nodemap_req", "nodemap_rep", 0),
 };
 #undef OP
+#undef BIG
 #undef RC
 #undef INL
 #undef IDEM
@@ -153,6 +155,13 @@ int wire_op_reply_cached(uint16_t opcode)
 	const struct wire_op_info *op = wire_op_info(opcode);
 
 	return op && (op->flags & WIRE_OPF_REPLY_CACHE);
+}
+
+uint32_t wire_op_body_max(uint16_t opcode)
+{
+	const struct wire_op_info *op = wire_op_info(opcode);
+
+	return op && (op->flags & WIRE_OPF_BIG_BODY) ? WIRE_BODY_BIG_MAX : WIRE_BODY_MAX;
 }
 
 int wire_opcode_by_name(const char *name)
@@ -229,7 +238,7 @@ int wire_hdr_decode(const uint8_t in[WIRE_HDR_LEN], struct wire_hdr *h)
 		return -NACRE_EBADMAGIC;
 	if (h->version < 1 || h->version > WIRE_VERSION)
 		return -NACRE_EPROTO_VERSION;
-	if (h->body_len > WIRE_BODY_MAX || h->bulk_len > WIRE_BULK_MAX)
+	if (h->body_len > wire_op_body_max(h->opcode) || h->bulk_len > WIRE_BULK_MAX)
 		return -EPROTO;
 	/* Unknown flag bits would only be sent after a feature negotiated them. */
 	if (h->flags & ~(uint32_t)WIRE_FLAG_REPLY)
@@ -1016,7 +1025,8 @@ void wire_open_rep_decode(struct wire_cursor *c, struct wire_open_rep *m)
 }
 
 /* close_req (since version 1): cred, fid, u64 handle, u64 size, u8 has_mtime (0 or 1),
- * time mtime (always present; meaningful when has_mtime is 1) */
+ * time mtime (always present; meaningful when has_mtime is 1); with WIRE_FEAT_ATIME, when
+ * has_atime: u8 1, time atime (sent only then: an older MDS sees the version 1 body) */
 void wire_close_req_encode(struct wire_cursor *c, const struct wire_close_req *m)
 {
 	wire_cred_put(c, &m->cred);
@@ -1025,6 +1035,10 @@ void wire_close_req_encode(struct wire_cursor *c, const struct wire_close_req *m
 	wire_put_u64(c, m->size);
 	wire_put_u8(c, m->has_mtime ? 1 : 0);
 	time_put(c, &m->mtime);
+	if (m->has_atime) {
+		wire_put_u8(c, 1);
+		time_put(c, &m->atime);
+	}
 }
 
 void wire_close_req_decode(struct wire_cursor *c, struct wire_close_req *m)
@@ -1036,6 +1050,12 @@ void wire_close_req_decode(struct wire_cursor *c, struct wire_close_req *m)
 	m->size = wire_get_u64(c);
 	m->has_mtime = wire_get_u8(c);
 	time_get(c, &m->mtime);
+	if (wire_cursor_ok(c) && wire_cursor_left(c) > 0) {
+		m->has_atime = wire_get_u8(c);
+		time_get(c, &m->atime);
+		if (m->has_atime != 1)
+			wire_cursor_fail(c, -EPROTO);
+	}
 	if (m->has_mtime > 1)
 		wire_cursor_fail(c, -EPROTO);
 }

@@ -15,7 +15,7 @@
  *     u16 version     WIRE_VERSION
  *     u16 opcode
  *     u32 flags       WIRE_FLAG_*
- *     u32 body_len    <= WIRE_BODY_MAX
+ *     u32 body_len    <= WIRE_BODY_MAX (WIRE_BODY_BIG_MAX for WIRE_OPF_BIG_BODY opcodes)
  *     u64 xid         request id, chosen by the sender of the request
  *     i32 status      replies only; 0 in requests
  *     u32 bulk_len    <= WIRE_BULK_MAX
@@ -35,6 +35,12 @@
 #define WIRE_VERSION 1
 #define WIRE_HDR_LEN 36
 #define WIRE_BODY_MAX (64u * 1024u)
+/* The bodies of the xattr opcodes (WIRE_OPF_BIG_BODY): a 64 KiB value (Linux's
+ * XATTR_SIZE_MAX) and the rest of the request. Larger than WIRE_BODY_MAX only with
+ * WIRE_FEAT_XATTR_64K, so a peer that predates it never sees one. */
+#define WIRE_BODY_BIG_MAX (WIRE_BODY_MAX + 4096u)
+/* An xattr value's largest size without WIRE_FEAT_XATTR_64K (it fits WIRE_BODY_MAX). */
+#define WIRE_XATTR_MAX_V1 64000u
 #define WIRE_BULK_MAX (16u * 1024u * 1024u)
 #define WIRE_NONCE_LEN 16
 #define WIRE_PROOF_LEN 32 /* HMAC-SHA256 */
@@ -56,8 +62,13 @@ enum {
 				      * generation (docs/security.md, "Keys and roles") */
 #define WIRE_FEAT_JOBID (1ull << 4) /* a cred may carry the caller's job id, and changelog
 				     * records carry it (NACRE_CLF_JOBID) */
+#define WIRE_FEAT_XATTR_64K (1ull << 5) /* xattr values and lists up to NACRE_XATTR_MAX
+					 * (65536) bytes, in bodies up to WIRE_BODY_BIG_MAX;
+					 * without it WIRE_XATTR_MAX_V1 */
+#define WIRE_FEAT_ATIME (1ull << 6) /* close_req may end with a read's atime */
 #define WIRE_FEATURES_SUPPORTED (WIRE_FEAT_RECOVERY | WIRE_FEAT_SEC | WIRE_FEAT_CAPS | \
-				 WIRE_FEAT_KEY_ID | WIRE_FEAT_JOBID)
+				 WIRE_FEAT_KEY_ID | WIRE_FEAT_JOBID | WIRE_FEAT_XATTR_64K | \
+				 WIRE_FEAT_ATIME)
 
 /* Opcodes. Never renumber; add at the end of a family. Each has a row in the opcode table
  * (wire.c, read through wire_op_info): its request and reply messages, named here too. */
@@ -185,6 +196,8 @@ enum {
 	/* A change the MDS runs at most once per (client, xid): its transaction writes a
 	 * reply-cache record, a resend or replay is answered from it (docs/recovery.md). */
 	WIRE_OPF_REPLY_CACHE = 1u << 2,
+	/* Its request and reply bodies may reach WIRE_BODY_BIG_MAX (the xattr calls). */
+	WIRE_OPF_BIG_BODY = 1u << 3,
 };
 struct wire_op_info {
 	const char *name; /* "MDS_LOOKUP" */
@@ -203,6 +216,9 @@ int wire_op_idempotent(uint16_t opcode);
 int wire_op_inline(uint16_t opcode);
 /* 1 if opcode is a change the MDS's reply cache keeps exactly-once, else 0. Thread-safe. */
 int wire_op_reply_cached(uint16_t opcode);
+/* The largest body (envelope included) of opcode's requests and replies: WIRE_BODY_MAX, or
+ * WIRE_BODY_BIG_MAX for WIRE_OPF_BIG_BODY. Thread-safe. */
+uint32_t wire_op_body_max(uint16_t opcode);
 
 /* ---- frame header ---- */
 struct wire_hdr {
@@ -562,8 +578,12 @@ struct wire_readdir_req {
 struct wire_open_req {
 	struct nacre_cred cred;
 	struct nacre_fid fid;
-	uint32_t flags; /* open(2) flags */
+	uint32_t flags; /* open(2) flags, and WIRE_OPEN_EXEC */
 };
+/* In open_req.flags with O_RDONLY: an open for execve, the bit Linux calls __FMODE_EXEC
+ * and FUSE passes in its open flags. It needs execute permission instead of read (a
+ * program of mode 0711 runs for anyone); the handle may read all the same. */
+#define WIRE_OPEN_EXEC 040u
 struct wire_open_rep {
 	struct nacre_attr attr;
 	struct nacre_layout layout; /* nosts 0 for non-regular files */
@@ -579,6 +599,10 @@ struct wire_close_req { /* CLOSE, SIZE_UPDATE */
 	uint64_t size;      /* highest end offset written; the MDS keeps max(size, stored) */
 	uint8_t has_mtime;  /* 1 if the client wrote: set mtime and ctime */
 	struct nacre_time mtime;
+	/* with WIRE_FEAT_ATIME, CLOSE only: the handle was read at atime; the MDS keeps
+	 * max(atime, stored) and leaves ctime alone (atime updates on read, docs/CONTRACTS.md) */
+	uint8_t has_atime;
+	struct nacre_time atime;
 };
 struct wire_xattr_req {
 	struct nacre_cred cred;
@@ -587,7 +611,8 @@ struct wire_xattr_req {
 	uint32_t flags;                /* SETXATTR: XATTR_CREATE 1 / XATTR_REPLACE 2 */
 	uint32_t size;                 /* GET/LIST: caller's buffer size, 0 = length only */
 	const uint8_t *value;          /* SETXATTR: view into the receive buffer */
-	uint32_t value_len;            /* <= NACRE_XATTR_MAX */
+	uint32_t value_len;            /* <= NACRE_XATTR_MAX (WIRE_XATTR_MAX_V1 without
+					* WIRE_FEAT_XATTR_64K) */
 };
 struct wire_layout_set_req {
 	struct nacre_cred cred;

@@ -37,11 +37,21 @@ for line in sys.stdin:
         elif a[0] == "close":
             os.close(fds.pop(a[1]))
             out = "ok"
+        elif a[0] == "dup":
+            # dup FD NEW: another descriptor of the same open file
+            fds[a[2]] = os.dup(fds[a[1]])
+            out = "ok"
         elif a[0] in ("setlk", "setlkw"):
             # setlk FD TYPE START LEN [ALARM_SECS]
             if len(a) > 5:
                 signal.alarm(int(a[5]))
             cmd = fcntl.F_SETLK if a[0] == "setlk" else fcntl.F_SETLKW
+            fcntl.fcntl(fds[a[1]], cmd, struct.pack(FL, T[a[2]], 0, int(a[3]), int(a[4]), 0))
+            signal.alarm(0)
+            out = "ok"
+        elif a[0] in ("ofdlk", "ofdlkw"):
+            # ofdlk FD TYPE START LEN: an open file description lock (its owner: the file)
+            cmd = fcntl.F_OFD_SETLK if a[0] == "ofdlk" else fcntl.F_OFD_SETLKW
             fcntl.fcntl(fds[a[1]], cmd, struct.pack(FL, T[a[2]], 0, int(a[3]), int(a[4]), 0))
             signal.alarm(0)
             out = "ok"
@@ -331,6 +341,35 @@ def test_release_on_close_and_exit(lc, lockers):
     y.do("setlk f W 0 10", EAGAIN)
     x.kill()                              # exit closes the files: locks go at once
     wait_for(lambda: y.do("setlk f W 0 10", None) == "ok", 3, "the dead holder's lock to go")
+
+
+def test_ofd_locks_go_with_the_last_close(lc, lockers):
+    # generic/478: the kernel sends no unlock for OFD locks; a waiter on another mount must
+    # be granted once the open file holding them is closed for the last time
+    pa, pb = paths(lc, "ofd")
+    x, y = lockers(pa), lockers(pb)
+    x.do("dup f f2")
+    x.do("ofdlk f W 0 10")
+    y.do("ofdlk f W 0 10", EAGAIN)
+    x.do(f"open g {pa}")
+    x.do("ofdlk g W 0 10", EAGAIN)        # another open file: another owner, same process
+    x.do("close g")
+    x.do("close f")                       # f2 still holds the open file: the lock stays
+    y.do("ofdlk f W 5 1", EAGAIN)
+    y.send("ofdlkw f W 0 10")
+    assert not y.answered(0.5)
+    x.do("close f2")                      # the last close
+    assert y.recv() == "ok"
+    x.do(f"open f {pa}")
+    x.do("ofdlk f R 0 10", EAGAIN)
+    y.do("close f")                       # RELEASE follows close(2) without its waiting
+    wait_for(lambda: x.do("ofdlk f R 0 10", None) == "ok", 3, "the OFD lock to go")
+    x.do("setlk f W 20 10")
+    x.do(f"open h {pa}")
+    x.do("close h")                       # drops x's POSIX locks, not f's OFD lock
+    y.do(f"open f {pb}")
+    y.do("setlk f W 20 1")
+    y.do("ofdlk f W 0 1", EAGAIN)
 
 
 def test_flock_across_mounts(lc, lockers):

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import wait_for
+from conftest import as_user, wait_for
 
 UID, GID = 52001, 52001
 GROUPS40 = [52100 + i for i in range(40)]  # the 40th, 52139, owns the file below
@@ -339,6 +339,51 @@ def test_access_utimes_truncate_as_on_local(mounts, local_dir):
         os.waitpid(pid, 0)
         results.append(data.decode())
     assert results[0] == results[1], f"nacre {results[0]}\nlocal {results[1]}"
+
+
+def test_execute_only_file_runs_for_others(mounts):
+    """generic/126: a program of mode 0711 or 0701 owned by root runs for another user, who
+    still cannot read it; 0700 does not run. On both mounts (the second with cold caches)."""
+    a, b = mounts
+    d = os.path.join(a, "xonly")
+    os.makedirs(d, exist_ok=True)
+    os.chmod(d, 0o755)
+    for mode in (0o711, 0o701, 0o700):
+        p = os.path.join(d, f"true{mode:o}")
+        shutil.copyfile("/bin/true", p)
+        os.chmod(p, mode)
+    for base in (a, b):
+        def run(name):
+            return as_user(lambda: subprocess.run([os.path.join(base, "xonly", name)],
+                                                  check=True), UID, GID)
+        assert run("true711") == 0, base
+        assert run("true701") == 0, base
+        assert run("true700") == errno.EACCES, base
+        p = os.path.join(base, "xonly", "true711")
+        assert as_user(lambda: os.close(os.open(p, os.O_RDONLY)), UID, GID) == errno.EACCES
+
+
+def test_ftruncate_of_a_new_mode_0_file(mounts):
+    """pjdfstest ftruncate/00.t: a user creates a file of mode 0 with O_RDWR and truncates it
+    through that descriptor (permission was granted at open); a truncate by path fails."""
+    a, b = mounts
+    d = os.path.join(a, "ftrunc0")
+    os.makedirs(d, exist_ok=True)
+    os.chown(d, UID, GID)
+    p = os.path.join(d, "f")
+
+    def create_and_truncate():
+        fd = os.open(p, os.O_CREAT | os.O_RDWR, 0)
+        try:
+            os.write(fd, b"0123456789")
+            os.ftruncate(fd, 4)
+            os.ftruncate(fd, 123456)
+        finally:
+            os.close(fd)
+    assert as_user(create_and_truncate, UID, GID) == 0
+    assert stat.S_IMODE(os.stat(p).st_mode) == 0
+    assert os.path.getsize(os.path.join(b, "ftrunc0", "f")) == 123456
+    assert as_user(lambda: os.truncate(p, 0), UID, GID) == errno.EACCES
 
 
 def test_callbacks_and_long_group_lists_survive_mds_restart(make_cluster):

@@ -4,10 +4,11 @@ import errno
 import os
 import stat
 import tempfile
+import time
 
 import pytest
 
-from conftest import errno_of, as_user as _as_user
+from conftest import errno_of, wait_for, as_user as _as_user
 
 AT_FDCWD = -100
 RENAME_NOREPLACE = 1
@@ -157,6 +158,82 @@ def test_rename(pair):
         ("ok", sorted(["d1", "r2", "r5"]))
 
 
+def test_fstat_of_a_victim_of_rename(pair):
+    # generic/035: a directory or file replaced by rename stays stat-able through a
+    # descriptor held open, with nlink 0
+    def replace(p, make):
+        make(p + "-src")
+        make(p + "-dst")
+        fd = os.open(p + "-dst", os.O_RDONLY)
+        try:
+            os.rename(p + "-src", p + "-dst")
+            st = os.fstat(fd)
+            return stat.S_IFMT(st.st_mode), st.st_nlink
+        finally:
+            os.close(fd)
+    assert both(pair, replace, "d", make=os.mkdir) == ("ok", (stat.S_IFDIR, 0))
+    assert both(pair, replace, "f", make=lambda p: write_file(p, b"x")) == \
+        ("ok", (stat.S_IFREG, 0))
+    # a directory removed while it is the working directory of a process
+    def cwd_removed(p):
+        os.mkdir(p)
+        here = os.getcwd()
+        os.chdir(p)
+        try:
+            os.rmdir(p)
+            st = os.stat(".")
+            return stat.S_IFMT(st.st_mode), st.st_nlink
+        finally:
+            os.chdir(here)
+    assert both(pair, cwd_removed, "c") == ("ok", (stat.S_IFDIR, 0))
+
+
+def test_atime_on_read(cluster, mnt):
+    # generic/003: relatime (the default) sets atime at a read when it is not after mtime
+    # or ctime, strictatime at every open's first read, noatime never. The reading mount
+    # shows it at once, the others after the close.
+    strict = cluster.mount(opts=["strictatime"], name="atime-strict")
+    noat = cluster.mount(opts=["noatime"], name="atime-no")
+    try:
+        d = os.path.join(mnt, "atime")
+        os.makedirs(d, exist_ok=True)
+        p = os.path.join(d, "f")
+        write_file(p, b"data" * 1000)
+        paths = {m: os.path.join(m, "atime", "f") for m in (strict, noat)}
+
+        def atime(q):
+            return os.stat(q).st_atime_ns
+
+        def old_atime():
+            st = os.stat(p)
+            old = st.st_mtime_ns - 100 * 10**9
+            os.utime(p, ns=(old, st.st_mtime_ns))
+            return old
+        old = old_atime()
+        before = time.time_ns()
+        assert read_file(p) == b"data" * 1000
+        a1 = atime(p)
+        assert a1 >= before
+        assert read_file(p) and atime(p) == a1   # after mtime and ctime now: kept
+        wait_for(lambda: atime(paths[strict]) == a1, 5, "the other mount to see the atime")
+
+        old = old_atime()
+        assert read_file(paths[noat])
+        time.sleep(1.5)                          # the close, and every attribute cache
+        assert atime(paths[noat]) == old and atime(p) == old
+
+        assert read_file(paths[strict])
+        s1 = atime(paths[strict])
+        assert s1 > old
+        time.sleep(0.05)
+        assert read_file(paths[strict])          # strictatime: every open's read
+        assert atime(paths[strict]) > s1
+    finally:
+        for m in (strict, noat):
+            m.unmount()
+            cluster.mounts.remove(m)
+
+
 def test_mkdir_rmdir_errors(pair):
     assert both(pair, os.mkdir, "d") == ("ok", None)
     assert both(pair, os.mkdir, "d") == ("err", "EEXIST")
@@ -269,6 +346,28 @@ def test_user_xattrs(pair):
     # Virtual names are not listed.
     a, _ = pair
     assert not [n for n in os.listxattr(os.path.join(a, "x")) if n.startswith("nacre.")]
+
+
+def test_xattr_value_of_64_kib(pair, cluster):
+    # generic/020, 486: Linux's largest value (XATTR_SIZE_MAX, 65536 bytes) is stored and
+    # read back whole through another mount; one byte more is E2BIG (from the kernel)
+    a, _ = pair
+    p = os.path.join(a, "x64k")
+    write_file(p, b"")
+    value = os.urandom(65536)
+    os.setxattr(p, "user.full", value)
+    os.setxattr(p, "user.almost", value[:64001])
+    assert errno_of(os.setxattr, p, "user.over", value + b"x") == ("err", "E2BIG")
+    other = cluster.mount(name="xattr-b")
+    try:
+        q = os.path.join(other, os.path.relpath(p, a.rsplit("/", 1)[0]))
+        assert os.getxattr(q, "user.full") == value
+        assert os.getxattr(q, "user.almost") == value[:64001]
+        assert sorted(n for n in os.listxattr(q) if n.startswith("user.")) == \
+            ["user.almost", "user.full"]
+    finally:
+        other.unmount()
+        cluster.mounts.remove(other)
 
 
 

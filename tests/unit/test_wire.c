@@ -162,6 +162,23 @@ static void test_hdr(void)
 	wire_hdr_encode(&h, out);
 	CHECK_EQ(wire_hdr_decode(out, &d), -EPROTO);
 	CHECK_EQ(d.xid, 0x1122334455667788ull); /* filled even when rejected */
+	/* the xattr calls carry a 64 KiB value: their bodies may be larger */
+	CHECK_EQ(WIRE_BODY_BIG_MAX, 69632u);
+	CHECK_EQ(NACRE_XATTR_MAX, 65536);
+	CHECK_EQ(WIRE_FEAT_XATTR_64K, 1ull << 5);
+	for (uint16_t op = 0; op < WIRE_OP_MAX_; op++)
+		CHECK_EQ(wire_op_body_max(op), op == WIRE_OP_MDS_GETXATTR ||
+							op == WIRE_OP_MDS_SETXATTR ||
+							op == WIRE_OP_MDS_LISTXATTR
+						       ? WIRE_BODY_BIG_MAX
+						       : WIRE_BODY_MAX);
+	h.opcode = WIRE_OP_MDS_SETXATTR;
+	h.body_len = WIRE_BODY_BIG_MAX;
+	wire_hdr_encode(&h, out);
+	CHECK_EQ(wire_hdr_decode(out, &d), 0);
+	h.body_len = WIRE_BODY_BIG_MAX + 1;
+	wire_hdr_encode(&h, out);
+	CHECK_EQ(wire_hdr_decode(out, &d), -EPROTO);
 
 	h = sample_hdr();
 	h.bulk_len = WIRE_BULK_MAX;
@@ -681,6 +698,30 @@ static void test_roundtrips(void)
 		m.mtime.sec = 1750000000;
 		m.mtime.nsec = 12345;
 		ROUNDTRIP(close_req, &m);
+
+		/* with WIRE_FEAT_ATIME a read's atime may follow: optional, so the version 1
+		 * body is a valid prefix and every other prefix is not */
+		struct wire_close_req d;
+		struct wire_cursor c;
+		size_t v1, n;
+		ENCODE(&c, wire_close_req_encode, &m);
+		v1 = wire_cursor_pos(&c);
+		wire_cursor_fini(&c);
+		m.has_atime = 1;
+		m.atime.sec = 1760000000;
+		m.atime.nsec = 999999999;
+		ENCODE(&c, wire_close_req_encode, &m);
+		n = wire_cursor_pos(&c);
+		CHECK_EQ(n, v1 + 13);
+		CHECK(DECODE_OK(wire_close_req_decode, c.buf, n, &d));
+		CHECK_MEM(&d, &m, sizeof(d));
+		CHECK(DECODE_OK(wire_close_req_decode, c.buf, v1, &d));
+		CHECK_EQ(d.has_atime, 0);
+		for (size_t k = v1 + 1; k < n; k++)
+			CHECK(!DECODE_OK(wire_close_req_decode, c.buf, k, &d));
+		c.buf[v1] = 2;
+		CHECK(!DECODE_OK(wire_close_req_decode, c.buf, n, &d));
+		wire_cursor_fini(&c);
 	}
 	{
 		struct wire_xattr_req m;
@@ -697,6 +738,10 @@ static void test_roundtrips(void)
 		m.value_len = 5;
 		ROUNDTRIP(xattr_req, &m);
 		m.value_len = sizeof(val); /* big, but within the body limit */
+		ROUNDTRIP(xattr_req, &m);
+		static uint8_t full[NACRE_XATTR_MAX]; /* Linux's largest value */
+		m.value = full;
+		m.value_len = sizeof(full);
 		ROUNDTRIP(xattr_req, &m);
 		memset(m.name, 0, sizeof(m.name)); /* LISTXATTR */
 		m.flags = 0;

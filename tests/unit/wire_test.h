@@ -12,7 +12,7 @@
 /* Encodes with enc into a fresh dynamic cursor; the caller frees *c. */
 #define ENCODE(c, enc, m)                                                                   \
 	do {                                                                                \
-		wire_cursor_init_dyn((c), WIRE_BODY_MAX);                                   \
+		wire_cursor_init_dyn((c), WIRE_BODY_BIG_MAX); /* the largest body */       \
 		enc((c), (m));                                                              \
 		CHECK(wire_cursor_ok(c));                                                   \
 	} while (0)
