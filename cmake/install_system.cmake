@@ -1,6 +1,7 @@
 # install_system.cmake - the install step's system files, decided with the prefix known at
 # install time (`cmake --install --prefix P`, cpack): the systemd units, their ExecStart=
-# pointing at P's sbin, and mount.nacre where mount(8) looks for helpers (/sbin).
+# pointing at P's sbin, and mount.nacre and mount.fuse.nacre where mount(8) looks for
+# helpers (/sbin).
 # Set by the caller: NACRE_SBINDIR, NACRE_BINDIR, NACRE_COMPLETIONDIR, NACRE_INSTALL_LFS, NACRE_UNITS, NACRE_MOUNT_HELPER_DIR,
 # NACRE_SYSTEMD_UNIT_DIR (empty = the defaults below), NACRE_STAGE (a scratch directory).
 
@@ -34,17 +35,21 @@ file(INSTALL DESTINATION "${unit_dir}" TYPE FILE PERMISSIONS OWNER_READ OWNER_WR
      GROUP_READ WORLD_READ FILES ${staged})
 
 # An absolute link: /sbin and /usr/sbin are different top directories on a split-/usr host.
+# mount.nacre for `mount -t nacre`; mount.fuse.nacre for what mount(8) does to a mount it
+# finds of type fuse.nacre (mount -o remount): without it mount.fuse would run `nacre`.
 file(MAKE_DIRECTORY "$ENV{DESTDIR}${helper_dir}")
-set(link "$ENV{DESTDIR}${helper_dir}/mount.nacre")
 if(helper_dir STREQUAL NACRE_SBINDIR)
   set(target "nacre-mount")
 else()
   set(target "${NACRE_SBINDIR}/nacre-mount")
 endif()
-message(STATUS "Installing: ${link} -> ${target}")
-file(REMOVE "${link}")
-file(CREATE_LINK "${target}" "${link}" SYMBOLIC)
-list(APPEND CMAKE_INSTALL_MANIFEST_FILES "${helper_dir}/mount.nacre")
+foreach(helper mount.nacre mount.fuse.nacre)
+  set(link "$ENV{DESTDIR}${helper_dir}/${helper}")
+  message(STATUS "Installing: ${link} -> ${target}")
+  file(REMOVE "${link}")
+  file(CREATE_LINK "${target}" "${link}" SYMBOLIC)
+  list(APPEND CMAKE_INSTALL_MANIFEST_FILES "${helper_dir}/${helper}")
+endforeach()
 
 # lfs: the same program under Lustre's name, and its completion.
 if(NACRE_INSTALL_LFS)

@@ -81,6 +81,8 @@ struct nacre_fs {
 				     * next/prev/pins */
 	pthread_cond_t files_cond;  /* a pin was dropped */
 	struct nacre_file *files;   /* open files (files.c), so a truncate can correct their sizes */
+	uint64_t writers;           /* atomic: open files that wrote (nacre_file.wrote); with none,
+				     * a read at the end of a file need not look at the others */
 
 	/* The pinger: an idle mount asks the MDS every CL_PING_MS whether it is still there, so
 	 * that after a restart it reconnects (and recovers) without waiting for work. */

@@ -39,7 +39,9 @@ void cl_files_del(struct nacre_file *f)
 	pthread_mutex_unlock(&fs->files_lock);
 }
 
-int cl_files_pin(struct nacre_fs *fs, struct nacre_file ***out, int *n)
+/* cl_files_pin of every file (fid NULL) or of fid's handles only. */
+static int pin(struct nacre_fs *fs, const struct nacre_fid *fid, struct nacre_file ***out,
+	       int *n)
 {
 	struct nacre_file **v = NULL;
 	int count = 0, cap = 0;
@@ -48,6 +50,8 @@ int cl_files_pin(struct nacre_fs *fs, struct nacre_file ***out, int *n)
 	*n = 0;
 	pthread_mutex_lock(&fs->files_lock);
 	for (struct nacre_file *f = fs->files; f; f = f->next) {
+		if (fid && !nacre_fid_eq(&f->fid, fid))
+			continue;
 		if (count == cap) {
 			int ncap = cap ? cap * 2 : 16;
 			struct nacre_file **nv = realloc(v, (size_t)ncap * sizeof(*nv));
@@ -68,6 +72,17 @@ int cl_files_pin(struct nacre_fs *fs, struct nacre_file ***out, int *n)
 	*out = v;
 	*n = count;
 	return 0;
+}
+
+int cl_files_pin(struct nacre_fs *fs, struct nacre_file ***out, int *n)
+{
+	return pin(fs, NULL, out, n);
+}
+
+int cl_files_pin_fid(struct nacre_fs *fs, const struct nacre_fid *fid, struct nacre_file ***out,
+		     int *n)
+{
+	return pin(fs, fid, out, n);
 }
 
 void cl_files_unpin(struct nacre_fs *fs, struct nacre_file **files, int n)
@@ -96,6 +111,23 @@ void cl_files_set_size(struct nacre_fs *fs, const struct nacre_fid *fid, uint64_
 	}
 	pthread_mutex_unlock(&fs->files_lock);
 	cl_wgen_bump(fs, fid); /* readahead of the old contents is stale */
+}
+
+uint64_t cl_files_written_end(struct nacre_fs *fs, const struct nacre_fid *fid)
+{
+	uint64_t end = 0;
+
+	pthread_mutex_lock(&fs->files_lock);
+	for (struct nacre_file *f = fs->files; f; f = f->next) {
+		if (!nacre_fid_eq(&f->fid, fid))
+			continue;
+		pthread_mutex_lock(&f->lock);
+		if (f->written_end > end)
+			end = f->written_end;
+		pthread_mutex_unlock(&f->lock);
+	}
+	pthread_mutex_unlock(&fs->files_lock);
+	return end;
 }
 
 void cl_files_mtime_set(struct nacre_fs *fs, const struct nacre_fid *fid)

@@ -5,7 +5,8 @@
  * from readahead (ra.c) when it holds the range, else from the object engine.
  *
  * Size: the MDS holds it; a handle knows the size from OPEN (or a later getattr) and the
- * highest end offset it wrote itself, and reports the latter on fsync and close.
+ * highest end offset it wrote itself, and reports the latter on fsync and close. A read past
+ * that also takes the ends the other handles of the file on this client wrote.
  *
  * With write-behind on (fs->dirty_max > 0) writes go to wb.c and reach the OSTs in the
  * background; reads first push out buffered writes of their range (read-your-writes) and
@@ -97,9 +98,9 @@ NACRE_API int nacre_open(struct nacre_fs *fs, const struct nacre_cred *cr,
 	req.cred = *cl_cred(cr, &root);
 	req.fid = *fid;
 	req.flags = (uint32_t)(flags & ~(O_CREAT | O_EXCL | O_NOCTTY)); /* create is separate */
-	/* Buffered writes of other handles come before the truncate, not after it. */
+	/* Writes of other handles come before the truncate, not after it. */
 	if (flags & O_TRUNC)
-		cl_wb_flush_fid(fs, fid);
+		cl_io_publish_fid(fs, fid);
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_open_req_encode(&c, &req);
 	rc = cl_mds_call(fs, WIRE_OP_MDS_OPEN, &c, &m);
@@ -170,6 +171,16 @@ NACRE_API ssize_t nacre_pread(struct nacre_file *f, void *buf, size_t len, uint6
 	pthread_mutex_lock(&f->lock);
 	size = known_size_locked(f);
 	pthread_mutex_unlock(&f->lock);
+	/* Past what this handle knows, another handle of this client may have written (another
+	 * process on the same mount, its data still buffered and its size not yet at the MDS):
+	 * that data is in the file for every reader here at once, not from its close on. Only
+	 * reads reaching this handle's end pay for the walk of the open files, and only while
+	 * some handle of this client wrote (not a read-only workload's small files). */
+	if (off + len > size && __atomic_load_n(&f->fs->writers, __ATOMIC_ACQUIRE) > 0) {
+		uint64_t local = cl_files_written_end(f->fs, &f->fid);
+		if (local > size)
+			size = local;
+	}
 	if (len == 0 || off >= size)
 		return 0;
 	if (len > size - off)
@@ -265,6 +276,8 @@ NACRE_API ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len
 		if (rc == 0) {
 			if (off + len > f->written_end)
 				f->written_end = off + len;
+			if (!f->wrote)
+				__atomic_add_fetch(&f->fs->writers, 1, __ATOMIC_RELEASE);
 			f->wrote = 1;
 			f->write_seq++;
 			f->mtime = now_realtime();
@@ -325,6 +338,29 @@ static int send_size(struct nacre_file *f, uint16_t opcode)
 	return rc;
 }
 
+void cl_io_publish_fid(struct nacre_fs *fs, const struct nacre_fid *fid)
+{
+	struct nacre_file **files;
+	int n;
+
+	cl_wb_flush_fid(fs, fid);
+	if (cl_files_pin_fid(fs, fid, &files, &n) < 0)
+		return; /* the data went out; the sizes follow at flush or close */
+	for (int i = 0; i < n; i++) {
+		struct nacre_file *g = files[i];
+		int due;
+
+		pthread_mutex_lock(&g->lock);
+		due = g->wrote && (g->write_seq != g->published_seq ||
+				   g->written_end > g->published_end);
+		pthread_mutex_unlock(&g->lock);
+		/* an error (EDQUOT, a lost MDS) comes back at that handle's fsync or close */
+		if (due)
+			send_size(g, WIRE_OP_MDS_SIZE_UPDATE);
+	}
+	cl_files_unpin(fs, files, n);
+}
+
 NACRE_API int nacre_fsync(struct nacre_file *f, int datasync)
 {
 	int rc, wrote, deferred;
@@ -372,6 +408,8 @@ NACRE_API int nacre_close(struct nacre_file *f)
 		return 0;
 	cl_wb_flush(f);
 	cl_files_del(f);
+	if (f->wrote) /* no other thread uses f any more */
+		__atomic_sub_fetch(&f->fs->writers, 1, __ATOMIC_RELEASE);
 	rc = send_size(f, WIRE_OP_MDS_CLOSE);
 	if (rc) {
 		char fid[NACRE_FID_STR_MAX];

@@ -156,9 +156,11 @@ NACRE_API int nacre_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 	req.fid = *fid;
 	req.sa = *sa;
 	req.sa.valid &= NACRE_SET_ALL_;
-	/* This client's buffered writes come before the truncate, not after it. */
+	/* This client's writes come before the truncate, not after it; their size too, so the
+	 * MDS cuts the size this client sees and updates mtime and ctime when that changes it
+	 * (truncate(2) of a file whose writes are still buffered here). */
 	if (req.sa.valid & NACRE_SET_SIZE)
-		cl_wb_flush_fid(fs, fid);
+		cl_io_publish_fid(fs, fid);
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_setattr_req_encode(&c, &req);
 	rc = mds_rpc(fs, WIRE_OP_MDS_SETATTR, &c, &m);

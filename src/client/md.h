@@ -1,4 +1,5 @@
-/* md.h - what the file calls (io.c) take from the namespace calls (md.c) besides nacre.h.
+/* md.h - what the file calls (io.c) and the namespace calls (md.c) take from each other
+ * besides nacre.h.
  */
 #ifndef NACRE_CL_MD_H
 #define NACRE_CL_MD_H
@@ -17,5 +18,11 @@ int cl_create_open(struct nacre_fs *fs, const struct nacre_cred *cr,
 		   const struct nacre_layout *layout, struct nacre_attr *out,
 		   struct nacre_layout *layout_out, uint64_t *handle_out,
 		   struct wire_cap *cap_out, uint8_t *has_cap_out);
+
+/* Before a truncate of fid (setattr of the size, open with O_TRUNC): every handle of fid on
+ * this client sends its buffered data, then, if it wrote since, its written end and mtime
+ * to the MDS (SIZE_UPDATE). Errors are left to each handle's fsync or close. Thread-safe;
+ * called with no lock held. */
+void cl_io_publish_fid(struct nacre_fs *fs, const struct nacre_fid *fid);
 
 #endif

@@ -16,7 +16,7 @@ static void reply_attr(fuse_req_t req, struct fz_inode *in, const struct nacre_a
 	uint64_t size = a->size;
 
 	fz_attr_to_stat(a, &st);
-	fz_inode_merge_size(in, &size);
+	fz_inode_size_for_kernel(in, &size);
 	st.st_size = (off_t)size;
 	fuse_reply_attr(req, &st, fz_mnt(req)->attr_timeout);
 }
@@ -156,7 +156,7 @@ void fz_op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 		fuse_reply_err(req, 0);
 		return;
 	}
-	if ((mask & W_OK) && m->ro && !S_ISCHR(a.mode) && !S_ISBLK(a.mode) &&
+	if ((mask & W_OK) && fz_mount_ro(m) && !S_ISCHR(a.mode) && !S_ISBLK(a.mode) &&
 	    !S_ISFIFO(a.mode) && !S_ISSOCK(a.mode)) {
 		fuse_reply_err(req, EROFS);
 		return;

@@ -39,6 +39,52 @@ static void unescape(char *s)
 	*d = '\0';
 }
 
+/* Splits a mountinfo line in place: f[0..4] = id, parent, major:minor, root, mount point
+ * (unescaped); *rest = what follows. 0, or -1 for a short line. */
+static int split_line(char *line, char *f[5], char **rest)
+{
+	char *p = line;
+	int n = 0;
+
+	while (n < 5 && *p) {
+		f[n++] = p;
+		p += strcspn(p, " \n");
+		if (*p)
+			*p++ = '\0';
+	}
+	if (n < 5)
+		return -1;
+	unescape(f[4]);
+	*rest = p;
+	return 0;
+}
+
+/* Of a line's rest: the word after " - " (the file system type) and, with sopts, the super
+ * options two words further, NUL-terminated in place; NULL if absent. */
+static char *after_sep(char *rest, char **sopts)
+{
+	char *fstype = strstr(rest, " - "), *p;
+
+	if (sopts)
+		*sopts = NULL;
+	if (!fstype)
+		return NULL;
+	fstype += 3;
+	p = fstype + strcspn(fstype, " \n");
+	if (sopts && *p == ' ') {
+		char *src = p + 1;
+		char *opts = src + strcspn(src, " \n");
+
+		if (*opts == ' ') {
+			opts++;
+			opts[strcspn(opts, " \n")] = '\0';
+			*sopts = opts;
+		}
+	}
+	*p = '\0';
+	return fstype;
+}
+
 int fz_mount_find(const char *mnt, char *dev, size_t len, char *fstype, size_t fslen)
 {
 	FILE *fp = fopen("/proc/self/mountinfo", "re");
@@ -48,35 +94,41 @@ int fz_mount_find(const char *mnt, char *dev, size_t len, char *fstype, size_t f
 	if (!fp)
 		return -errno;
 	while (fgets(line, sizeof(line), fp)) {
-		char *f[5], *p = line, *sep;
-		int n = 0;
+		char *f[5], *rest, *type;
 
 		/* id parent major:minor root mountpoint ... - fstype source options */
-		while (n < 5 && *p) {
-			f[n++] = p;
-			p += strcspn(p, " \n");
-			if (*p)
-				*p++ = '\0';
-		}
-		if (n < 5)
-			continue;
-		unescape(f[4]);
-		if (strcmp(f[4], mnt) != 0)
+		if (split_line(line, f, &rest) < 0 || strcmp(f[4], mnt) != 0)
 			continue;
 		str_copy(dev, f[2], len);
 		if (fstype && fslen) {
-			sep = strstr(p, " - ");
-			fstype[0] = '\0';
-			if (sep) {
-				sep += 3;
-				sep[strcspn(sep, " \n")] = '\0';
-				str_copy(fstype, sep, fslen);
-			}
+			type = after_sep(rest, NULL);
+			str_copy(fstype, type ? type : "", fslen);
 		}
 		found = 0;
 	}
 	fclose(fp);
 	return found;
+}
+
+int fz_mount_sb_ro(const char *dev)
+{
+	FILE *fp = fopen("/proc/self/mountinfo", "re");
+	char line[8192];
+	int rc = -ENOENT;
+
+	if (!fp)
+		return -errno;
+	while (rc == -ENOENT && fgets(line, sizeof(line), fp)) {
+		char *f[5], *rest, *sopts;
+
+		if (split_line(line, f, &rest) < 0 || strcmp(f[2], dev) != 0)
+			continue;
+		/* every mount of a superblock shows its flags, the first of the super options */
+		if (after_sep(rest, &sopts) && sopts)
+			rc = strncmp(sopts, "ro", 2) == 0 && (sopts[2] == ',' || !sopts[2]);
+	}
+	fclose(fp);
+	return rc;
 }
 
 static int write_ra(const char *path, int kb)

@@ -32,16 +32,111 @@ struct fz_dir {
 	uint64_t from;            /* lock: cookie the batch was read after */
 };
 
+/* nacre_links callback: keeps the first link's parent. */
+static int first_link(void *arg, const struct nacre_fid *parent, const char *name)
+{
+	(void)name;
+	*(struct nacre_fid *)arg = *parent;
+	return 1;
+}
+
+/* Replies the entry of fid for a file handle the kernel decodes: ESTALE if it is gone
+ * (removed, or unlinked and open elsewhere only), and if the kernel asked for node id want
+ * (0: any) and would get another one. */
+static void reply_handle_entry(fuse_req_t req, const struct nacre_cred *cr,
+			       const struct nacre_fid *fid, fuse_ino_t want)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct fuse_entry_param e;
+	struct fz_inode *in;
+	struct nacre_attr a;
+	int rc = nacre_getattr(m->fs, cr, fid, &a);
+
+	if (rc == -ENOENT || (rc >= 0 && a.nlink == 0)) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (rc < 0) {
+		fz_reply_rc(req, rc);
+		return;
+	}
+	rc = fz_entry_prepare(req, &a, NULL, &e, &in);
+	if (rc < 0) {
+		fz_reply_rc(req, rc);
+		return;
+	}
+	/* another number: a counter an older version gave this FID (before an upgrade) */
+	if (want && e.ino != want) {
+		fz_inode_forget(m, in, 1);
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (fuse_reply_entry(req, &e) != 0)
+		fz_inode_forget(m, in, 1);
+}
+
+/* "." and "..", which the kernel asks only to decode a file handle (FUSE_CAP_EXPORT_SUPPORT):
+ * "." of the handle's node id once the inode left its cache (the table may have forgotten
+ * it: the node id is the FID, fz_inode_fid), ".." of a directory it connects to the tree
+ * (cached). A directory has one parent, which the MDS's link records name. */
+static void lookup_dot(fuse_req_t req, fuse_ino_t ino, int dotdot)
+{
+	struct fz_mount *m = fz_mnt(req);
+	struct nacre_fid fid, parent;
+	struct nacre_cred cr;
+	struct fz_inode *in;
+	int rc;
+
+	fz_cred(req, &cr);
+	if (!dotdot) {
+		if (fz_inode_fid(m, ino, &fid) < 0) {
+			fuse_reply_err(req, ESTALE);
+			return;
+		}
+		reply_handle_entry(req, &cr, &fid, ino);
+		return;
+	}
+	in = fz_inode_get(m, ino);
+	if (!in) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (in == &m->itab.root) {
+		reply_handle_entry(req, &cr, &in->fid, FUSE_ROOT_ID);
+		return;
+	}
+	rc = nacre_links(m->fs, &cr, &in->fid, first_link, &parent);
+	if (rc == -ENOENT) {
+		fuse_reply_err(req, ESTALE); /* removed meanwhile */
+		return;
+	}
+	if (rc < 0) {
+		/* links this caller may not see: the parent this mount saw last */
+		parent = fz_inode_parent(m, in);
+		if (nacre_fid_eq(&parent, &in->fid)) {
+			fz_reply_rc(req, rc);
+			return;
+		}
+	}
+	fz_inode_set_parent(m, in, &parent);
+	reply_handle_entry(req, &cr, &parent, 0);
+}
+
 void fz_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fz_mount *m = fz_mnt(req);
-	struct fz_inode *p = fz_inode_get(m, parent);
+	struct fz_inode *p;
 	struct nacre_cred cr;
 	struct nacre_attr a;
 	int rc;
 
+	if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]))) {
+		lookup_dot(req, parent, name[1] == '.');
+		return;
+	}
 	if (fz_check_name(req, name))
 		return;
+	p = fz_inode_get(m, parent);
 	fz_cred(req, &cr);
 	rc = nacre_lookup(m->fs, &cr, &p->fid, name, &a);
 	if (rc < 0) {

@@ -1,8 +1,10 @@
 /* file.c - regular file operations: create, open, read, write, flush, fsync, release.
  *
  * The kernel page cache is used for reads only (no writeback cache): every write arrives
- * here and goes to libnacre, which buffers and stripes it. Each open file records the end
- * of what it wrote so that getattr reports the size this client knows before the MDS does.
+ * here and goes to libnacre, which buffers and stripes it. O_APPEND handles skip the page
+ * cache altogether (direct I/O), so that each write arrives here whole. Each open file
+ * records the end of what it wrote so that getattr reports the size this client knows
+ * before the MDS does.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -119,7 +121,13 @@ static int cache_stamp(struct fz_file *f)
 
 static void set_open_flags(struct fz_file *f, struct fuse_file_info *fi)
 {
-	fi->direct_io = 0;
+	/* O_APPEND: each write(2) must reach us whole, for libnacre asks the MDS for an offset
+	 * per request. Through the page cache the kernel ends a request at every page the
+	 * write fills only in part (4,133 bytes at offset 4,133 arrive as 4,059 + 74), and
+	 * another client's append then lands between the pieces. Direct I/O sends a write as
+	 * one request of up to max_write bytes; nor does the kernel cache our bytes at its own
+	 * idea of the end of file, which is stale while other clients append. */
+	fi->direct_io = f->append;
 	/* Close-to-open: drop cached pages on open if the file changed since this client
 	 * last knew it (another client may have written); keep them otherwise. */
 	fi->keep_cache = (unsigned)cache_stamp(f);
@@ -192,7 +200,7 @@ void fz_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	if (m->ro && ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))) {
+	if (((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) && fz_mount_ro(m)) {
 		fuse_reply_err(req, EROFS);
 		return;
 	}
@@ -215,6 +223,13 @@ void fz_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	set_open_flags(f, fi);
+	/* Close-to-open holds for the size too: the kernel may keep attributes from before
+	 * another client's close for attr_timeout, and a read stops at the size it holds.
+	 * When the size this open found is not the one the kernel was last given, they are
+	 * dropped before the reply, so the first read or stat of this open asks again (not at
+	 * every open: that GETATTR would cost an MDS round trip per open). */
+	if (!fi->keep_cache && m->se && fz_inode_kernel_size_differs(in))
+		fuse_lowlevel_notify_inval_inode(m->se, ino, -1, 0);
 	if (fuse_reply_open(req, fi) != 0) {
 		fz_handle_del(m, fi->fh, FZ_H_FILE);
 		fz_file_close(f);

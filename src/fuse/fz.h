@@ -5,8 +5,10 @@
  * which lock protects it. Lock order: fz_itable.lock, then fz_htable.lock, then
  * fz_inode.lock.
  *
- * Inode numbers and file handles given to the kernel are counters looked up in tables, not
- * addresses, so that nacre-mount --upgrade (upgrade.h) can hand them to a new process.
+ * Inode numbers given to the kernel are FIDs folded into 64 bits (inode.c), and file handles
+ * counters looked up in a table, not addresses, so that nacre-mount --upgrade (upgrade.h)
+ * can hand them to a new process, and a file handle (name_to_handle_at, NFS) of an inode
+ * the kernel forgot still names its file.
  */
 #ifndef NACRE_FZ_H
 #define NACRE_FZ_H
@@ -26,7 +28,8 @@ struct fz_file;
  * root inode is embedded in fz_itable and never freed. */
 struct fz_inode {
 	struct nacre_fid fid;    /* immutable */
-	fuse_ino_t ino;          /* immutable: FUSE_ROOT_ID or a number from fz_itable.next_ino */
+	fuse_ino_t ino;          /* immutable: FUSE_ROOT_ID, fz_fid_nodeid(fid), or (a FID that
+				  * does not fold) a number from fz_itable.next_ino */
 	uint64_t nlookup;        /* fz_itable.lock */
 	struct fz_inode *hnext;  /* fz_itable.lock: FID hash chain */
 	struct fz_inode *inext;  /* fz_itable.lock: inode number hash chain */
@@ -39,6 +42,11 @@ struct fz_inode {
 	int cache_valid;
 	uint64_t cache_size;
 	struct nacre_time cache_mtime, cache_ctime;
+	/* lock: the size last given to the kernel in an attribute or entry reply (kernel_size
+	 * valid: one was given by this process), so an open can tell whether the kernel may
+	 * still hold an older size than the servers' */
+	int kernel_size_valid;
+	uint64_t kernel_size;
 	/* lock: a directory's attributes as the MDS last gave them (dircache.c) */
 	int dattr_valid;
 	uint64_t dattr_gen;     /* +1 at each drop: a fetch that began before it is stale */
@@ -67,7 +75,8 @@ struct fz_itable {
 	struct fz_inode **ibuckets; /* lock: by inode number */
 	size_t nbuckets;            /* lock: a power of two, the size of both arrays */
 	size_t count;               /* lock: inodes in the table, root included */
-	uint64_t next_ino;          /* lock: the next inode number to give out; never reused */
+	uint64_t next_ino;          /* lock: the next counter for a FID that does not fold (from
+				     * 2^63 up); never reused */
 	struct fz_inode root;       /* fid and ino immutable after fz_itable_init */
 };
 
@@ -123,7 +132,11 @@ struct fz_mount {
 	struct fz_bdi bdi;
 	double attr_timeout;  /* seconds the kernel may cache attributes */
 	double entry_timeout; /* seconds the kernel may cache names */
-	int ro;               /* refuse every modification with EROFS */
+	/* atomic: refuse modifications with EROFS (-o ro); fz_mount_ro clears it once the
+	 * superblock became read-write (mount -o remount,rw) */
+	int ro;
+	char kdev[32];        /* "major:minor" of the FUSE mount, for its superblock flags; ""
+			       * if unknown */
 	int lock_mode;        /* FZ_LOCK_* */
 	int jobid;            /* requests carry the caller's job id (jobid=procname_uid) */
 	char *connect;        /* nacre.connect's text (heap), built at start */
@@ -181,6 +194,16 @@ int fz_inode_import(struct fz_mount *m, fuse_ino_t ino, const struct nacre_fid *
 /* Calls fn for every inode, root first, under fz_itable.lock (fn must not take it); stops at
  * the first non-zero return, which it returns. */
 int fz_itable_walk(struct fz_mount *m, int (*fn)(struct fz_inode *in, void *arg), void *arg);
+/* The node id that stands for fid whether or not the kernel holds it: the FID folded into
+ * 64 bits, or 0 if it does not fold (then the table gives it a counter). Pure. */
+uint64_t fz_fid_nodeid(const struct nacre_fid *fid);
+/* The inverse: 0 and *fid, or -ESTALE if ino is not a folded FID. Pure. */
+int fz_nodeid_fid(uint64_t ino, struct nacre_fid *fid);
+/* The FID behind ino even if the kernel forgot it (a file handle's node id): the table's,
+ * else the unfolded number. 0 or -ESTALE (a counter no longer in the table). Thread-safe. */
+int fz_inode_fid(struct fz_mount *m, fuse_ino_t ino, struct nacre_fid *fid);
+/* Sets the parent remembered for in (not the root's). Thread-safe. */
+void fz_inode_set_parent(struct fz_mount *m, struct fz_inode *in, const struct nacre_fid *parent);
 /* The kernel's inode number for fid, or 0 if the kernel holds no inode of it. Thread-safe. */
 fuse_ino_t fz_inode_find(struct fz_mount *m, const struct nacre_fid *fid);
 /* The same, and the attributes nacre-mount keeps of it are dropped (dircache.c). */
@@ -196,8 +219,12 @@ struct nacre_fid fz_inode_parent(struct fz_mount *m, struct fz_inode *in);
 /* Links f into in's open file list / unlinks it. Thread-safe. */
 void fz_inode_add_file(struct fz_inode *in, struct fz_file *f);
 void fz_inode_del_file(struct fz_inode *in, struct fz_file *f);
-/* Raises *size to the highest end written through files open on in. Thread-safe. */
-void fz_inode_merge_size(struct fz_inode *in, uint64_t *size);
+/* Raises *size to the highest end written through files open on in, and records it as the
+ * size the kernel is about to be given (an attribute or entry reply). Thread-safe. */
+void fz_inode_size_for_kernel(struct fz_inode *in, uint64_t *size);
+/* 1 if the kernel may hold another size of in than the one the last open found (cache_size):
+ * none given yet by this process, or a different one. Thread-safe. */
+int fz_inode_kernel_size_differs(struct fz_inode *in);
 /* After a size change: no open file may claim data past size any more. Thread-safe. */
 void fz_inode_clamp_size(struct fz_inode *in, uint64_t size);
 void fz_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
@@ -262,7 +289,12 @@ void fz_reply_entry(fuse_req_t req, const struct nacre_attr *a, const struct nac
 /* Fills e for a->fid with one lookup taken; 0 or -ENOMEM. For create. */
 int fz_entry_prepare(fuse_req_t req, const struct nacre_attr *a, const struct nacre_fid *parent,
 		     struct fuse_entry_param *e, struct fz_inode **out);
-/* 1 (and replies EROFS) on a read-only mount. */
+/* 1 if modifications are refused (-o ro). The kernel passes one on only while the
+ * superblock is writable, so when -o ro is set this reads the superblock's flag and follows
+ * a mount -o remount,rw (remount,ro needs nothing: the kernel then refuses by itself).
+ * Thread-safe. */
+int fz_mount_ro(struct fz_mount *m);
+/* 1 (and replies EROFS) if fz_mount_ro. */
 int fz_check_ro(fuse_req_t req);
 /* 1 (and replies ENAMETOOLONG) if name is longer than NACRE_NAME_MAX. */
 int fz_check_name(fuse_req_t req, const char *name);
@@ -359,6 +391,9 @@ void fz_bdi_init_done(struct fz_mount *m);
 /* The "major:minor" (dev) and file system type (fstype, may be NULL) of the last mount on
  * mnt, from /proc/self/mountinfo, without touching the mount. 0, -ENOENT or -errno. */
 int fz_mount_find(const char *mnt, char *dev, size_t len, char *fstype, size_t fslen);
+/* 1 if the superblock of device dev ("major:minor") is read-only (its super options in
+ * /proc/self/mountinfo), 0 if read-write; -ENOENT if no mount shows it, or -errno. */
+int fz_mount_sb_ro(const char *dev);
 /* Stops and joins the thread. */
 void fz_bdi_stop(struct fz_mount *m);
 

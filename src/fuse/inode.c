@@ -1,12 +1,16 @@
-/* inode.c - the inode table: kernel inode numbers <-> FIDs, with lookup counts.
+/* inode.c - the inode table: kernel inode numbers (node ids) <-> FIDs, with lookup counts.
  *
  * The kernel names an inode by a 64-bit number it got from us in a lookup-like reply and
  * gives back the count of those replies with forget. As in libfuse's passthrough_ll, the
- * object lives until forget brings its count to zero. The number is not its address but a
- * counter (FUSE_ROOT_ID for the root) found through a second hash, so that a process taking
- * the session over (upgrade.c) serves the numbers the kernel holds; numbers are never reused.
- * One FID always maps to one object, so that hard links and repeated lookups give the kernel
- * one inode.
+ * object lives until forget brings its count to zero. One FID always maps to one object, so
+ * that hard links and repeated lookups give the kernel one inode.
+ *
+ * The number is not the object's address but the FID itself, folded into 64 bits without
+ * loss (fz_fid_nodeid): a file handle (name_to_handle_at, an NFS re-export) carries the node
+ * id, and the kernel asks for "." of it once the inode left its cache, which may be long
+ * after the forget, or in another process: after nacre-mount --upgrade or a new mount. A
+ * FID that does not fold (none the MDS makes today) gets a counter from the upper half,
+ * never reused, that dies with the process. The root is FUSE_ROOT_ID.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,6 +20,33 @@
 #include "fuse/fz.h"
 
 #define ITABLE_INITIAL 1024
+
+/* Folded node ids: (seq - NODEID_SEQ_BASE) << 32 | oid, for ver 0 and a sequence above the
+ * base and below base + 2^31 (Lustre's normal FIDs, and every FID nacre's MDS allocates:
+ * NACRE_FIRST_SEQ and up). They fall in [2^32, 2^63): apart from FUSE_ROOT_ID, from the small
+ * counters older nacre-mount versions gave (an upgrade imports them), and from the counters
+ * of NODEID_COUNTER_BASE and up given to FIDs that do not fold. */
+#define NODEID_SEQ_BASE 0x200000000ULL
+#define NODEID_SEQ_SPAN (1ULL << 31)
+#define NODEID_COUNTER_BASE (1ULL << 63)
+
+uint64_t fz_fid_nodeid(const struct nacre_fid *fid)
+{
+	if (fid->ver != 0 || fid->oid == 0 || fid->seq <= NODEID_SEQ_BASE ||
+	    fid->seq - NODEID_SEQ_BASE >= NODEID_SEQ_SPAN)
+		return 0;
+	return (fid->seq - NODEID_SEQ_BASE) << 32 | fid->oid;
+}
+
+int fz_nodeid_fid(uint64_t ino, struct nacre_fid *fid)
+{
+	if (ino >= NODEID_COUNTER_BASE || (ino >> 32) == 0 || (uint32_t)ino == 0)
+		return -ESTALE;
+	fid->seq = (ino >> 32) + NODEID_SEQ_BASE;
+	fid->oid = (uint32_t)ino;
+	fid->ver = 0;
+	return 0;
+}
 
 static size_t fid_hash(const struct nacre_fid *fid)
 {
@@ -52,7 +83,7 @@ int fz_itable_init(struct fz_itable *t, const struct nacre_fid *root)
 		t->buckets = t->ibuckets = NULL;
 		return -ENOMEM;
 	}
-	t->next_ino = FUSE_ROOT_ID + 1;
+	t->next_ino = NODEID_COUNTER_BASE;
 	pthread_mutex_init(&t->lock, NULL);
 	inode_init(&t->root, root);
 	t->root.ino = FUSE_ROOT_ID;
@@ -196,7 +227,7 @@ int fz_inode_import(struct fz_mount *m, fuse_ino_t ino, const struct nacre_fid *
 	in->nlookup = nlookup;
 	in->parent = *parent;
 	insert_locked(t, in);
-	if (ino >= t->next_ino)
+	if (ino >= NODEID_COUNTER_BASE && ino >= t->next_ino)
 		t->next_ino = ino + 1;
 	return 0;
 }
@@ -264,7 +295,10 @@ struct fz_inode *fz_inode_ref(struct fz_mount *m, const struct nacre_fid *fid,
 			return NULL;
 		}
 		inode_init(in, fid);
-		in->ino = t->next_ino++;
+		in->ino = fz_fid_nodeid(fid);
+		/* taken only by a counter an older version gave (an upgrade imported it) */
+		if (!in->ino || find_ino(t, in->ino))
+			in->ino = t->next_ino++;
 		insert_locked(t, in);
 	}
 	in->nlookup++;
@@ -311,6 +345,31 @@ void fz_inode_forget(struct fz_mount *m, struct fz_inode *in, uint64_t n)
 	free(in);
 }
 
+int fz_inode_fid(struct fz_mount *m, fuse_ino_t ino, struct nacre_fid *fid)
+{
+	struct fz_itable *t = &m->itab;
+	struct fz_inode *in;
+
+	if (ino == FUSE_ROOT_ID) {
+		*fid = t->root.fid;
+		return 0;
+	}
+	pthread_mutex_lock(&t->lock);
+	in = find_ino(t, ino);
+	if (in)
+		*fid = in->fid;
+	pthread_mutex_unlock(&t->lock);
+	return in ? 0 : fz_nodeid_fid(ino, fid);
+}
+
+void fz_inode_set_parent(struct fz_mount *m, struct fz_inode *in, const struct nacre_fid *parent)
+{
+	pthread_mutex_lock(&m->itab.lock);
+	if (in != &m->itab.root)
+		in->parent = *parent;
+	pthread_mutex_unlock(&m->itab.lock);
+}
+
 struct nacre_fid fz_inode_parent(struct fz_mount *m, struct fz_inode *in)
 {
 	struct nacre_fid p;
@@ -345,7 +404,7 @@ void fz_inode_del_file(struct fz_inode *in, struct fz_file *f)
 	pthread_mutex_unlock(&in->lock);
 }
 
-void fz_inode_merge_size(struct fz_inode *in, uint64_t *size)
+void fz_inode_size_for_kernel(struct fz_inode *in, uint64_t *size)
 {
 	struct fz_file *f;
 
@@ -353,7 +412,19 @@ void fz_inode_merge_size(struct fz_inode *in, uint64_t *size)
 	for (f = in->files; f; f = f->next)
 		if (f->written_end > *size)
 			*size = f->written_end;
+	in->kernel_size_valid = 1;
+	in->kernel_size = *size;
 	pthread_mutex_unlock(&in->lock);
+}
+
+int fz_inode_kernel_size_differs(struct fz_inode *in)
+{
+	int differs;
+
+	pthread_mutex_lock(&in->lock);
+	differs = !in->kernel_size_valid || !in->cache_valid || in->kernel_size != in->cache_size;
+	pthread_mutex_unlock(&in->lock);
+	return differs;
 }
 
 void fz_inode_clamp_size(struct fz_inode *in, uint64_t size)

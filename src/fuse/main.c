@@ -1,7 +1,10 @@
-/* main.c - nacre-mount (also mount.nacre): arguments, mounting, daemonizing, the FUSE loop.
+/* main.c - nacre-mount (also mount.nacre and mount.fuse.nacre): arguments, mounting,
+ * daemonizing, the FUSE loop.
  *
  *   nacre-mount SPEC MOUNTPOINT [-o opt,...] [-f] [-d]
  *   mount.nacre SPEC MOUNTPOINT [-sfnv] [-o opts]       (as mount(8) runs it)
+ *   mount.fuse.nacre SPEC MOUNTPOINT -o remount,... -t fuse.nacre
+ *                                   (mount -o remount of a mount whose type is fuse.nacre)
  *   nacre-mount --upgrade MOUNTPOINT [-o opt,...] [-f]  (take over a running mount)
  *
  * The file system is contacted first, and the FUSE mount made only once that worked, so a
@@ -49,6 +52,8 @@ struct args {
 	int fuse_debug;         /* -d: libfuse traces every request */
 	int fake;               /* mount -f: check everything, mount nothing */
 	int ro;
+	int remount;            /* -o remount: change the flags of the running mount */
+	int bind;               /* -o bind with remount: the flags of this mount point only */
 	int overmount;          /* -o overmount: mount over a nacre mount already there */
 	int debug;              /* -o debug: our own debug log */
 	const char *key_file;   /* points into an -o string kept for the process lifetime */
@@ -83,6 +88,12 @@ static const char *const ignored_opts[] = {
 	"lazytime", "nolazytime",
 };
 
+/* The kernel's FUSE options, which nacre-mount sets itself: /proc/self/mounts shows them
+ * for every nacre mount and mount(8) passes them back at a remount. Ignored, value or not. */
+static const char *const fuse_kernel_opts[] = {
+	"user_id", "group_id", "default_permissions", "max_read", "blksize", "rootmode", "fd",
+};
+
 /* Generic VFS flags the kernel applies to the FUSE mount itself (libfuse knows these). */
 static const char *const vfs_opts[] = {
 	"suid", "nosuid", "dev", "nodev", "exec", "noexec", "atime", "noatime",
@@ -97,6 +108,12 @@ static void usage(FILE *out, const char *prog)
 		"  -f                foreground (do not daemonize)\n"
 		"  -d                foreground, with a trace of every FUSE request\n"
 		"  -o ro             read-only mount\n"
+		"  -o remount[,ro|rw,nosuid,nodev,noexec,noatime...]  change a running mount's\n"
+		"                    flags (mount -o remount runs mount.fuse.nacre); the session\n"
+		"                    stays; other options keep their values (--upgrade -o changes\n"
+		"                    them)\n"
+		"  -o suid,dev       (as mount.fuse) the default for root through mount.nacre;\n"
+		"                    nacre-mount's own default is nosuid,nodev\n"
 		"  -o key_file=PATH  cluster key or client key (default $NACRE_KEY_FILE)\n"
 		"  -o sec=null|integrity|privacy  wire security: every frame authenticated\n"
 		"                    (integrity), also encrypted (privacy); default: the least\n"
@@ -208,6 +225,10 @@ static int parse_opts(struct args *a, char *opts)
 			a->ro = 1;
 		} else if (!val && strcmp(opt, "rw") == 0) {
 			a->ro = 0;
+		} else if (!val && strcmp(opt, "remount") == 0) {
+			a->remount = 1;
+		} else if (!val && strcmp(opt, "bind") == 0) {
+			a->bind = 1;
 		} else if (!val && strcmp(opt, "flock") == 0) {
 			a->lock_mode = FZ_LOCK_CLUSTER;
 		} else if (!val && strcmp(opt, "localflock") == 0) {
@@ -301,6 +322,8 @@ static int parse_opts(struct args *a, char *opts)
 			a->readahead_max_mb = v ? (int)v : -1;
 		} else if (!val && in_list(opt, ignored_opts, ARRAY_SIZE(ignored_opts))) {
 			/* generic, nothing to do */
+		} else if (in_list(opt, fuse_kernel_opts, ARRAY_SIZE(fuse_kernel_opts))) {
+			/* what the kernel shows of the running mount, nothing to change */
 		} else if (strncmp(opt, "x-", 2) == 0 || strcmp(opt, "comment") == 0) {
 			/* fstab annotations for other tools (x-systemd.*) */
 		} else if (!val && in_list(opt, vfs_opts, ARRAY_SIZE(vfs_opts))) {
@@ -317,7 +340,7 @@ static int parse_opts(struct args *a, char *opts)
 				"client_name=NAME, attr_timeout=SECS, entry_timeout=SECS, timeout=SECS, recovery_timeout=SECS, "
 				"max_rpc_size=BYTES, "
 				"max_rpcs_in_flight=N, max_dirty_mb=N, readahead_max_mb=N, jobid=, io_uring=, "
-				"flock, localflock, noflock, debug, overmount, control_socket=PATH)\n",
+				"flock, localflock, noflock, debug, overmount, control_socket=PATH, remount)\n",
 				a->prog, opt, val ? "=" : "", val ? val : "");
 			return -1;
 		}
@@ -416,6 +439,11 @@ static int parse_args(struct args *a, int argc, char **argv)
 			return -1;
 		}
 		a->mountpoint = a->spec; /* "MOUNTPOINT --upgrade" */
+		a->spec = NULL;
+		npos = 2;
+	}
+	if (a->remount && npos == 1) {
+		a->mountpoint = a->spec; /* "-o remount MOUNTPOINT": the SPEC is the mount's */
 		a->spec = NULL;
 		npos = 2;
 	}
@@ -608,6 +636,21 @@ static char *connect_text(const struct args *a, const struct nacre_mount_opts *m
 	return strbuf_take(&b);
 }
 
+/* Notes the device number of the FUSE mount just made (or taken over) on mnt: -o ro follows
+ * its superblock's flag (fz_mount_ro). */
+static void mount_dev(struct fz_mount *m, const char *mnt)
+{
+	char fstype[64];
+
+	if (fz_mount_find(mnt, m->kdev, sizeof(m->kdev), fstype, sizeof(fstype)) < 0 ||
+	    strcmp(fstype, "fuse.nacre") != 0) {
+		m->kdev[0] = '\0';
+		if (m->ro)
+			LOG_WARN("main", "%s not found in /proc/self/mountinfo: a remount,rw will "
+				 "not lift -o ro", mnt);
+	}
+}
+
 /* Mounts and serves until unmounted or signalled. *status_fd (or -1) gets 0 once mounted
  * and is then closed (set to -1). With tk, takes over the session of the process behind it
  * instead of mounting (nacre-mount --upgrade). Returns the exit code. */
@@ -687,12 +730,17 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 	 * decides. */
 	snprintf(fopts, sizeof(fopts), "allow_other,default_permissions,subtype=nacre,fsname=");
 	if (append_escaped(fopts, sizeof(fopts), a->spec) < 0 ||
-	    strlen(fopts) + strlen(a->vfs_flags) + 4 >= sizeof(fopts)) {
+	    strlen(fopts) + strlen(a->vfs_flags) + 16 >= sizeof(fopts)) {
 		snprintf(why, sizeof(why), "SPEC too long");
 		goto out_itable;
 	}
 	if (a->ro)
 		snprintf(fopts + strlen(fopts), sizeof(fopts) - strlen(fopts), ",ro");
+	/* As mount.fuse does for root: a mount made through mount(8) honours setuid bits and
+	 * device files unless nosuid or nodev says otherwise (given after these, they win in
+	 * libfuse); nacre-mount itself keeps libfuse's default, nosuid,nodev. */
+	if (a->helper && geteuid() == 0)
+		snprintf(fopts + strlen(fopts), sizeof(fopts) - strlen(fopts), ",dev,suid");
 	snprintf(fopts + strlen(fopts), sizeof(fopts) - strlen(fopts), "%s", a->vfs_flags);
 	if (fuse_opt_add_arg(&fargs, a->prog) < 0 || fuse_opt_add_arg(&fargs, "-o") < 0 ||
 	    fuse_opt_add_arg(&fargs, fopts) < 0 ||
@@ -718,6 +766,7 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 			snprintf(why, sizeof(why), "libfuse did not take the received /dev/fuse fd");
 			goto out_signals;
 		}
+		mount_dev(&m, mnt);
 		/* before the replayed INIT, which tells it the kernel is ready */
 		fz_bdi_start(&m, mnt);
 		if (fz_takeover_replay_init(&m, tk, err, sizeof(err)) < 0 ||
@@ -739,6 +788,7 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 			goto out_signals;
 		}
 		LOG_INFO("main", "mounted %s on %s%s", a->spec, mnt, a->ro ? " read-only" : "");
+		mount_dev(&m, mnt);
 		rc = fz_ring_setup(&m, mnt, !a->no_io_uring);
 		if (rc < 0)
 			LOG_WARN("main", "FUSE transport: /dev/fuse (libfuse took no custom I/O: %s)",
@@ -996,6 +1046,88 @@ out_free:
 	return ret;
 }
 
+/* mount(2) flags of the options a remount may change; the kernel applies the set given and
+ * clears the others, so mount(8) passes every flag the mount has. */
+static const struct {
+	const char *name;
+	unsigned long flag;
+	int clear;
+} remount_opts[] = {
+	{"ro", MS_RDONLY, 0},           {"rw", MS_RDONLY, 1},
+	{"nosuid", MS_NOSUID, 0},       {"suid", MS_NOSUID, 1},
+	{"nodev", MS_NODEV, 0},         {"dev", MS_NODEV, 1},
+	{"noexec", MS_NOEXEC, 0},       {"exec", MS_NOEXEC, 1},
+	{"sync", MS_SYNCHRONOUS, 0},    {"async", MS_SYNCHRONOUS, 1},
+	{"dirsync", MS_DIRSYNC, 0},
+	{"noatime", MS_NOATIME, 0},     {"atime", MS_NOATIME, 1},
+	{"nodiratime", MS_NODIRATIME, 0}, {"diratime", MS_NODIRATIME, 1},
+	{"relatime", MS_RELATIME, 0},   {"norelatime", MS_RELATIME, 1},
+	{"strictatime", MS_STRICTATIME, 0}, {"nostrictatime", MS_STRICTATIME, 1},
+	{"lazytime", MS_LAZYTIME, 0},   {"nolazytime", MS_LAZYTIME, 1},
+};
+
+/* -o remount: the kernel changes the flags of the running FUSE mount (FUSE accepts any
+ * remount); its process and session stay. Once the superblock is read-only the kernel
+ * refuses every modification itself; after remount,rw the process notices at the next one
+ * (fz_mount_ro). mount(8) runs this as mount.fuse.nacre, the helper of type fuse.nacre.
+ * Returns the exit code. */
+static int remount_main(const struct args *a)
+{
+	unsigned long flags = MS_REMOUNT | (a->bind ? MS_BIND : 0);
+	char dev[64], fstype[64];
+	char *mnt, *opts, *opt;
+	int ret = 1;
+
+	mnt = realpath(a->mountpoint, NULL);
+	if (!mnt) {
+		fprintf(stderr, "%s: mount point %s: %s\n", a->prog, a->mountpoint, strerror(errno));
+		return 1;
+	}
+	if (fz_mount_find(mnt, dev, sizeof(dev), fstype, sizeof(fstype)) < 0 ||
+	    strcmp(fstype, "fuse.nacre") != 0) {
+		fprintf(stderr, "%s: cannot remount %s: it is not a nacre mount\n", a->prog, mnt);
+		goto out_free;
+	}
+	opts = strdup(a->opts_raw);
+	if (!opts) {
+		fprintf(stderr, "%s: out of memory\n", a->prog);
+		goto out_free;
+	}
+	/* parse_opts checked every option; the others keep the values the mount started with */
+	for (opt = opts; opt;) {
+		char *comma = strchr(opt, ',');
+
+		if (comma)
+			*comma++ = '\0';
+		for (size_t i = 0; i < ARRAY_SIZE(remount_opts); i++) {
+			if (strcmp(opt, remount_opts[i].name) != 0)
+				continue;
+			if (remount_opts[i].clear)
+				flags &= ~remount_opts[i].flag;
+			else
+				flags |= remount_opts[i].flag;
+		}
+		opt = comma;
+	}
+	free(opts);
+	if (a->fake) {
+		ret = 0;
+		goto out_free;
+	}
+	if (mount(a->spec ? a->spec : "nacre", mnt, "fuse.nacre", flags, NULL) < 0) {
+		int e = errno;
+
+		fprintf(stderr, "%s: cannot remount %s: %s%s\n", a->prog, mnt, strerror(e),
+			e == EBUSY && (flags & MS_RDONLY)
+			? " (files are open for writing on it: close them first)" : "");
+		goto out_free;
+	}
+	ret = 0;
+out_free:
+	free(mnt);
+	return ret;
+}
+
 /* A second nacre mount on the same directory would hide the first, which keeps running
  * unseen: refuse, as mount(8) refuses a busy target. */
 static int already_mounted(const struct args *a, const char *mnt)
@@ -1033,6 +1165,13 @@ int main(int argc, char **argv)
 		return rc > 0 ? 0 : 1;
 	if (a.upgrade)
 		return upgrade_main(&a);
+	if (a.remount)
+		return remount_main(&a);
+	if (a.bind) {
+		fprintf(stderr, "%s: -o bind goes only with remount (mount --bind makes bind "
+				"mounts)\n", a.prog);
+		return 1;
+	}
 
 	rc = nacre_parse_spec(a.spec, addr, sizeof(addr), fsname, sizeof(fsname), subdir,
 			      sizeof(subdir), err, sizeof(err));

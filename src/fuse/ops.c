@@ -30,6 +30,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* nacre_ioctl.h: `nacre find` asks through an ioctl on a directory */
 	if (conn->capable & FUSE_CAP_IOCTL_DIR)
 		conn->want |= FUSE_CAP_IOCTL_DIR;
+	/* File handles (name_to_handle_at, an NFS re-export) of inodes the kernel no longer
+	 * caches: it asks us for "." of their node id and ".." of directories (dir.c). */
+	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
+		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
 	if (m->replay_init) {
 		/* An upgrade: the kernel negotiated with the previous process; its flags were
 		 * not all in the replayed INIT, so take libfuse's view of them as it was. */

@@ -229,7 +229,7 @@ int fz_entry_prepare(fuse_req_t req, const struct nacre_attr *a, const struct na
 	e->entry_timeout = m->entry_timeout;
 	fz_attr_to_stat(a, &e->attr);
 	size = a->size;
-	fz_inode_merge_size(in, &size);
+	fz_inode_size_for_kernel(in, &size);
 	e->attr.st_size = (off_t)size;
 	*out = in;
 	return 0;
@@ -250,9 +250,20 @@ void fz_reply_entry(fuse_req_t req, const struct nacre_attr *a, const struct nac
 		fz_inode_forget(fz_mnt(req), in, 1);
 }
 
+int fz_mount_ro(struct fz_mount *m)
+{
+	if (!__atomic_load_n(&m->ro, __ATOMIC_RELAXED))
+		return 0;
+	if (!m->kdev[0] || fz_mount_sb_ro(m->kdev) != 0)
+		return 1;
+	if (__atomic_exchange_n(&m->ro, 0, __ATOMIC_RELAXED))
+		LOG_INFO("main", "remounted read-write: modifications are allowed again");
+	return 0;
+}
+
 int fz_check_ro(fuse_req_t req)
 {
-	if (!fz_mnt(req)->ro)
+	if (!fz_mount_ro(fz_mnt(req)))
 		return 0;
 	fuse_reply_err(req, EROFS);
 	return 1;

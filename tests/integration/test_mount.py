@@ -126,3 +126,136 @@ def test_second_mount_on_a_nacre_mount_is_refused(cluster, mnt, tmp_path):
                 break
             subprocess.run(["fusermount3", "-u", "-z", str(target)], capture_output=True)
             time.sleep(0.2)
+
+
+# ---------------------------------------------------------------- mount(8): remount, suid, dev
+
+SBIN_HELPERS = ("mount.nacre", "mount.fuse.nacre")
+
+
+@pytest.fixture
+def sbin_helpers(tmp_path):
+    """/sbin/mount.nacre and /sbin/mount.fuse.nacre linked to this build (mount(8) looks
+    only in /sbin), as installed; whatever was there is put back afterwards."""
+    saved = tmp_path / "sbin-saved"
+    saved.mkdir()
+    for name in SBIN_HELPERS:
+        p = "/sbin/" + name
+        if os.path.lexists(p):
+            os.rename(p, saved / name)
+        os.symlink(binary("nacre-mount"), p)
+    yield
+    for name in SBIN_HELPERS:
+        os.unlink("/sbin/" + name)
+        if os.path.lexists(saved / name):
+            os.rename(saved / name, "/sbin/" + name)
+
+
+def mount_opts(target):
+    """The per-mount options of target's mount in /proc/self/mountinfo, as a set."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == str(target):
+                return set(fields[5].split(","))
+    raise AssertionError(f"{target} is not mounted")
+
+
+def expect_erofs(path):
+    with pytest.raises(OSError) as e:
+        path.write_bytes(b"refused")
+    assert e.value.errno == errno.EROFS
+
+
+def helper_remount(spec, target, opts):
+    """Runs mount.fuse.nacre as mount(8) does for `mount -o remount,...` of a fuse.nacre
+    mount: the options it passes are the running mount's, the kernel's FUSE ones included."""
+    return subprocess.run(
+        [binary("mount.fuse.nacre"), spec, str(target), "-o",
+         f"{opts},remount,user_id=0,group_id=0,default_permissions,allow_other",
+         "-t", "fuse.nacre"], capture_output=True, text=True, timeout=30, env=daemon_env())
+
+
+def test_remount_ro_rw_keeps_the_session(cluster, mnt):
+    """-o ro refuses writes in nacre-mount too; remount,rw lifts that without a new process
+    and remount,ro brings EROFS back from the kernel; files opened before stay usable."""
+    (mnt / "remount-before").write_bytes(b"written before")
+    m = cluster.mount(opts=["ro"], name="mnt-remount")
+    try:
+        pid = m.proc.p.pid
+        kept = open(m.path / "remount-before", "rb")
+        expect_erofs(m.path / "remount-a")
+        r = helper_remount(cluster.spec, m.path, "rw,nosuid,nodev,relatime")
+        assert r.returncode == 0, r.stderr
+        assert "ro" not in mount_opts(m.path)
+        (m.path / "remount-a").write_bytes(b"after remount,rw")
+        assert (mnt / "remount-a").read_bytes() == b"after remount,rw"
+        # the kernel refuses remount,ro while a file is open for writing
+        with open(m.path / "remount-a", "ab"):
+            r = helper_remount(cluster.spec, m.path, "ro,nosuid,nodev,relatime")
+            assert r.returncode != 0 and "open for writing" in r.stderr, r.stderr
+        r = helper_remount(cluster.spec, m.path, "ro,nosuid,nodev,relatime")
+        assert r.returncode == 0, r.stderr
+        assert "ro" in mount_opts(m.path)
+        expect_erofs(m.path / "remount-b")
+        expect_erofs(m.path / "remount-a")
+        r = helper_remount(cluster.spec, m.path, "rw,nosuid,nodev,relatime")
+        assert r.returncode == 0, r.stderr
+        (m.path / "remount-b").write_bytes(b"rw again")
+        assert (mnt / "remount-b").read_bytes() == b"rw again"
+        assert kept.read() == b"written before"
+        kept.close()
+        assert m.proc.alive() and m.proc.p.pid == pid
+    finally:
+        m.unmount()
+        cluster.mounts.remove(m)
+
+
+def test_mount_command_remount(cluster, mnt, tmp_path, sbin_helpers):
+    """The whole chain as a user runs it: `mount -t nacre` (mount.nacre), then
+    `mount -o remount,ro|rw DIR`, which mount(8) hands to mount.fuse.nacre (the helper of
+    type fuse.nacre; without it mount.fuse would look for a program called nacre)."""
+    target = tmp_path / "cmd"
+    target.mkdir()
+    env = dict(daemon_env(), NACRE_KEY_FILE=str(cluster.key))
+    r = subprocess.run(["mount", "-t", "nacre", cluster.spec, str(target)],
+                       capture_output=True, text=True, timeout=30, env=env)
+    assert r.returncode == 0, r.stderr
+    try:
+        (target / "cmd-a").write_bytes(b"a")
+        r = subprocess.run(["mount", "-o", "remount,ro", str(target)], capture_output=True,
+                           text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        assert "ro" in mount_opts(target)
+        expect_erofs(target / "cmd-b")
+        r = subprocess.run(["mount", "-o", "remount,rw", str(target)], capture_output=True,
+                           text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        (target / "cmd-b").write_bytes(b"b")
+        assert (mnt / "cmd-b").read_bytes() == b"b"
+        assert (target / "cmd-a").read_bytes() == b"a"
+    finally:
+        umount(target)
+
+
+def test_root_helper_mount_is_suid_dev_unless_told(cluster, mnt, tmp_path, sbin_helpers):
+    """As mount.fuse: a mount root makes through mount(8) honours setuid bits and device
+    files; nosuid and nodev still apply when given. nacre-mount itself keeps nosuid,nodev."""
+    target = tmp_path / "suid"
+    target.mkdir()
+    env = dict(daemon_env(), NACRE_KEY_FILE=str(cluster.key))
+    for opts, want_nosuid, want_nodev in ((None, False, False), ("nosuid", True, False),
+                                          ("nodev", False, True),
+                                          ("nosuid,nodev", True, True)):
+        argv = ["mount", "-t", "nacre", cluster.spec, str(target)]
+        if opts:
+            argv += ["-o", opts]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env)
+        assert r.returncode == 0, r.stderr
+        try:
+            got = mount_opts(target)
+            assert ("nosuid" in got, "nodev" in got) == (want_nosuid, want_nodev), (opts, got)
+        finally:
+            umount(target)
+    # the mount the fixture made with nacre-mount
+    assert {"nosuid", "nodev"} <= mount_opts(mnt)

@@ -1,5 +1,6 @@
 """Two mounts of one file system: close-to-open consistency between them."""
 import errno
+import mmap
 import os
 import time
 
@@ -55,6 +56,36 @@ def test_append_grows_size_everywhere(two):
     assert os.stat(pa).st_size == 4000
     with open(pa, "rb") as f:
         assert f.read() == b"a" * 1000 + b"b" * 3000
+
+
+def test_mapping_of_an_append_descriptor_never_appends_its_pages(two):
+    """Pages written through a shared mapping go to their offset: an O_APPEND descriptor
+    either refuses the shared mapping (ENODEV: nacre-mount opens it for direct I/O) or
+    writes the page where it is mapped, never at the end of the file. Reads through the
+    descriptor see what it appended."""
+    a, b = two
+    pa, pb = os.path.join(a, "mapped"), os.path.join(b, "mapped")
+    with open(pa, "wb") as f:
+        f.write(b"x" * 8192)
+    fd = os.open(pa, os.O_RDWR | os.O_APPEND)
+    try:
+        assert os.write(fd, b"tail") == 4
+        assert os.pread(fd, 8196, 0) == b"x" * 8192 + b"tail"
+        try:
+            m = mmap.mmap(fd, 8192, mmap.MAP_SHARED)
+        except OSError as e:
+            assert e.errno == errno.ENODEV
+        else:
+            m[0:4] = b"MMAP"
+            m.flush()
+            m.close()
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    with open(pb, "rb") as f:
+        data = f.read()
+    assert len(data) == 8196 and data[8192:] == b"tail"
+    assert data[:4] in (b"xxxx", b"MMAP") and data[4:8192] == b"x" * 8188
 
 
 def test_namespace_changes_are_seen(two):

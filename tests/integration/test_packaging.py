@@ -210,8 +210,9 @@ def test_install_tree(installed):
               "usr/sbin/nacre-oss", "usr/sbin/nacre-mount", "usr/sbin/nacre-copytool"):
         assert os.access(r / p, os.X_OK), f"{p} not installed"
     assert os.readlink(r / "usr/bin/lfs") == "nacre"
-    # mount(8) runs /sbin/mount.TYPE
+    # mount(8) runs /sbin/mount.TYPE (mount.fuse.nacre for a remount of type fuse.nacre)
     assert os.readlink(r / "sbin/mount.nacre") == "/usr/sbin/nacre-mount"
+    assert os.readlink(r / "sbin/mount.fuse.nacre") == "/usr/sbin/nacre-mount"
     for unit in UNITS:
         assert (r / "lib/systemd/system" / unit).exists(), f"{unit} not installed"
     # installed gzipped (Debian policy), the same text as the build tree's pages
@@ -240,6 +241,7 @@ def test_units_follow_the_install_prefix(tmp_path):
         assert os.access(tmp_path / exe.lstrip("/"), os.X_OK)
     # no /sbin under another prefix: the link stays in the prefix's sbin
     assert os.readlink(tmp_path / "opt/nacre/sbin/mount.nacre") == "nacre-mount"
+    assert os.readlink(tmp_path / "opt/nacre/sbin/mount.fuse.nacre") == "nacre-mount"
 
 
 @pytest.fixture(scope="module")
@@ -361,6 +363,7 @@ def test_deb_contents(debs):
     assert not missing, f"the package lacks {missing}:\n{listing}"
     assert entries["/usr/bin/lfs"] == "nacre"
     assert entries["/sbin/mount.nacre"] == "/usr/sbin/nacre-mount"
+    assert entries["/sbin/mount.fuse.nacre"] == "/usr/sbin/nacre-mount"
     assert entries["/usr/share/bash-completion/completions/lfs"] == "nacre"
     assert not any(p.startswith("/usr/local") for p in entries), listing
     assert "nacre-bench" not in listing, "nacre-bench belongs to its own package"

@@ -10,6 +10,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -413,42 +414,61 @@ def orphan_objects(c):
     return out
 
 
-APPENDER = r"""
+# A record is 4,133 bytes (no multiple of the page size, so that the kernel would cut a
+# write at a page it fills in part): the writer and its sequence number, then a digest of
+# both repeated. RECORD is the one definition, run by the writers and by the check.
+APPEND_RECORD = 4133
+RECORD = r"""
+import hashlib, struct
+def record(w, k):
+    return (struct.pack("<II", w, k) + hashlib.sha256(b"%d:%d" % (w, k)).digest() * 130)[:4133]
+"""
+APPENDER = RECORD + r"""
 import os, sys
-path, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+path, w, n, sync = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "fsync"
 fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-for i in range(n):
-    rec = f"{tag} {i:06d} ".encode().ljust(63, b"x") + b"\n"
-    if os.write(fd, rec) != len(rec):
+for k in range(n):
+    if os.write(fd, record(w, k)) != 4133:
         sys.exit("short append")
+    if sync:
+        os.fsync(fd)
 os.close(fd)
 """
 
 
-def test_append_from_four_mounts_four_processes(make_cluster):
+def test_append_unaligned_records_from_four_mounts(make_cluster):
+    """O_APPEND from four mounts, two processes each (one fsyncs after every record, one
+    leaves them to write-behind): every record lands whole, once, in its writer's order,
+    as a fifth mount reads every slot."""
     c = make_cluster(cls=RecoveryCluster, osts=2)
     mounts = [c.mounts[0].path] + [c.mount().path for _ in range(3)]
     log = "shared.log"
-    n = 150
+    n, per_mount = 60, ("fsync", "nosync")
     procs = []
     for mi, m in enumerate(mounts):
-        for pi in range(4):
+        for pi, sync in enumerate(per_mount):
             procs.append(subprocess.Popen([sys.executable, "-c", APPENDER, str(m / log),
-                                           f"m{mi}p{pi}", str(n)]))
+                                           str(mi * len(per_mount) + pi), str(n), sync]))
     for p in procs:
         assert p.wait(300) == 0
-    check = c.mount().path / log
-    data = check.read_bytes()
-    assert len(data) == 16 * n * 64, f"{len(data)} bytes, want {16 * n * 64}"
-    seen = {}
-    for k in range(0, len(data), 64):
-        rec = data[k:k + 64]
-        assert rec.endswith(b"\n") and rec.count(b"\n") == 1, f"torn record at {k}: {rec!r}"
-        tag, seq = rec.split()[:2]
-        seen.setdefault(tag.decode(), []).append(int(seq))
-    assert len(seen) == 16
-    for tag, seqs in seen.items():
-        assert seqs == list(range(n)), f"{tag}: records missing, repeated or out of order"
+    writers = len(procs)
+    data = (c.mount().path / log).read_bytes()
+    assert len(data) == writers * n * APPEND_RECORD, \
+        f"{len(data)} bytes, want {writers * n * APPEND_RECORD}"
+    scope = {}
+    exec(RECORD, scope)
+    torn, seen = [], {}
+    for off in range(0, len(data), APPEND_RECORD):
+        rec = data[off:off + APPEND_RECORD]
+        w, k = struct.unpack("<II", rec[:8])
+        if w >= writers or k >= n or rec != scope["record"](w, k):
+            torn.append(off)
+            continue
+        seen.setdefault(w, []).append(k)
+    assert not torn, f"{len(torn)} of {writers * n} records torn, the first at {torn[0]}"
+    for w in range(writers):
+        assert seen.get(w) == list(range(n)), \
+            f"writer {w}: records missing, repeated or out of order"
 
 
 ONE_OP = r"""

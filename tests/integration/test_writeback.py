@@ -3,8 +3,13 @@ close returns (close-to-open with buffered writes), reads of a stream see every 
 write, and an OSS lost while data is buffered is reported (EIO) by write/fsync/close
 without damaging anything else."""
 import errno
+import fcntl
+import mmap
 import os
+import random
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -144,3 +149,156 @@ def test_oss_killed_with_dirty_data(make_cluster, nacre_cli):
         except OSError:
             return False
     wait_for(rewrite, 30, "the file on the restarted OSS to be writable again", interval=0.5)
+
+
+# A writer that keeps its descriptor open: one command a line on stdin ("w OFF LEN SEED",
+# "lock", "unlock", "fsync", "close"), "ok" on stdout after each. It never forks, so no
+# close of an inherited descriptor flushes behind the test's back.
+HOLDER = r"""
+import fcntl, os, random, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+for line in sys.stdin:
+    cmd = line.split()
+    if cmd[0] == "w":
+        off, n, seed = (int(x) for x in cmd[1:])
+        os.pwrite(fd, random.Random(seed).randbytes(n), off)
+    elif cmd[0] == "lock":
+        fcntl.lockf(fd, fcntl.LOCK_EX)
+    elif cmd[0] == "unlock":
+        fcntl.lockf(fd, fcntl.LOCK_UN)
+    elif cmd[0] == "fsync":
+        os.fsync(fd)
+    elif cmd[0] == "close":
+        os.close(fd)
+    print("ok", flush=True)
+"""
+
+
+class Holder:
+    def __init__(self, path):
+        self.want = bytearray()
+        self.p = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], text=True,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def do(self, *cmd):
+        self.p.stdin.write(" ".join(str(c) for c in cmd) + "\n")
+        self.p.stdin.flush()
+        assert self.p.stdout.readline() == "ok\n", f"the writer failed at {cmd}"
+
+    def write(self, off, n, seed):
+        self.do("w", off, n, seed)
+        apply(self.want, [(off, random.Random(seed).randbytes(n))])
+
+    def end(self):
+        self.p.stdin.close()
+        assert self.p.wait(10) == 0
+
+
+def read_all(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def read_in_child(path):
+    """The file's bytes as a fresh process reads them."""
+    r = subprocess.run([sys.executable, "-c",
+                        "import sys; sys.stdout.buffer.write(open(sys.argv[1], 'rb').read())",
+                        str(path)], capture_output=True, check=True)
+    return r.stdout
+
+
+def read_mmap(path):
+    with open(path, "rb") as f:
+        with mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as m:
+            return bytes(m)
+
+
+def test_open_writer_seen_at_once_on_the_same_mount(cluster):
+    """Small writes through a descriptor that stays open are buffered in nacre-mount and the
+    MDS has no size yet; every other process on that mount still sees them at once, through
+    stat, a descriptor it opened before the writes, a new open, another process and mmap
+    (a read there used to stop at the size its own handle knew: 0 bytes, and SIGBUS)."""
+    mnt = cluster.mounts[0].path
+    path = mnt / "wb-holder"
+    path.write_bytes(b"")
+    early = os.open(path, os.O_RDONLY)
+    try:
+        assert os.fstat(early).st_size == 0
+        w = Holder(path)
+        w.write(0, 512, 1)
+        w.write(512, 512, 2)
+        w.write(5000, 100000, 3)  # past a hole
+        want = bytes(w.want)
+        assert os.stat(path).st_size == len(want)
+        assert os.pread(early, len(want) + 10, 0) == want
+        assert read_all(path) == want
+        assert read_in_child(path) == want
+        assert read_mmap(path) == want
+        # Locks order writer and reader (generic/131's pattern): what was written under
+        # the writer's lock is there for a reader that takes the lock after it.
+        w.do("lock")
+        w.write(len(want), 3000, 4)
+        w.write(7, 20, 5)
+        w.do("unlock")
+        want = bytes(w.want)
+        with open(path, "rb") as f:
+            fcntl.lockf(f, fcntl.LOCK_SH)
+            assert f.read() == want
+            fcntl.lockf(f, fcntl.LOCK_UN)
+        assert os.pread(early, len(want) + 10, 0) == want
+        w.do("close")
+        w.end()
+        assert read_all(path) == want
+    finally:
+        os.close(early)
+
+
+def test_open_writer_seen_elsewhere_after_fsync_and_close(cluster):
+    """Close-to-open between mounts with the writer's descriptor open: another mount (with
+    the default attribute cache, which has cached the old size) sees the data once the
+    writer fsyncs, and the rest once it closes."""
+    a = cluster.mounts[0].path
+    mb = cluster.mount(name="wb-other")
+    try:
+        pa, pb = a / "wb-holder-2", mb.path / "wb-holder-2"
+        pa.write_bytes(b"")
+        w = Holder(pa)
+        w.write(0, 70000, 6)
+        assert os.stat(pb).st_size == 0  # B's kernel now caches size 0
+        w.do("fsync")
+        assert read_all(pb) == bytes(w.want)
+        w.write(70000, 1000, 7)
+        w.write(100, 10, 8)
+        w.do("close")
+        assert read_all(pb) == bytes(w.want)
+        assert os.stat(pb).st_size == len(w.want)
+        w.end()
+    finally:
+        mb.unmount()
+        cluster.mounts.remove(mb)
+
+
+@pytest.mark.parametrize("how", ["truncate", "ftruncate"])
+def test_truncate_of_buffered_file_updates_times(cluster, how):
+    """generic/313: truncate(2) by path (and ftruncate) of a file whose writes are still
+    buffered sets mtime and ctime, down and up, as on a local file system (the MDS had
+    size 0 and saw no change, so mtime stayed)."""
+    path = cluster.mounts[0].path / f"wb-trunc-{how}"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, b"this is a test string\0")
+        before = os.fstat(fd)
+        for size in (0, 123):
+            time.sleep(1.05)
+            if how == "truncate":
+                os.truncate(path, size)
+            else:
+                os.ftruncate(fd, size)
+            after = os.fstat(fd)
+            assert after.st_size == size
+            assert after.st_mtime_ns > before.st_mtime_ns, size
+            assert after.st_ctime_ns > before.st_ctime_ns, size
+            before = after
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == bytes(123)

@@ -1,6 +1,8 @@
-/* test_fuse_tables.c - nacre-mount's inode and handle tables: numbers are counters, found
- * again by number and by FID, never reused; numbers imported from a previous process (an
- * upgrade) are served as they were and new ones continue above them. */
+/* test_fuse_tables.c - nacre-mount's inode and handle tables: node ids are FIDs folded
+ * into 64 bits, the same after a forget and in any process, and unfold to their FID; a FID
+ * that does not fold gets a counter, never reused; numbers imported from a previous process
+ * (an upgrade, counters of an older version included) are served as they were. Handle
+ * numbers are counters. */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -29,10 +31,39 @@ static void test_inode_numbers(void)
 	CHECK_EQ(ia->nlookup, 2);
 	CHECK(fz_inode_get(&m, ia->ino) == ia);
 	uint64_t old = ia->ino;
+	CHECK_EQ(old, (0x400ULL << 32) | 1); /* (seq - 0x200000000) << 32 | oid */
 	fz_inode_forget(&m, ia, 2);
 	CHECK(fz_inode_get(&m, old) == NULL);
+	/* forgotten, its number still names its FID (a file handle holds it) */
+	struct nacre_fid back;
+	CHECK_EQ(fz_inode_fid(&m, old, &back), 0);
+	CHECK(nacre_fid_eq(&back, &a));
 	ia = fz_inode_ref(&m, &a, NULL);
-	CHECK(ia->ino != old); /* never reused: the kernel may still hold the old number */
+	CHECK_EQ(ia->ino, old); /* the same number again */
+	CHECK_EQ(fz_inode_fid(&m, FUSE_ROOT_ID, &back), 0);
+	CHECK(nacre_fid_eq(&back, &root));
+	/* FIDs that do not fold: a counter from 2^63, never reused, unknown once forgotten */
+	struct nacre_fid odd[] = {{0x200000400ULL, 9, 1}, {0x100000000ULL, 9, 0},
+				  {0x200000000ULL + (1ULL << 31), 9, 0}, {0x200000400ULL, 0, 0}};
+	uint64_t last = 0;
+	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+		CHECK_EQ(fz_fid_nodeid(&odd[i]), 0);
+		struct fz_inode *io = fz_inode_ref(&m, &odd[i], NULL);
+		CHECK(io && io->ino >= (1ULL << 63) && io->ino > last);
+		last = io->ino;
+		fz_inode_forget(&m, io, 1);
+		CHECK_EQ(fz_inode_fid(&m, last, &back), -ESTALE);
+		io = fz_inode_ref(&m, &odd[i], NULL);
+		CHECK(io->ino > last);
+		last = io->ino;
+	}
+	/* unfolding: every folded number, nothing else */
+	struct nacre_fid far = {0x200000000ULL + (1ULL << 31) - 1, UINT32_MAX, 0};
+	CHECK_EQ(fz_nodeid_fid(fz_fid_nodeid(&far), &back), 0);
+	CHECK(nacre_fid_eq(&back, &far) && fz_fid_nodeid(&far) < (1ULL << 63));
+	CHECK_EQ(fz_nodeid_fid(5, &back), -ESTALE);           /* an old counter */
+	CHECK_EQ(fz_nodeid_fid(7ULL << 32, &back), -ESTALE);  /* oid 0 */
+	CHECK_EQ(fz_nodeid_fid(1ULL << 63, &back), -ESTALE);  /* a counter */
 	/* many inodes: the tables grow and every number still finds its inode */
 	uint64_t inos[5000];
 	for (uint32_t i = 0; i < 5000; i++) {
@@ -66,9 +97,14 @@ static void test_inode_import(void)
 	CHECK(ia && nacre_fid_eq(&ia->fid, &a) && ia->nlookup == 3);
 	CHECK(fz_inode_ref(&m, &a, NULL) == ia);
 	struct fz_inode *ic = fz_inode_ref(&m, &c, NULL);
-	CHECK(ic && ic->ino > 4000);
+	CHECK(ic && ic->ino == fz_fid_nodeid(&c)); /* new inodes fold, whatever came before */
 	struct nacre_fid p = fz_inode_parent(&m, fz_inode_get(&m, 17));
 	CHECK(nacre_fid_eq(&p, &a));
+	/* a forgotten imported counter names nothing any more */
+	struct nacre_fid back;
+	CHECK_EQ(fz_inode_fid(&m, 17, &back), 0);
+	fz_inode_forget(&m, fz_inode_get(&m, 17), 1);
+	CHECK_EQ(fz_inode_fid(&m, 17, &back), -ESTALE);
 	fz_itable_fini(&m.itab);
 }
 
