@@ -55,6 +55,7 @@ struct args {
 	int remount;            /* -o remount: change the flags of the running mount */
 	int bind;               /* -o bind with remount: the flags of this mount point only */
 	int overmount;          /* -o overmount: mount over a nacre mount already there */
+	int nosubtype;          /* -o nosubtype: the kernel shows type fuse, not fuse.nacre */
 	int debug;              /* -o debug: our own debug log */
 	const char *key_file;   /* points into an -o string kept for the process lifetime */
 	const char *sec;        /* sec=FLAVOUR, likewise; NULL: the server's minimum */
@@ -157,6 +158,9 @@ static void usage(FILE *out, const char *prog)
 		"  -o localflock     locks seen by this client only;  -o noflock: locks fail ENOSYS\n"
 		"  -o debug          debug logging\n"
 		"  -o overmount      mount even where a nacre mount is already (hiding it)\n"
+		"  -o nosubtype      the kernel shows the mount's type as fuse, not fuse.nacre\n"
+		"                    (xfstests' FSTYP=fuse compares it); mount -o remount of it\n"
+		"                    then runs mount.fuse, which cannot remount it\n"
 		"  -o control_socket=PATH      socket --upgrade talks to (default "
 		"/run/nacre/mount-MAJOR:MINOR.sock)\n"
 		"   or: %s --upgrade MOUNTPOINT [-o opt,...] [-f]   a new nacre-mount takes over the\n"
@@ -256,6 +260,8 @@ static int parse_opts(struct args *a, char *opts)
 			a->debug = 1;
 		} else if (!val && strcmp(opt, "overmount") == 0) {
 			a->overmount = 1;
+		} else if (!val && strcmp(opt, "nosubtype") == 0) {
+			a->nosubtype = 1;
 		} else if (val && strcmp(opt, "key_file") == 0) {
 			a->key_file = val;
 		} else if (val && strcmp(opt, "sec") == 0) {
@@ -357,7 +363,7 @@ static int parse_opts(struct args *a, char *opts)
 				"client_name=NAME, attr_timeout=SECS, entry_timeout=SECS, timeout=SECS, recovery_timeout=SECS, "
 				"max_rpc_size=BYTES, "
 				"max_rpcs_in_flight=N, max_dirty_mb=N, readahead_max_mb=N, jobid=, io_uring=, "
-				"flock, localflock, noflock, debug, overmount, control_socket=PATH, remount)\n",
+				"flock, localflock, noflock, debug, overmount, nosubtype, control_socket=PATH, remount)\n",
 				a->prog, opt, val ? "=" : "", val ? val : "");
 			return -1;
 		}
@@ -510,6 +516,17 @@ static void syslog_sink(int level, const char *line, void *arg)
 	syslog(level, "%s", line);
 }
 
+/* Until a daemon detaches: everything to syslog, and warnings and errors also to the
+ * terminal of whoever mounted (mount(8) prints nothing on success, and xfstests compares
+ * what a test prints with what it expects). */
+static void starting_sink(int level, const char *line, void *arg)
+{
+	(void)arg;
+	syslog(level, "%s", line);
+	if (level <= LOG_LVL_WARN)
+		fprintf(stderr, "%s\n", line);
+}
+
 /* Tells the waiting parent how the mount went (0 = mounted) and lets it exit. */
 static void notify_parent(int *fd, unsigned char status)
 {
@@ -542,7 +559,6 @@ static void detach(void)
 		if (fd > STDERR_FILENO)
 			close(fd);
 	}
-	openlog("nacre-mount", LOG_PID, LOG_DAEMON);
 	log_set_sink(syslog_sink, NULL);
 }
 
@@ -653,6 +669,12 @@ static char *connect_text(const struct args *a, const struct nacre_mount_opts *m
 	return strbuf_take(&b);
 }
 
+/* 1 if a mount of type fstype may be a nacre mount: fuse.nacre, or fuse (-o nosubtype). */
+static int nacre_fstype(const char *fstype)
+{
+	return strcmp(fstype, "fuse.nacre") == 0 || strcmp(fstype, "fuse") == 0;
+}
+
 /* Notes the device number of the FUSE mount just made (or taken over) on mnt: -o ro follows
  * its superblock's flag (fz_mount_ro). */
 static void mount_dev(struct fz_mount *m, const char *mnt)
@@ -660,7 +682,7 @@ static void mount_dev(struct fz_mount *m, const char *mnt)
 	char fstype[64];
 
 	if (fz_mount_find(mnt, m->kdev, sizeof(m->kdev), fstype, sizeof(fstype)) < 0 ||
-	    strcmp(fstype, "fuse.nacre") != 0) {
+	    !nacre_fstype(fstype)) {
 		m->kdev[0] = '\0';
 		if (m->ro)
 			LOG_WARN("main", "%s not found in /proc/self/mountinfo: a remount,rw will "
@@ -746,7 +768,8 @@ static int run(const struct args *a, const char *mnt, const char *addr, int *sta
 	 * path it walks from its caches), which the MDS keeps fresh with its invalidations
 	 * (notify.c); the MDS checks every request again with the caller's credentials and
 	 * decides. */
-	snprintf(fopts, sizeof(fopts), "allow_other,default_permissions,subtype=nacre,fsname=");
+	snprintf(fopts, sizeof(fopts), "allow_other,default_permissions,%sfsname=",
+		 a->nosubtype ? "" : "subtype=nacre,");
 	if (append_escaped(fopts, sizeof(fopts), a->spec) < 0 ||
 	    strlen(fopts) + strlen(a->vfs_flags) + 16 >= sizeof(fopts)) {
 		snprintf(why, sizeof(why), "SPEC too long");
@@ -987,7 +1010,7 @@ static int upgrade_main(const struct args *cmd)
 		return 1;
 	}
 	rc = fz_mount_find(mnt, dev, sizeof(dev), fstype, sizeof(fstype));
-	if (rc < 0 || strcmp(fstype, "fuse.nacre") != 0) {
+	if (rc < 0 || !nacre_fstype(fstype)) {
 		if (rc < 0)
 			fprintf(stderr, "%s --upgrade: %s is not a mount point, so not a nacre mount\n",
 				cmd->prog, mnt);
@@ -1102,7 +1125,7 @@ static int remount_main(const struct args *a)
 		return 1;
 	}
 	if (fz_mount_find(mnt, dev, sizeof(dev), fstype, sizeof(fstype)) < 0 ||
-	    strcmp(fstype, "fuse.nacre") != 0) {
+	    !nacre_fstype(fstype)) {
 		fprintf(stderr, "%s: cannot remount %s: it is not a nacre mount\n", a->prog, mnt);
 		goto out_free;
 	}
@@ -1221,8 +1244,11 @@ int main(int argc, char **argv)
 	}
 
 	log_init("mount", a.debug ? LOG_LVL_DEBUG : LOG_LVL_INFO);
-	if (!a.foreground)
+	if (!a.foreground) {
+		openlog("nacre-mount", LOG_PID, LOG_DAEMON);
+		log_set_sink(starting_sink, NULL);
 		status_fd = fork_daemon(a.prog);
+	}
 	ret = run(&a, mnt, addr, &status_fd, NULL);
 	/* Mount failed in the child: it printed why; the parent exits 1 on the closed pipe. */
 	if (status_fd >= 0)
