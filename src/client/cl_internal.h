@@ -134,6 +134,10 @@ struct nacre_file {
 	uint64_t published_seq;      /* write_seq whose mtime the MDS has: a later CLOSE must not
 				      * carry an mtime again (it would undo a utimes in between) */
 	struct nacre_time mtime;     /* time of the last write */
+	uint64_t space_seq;          /* bumped by every write and fallocate: the objects' blocks
+				      * may have changed */
+	uint64_t measured_seq;       /* space_seq whose blocks the MDS has */
+	uint64_t unmeasured;         /* bytes written since the MDS last got blocks from us */
 	int deferred_err;            /* first write error, reported again at close */
 	pthread_cond_t io_cond;      /* with lock: a background RPC of this file completed */
 	int jobs;                    /* lock: pool jobs (write-behind, readahead) outstanding */

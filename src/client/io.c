@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "client/caps.h"
 #include "client/cl_export.h"
@@ -209,7 +210,7 @@ static int append_offset(struct nacre_file *f, uint64_t len, uint64_t *off)
 	return rc;
 }
 
-static int send_size(struct nacre_file *f, uint16_t opcode);
+static int send_size(struct nacre_file *f, uint16_t opcode, int measure);
 
 /* A file that grew by CL_QUOTA_STEP since the MDS last heard its size reports it now, so a
  * quota the growth passes is refused (EDQUOT) by this write, not only at fsync or close
@@ -225,7 +226,7 @@ static int publish_growth(struct nacre_file *f)
 	pthread_mutex_unlock(&f->lock);
 	if (!due)
 		return 0;
-	int rc = send_size(f, WIRE_OP_MDS_SIZE_UPDATE);
+	int rc = send_size(f, WIRE_OP_MDS_SIZE_UPDATE, 0);
 	return rc == -EDQUOT ? rc : 0; /* anything else: fsync and close report it */
 }
 
@@ -267,6 +268,8 @@ NACRE_API ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len
 				f->written_end = off + len;
 			f->wrote = 1;
 			f->write_seq++;
+			f->space_seq++;
+			f->unmeasured += len;
 			f->mtime = now_realtime();
 		} else if (f->deferred_err == 0) {
 			/* Data may be half written: close reports it again, as NFS does. */
@@ -283,14 +286,35 @@ NACRE_API ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len
 	return rc < 0 ? rc : (ssize_t)len;
 }
 
-/* CLOSE or SIZE_UPDATE with this handle's written end and mtime. */
-static int send_size(struct nacre_file *f, uint16_t opcode)
+/* The blocks the file's objects hold, for a close_req: measured when this handle changed
+ * them since it last told the MDS and the MDS keeps them (WIRE_FEAT_BLOCKS). Call after
+ * the handle's write-behind reached the OSTs. Sets *space to the space_seq measured. */
+static void measure_blocks(struct nacre_file *f, struct wire_close_req *req, uint64_t *space)
+{
+	uint64_t blocks;
+
+	pthread_mutex_lock(&f->lock);
+	*space = f->space_seq;
+	int due = f->space_seq != f->measured_seq;
+	pthread_mutex_unlock(&f->lock);
+	if (!due || !(rpc_conn_features(f->fs->mds) & WIRE_FEAT_BLOCKS))
+		return;
+	/* a failure only leaves the MDS's older figure (or its estimate from the size) */
+	if (cl_obj_blocks(f, &blocks) == 0) {
+		req->has_blocks = 1;
+		req->blocks = blocks;
+	}
+}
+
+/* CLOSE or SIZE_UPDATE with this handle's written end and mtime, and with measure the blocks
+ * of its objects (after a flush: the data is on the OSTs). */
+static int send_size(struct nacre_file *f, uint16_t opcode, int measure)
 {
 	struct wire_close_req req;
 	struct wire_cursor c;
 	struct wire_attr_rep a;
 	struct rpc_msg *m;
-	uint64_t seq;
+	uint64_t seq, space = 0;
 	int rc;
 
 	memset(&req, 0, sizeof(req));
@@ -303,6 +327,8 @@ static int send_size(struct nacre_file *f, uint16_t opcode)
 	req.has_mtime = seq != f->published_seq;
 	req.mtime = f->mtime;
 	pthread_mutex_unlock(&f->lock);
+	if (measure)
+		measure_blocks(f, &req, &space);
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_close_req_encode(&c, &req);
 	rc = cl_mds_call(f->fs, opcode, &c, &m);
@@ -320,6 +346,11 @@ static int send_size(struct nacre_file *f, uint16_t opcode)
 			f->published_end = req.size;
 		if (seq > f->published_seq)
 			f->published_seq = seq;
+		if (req.has_blocks && space > f->measured_seq) {
+			f->measured_seq = space;
+			if (space == f->space_seq)
+				f->unmeasured = 0;
+		}
 		pthread_mutex_unlock(&f->lock);
 	}
 	return rc;
@@ -340,7 +371,7 @@ NACRE_API int nacre_fsync(struct nacre_file *f, int datasync)
 	wrote = f->wrote;
 	deferred = f->deferred_err; /* a failed write is not durable: say so, as Linux does */
 	pthread_mutex_unlock(&f->lock);
-	rc = wrote ? send_size(f, WIRE_OP_MDS_SIZE_UPDATE) : 0;
+	rc = wrote ? send_size(f, WIRE_OP_MDS_SIZE_UPDATE, 1) : 0;
 	/* The MDS commits asynchronously: fsync also makes the file's name and size durable. */
 	if (rc == 0)
 		rc = nacre_sync_md(f->fs, &f->cred, &f->fid);
@@ -360,7 +391,7 @@ NACRE_API int nacre_flush(struct nacre_file *f)
 	wrote = f->wrote;
 	deferred = f->deferred_err;
 	pthread_mutex_unlock(&f->lock);
-	rc = wrote ? send_size(f, WIRE_OP_MDS_SIZE_UPDATE) : 0;
+	rc = wrote ? send_size(f, WIRE_OP_MDS_SIZE_UPDATE, 1) : 0;
 	return deferred ? deferred : rc;
 }
 
@@ -372,7 +403,7 @@ NACRE_API int nacre_close(struct nacre_file *f)
 		return 0;
 	cl_wb_flush(f);
 	cl_files_del(f);
-	rc = send_size(f, WIRE_OP_MDS_CLOSE);
+	rc = send_size(f, WIRE_OP_MDS_CLOSE, 1);
 	if (rc) {
 		char fid[NACRE_FID_STR_MAX];
 		cl_log(f->fs, CL_LOG_WARN, "close of %s: %s",
@@ -393,6 +424,86 @@ NACRE_API int nacre_close(struct nacre_file *f)
 	return deferred ? deferred : rc;
 }
 
+NACRE_API int nacre_fallocate(struct nacre_file *f, int mode, uint64_t off, uint64_t len)
+{
+	uint32_t md = (uint32_t)mode;
+	int rc;
+
+	if (!f)
+		return -EINVAL;
+	/* what Linux's vfs_fallocate refuses, refused alike */
+	if ((md & ~WIRE_FALLOC_MODES_) ||
+	    ((md & WIRE_FALLOC_PUNCH_HOLE) &&
+	     (!(md & WIRE_FALLOC_KEEP_SIZE) || (md & WIRE_FALLOC_ZERO_RANGE))))
+		return -EOPNOTSUPP;
+	if (len == 0)
+		return -EINVAL;
+	if (off > FILE_OFF_MAX || len > FILE_OFF_MAX - off)
+		return -EFBIG;
+	if ((f->flags & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
+	if (f->layout.nosts == 0)
+		return -EOPNOTSUPP; /* no objects (a released file is restored at open) */
+	/* buffered writes of the range land first, or they would undo a punch or a zero */
+	cl_wb_flush_range(f, off, len);
+	rc = cl_obj_fallocate(f, md, off, len);
+	cl_wgen_bump(f->fs, &f->fid); /* readahead of a punched or zeroed range is stale */
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&f->lock);
+	f->wrote = 1;
+	f->space_seq++;
+	if (!(md & WIRE_FALLOC_KEEP_SIZE) && off + len > f->written_end)
+		f->written_end = off + len;
+	if (md != WIRE_FALLOC_KEEP_SIZE) { /* the size or the bytes changed: mtime too */
+		f->write_seq++;
+		f->mtime = now_realtime();
+	}
+	pthread_mutex_unlock(&f->lock);
+	/* the new size and blocks at the MDS now: a stat right after sees them */
+	return send_size(f, WIRE_OP_MDS_SIZE_UPDATE, 1);
+}
+
+NACRE_API int nacre_seek_data(struct nacre_file *f, int whence, uint64_t off, uint64_t *out)
+{
+	struct nacre_attr a;
+	uint64_t size, found;
+	int rc;
+
+	if (!f || !out || (whence != SEEK_DATA && whence != SEEK_HOLE))
+		return -EINVAL;
+	/* the size as the MDS has it now (another client may have grown the file), or as
+	 * this client's own writes made it */
+	rc = nacre_getattr(f->fs, &f->cred, &f->fid, &a);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&f->lock);
+	size = known_size_locked(f);
+	pthread_mutex_unlock(&f->lock);
+	if (a.size > size)
+		size = a.size;
+	if (off >= size)
+		return -ENXIO; /* as Linux: past the end there is neither */
+	if (f->layout.nosts == 0) {
+		found = whence == SEEK_DATA ? off : size; /* no objects: all data, as Linux's
+							   * generic answer */
+		goto out;
+	}
+	cl_wb_flush_range(f, off, size - off); /* buffered writes are data too */
+	rc = cl_obj_seek(f, whence == SEEK_DATA ? WIRE_SEEK_DATA : WIRE_SEEK_HOLE, off, &found);
+	if (rc == -EOPNOTSUPP) /* an OSS that predates OST_SEEK: the generic answer */
+		found = whence == SEEK_DATA ? off : size;
+	else if (rc)
+		return rc;
+	if (whence == SEEK_DATA && found >= size)
+		return -ENXIO; /* only allocated blocks past the end (KEEP_SIZE) */
+	if (found > size)
+		found = size; /* the end of the file is a hole */
+out:
+	*out = found;
+	return 0;
+}
+
 NACRE_API int nacre_file_attr(struct nacre_file *f, struct nacre_attr *out)
 {
 	if (!f || !out)
@@ -405,6 +516,11 @@ NACRE_API int nacre_file_attr(struct nacre_file *f, struct nacre_attr *out)
 		out->mtime = f->mtime;
 		out->ctime = f->mtime;
 	}
+	/* writes the MDS has not counted yet: as many blocks again, at most (not fewer, so a
+	 * du during a write does not show the file shrinking; not more than its size) */
+	uint64_t extra = (f->unmeasured + 511) / 512, most = (out->size + 511) / 512;
+	if (out->blocks < most)
+		out->blocks = extra < most - out->blocks ? out->blocks + extra : most;
 	pthread_mutex_unlock(&f->lock);
 	return 0;
 }

@@ -17,6 +17,10 @@ static void reply_attr(fuse_req_t req, struct fz_inode *in, const struct nacre_a
 
 	fz_attr_to_stat(a, &st);
 	fz_inode_merge_size(in, &size);
+	/* writes here the MDS does not know yet: their blocks, as if the growth were all data
+	 * (close or fsync reports what the objects really hold) */
+	if (size > a->size)
+		st.st_blocks += (blkcnt_t)((size - a->size + 511) / 512);
 	st.st_size = (off_t)size;
 	fuse_reply_attr(req, &st, fz_mnt(req)->attr_timeout);
 }

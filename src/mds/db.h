@@ -80,6 +80,9 @@ struct mds_inode {
 	struct mds_acl acl; /* system.posix_acl_access: count 0 = none (the mode says it all) */
 	uint32_t projid;      /* project id (quotas); 0 = none */
 	uint8_t proj_inherit; /* directories: new entries take projid (and dirs this flag) */
+	uint8_t has_blocks;   /* files: blocks is known (a client reported it) */
+	uint64_t blocks;      /* files: 512-byte blocks the objects hold, as last reported at
+			       * a close or size update (st_blocks); else estimated from size */
 };
 
 enum {

@@ -196,7 +196,7 @@ int db_qown_stored(MDB_txn *t, MDB_dbi dbi, const struct nacre_fid *fid, struct 
 	if (rc)
 		return db_map_err(rc, "inode get");
 	wire_cursor_init_read(&c, v.mv_data, v.mv_size);
-	if (wire_get_u16(&c) == INODE_REC_VERSION_PRJ) {
+	if (wire_get_u16(&c) >= INODE_REC_VERSION_PRJ) {
 		/* the project id is at the end, past the variable fields */
 		struct mds_inode *full = malloc(sizeof(*full));
 		if (!full)

@@ -157,6 +157,12 @@ static int close_op(struct mds_txn *txn, void *arg)
 			mds_hsm_mark_dirty(&ino);
 			changed = 1;
 		}
+		/* measured after this client's writes reached the objects: the latest wins */
+		if (a->r->has_blocks && (!ino.has_blocks || ino.blocks != a->r->blocks)) {
+			ino.has_blocks = 1;
+			ino.blocks = a->r->blocks;
+			changed = 1;
+		}
 	}
 	if (a->out)
 		mds_inode_to_attr(&ino, a->out);
