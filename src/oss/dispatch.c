@@ -224,6 +224,8 @@ int oss_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 		return do_destroy_batch(ctx, req, rep);
 	if (op < WIRE_OP_OST_WRITE || op > WIRE_OP_OST_SEEK)
 		return -EOPNOTSUPP;
+	if (ctx->no_space_ops && (op == WIRE_OP_OST_FALLOCATE || op == WIRE_OP_OST_SEEK))
+		return -EOPNOTSUPP;
 
 	memset(&m, 0, sizeof(m));
 	memset(&fa, 0, sizeof(fa));

@@ -334,3 +334,29 @@ def test_cp_sparse_keeps_holes(cluster, mnt, nacre_cli):
     st = os.stat(dst)
     assert st.st_size == 12 * MiB
     assert st.st_blocks * 512 <= 1 * MiB, f"the copy holds {st.st_blocks} blocks"
+
+
+def test_old_oss_without_space_ops(make_cluster, nacre_cli, monkeypatch):
+    """OSSes that predate OST_FALLOCATE and OST_SEEK (NACRE_OSS_NO_SPACE_OPS=1): fallocate
+    fails with EOPNOTSUPP, SEEK_DATA/SEEK_HOLE give Linux's generic answer (all data),
+    st_blocks still comes from the objects."""
+    monkeypatch.setenv("NACRE_OSS_NO_SPACE_OPS", "1")
+    c = make_cluster(osts=2, oss=1)
+    mnt = str(c.mounts[0].path)
+    path = os.path.join(mnt, "old-oss")
+    with open(path, "wb") as f:
+        f.seek(3 * MiB)
+        f.write(os.urandom(64 * KiB))
+    st = os.stat(path)
+    assert 64 * KiB <= st.st_blocks * 512 <= MiB
+    r = subprocess.run(["fallocate", "-l", "1M", path], capture_output=True, text=True)
+    assert r.returncode != 0 and "not supported" in r.stderr, r.stderr
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert os.lseek(fd, 0, os.SEEK_DATA) == 0
+        assert os.lseek(fd, 4096, os.SEEK_HOLE) == st.st_size
+        with pytest.raises(OSError) as e:
+            os.lseek(fd, st.st_size, os.SEEK_DATA)
+        assert e.value.errno == errno.ENXIO
+    finally:
+        os.close(fd)
