@@ -72,6 +72,7 @@ static int file_new(struct nacre_fs *fs, const struct nacre_cred *cred, int flag
 	f->handle = handle;
 	f->layout = *layout;
 	f->attr = *attr;
+	f->dense = attr->size == 0;
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_init(&f->append_lock, NULL);
 	pthread_cond_init(&f->io_cond, NULL);
@@ -264,6 +265,8 @@ NACRE_API ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len
 		}
 		pthread_mutex_lock(&f->lock);
 		if (rc == 0) {
+			if (off != f->written_end)
+				f->dense = 0;
 			if (off + len > f->written_end)
 				f->written_end = off + len;
 			f->wrote = 1;
@@ -288,14 +291,17 @@ NACRE_API ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len
 
 /* The blocks the file's objects hold, for a close_req: measured when this handle changed
  * them since it last told the MDS and the MDS keeps them (WIRE_FEAT_BLOCKS). Call after
- * the handle's write-behind reached the OSTs. Sets *space to the space_seq measured. */
+ * the handle's write-behind reached the OSTs. Sets *space to the space_seq measured.
+ * A dense handle (a new file written front to back: cp, most writers of small files)
+ * sends none and costs no round trip: its size grew, and the MDS then estimates the blocks
+ * from the size, which is what a file without holes holds. */
 static void measure_blocks(struct nacre_file *f, struct wire_close_req *req, uint64_t *space)
 {
 	uint64_t blocks;
 
 	pthread_mutex_lock(&f->lock);
 	*space = f->space_seq;
-	int due = f->space_seq != f->measured_seq;
+	int due = f->space_seq != f->measured_seq && !f->dense;
 	pthread_mutex_unlock(&f->lock);
 	if (!due || !(rpc_conn_features(f->fs->mds) & WIRE_FEAT_BLOCKS))
 		return;
@@ -453,6 +459,7 @@ NACRE_API int nacre_fallocate(struct nacre_file *f, int mode, uint64_t off, uint
 	pthread_mutex_lock(&f->lock);
 	f->wrote = 1;
 	f->space_seq++;
+	f->dense = 0;
 	if (!(md & WIRE_FALLOC_KEEP_SIZE) && off + len > f->written_end)
 		f->written_end = off + len;
 	if (md != WIRE_FALLOC_KEEP_SIZE) { /* the size or the bytes changed: mtime too */
