@@ -316,9 +316,9 @@ def test_seek_data_hole_striped(cluster, mnt, nacre_cli):
         assert os.lseek(f.fileno(), 2 * MiB, os.SEEK_DATA) == 3 * MiB
 
 
-def test_cp_sparse_keeps_holes(cluster, mnt, nacre_cli):
+def test_cp_sparse_keeps_holes(cluster, mnt, nacre_cli, tmp_path):
     """cp --sparse=always of a sparse file inside the mount makes a sparse copy with the
-    same bytes."""
+    same bytes; tar -S archives it as a sparse member."""
     src = os.path.join(mnt, "cp-src")
     nacre_cli("setstripe", "-c", 4, "-S", "1M", src, check=True)
     with open(src, "wb") as f:
@@ -334,6 +334,15 @@ def test_cp_sparse_keeps_holes(cluster, mnt, nacre_cli):
     st = os.stat(dst)
     assert st.st_size == 12 * MiB
     assert st.st_blocks * 512 <= 1 * MiB, f"the copy holds {st.st_blocks} blocks"
+    # tar -S finds the holes (st_blocks, SEEK_HOLE): a small archive, a sparse extraction
+    tar = tmp_path / "a.tar"
+    subprocess.run(["tar", "-S", "-cf", str(tar), "-C", mnt, "cp-src"], check=True)
+    assert tar.stat().st_size < 1 * MiB, f"the archive is {tar.stat().st_size} bytes"
+    out = tmp_path / "x"
+    out.mkdir()
+    subprocess.run(["tar", "-xf", str(tar), "-C", str(out)], check=True)
+    with open(src, "rb") as f:
+        assert (out / "cp-src").read_bytes() == f.read()
 
 
 def test_old_oss_without_space_ops(make_cluster, nacre_cli, monkeypatch):
