@@ -99,6 +99,23 @@ void cl_files_set_size(struct nacre_fs *fs, const struct nacre_fid *fid, uint64_
 	cl_wgen_bump(fs, fid); /* readahead of the old contents is stale */
 }
 
+uint64_t cl_files_written_end(struct nacre_fs *fs, const struct nacre_fid *fid)
+{
+	uint64_t end = 0;
+
+	pthread_mutex_lock(&fs->files_lock);
+	for (struct nacre_file *f = fs->files; f; f = f->next) {
+		if (!nacre_fid_eq(&f->fid, fid))
+			continue;
+		pthread_mutex_lock(&f->lock);
+		if (f->written_end > end)
+			end = f->written_end;
+		pthread_mutex_unlock(&f->lock);
+	}
+	pthread_mutex_unlock(&fs->files_lock);
+	return end;
+}
+
 void cl_files_mtime_set(struct nacre_fs *fs, const struct nacre_fid *fid)
 {
 	pthread_mutex_lock(&fs->files_lock);

@@ -22,6 +22,9 @@ void cl_files_unpin(struct nacre_fs *fs, struct nacre_file **files, int n);
 /* Tells the open files of fid on this fs that the MDS size is now size (after a truncate),
  * so that their written end no longer reports the old size. Thread-safe. */
 void cl_files_set_size(struct nacre_fs *fs, const struct nacre_fid *fid, uint64_t size);
+/* The highest end offset any open handle of fid on this fs wrote (0 if none): writes the
+ * MDS may not know yet. Thread-safe. */
+uint64_t cl_files_written_end(struct nacre_fs *fs, const struct nacre_fid *fid);
 /* Marks the writes of every open handle of fid as having their mtime at the MDS already,
  * after an explicit mtime was set. Thread-safe. */
 void cl_files_mtime_set(struct nacre_fs *fs, const struct nacre_fid *fid);

@@ -480,7 +480,7 @@ NACRE_API int nacre_seek_data(struct nacre_file *f, int whence, uint64_t off, ui
 	if (!f || !out || (whence != SEEK_DATA && whence != SEEK_HOLE))
 		return -EINVAL;
 	/* the size as the MDS has it now (another client may have grown the file), or as
-	 * this client's own writes made it */
+	 * this client's own writes made it, through any handle (the kernel's size) */
 	rc = nacre_getattr(f->fs, &f->cred, &f->fid, &a);
 	if (rc)
 		return rc;
@@ -489,6 +489,9 @@ NACRE_API int nacre_seek_data(struct nacre_file *f, int whence, uint64_t off, ui
 	pthread_mutex_unlock(&f->lock);
 	if (a.size > size)
 		size = a.size;
+	uint64_t mine = cl_files_written_end(f->fs, &f->fid);
+	if (mine > size)
+		size = mine;
 	if (off >= size)
 		return -ENXIO; /* as Linux: past the end there is neither */
 	if (f->layout.nosts == 0) {

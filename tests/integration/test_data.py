@@ -308,12 +308,21 @@ def test_seek_data_hole_striped(cluster, mnt, nacre_cli):
                 assert e.value.errno == errno.ENXIO, (off, whence)
         finally:
             os.close(fd)
-    # data still buffered in this client counts as data
-    with open(path, "r+b") as f:
-        f.seek(3 * MiB)
-        f.write(b"x" * 4096)
-        f.flush()
-        assert os.lseek(f.fileno(), 2 * MiB, os.SEEK_DATA) == 3 * MiB
+    # data still buffered in this client counts as data, for any of its handles, and so
+    # does the size its writes gave the file
+    other_fd = os.open(path, os.O_RDONLY)
+    try:
+        with open(path, "r+b") as f:
+            f.seek(3 * MiB)
+            f.write(b"x" * 4096)
+            f.seek(10 * MiB)
+            f.write(b"y" * 4096)
+            f.flush()
+            for fd in (f.fileno(), other_fd):
+                assert os.lseek(fd, 2 * MiB, os.SEEK_DATA) == 3 * MiB
+                assert os.lseek(fd, 9 * MiB, os.SEEK_DATA) == 10 * MiB
+    finally:
+        os.close(other_fd)
 
 
 def test_cp_sparse_keeps_holes(cluster, mnt, nacre_cli, tmp_path):
