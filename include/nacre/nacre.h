@@ -366,9 +366,10 @@ int nacre_close(struct nacre_file *f);
 int nacre_fallocate(struct nacre_file *f, int mode, uint64_t off, uint64_t len);
 /* lseek(2)'s SEEK_DATA and SEEK_HOLE (whence): *out is the first offset >= off that holds
  * data, or that is in a hole (the end of the file is one), over every stripe. Buffered
- * writes of any handle of this fs count as data, and the size they made. Returns 0, -ENXIO (off at or past the end; SEEK_DATA: no data after
- * off), -EINVAL, or an error of the MDS or an OSS. An OSS that predates it makes the whole
- * file data (Linux's generic answer). Safe from many threads. */
+ * writes of any handle of this fs count as data, and the size they made. Returns 0, -ENXIO
+ * (off at or past the end; SEEK_DATA: no data after off), -EINVAL, or an error of the MDS
+ * or an OSS. An OSS that predates it makes the whole file data (Linux's generic answer).
+ * Safe from many threads. */
 int nacre_seek_data(struct nacre_file *f, int whence, uint64_t off, uint64_t *out);
 /* The file's attributes as this client knows them (size includes its own unflushed writes;
  * blocks counts them too, up to the size). */
