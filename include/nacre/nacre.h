@@ -356,7 +356,23 @@ int nacre_fsync(struct nacre_file *f, int datasync);
 int nacre_flush(struct nacre_file *f);
 /* Flushes size/mtime to the MDS and frees f. Returns the first deferred error, if any. */
 int nacre_close(struct nacre_file *f);
-/* The file's attributes as this client knows them (size includes its own unflushed writes). */
+/* fallocate(2) of [off, off + len) with Linux's mode bits, as Lustre 2.16 takes them: 0
+ * allocates (the size grows to off + len if smaller), FALLOC_FL_KEEP_SIZE allocates without
+ * changing the size, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE frees the range (it reads
+ * as zeros), FALLOC_FL_ZERO_RANGE zeroes it (with or without KEEP_SIZE). Each object gets
+ * its share in parallel; then the size and the objects' blocks go to the MDS. Returns 0,
+ * -EOPNOTSUPP (another mode, an OSS or disk file system without fallocate), -EINVAL (len
+ * 0), -EFBIG, -EBADF (read-only handle), -ENOSPC, -EIO. Safe from many threads. */
+int nacre_fallocate(struct nacre_file *f, int mode, uint64_t off, uint64_t len);
+/* lseek(2)'s SEEK_DATA and SEEK_HOLE (whence): *out is the first offset >= off that holds
+ * data, or that is in a hole (the end of the file is one), over every stripe. Buffered
+ * writes of any handle of this fs count as data, and the size they made. Returns 0, -ENXIO
+ * (off at or past the end; SEEK_DATA: no data after off), -EINVAL, or an error of the MDS
+ * or an OSS. An OSS that predates it makes the whole file data (Linux's generic answer).
+ * Safe from many threads. */
+int nacre_seek_data(struct nacre_file *f, int whence, uint64_t off, uint64_t *out);
+/* The file's attributes as this client knows them (size includes its own unflushed writes;
+ * blocks counts them too, up to the size). */
 int nacre_file_attr(struct nacre_file *f, struct nacre_attr *out);
 /* The application read f at *atime: its close sets the file's atime to that (never back,
  * and without touching ctime); NULL: forget it (a utimes since). 0, or -EOPNOTSUPP when the

@@ -138,6 +138,13 @@ struct nacre_file {
 	struct nacre_time mtime;     /* time of the last write */
 	int has_atime;               /* nacre_file_set_atime: CLOSE carries atime */
 	struct nacre_time atime;
+	uint64_t space_seq;          /* bumped by every write and fallocate: the objects' blocks
+				      * may have changed */
+	uint64_t measured_seq;       /* space_seq whose blocks the MDS has */
+	uint64_t unmeasured;         /* bytes written since the MDS last got blocks from us */
+	int dense;                   /* opened empty and written only from 0 onwards, each write
+				      * where the last ended: no hole, so its blocks are its size
+				      * and close need not measure them */
 	int deferred_err;            /* first write error, reported again at close */
 	pthread_cond_t io_cond;      /* with lock: a background RPC of this file completed */
 	int jobs;                    /* lock: pool jobs (write-behind, readahead) outstanding */

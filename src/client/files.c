@@ -108,6 +108,7 @@ void cl_files_set_size(struct nacre_fs *fs, const struct nacre_fid *fid, uint64_
 		if (f->written_end > size)
 			f->written_end = size;
 		f->attr.size = size;
+		f->dense = 0; /* a truncate may leave a hole: measure the blocks at close */
 		pthread_mutex_unlock(&f->lock);
 	}
 	pthread_mutex_unlock(&fs->files_lock);

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "client/caps.h"
 #include "client/cl_export.h"
@@ -72,6 +73,7 @@ static int file_new(struct nacre_fs *fs, const struct nacre_cred *cred, int flag
 	f->handle = handle;
 	f->layout = *layout;
 	f->attr = *attr;
+	f->dense = attr->size == 0;
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_init(&f->append_lock, NULL);
 	pthread_cond_init(&f->io_cond, NULL);
@@ -221,7 +223,7 @@ static int append_offset(struct nacre_file *f, uint64_t len, uint64_t *off)
 	return rc;
 }
 
-static int send_size(struct nacre_file *f, uint16_t opcode);
+static int send_size(struct nacre_file *f, uint16_t opcode, int measure);
 
 /* A file that grew by CL_QUOTA_STEP since the MDS last heard its size reports it now, so a
  * quota the growth passes is refused (EDQUOT) by this write, not only at fsync or close
@@ -237,7 +239,7 @@ static int publish_growth(struct nacre_file *f)
 	pthread_mutex_unlock(&f->lock);
 	if (!due)
 		return 0;
-	int rc = send_size(f, WIRE_OP_MDS_SIZE_UPDATE);
+	int rc = send_size(f, WIRE_OP_MDS_SIZE_UPDATE, 0);
 	return rc == -EDQUOT ? rc : 0; /* anything else: fsync and close report it */
 }
 
@@ -283,12 +285,16 @@ NACRE_API ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len
 		}
 		pthread_mutex_lock(&f->lock);
 		if (rc == 0) {
+			if (off != f->written_end)
+				f->dense = 0;
 			if (off + len > f->written_end)
 				f->written_end = off + len;
 			if (!f->wrote)
 				__atomic_add_fetch(&f->fs->writers, 1, __ATOMIC_RELEASE);
 			f->wrote = 1;
 			f->write_seq++;
+			f->space_seq++;
+			f->unmeasured += len;
 			f->mtime = now_realtime();
 		} else if (f->deferred_err == 0) {
 			/* Data may be half written: close reports it again, as NFS does. */
@@ -305,14 +311,38 @@ NACRE_API ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len
 	return rc < 0 ? rc : (ssize_t)len;
 }
 
-/* CLOSE or SIZE_UPDATE with this handle's written end and mtime. */
-static int send_size(struct nacre_file *f, uint16_t opcode)
+/* The blocks the file's objects hold, for a close_req: measured when this handle changed
+ * them since it last told the MDS and the MDS keeps them (WIRE_FEAT_BLOCKS). Call after
+ * the handle's write-behind reached the OSTs. Sets *space to the space_seq measured.
+ * A dense handle (a new file written front to back: cp, most writers of small files)
+ * sends none and costs no round trip: its size grew, and the MDS then estimates the blocks
+ * from the size, which is what a file without holes holds. */
+static void measure_blocks(struct nacre_file *f, struct wire_close_req *req, uint64_t *space)
+{
+	uint64_t blocks;
+
+	pthread_mutex_lock(&f->lock);
+	*space = f->space_seq;
+	int due = f->space_seq != f->measured_seq && !f->dense;
+	pthread_mutex_unlock(&f->lock);
+	if (!due || !(rpc_conn_features(f->fs->mds) & WIRE_FEAT_BLOCKS))
+		return;
+	/* a failure only leaves the MDS's older figure (or its estimate from the size) */
+	if (cl_obj_blocks(f, &blocks) == 0) {
+		req->has_blocks = 1;
+		req->blocks = blocks;
+	}
+}
+
+/* CLOSE or SIZE_UPDATE with this handle's written end and mtime, and with measure the blocks
+ * of its objects (after a flush: the data is on the OSTs). */
+static int send_size(struct nacre_file *f, uint16_t opcode, int measure)
 {
 	struct wire_close_req req;
 	struct wire_cursor c;
 	struct wire_attr_rep a;
 	struct rpc_msg *m;
-	uint64_t seq;
+	uint64_t seq, space = 0;
 	int rc;
 
 	memset(&req, 0, sizeof(req));
@@ -327,6 +357,8 @@ static int send_size(struct nacre_file *f, uint16_t opcode)
 	req.has_atime = opcode == WIRE_OP_MDS_CLOSE && f->has_atime;
 	req.atime = f->atime;
 	pthread_mutex_unlock(&f->lock);
+	if (measure)
+		measure_blocks(f, &req, &space);
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_close_req_encode(&c, &req);
 	rc = cl_mds_call(f->fs, opcode, &c, &m);
@@ -344,6 +376,11 @@ static int send_size(struct nacre_file *f, uint16_t opcode)
 			f->published_end = req.size;
 		if (seq > f->published_seq)
 			f->published_seq = seq;
+		if (req.has_blocks && space > f->measured_seq) {
+			f->measured_seq = space;
+			if (space == f->space_seq)
+				f->unmeasured = 0;
+		}
 		pthread_mutex_unlock(&f->lock);
 	}
 	return rc;
@@ -367,7 +404,7 @@ void cl_io_publish_fid(struct nacre_fs *fs, const struct nacre_fid *fid)
 		pthread_mutex_unlock(&g->lock);
 		/* an error (EDQUOT, a lost MDS) comes back at that handle's fsync or close */
 		if (due)
-			send_size(g, WIRE_OP_MDS_SIZE_UPDATE);
+			send_size(g, WIRE_OP_MDS_SIZE_UPDATE, 0); /* the truncate sets blocks */
 	}
 	cl_files_unpin(fs, files, n);
 }
@@ -387,7 +424,7 @@ NACRE_API int nacre_fsync(struct nacre_file *f, int datasync)
 	wrote = f->wrote;
 	deferred = f->deferred_err; /* a failed write is not durable: say so, as Linux does */
 	pthread_mutex_unlock(&f->lock);
-	rc = wrote ? send_size(f, WIRE_OP_MDS_SIZE_UPDATE) : 0;
+	rc = wrote ? send_size(f, WIRE_OP_MDS_SIZE_UPDATE, 1) : 0;
 	/* The MDS commits asynchronously: fsync also makes the file's name and size durable. */
 	if (rc == 0)
 		rc = nacre_sync_md(f->fs, &f->cred, &f->fid);
@@ -407,7 +444,7 @@ NACRE_API int nacre_flush(struct nacre_file *f)
 	wrote = f->wrote;
 	deferred = f->deferred_err;
 	pthread_mutex_unlock(&f->lock);
-	rc = wrote ? send_size(f, WIRE_OP_MDS_SIZE_UPDATE) : 0;
+	rc = wrote ? send_size(f, WIRE_OP_MDS_SIZE_UPDATE, 1) : 0;
 	return deferred ? deferred : rc;
 }
 
@@ -421,7 +458,7 @@ NACRE_API int nacre_close(struct nacre_file *f)
 	cl_files_del(f);
 	if (f->wrote) /* no other thread uses f any more */
 		__atomic_sub_fetch(&f->fs->writers, 1, __ATOMIC_RELEASE);
-	rc = send_size(f, WIRE_OP_MDS_CLOSE);
+	rc = send_size(f, WIRE_OP_MDS_CLOSE, 1);
 	if (rc) {
 		char fid[NACRE_FID_STR_MAX];
 		cl_log(f->fs, CL_LOG_WARN, "close of %s: %s",
@@ -456,6 +493,92 @@ NACRE_API int nacre_file_set_atime(struct nacre_file *f, const struct nacre_time
 	return 0;
 }
 
+NACRE_API int nacre_fallocate(struct nacre_file *f, int mode, uint64_t off, uint64_t len)
+{
+	uint32_t md = (uint32_t)mode;
+	int rc;
+
+	if (!f)
+		return -EINVAL;
+	/* what Linux's vfs_fallocate refuses, refused alike */
+	if ((md & ~WIRE_FALLOC_MODES_) ||
+	    ((md & WIRE_FALLOC_PUNCH_HOLE) &&
+	     (!(md & WIRE_FALLOC_KEEP_SIZE) || (md & WIRE_FALLOC_ZERO_RANGE))))
+		return -EOPNOTSUPP;
+	if (len == 0)
+		return -EINVAL;
+	if (off > FILE_OFF_MAX || len > FILE_OFF_MAX - off)
+		return -EFBIG;
+	if ((f->flags & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
+	if (f->layout.nosts == 0)
+		return -EOPNOTSUPP; /* no objects (a released file is restored at open) */
+	/* buffered writes of the range land first, or they would undo a punch or a zero */
+	cl_wb_flush_range(f, off, len);
+	rc = cl_obj_fallocate(f, md, off, len);
+	cl_wgen_bump(f->fs, &f->fid); /* readahead of a punched or zeroed range is stale */
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&f->lock);
+	if (!f->wrote)
+		__atomic_add_fetch(&f->fs->writers, 1, __ATOMIC_RELEASE);
+	f->wrote = 1;
+	f->space_seq++;
+	f->dense = 0;
+	if (!(md & WIRE_FALLOC_KEEP_SIZE) && off + len > f->written_end)
+		f->written_end = off + len;
+	if (md != WIRE_FALLOC_KEEP_SIZE) { /* the size or the bytes changed: mtime too */
+		f->write_seq++;
+		f->mtime = now_realtime();
+	}
+	pthread_mutex_unlock(&f->lock);
+	/* the new size and blocks at the MDS now: a stat right after sees them */
+	return send_size(f, WIRE_OP_MDS_SIZE_UPDATE, 1);
+}
+
+NACRE_API int nacre_seek_data(struct nacre_file *f, int whence, uint64_t off, uint64_t *out)
+{
+	struct nacre_attr a;
+	uint64_t size, found;
+	int rc;
+
+	if (!f || !out || (whence != SEEK_DATA && whence != SEEK_HOLE))
+		return -EINVAL;
+	/* the size as the MDS has it now (another client may have grown the file), or as
+	 * this client's own writes made it, through any handle (the kernel's size) */
+	rc = nacre_getattr(f->fs, &f->cred, &f->fid, &a);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&f->lock);
+	size = known_size_locked(f);
+	pthread_mutex_unlock(&f->lock);
+	if (a.size > size)
+		size = a.size;
+	uint64_t mine = cl_files_known_size(f->fs, &f->fid);
+	if (mine > size)
+		size = mine;
+	if (off >= size)
+		return -ENXIO; /* as Linux: past the end there is neither */
+	if (f->layout.nosts == 0) {
+		found = whence == SEEK_DATA ? off : size; /* no objects: all data, as Linux's
+							   * generic answer */
+		goto out;
+	}
+	cl_wb_flush_range(f, off, size - off); /* buffered writes are data too */
+	rc = cl_obj_seek(f, whence == SEEK_DATA ? WIRE_SEEK_DATA : WIRE_SEEK_HOLE, off, &found);
+	if (rc == -EOPNOTSUPP) /* an OSS that predates OST_SEEK: the generic answer */
+		found = whence == SEEK_DATA ? off : size;
+	else if (rc)
+		return rc;
+	if (whence == SEEK_DATA && found >= size)
+		return -ENXIO; /* only allocated blocks past the end (KEEP_SIZE) */
+	if (found > size)
+		found = size; /* the end of the file is a hole */
+out:
+	*out = found;
+	return 0;
+}
+
 NACRE_API int nacre_file_attr(struct nacre_file *f, struct nacre_attr *out)
 {
 	if (!f || !out)
@@ -468,6 +591,11 @@ NACRE_API int nacre_file_attr(struct nacre_file *f, struct nacre_attr *out)
 		out->mtime = f->mtime;
 		out->ctime = f->mtime;
 	}
+	/* writes the MDS has not counted yet: as many blocks again, at most (not fewer, so a
+	 * du during a write does not show the file shrinking; not more than its size) */
+	uint64_t extra = (f->unmeasured + 511) / 512, most = (out->size + 511) / 512;
+	if (out->blocks < most)
+		out->blocks = extra < most - out->blocks ? out->blocks + extra : most;
 	pthread_mutex_unlock(&f->lock);
 	return 0;
 }

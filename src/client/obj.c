@@ -36,7 +36,10 @@ struct io_op {
 	int niov;
 	int cap_iov;
 	uint8_t *tmp; /* read bounce buffer when the pieces are not contiguous */
-	uint8_t body[96];
+	uint32_t arg;  /* OST_FALLOCATE: the mode; OST_SEEK: whence */
+	uint8_t rep[16]; /* OST_GETATTR, OST_SEEK: the reply body */
+	uint32_t rep_len;
+	uint8_t body[104];
 	struct wire_cap cap; /* the file's capability when the op was encoded */
 	int has_cap;
 	struct rpc_call_args args;
@@ -195,7 +198,15 @@ static int op_encode(struct nacre_file *f, struct io_op *op)
 	req.has_cap = (uint8_t)op->has_cap;
 	req.cap = op->cap;
 	wire_cursor_init_write(&c, op->body, sizeof(op->body));
-	wire_ost_io_req_encode(&c, &req);
+	if (op->opcode == WIRE_OP_OST_FALLOCATE) {
+		struct wire_ost_falloc_req fa = {.mode = op->arg, .io = req};
+		wire_ost_falloc_req_encode(&c, &fa);
+	} else if (op->opcode == WIRE_OP_OST_SEEK) {
+		struct wire_ost_seek_req sk = {.whence = op->arg, .io = req};
+		wire_ost_seek_req_encode(&c, &sk);
+	} else {
+		wire_ost_io_req_encode(&c, &req);
+	}
 	if (!wire_cursor_ok(&c))
 		return -EPROTO;
 	op->args.body_len = (uint32_t)wire_cursor_pos(&c);
@@ -311,7 +322,19 @@ static int op_finish(struct nacre_file *f, struct io_op *op)
 		rc = -EPROTO;
 	if (rc == 0 && op->opcode == WIRE_OP_OST_READ)
 		rc = op_read_done(op, m);
-	if (rc < 0) {
+	if (rc == 0 && (op->opcode == WIRE_OP_OST_GETATTR || op->opcode == WIRE_OP_OST_SEEK)) {
+		if (m->body_len > sizeof(op->rep)) {
+			rc = -EPROTO;
+		} else {
+			memcpy(op->rep, m->body, m->body_len);
+			op->rep_len = m->body_len;
+		}
+	}
+	/* answers, not failures: no data after the offset; an OSS (or its disk file system)
+	 * without fallocate or SEEK_DATA, which the caller falls back from */
+	int expected = rc == -ENXIO || (rc == -EOPNOTSUPP && op->opcode != WIRE_OP_OST_READ &&
+					op->opcode != WIRE_OP_OST_WRITE);
+	if (rc < 0 && !expected) {
 		char fid[NACRE_FID_STR_MAX];
 		cl_log(f->fs, CL_LOG_WARN, "%s of %s stripe %u on OST%04x (%s): %s",
 		       wire_opcode_name(op->opcode), nacre_fid_format(&f->fid, fid, sizeof(fid)),
@@ -403,6 +426,122 @@ int cl_obj_sync(struct nacre_file *f)
 		rc = batch_run(f, &b);
 	batch_fini(&b);
 	return rc;
+}
+
+/* One op per stripe of f: opcode at object offset off[i], length len[i] (a stripe with
+ * len[i] 0 is left out when skip_empty), started together and waited for. The ops stay in
+ * b for the caller to read (each its rc); b is initialized here, batch_fini it. Returns 0,
+ * or -ENOMEM with nothing sent. */
+static int stripe_ops(struct nacre_file *f, struct io_batch *b, uint16_t opcode, uint32_t arg,
+		       const uint64_t *off, const uint64_t *len, int skip_empty)
+{
+	batch_init(b, f->fs->rpc_max);
+	for (uint32_t i = 0; i < f->layout.nosts; i++) {
+		if (skip_empty && len[i] == 0)
+			continue;
+		struct io_op *op = batch_new_op(b, opcode, i, off ? off[i] : 0);
+		if (!op)
+			return -ENOMEM;
+		op->len = len ? len[i] : 0;
+		op->arg = arg;
+	}
+	for (int i = 0; i < b->nops; i++)
+		op_start(f, &b->ops[i]);
+	for (int i = 0; i < b->nops; i++)
+		op_finish(f, &b->ops[i]);
+	return 0;
+}
+
+int cl_obj_blocks(struct nacre_file *f, uint64_t *blocks)
+{
+	struct io_batch b;
+	int rc = 0;
+
+	*blocks = 0;
+	if (f->layout.nosts == 0)
+		return 0;
+	rc = stripe_ops(f, &b, WIRE_OP_OST_GETATTR, 0, NULL, NULL, 0);
+	for (int i = 0; i < b.nops && rc == 0; i++) {
+		struct wire_ost_attr_rep a = {0, 0};
+		struct wire_cursor c;
+
+		rc = b.ops[i].rc;
+		if (rc)
+			break;
+		wire_cursor_init_read(&c, b.ops[i].rep, b.ops[i].rep_len);
+		wire_ost_attr_rep_decode(&c, &a);
+		rc = cl_decode_end(&c);
+		if (rc == 0)
+			*blocks += a.blocks;
+	}
+	batch_fini(&b);
+	return cl_io_errno(rc);
+}
+
+int cl_obj_fallocate(struct nacre_file *f, uint32_t mode, uint64_t off, uint64_t len)
+{
+	const struct nacre_layout *l = &f->layout;
+	uint64_t lo[NACRE_MAX_STRIPES], n[NACRE_MAX_STRIPES];
+	struct io_batch b;
+	int rc = 0;
+
+	if (l->nosts == 0)
+		return -EINVAL;
+	/* The bytes of stripe i in [off, off + len) are one range of its object: from the
+	 * object's size for a file of off bytes to its size for one of off + len bytes. */
+	for (uint32_t i = 0; i < l->nosts; i++) {
+		lo[i] = layout_object_size(l, off, i);
+		n[i] = layout_object_size(l, off + len, i) - lo[i];
+	}
+	rc = stripe_ops(f, &b, WIRE_OP_OST_FALLOCATE, mode, lo, n, 1);
+	for (int i = 0; i < b.nops && rc == 0; i++)
+		rc = b.ops[i].rc;
+	batch_fini(&b);
+	return rc == -NACRE_ENOTARGET ? -EIO : cl_io_errno(rc);
+}
+
+int cl_obj_seek(struct nacre_file *f, uint32_t whence, uint64_t off, uint64_t *out)
+{
+	const struct nacre_layout *l = &f->layout;
+	uint64_t from[NACRE_MAX_STRIPES];
+	uint64_t best = UINT64_MAX;
+	struct io_batch b;
+	int rc = 0;
+
+	if (l->nosts == 0)
+		return -EINVAL;
+	/* Each object from its first byte at or after off; the answer is the smallest file
+	 * offset any object gives (within one object, file order is object order). */
+	for (uint32_t i = 0; i < l->nosts; i++)
+		from[i] = layout_object_size(l, off, i);
+	rc = stripe_ops(f, &b, WIRE_OP_OST_SEEK, whence, from, NULL, 0);
+	for (int i = 0; i < b.nops && rc == 0; i++) {
+		struct wire_ost_seek_rep r;
+		struct wire_cursor c;
+
+		if (b.ops[i].rc == -ENXIO && whence == WIRE_SEEK_DATA)
+			continue; /* no data in this object after off */
+		rc = b.ops[i].rc;
+		if (rc)
+			break;
+		wire_cursor_init_read(&c, b.ops[i].rep, b.ops[i].rep_len);
+		wire_ost_seek_rep_decode(&c, &r);
+		rc = cl_decode_end(&c);
+		if (rc == 0 && r.offset < from[i])
+			rc = -EPROTO; /* an OSS that seeks backwards */
+		if (rc == 0) {
+			uint64_t fo = cl_obj_to_file(f, b.ops[i].stripe, r.offset);
+			if (fo < best)
+				best = fo;
+		}
+	}
+	batch_fini(&b);
+	if (rc)
+		return rc == -NACRE_ENOTARGET ? -EIO : cl_io_errno(rc);
+	if (best == UINT64_MAX)
+		return -ENXIO;
+	*out = best;
+	return 0;
 }
 
 /* ---- write generations and offsets ---- */

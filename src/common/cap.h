@@ -27,8 +27,8 @@
 
 /* Rights; the values are on the wire (wire_cap.rights). */
 enum {
-	CAP_READ = 1u << 0,    /* OST_READ, OST_GETATTR, OST_SYNC */
-	CAP_WRITE = 1u << 1,   /* OST_WRITE, OST_GETATTR, OST_SYNC */
+	CAP_READ = 1u << 0,    /* OST_READ, OST_GETATTR, OST_SYNC, OST_SEEK */
+	CAP_WRITE = 1u << 1,   /* OST_WRITE, OST_GETATTR, OST_SYNC, OST_FALLOCATE, OST_SEEK */
 	CAP_PUNCH = 1u << 2,   /* OST_PUNCH (the MDS's truncate) */
 	CAP_DESTROY = 1u << 3, /* OST_DESTROY, OST_DESTROY_BATCH (the MDS's destroy log) */
 	CAP_RIGHTS_ALL = 0xfu,

@@ -21,6 +21,10 @@ static void reply_attr(fuse_req_t req, struct fz_inode *in, const struct nacre_a
 	fz_inode_size_for_kernel(in, &size);
 	fz_atime_merge(in, &atime);
 	fz_attr_to_stat(a, &st);
+	/* writes here the MDS does not know yet: their blocks, as if the growth were all data
+	 * (close or fsync reports what the objects really hold) */
+	if (size > a->size)
+		st.st_blocks += (blkcnt_t)((size - a->size + 511) / 512);
 	st.st_size = (off_t)size;
 	st.st_atim.tv_sec = (time_t)atime.sec;
 	st.st_atim.tv_nsec = (long)atime.nsec;

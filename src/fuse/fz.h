@@ -345,6 +345,11 @@ void fz_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 void fz_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fz_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 void fz_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* ---- space.c ---- */
+void fz_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+		     struct fuse_file_info *fi);
+void fz_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		 struct fuse_file_info *fi);
 /* Closes f (flushing to the MDS) and frees it; returns nacre_close's result. */
 int fz_file_close(struct fz_file *f);
 /* Closes every file still open, after the session ended (errors are logged). Not

@@ -88,4 +88,6 @@ const struct fuse_lowlevel_ops fz_ops = {
 	.getlk = fz_op_getlk,
 	.setlk = fz_op_setlk,
 	.flock = fz_op_flock,
+	.fallocate = fz_op_fallocate,
+	.lseek = fz_op_lseek,
 };

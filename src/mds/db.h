@@ -80,6 +80,9 @@ struct mds_inode {
 	struct mds_acl acl; /* system.posix_acl_access: count 0 = none (the mode says it all) */
 	uint32_t projid;      /* project id (quotas); 0 = none */
 	uint8_t proj_inherit; /* directories: new entries take projid (and dirs this flag) */
+	uint8_t has_blocks;   /* files: blocks is known (a client reported it) */
+	uint64_t blocks;      /* files: 512-byte blocks the objects hold, as last reported at
+			       * a close or size update (st_blocks); else estimated from size */
 };
 
 enum {
@@ -165,8 +168,8 @@ struct mds_quota {
 /* -ENOENT if the record is missing (out zeroed). */
 int mds_db_quota_get(struct mds_txn *txn, uint32_t kind, uint32_t id, struct mds_quota *out);
 int mds_db_quota_put(struct mds_txn *txn, uint32_t kind, uint32_t id, const struct mds_quota *q);
-/* The usage an inode is charged: *kbytes (regular files: the size rounded up to 4 KiB) and
- * one inode. Pure. */
+/* The usage an inode is charged: *kbytes (regular files: the size rounded up to 4 KiB, or
+ * the measured blocks when more: fallocate past the size) and one inode. Pure. */
 void mds_db_quota_usage(const struct mds_inode *ino, uint64_t *kbytes);
 /* Calls fn for every usage record (kinds 0..2); fn returns nonzero to stop. */
 int mds_db_quota_iter(struct mds_txn *txn,

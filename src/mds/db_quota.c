@@ -128,6 +128,10 @@ int mds_db_quota_iter(struct mds_txn *txn,
 void mds_db_quota_usage(const struct mds_inode *ino, uint64_t *kbytes)
 {
 	*kbytes = S_ISREG(ino->mode) ? (ino->size + 4095) / 4096 * 4 : 0;
+	/* blocks fallocated past the size (KEEP_SIZE) are taken space too: the objects'
+	 * blocks as a client measured them, when more than the size */
+	if (S_ISREG(ino->mode) && ino->has_blocks && (ino->blocks + 1) / 2 > *kbytes)
+		*kbytes = (ino->blocks + 1) / 2;
 }
 
 static int quota_has_limits(const struct mds_quota *q)
@@ -196,7 +200,7 @@ int db_qown_stored(MDB_txn *t, MDB_dbi dbi, const struct nacre_fid *fid, struct 
 	if (rc)
 		return db_map_err(rc, "inode get");
 	wire_cursor_init_read(&c, v.mv_data, v.mv_size);
-	if (wire_get_u16(&c) == INODE_REC_VERSION_PRJ) {
+	if (wire_get_u16(&c) >= INODE_REC_VERSION_PRJ) {
 		/* the project id is at the end, past the variable fields */
 		struct mds_inode *full = malloc(sizeof(*full));
 		if (!full)
@@ -207,6 +211,8 @@ int db_qown_stored(MDB_txn *t, MDB_dbi dbi, const struct nacre_fid *fid, struct 
 		return 0;
 	}
 	head.projid = 0;
+	head.has_blocks = 0; /* versions before 4 have none */
+	head.blocks = 0;
 	head.mode = wire_get_u32(&c);
 	(void)wire_get_u32(&c);
 	head.uid = wire_get_u32(&c);

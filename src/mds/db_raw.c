@@ -67,9 +67,11 @@ int db_put_raw(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl, const void *v,
 
 static int encode_inode(const struct mds_inode *ino, struct wire_cursor *c)
 {
-	int prj = ino->projid || ino->proj_inherit;
-	wire_put_u16(c, prj ? INODE_REC_VERSION_PRJ
-			    : ino->acl.count ? INODE_REC_VERSION_ACL : INODE_REC_VERSION);
+	int blk = ino->has_blocks != 0;
+	int prj = ino->projid || ino->proj_inherit || blk;
+	wire_put_u16(c, blk ? INODE_REC_VERSION_BLOCKS
+		     : prj ? INODE_REC_VERSION_PRJ
+		     : ino->acl.count ? INODE_REC_VERSION_ACL : INODE_REC_VERSION);
 	wire_put_u32(c, ino->mode);
 	wire_put_u32(c, ino->nlink);
 	wire_put_u32(c, ino->uid);
@@ -100,6 +102,8 @@ static int encode_inode(const struct mds_inode *ino, struct wire_cursor *c)
 		wire_put_u32(c, ino->projid);
 		wire_put_u8(c, ino->proj_inherit ? 1 : 0);
 	}
+	if (blk)
+		wire_put_u64(c, ino->blocks);
 	return c->err;
 }
 
@@ -109,7 +113,7 @@ int db_decode_inode(const void *buf, size_t len, struct mds_inode *ino)
 	wire_cursor_init_read(&c, buf, len);
 	uint16_t ver = wire_get_u16(&c);
 	if (wire_cursor_ok(&c) && ver != INODE_REC_VERSION && ver != INODE_REC_VERSION_ACL &&
-	    ver != INODE_REC_VERSION_PRJ)
+	    ver != INODE_REC_VERSION_PRJ && ver != INODE_REC_VERSION_BLOCKS)
 		return -NACRE_EFORMAT;
 	ino->mode = wire_get_u32(&c);
 	ino->nlink = wire_get_u32(&c);
@@ -133,7 +137,9 @@ int db_decode_inode(const void *buf, size_t len, struct mds_inode *ino)
 	ino->acl.count = 0;
 	ino->projid = 0;
 	ino->proj_inherit = 0;
-	if (ver == INODE_REC_VERSION_ACL || ver == INODE_REC_VERSION_PRJ) {
+	ino->has_blocks = 0;
+	ino->blocks = 0;
+	if (ver >= INODE_REC_VERSION_ACL) {
 		uint16_t n = wire_get_u16(&c);
 		if ((n == 0 && ver == INODE_REC_VERSION_ACL) || n > MDS_ACL_MAX_ENTRIES)
 			return -EIO;
@@ -144,11 +150,15 @@ int db_decode_inode(const void *buf, size_t len, struct mds_inode *ino)
 		}
 		ino->acl.count = n;
 	}
-	if (ver == INODE_REC_VERSION_PRJ) {
+	if (ver >= INODE_REC_VERSION_PRJ) {
 		ino->projid = wire_get_u32(&c);
 		ino->proj_inherit = wire_get_u8(&c);
 		if (ino->proj_inherit > 1)
 			return -EIO;
+	}
+	if (ver == INODE_REC_VERSION_BLOCKS) {
+		ino->has_blocks = 1;
+		ino->blocks = wire_get_u64(&c);
 	}
 	if (!wire_cursor_ok(&c) || wire_cursor_left(&c) != 0)
 		return -EIO;

@@ -15,6 +15,8 @@
 #define INODE_REC_VERSION_ACL 2 /* version 1 + the access ACL; written only with an ACL */
 #define INODE_REC_VERSION_PRJ 3 /* version 2 (an ACL count that may be 0) + u32 projid, u8
 				 * inherit flag; written only with a project id or the flag */
+#define INODE_REC_VERSION_BLOCKS 4 /* version 3 + u64 blocks; written only for a file
+				    * whose objects' allocated blocks a client reported */
 #define MAPSIZE (8ull << 30)
 
 struct mds_db {

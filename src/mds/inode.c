@@ -24,7 +24,9 @@ void mds_inode_to_attr(const struct mds_inode *ino, struct nacre_attr *a)
 	else
 		a->blksize = S_ISREG(ino->mode) ? NACRE_STRIPE_SIZE_DEFAULT : 4096;
 	a->size = ino->size;
-	a->blocks = (ino->size + 511) / 512;
+	/* what the objects hold, as a client last measured it (sparse files, fallocate);
+	 * without a report (an older client, nothing written yet) the size rounded up */
+	a->blocks = ino->has_blocks && S_ISREG(ino->mode) ? ino->blocks : (ino->size + 511) / 512;
 	/* as Lustre: a released file's data is in the archive; one block says it is not a
 	 * hole (tools skip files with st_blocks 0 as sparse), du shows what is on disk */
 	if (S_ISREG(ino->mode) && (ino->hsm_state & NACRE_HS_RELEASED) && ino->size)

@@ -6,7 +6,8 @@
 #include "mds/db.h"
 
 /* Attributes as sent to clients: blksize is the stripe size (directories 4096), blocks is
- * (size + 511) / 512. */
+ * what a client last reported the objects hold (ino->has_blocks), else (size + 511) / 512;
+ * 1 for a released file with data. */
 void mds_inode_to_attr(const struct mds_inode *ino, struct nacre_attr *a);
 /* The root directory's fixed FID. */
 struct nacre_fid mds_root_fid(void);

@@ -325,6 +325,11 @@ static int setattr_op(struct mds_txn *txn, void *arg)
 			ino.mtime = now;
 		if (sa->size != ino.size)
 			mds_hsm_mark_dirty(&ino);
+		/* the objects were cut to the new size: they hold at most what it rounds up
+		 * to (a truncate up adds a hole, nothing allocated) */
+		uint64_t most = (sa->size + 511) / 512;
+		if (ino.has_blocks && ino.blocks > most)
+			ino.blocks = most;
 		ino.size = sa->size;
 	}
 	if (sa->valid & NACRE_SET_ATIME_NOW)

@@ -153,7 +153,8 @@ static int close_op(struct mds_txn *txn, void *arg)
 	if (a->r && mds_perm_is_root(&a->r->cred))
 		mds_txn_quota_exempt(txn);
 	if (a->r && S_ISREG(ino.mode) && !a->restore) {
-		if (a->r->size > ino.size) {
+		int grew = a->r->size > ino.size;
+		if (grew) {
 			ino.size = a->r->size;
 			changed = 1;
 		}
@@ -168,6 +169,18 @@ static int close_op(struct mds_txn *txn, void *arg)
 		if (a->r->has_atime && (at->sec > ino.atime.sec ||
 					(at->sec == ino.atime.sec && at->nsec > ino.atime.nsec))) {
 			ino.atime = *at;
+			changed = 1;
+		}
+		/* measured after this client's writes reached the objects: the latest wins. A
+		 * report that grew the file without a measure (a client writing front to back,
+		 * an older client, a size update while writing) goes back to the estimate from
+		 * the size, which never under-reports a file without holes. */
+		if (a->r->has_blocks && (!ino.has_blocks || ino.blocks != a->r->blocks)) {
+			ino.has_blocks = 1;
+			ino.blocks = a->r->blocks;
+			changed = 1;
+		} else if (!a->r->has_blocks && grew && ino.has_blocks) {
+			ino.has_blocks = 0;
 			changed = 1;
 		}
 	}

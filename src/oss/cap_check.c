@@ -19,8 +19,11 @@ uint32_t oss_cap_needed(uint16_t opcode)
 	case WIRE_OP_OST_DESTROY:
 	case WIRE_OP_OST_DESTROY_BATCH:
 		return CAP_DESTROY;
+	case WIRE_OP_OST_FALLOCATE:
+		return CAP_WRITE;
 	case WIRE_OP_OST_GETATTR:
 	case WIRE_OP_OST_SYNC:
+	case WIRE_OP_OST_SEEK:
 		return CAP_READ | CAP_WRITE;
 	default:
 		return 0;

@@ -94,6 +94,17 @@ static int do_getattr(struct oss_target *t, const struct oss_obj_id *id, struct 
 	return wire_cursor_ok(&rep->body) ? 0 : -EPROTO;
 }
 
+static int do_seek(struct oss_target *t, const struct oss_obj_id *id, uint32_t whence,
+		   uint64_t off, struct rpc_reply *rep)
+{
+	struct wire_ost_seek_rep r;
+	int rc = oss_store_seek(t, id, whence, off, &r.offset);
+	if (rc)
+		return rc;
+	wire_ost_seek_rep_encode(&rep->body, &r);
+	return wire_cursor_ok(&rep->body) ? 0 : -EPROTO;
+}
+
 static int do_statfs(struct oss_target *t, struct rpc_reply *rep)
 {
 	struct wire_statfs_rep st;
@@ -205,16 +216,31 @@ int oss_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 	const struct oss_ctx *ctx = arg;
 	uint16_t op = req->hdr->opcode;
 	struct wire_ost_io_req m;
+	struct wire_ost_falloc_req fa;
+	struct wire_ost_seek_req sk;
 	struct wire_cursor c;
 
 	if (op == WIRE_OP_OST_DESTROY_BATCH)
 		return do_destroy_batch(ctx, req, rep);
-	if (op < WIRE_OP_OST_WRITE || op > WIRE_OP_OST_SYNC)
+	if (op < WIRE_OP_OST_WRITE || op > WIRE_OP_OST_SEEK)
+		return -EOPNOTSUPP;
+	if (ctx->no_space_ops && (op == WIRE_OP_OST_FALLOCATE || op == WIRE_OP_OST_SEEK))
 		return -EOPNOTSUPP;
 
 	memset(&m, 0, sizeof(m));
+	memset(&fa, 0, sizeof(fa));
+	memset(&sk, 0, sizeof(sk));
 	wire_cursor_init_read(&c, req->body, req->body_len);
-	wire_ost_io_req_decode(&c, &m);
+	/* FALLOCATE and SEEK are an ost_io_req after a field of their own */
+	if (op == WIRE_OP_OST_FALLOCATE) {
+		wire_ost_falloc_req_decode(&c, &fa);
+		m = fa.io;
+	} else if (op == WIRE_OP_OST_SEEK) {
+		wire_ost_seek_req_decode(&c, &sk);
+		m = sk.io;
+	} else {
+		wire_ost_io_req_decode(&c, &m);
+	}
 	if (!wire_cursor_ok(&c) || wire_cursor_left(&c) != 0 ||
 	    (op == WIRE_OP_OST_WRITE ? m.len != req->bulk_len : req->bulk_len != 0))
 		return malformed(req, op);
@@ -248,6 +274,12 @@ int oss_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 	case WIRE_OP_OST_GETATTR:
 		rc = do_getattr(t, idp, rep);
 		break;
+	case WIRE_OP_OST_FALLOCATE:
+		rc = oss_store_fallocate(t, idp, fa.mode, m.offset, m.len);
+		break;
+	case WIRE_OP_OST_SEEK:
+		rc = do_seek(t, idp, sk.whence, m.offset, rep);
+		break;
 	case WIRE_OP_OST_STATFS:
 		idp = NULL;
 		rc = do_statfs(t, rep);
@@ -258,7 +290,9 @@ int oss_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 		rc = oss_store_sync(t, idp);
 		break;
 	}
-	if (rc && rc != -EINVAL)
+	/* ENXIO: no data after the offset; EOPNOTSUPP: the disk file system cannot (the
+	 * client falls back); neither is the store's failure */
+	if (rc && rc != -EINVAL && rc != -ENXIO && rc != -EOPNOTSUPP)
 		log_store_error(t, op, idp, rc);
 out:
 	if (rc)

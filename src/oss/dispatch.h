@@ -17,6 +17,9 @@ struct oss_ctx {
 	/* Answer OST_DESTROY_BATCH with -EOPNOTSUPP, as an OSS that predates it does: set from
 	 * NACRE_OSS_NO_DESTROY_BATCH=1, for tests of the MDS's fallback. */
 	int no_destroy_batch;
+	/* Answer OST_FALLOCATE and OST_SEEK with -EOPNOTSUPP, as an OSS that predates them
+	 * does: NACRE_OSS_NO_SPACE_OPS=1, for tests of the client's fallback. */
+	int no_space_ops;
 	/* The capability key (derived from the cluster key): object requests are served only
 	 * with a capability it verifies (oss/cap_check.h). */
 	struct cap_key capkey;

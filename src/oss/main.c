@@ -433,6 +433,8 @@ int main(int argc, char **argv)
 	struct oss_ctx ctx = { .targets = targets, .ntargets = ntargets };
 	const char *nb = getenv("NACRE_OSS_NO_DESTROY_BATCH");
 	ctx.no_destroy_batch = nb && !strcmp(nb, "1");
+	const char *ns = getenv("NACRE_OSS_NO_SPACE_OPS");
+	ctx.no_space_ops = ns && !strcmp(ns, "1");
 	if (cap_key_derive(&key, &ctx_capkey)) {
 		fail("cannot derive the capability key from --key-file %s (OpenSSL has no HKDF?)",
 		     o.key_file);

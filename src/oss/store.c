@@ -21,6 +21,7 @@
 
 #include "common/log.h"
 #include "oss/fdcache.h"
+#include "proto/wire.h"
 
 #define OBJ_MODE 0600 /* objects are only ever read through the OSS */
 #define OBJ_DIR_MODE 0755
@@ -386,6 +387,62 @@ int oss_store_getattr(struct oss_target *t, const struct oss_obj_id *id, uint64_
 	*size = (uint64_t)st.st_size;
 	*blocks = (uint64_t)st.st_blocks;
 	return 0;
+}
+
+int oss_store_fallocate(struct oss_target *t, const struct oss_obj_id *id, uint32_t mode,
+			uint64_t off, uint64_t len)
+{
+	char name[OSS_OBJ_NAME_MAX];
+	int punch = (mode & WIRE_FALLOC_PUNCH_HOLE) != 0;
+
+	if (off > (uint64_t)INT64_MAX || len == 0 || len > (uint64_t)INT64_MAX - off)
+		return -EINVAL;
+	oss_store_obj_name(id, name);
+	/* its own fd, as punch: the cached ones may be read-only */
+	int fd = openat(t->obj_fd, name, O_WRONLY | (punch ? 0 : O_CREAT) | O_CLOEXEC, OBJ_MODE);
+	if (fd < 0)
+		return punch && errno == ENOENT ? 0 : -errno;
+	int rc = 0;
+	_Static_assert(WIRE_FALLOC_KEEP_SIZE == FALLOC_FL_KEEP_SIZE &&
+			       WIRE_FALLOC_PUNCH_HOLE == FALLOC_FL_PUNCH_HOLE &&
+			       WIRE_FALLOC_ZERO_RANGE == FALLOC_FL_ZERO_RANGE,
+		       "the wire's fallocate modes are Linux's");
+	while (fallocate(fd, (int)mode, (off_t)off, (off_t)len) < 0) {
+		if (errno != EINTR) {
+			rc = -errno;
+			break;
+		}
+	}
+	return close_rc(fd, rc);
+}
+
+int oss_store_seek(struct oss_target *t, const struct oss_obj_id *id, uint32_t whence,
+		   uint64_t off, uint64_t *out)
+{
+	char name[OSS_OBJ_NAME_MAX];
+	struct stat st;
+
+	*out = off;
+	if (off > (uint64_t)INT64_MAX)
+		return whence == WIRE_SEEK_HOLE ? 0 : -ENXIO;
+	oss_store_obj_name(id, name);
+	int fd = openat(t->obj_fd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) /* never written: all hole */
+		return errno != ENOENT ? -errno : whence == WIRE_SEEK_HOLE ? 0 : -ENXIO;
+	int rc = 0;
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+	} else if (off >= (uint64_t)st.st_size) {
+		rc = whence == WIRE_SEEK_HOLE ? 0 : -ENXIO; /* lseek(2) says ENXIO for both */
+	} else {
+		off_t r = lseek(fd, (off_t)off, whence == WIRE_SEEK_DATA ? SEEK_DATA : SEEK_HOLE);
+		if (r < 0)
+			rc = -errno; /* ENXIO: no data after off */
+		else
+			*out = (uint64_t)r;
+	}
+	close(fd);
+	return rc;
 }
 
 /* Converts a count of frsize-byte blocks to KiB without overflowing. */

@@ -46,6 +46,16 @@ int oss_store_destroy(struct oss_target *t, const struct oss_obj_id *id);
 /* Size in bytes and allocated 512-byte blocks; a missing object is 0/0. */
 int oss_store_getattr(struct oss_target *t, const struct oss_obj_id *id, uint64_t *size,
 		      uint64_t *blocks);
+/* fallocate(2) of [off, off + len) of the object with mode (WIRE_FALLOC_* bits, Linux's
+ * values). Allocating modes create a missing object; a punch of a missing object is
+ * success. Returns 0 or -errno (-EOPNOTSUPP: the file system under DIR cannot). */
+int oss_store_fallocate(struct oss_target *t, const struct oss_obj_id *id, uint32_t mode,
+			uint64_t off, uint64_t len);
+/* SEEK_DATA or SEEK_HOLE (whence: WIRE_SEEK_*) from off in the object: *out is the object
+ * offset found. The object is a hole from its end on (a missing object is all hole), so
+ * SEEK_HOLE always answers; SEEK_DATA with no data at or after off returns -ENXIO. */
+int oss_store_seek(struct oss_target *t, const struct oss_obj_id *id, uint32_t whence,
+		   uint64_t off, uint64_t *out);
 /* Space of the file system holding DIR. */
 int oss_store_statfs(struct oss_target *t, struct nacre_statfs *st);
 /* Makes the object's data and its directory entry durable; id NULL = the whole OST

@@ -38,7 +38,7 @@ struct oss_fdcache;
 
 /* Counters per OST opcode, indexed by opcode - WIRE_OP_OST_WRITE (one per request: an
  * OST_DESTROY_BATCH counts once, and once as an error if any of its objects failed). */
-#define OSS_NOPS (WIRE_OP_OST_DESTROY_BATCH - WIRE_OP_OST_WRITE + 1)
+#define OSS_NOPS (WIRE_OP_OST_SEEK - WIRE_OP_OST_WRITE + 1)
 
 /* Per-OST I/O counters for metrics. Updated with relaxed atomics by any worker; read
  * without a lock (each counter is individually consistent). */

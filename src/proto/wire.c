@@ -103,6 +103,8 @@ static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(OST_STATFS, "ost_io_req", "statfs_rep", IDEM),
 	OP(OST_SYNC, "ost_io_req", "empty", IDEM),
 	OP(OST_DESTROY_BATCH, "ost_destroy_req", "ost_destroy_rep", IDEM),
+	OP(OST_FALLOCATE, "ost_falloc_req", "empty", IDEM),
+	OP(OST_SEEK, "ost_seek_req", "ost_seek_rep", IDEM),
 	OP(MDS_LOCK_SET, "lock_req", "empty", IDEM),
 	OP(MDS_LOCK_GET, "lock_req", "lock_rep", IDEM),
 	OP(MDS_LOCK_WAIT, "lock_req", "empty", IDEM),
@@ -1025,8 +1027,10 @@ void wire_open_rep_decode(struct wire_cursor *c, struct wire_open_rep *m)
 }
 
 /* close_req (since version 1): cred, fid, u64 handle, u64 size, u8 has_mtime (0 or 1),
- * time mtime (always present; meaningful when has_mtime is 1); with WIRE_FEAT_ATIME, when
- * has_atime: u8 1, time atime (sent only then: an older MDS sees the version 1 body) */
+ * time mtime (always present; meaningful when has_mtime is 1); then, only when some extra
+ * is sent (each only to a peer with its feature bit): u8 extras (WIRE_CLOSE_X_*, at least
+ * one bit, no unknown one), time atime if WIRE_CLOSE_X_ATIME, u64 blocks if
+ * WIRE_CLOSE_X_BLOCKS. An older MDS sees the version 1 body. */
 void wire_close_req_encode(struct wire_cursor *c, const struct wire_close_req *m)
 {
 	wire_cred_put(c, &m->cred);
@@ -1035,9 +1039,14 @@ void wire_close_req_encode(struct wire_cursor *c, const struct wire_close_req *m
 	wire_put_u64(c, m->size);
 	wire_put_u8(c, m->has_mtime ? 1 : 0);
 	time_put(c, &m->mtime);
-	if (m->has_atime) {
-		wire_put_u8(c, 1);
-		time_put(c, &m->atime);
+	uint8_t extras = (m->has_atime ? WIRE_CLOSE_X_ATIME : 0) |
+			 (m->has_blocks ? WIRE_CLOSE_X_BLOCKS : 0);
+	if (extras) {
+		wire_put_u8(c, extras);
+		if (m->has_atime)
+			time_put(c, &m->atime);
+		if (m->has_blocks)
+			wire_put_u64(c, m->blocks);
 	}
 }
 
@@ -1050,14 +1059,20 @@ void wire_close_req_decode(struct wire_cursor *c, struct wire_close_req *m)
 	m->size = wire_get_u64(c);
 	m->has_mtime = wire_get_u8(c);
 	time_get(c, &m->mtime);
-	if (wire_cursor_ok(c) && wire_cursor_left(c) > 0) {
-		m->has_atime = wire_get_u8(c);
-		time_get(c, &m->atime);
-		if (m->has_atime != 1)
-			wire_cursor_fail(c, -EPROTO);
-	}
 	if (m->has_mtime > 1)
 		wire_cursor_fail(c, -EPROTO);
+	if (wire_cursor_ok(c) && wire_cursor_left(c) > 0) {
+		uint8_t extras = wire_get_u8(c);
+
+		if (extras == 0 || (extras & ~(WIRE_CLOSE_X_ATIME | WIRE_CLOSE_X_BLOCKS)))
+			wire_cursor_fail(c, -EPROTO);
+		m->has_atime = (extras & WIRE_CLOSE_X_ATIME) != 0;
+		if (m->has_atime)
+			time_get(c, &m->atime);
+		m->has_blocks = (extras & WIRE_CLOSE_X_BLOCKS) != 0;
+		if (m->has_blocks)
+			m->blocks = wire_get_u64(c);
+	}
 }
 
 /* xattr_req (since version 1):
@@ -1820,6 +1835,56 @@ void wire_ost_attr_rep_decode(struct wire_cursor *c, struct wire_ost_attr_rep *m
 {
 	m->size = wire_get_u64(c);
 	m->blocks = wire_get_u64(c);
+}
+
+/* ost_falloc_req (since version 1): u32 mode (WIRE_FALLOC_*), then an ost_io_req (the
+ * object range, len >= 1, and the cap). */
+void wire_ost_falloc_req_encode(struct wire_cursor *c, const struct wire_ost_falloc_req *m)
+{
+	wire_put_u32(c, m->mode);
+	wire_ost_io_req_encode(c, &m->io);
+}
+
+void wire_ost_falloc_req_decode(struct wire_cursor *c, struct wire_ost_falloc_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->mode = wire_get_u32(c);
+	wire_ost_io_req_decode(c, &m->io);
+	uint32_t md = m->mode;
+	if ((md & ~WIRE_FALLOC_MODES_) || m->io.len == 0 ||
+	    ((md & WIRE_FALLOC_PUNCH_HOLE) &&
+	     (!(md & WIRE_FALLOC_KEEP_SIZE) || (md & WIRE_FALLOC_ZERO_RANGE))))
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* ost_seek_req (since version 1): u32 whence (WIRE_SEEK_DATA or WIRE_SEEK_HOLE), then an
+ * ost_io_req (offset: where to start; len 0). */
+void wire_ost_seek_req_encode(struct wire_cursor *c, const struct wire_ost_seek_req *m)
+{
+	wire_put_u32(c, m->whence);
+	wire_ost_io_req_encode(c, &m->io);
+}
+
+void wire_ost_seek_req_decode(struct wire_cursor *c, struct wire_ost_seek_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->whence = wire_get_u32(c);
+	wire_ost_io_req_decode(c, &m->io);
+	if ((m->whence != WIRE_SEEK_DATA && m->whence != WIRE_SEEK_HOLE) || m->io.len != 0)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* ost_seek_rep (since version 1): u64 offset (<= INT64_MAX) */
+void wire_ost_seek_rep_encode(struct wire_cursor *c, const struct wire_ost_seek_rep *m)
+{
+	wire_put_u64(c, m->offset);
+}
+
+void wire_ost_seek_rep_decode(struct wire_cursor *c, struct wire_ost_seek_rep *m)
+{
+	m->offset = wire_get_u64(c);
+	if (m->offset > (uint64_t)INT64_MAX)
+		wire_cursor_fail(c, -EPROTO);
 }
 
 /* ost_destroy_req (since version 1):

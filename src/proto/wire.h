@@ -65,10 +65,12 @@ enum {
 #define WIRE_FEAT_XATTR_64K (1ull << 5) /* xattr values and lists up to NACRE_XATTR_MAX
 					 * (65536) bytes, in bodies up to WIRE_BODY_BIG_MAX;
 					 * without it WIRE_XATTR_MAX_V1 */
-#define WIRE_FEAT_ATIME (1ull << 6) /* close_req may end with a read's atime */
+#define WIRE_FEAT_ATIME (1ull << 6) /* close_req may carry a read's atime */
+#define WIRE_FEAT_BLOCKS (1ull << 7) /* close_req may carry the blocks the file's objects
+				      * hold (docs/protocol.md, "Allocated blocks") */
 #define WIRE_FEATURES_SUPPORTED (WIRE_FEAT_RECOVERY | WIRE_FEAT_SEC | WIRE_FEAT_CAPS | \
 				 WIRE_FEAT_KEY_ID | WIRE_FEAT_JOBID | WIRE_FEAT_XATTR_64K | \
-				 WIRE_FEAT_ATIME)
+				 WIRE_FEAT_ATIME | WIRE_FEAT_BLOCKS)
 
 /* Opcodes. Never renumber; add at the end of a family. Each has a row in the opcode table
  * (wire.c, read through wire_op_info): its request and reply messages, named here too. */
@@ -150,6 +152,10 @@ enum wire_opcode {
 	WIRE_OP_OST_SYNC = 70,    /* req: ost_io_req (offset/len: range, len 0 = all); rep: empty */
 	WIRE_OP_OST_DESTROY_BATCH = 71, /* req: ost_destroy_req + count ost_obj;
 					 * rep: ost_destroy_rep + nfailed ost_destroy_fail */
+	WIRE_OP_OST_FALLOCATE = 72, /* req: ost_falloc_req; rep: empty: fallocate(2) of an
+				     * object range (an older OSS: -EOPNOTSUPP) */
+	WIRE_OP_OST_SEEK = 73,      /* req: ost_seek_req; rep: ost_seek_rep: SEEK_DATA or
+				     * SEEK_HOLE in one object (an older OSS: -EOPNOTSUPP) */
 
 	/* MDS locks (80..95); every request starts with a wire_cred */
 	WIRE_OP_MDS_LOCK_SET = 80, /* req: lock_req; rep: empty; -EAGAIN on a conflict */
@@ -592,6 +598,8 @@ struct wire_open_rep {
 	uint8_t has_cap;
 	struct wire_cap cap;
 };
+/* close_req's trailing extras byte (wire.c) */
+enum { WIRE_CLOSE_X_ATIME = 0x1, WIRE_CLOSE_X_BLOCKS = 0x2 };
 struct wire_close_req { /* CLOSE, SIZE_UPDATE */
 	struct nacre_cred cred;
 	struct nacre_fid fid;
@@ -599,10 +607,14 @@ struct wire_close_req { /* CLOSE, SIZE_UPDATE */
 	uint64_t size;      /* highest end offset written; the MDS keeps max(size, stored) */
 	uint8_t has_mtime;  /* 1 if the client wrote: set mtime and ctime */
 	struct nacre_time mtime;
-	/* with WIRE_FEAT_ATIME, CLOSE only: the handle was read at atime; the MDS keeps
+	/* Optional trailing extras, each only to an MDS with its feature bit: */
+	/* WIRE_FEAT_ATIME, CLOSE only: the handle was read at atime; the MDS keeps
 	 * max(atime, stored) and leaves ctime alone (atime updates on read, docs/CONTRACTS.md) */
 	uint8_t has_atime;
 	struct nacre_time atime;
+	/* WIRE_FEAT_BLOCKS: the client measured the objects after its writes */
+	uint8_t has_blocks;
+	uint64_t blocks;    /* sum of the objects' allocated 512-byte blocks: the MDS stores it */
 };
 struct wire_xattr_req {
 	struct nacre_cred cred;
@@ -920,6 +932,38 @@ struct wire_ost_attr_rep {
 	uint64_t blocks;
 };
 
+/* OST_FALLOCATE and OST_SEEK (since version 1; an OSS that predates them answers
+ * -EOPNOTSUPP with an empty body). Both name the object and carry its capability as an
+ * ost_io_req does, after their own first field.
+ * OST_FALLOCATE: fallocate(2) of [offset, offset + len) of the object with the mode's bits
+ * (Linux's values, as Lustre 2.16 takes them): 0 allocates (creating the object, growing
+ * it to offset + len), KEEP_SIZE allocates without growing it, PUNCH_HOLE (with KEEP_SIZE)
+ * frees the range (nothing to do for a missing object), ZERO_RANGE zeroes it (growing the
+ * object unless KEEP_SIZE). len >= 1. Rights: CAP_WRITE.
+ * OST_SEEK: lseek(2) SEEK_DATA or SEEK_HOLE from object offset `offset` (len 0). The
+ * answer is an object offset; an object is a hole from its end on, for ever (so SEEK_HOLE
+ * always has an answer: offset itself past the end, or for a missing object), and SEEK_DATA
+ * with no data at or after offset answers -ENXIO. Rights: CAP_READ or CAP_WRITE. */
+#define WIRE_FALLOC_KEEP_SIZE 0x01u  /* FALLOC_FL_KEEP_SIZE */
+#define WIRE_FALLOC_PUNCH_HOLE 0x02u /* FALLOC_FL_PUNCH_HOLE: needs KEEP_SIZE */
+#define WIRE_FALLOC_ZERO_RANGE 0x10u /* FALLOC_FL_ZERO_RANGE */
+#define WIRE_FALLOC_MODES_ \
+	(WIRE_FALLOC_KEEP_SIZE | WIRE_FALLOC_PUNCH_HOLE | WIRE_FALLOC_ZERO_RANGE)
+#define WIRE_SEEK_DATA 3u /* SEEK_DATA */
+#define WIRE_SEEK_HOLE 4u /* SEEK_HOLE */
+struct wire_ost_falloc_req {
+	uint32_t mode; /* WIRE_FALLOC_*: other bits, PUNCH_HOLE without KEEP_SIZE or with
+			* ZERO_RANGE, or len 0 fail the decode */
+	struct wire_ost_io_req io;
+};
+struct wire_ost_seek_req {
+	uint32_t whence; /* WIRE_SEEK_DATA or WIRE_SEEK_HOLE; else the decode fails */
+	struct wire_ost_io_req io;
+};
+struct wire_ost_seek_rep {
+	uint64_t offset; /* <= INT64_MAX */
+};
+
 /* OST_DESTROY_BATCH (since version 1): the MDS's destroy log removes the objects of many
  * unlinked files on one OST with one request. The OSS removes every object in order (a
  * missing object is success, as for OST_DESTROY) and answers status 0 when all are gone,
@@ -1054,6 +1098,9 @@ WIRE_MSG(hsm_poll_rep);
 WIRE_MSG(hsm_progress_rep);
 WIRE_MSG(ost_io_req);
 WIRE_MSG(ost_attr_rep);
+WIRE_MSG(ost_falloc_req);
+WIRE_MSG(ost_seek_req);
+WIRE_MSG(ost_seek_rep);
 WIRE_MSG(ost_destroy_req);
 WIRE_MSG(ost_destroy_rep);
 WIRE_MSG(lock_req);

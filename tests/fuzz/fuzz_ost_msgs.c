@@ -5,6 +5,9 @@
 FZ_MSG(ost_io_req)
 FZ_MSG(ost_attr_rep)
 FZ_MSG(statfs_rep)
+FZ_MSG(ost_falloc_req)
+FZ_MSG(ost_seek_req)
+FZ_MSG(ost_seek_rep)
 FZ_GROUP(fid, struct nacre_fid, wire_fid_put, wire_fid_get)
 
 /* OST_DESTROY_BATCH: the header, then exactly count objects. */
@@ -54,6 +57,9 @@ static const struct fz_type types[] = {
 	FZ_ROW(fid, struct nacre_fid, NULL, 1),
 	FZ_ROW(ost_destroy_req, struct fz_ost_destroy_req, NULL, 1),
 	FZ_ROW(ost_destroy_rep, struct fz_ost_destroy_rep, NULL, 1),
+	FZ_ROW(ost_falloc_req, struct wire_ost_falloc_req, NULL, 1),
+	FZ_ROW(ost_seek_req, struct wire_ost_seek_req, NULL, 1),
+	FZ_ROW(ost_seek_rep, struct wire_ost_seek_rep, NULL, 1),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

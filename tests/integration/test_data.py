@@ -1,5 +1,6 @@
 """Data integrity: striped layouts, a seeded fsx-style random workload, fio with verification,
 and the bytes of every stripe object on the OST directories."""
+import errno
 import os
 import random
 import shutil
@@ -170,3 +171,210 @@ def test_fio_verify(mnt, nacre_cli):
                        capture_output=True, text=True, timeout=300, cwd=d)
     assert r.returncode == 0, f"fio failed:\n{r.stdout}\n{r.stderr}"
     assert "verify" not in r.stderr.lower() or "bad" not in r.stderr.lower(), r.stderr
+
+
+# ---- sparse files: st_blocks, fallocate, SEEK_DATA/SEEK_HOLE ----
+
+KiB, MiB = 1024, 1024 * 1024
+
+
+def other_mount(cluster):
+    """A second mount of the module's cluster (made once): what another client sees."""
+    for m in cluster.mounts[1:]:
+        if m.path.name == "mnt-sparse":
+            return str(m.path)
+    return str(cluster.mount(name="mnt-sparse").path)
+
+
+def du_kib(path):
+    r = subprocess.run(["du", "-k", path], capture_output=True, text=True, check=True)
+    return int(r.stdout.split()[0])
+
+
+def fallocate(*args):
+    r = subprocess.run(["fallocate", *map(str, args)], capture_output=True, text=True)
+    assert r.returncode == 0, f"fallocate {' '.join(map(str, args))}: {r.stderr}"
+
+
+def test_sparse_blocks_are_the_objects(cluster, mnt, nacre_cli):
+    """st_blocks is what the OST objects hold, not the size rounded up: 50 KiB at 1.6 MiB
+    is at most 1 MiB in du, here and through another client."""
+    for count in (1, 4):
+        path = os.path.join(mnt, f"sparse-du-{count}")
+        nacre_cli("setstripe", "-c", count, "-S", "1M", path, check=True)
+        data = os.urandom(50 * KiB)
+        with open(path, "r+b") as f:
+            f.seek(1600 * KiB)
+            f.write(data)
+        st = os.stat(path)
+        assert st.st_size == 1650 * KiB
+        assert 50 * KiB <= st.st_blocks * 512 <= MiB, f"{count} stripes: {st.st_blocks} blocks"
+        assert du_kib(path) <= 1024
+        other = os.path.join(other_mount(cluster), os.path.basename(path))
+        assert 50 * KiB <= os.stat(other).st_blocks * 512 <= MiB
+        with open(other, "rb") as f:
+            assert f.read() == bytes(1600 * KiB) + data
+        # a full file counts all its bytes
+        with open(path, "r+b") as f:
+            f.write(os.urandom(1600 * KiB))
+        assert os.stat(path).st_blocks * 512 >= 1650 * KiB
+        # truncating down frees the objects' blocks
+        os.truncate(path, 0)
+        assert os.stat(path).st_blocks == 0
+
+
+def test_fallocate_modes(cluster, mnt, nacre_cli):
+    """fallocate(1) mode 0, --keep-size, --punch-hole and --zero-range on a file striped
+    over 4 OSTs: sizes, blocks and bytes as another client sees them."""
+    path = os.path.join(mnt, "falloc")
+    nacre_cli("setstripe", "-c", 4, "-S", "1M", path, check=True)
+    fallocate("-l", "10M", path)
+    other = os.path.join(other_mount(cluster), "falloc")
+    for p in (path, other):
+        st = os.stat(p)
+        assert st.st_size == 10 * MiB
+        assert st.st_blocks * 512 >= 10 * MiB, f"{p}: {st.st_blocks} blocks"
+    assert du_kib(path) >= 10 * 1024
+    with open(other, "rb") as f:
+        assert f.read() == bytes(10 * MiB)
+
+    # KEEP_SIZE: blocks beyond the end, the size unchanged
+    keep = os.path.join(mnt, "falloc-keep")
+    nacre_cli("setstripe", "-c", 4, "-S", "1M", keep, check=True)
+    fallocate("--keep-size", "-l", "6M", keep)
+    st = os.stat(keep)
+    assert st.st_size == 0 and st.st_blocks * 512 >= 6 * MiB
+
+    # PUNCH_HOLE and ZERO_RANGE over a file of data, across stripe boundaries
+    full = os.path.join(mnt, "falloc-punch")
+    nacre_cli("setstripe", "-c", 4, "-S", "1M", full, check=True)
+    data = bytearray(os.urandom(8 * MiB))
+    with open(full, "wb") as f:
+        f.write(data)
+    before = os.stat(full).st_blocks
+    fallocate("--punch-hole", "-o", 1 * MiB + 512 * KiB, "-l", 2 * MiB, full)
+    data[1 * MiB + 512 * KiB:3 * MiB + 512 * KiB] = bytes(2 * MiB)
+    fallocate("--zero-range", "-o", 5 * MiB - 64 * KiB, "-l", 128 * KiB, full)
+    data[5 * MiB - 64 * KiB:5 * MiB + 64 * KiB] = bytes(128 * KiB)
+    st = os.stat(full)
+    assert st.st_size == 8 * MiB
+    assert st.st_blocks * 512 <= before * 512 - 2 * MiB + 64 * KiB, (before, st.st_blocks)
+    for p in (full, os.path.join(other_mount(cluster), "falloc-punch")):
+        with open(p, "rb") as f:
+            assert f.read() == bytes(data), f"{p}: bytes differ after punch/zero"
+    # ZERO_RANGE without KEEP_SIZE grows the file
+    fallocate("--zero-range", "-o", 8 * MiB, "-l", 1 * MiB, full)
+    assert os.stat(full).st_size == 9 * MiB
+    with open(full, "rb") as f:
+        f.seek(8 * MiB)
+        assert f.read() == bytes(MiB)
+
+    # what Linux refuses: a punch without KEEP_SIZE (the kernel), len 0
+    fd = os.open(full, os.O_RDWR)
+    try:
+        with pytest.raises(OSError) as e:
+            os.posix_fallocate(fd, 0, 0)
+        assert e.value.errno == errno.EINVAL
+    finally:
+        os.close(fd)
+
+
+def test_seek_data_hole_striped(cluster, mnt, nacre_cli):
+    """SEEK_DATA and SEEK_HOLE over 4 stripes of 1 MiB with data in stripes 1 and 2 only,
+    and a hole at the end; ENXIO past the end, as Linux."""
+    path = os.path.join(mnt, "seek-striped")
+    nacre_cli("setstripe", "-c", 4, "-S", "1M", path, check=True)
+    a, b = os.urandom(64 * KiB), os.urandom(64 * KiB)
+    with open(path, "wb") as f:
+        f.seek(MiB + 100 * KiB)  # stripe 1, object offset 100 KiB
+        f.write(a)
+        f.seek(6 * MiB)  # row 1, stripe 2
+        f.write(b)
+        f.truncate(9 * MiB)
+    for p in (path, os.path.join(other_mount(cluster), "seek-striped")):
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            assert os.lseek(fd, 0, os.SEEK_DATA) == MiB + 100 * KiB
+            assert os.lseek(fd, 0, os.SEEK_HOLE) == 0
+            assert os.lseek(fd, MiB + 100 * KiB, os.SEEK_HOLE) == MiB + 164 * KiB
+            assert os.lseek(fd, MiB + 164 * KiB, os.SEEK_DATA) == 6 * MiB
+            assert os.lseek(fd, 6 * MiB + 4 * KiB, os.SEEK_DATA) == 6 * MiB + 4 * KiB
+            assert os.lseek(fd, 6 * MiB, os.SEEK_HOLE) == 6 * MiB + 64 * KiB
+            assert os.lseek(fd, 8 * MiB, os.SEEK_HOLE) == 8 * MiB
+            for off, whence in ((6 * MiB + 64 * KiB, os.SEEK_DATA), (9 * MiB, os.SEEK_DATA),
+                                (9 * MiB, os.SEEK_HOLE), (20 * MiB, os.SEEK_HOLE)):
+                with pytest.raises(OSError) as e:
+                    os.lseek(fd, off, whence)
+                assert e.value.errno == errno.ENXIO, (off, whence)
+        finally:
+            os.close(fd)
+    # data still buffered in this client counts as data, for any of its handles, and so
+    # does the size its writes gave the file
+    other_fd = os.open(path, os.O_RDONLY)
+    try:
+        with open(path, "r+b") as f:
+            f.seek(3 * MiB)
+            f.write(b"x" * 4096)
+            f.seek(10 * MiB)
+            f.write(b"y" * 4096)
+            f.flush()
+            for fd in (f.fileno(), other_fd):
+                assert os.lseek(fd, 2 * MiB, os.SEEK_DATA) == 3 * MiB
+                assert os.lseek(fd, 9 * MiB, os.SEEK_DATA) == 10 * MiB
+    finally:
+        os.close(other_fd)
+
+
+def test_cp_sparse_keeps_holes(cluster, mnt, nacre_cli, tmp_path):
+    """cp --sparse=always of a sparse file inside the mount makes a sparse copy with the
+    same bytes; tar -S archives it as a sparse member."""
+    src = os.path.join(mnt, "cp-src")
+    nacre_cli("setstripe", "-c", 4, "-S", "1M", src, check=True)
+    with open(src, "wb") as f:
+        f.seek(2 * MiB)
+        f.write(os.urandom(128 * KiB))
+        f.seek(7 * MiB)
+        f.write(os.urandom(64 * KiB))
+        f.truncate(12 * MiB)
+    dst = os.path.join(mnt, "cp-dst")
+    subprocess.run(["cp", "--sparse=always", src, dst], check=True)
+    with open(src, "rb") as f1, open(os.path.join(other_mount(cluster), "cp-dst"), "rb") as f2:
+        assert f1.read() == f2.read()
+    st = os.stat(dst)
+    assert st.st_size == 12 * MiB
+    assert st.st_blocks * 512 <= 1 * MiB, f"the copy holds {st.st_blocks} blocks"
+    # tar -S finds the holes (st_blocks, SEEK_HOLE): a small archive, a sparse extraction
+    tar = tmp_path / "a.tar"
+    subprocess.run(["tar", "-S", "-cf", str(tar), "-C", mnt, "cp-src"], check=True)
+    assert tar.stat().st_size < 1 * MiB, f"the archive is {tar.stat().st_size} bytes"
+    out = tmp_path / "x"
+    out.mkdir()
+    subprocess.run(["tar", "-xf", str(tar), "-C", str(out)], check=True)
+    with open(src, "rb") as f:
+        assert (out / "cp-src").read_bytes() == f.read()
+
+
+def test_old_oss_without_space_ops(make_cluster, nacre_cli, monkeypatch):
+    """OSSes that predate OST_FALLOCATE and OST_SEEK (NACRE_OSS_NO_SPACE_OPS=1): fallocate
+    fails with EOPNOTSUPP, SEEK_DATA/SEEK_HOLE give Linux's generic answer (all data),
+    st_blocks still comes from the objects."""
+    monkeypatch.setenv("NACRE_OSS_NO_SPACE_OPS", "1")
+    c = make_cluster(osts=2, oss=1)
+    mnt = str(c.mounts[0].path)
+    path = os.path.join(mnt, "old-oss")
+    with open(path, "wb") as f:
+        f.seek(3 * MiB)
+        f.write(os.urandom(64 * KiB))
+    st = os.stat(path)
+    assert 64 * KiB <= st.st_blocks * 512 <= MiB
+    r = subprocess.run(["fallocate", "-l", "1M", path], capture_output=True, text=True)
+    assert r.returncode != 0 and "not supported" in r.stderr, r.stderr
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert os.lseek(fd, 0, os.SEEK_DATA) == 0
+        assert os.lseek(fd, 4096, os.SEEK_HOLE) == st.st_size
+        with pytest.raises(OSError) as e:
+            os.lseek(fd, st.st_size, os.SEEK_DATA)
+        assert e.value.errno == errno.ENXIO
+    finally:
+        os.close(fd)

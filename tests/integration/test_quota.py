@@ -1,6 +1,7 @@
 """Quotas (docs/quota.md): user and group limits on inodes and blocks, soft limits with
 grace, defaults, lfs quota's output, the recount, root exempt, and usage across a kill -9
 of the MDS. One module-wide cluster of 4 OSTs."""
+import ctypes
 import errno
 import os
 import signal
@@ -357,3 +358,36 @@ def test_verbose_shows_each_target(cluster, mnt, nacre_cli):
     assert r.returncode == 1
     assert "-v (the usage on each target) of an id not your own needs root" in r.stderr, \
         r.stderr
+
+
+def keep_size_fallocate(path, length):
+    """fallocate(2) with FALLOC_FL_KEEP_SIZE of [0, length), creating path: raises OSError."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
+    try:
+        if libc.fallocate(fd, 1, 0, length) != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e))
+    finally:
+        os.close(fd)
+
+
+def test_fallocate_keep_size_is_charged(mnt, nacre_cli):
+    """Space fallocated past the size (KEEP_SIZE) counts against the block quota, from the
+    blocks the objects hold: over the hard limit, fallocate fails with EDQUOT."""
+    d = user_dir(mnt, "fk", 60007)
+    nacre_cli("setstripe", "-c", "2", "-S", "1M", d, check=True)
+    sq(nacre_cli, "-u", "60007", "-B", "8M", str(mnt))
+    path = os.path.join(d, "keep")
+
+    def used():
+        r = q(nacre_cli, "-u", "60007", str(mnt))
+        return int(r.stdout.splitlines()[-1].split()[-8].rstrip("*"))
+
+    assert as_user(lambda: keep_size_fallocate(path, 4 << 20), uid=60007, gid=60007) == 0
+    assert os.stat(path).st_size == 0
+    assert 4096 <= used() <= 4200
+    assert as_user(lambda: keep_size_fallocate(path, 16 << 20), uid=60007,
+                   gid=60007) == errno.EDQUOT
+    assert used() <= 8192

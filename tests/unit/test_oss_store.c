@@ -702,6 +702,68 @@ static void test_capabilities(void)
 	oss_target_close(t);
 }
 
+/* fallocate and SEEK_DATA/SEEK_HOLE of one object (the OSS's half of sparse files). */
+static void test_space(void)
+{
+	char dir[512], err[1024];
+	struct oss_target *t = NULL;
+	uint64_t size, blocks, at;
+	static char data[64 * 1024];
+
+	path_in(dir, sizeof(dir), "space");
+	CHECK(oss_target_open(dir, "test-space", 3, 1, &t, err, sizeof(err)) == 0);
+	if (!t)
+		return;
+	struct oss_obj_id id = { .fid = { 0x200000400ull, 9, 0 }, .stripe = 1, .gen = 0 };
+
+	/* A missing object is all hole: SEEK_HOLE answers the offset, SEEK_DATA ENXIO; a
+	 * punch of it succeeds without making it. */
+	CHECK(oss_store_seek(t, &id, WIRE_SEEK_HOLE, 4096, &at) == 0 && at == 4096);
+	CHECK(oss_store_seek(t, &id, WIRE_SEEK_DATA, 0, &at) == -ENXIO);
+	CHECK(oss_store_fallocate(t, &id, WIRE_FALLOC_KEEP_SIZE | WIRE_FALLOC_PUNCH_HOLE, 0,
+				  4096) == 0);
+	CHECK(oss_store_getattr(t, &id, &size, &blocks) == 0 && size == 0 && blocks == 0);
+
+	/* 64 KiB of data at 1 MiB: data there, holes around it and after the end. */
+	memset(data, 'd', sizeof(data));
+	CHECK(oss_store_write(t, &id, 1u << 20, data, sizeof(data)) == 0);
+	CHECK(oss_store_seek(t, &id, WIRE_SEEK_DATA, 0, &at) == 0 && at == 1u << 20);
+	CHECK(oss_store_seek(t, &id, WIRE_SEEK_HOLE, 0, &at) == 0 && at == 0);
+	CHECK(oss_store_seek(t, &id, WIRE_SEEK_HOLE, 1u << 20, &at) == 0 &&
+	      at == (1u << 20) + sizeof(data));
+	CHECK(oss_store_seek(t, &id, WIRE_SEEK_DATA, (1u << 20) + sizeof(data), &at) == -ENXIO);
+	CHECK(oss_store_seek(t, &id, WIRE_SEEK_HOLE, 5u << 20, &at) == 0 && at == 5u << 20);
+	CHECK(oss_store_getattr(t, &id, &size, &blocks) == 0 && blocks * 512 < (1u << 20));
+
+	/* mode 0 allocates and grows the object; KEEP_SIZE allocates only; a punch frees */
+	struct oss_obj_id id2 = id;
+	id2.stripe = 2;
+	if (oss_store_fallocate(t, &id2, 0, 0, 2u << 20) == -EOPNOTSUPP)
+		goto out; /* a file system without fallocate under the test's /tmp */
+	CHECK(oss_store_getattr(t, &id2, &size, &blocks) == 0);
+	CHECK(size == 2u << 20 && blocks * 512 >= 2u << 20);
+	CHECK(oss_store_fallocate(t, &id2, WIRE_FALLOC_KEEP_SIZE, 2u << 20, 1u << 20) == 0);
+	CHECK(oss_store_getattr(t, &id2, &size, &blocks) == 0);
+	CHECK(size == 2u << 20 && blocks * 512 >= 3u << 20);
+	CHECK(oss_store_fallocate(t, &id2, WIRE_FALLOC_KEEP_SIZE | WIRE_FALLOC_PUNCH_HOLE, 0,
+				  3u << 20) == 0);
+	CHECK(oss_store_getattr(t, &id2, &size, &blocks) == 0);
+	/* what was allocated past the end may stay (ext4 punches up to the size only) */
+	CHECK(size == 2u << 20 && blocks * 512 <= 1u << 20);
+	/* zero range without KEEP_SIZE grows it, and reads as zeros */
+	CHECK(oss_store_write(t, &id2, 0, data, sizeof(data)) == 0);
+	CHECK(oss_store_fallocate(t, &id2, WIRE_FALLOC_ZERO_RANGE, 4096, 4u << 20) == 0);
+	CHECK(oss_store_getattr(t, &id2, &size, &blocks) == 0 && size == (4u << 20) + 4096);
+	{
+		char buf[8192];
+		size_t got;
+		CHECK(oss_store_read(t, &id2, 0, buf, sizeof(buf), &got) == 0 && got == sizeof(buf));
+		CHECK(buf[0] == 'd' && buf[4095] == 'd' && buf[4096] == 0 && buf[8191] == 0);
+	}
+out:
+	oss_target_close(t);
+}
+
 int main(void)
 {
 	snprintf(root, sizeof(root), "/tmp/nacre-test-oss-XXXXXX");
@@ -717,6 +779,7 @@ int main(void)
 	test_dispatch();
 	test_destroy_batch();
 	test_capabilities();
+	test_space();
 	cap_key_fini(&g_capkey);
 	rm_rf(root);
 	return unit_done();

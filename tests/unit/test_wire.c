@@ -55,6 +55,15 @@ static void test_opcodes(void)
 	CHECK_EQ(WIRE_OP_OST_SYNC, 70);
 	CHECK_EQ(WIRE_OP_OST_DESTROY_BATCH, 71);
 	CHECK_STR(wire_opcode_name(WIRE_OP_OST_DESTROY_BATCH), "OST_DESTROY_BATCH");
+	CHECK_EQ(WIRE_OP_OST_FALLOCATE, 72);
+	CHECK_EQ(WIRE_OP_OST_SEEK, 73);
+	CHECK_STR(wire_opcode_name(WIRE_OP_OST_SEEK), "OST_SEEK");
+	CHECK_EQ(WIRE_FEAT_BLOCKS, 1u << 7);
+	CHECK_EQ(WIRE_FALLOC_KEEP_SIZE, 0x01);
+	CHECK_EQ(WIRE_FALLOC_PUNCH_HOLE, 0x02);
+	CHECK_EQ(WIRE_FALLOC_ZERO_RANGE, 0x10);
+	CHECK_EQ(WIRE_SEEK_DATA, 3);
+	CHECK_EQ(WIRE_SEEK_HOLE, 4);
 	CHECK_EQ(WIRE_FLAG_REPLY, 1);
 	CHECK_EQ(WIRE_MAGIC, 0x5243414e);
 	CHECK_EQ(WIRE_HDR_LEN, 36);
@@ -63,7 +72,7 @@ static void test_opcodes(void)
 	CHECK_STR(wire_opcode_name(WIRE_OP_OST_SYNC), "OST_SYNC");
 	CHECK_STR(wire_opcode_name(WIRE_OP_CONNECT), "CONNECT");
 	CHECK_STR(wire_opcode_name(0), "UNKNOWN");
-	CHECK_STR(wire_opcode_name(72), "UNKNOWN");
+	CHECK_STR(wire_opcode_name(74), "UNKNOWN");
 	CHECK_EQ(WIRE_OP_MDS_CL_REGISTER, 57);
 	CHECK_EQ(WIRE_OP_MDS_CL_DEREGISTER, 58);
 	CHECK_EQ(WIRE_OP_MDS_CL_READ, 59);
@@ -389,6 +398,131 @@ static void test_golden_ost_io_req(void)
 	}
 }
 
+/* OST_FALLOCATE, OST_SEEK: a field of their own, then an ost_io_req; the seek's answer. */
+static void test_golden_ost_space(void)
+{
+#define G_IO_HEAD                                                                           \
+	0x03, 0x00, 0x00, 0x00,                         /* ost_idx 3 */                     \
+	0x00, 0x04, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, /* seq */                           \
+	0x2a, 0x00, 0x00, 0x00,                         /* oid 42 */                        \
+	0x00, 0x00, 0x00, 0x00,                         /* ver */                           \
+	0x01, 0x00, 0x00, 0x00,                         /* stripe_idx 1 */                  \
+	0x07, 0x00, 0x00, 0x00,                         /* layout_gen 7 */                  \
+	0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00  /* offset 1 MiB */
+	static const uint8_t gfa[] = {
+		0x03, 0x00, 0x00, 0x00,                         /* mode KEEP_SIZE|PUNCH_HOLE */
+		G_IO_HEAD,
+		0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, /* len 64 KiB */
+		G_CAP,
+	};
+	static const uint8_t gsk[] = {
+		0x04, 0x00, 0x00, 0x00,                         /* whence SEEK_HOLE */
+		G_IO_HEAD,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* len 0 */
+		G_CAP,
+	};
+	static const uint8_t grep[] = {
+		0x00, 0x00, 0x50, 0x00, 0x00, 0x00, 0x00, 0x00, /* offset 5 MiB */
+	};
+#undef G_IO_HEAD
+	struct wire_ost_falloc_req fa, fd;
+	struct wire_ost_seek_req sk, sd;
+	struct wire_ost_seek_rep r, rd;
+	struct wire_cursor c;
+
+	memset(&fa, 0, sizeof(fa));
+	fa.mode = WIRE_FALLOC_KEEP_SIZE | WIRE_FALLOC_PUNCH_HOLE;
+	fa.io.ost_idx = 3;
+	sample_fid(&fa.io.fid, 42);
+	fa.io.stripe_idx = 1;
+	fa.io.layout_gen = 7;
+	fa.io.offset = 1u << 20;
+	fa.io.len = 1u << 16;
+	fa.io.has_cap = 1;
+	sample_cap(&fa.io.cap);
+	ENCODE(&c, wire_ost_falloc_req_encode, &fa);
+	CHECK_EQ(wire_cursor_pos(&c), sizeof(gfa));
+	CHECK_MEM(c.buf, gfa, sizeof(gfa));
+	wire_cursor_fini(&c);
+	CHECK(DECODE_OK(wire_ost_falloc_req_decode, gfa, sizeof(gfa), &fd));
+	CHECK(memcmp(&fa, &fd, sizeof(fa)) == 0);
+	{
+		uint8_t bad[sizeof(gfa)];
+		const uint8_t modes[] = {0x02, 0x12, 0x04, 0x20, 0x08}; /* punch alone, with
+									 * zero; other bits */
+		for (size_t i = 0; i < sizeof(modes); i++) {
+			memcpy(bad, gfa, sizeof(bad));
+			bad[0] = modes[i];
+			CHECK(!DECODE_OK(wire_ost_falloc_req_decode, bad, sizeof(bad), &fd));
+		}
+		memcpy(bad, gfa, sizeof(bad));
+		memset(bad + 4 + 36, 0, 8); /* len 0 */
+		CHECK(!DECODE_OK(wire_ost_falloc_req_decode, bad, sizeof(bad), &fd));
+	}
+
+	memset(&sk, 0, sizeof(sk));
+	sk.whence = WIRE_SEEK_HOLE;
+	sk.io = fa.io;
+	sk.io.len = 0;
+	ENCODE(&c, wire_ost_seek_req_encode, &sk);
+	CHECK_EQ(wire_cursor_pos(&c), sizeof(gsk));
+	CHECK_MEM(c.buf, gsk, sizeof(gsk));
+	wire_cursor_fini(&c);
+	CHECK(DECODE_OK(wire_ost_seek_req_decode, gsk, sizeof(gsk), &sd));
+	CHECK(memcmp(&sk, &sd, sizeof(sk)) == 0);
+	{
+		uint8_t bad[sizeof(gsk)];
+		memcpy(bad, gsk, sizeof(bad));
+		bad[0] = 2; /* SEEK_END is the kernel's */
+		CHECK(!DECODE_OK(wire_ost_seek_req_decode, bad, sizeof(bad), &sd));
+		memcpy(bad, gsk, sizeof(bad));
+		bad[4 + 36] = 1; /* a length */
+		CHECK(!DECODE_OK(wire_ost_seek_req_decode, bad, sizeof(bad), &sd));
+	}
+
+	r.offset = 5u << 20;
+	ENCODE(&c, wire_ost_seek_rep_encode, &r);
+	CHECK_EQ(wire_cursor_pos(&c), sizeof(grep));
+	CHECK_MEM(c.buf, grep, sizeof(grep));
+	wire_cursor_fini(&c);
+	CHECK(DECODE_OK(wire_ost_seek_rep_decode, grep, sizeof(grep), &rd));
+	CHECK_EQ(rd.offset, r.offset);
+	{
+		const uint8_t neg[] = {0, 0, 0, 0, 0, 0, 0, 0x80}; /* past off_t */
+		CHECK(!DECODE_OK(wire_ost_seek_rep_decode, neg, sizeof(neg), &rd));
+	}
+}
+
+/* close_req with the objects' blocks (WIRE_FEAT_BLOCKS): a trailing u64. */
+static void test_golden_close_blocks(void)
+{
+	struct wire_close_req m, d;
+	struct wire_cursor c;
+	size_t plain;
+
+	memset(&m, 0, sizeof(m));
+	sample_cred(&m.cred);
+	sample_fid(&m.fid, 11);
+	m.handle = 43;
+	m.size = 1650u << 10;
+	ENCODE(&c, wire_close_req_encode, &m);
+	plain = wire_cursor_pos(&c);
+	wire_cursor_fini(&c);
+	m.has_blocks = 1;
+	m.blocks = 0x68; /* 52 KiB */
+	ENCODE(&c, wire_close_req_encode, &m);
+	CHECK_EQ(wire_cursor_pos(&c), plain + 9);
+	static const uint8_t tail[] = {0x02 /* extras: blocks */, 0x68, 0, 0, 0, 0, 0, 0, 0};
+	CHECK_MEM(c.buf + plain, tail, sizeof(tail));
+	CHECK(DECODE_OK(wire_close_req_decode, c.buf, wire_cursor_pos(&c), &d));
+	CHECK(memcmp(&m, &d, sizeof(m)) == 0);
+	/* a cut blocks field fails; none at all is a close without blocks */
+	CHECK(!DECODE_OK(wire_close_req_decode, c.buf, plain + 4, &d));
+	CHECK(DECODE_OK(wire_close_req_decode, c.buf, plain, &d));
+	CHECK_EQ(d.has_blocks, 0);
+	wire_cursor_fini(&c);
+}
+
 static void test_golden_target_reg(void)
 {
 	static const uint8_t golden[] = {
@@ -699,7 +833,8 @@ static void test_roundtrips(void)
 		m.mtime.nsec = 12345;
 		ROUNDTRIP(close_req, &m);
 
-		/* with WIRE_FEAT_ATIME a read's atime may follow: optional, so the version 1
+		/* with WIRE_FEAT_ATIME a read's atime may follow (extras 0x1; blocks:
+		 * test_golden_close_blocks): optional, so the version 1
 		 * body is a valid prefix and every other prefix is not */
 		struct wire_close_req d;
 		struct wire_cursor c;
@@ -719,7 +854,7 @@ static void test_roundtrips(void)
 		CHECK_EQ(d.has_atime, 0);
 		for (size_t k = v1 + 1; k < n; k++)
 			CHECK(!DECODE_OK(wire_close_req_decode, c.buf, k, &d));
-		c.buf[v1] = 2;
+		c.buf[v1] = 4; /* an unknown extra */
 		CHECK(!DECODE_OK(wire_close_req_decode, c.buf, n, &d));
 		wire_cursor_fini(&c);
 	}
@@ -1573,6 +1708,8 @@ int main(void)
 	test_golden_fid_req();
 	test_golden_create_req();
 	test_golden_ost_io_req();
+	test_golden_ost_space();
+	test_golden_close_blocks();
 	test_golden_target_reg();
 	test_roundtrips();
 	test_groups();

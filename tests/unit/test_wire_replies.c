@@ -25,6 +25,7 @@ NOFIX(hsm_state)
 NOFIX(hsm_progress_rep)
 NOFIX(lock_rep)
 NOFIX(ost_attr_rep)
+NOFIX(ost_seek_rep)
 NOFIX(fault_set_rep)
 NOFIX(recovery_status)
 NOFIX(append_rep)
@@ -1085,6 +1086,16 @@ static void test_ost_attr_rep(void)
 	GOLDEN(ost_attr_rep, &m, golden);
 }
 
+static void test_ost_seek_rep(void)
+{
+	static const uint8_t golden[] = {
+		0x00, 0x00, 0x19, 0x00, 0x00, 0x00, 0x00, 0x00, /* offset 1.5625 MiB */
+	};
+	struct wire_ost_seek_rep m = {.offset = 1600u << 10};
+
+	GOLDEN(ost_seek_rep, &m, golden);
+}
+
 static int destroy_rep_decode(const uint8_t *buf, size_t len, struct wire_ost_destroy_rep *m,
 			      struct wire_ost_destroy_fail *fails)
 {
@@ -1322,7 +1333,7 @@ static const struct codec codecs[] = {
 	REQ(hsm_poll_req), REQ(hsm_progress), REQ(hsm_import_req), REQ(ost_io_req),
 	REQ(ost_destroy_req), REQ(lock_req), REQ(fault_set_req), REQ(recovery_done_req),
 	REQ(append_req), REQ(cap_req), REQ(key_req), REQ(key_update),
-	REQ(notify_req), REQ(groups_set_req),
+	REQ(notify_req), REQ(groups_set_req), REQ(ost_falloc_req), REQ(ost_seek_req),
 	REP(notify_rep, test_notify_rep),
 	REQ(nodemap_req), REQ(links_req), REQ(find_req), REQ(changelog_req),
 	REP(links_rep, test_links_rep),
@@ -1352,6 +1363,7 @@ static const struct codec codecs[] = {
 	REP(append_rep, test_recovery_msgs),
 	REP(nodemap_rep, test_nodemap_msgs),
 	REP(ost_attr_rep, test_ost_attr_rep),
+	REP(ost_seek_rep, test_ost_seek_rep),
 	REP(ost_destroy_rep, test_ost_destroy_rep),
 	REP(cap_rep, test_cap_msgs),
 	REP(key_list, test_key_list),
@@ -1401,7 +1413,8 @@ static void test_op_table(void)
 		WIRE_OP_MDS_HSM_STATE_SET, WIRE_OP_MDS_HSM_ACTION, WIRE_OP_MDS_HSM_LIST,
 		WIRE_OP_OST_WRITE, WIRE_OP_OST_READ, WIRE_OP_OST_PUNCH, WIRE_OP_OST_DESTROY,
 		WIRE_OP_OST_GETATTR, WIRE_OP_OST_STATFS, WIRE_OP_OST_SYNC,
-		WIRE_OP_OST_DESTROY_BATCH, WIRE_OP_MDS_LOCK_SET, WIRE_OP_MDS_LOCK_GET,
+		WIRE_OP_OST_DESTROY_BATCH, WIRE_OP_OST_FALLOCATE, WIRE_OP_OST_SEEK,
+		WIRE_OP_MDS_LOCK_SET, WIRE_OP_MDS_LOCK_GET,
 		WIRE_OP_FAULT_SET, WIRE_OP_MDS_DISCONNECT, WIRE_OP_MDS_RECOVERY_DONE,
 		WIRE_OP_MDS_RECOVERY_STATUS, WIRE_OP_MDS_LOCK_WAIT, WIRE_OP_MDS_LOCK_CANCEL,
 		WIRE_OP_MDS_CAP_GET,
@@ -1457,7 +1470,7 @@ static void test_op_table(void)
 		/* what runs once through the reply cache is never resent blindly */
 		CHECK(!(wire_op_reply_cached((uint16_t)op) && wire_op_idempotent((uint16_t)op)));
 	}
-	CHECK_EQ(rows, 73);
+	CHECK_EQ(rows, 75);
 	CHECK(wire_op_info(WIRE_OP_MAX_) == NULL && wire_op_info(0xffff) == NULL);
 	CHECK(!wire_op_idempotent(0xffff) && !wire_op_inline(0xffff));
 	/* xattr_len_rep is GETXATTR's other form (a size of 0), not in the table's column */
