@@ -29,6 +29,7 @@
 #include "client/mdc.h"
 #include "client/md.h"
 #include "client/obj.h"
+#include "client/size.h"
 #include "common/layout.h"
 #include "proto/wire.h"
 
@@ -102,7 +103,7 @@ NACRE_API int nacre_open(struct nacre_fs *fs, const struct nacre_cred *cr,
 	req.flags = (uint32_t)(flags & ~(O_CREAT | O_EXCL | O_NOCTTY)); /* create is separate */
 	/* Writes of other handles come before the truncate, not after it. */
 	if (flags & O_TRUNC)
-		cl_io_publish_fid(fs, fid);
+		cl_size_publish_fid(fs, fid);
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_open_req_encode(&c, &req);
 	rc = cl_mds_call(fs, WIRE_OP_MDS_OPEN, &c, &m);
@@ -223,8 +224,6 @@ static int append_offset(struct nacre_file *f, uint64_t len, uint64_t *off)
 	return rc;
 }
 
-static int send_size(struct nacre_file *f, uint16_t opcode, int measure);
-
 /* A file that grew by CL_QUOTA_STEP since the MDS last heard its size reports it now, so a
  * quota the growth passes is refused (EDQUOT) by this write, not only at fsync or close
  * (docs/quota.md): one SIZE_UPDATE per CL_QUOTA_STEP written, at most. */
@@ -239,7 +238,7 @@ static int publish_growth(struct nacre_file *f)
 	pthread_mutex_unlock(&f->lock);
 	if (!due)
 		return 0;
-	int rc = send_size(f, WIRE_OP_MDS_SIZE_UPDATE, 0);
+	int rc = cl_size_send(f, WIRE_OP_MDS_SIZE_UPDATE, 0);
 	return rc == -EDQUOT ? rc : 0; /* anything else: fsync and close report it */
 }
 
@@ -311,104 +310,6 @@ NACRE_API ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len
 	return rc < 0 ? rc : (ssize_t)len;
 }
 
-/* The blocks the file's objects hold, for a close_req: measured when this handle changed
- * them since it last told the MDS and the MDS keeps them (WIRE_FEAT_BLOCKS). Call after
- * the handle's write-behind reached the OSTs. Sets *space to the space_seq measured.
- * A dense handle (a new file written front to back: cp, most writers of small files)
- * sends none and costs no round trip: its size grew, and the MDS then estimates the blocks
- * from the size, which is what a file without holes holds. */
-static void measure_blocks(struct nacre_file *f, struct wire_close_req *req, uint64_t *space)
-{
-	uint64_t blocks;
-
-	pthread_mutex_lock(&f->lock);
-	*space = f->space_seq;
-	int due = f->space_seq != f->measured_seq && !f->dense;
-	pthread_mutex_unlock(&f->lock);
-	if (!due || !(rpc_conn_features(f->fs->mds) & WIRE_FEAT_BLOCKS))
-		return;
-	/* a failure only leaves the MDS's older figure (or its estimate from the size) */
-	if (cl_obj_blocks(f, &blocks) == 0) {
-		req->has_blocks = 1;
-		req->blocks = blocks;
-	}
-}
-
-/* CLOSE or SIZE_UPDATE with this handle's written end and mtime, and with measure the blocks
- * of its objects (after a flush: the data is on the OSTs). */
-static int send_size(struct nacre_file *f, uint16_t opcode, int measure)
-{
-	struct wire_close_req req;
-	struct wire_cursor c;
-	struct wire_attr_rep a;
-	struct rpc_msg *m;
-	uint64_t seq, space = 0;
-	int rc;
-
-	memset(&req, 0, sizeof(req));
-	req.cred = f->cred;
-	req.fid = f->fid;
-	pthread_mutex_lock(&f->lock);
-	req.handle = f->handle;
-	req.size = f->written_end;
-	seq = f->write_seq;
-	req.has_mtime = seq != f->published_seq;
-	req.mtime = f->mtime;
-	req.has_atime = opcode == WIRE_OP_MDS_CLOSE && f->has_atime;
-	req.atime = f->atime;
-	pthread_mutex_unlock(&f->lock);
-	if (measure)
-		measure_blocks(f, &req, &space);
-	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
-	wire_close_req_encode(&c, &req);
-	rc = cl_mds_call(f->fs, opcode, &c, &m);
-	wire_cursor_fini(&c);
-	if (rc)
-		return cl_io_errno(rc);
-	wire_cursor_init_read(&c, m->body, m->body_len);
-	wire_attr_rep_decode(&c, &a);
-	rc = cl_decode_end(&c);
-	rpc_msg_free(m);
-	if (rc == 0) {
-		pthread_mutex_lock(&f->lock);
-		f->attr = a.attr;
-		if (req.size > f->published_end)
-			f->published_end = req.size;
-		if (seq > f->published_seq)
-			f->published_seq = seq;
-		if (req.has_blocks && space > f->measured_seq) {
-			f->measured_seq = space;
-			if (space == f->space_seq)
-				f->unmeasured = 0;
-		}
-		pthread_mutex_unlock(&f->lock);
-	}
-	return rc;
-}
-
-void cl_io_publish_fid(struct nacre_fs *fs, const struct nacre_fid *fid)
-{
-	struct nacre_file **files;
-	int n;
-
-	cl_wb_flush_fid(fs, fid);
-	if (cl_files_pin_fid(fs, fid, &files, &n) < 0)
-		return; /* the data went out; the sizes follow at flush or close */
-	for (int i = 0; i < n; i++) {
-		struct nacre_file *g = files[i];
-		int due;
-
-		pthread_mutex_lock(&g->lock);
-		due = g->wrote && (g->write_seq != g->published_seq ||
-				   g->written_end > g->published_end);
-		pthread_mutex_unlock(&g->lock);
-		/* an error (EDQUOT, a lost MDS) comes back at that handle's fsync or close */
-		if (due)
-			send_size(g, WIRE_OP_MDS_SIZE_UPDATE, 0); /* the truncate sets blocks */
-	}
-	cl_files_unpin(fs, files, n);
-}
-
 NACRE_API int nacre_fsync(struct nacre_file *f, int datasync)
 {
 	int rc, wrote, deferred;
@@ -424,7 +325,7 @@ NACRE_API int nacre_fsync(struct nacre_file *f, int datasync)
 	wrote = f->wrote;
 	deferred = f->deferred_err; /* a failed write is not durable: say so, as Linux does */
 	pthread_mutex_unlock(&f->lock);
-	rc = wrote ? send_size(f, WIRE_OP_MDS_SIZE_UPDATE, 1) : 0;
+	rc = wrote ? cl_size_send(f, WIRE_OP_MDS_SIZE_UPDATE, 1) : 0;
 	/* The MDS commits asynchronously: fsync also makes the file's name and size durable. */
 	if (rc == 0)
 		rc = nacre_sync_md(f->fs, &f->cred, &f->fid);
@@ -444,7 +345,7 @@ NACRE_API int nacre_flush(struct nacre_file *f)
 	wrote = f->wrote;
 	deferred = f->deferred_err;
 	pthread_mutex_unlock(&f->lock);
-	rc = wrote ? send_size(f, WIRE_OP_MDS_SIZE_UPDATE, 1) : 0;
+	rc = wrote ? cl_size_send(f, WIRE_OP_MDS_SIZE_UPDATE, 1) : 0;
 	return deferred ? deferred : rc;
 }
 
@@ -458,7 +359,7 @@ NACRE_API int nacre_close(struct nacre_file *f)
 	cl_files_del(f);
 	if (f->wrote) /* no other thread uses f any more */
 		__atomic_sub_fetch(&f->fs->writers, 1, __ATOMIC_RELEASE);
-	rc = send_size(f, WIRE_OP_MDS_CLOSE, 1);
+	rc = cl_size_send(f, WIRE_OP_MDS_CLOSE, 1);
 	if (rc) {
 		char fid[NACRE_FID_STR_MAX];
 		cl_log(f->fs, CL_LOG_WARN, "close of %s: %s",
@@ -533,7 +434,7 @@ NACRE_API int nacre_fallocate(struct nacre_file *f, int mode, uint64_t off, uint
 	}
 	pthread_mutex_unlock(&f->lock);
 	/* the new size and blocks at the MDS now: a stat right after sees them */
-	return send_size(f, WIRE_OP_MDS_SIZE_UPDATE, 1);
+	return cl_size_send(f, WIRE_OP_MDS_SIZE_UPDATE, 1);
 }
 
 NACRE_API int nacre_seek_data(struct nacre_file *f, int whence, uint64_t off, uint64_t *out)

@@ -16,6 +16,7 @@
 #include "client/files.h"
 #include "client/mdc.h"
 #include "client/md.h"
+#include "client/size.h"
 #include "client/oss.h"
 #include "proto/wire.h"
 
@@ -160,7 +161,7 @@ NACRE_API int nacre_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 	 * MDS cuts the size this client sees and updates mtime and ctime when that changes it
 	 * (truncate(2) of a file whose writes are still buffered here). */
 	if (req.sa.valid & NACRE_SET_SIZE)
-		cl_io_publish_fid(fs, fid);
+		cl_size_publish_fid(fs, fid);
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_setattr_req_encode(&c, &req);
 	rc = mds_rpc(fs, WIRE_OP_MDS_SETATTR, &c, &m);

@@ -19,10 +19,4 @@ int cl_create_open(struct nacre_fs *fs, const struct nacre_cred *cr,
 		   struct nacre_layout *layout_out, uint64_t *handle_out,
 		   struct wire_cap *cap_out, uint8_t *has_cap_out);
 
-/* Before a truncate of fid (setattr of the size, open with O_TRUNC): every handle of fid on
- * this client sends its buffered data, then, if it wrote since, its written end and mtime
- * to the MDS (SIZE_UPDATE). Errors are left to each handle's fsync or close. Thread-safe;
- * called with no lock held. */
-void cl_io_publish_fid(struct nacre_fs *fs, const struct nacre_fid *fid);
-
 #endif

@@ -30,7 +30,7 @@ void fz_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t 
 		fz_reply_rc(req, rc);
 		return;
 	}
-	/* the size an open file here reports (fz_inode_merge_size) grows as a write's would */
+	/* the size an open file here reports (fz_inode_size_for_kernel) grows as a write's would */
 	if (!(mode & FALLOC_FL_KEEP_SIZE)) {
 		pthread_mutex_lock(&in->lock);
 		if ((uint64_t)off + (uint64_t)len > f->written_end)
