@@ -88,7 +88,7 @@ void fz_atime_drop(struct fz_inode *in)
 {
 	pthread_mutex_lock(&in->lock);
 	for (struct fz_file *f = in->files; f; f = f->next) {
-		if (f->atime_due)
+		if (f->atime_due && !f->closing)
 			nacre_file_set_atime(f->nf, NULL);
 		f->atime_due = 0;
 	}

@@ -66,7 +66,11 @@ int fz_file_close(struct fz_file *f)
 
 	if (!f)
 		return 0;
-	/* Close before unlinking: until the MDS has the size, getattr must still see it. */
+	/* Close before unlinking: until the MDS has the size, getattr must still see it. From
+	 * here on nf is nacre_close's, which frees it: the inode's other users skip f. */
+	pthread_mutex_lock(&f->inode->lock);
+	f->closing = 1;
+	pthread_mutex_unlock(&f->inode->lock);
 	rc = nacre_close(f->nf);
 	fz_metrics_open(-1);
 	fz_inode_del_file(f->inode, f);

@@ -67,6 +67,8 @@ struct fz_file {
 	struct fz_file *next, *prev; /* inode->lock */
 	uint64_t written_end;        /* inode->lock: highest end written through this handle */
 	int dirty;                   /* inode->lock: written since the last flush */
+	int closing;                 /* inode->lock: its release began: nf is nacre_close's,
+				      * the inode's other users leave it alone */
 	int atime_checked;           /* inode->lock: a READ came (atime.c) */
 	int atime_due;               /* inode->lock: its close sets the file's atime to atime */
 	struct nacre_time atime;     /* inode->lock */

@@ -412,7 +412,8 @@ void fz_inode_size_for_kernel(struct fz_inode *in, uint64_t *size)
 	pthread_mutex_lock(&in->lock);
 	for (f = in->files; f; f = f->next) {
 		/* The kernel will ask these handles for what it is told is there. */
-		nacre_file_size_seen(f->nf, mds);
+		if (!f->closing)
+			nacre_file_size_seen(f->nf, mds);
 		if (f->written_end > *size)
 			*size = f->written_end;
 	}

@@ -179,7 +179,7 @@ static void flush_inode(struct fz_inode *in)
 {
 	pthread_mutex_lock(&in->lock);
 	for (struct fz_file *f = in->files; f; f = f->next) {
-		int rc = f->dirty ? nacre_flush(f->nf) : 0;
+		int rc = f->dirty && !f->closing ? nacre_flush(f->nf) : 0;
 		if (rc < 0)
 			LOG_WARN("lock", "flush before an unlock failed: %s", nacre_strerror(rc));
 	}
