@@ -484,14 +484,21 @@ def test_client_that_lost_a_batch_is_told_to_drop_everything_and_waited_for_agai
     # lb's poll ends at its own limit (4 s); the next one shows the gap
     wait_for(lambda: "missed a permission-change batch" in c.mds.text(), 10, "the gap seen")
     assert os.stat(seen).st_mode & 0o777 == 0o700  # it dropped what it had cached
-    time.sleep(0.5)
-    os.kill(late.proc.p.pid, signal.SIGSTOP)
-    try:
-        t0 = time.monotonic()
-        os.chmod(d, 0o750)
-        took = time.monotonic() - t0
-    finally:
-        os.kill(late.proc.p.pid, signal.SIGCONT)
+    # It is waited for again once its next poll acknowledged the drop; stopped before that
+    # (a loaded machine, a sanitizer build), it is not yet: stop it again after a longer
+    # settle before the test gives up, as test_stopped_client_delays_one_chmod_only does.
+    for settle, mode in ((0.5, 0o750), (2.0, 0o710), (5.0, 0o705)):
+        time.sleep(settle)
+        os.stat(seen)
+        os.kill(late.proc.p.pid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            os.chmod(d, mode)
+            took = time.monotonic() - t0
+        finally:
+            os.kill(late.proc.p.pid, signal.SIGCONT)
+        if took > 2.5:
+            break
     assert 2.5 < took < 6, f"lb was not waited for again: chmod took {took:.2f} s"
 
 
