@@ -41,6 +41,9 @@ def ring_mount(c, name=None, opts=()):
     port = free_port()
     with fuse_ring(True):
         m = c.mount(opts=[f"metrics_addr=127.0.0.1:{port}", *opts], name=name)
+    # the line is written once the kernel's INIT was answered, which may come after the
+    # mount point appeared (a loaded machine)
+    wait_for(lambda: "FUSE transport: " in m.proc.text(), 10, "the FUSE transport line")
     assert "FUSE transport: io_uring" in m.proc.text(), m.proc.text()
     return m, port
 
