@@ -233,6 +233,10 @@ int nacre_resolve(struct nacre_fs *fs, const struct nacre_cred *cr, const char *
  * the mount's timeout: -ECONNREFUSED, -ETIMEDOUT...). Thread-safe. */
 int nacre_recovery_status(struct nacre_fs *fs, struct nacre_recovery_status *out);
 
+/* 1 while this mount replays its requests to a restarted MDS: until the MDS's recovery
+ * window ends, every call to it waits. Thread-safe. */
+int nacre_mds_recovering(struct nacre_fs *fs);
+
 /* Arms or disarms fault points (docs/recovery.md) in the server at addr ("host:port", or
  * failover addresses joined by ','), any nacre server (MDS or OSS) of file system fsname,
  * on a connection of its own: no mount is needed. spec is the fault point syntax

@@ -56,6 +56,11 @@ static int one_shot_call(const struct rpc_conn_conf *conf, const char *role, con
 	return rc;
 }
 
+NACRE_API int nacre_mds_recovering(struct nacre_fs *fs)
+{
+	return rpc_conn_recovering(fs->mds);
+}
+
 NACRE_API int nacre_recovery_status(struct nacre_fs *fs, struct nacre_recovery_status *out)
 {
 	struct rpc_conn_conf conf = {.addr = fs->addr, .fsname = fs->fsname,

@@ -81,6 +81,16 @@ int fz_dattr_lookup(struct fz_inode *in, struct nacre_attr *a, double *valid_s)
 	return hit;
 }
 
+int fz_dattr_last(struct fz_inode *in, struct nacre_attr *a)
+{
+	pthread_mutex_lock(&in->lock);
+	int known = in->dattr_known;
+	if (known)
+		*a = in->dattr;
+	pthread_mutex_unlock(&in->lock);
+	return known;
+}
+
 void fz_dattr_changed(struct fz_inode *dir, const struct nacre_time *when, int dnlink)
 {
 	struct nacre_time t;

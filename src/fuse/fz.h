@@ -407,6 +407,8 @@ void fz_dattr_store(struct fz_mount *m, struct fz_inode *in, const struct nacre_
 		    uint64_t gen);
 /* 1 with *a and the seconds it stays valid in *valid_s if in's are kept, else 0. */
 int fz_dattr_lookup(struct fz_inode *in, struct nacre_attr *a, double *valid_s);
+/* 1 with *a the last attributes known of directory in, valid or not, else 0. */
+int fz_dattr_last(struct fz_inode *in, struct nacre_attr *a);
 /* This mount changed a name in dir at time when (NULL: now, by this node's clock), which
  * added dnlink links to it (a subdirectory made or removed: +1 or -1). */
 void fz_dattr_changed(struct fz_inode *dir, const struct nacre_time *when, int dnlink);

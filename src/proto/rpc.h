@@ -255,6 +255,9 @@ const char *rpc_conn_server_name(const struct rpc_conn *c);
 int rpc_conn_sec(struct rpc_conn *c);
 /* The WIRE_FEAT_* the server agreed to on the current (or last) socket. Thread-safe. */
 uint64_t rpc_conn_features(struct rpc_conn *c);
+/* 1 while the connection replays its requests to a restarted server: its other calls
+ * wait until that server's recovery ends. Thread-safe. */
+int rpc_conn_recovering(struct rpc_conn *c);
 
 /* A reply. body is a heap copy owned by the reply; bulk is either the caller's buffer (see
  * rpc_call_args.reply_bulk) or a heap copy owned by the reply. */

@@ -137,6 +137,7 @@ struct rpc_conn {
 	int env;                   /* the socket carries envelopes; protected by lock */
 	uint64_t gen;              /* bumped per established socket; protected by lock */
 	int connecting;            /* a thread is connecting; protected by lock */
+	int recovering;            /* that thread replays to a restarted server (atomic) */
 	int reader_busy;           /* a waiter is reading replies; protected by lock */
 	struct rpc_pending *waiters; /* followers; one becomes the next reader */
 	struct rx_reader rx;       /* used by the reader only; reset per socket */
@@ -1362,10 +1363,12 @@ static int run_recovery(struct rpc_conn *c, const char *addr, int fd, struct sec
 		 rep->session == WIRE_SESSION_RECOVER ? "in recovery"
 						       : "it no longer knows this client",
 		 rep->session == WIRE_SESSION_RECOVER ? "replaying" : "re-establishing state");
+	__atomic_store_n(&c->recovering, 1, __ATOMIC_RELEASE);
 	if (c->recover)
 		rc = c->recover(c->recover_arg, &r, rep);
 	else
 		rc = rpc_recovery_replay(&r);
+	__atomic_store_n(&c->recovering, 0, __ATOMIC_RELEASE);
 	if (rc < 0)
 		LOG_WARN(SUBSYS, "recovery with %s interrupted: %s; reconnecting", addr,
 			 nacre_strerror(rc));
@@ -1650,6 +1653,11 @@ uint64_t rpc_conn_gen(struct rpc_conn *c)
 const char *rpc_conn_server_name(const struct rpc_conn *c)
 {
 	return c->server_name;
+}
+
+int rpc_conn_recovering(struct rpc_conn *c)
+{
+	return __atomic_load_n(&c->recovering, __ATOMIC_ACQUIRE);
 }
 
 uint64_t rpc_conn_features(struct rpc_conn *c)
