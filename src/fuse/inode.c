@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fid.h"
 #include "common/log.h"
 #include "fuse/fz.h"
 
@@ -46,14 +47,6 @@ int fz_nodeid_fid(uint64_t ino, struct nacre_fid *fid)
 	fid->oid = (uint32_t)ino;
 	fid->ver = 0;
 	return 0;
-}
-
-static size_t fid_hash(const struct nacre_fid *fid)
-{
-	uint64_t h = fid->seq * 0x9e3779b97f4a7c15ULL;
-
-	h ^= ((uint64_t)fid->oid << 32 | fid->ver) * 0xc2b2ae3d27d4eb4fULL;
-	return (size_t)(h ^ (h >> 29));
 }
 
 static size_t ino_hash(uint64_t ino)

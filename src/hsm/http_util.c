@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "common/fid.h"
 #include "common/secret_file.h"
 #include "common/util.h"
 #include "hsm/http.h"
@@ -277,8 +278,7 @@ int hsm_meta_to_headers(const struct hsm_meta *meta, const char *hp, struct hsm_
 	int rc = hsm_meta_each_key(meta, add_key, &ha);
 
 	if (!rc && meta->has_fid) {
-		snprintf(val, sizeof(val), "[0x%llx:0x%x:0x%x]", (unsigned long long)meta->fid.seq,
-			 meta->fid.oid, meta->fid.ver);
+		fid_format(&meta->fid, val, sizeof(val));
 		rc = add_key(&ha, "nacre_fid", val);
 	}
 	if (!rc && S_ISDIR(meta->mode))

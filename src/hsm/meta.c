@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "common/fid.h"
 #include "common/util.h"
 #include "hsm/backend.h"
 
@@ -247,31 +248,6 @@ int hsm_meta_each_key(const struct hsm_meta *meta, hsm_meta_key_fn fn, void *arg
 	return fn(arg, "modtime", mt);
 }
 
-static int parse_fid(const char *s, struct nacre_fid *fid)
-{
-	unsigned long long seq, oid, ver;
-	char *e;
-
-	if (*s == '[')
-		s++;
-	if (strncmp(s, "0x", 2) != 0)
-		return -EINVAL;
-	errno = 0;
-	seq = strtoull(s, &e, 16);
-	if (errno || *e != ':' || strncmp(e + 1, "0x", 2) != 0)
-		return -EINVAL;
-	oid = strtoull(e + 1, &e, 16);
-	if (errno || *e != ':' || strncmp(e + 1, "0x", 2) != 0 || oid > UINT32_MAX)
-		return -EINVAL;
-	ver = strtoull(e + 1, &e, 16);
-	if (errno || ver > UINT32_MAX || (*e && strcmp(e, "]") != 0))
-		return -EINVAL;
-	fid->seq = seq;
-	fid->oid = (uint32_t)oid;
-	fid->ver = (uint32_t)ver;
-	return 0;
-}
-
 int hsm_meta_apply(struct hsm_meta *meta, const char *key, const char *value)
 {
 	int64_t v;
@@ -301,7 +277,7 @@ int hsm_meta_apply(struct hsm_meta *meta, const char *key, const char *value)
 		if (hsm_meta_parse_time(value, &t) == 0)
 			meta->mtime = t;
 	} else if (strcasecmp(key, "nacre_fid") == 0) {
-		if (parse_fid(value, &meta->fid) == 0)
+		if (fid_parse(value, &meta->fid) == 0)
 			meta->has_fid = 1;
 	} else if (strcasecmp(key, "hdi_isfolder") == 0) {
 		if (strcasecmp(value, "true") == 0) {

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "common/crc32c.h"
+#include "common/fid.h"
 #include "common/util.h"
 #include "hsm/backend_impl.h"
 
@@ -272,8 +273,7 @@ static int write_meta(const struct posix *p, const char *f, const struct hsm_met
 	if (rc)
 		return rc;
 	if (m->has_fid)
-		snprintf(fid, sizeof(fid), "[0x%" PRIx64 ":0x%" PRIx32 ":0x%" PRIx32 "]",
-			 m->fid.seq, m->fid.oid, m->fid.ver);
+		fid_format(&m->fid, fid, sizeof(fid));
 	struct text_arg ta = {text, sizeof(text), 0};
 	rc = hsm_meta_each_key(m, add_line, &ta);
 	if (rc)

@@ -102,7 +102,7 @@ static int resolve(struct mds *m, struct mds_txn *txn, const struct mds_inode *p
 	if (parent && S_ISDIR(parent->mode) && parent->has_layout)
 		merge(out, &parent->layout);
 	struct nacre_fid root = mds_root_fid();
-	if (!parent || !mds_fid_eq(&parent->fid, &root)) {
+	if (!parent || !fid_eq(&parent->fid, &root)) {
 		struct mds_inode *r = malloc(sizeof(*r));
 		if (!r)
 			return -ENOMEM;

@@ -92,7 +92,7 @@ int mds_cap_get(struct mds *m, const struct rpc_request *req, uint64_t owner,
 		char fs[NACRE_FID_STR_MAX];
 		LOG_RATELIMITED(LOG_LVL_INFO, "cap",
 				"capability renewal for %s handle %llu from %s: no such open",
-				mds_fid_str(&r->fid, fs, sizeof(fs)),
+				fid_format(&r->fid, fs, sizeof(fs)),
 				(unsigned long long)r->handle, req->peer);
 		return rc;
 	}

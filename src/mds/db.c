@@ -503,7 +503,7 @@ int mds_db_fid_reserve(struct mds_txn *txn, const struct nacre_fid *fid)
 int mds_db_inode_get(struct mds_txn *txn, const struct nacre_fid *fid, struct mds_inode *out)
 {
 	uint8_t kb[16];
-	mds_fid_to_key(fid, kb);
+	fid_to_key(fid, kb);
 	MDB_val k = {16, kb}, v;
 	int rc = mdb_get(txn->t, txn->db->inodes, &k, &v);
 	if (rc)
@@ -512,7 +512,7 @@ int mds_db_inode_get(struct mds_txn *txn, const struct nacre_fid *fid, struct md
 	if (rc) {
 		char fs[NACRE_FID_STR_MAX];
 		LOG_ERR("db", "corrupt inode record for %s (%zu bytes)",
-			mds_fid_str(fid, fs, sizeof(fs)), v.mv_size);
+			fid_format(fid, fs, sizeof(fs)), v.mv_size);
 		return -EIO;
 	}
 	out->fid = *fid;
@@ -556,7 +556,7 @@ int mds_db_inode_del(struct mds_txn *txn, const struct nacre_fid *fid)
 	}
 	if (rc)
 		return rc;
-	mds_fid_to_key(fid, kb);
+	fid_to_key(fid, kb);
 	MDB_val k = {16, kb};
 	return db_map_err(mdb_del(txn->t, txn->db->inodes, &k, NULL), "inode del");
 }
@@ -581,7 +581,7 @@ int mds_db_inode_iter(struct mds_txn *txn, int (*fn)(void *arg, const struct mds
 			LOG_ERR("db", "skipping a corrupt inode record");
 			continue;
 		}
-		db_key_to_fid(k.mv_data, &ino->fid);
+		fid_from_key(k.mv_data, &ino->fid);
 		ret = fn(arg, ino);
 		if (ret)
 			break;
@@ -598,7 +598,7 @@ int mds_db_inode_iter(struct mds_txn *txn, int (*fn)(void *arg, const struct mds
 static size_t dentry_key(uint8_t *k, const struct nacre_fid *parent, const char *name)
 {
 	size_t n = strlen(name);
-	mds_fid_to_key(parent, k);
+	fid_to_key(parent, k);
 	be64(k + 16, mds_db_name_hash(name, n));
 	memcpy(k + 24, name, n);
 	return 24 + n;
@@ -616,7 +616,7 @@ int mds_db_dentry_get(struct mds_txn *txn, const struct nacre_fid *parent, const
 		return db_map_err(rc, "dentry get");
 	if (v.mv_size != 20)
 		return -EIO;
-	db_key_to_fid(v.mv_data, child);
+	fid_from_key(v.mv_data, child);
 	if (type)
 		*type = rd_be32((const uint8_t *)v.mv_data + 16);
 	return 0;
@@ -629,7 +629,7 @@ int mds_db_dentry_put(struct mds_txn *txn, const struct nacre_fid *parent, const
 	if (strlen(name) > NACRE_NAME_MAX)
 		return -ENAMETOOLONG;
 	size_t kl = dentry_key(kb, parent, name);
-	mds_fid_to_key(child, vb);
+	fid_to_key(child, vb);
 	be32(vb + 16, type);
 	return db_map_err(db_put_raw(txn->t, txn->db->dentries, kb, kl, vb, 20), "dentry put");
 }
@@ -647,7 +647,7 @@ int mds_db_dentry_iter(struct mds_txn *txn, const struct nacre_fid *parent, uint
 		       int (*fn)(void *arg, const struct nacre_dirent *d), void *arg)
 {
 	uint8_t kb[24];
-	mds_fid_to_key(parent, kb);
+	fid_to_key(parent, kb);
 	be64(kb + 16, start);
 	MDB_cursor *cur;
 	int rc = mdb_cursor_open(txn->t, txn->db->dentries, &cur);
@@ -672,7 +672,7 @@ int mds_db_dentry_iter(struct mds_txn *txn, const struct nacre_fid *parent, uint
 		d->cookie = rd_be64((const uint8_t *)k.mv_data + 16);
 		memcpy(d->name, (const uint8_t *)k.mv_data + 24, nl);
 		d->name[nl] = 0;
-		db_key_to_fid(v.mv_data, &d->fid);
+		fid_from_key(v.mv_data, &d->fid);
 		d->type = rd_be32((const uint8_t *)v.mv_data + 16);
 		ret = fn(arg, d);
 		if (ret)
@@ -691,8 +691,8 @@ static size_t link_key(uint8_t *k, const struct nacre_fid *child, const struct n
 		       const char *name)
 {
 	size_t n = strlen(name);
-	mds_fid_to_key(child, k);
-	mds_fid_to_key(parent, k + 16);
+	fid_to_key(child, k);
+	fid_to_key(parent, k + 16);
 	memcpy(k + 32, name, n);
 	return 32 + n;
 }
@@ -720,7 +720,7 @@ static int link_order_max(struct mds_txn *txn, const struct nacre_fid *child, ui
 	int rc;
 
 	*out = 0;
-	mds_fid_to_key(child, kb);
+	fid_to_key(child, kb);
 	rc = mdb_cursor_open(txn->t, txn->db->links, &cur);
 	if (rc)
 		return db_map_err(rc, "cursor open");
@@ -767,7 +767,7 @@ int mds_db_link_first(struct mds_txn *txn, const struct nacre_fid *child,
 		      struct nacre_fid *parent, char *name)
 {
 	uint8_t kb[16];
-	mds_fid_to_key(child, kb);
+	fid_to_key(child, kb);
 	MDB_cursor *cur;
 	int rc = mdb_cursor_open(txn->t, txn->db->links, &cur);
 	if (rc)
@@ -780,7 +780,7 @@ int mds_db_link_first(struct mds_txn *txn, const struct nacre_fid *child,
 	else if (k.mv_size <= 32 || k.mv_size > 32 + NACRE_NAME_MAX || memcmp(k.mv_data, kb, 16))
 		ret = -ENOENT;
 	else {
-		db_key_to_fid((const uint8_t *)k.mv_data + 16, parent);
+		fid_from_key((const uint8_t *)k.mv_data + 16, parent);
 		memcpy(name, (const uint8_t *)k.mv_data + 32, k.mv_size - 32);
 		name[k.mv_size - 32] = 0;
 		ret = 0;
@@ -817,7 +817,7 @@ int mds_db_link_iter(struct mds_txn *txn, const struct nacre_fid *child, uint32_
 	MDB_val k = {16, kb}, v;
 	int rc, ret = 0;
 
-	mds_fid_to_key(child, kb);
+	fid_to_key(child, kb);
 	rc = mdb_cursor_open(txn->t, txn->db->links, &cur);
 	if (rc)
 		return db_map_err(rc, "cursor open");
@@ -851,7 +851,7 @@ int mds_db_link_iter(struct mds_txn *txn, const struct nacre_fid *child, uint32_
 	for (size_t i = start; !ret && i < n; i++) {
 		struct nacre_fid parent;
 
-		db_key_to_fid(refs[i].key + 16, &parent);
+		fid_from_key(refs[i].key + 16, &parent);
 		memcpy(name, refs[i].key + 32, refs[i].klen - 32);
 		name[refs[i].klen - 32] = 0;
 		ret = fn(arg, (uint32_t)i, &parent, name);
@@ -865,7 +865,7 @@ int mds_db_link_iter(struct mds_txn *txn, const struct nacre_fid *child, uint32_
 static size_t xattr_key(uint8_t *k, const struct nacre_fid *fid, const char *name)
 {
 	size_t n = strlen(name);
-	mds_fid_to_key(fid, k);
+	fid_to_key(fid, k);
 	memcpy(k + 16, name, n);
 	return 16 + n;
 }
@@ -912,7 +912,7 @@ static int xattr_walk(struct mds_txn *txn, const struct nacre_fid *fid, int del,
 {
 	uint8_t kb[16];
 	char name[NACRE_NAME_MAX + 1];
-	mds_fid_to_key(fid, kb);
+	fid_to_key(fid, kb);
 	MDB_cursor *cur;
 	int rc = mdb_cursor_open(txn->t, txn->db->xattrs, &cur);
 	if (rc)
@@ -1180,7 +1180,7 @@ int mds_db_hsm_last(struct mds_txn *txn, uint64_t *cookie)
 int mds_db_hsm_fid_get(struct mds_txn *txn, const struct nacre_fid *fid, uint64_t *cookie)
 {
 	uint8_t kb[16];
-	mds_fid_to_key(fid, kb);
+	fid_to_key(fid, kb);
 	MDB_val k = {16, kb}, v;
 	int rc = mdb_get(txn->t, txn->db->hsm_fids, &k, &v);
 	if (rc)
@@ -1194,7 +1194,7 @@ int mds_db_hsm_fid_get(struct mds_txn *txn, const struct nacre_fid *fid, uint64_
 int mds_db_hsm_fid_put(struct mds_txn *txn, const struct nacre_fid *fid, uint64_t cookie)
 {
 	uint8_t kb[16], vb[8];
-	mds_fid_to_key(fid, kb);
+	fid_to_key(fid, kb);
 	be64(vb, cookie);
 	return db_map_err(db_put_raw(txn->t, txn->db->hsm_fids, kb, 16, vb, 8), "hsm fid put");
 }
@@ -1202,7 +1202,7 @@ int mds_db_hsm_fid_put(struct mds_txn *txn, const struct nacre_fid *fid, uint64_
 int mds_db_hsm_fid_del(struct mds_txn *txn, const struct nacre_fid *fid)
 {
 	uint8_t kb[16];
-	mds_fid_to_key(fid, kb);
+	fid_to_key(fid, kb);
 	MDB_val k = {16, kb};
 	int rc = mdb_del(txn->t, txn->db->hsm_fids, &k, NULL);
 	return rc == MDB_NOTFOUND ? 0 : db_map_err(rc, "hsm fid del");

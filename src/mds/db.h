@@ -50,6 +50,7 @@
 #include <stdint.h>
 
 #include "mds/acl.h"
+#include "common/fid.h"
 #include "common/keytab.h"
 #include "nacre/nacre_types.h"
 
@@ -330,10 +331,5 @@ int mds_db_key_put(struct mds_txn *txn, const struct keytab_entry *e);
 int mds_db_key_get(struct mds_txn *txn, const char *name, struct keytab_entry *out);
 int mds_db_key_iter(struct mds_txn *txn, int (*fn)(void *arg, const struct keytab_entry *e),
 		    void *arg);
-
-void mds_fid_to_key(const struct nacre_fid *fid, uint8_t out[16]);
-int mds_fid_eq(const struct nacre_fid *a, const struct nacre_fid *b);
-/* "[0x200000400:0x1:0x0]" into buf (NACRE_FID_STR_MAX bytes); returns buf. */
-char *mds_fid_str(const struct nacre_fid *fid, char *buf, size_t len);
 
 #endif

@@ -193,7 +193,7 @@ int db_qown_stored(MDB_txn *t, MDB_dbi dbi, const struct nacre_fid *fid, struct 
 	struct mds_inode head;
 
 	memset(o, 0, sizeof(*o));
-	mds_fid_to_key(fid, kb);
+	fid_to_key(fid, kb);
 	int rc = mdb_get(t, dbi, &k, &v);
 	if (rc == MDB_NOTFOUND)
 		return 0;
@@ -386,7 +386,7 @@ static int qtab_count(MDB_txn *t, struct mds_db *db, struct qtab *h)
 		struct nacre_fid fid;
 		if (k.mv_size != 16)
 			continue;
-		db_key_to_fid(k.mv_data, &fid);
+		fid_from_key(k.mv_data, &fid);
 		int r = db_qown_stored(t, db->inodes, &fid, &o);
 		if (r) {
 			mdb_cursor_close(cur);

@@ -33,32 +33,6 @@ int db_map_err(int rc, const char *what)
 	}
 }
 
-void mds_fid_to_key(const struct nacre_fid *fid, uint8_t out[16])
-{
-	be64(out, fid->seq);
-	be32(out + 8, fid->oid);
-	be32(out + 12, fid->ver);
-}
-
-void db_key_to_fid(const uint8_t *k, struct nacre_fid *fid)
-{
-	fid->seq = rd_be64(k);
-	fid->oid = rd_be32(k + 8);
-	fid->ver = rd_be32(k + 12);
-}
-
-int mds_fid_eq(const struct nacre_fid *a, const struct nacre_fid *b)
-{
-	return a->seq == b->seq && a->oid == b->oid && a->ver == b->ver;
-}
-
-char *mds_fid_str(const struct nacre_fid *fid, char *buf, size_t len)
-{
-	snprintf(buf, len, "[0x%" PRIx64 ":0x%" PRIx32 ":0x%" PRIx32 "]", fid->seq, fid->oid,
-		 fid->ver);
-	return buf;
-}
-
 int db_put_raw(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl, const void *v, size_t vl)
 {
 	MDB_val key = {kl, (void *)k}, val = {vl, (void *)v};
@@ -174,7 +148,7 @@ int db_put_inode_raw(MDB_txn *t, MDB_dbi dbi, const struct mds_inode *ino)
 		wire_cursor_fini(&c);
 		return EINVAL;
 	}
-	mds_fid_to_key(&ino->fid, k);
+	fid_to_key(&ino->fid, k);
 	int rc = db_put_raw(t, dbi, k, 16, c.buf, wire_cursor_pos(&c));
 	wire_cursor_fini(&c);
 	return rc;

@@ -6,22 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static size_t fid_hash(const struct nacre_fid *f)
-{
-	uint64_t h = f->seq * 0x9e3779b97f4a7c15ull ^ ((uint64_t)f->oid << 32 | f->ver);
-	h ^= h >> 29;
-	h *= 0xbf58476d1ce4e5b9ull;
-	return (size_t)(h ^ h >> 32);
-}
-
-static int fid_eq(const struct nacre_fid *a, const struct nacre_fid *b)
-{
-	return a->seq == b->seq && a->oid == b->oid && a->ver == b->ver;
-}
+#include "common/fid.h"
 
 static struct mds_fidset_ent *slot(struct mds_fidset *s, const struct nacre_fid *fid)
 {
-	size_t i = fid_hash(fid) & (s->cap - 1);
+	size_t i = (size_t)fid_hash(fid) & (s->cap - 1);
 	while (s->e[i].used && !fid_eq(&s->e[i].fid, fid))
 		i = (i + 1) & (s->cap - 1);
 	return &s->e[i];

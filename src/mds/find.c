@@ -123,8 +123,7 @@ static int one(const struct wire_find_query *q, uint32_t p, const struct nacre_a
 	case WIRE_FINDP_HSM:
 		return S_ISREG(a->mode) && q->hsm && (a->hsm_state & q->hsm) == q->hsm;
 	case WIRE_FINDP_FID:
-		return a->fid.seq == q->fid.seq && a->fid.oid == q->fid.oid &&
-		       a->fid.ver == q->fid.ver;
+		return fid_eq(&a->fid, &q->fid);
 	default:
 		return 1;
 	}

@@ -322,7 +322,7 @@ int mds_hsm_restore_state(struct mds_hsm *h, uint64_t conn, const struct nacre_f
 	pthread_mutex_lock(&h->lock);
 	for (uint32_t i = 0; i < h->nact; i++) {
 		struct active *a = &h->act[i];
-		if (a->action == NACRE_HSMA_RESTORE && mds_fid_eq(&a->fid, fid)) {
+		if (a->action == NACRE_HSMA_RESTORE && fid_eq(&a->fid, fid)) {
 			int mine = a->conn == conn;
 			if (mine)
 				*layout = a->layout;
@@ -332,7 +332,7 @@ int mds_hsm_restore_state(struct mds_hsm *h, uint64_t conn, const struct nacre_f
 	}
 	for (unsigned i = 0; i < RECENT_FAILS; i++) {
 		struct recent_fail *f = &h->fails[i];
-		if (f->ms && now - f->ms < RECENT_FAIL_MS && mds_fid_eq(&f->fid, fid)) {
+		if (f->ms && now - f->ms < RECENT_FAIL_MS && fid_eq(&f->fid, fid)) {
 			int err = f->err;
 			f->ms = 0; /* one open fails with it; the next one tries again */
 			pthread_mutex_unlock(&h->lock);

@@ -129,7 +129,7 @@ int mds_hsm_open_released(struct mds *m, uint64_t conn_id, const struct mds_inod
 		if (a.queued) {
 			char fs[NACRE_FID_STR_MAX];
 			LOG_DEBUG("hsm", "open of released %s queued a restore",
-				  mds_fid_str(&ino->fid, fs, sizeof(fs)));
+				  fid_format(&ino->fid, fs, sizeof(fs)));
 			wake(h);
 		}
 	}

@@ -322,7 +322,7 @@ static int do_progress(struct mds_hsm *h, const struct rpc_request *req, struct 
 	uint32_t flags = 0, action = 0;
 	pthread_mutex_lock(&h->lock);
 	struct active *ac = mds_hsm_active_find(h, p->cookie);
-	if (!ac || ac->ending || ac->conn != req->conn_id || !mds_fid_eq(&ac->fid, &p->fid)) {
+	if (!ac || ac->ending || ac->conn != req->conn_id || !fid_eq(&ac->fid, &p->fid)) {
 		pthread_mutex_unlock(&h->lock);
 		free(p);
 		return -ESTALE; /* taken back (timeout) or never ours: the agent must drop it */
@@ -349,7 +349,7 @@ static int do_progress(struct mds_hsm *h, const struct rpc_request *req, struct 
 				 action == NACRE_HSMA_ARCHIVE	  ? "ARCHIVE"
 				 : action == NACRE_HSMA_RESTORE ? "RESTORE"
 								: "REMOVE",
-				 mds_fid_str(&p->fid, fs, sizeof(fs)), req->peer,
+				 fid_format(&p->fid, fs, sizeof(fs)), req->peer,
 				 nacre_strerror(p->status));
 			if (action == NACRE_HSMA_RESTORE)
 				mds_hsm_note_failure(h, &p->fid, p->status);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fid.h"
 #include "common/log.h"
 
 #define FILE_BUCKETS 1024
@@ -152,19 +153,13 @@ static void unlock_and_answer(struct mds_locks *lk)
 
 static size_t fid_bucket(const struct nacre_fid *fid)
 {
-	uint64_t h = fid->seq * 0x9e3779b97f4a7c15ull ^ ((uint64_t)fid->oid << 17) ^ fid->ver;
-	return (size_t)(h ^ (h >> 29)) % FILE_BUCKETS;
-}
-
-static int fid_same(const struct nacre_fid *a, const struct nacre_fid *b)
-{
-	return a->seq == b->seq && a->oid == b->oid && a->ver == b->ver;
+	return (size_t)(fid_hash(fid) % FILE_BUCKETS);
 }
 
 static struct lk_file **file_slot(struct mds_locks *lk, const struct nacre_fid *fid)
 {
 	struct lk_file **p = &lk->files[fid_bucket(fid)];
-	while (*p && !fid_same(&(*p)->fid, fid))
+	while (*p && !fid_eq(&(*p)->fid, fid))
 		p = &(*p)->next;
 	return p;
 }
@@ -254,7 +249,7 @@ static int reqs_conflict(const struct wire_lock_req *a, const struct wire_lock_r
 static int same_request(const struct wire_lock_req *a, const struct wire_lock_req *b)
 {
 	return a->client == b->client && a->owner == b->owner && a->kind == b->kind &&
-	       fid_same(&a->fid, &b->fid) && a->start == b->start && a->end == b->end;
+	       fid_eq(&a->fid, &b->fid) && a->start == b->start && a->end == b->end;
 }
 
 /* A lock on f that keeps r from being granted: of the owner of holder, or of anyone if

@@ -378,7 +378,7 @@ static int fs_cached(struct mds_nodemap *nm, const struct nacre_fid *set,
 	int v = -1;
 
 	pthread_mutex_lock(&nm->cache_lock);
-	if (s->gen == gen + 1 && mds_fid_eq(&s->fid, fid) && mds_fid_eq(&s->fileset, set))
+	if (s->gen == gen + 1 && fid_eq(&s->fid, fid) && fid_eq(&s->fileset, set))
 		v = s->verdict;
 	pthread_mutex_unlock(&nm->cache_lock);
 	return v;
@@ -403,7 +403,7 @@ int nodemap_in_fileset(struct mds_nodemap *nm, const struct nodemap_view *v,
 	struct mds_txn *txn;
 	int nwalked = 0, verdict = -1, rc;
 
-	if (!nm || !v->has_fileset || mds_fid_eq(fid, &v->fileset))
+	if (!nm || !v->has_fileset || fid_eq(fid, &v->fileset))
 		return 1;
 	/* read before the walk: a rename that commits meanwhile bumps it after */
 	uint64_t gen = __atomic_load_n(&nm->ns_gen, __ATOMIC_ACQUIRE);
@@ -411,11 +411,11 @@ int nodemap_in_fileset(struct mds_nodemap *nm, const struct nodemap_view *v,
 	if (rc)
 		return rc;
 	for (int depth = 0; depth < WALK_MAX && verdict < 0; depth++) {
-		if (mds_fid_eq(&cur, &v->fileset)) {
+		if (fid_eq(&cur, &v->fileset)) {
 			verdict = 1;
 			break;
 		}
-		if (mds_fid_eq(&cur, &root)) {
+		if (fid_eq(&cur, &root)) {
 			verdict = 0;
 			break;
 		}

@@ -369,7 +369,7 @@ void mds_notify_perm_change(struct mds *m, const struct nacre_fid *fid)
 	if (mds_req_current && mds_req_current->replay)
 		return;
 	for (int i = 0; i < nnotes; i++)
-		if (mds_fid_eq(&notes[i], fid))
+		if (fid_eq(&notes[i], fid))
 			return;
 	if (nnotes < NOTES_MAX)
 		notes[nnotes++] = *fid;
@@ -398,7 +398,7 @@ static void queue_notes(struct ncli *c)
 	for (int i = 0; i < nnotes && !c->all; i++) {
 		uint32_t j;
 		for (j = 0; j < c->npend; j++)
-			if (mds_fid_eq(&c->pend[j], &notes[i]))
+			if (fid_eq(&c->pend[j], &notes[i]))
 				break;
 		if (j < c->npend)
 			continue;

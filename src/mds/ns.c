@@ -166,7 +166,7 @@ int mds_ns_fid2path(struct mds *m, const struct nacre_cred *cr, const struct nac
 	}
 	rc = mds_db_inode_get(txn, fid, ino);
 	/* a directory chain is at most PATH_MAX/2 deep; the bound stops a corrupt loop */
-	for (int depth = 0; !rc && !mds_fid_eq(&cur, &root); depth++) {
+	for (int depth = 0; !rc && !fid_eq(&cur, &root); depth++) {
 		if (depth > NACRE_PATH_MAX) {
 			rc = -ELOOP;
 			break;

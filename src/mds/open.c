@@ -77,7 +77,7 @@ void mds_open_table_destroy(struct mds_open_table *t)
 static struct fid_count **fid_slot(struct mds_open_table *t, const struct nacre_fid *fid)
 {
 	struct fid_count **pp = &t->fids[fid_bucket(fid)];
-	while (*pp && !mds_fid_eq(&(*pp)->fid, fid))
+	while (*pp && !fid_eq(&(*pp)->fid, fid))
 		pp = &(*pp)->next;
 	return pp;
 }
@@ -163,7 +163,7 @@ static int handle_find(struct mds_open_table *t, uint64_t conn_id, uint64_t id,
 	pthread_mutex_lock(&t->lock);
 	for (struct handle **pp = &t->handles[id % NBUCKETS]; *pp; pp = &(*pp)->next) {
 		struct handle *h = *pp;
-		if (h->id == id && h->conn_id == conn_id && mds_fid_eq(&h->fid, fid)) {
+		if (h->id == id && h->conn_id == conn_id && fid_eq(&h->fid, fid)) {
 			if (set_restore)
 				h->restore = 1;
 			rc = h->restore;
@@ -193,7 +193,7 @@ static struct handle *handle_lookup_locked(struct mds_open_table *t, uint64_t ow
 					   uint64_t id, const struct nacre_fid *fid)
 {
 	for (struct handle *h = t->handles[id % NBUCKETS]; h; h = h->next)
-		if (h->id == id && h->conn_id == owner && mds_fid_eq(&h->fid, fid))
+		if (h->id == id && h->conn_id == owner && fid_eq(&h->fid, fid))
 			return h;
 	return NULL;
 }

@@ -169,7 +169,7 @@ static int per_stripe(struct mds *m, uint16_t opcode, const struct nacre_fid *fi
 		int rc = obj_op_wait(pend[i]);
 		if (rc) {
 			LOG_RATELIMITED(LOG_LVL_WARN, "oss", "%s of %s stripe %u on OST%04x: %s",
-					wire_opcode_name(opcode), mds_fid_str(fid, fs, sizeof(fs)),
+					wire_opcode_name(opcode), fid_format(fid, fs, sizeof(fs)),
 					i, l->ost_idx[i], nacre_strerror(rc));
 			if (!first_err)
 				first_err = rc;
@@ -311,7 +311,7 @@ static void batch_finish(struct mds_oss_obj *objs, struct batch *b)
 				"first %s stripe %u: %s",
 				wire_opcode_name(WIRE_OP_OST_DESTROY_BATCH), b->ost_idx,
 				rpc_conn_addr(b->conn), failed, b->n,
-				mds_fid_str(&first->fid, fs, sizeof(fs)), first->stripe,
+				fid_format(&first->fid, fs, sizeof(fs)), first->stripe,
 				nacre_strerror(first->rc));
 	}
 }
@@ -352,7 +352,7 @@ static void batch_fallback(struct mds *m, struct mds_oss_obj *objs, struct batch
 			if (o->rc)
 				LOG_RATELIMITED(LOG_LVL_WARN, "oss", "%s of %s stripe %u on OST%04x: %s",
 						wire_opcode_name(WIRE_OP_OST_DESTROY),
-						mds_fid_str(&o->fid, fs, sizeof(fs)), o->stripe,
+						fid_format(&o->fid, fs, sizeof(fs)), o->stripe,
 						o->ost_idx, nacre_strerror(o->rc));
 		}
 	}

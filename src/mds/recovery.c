@@ -234,7 +234,7 @@ static int is_root_getattr(const struct rpc_request *req)
 		return 0;
 	wire_cursor_init_read(&cur, req->body, req->body_len);
 	wire_fid_req_decode(&cur, &f);
-	return wire_cursor_ok(&cur) && mds_fid_eq(&f.fid, &root);
+	return wire_cursor_ok(&cur) && fid_eq(&f.fid, &root);
 }
 
 int mds_recovery_admit(struct mds_recovery *r, const struct rpc_request *req)

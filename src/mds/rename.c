@@ -19,9 +19,9 @@ static int is_ancestor(struct mds_txn *txn, const struct nacre_fid *anc,
 	struct nacre_fid root = mds_root_fid(), cur = *fid, parent;
 	char name[NACRE_NAME_MAX + 1];
 	for (int depth = 0; depth <= NACRE_PATH_MAX; depth++) {
-		if (mds_fid_eq(&cur, anc))
+		if (fid_eq(&cur, anc))
 			return 1;
-		if (mds_fid_eq(&cur, &root))
+		if (fid_eq(&cur, &root))
 			return 0;
 		int rc = mds_db_link_first(txn, &cur, &parent, name);
 		if (rc) {
@@ -59,7 +59,7 @@ static int load(struct mds_txn *txn, struct rename_ctx *c)
 	if (rc)
 		return rc;
 	c->sp = &c->sp_store;
-	if (mds_fid_eq(&r->sparent, &r->dparent)) {
+	if (fid_eq(&r->sparent, &r->dparent)) {
 		c->dp = c->sp;
 	} else {
 		rc = mds_ns_get_dir(txn, &r->dparent, &c->dp_store);
@@ -257,7 +257,7 @@ static int rename_op(struct mds_txn *txn, void *arg)
 	if (rc)
 		return rc;
 	/* two names of one inode: rename(2) does nothing */
-	if (c->have_dst && mds_fid_eq(&c->src.fid, &c->dst.fid))
+	if (c->have_dst && fid_eq(&c->src.fid, &c->dst.fid))
 		return 0;
 	rc = check(txn, c);
 	if (rc)

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "common/fid.h"
 #include "common/log.h"
 
 uint32_t oss_cap_needed(uint16_t opcode)
@@ -34,8 +35,7 @@ static int refuse(const struct rpc_request *req, uint16_t opcode, const struct n
 		  uint32_t stripe, const char *why)
 {
 	char fs[NACRE_FID_STR_MAX];
-	snprintf(fs, sizeof(fs), "[0x%llx:0x%x:0x%x]", (unsigned long long)fid->seq, fid->oid,
-		 fid->ver);
+	fid_format(fid, fs, sizeof(fs));
 	LOG_RATELIMITED(LOG_LVL_WARN, "cap",
 			"refused %s of %s stripe %u from %s (%s, client %016llx): %s",
 			wire_opcode_name(opcode), fs, stripe,

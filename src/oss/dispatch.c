@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/fault.h"
+#include "common/fid.h"
 #include "common/log.h"
 #include "common/lprocfs.h"
 #include "nacre/nacre_errno.h"
@@ -20,11 +21,6 @@ struct oss_target *oss_ctx_find(const struct oss_ctx *ctx, uint32_t index)
 		if (ctx->targets[i]->index == index)
 			return ctx->targets[i];
 	return NULL;
-}
-
-static int fid_is_zero(const struct nacre_fid *f)
-{
-	return f->seq == 0 && f->oid == 0 && f->ver == 0;
 }
 
 /* What an oss.write_* fault point that fired does: crash (its default), or fail the write

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/fid.h"
 #include "nacre/nacre.h"
 
 static int passed, failed;
@@ -182,6 +183,20 @@ static void test_fid(void)
 	for (size_t i = 0; i < sizeof(bad_fids) / sizeof(bad_fids[0]); i++)
 		CHECK(nacre_fid_parse(bad_fids[i], &out) == -EINVAL, "accepted fid '%s'",
 		      bad_fids[i]);
+	/* leading zeros are no digits too many (the copytool's archives may carry them) */
+	CHECK(nacre_fid_parse("[0x000000000000000000001:0x0000000002:0x0]", &out) == 0 &&
+		      out.seq == 1 && out.oid == 2,
+	      "leading zeros");
+
+	/* the store's key sorts as (seq, oid, ver) and decodes back */
+	struct nacre_fid lo = {0x1ff, 0xffffffff, 7}, hi = {0x200, 0, 0};
+	uint8_t klo[FID_KEY_LEN], khi[FID_KEY_LEN];
+	fid_to_key(&lo, klo);
+	fid_to_key(&hi, khi);
+	CHECK(memcmp(klo, khi, FID_KEY_LEN) < 0, "key order");
+	fid_from_key(klo, &out);
+	CHECK(fid_eq(&out, &lo) && !fid_is_zero(&out), "key round trip");
+	CHECK(fid_hash(&lo) != fid_hash(&hi), "hash");
 }
 
 int main(void)

@@ -350,12 +350,12 @@ int main(void)
 	CHECK_RC(do_rename(&m, &a.fid, "f1", &root, "b.txt", 0), 0);
 	check_links(&m, &b.fid, 0, 10, "hard,b.txt,", 2, 1); /* a renamed link moves last */
 	CHECK_RC(mds_ns_lookup(&m, &root_cr, &root, "b.txt", &c), 0);
-	CHECK(mds_fid_eq(&c.fid, &b.fid));
+	CHECK(fid_eq(&c.fid, &b.fid));
 	CHECK_RC(mds_ns_lookup(&m, &root_cr, &a.fid, "f1", &c), -ENOENT);
 	CHECK_RC(do_rename(&m, &root, "ln", &root, "b.txt", MDS_RENAME_NOREPLACE), -EEXIST);
 	CHECK_RC(do_rename(&m, &root, "ln", &root, "b.txt", MDS_RENAME_EXCHANGE), 0);
 	CHECK_RC(mds_ns_lookup(&m, &root_cr, &root, "ln", &c), 0);
-	CHECK(mds_fid_eq(&c.fid, &b.fid));
+	CHECK(fid_eq(&c.fid, &b.fid));
 	CHECK_RC(do_rename(&m, &root, "b.txt", &root, "ln", 0), 0); /* symlink over file */
 	CHECK_RC(mds_ns_lookup(&m, &root_cr, &root, "b.txt", &c), -ENOENT);
 	CHECK_RC(mds_ns_getattr(&m, &root_cr, &b.fid, &c), 0);
@@ -414,7 +414,7 @@ int main(void)
 	CHECK_RC(mds_ns_create(&m, 9, WIRE_OP_MDS_CREATE, cor, &d, &col, &h1), 0);
 	CHECK(h1 != 0 && mds_open_count(m.open, &d.fid) == 1 && col.nosts == 1);
 	CHECK_RC(mds_ns_create(&m, 9, WIRE_OP_MDS_CREATE, cor, &c, &col, &h2), 0);
-	CHECK(h2 == 0 && mds_fid_eq(&c.fid, &d.fid) && mds_open_count(m.open, &d.fid) == 1);
+	CHECK(h2 == 0 && fid_eq(&c.fid, &d.fid) && mds_open_count(m.open, &d.fid) == 1);
 	cor->flags |= O_EXCL;
 	CHECK_RC(mds_ns_create(&m, 9, WIRE_OP_MDS_CREATE, cor, &c, &col, &h2), -EEXIST);
 	free(cor);
@@ -487,7 +487,7 @@ int main(void)
 	/* everything persisted */
 	CHECK_RC(mds_up(&m, dir, 0), 0);
 	CHECK_RC(mds_ns_lookup(&m, &root_cr, &root, "a", &c), 0);
-	CHECK(mds_fid_eq(&c.fid, &a.fid));
+	CHECK(fid_eq(&c.fid, &a.fid));
 	CHECK_RC(mds_ns_lookup(&m, &root_cr, &root, "ln", &c), 0);
 	CHECK(S_ISLNK(c.mode));
 	CHECK(count_entries(&m, &a.fid) == 20);
