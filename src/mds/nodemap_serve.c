@@ -11,28 +11,10 @@
 #include "common/util.h"
 #include "proto/wire.h"
 
-/* Changes a read-only client may not make. */
+/* Changes a read-only client may not make: the table's, and OPEN and QUOTA by their body. */
 static int is_change(const struct rpc_request *req)
 {
 	switch (req->hdr->opcode) {
-	case WIRE_OP_MDS_SETATTR:
-	case WIRE_OP_MDS_CREATE:
-	case WIRE_OP_MDS_MKDIR:
-	case WIRE_OP_MDS_MKNOD:
-	case WIRE_OP_MDS_UNLINK:
-	case WIRE_OP_MDS_RMDIR:
-	case WIRE_OP_MDS_RENAME:
-	case WIRE_OP_MDS_LINK:
-	case WIRE_OP_MDS_SYMLINK:
-	case WIRE_OP_MDS_SETXATTR:
-	case WIRE_OP_MDS_REMOVEXATTR:
-	case WIRE_OP_MDS_LAYOUT_SET:
-	case WIRE_OP_MDS_APPEND:
-	case WIRE_OP_MDS_SIZE_UPDATE:
-	case WIRE_OP_MDS_HSM_REQUEST:
-	case WIRE_OP_MDS_HSM_STATE_SET:
-	case WIRE_OP_MDS_HSM_IMPORT:
-		return 1;
 	case WIRE_OP_MDS_QUOTA: { /* setting limits or fixing usage */
 		struct wire_quota_req q;
 		struct wire_cursor c;
@@ -51,50 +33,7 @@ static int is_change(const struct rpc_request *req)
 					      (o.flags & (O_TRUNC | O_CREAT)));
 	}
 	default:
-		return 0;
-	}
-}
-
-/* Requests whose first field after the credentials is the FID they act on. CLOSE,
- * SIZE_UPDATE and APPEND act through an open handle, checked at open. */
-static int fid_follows_cred(uint16_t op)
-{
-	switch (op) {
-	case WIRE_OP_MDS_LOOKUP:
-	case WIRE_OP_MDS_GETATTR:
-	case WIRE_OP_MDS_SETATTR:
-	case WIRE_OP_MDS_CREATE:
-	case WIRE_OP_MDS_MKDIR:
-	case WIRE_OP_MDS_MKNOD:
-	case WIRE_OP_MDS_UNLINK:
-	case WIRE_OP_MDS_RMDIR:
-	case WIRE_OP_MDS_RENAME:
-	case WIRE_OP_MDS_LINK:
-	case WIRE_OP_MDS_SYMLINK:
-	case WIRE_OP_MDS_READLINK:
-	case WIRE_OP_MDS_READDIR:
-	case WIRE_OP_MDS_FIND:
-	case WIRE_OP_MDS_OPEN:
-	case WIRE_OP_MDS_GETXATTR:
-	case WIRE_OP_MDS_SETXATTR:
-	case WIRE_OP_MDS_LISTXATTR:
-	case WIRE_OP_MDS_REMOVEXATTR:
-	case WIRE_OP_MDS_LAYOUT_GET:
-	case WIRE_OP_MDS_LAYOUT_SET:
-	case WIRE_OP_MDS_FID2PATH:
-	case WIRE_OP_MDS_LINKS:
-	case WIRE_OP_MDS_SYNC:
-	case WIRE_OP_MDS_HSM_STATE_GET:
-	case WIRE_OP_MDS_HSM_STATE_SET:
-	case WIRE_OP_MDS_HSM_ACTION:
-	case WIRE_OP_MDS_HSM_IMPORT:
-	case WIRE_OP_MDS_LOCK_SET:
-	case WIRE_OP_MDS_LOCK_GET:
-	case WIRE_OP_MDS_LOCK_WAIT:
-	case WIRE_OP_MDS_LOCK_CANCEL:
-		return 1;
-	default:
-		return 0;
+		return wire_op_has(req->hdr->opcode, WIRE_OPF_CHANGE);
 	}
 }
 
@@ -130,7 +69,7 @@ static int check_fileset(struct mds *m, const struct rpc_request *req,
 		}
 		return rc;
 	}
-	if (!fid_follows_cred(op))
+	if (!wire_op_has(op, WIRE_OPF_CRED_FID))
 		return 0;
 	wire_fid_get(&c, &f);
 	if (!wire_cursor_ok(&c))

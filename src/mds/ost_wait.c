@@ -32,7 +32,7 @@ struct mds_ost_wait {
 
 int mds_ost_wait_needed(uint16_t opcode)
 {
-	return opcode == WIRE_OP_MDS_CREATE || opcode == WIRE_OP_MDS_LAYOUT_SET;
+	return wire_op_has(opcode, WIRE_OPF_OST_OBJECTS);
 }
 
 /* Ends the wait: returns the parked requests, for resuming after the lock is dropped.

@@ -194,33 +194,6 @@ static void advance(struct mds_recovery *r, struct parked **out)
 	}
 }
 
-static int is_reopen(uint16_t op)
-{
-	return op == WIRE_OP_MDS_OPEN || op == WIRE_OP_MDS_LOCK_SET || op == WIRE_OP_MDS_LOCK_WAIT;
-}
-
-/* Requests that never wait for recovery: servers' and status. */
-static int always_passes(uint16_t op)
-{
-	switch (op) {
-	case WIRE_OP_MDS_TARGET_REGISTER:
-	case WIRE_OP_MDS_TARGET_HEARTBEAT:
-	case WIRE_OP_MDS_TARGETS:
-	case WIRE_OP_MDS_STATFS:
-	case WIRE_OP_MDS_RECOVERY_STATUS:
-	case WIRE_OP_MDS_KEY_ISSUE: /* OSSes pull the key table; a revocation cannot wait */
-	case WIRE_OP_MDS_KEY_REVOKE:
-	case WIRE_OP_MDS_KEY_LIST:
-	case WIRE_OP_MDS_NOTIFY_WAIT: /* a callback channel, no change: parked by notify.c */
-	case WIRE_OP_MDS_GROUPS_SET:  /* registers a list for the replays that follow */
-	case WIRE_OP_MDS_NODEMAP:     /* a mount asks for its rule (nacre recovery-status
-				       * mounts too); rules are not namespace changes */
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 /* GETATTR of the root: the kernel checks permissions on the mount root (default_permissions)
  * before it reads a mount's own status xattrs (`nacre recovery-status`), so this one read
  * passes; it may show the root's times as they were before the replays. */
@@ -245,7 +218,7 @@ int mds_recovery_admit(struct mds_recovery *r, const struct rpc_request *req)
 	struct rclient *c;
 	int rc;
 
-	if (!mds_recovery_active(r) || always_passes(op) || is_root_getattr(req))
+	if (!mds_recovery_active(r) || wire_op_has(op, WIRE_OPF_RECOVERY_PASS) || is_root_getattr(req))
 		return MDS_RECOVERY_PASS;
 	pthread_mutex_lock(&r->lock);
 	if (r->phase == PH_DONE) {
@@ -290,7 +263,7 @@ int mds_recovery_admit(struct mds_recovery *r, const struct rpc_request *req)
 		release(out);
 		return rc;
 	}
-	if (c && (flags & WIRE_ENV_REPLAY) && !is_reopen(op) && r->phase == PH_REPLAY) {
+	if (c && (flags & WIRE_ENV_REPLAY) && !wire_op_has(op, WIRE_OPF_REOPEN) && r->phase == PH_REPLAY) {
 		if (req->resumed && r->running && r->run_client == c->id &&
 		    r->run_xid == req->hdr->xid) {
 			pthread_mutex_unlock(&r->lock);
@@ -304,7 +277,7 @@ int mds_recovery_admit(struct mds_recovery *r, const struct rpc_request *req)
 		release(out);
 		return rc;
 	}
-	if (c && (flags & WIRE_ENV_REPLAY) && is_reopen(op)) {
+	if (c && (flags & WIRE_ENV_REPLAY) && wire_op_has(op, WIRE_OPF_REOPEN)) {
 		rc = r->phase == PH_REPLAY ? park(r, &r->reopen_q, req, 0, 0) : MDS_RECOVERY_PASS;
 		pthread_mutex_unlock(&r->lock);
 		return rc;

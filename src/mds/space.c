@@ -39,23 +39,6 @@ struct mds_space {
 	uint64_t refused;     /* atomic */
 };
 
-static int takes_space(uint16_t opcode)
-{
-	switch (opcode) {
-	case WIRE_OP_MDS_CREATE:
-	case WIRE_OP_MDS_MKDIR:
-	case WIRE_OP_MDS_MKNOD:
-	case WIRE_OP_MDS_SYMLINK:
-	case WIRE_OP_MDS_LINK:
-	case WIRE_OP_MDS_SETXATTR:
-	case WIRE_OP_MDS_LAYOUT_SET:
-	case WIRE_OP_MDS_HSM_IMPORT:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 /* The room a change that takes space needs. */
 static uint64_t need(const struct mds_space *s)
 {
@@ -150,7 +133,7 @@ static int due(const struct mds_space *s, int64_t now)
 
 int mds_space_admit(struct mds_space *s, uint16_t opcode, int replay)
 {
-	int takes = takes_space(opcode) && !replay;
+	int takes = wire_op_has(opcode, WIRE_OPF_TAKES_SPACE) && !replay;
 	int64_t now;
 	int rc = 0;
 

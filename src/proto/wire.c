@@ -35,60 +35,71 @@
  * group commit (microseconds with no fsync per commit; whatever they start on the OSSes, as
  * object destruction, runs later on other threads). On a worker: SETATTR may punch objects
  * on an OSS, OPEN may wait for a restore, SYNC waits for the disk, locks and HSM agents may
- * wait for others. */
+ * wait for others.
+ * Passing the recovery window: the servers' registrations and heartbeats, statfs, target
+ * and recovery status; the key calls (OSSes pull the key table, a revocation cannot wait);
+ * NOTIFY_WAIT (a callback channel, parked by notify.c, no change); GROUPS_SET (registers a
+ * list for the replays that follow); NODEMAP (a mount asks for its rule; rules are not
+ * namespace changes). */
 #define IDEM WIRE_OPF_IDEMPOTENT
 #define INL WIRE_OPF_INLINE
 #define RC WIRE_OPF_REPLY_CACHE
 #define BIG WIRE_OPF_BIG_BODY
+#define CHG WIRE_OPF_CHANGE
+#define CF WIRE_OPF_CRED_FID
+#define SPC WIRE_OPF_TAKES_SPACE
+#define OBJ WIRE_OPF_OST_OBJECTS
+#define PASS WIRE_OPF_RECOVERY_PASS
+#define REO WIRE_OPF_REOPEN
 #define OP(op, req, rep, flags) [WIRE_OP_##op] = {#op, req, rep, flags}
 static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(CONNECT, "connect_req", "connect_rep", 0),
 	OP(AUTH, "auth_req", "empty", 0),
 	OP(PING, "empty", "empty", IDEM),
 	OP(FAULT_SET, "fault_set_req", "fault_set_rep", IDEM),
-	OP(MDS_STATFS, "cred_req", "statfs_rep", IDEM | INL),
-	OP(MDS_LOOKUP, "name_req", "attr_rep", IDEM | INL),
-	OP(MDS_GETATTR, "fid_req", "attr_rep", IDEM | INL),
-	OP(MDS_SETATTR, "setattr_req", "attr_rep", RC),
-	OP(MDS_CREATE, "create_req", "create_rep", INL | RC),
-	OP(MDS_MKDIR, "create_req", "attr_rep", INL | RC),
-	OP(MDS_MKNOD, "create_req", "attr_rep", INL | RC),
-	OP(MDS_UNLINK, "name_req", "empty", INL | RC),
-	OP(MDS_RMDIR, "name_req", "empty", INL | RC),
-	OP(MDS_RENAME, "rename_req", "empty", INL | RC),
-	OP(MDS_LINK, "link_req", "attr_rep", INL | RC),
-	OP(MDS_SYMLINK, "create_req", "attr_rep", INL | RC),
-	OP(MDS_READLINK, "fid_req", "path_rep", IDEM | INL),
-	OP(MDS_READDIR, "readdir_req", "readdir_rep", IDEM | INL),
-	OP(MDS_OPEN, "open_req", "open_rep", 0),
+	OP(MDS_STATFS, "cred_req", "statfs_rep", IDEM | INL | PASS),
+	OP(MDS_LOOKUP, "name_req", "attr_rep", IDEM | INL | CF),
+	OP(MDS_GETATTR, "fid_req", "attr_rep", IDEM | INL | CF),
+	OP(MDS_SETATTR, "setattr_req", "attr_rep", RC | CHG | CF),
+	OP(MDS_CREATE, "create_req", "create_rep", INL | RC | CHG | CF | SPC | OBJ),
+	OP(MDS_MKDIR, "create_req", "attr_rep", INL | RC | CHG | CF | SPC),
+	OP(MDS_MKNOD, "create_req", "attr_rep", INL | RC | CHG | CF | SPC),
+	OP(MDS_UNLINK, "name_req", "empty", INL | RC | CHG | CF),
+	OP(MDS_RMDIR, "name_req", "empty", INL | RC | CHG | CF),
+	OP(MDS_RENAME, "rename_req", "empty", INL | RC | CHG | CF),
+	OP(MDS_LINK, "link_req", "attr_rep", INL | RC | CHG | CF | SPC),
+	OP(MDS_SYMLINK, "create_req", "attr_rep", INL | RC | CHG | CF | SPC),
+	OP(MDS_READLINK, "fid_req", "path_rep", IDEM | INL | CF),
+	OP(MDS_READDIR, "readdir_req", "readdir_rep", IDEM | INL | CF),
+	OP(MDS_OPEN, "open_req", "open_rep", CF | REO),
 	OP(MDS_CLOSE, "close_req", "attr_rep", INL | RC),
-	OP(MDS_SIZE_UPDATE, "close_req", "attr_rep", INL | RC),
-	OP(MDS_GETXATTR, "xattr_req", "xattr_rep", IDEM | INL | BIG),
-	OP(MDS_SETXATTR, "xattr_req", "empty", INL | RC | BIG),
-	OP(MDS_LISTXATTR, "xattr_req", "xattr_rep", IDEM | INL | BIG),
-	OP(MDS_REMOVEXATTR, "xattr_req", "empty", INL | RC),
-	OP(MDS_LAYOUT_GET, "fid_req", "layout_rep", IDEM | INL),
-	OP(MDS_LAYOUT_SET, "layout_set_req", "layout_rep", RC),
-	OP(MDS_TARGETS, "cred_req", "targets_rep", IDEM | INL),
-	OP(MDS_FID2PATH, "fid_req", "path_rep", IDEM | INL),
-	OP(MDS_TARGET_REGISTER, "target_reg", "empty", IDEM),
-	OP(MDS_TARGET_HEARTBEAT, "target_reg", "empty", IDEM),
-	OP(MDS_SYNC, "fid_req", "empty", IDEM),
+	OP(MDS_SIZE_UPDATE, "close_req", "attr_rep", INL | RC | CHG),
+	OP(MDS_GETXATTR, "xattr_req", "xattr_rep", IDEM | INL | BIG | CF),
+	OP(MDS_SETXATTR, "xattr_req", "empty", INL | RC | BIG | CHG | CF | SPC),
+	OP(MDS_LISTXATTR, "xattr_req", "xattr_rep", IDEM | INL | BIG | CF),
+	OP(MDS_REMOVEXATTR, "xattr_req", "empty", INL | RC | CHG | CF),
+	OP(MDS_LAYOUT_GET, "fid_req", "layout_rep", IDEM | INL | CF),
+	OP(MDS_LAYOUT_SET, "layout_set_req", "layout_rep", RC | CHG | CF | SPC | OBJ),
+	OP(MDS_TARGETS, "cred_req", "targets_rep", IDEM | INL | PASS),
+	OP(MDS_FID2PATH, "fid_req", "path_rep", IDEM | INL | CF),
+	OP(MDS_TARGET_REGISTER, "target_reg", "empty", IDEM | PASS),
+	OP(MDS_TARGET_HEARTBEAT, "target_reg", "empty", IDEM | PASS),
+	OP(MDS_SYNC, "fid_req", "empty", IDEM | CF),
 	OP(MDS_DISCONNECT, "cred_req", "empty", IDEM),
 	OP(MDS_RECOVERY_DONE, "recovery_done_req", "empty", IDEM),
-	OP(MDS_RECOVERY_STATUS, "cred_req", "recovery_status", IDEM | INL),
-	OP(MDS_APPEND, "append_req", "append_rep", INL | RC),
-	OP(MDS_HSM_REQUEST, "hsm_request", "hsm_request_rep", IDEM),
-	OP(MDS_HSM_STATE_GET, "fid_req", "hsm_state", IDEM),
-	OP(MDS_HSM_STATE_SET, "hsm_state_set", "hsm_state", IDEM),
-	OP(MDS_HSM_ACTION, "fid_req", "hsm_action_rep", IDEM),
+	OP(MDS_RECOVERY_STATUS, "cred_req", "recovery_status", IDEM | INL | PASS),
+	OP(MDS_APPEND, "append_req", "append_rep", INL | RC | CHG),
+	OP(MDS_HSM_REQUEST, "hsm_request", "hsm_request_rep", IDEM | CHG),
+	OP(MDS_HSM_STATE_GET, "fid_req", "hsm_state", IDEM | CF),
+	OP(MDS_HSM_STATE_SET, "hsm_state_set", "hsm_state", IDEM | CHG | CF),
+	OP(MDS_HSM_ACTION, "fid_req", "hsm_action_rep", IDEM | CF),
 	OP(MDS_HSM_LIST, "hsm_list_req", "hsm_list_rep", IDEM),
 	OP(MDS_HSM_AGENT_REGISTER, "hsm_agent_reg", "empty", 0),
 	OP(MDS_HSM_AGENT_POLL, "hsm_poll_req", "hsm_poll_rep", 0),
 	OP(MDS_HSM_AGENT_PROGRESS, "hsm_progress", "hsm_progress_rep", 0),
-	OP(MDS_HSM_IMPORT, "hsm_import_req", "attr_rep", RC),
-	OP(MDS_LINKS, "links_req", "links_rep", IDEM | INL),
-	OP(MDS_FIND, "find_req", "find_rep", IDEM),
+	OP(MDS_HSM_IMPORT, "hsm_import_req", "attr_rep", RC | CHG | CF | SPC),
+	OP(MDS_LINKS, "links_req", "links_rep", IDEM | INL | CF),
+	OP(MDS_FIND, "find_req", "find_rep", IDEM | CF),
 	OP(MDS_CL_REGISTER, "changelog_req", "changelog_rep", 0),
 	OP(MDS_CL_DEREGISTER, "changelog_req", "changelog_rep", 0),
 	OP(MDS_CL_READ, "changelog_req", "changelog_rep", IDEM),
@@ -105,20 +116,26 @@ static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(OST_DESTROY_BATCH, "ost_destroy_req", "ost_destroy_rep", IDEM),
 	OP(OST_FALLOCATE, "ost_falloc_req", "empty", IDEM),
 	OP(OST_SEEK, "ost_seek_req", "ost_seek_rep", IDEM),
-	OP(MDS_LOCK_SET, "lock_req", "empty", IDEM),
-	OP(MDS_LOCK_GET, "lock_req", "lock_rep", IDEM),
-	OP(MDS_LOCK_WAIT, "lock_req", "empty", IDEM),
-	OP(MDS_LOCK_CANCEL, "lock_req", "empty", IDEM),
-	OP(MDS_KEY_ISSUE, "key_req", "key_list", 0),
-	OP(MDS_KEY_REVOKE, "key_req", "key_list", IDEM),
-	OP(MDS_KEY_LIST, "cred_req", "key_list", IDEM),
+	OP(MDS_LOCK_SET, "lock_req", "empty", IDEM | CF | REO),
+	OP(MDS_LOCK_GET, "lock_req", "lock_rep", IDEM | CF),
+	OP(MDS_LOCK_WAIT, "lock_req", "empty", IDEM | CF | REO),
+	OP(MDS_LOCK_CANCEL, "lock_req", "empty", IDEM | CF),
+	OP(MDS_KEY_ISSUE, "key_req", "key_list", PASS),
+	OP(MDS_KEY_REVOKE, "key_req", "key_list", IDEM | PASS),
+	OP(MDS_KEY_LIST, "cred_req", "key_list", IDEM | PASS),
 	OP(OST_KEY_UPDATE, "key_update", "empty", IDEM),
 	OP(MDS_CAP_GET, "cap_req", "cap_rep", IDEM | INL),
-	OP(MDS_NOTIFY_WAIT, "notify_req", "notify_rep", IDEM | INL),
-	OP(MDS_GROUPS_SET, "groups_set_req", "empty", IDEM | INL),
-	OP(MDS_NODEMAP, "nodemap_req", "nodemap_rep", 0),
+	OP(MDS_NOTIFY_WAIT, "notify_req", "notify_rep", IDEM | INL | PASS),
+	OP(MDS_GROUPS_SET, "groups_set_req", "empty", IDEM | INL | PASS),
+	OP(MDS_NODEMAP, "nodemap_req", "nodemap_rep", PASS),
 };
 #undef OP
+#undef REO
+#undef PASS
+#undef OBJ
+#undef SPC
+#undef CF
+#undef CHG
 #undef BIG
 #undef RC
 #undef INL
@@ -136,6 +153,13 @@ const char *wire_opcode_name(uint16_t opcode)
 	const struct wire_op_info *op = wire_op_info(opcode);
 
 	return op ? op->name : "UNKNOWN";
+}
+
+int wire_op_has(uint16_t opcode, uint32_t flags)
+{
+	const struct wire_op_info *op = wire_op_info(opcode);
+
+	return op && (op->flags & flags) == flags;
 }
 
 int wire_op_idempotent(uint16_t opcode)

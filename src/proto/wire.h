@@ -204,6 +204,23 @@ enum {
 	WIRE_OPF_REPLY_CACHE = 1u << 2,
 	/* Its request and reply bodies may reach WIRE_BODY_BIG_MAX (the xattr calls). */
 	WIRE_OPF_BIG_BODY = 1u << 3,
+	/* Changes names, attributes, xattrs, layouts or HSM state: refused to a read-only
+	 * nodemap. (OPEN and QUOTA change only with some bodies: the MDS looks at those.) */
+	WIRE_OPF_CHANGE = 1u << 4,
+	/* Its body is the caller's credentials, then the FID it acts on: checked against the
+	 * caller's fileset. (CLOSE, SIZE_UPDATE and APPEND act through an open handle, checked
+	 * at open.) */
+	WIRE_OPF_CRED_FID = 1u << 5,
+	/* Grows the MDT's store (an inode, a name, a layout, an xattr): refused once the MDT is
+	 * full, but for the room kept for removals. */
+	WIRE_OPF_TAKES_SPACE = 1u << 6,
+	/* Allocates OST objects: right after an MDS start it waits for the OSTs to register. */
+	WIRE_OPF_OST_OBJECTS = 1u << 7,
+	/* Never waits for the recovery window: the servers' own calls, status, callbacks. */
+	WIRE_OPF_RECOVERY_PASS = 1u << 8,
+	/* Brings back a client's state after its replays (opens, locks): during recovery it
+	 * waits for the re-open phase. */
+	WIRE_OPF_REOPEN = 1u << 9,
 };
 struct wire_op_info {
 	const char *name; /* "MDS_LOOKUP" */
@@ -216,6 +233,8 @@ struct wire_op_info {
 const struct wire_op_info *wire_op_info(uint16_t opcode);
 /* Returns a static name for an opcode ("MDS_LOOKUP"), or "UNKNOWN". Thread-safe. */
 const char *wire_opcode_name(uint16_t opcode);
+/* 1 if opcode is known and its row has every WIRE_OPF_* bit of flags, else 0. Thread-safe. */
+int wire_op_has(uint16_t opcode, uint32_t flags);
 /* 1 if opcode is known and idempotent, else 0. Thread-safe. */
 int wire_op_idempotent(uint16_t opcode);
 /* 1 if opcode is known and answered on the MDS event thread, else 0. Thread-safe. */

@@ -1441,6 +1441,54 @@ static void test_op_table(void)
 		WIRE_OP_MDS_SETXATTR, WIRE_OP_MDS_REMOVEXATTR, WIRE_OP_MDS_LAYOUT_SET,
 		WIRE_OP_MDS_HSM_IMPORT, WIRE_OP_MDS_APPEND,
 	};
+	/* Pinned: the facts the MDS asks of a request (wire.h, WIRE_OPF_*), as the switches in
+	 * nodemap_serve.c, space.c, ost_wait.c and recovery.c had them. */
+	static const uint16_t change[] = {
+		WIRE_OP_MDS_SETATTR, WIRE_OP_MDS_CREATE, WIRE_OP_MDS_MKDIR, WIRE_OP_MDS_MKNOD,
+		WIRE_OP_MDS_UNLINK, WIRE_OP_MDS_RMDIR, WIRE_OP_MDS_RENAME, WIRE_OP_MDS_LINK,
+		WIRE_OP_MDS_SYMLINK, WIRE_OP_MDS_SETXATTR, WIRE_OP_MDS_REMOVEXATTR,
+		WIRE_OP_MDS_LAYOUT_SET, WIRE_OP_MDS_APPEND, WIRE_OP_MDS_SIZE_UPDATE,
+		WIRE_OP_MDS_HSM_REQUEST, WIRE_OP_MDS_HSM_STATE_SET, WIRE_OP_MDS_HSM_IMPORT,
+	};
+	static const uint16_t cred_fid[] = {
+		WIRE_OP_MDS_LOOKUP, WIRE_OP_MDS_GETATTR, WIRE_OP_MDS_SETATTR, WIRE_OP_MDS_CREATE,
+		WIRE_OP_MDS_MKDIR, WIRE_OP_MDS_MKNOD, WIRE_OP_MDS_UNLINK, WIRE_OP_MDS_RMDIR,
+		WIRE_OP_MDS_RENAME, WIRE_OP_MDS_LINK, WIRE_OP_MDS_SYMLINK, WIRE_OP_MDS_READLINK,
+		WIRE_OP_MDS_READDIR, WIRE_OP_MDS_FIND, WIRE_OP_MDS_OPEN, WIRE_OP_MDS_GETXATTR,
+		WIRE_OP_MDS_SETXATTR, WIRE_OP_MDS_LISTXATTR, WIRE_OP_MDS_REMOVEXATTR,
+		WIRE_OP_MDS_LAYOUT_GET, WIRE_OP_MDS_LAYOUT_SET, WIRE_OP_MDS_FID2PATH,
+		WIRE_OP_MDS_LINKS, WIRE_OP_MDS_SYNC, WIRE_OP_MDS_HSM_STATE_GET,
+		WIRE_OP_MDS_HSM_STATE_SET, WIRE_OP_MDS_HSM_ACTION, WIRE_OP_MDS_HSM_IMPORT,
+		WIRE_OP_MDS_LOCK_SET, WIRE_OP_MDS_LOCK_GET, WIRE_OP_MDS_LOCK_WAIT,
+		WIRE_OP_MDS_LOCK_CANCEL,
+	};
+	static const uint16_t takes_space[] = {
+		WIRE_OP_MDS_CREATE, WIRE_OP_MDS_MKDIR, WIRE_OP_MDS_MKNOD, WIRE_OP_MDS_SYMLINK,
+		WIRE_OP_MDS_LINK, WIRE_OP_MDS_SETXATTR, WIRE_OP_MDS_LAYOUT_SET,
+		WIRE_OP_MDS_HSM_IMPORT,
+	};
+	static const uint16_t ost_objects[] = {WIRE_OP_MDS_CREATE, WIRE_OP_MDS_LAYOUT_SET};
+	static const uint16_t recovery_pass[] = {
+		WIRE_OP_MDS_TARGET_REGISTER, WIRE_OP_MDS_TARGET_HEARTBEAT, WIRE_OP_MDS_TARGETS,
+		WIRE_OP_MDS_STATFS, WIRE_OP_MDS_RECOVERY_STATUS, WIRE_OP_MDS_KEY_ISSUE,
+		WIRE_OP_MDS_KEY_REVOKE, WIRE_OP_MDS_KEY_LIST, WIRE_OP_MDS_NOTIFY_WAIT,
+		WIRE_OP_MDS_GROUPS_SET, WIRE_OP_MDS_NODEMAP,
+	};
+	static const uint16_t reopen[] = {WIRE_OP_MDS_OPEN, WIRE_OP_MDS_LOCK_SET,
+					  WIRE_OP_MDS_LOCK_WAIT};
+	static const struct {
+		uint32_t flag;
+		const uint16_t *ops;
+		size_t n;
+	} facts[] = {
+		{WIRE_OPF_CHANGE, change, sizeof(change) / sizeof(change[0])},
+		{WIRE_OPF_CRED_FID, cred_fid, sizeof(cred_fid) / sizeof(cred_fid[0])},
+		{WIRE_OPF_TAKES_SPACE, takes_space, sizeof(takes_space) / sizeof(takes_space[0])},
+		{WIRE_OPF_OST_OBJECTS, ost_objects, sizeof(ost_objects) / sizeof(ost_objects[0])},
+		{WIRE_OPF_RECOVERY_PASS, recovery_pass,
+		 sizeof(recovery_pass) / sizeof(recovery_pass[0])},
+		{WIRE_OPF_REOPEN, reopen, sizeof(reopen) / sizeof(reopen[0])},
+	};
 	int rows = 0;
 
 	for (uint32_t op = 0; op < WIRE_OP_MAX_; op++) {
@@ -1469,7 +1517,16 @@ static void test_op_table(void)
 			 in(cached, sizeof(cached) / sizeof(cached[0]), (uint16_t)op));
 		/* what runs once through the reply cache is never resent blindly */
 		CHECK(!(wire_op_reply_cached((uint16_t)op) && wire_op_idempotent((uint16_t)op)));
+		for (size_t f = 0; f < sizeof(facts) / sizeof(facts[0]); f++)
+			CHECK_EQ(wire_op_has((uint16_t)op, facts[f].flag),
+				 in(facts[f].ops, facts[f].n, (uint16_t)op));
+		/* what grows the store changes it; nothing that passes recovery changes */
+		CHECK(!wire_op_has((uint16_t)op, WIRE_OPF_TAKES_SPACE) ||
+		      wire_op_has((uint16_t)op, WIRE_OPF_CHANGE));
+		CHECK(!(wire_op_has((uint16_t)op, WIRE_OPF_RECOVERY_PASS) &&
+			wire_op_has((uint16_t)op, WIRE_OPF_CHANGE)));
 	}
+	CHECK(!wire_op_has(0xffff, 0));
 	CHECK_EQ(rows, 75);
 	CHECK(wire_op_info(WIRE_OP_MAX_) == NULL && wire_op_info(0xffff) == NULL);
 	CHECK(!wire_op_idempotent(0xffff) && !wire_op_inline(0xffff));
