@@ -3,6 +3,7 @@
  * that implement them:
  *
  *   upgrade_msg.c   the control socket's messages and its path
+ *   upgrade_codec.c the bounded writer and reader of both, and the blob's layout
  *   upgrade_blob.c  the state blob: what is handed over, encoded and decoded
  *   upgrade_give.c  the serving (old) process
  *   upgrade_take.c  the taking-over (new) process
@@ -32,10 +33,8 @@
 #include <stdint.h>
 
 #include "fuse/fz.h"
-#include "proto/cursor.h"
+#include "fuse/upgrade_codec.h"
 
-#define UPG_MAGIC 0x4e555047u     /* "NUPG": the blob */
-#define UPG_VERSION 1u
 #define UPG_REQ_MAGIC 0x4e555251u /* "NURQ": the request */
 #define UPG_BLOB_MAX (1u << 30)
 #define UPG_MSG_MAX 1024u
@@ -57,24 +56,24 @@ int upg_recv_text(int fd, uint32_t n, int timeout_ms, char *text);
 int upg_send_status(int fd, int status, const char *msg);
 /* Receives one; its text goes to msg (len bytes; len 0: dropped). */
 int upg_recv_status(int fd, int timeout_ms, int *status, char *msg, size_t len);
-/* The handover: a status 0 header carrying fuse_fd, then the encoded blob of c. */
-int upg_send_fd_blob(int fd, int fuse_fd, const struct wire_cursor *c);
+/* The handover: a status 0 header carrying fuse_fd, then the blob (len bytes). */
+int upg_send_fd_blob(int fd, int fuse_fd, const void *blob, size_t len);
 /* Receives a header and the fd it may carry (*fuse_fd = -1 if none; the caller closes
  * it). -EPIPE if the peer closed. */
 int upg_recv_fd_hdr(int fd, unsigned char h[UPG_HDR_LEN], int *fuse_fd);
 
-/* ---- upgrade_blob.c: the state blob, little-endian through the wire cursor and codecs:
+/* ---- upgrade_blob.c: the state blob (its layout: upgrade_codec.h):
  *
  *   u32 UPG_MAGIC, u32 UPG_VERSION, the head (struct upg_head), then three tables, each a
  *   u64 count followed by its records: inodes, handles, lock owners.
  *
- * Decoders check every count against the bytes present and fail the cursor on anything
+ * Decoders check every count against the bytes present and fail the reader on anything
  * malformed (a time with nsec >= 1e9 included). */
 
 struct upg_head {
 	struct fz_init_params init; /* u32 each: proto_major, proto_minor, max_readahead,
 				     * capable, want */
-	char *spec, *opts, *mnt;    /* lstr each; heap, freed by upg_head_fini */
+	char *spec, *opts, *mnt;    /* str each; heap, freed by upg_head_fini */
 	uint64_t lock_client;
 };
 
@@ -101,19 +100,27 @@ struct upg_owner {
 };
 
 /* The state of m's stopped session (nothing may change it meanwhile). Returns the
- * cursor's error. */
-int upg_blob_build(struct fz_mount *m, const struct fz_upgrade_conf *cf, struct wire_cursor *c);
+ * writer's error. */
+int upg_blob_build(struct fz_mount *m, const struct fz_upgrade_conf *cf, struct upg_writer *w);
+/* Magic, version and head (a NULL string is written as ""). */
+void upg_head_put(struct upg_writer *w, const struct fz_init_params *init, const char *spec,
+		  const char *opts, const char *mnt, uint64_t lock_client);
 /* Decodes magic, version and head. 0, -EPROTONOSUPPORT (another magic or version) or the
- * cursor's error; h needs upg_head_fini() either way. */
-int upg_head_decode(struct wire_cursor *c, struct upg_head *h);
+ * reader's error; h needs upg_head_fini() either way. */
+int upg_head_decode(struct upg_reader *r, struct upg_head *h);
 void upg_head_fini(struct upg_head *h);
-/* A table's count; 0 with the cursor failed if more records than bytes left. */
-uint64_t upg_inodes_count(struct wire_cursor *c);
-uint64_t upg_handles_count(struct wire_cursor *c);
-uint64_t upg_owners_count(struct wire_cursor *c);
-/* One record each; check wire_cursor_ok() after. */
-void upg_inode_get(struct wire_cursor *c, struct upg_inode *r);
-void upg_handle_get(struct wire_cursor *c, struct upg_handle *r);
-void upg_owner_get(struct wire_cursor *c, struct upg_owner *r);
+/* One record each; a writer's failure (-EINVAL: a cred beyond what the blob carries)
+ * sticks. A table is its count (upg_put_u64) and its records. */
+void upg_inode_put(struct upg_writer *w, const struct upg_inode *rec);
+void upg_handle_put(struct upg_writer *w, const struct upg_handle *rec);
+void upg_owner_put(struct upg_writer *w, const struct upg_owner *rec);
+/* A table's count; 0 with the reader failed if more records than bytes left. */
+uint64_t upg_inodes_count(struct upg_reader *r);
+uint64_t upg_handles_count(struct upg_reader *r);
+uint64_t upg_owners_count(struct upg_reader *r);
+/* One record each; check upg_reader_ok() after. */
+void upg_inode_get(struct upg_reader *r, struct upg_inode *rec);
+void upg_handle_get(struct upg_reader *r, struct upg_handle *rec);
+void upg_owner_get(struct upg_reader *r, struct upg_owner *rec);
 
 #endif

@@ -15,7 +15,6 @@
 #include "common/net.h"
 #include "common/util.h"
 #include "fuse/upgrade.h"
-#include "proto/cursor.h"
 
 #define STOP_WAIT_MS 15000  /* for requests in flight to finish */
 #define ACK_WAIT_MS 120000  /* for the new process to re-open every file */
@@ -100,7 +99,7 @@ static int stop_loop(struct fz_upgrade *u)
 static int serve_upgrade(struct fz_upgrade *u, int fd)
 {
 	struct fz_mount *m = u->m;
-	struct wire_cursor b;
+	struct upg_writer b;
 	char msg[UPG_MSG_MAX + 1], why[2 * UPG_MSG_MAX];
 	int rc, status;
 
@@ -128,7 +127,7 @@ static int serve_upgrade(struct fz_upgrade *u, int fd)
 		upg_send_status(fd, ETIMEDOUT, why);
 		return 0;
 	}
-	wire_cursor_init_dyn(&b, UPG_BLOB_MAX);
+	upg_writer_init_dyn(&b, UPG_BLOB_MAX);
 	status = 0;
 	fz_htable_walk(m, flush_file, &status);
 	if (status < 0) {
@@ -141,8 +140,9 @@ static int serve_upgrade(struct fz_upgrade *u, int fd)
 		snprintf(why, sizeof(why), "saving state: %s", strerror(-rc));
 		goto out_resume;
 	}
-	rc = upg_send_fd_blob(fd, fuse_session_fd(m->se), &b);
-	wire_cursor_fini(&b);
+	rc = upg_send_fd_blob(fd, fuse_session_fd(m->se), upg_writer_data(&b),
+			      upg_writer_len(&b));
+	upg_writer_fini(&b);
 	if (rc < 0) {
 		snprintf(why, sizeof(why), "sending the session: %s", strerror(-rc));
 		goto out_resume;
@@ -167,7 +167,7 @@ static int serve_upgrade(struct fz_upgrade *u, int fd)
 	return 1;
 
 out_resume:
-	wire_cursor_fini(&b);
+	upg_writer_fini(&b);
 	LOG_WARN("upgrade", "upgrade of %s failed: %s; serving again", u->conf->mnt, why);
 	set_state(u, ST_RESUME);
 	return 0;
@@ -181,7 +181,7 @@ static void *control_main(void *arg)
 		struct ucred cr;
 		socklen_t cl = sizeof(cr);
 		unsigned char req[UPG_REQ_LEN];
-		struct wire_cursor c;
+		struct upg_reader r;
 		int fd = accept4(u->lfd, NULL, NULL, SOCK_CLOEXEC);
 
 		if (fd < 0) {
@@ -195,13 +195,13 @@ static void *control_main(void *arg)
 			close(fd);
 			continue;
 		}
-		wire_cursor_init_read(&c, req, sizeof(req));
+		upg_reader_init(&r, req, sizeof(req));
 		if (net_read_full_timeout(fd, req, sizeof(req), 5000) < 0 ||
-		    wire_get_u32(&c) != UPG_REQ_MAGIC) {
+		    upg_get_u32(&r) != UPG_REQ_MAGIC) {
 			close(fd);
 			continue;
 		}
-		if (wire_get_u8(&c) != UPG_VERSION) {
+		if (upg_get_u8(&r) != UPG_VERSION) {
 			upg_send_status(fd, EPROTONOSUPPORT, "upgrade protocol version mismatch");
 			close(fd);
 			continue;

@@ -11,20 +11,20 @@
 
 void upg_hdr_encode(unsigned char h[UPG_HDR_LEN], uint32_t status, uint32_t len)
 {
-	struct wire_cursor c;
+	struct upg_writer w;
 
-	wire_cursor_init_write(&c, h, UPG_HDR_LEN);
-	wire_put_u32(&c, status);
-	wire_put_u32(&c, len);
+	upg_writer_init(&w, h, UPG_HDR_LEN);
+	upg_put_u32(&w, status);
+	upg_put_u32(&w, len);
 }
 
 void upg_hdr_decode(const unsigned char h[UPG_HDR_LEN], uint32_t *status, uint32_t *len)
 {
-	struct wire_cursor c;
+	struct upg_reader r;
 
-	wire_cursor_init_read(&c, h, UPG_HDR_LEN);
-	*status = wire_get_u32(&c);
-	*len = wire_get_u32(&c);
+	upg_reader_init(&r, h, UPG_HDR_LEN);
+	*status = upg_get_u32(&r);
+	*len = upg_get_u32(&r);
 }
 
 /* Reads a status text of n bytes into text (UPG_MSG_MAX + 1 bytes), NUL-terminated; on
@@ -89,18 +89,18 @@ int fz_upgrade_socket_path(const char *mnt, const char *opt_path, char *out, siz
 	return 0;
 }
 
-/* The handover: a status 0 header carrying the fd, then the blob (c, encoded). */
-int upg_send_fd_blob(int fd, int fuse_fd, const struct wire_cursor *c)
+/* The handover: a status 0 header carrying the fd, then the blob. */
+int upg_send_fd_blob(int fd, int fuse_fd, const void *blob, size_t len)
 {
 	unsigned char h[UPG_HDR_LEN];
 	char cbuf[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = {h, sizeof(h)};
-	struct iovec blob = {c->buf, wire_cursor_pos(c)};
+	struct iovec body = {(void *)blob, len};
 	struct msghdr msg;
 	struct cmsghdr *cm;
 	ssize_t n;
 
-	upg_hdr_encode(h, 0, (uint32_t)wire_cursor_pos(c));
+	upg_hdr_encode(h, 0, (uint32_t)len);
 	memset(&msg, 0, sizeof(msg));
 	memset(cbuf, 0, sizeof(cbuf));
 	msg.msg_iov = &iov;
@@ -117,7 +117,7 @@ int upg_send_fd_blob(int fd, int fuse_fd, const struct wire_cursor *c)
 	} while (n < 0 && errno == EINTR);
 	if (n != (ssize_t)sizeof(h))
 		return n < 0 ? -errno : -EPIPE;
-	return net_writev_full(fd, &blob, 1);
+	return net_writev_full(fd, &body, 1);
 }
 
 int upg_recv_fd_hdr(int fd, unsigned char h[UPG_HDR_LEN], int *fuse_fd)

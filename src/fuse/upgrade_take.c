@@ -14,7 +14,6 @@
 #include "common/util.h"
 #include "fuse/kproto.h"
 #include "fuse/upgrade.h"
-#include "proto/cursor.h"
 
 /* The reply to our replayed INIT names no request the kernel has: it answers ENOENT, which
  * libfuse ignores. Kernel request ids are small even numbers; this one never is pending. */
@@ -24,7 +23,7 @@ struct fz_takeover {
 	int sock;            /* to the old process */
 	int fuse_fd;
 	unsigned char *blob;
-	struct wire_cursor cur; /* over blob; at the inode table once the header is read */
+	struct upg_reader cur; /* over blob; at the inode table once the header is read */
 	struct upg_head head;
 };
 
@@ -34,7 +33,7 @@ int fz_upgrade_request(const char *sock_path, struct fz_takeover **out, char *er
 	struct sockaddr_un sa;
 	unsigned char req[UPG_REQ_LEN] = {0}, h[UPG_HDR_LEN];
 	struct iovec iov = {req, sizeof(req)};
-	struct wire_cursor rq, *c;
+	struct upg_writer rq;
 	uint32_t status, blen;
 	int rc;
 
@@ -59,9 +58,9 @@ int fz_upgrade_request(const char *sock_path, struct fz_takeover **out, char *er
 			 "control_socket=?)", sock_path, strerror(errno));
 		goto out_free;
 	}
-	wire_cursor_init_write(&rq, req, sizeof(req));
-	wire_put_u32(&rq, UPG_REQ_MAGIC);
-	wire_put_u8(&rq, UPG_VERSION);
+	upg_writer_init(&rq, req, sizeof(req));
+	upg_put_u32(&rq, UPG_REQ_MAGIC);
+	upg_put_u8(&rq, UPG_VERSION);
 	rc = net_writev_full(t->sock, &iov, 1);
 	if (rc < 0) {
 		snprintf(err, len, "sending the request: %s", strerror(-rc));
@@ -97,9 +96,8 @@ int fz_upgrade_request(const char *sock_path, struct fz_takeover **out, char *er
 		snprintf(err, len, "receiving the state: %s", strerror(-rc));
 		goto out_free;
 	}
-	c = &t->cur;
-	wire_cursor_init_read(c, t->blob, blen);
-	rc = upg_head_decode(c, &t->head);
+	upg_reader_init(&t->cur, t->blob, blen);
+	rc = upg_head_decode(&t->cur, &t->head);
 	if (rc == -EPROTONOSUPPORT) {
 		rc = -EPROTO;
 		snprintf(err, len, "the running process sent state of an unknown format");
@@ -183,16 +181,16 @@ static int import_handle(struct fz_mount *m, uint64_t fh, int kind, uint64_t ino
 
 int fz_takeover_import(struct fz_mount *m, struct fz_takeover *t, char *err, size_t len)
 {
-	struct wire_cursor *c = &t->cur;
+	struct upg_reader *rd = &t->cur;
 	uint64_t n, i;
 	int rc;
 
-	n = upg_inodes_count(c);
-	for (i = 0; i < n && wire_cursor_ok(c); i++) {
+	n = upg_inodes_count(rd);
+	for (i = 0; i < n && upg_reader_ok(rd); i++) {
 		struct upg_inode r;
 
-		upg_inode_get(c, &r);
-		if (!wire_cursor_ok(c))
+		upg_inode_get(rd, &r);
+		if (!upg_reader_ok(rd))
 			break;
 		rc = fz_inode_import(m, r.ino, &r.fid, &r.parent, r.nlookup);
 		if (rc < 0) {
@@ -208,28 +206,28 @@ int fz_takeover_import(struct fz_mount *m, struct fz_takeover *t, char *err, siz
 		in->cache_mtime = r.cache_mtime;
 		in->cache_ctime = r.cache_ctime;
 	}
-	n = upg_handles_count(c);
-	for (i = 0; i < n && wire_cursor_ok(c); i++) {
+	n = upg_handles_count(rd);
+	for (i = 0; i < n && upg_reader_ok(rd); i++) {
 		struct upg_handle r;
 
-		upg_handle_get(c, &r);
-		if (!wire_cursor_ok(c))
+		upg_handle_get(rd, &r);
+		if (!upg_reader_ok(rd))
 			break;
 		rc = import_handle(m, r.fh, (int)r.kind, r.ino, (int)r.flags, &r.cred, err, len);
 		if (rc < 0)
 			return rc;
 	}
-	n = upg_owners_count(c);
-	for (i = 0; i < n && wire_cursor_ok(c); i++) {
+	n = upg_owners_count(rd);
+	for (i = 0; i < n && upg_reader_ok(rd); i++) {
 		struct upg_owner r;
 
-		upg_owner_get(c, &r);
-		if (wire_cursor_ok(c) && fz_lock_owner_import(&r.fid, r.owner) < 0) {
+		upg_owner_get(rd, &r);
+		if (upg_reader_ok(rd) && fz_lock_owner_import(&r.fid, r.owner) < 0) {
 			snprintf(err, len, "out of memory");
 			return -ENOMEM;
 		}
 	}
-	if (!wire_cursor_ok(c) || wire_cursor_left(c) != 0) {
+	if (!upg_reader_ok(rd) || upg_reader_left(rd) != 0) {
 		snprintf(err, len, "the running process sent malformed state");
 		return -EPROTO;
 	}
