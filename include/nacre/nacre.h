@@ -426,11 +426,86 @@ int nacre_hsm_list(struct nacre_fs *fs, const struct nacre_cred *cr, uint64_t af
 int nacre_find_page(struct nacre_fs *fs, const struct nacre_cred *cr,
 		    const struct nacre_fid *dir, const void *req, size_t req_len, void *out,
 		    size_t out_len);
-/* One QUOTA request (`nacre quota`, `nacre setquota`): req is a quota_req body whose
- * credentials this call replaces with cr; the reply body (quota_rep and its drift entries)
- * is copied to out. Returns the reply's length or a negative errno (-EDQUOT never). */
-int nacre_quota_call(struct nacre_fs *fs, const struct nacre_cred *cr, const void *req,
-		     size_t req_len, void *out, size_t out_len);
+/* ---- Quotas (`nacre quota`, `nacre setquota`; docs/quota.md) ----
+ * One QUOTA request: an op on a (type, id) and the limits it changes. The reply gives the
+ * usage and the effective limits, and for CHECK and TARGETS a list the call allocates. */
+enum {
+	NACRE_QUOTA_GET = 0,     /* usage and limits of (type, id) */
+	NACRE_QUOTA_SET = 1,     /* its limits (root) */
+	NACRE_QUOTA_GRACE = 2,   /* the type's grace periods (root; id ignored) */
+	NACRE_QUOTA_DEFAULT = 3, /* the type's default limits (root; id ignored) */
+	NACRE_QUOTA_GETDEF = 4,  /* the type's default limits and grace periods */
+	NACRE_QUOTA_CHECK = 5,   /* recount every id's usage from the inodes (root): drift */
+	NACRE_QUOTA_TARGETS = 6, /* GET, and the id's usage on each OST (lfs quota -v): root's,
+				  * or the caller's own uid or gid */
+};
+enum { NACRE_QUOTA_USR = 0, NACRE_QUOTA_GRP = 1, NACRE_QUOTA_PRJ = 2 };
+/* nacre_quota_req.valid: the fields SET, DEFAULT (limits) and GRACE (periods) change;
+ * for CHECK, FIX also writes the count. */
+#define NACRE_QUOTA_V_BSOFT 0x1u
+#define NACRE_QUOTA_V_BHARD 0x2u
+#define NACRE_QUOTA_V_ISOFT 0x4u
+#define NACRE_QUOTA_V_IHARD 0x8u
+#define NACRE_QUOTA_V_BGRACE 0x10u
+#define NACRE_QUOTA_V_IGRACE 0x20u
+#define NACRE_QUOTA_V_FIX 0x40u
+#define NACRE_QUOTA_F_DEFAULT 0x1u /* nacre_quota_rep.flags: the limits are the defaults */
+
+struct nacre_quota_req {
+	uint32_t op;             /* NACRE_QUOTA_GET .. NACRE_QUOTA_TARGETS */
+	uint32_t type;           /* NACRE_QUOTA_USR, _GRP or _PRJ */
+	uint32_t id;             /* uid, gid or project id */
+	uint32_t valid;          /* NACRE_QUOTA_V_* */
+	uint64_t bsoft, bhard;   /* block limits in KiB; 0 = none */
+	uint64_t isoft, ihard;   /* inode limits; 0 = none */
+	uint64_t bgrace, igrace; /* grace periods in seconds */
+};
+struct nacre_quota_drift { /* an id whose stored usage differs from its count (CHECK) */
+	uint32_t type, id;
+	uint64_t kbytes, inodes;             /* stored */
+	uint64_t count_kbytes, count_inodes; /* counted */
+};
+struct nacre_quota_target { /* the id's usage on one OST (TARGETS) */
+	uint32_t ost_idx;
+	uint64_t kbytes;
+};
+struct nacre_quota_rep {
+	uint64_t kbytes, inodes;             /* usage */
+	uint64_t bsoft, bhard, isoft, ihard; /* the effective limits */
+	int64_t btime, itime;                /* when the grace ends (unix seconds); 0 = not over
+					      * the soft limit */
+	uint64_t bgrace, igrace;             /* the type's grace periods */
+	uint32_t flags;                      /* NACRE_QUOTA_F_* */
+	uint32_t count;                      /* entries in drift or targets */
+	/* Owned by this reply, allocated by the call that filled it: count entries for CHECK
+	 * (drift, at most 256) and TARGETS (targets, at most 1024), else NULL. Free them with
+	 * nacre_quota_rep_fini. */
+	struct nacre_quota_drift *drift;
+	struct nacre_quota_target *targets;
+};
+
+/* One QUOTA request to the MDS with cr's credentials. Fills *rep (cleared first; on
+ * failure it holds no list). Returns 0, -EINVAL (req's op, type or valid out of range),
+ * -EPERM (a root-only op, or TARGETS of another's id), -EOPNOTSUPP (quotas are off on the
+ * MDS), -EPROTO (a malformed reply), -ENOMEM or another negative errno; never -EDQUOT.
+ * Thread-safe. */
+int nacre_quota_call(struct nacre_fs *fs, const struct nacre_cred *cr,
+		     const struct nacre_quota_req *req, struct nacre_quota_rep *rep);
+/* The same request through a nacre mount (needs no nacre_fs): the NACRE_IOC_QUOTA ioctl on
+ * fd, any open file or directory of the mount, with the calling process's credentials.
+ * Returns as nacre_quota_call, with the ioctl's errno negated (-ENOTTY: fd is not on a
+ * nacre mount, or its mount predates quotas), and -EBADMSG if the mount's reply does not
+ * decode. Thread-safe. */
+int nacre_quota_ioctl(int fd, const struct nacre_quota_req *req, struct nacre_quota_rep *rep);
+/* The mount's side of NACRE_IOC_QUOTA (nacre-mount): in is the ioctl's request payload
+ * (after its length word), made by nacre_quota_ioctl; it is sent with cr's credentials and
+ * the reply payload written to out. The payload's format is libnacre's own. Returns the
+ * reply's length, -EINVAL (a malformed request), -E2BIG (out too small) or as
+ * nacre_quota_call. Thread-safe. */
+int nacre_quota_ioctl_serve(struct nacre_fs *fs, const struct nacre_cred *cr, const void *in,
+			    size_t in_len, void *out, size_t out_len);
+/* Frees rep's drift or targets list and clears count. NULL is fine. */
+void nacre_quota_rep_fini(struct nacre_quota_rep *rep);
 /* statfs as seen from fid: a directory with a project id and the inherit flag whose
  * project has a block (inode) limit shows the limit as the size and limit - usage as free
  * (the hard limit, else the soft one), as Lustre's statfs_project. s holds the file

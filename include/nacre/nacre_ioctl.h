@@ -16,8 +16,9 @@
 #define NACRE_IOC_FIND_SIZE 16383u /* the most a restricted ioctl may carry each way */
 #define NACRE_IOC_FIND _IOC(_IOC_READ | _IOC_WRITE, 'N', 0x46, NACRE_IOC_FIND_SIZE)
 /* NACRE_IOC_QUOTA, on any open file or directory: one QUOTA request (docs/quota.md) with
- * the caller's credentials, framed as NACRE_IOC_FIND's (a quota_req body in, the
- * quota_rep body out). */
+ * the caller's credentials, framed as NACRE_IOC_FIND's. Its payloads are libnacre's:
+ * nacre_quota_ioctl() (nacre.h) makes the request and reads the reply, and the mount
+ * answers with nacre_quota_ioctl_serve(). */
 #define NACRE_IOC_QUOTA _IOC(_IOC_READ | _IOC_WRITE, 'N', 0x51, NACRE_IOC_FIND_SIZE)
 
 #endif

@@ -1,5 +1,6 @@
 /* quota.c - `nacre quota` and `nacre setquota`: QUOTA requests through the mount's
- * NACRE_IOC_QUOTA ioctl (docs/quota.md), printed as lfs quota prints them. */
+ * NACRE_IOC_QUOTA ioctl with libnacre's nacre_quota_ioctl (docs/quota.md), printed as lfs
+ * quota prints them. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -7,73 +8,50 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "nacre/nacre_ioctl.h"
+#include "nacre/nacre.h"
 #include "nacre/nacre_vxattr.h"
-#include "proto/wire.h"
 
 static const char *const type_name[3] = {"usr", "grp", "prj"};
 
-/* Sends r through path's mount; the reply header to rep, drift entries to drift. */
-/* One QUOTA through the mount of path. drift (CHECK, WIRE_QUOTA_DRIFT_MAX of them) and
- * targets (TARGETS, WIRE_QUOTA_TARGET_MAX) get the reply's items; both may be NULL. */
-static int quota_ioctl(const char *verb, const char *path, const struct wire_quota_req *r,
-		       struct wire_quota_rep *rep, struct wire_quota_drift *drift,
-		       struct wire_quota_target *targets)
+/* One QUOTA through the mount of path (libnacre's nacre_quota_ioctl). On success rep holds
+ * the reply, with its drift (CHECK) or targets (TARGETS) list for the caller to free with
+ * nacre_quota_rep_fini; on failure, a message is printed and rep holds no list. */
+static int quota_ioctl(const char *verb, const char *path, const struct nacre_quota_req *r,
+		       struct nacre_quota_rep *rep)
 {
-	static unsigned char buf[NACRE_IOC_FIND_SIZE];
-	struct wire_cursor c;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0) {
-		cli_err("%s: cannot open '%s': %s", verb, path, strerror(errno));
-		return -errno;
-	}
-	memset(buf, 0, sizeof(buf));
-	wire_cursor_init_write(&c, buf + 4, sizeof(buf) - 4);
-	wire_quota_req_encode(&c, r);
-	size_t len = wire_cursor_pos(&c);
-	buf[0] = (unsigned char)len;
-	buf[1] = (unsigned char)(len >> 8);
-	int n = ioctl(fd, NACRE_IOC_QUOTA, buf);
-	int e = errno;
-	close(fd);
-	if (n < 0) {
-		if (e == ENOTTY)
-			cli_err("%s: '%s' is not on a nacre file system (or its mount is too old "
-				"for quotas)", verb, path);
-		else if (e == EPERM && r->op == WIRE_QUOTA_TARGETS)
-			cli_err("%s: -v (the usage on each target) of an id not your own needs "
-				"root", verb);
-		else if (e == EPERM)
-			cli_err("%s: only root may change quotas or recount them", verb);
-		else if (e == EOPNOTSUPP)
-			cli_err("%s: quotas are off on the MDS of '%s' (nacre-mds --quota off): "
-				"start it with --quota on to count usage and enforce limits", verb,
-				path);
-		else
-			cli_err("%s: '%s': %s", verb, path, strerror(e));
+		int e = errno;
+		memset(rep, 0, sizeof(*rep));
+		cli_err("%s: cannot open '%s': %s", verb, path, strerror(e));
 		return -e;
 	}
-	wire_cursor_init_read(&c, buf, (size_t)n);
-	wire_quota_rep_decode(&c, rep);
-	for (uint32_t i = 0; drift && i < rep->count && wire_cursor_ok(&c); i++) {
-		if (i == WIRE_QUOTA_DRIFT_MAX)
-			wire_cursor_fail(&c, -EPROTO);
-		else
-			wire_quota_drift_get(&c, &drift[i]);
-	}
-	for (uint32_t i = 0; targets && i < rep->count && wire_cursor_ok(&c); i++)
-		wire_quota_target_get(&c, &targets[i]); /* count <= WIRE_QUOTA_TARGET_MAX */
-	if (!wire_cursor_ok(&c)) {
+	int rc = nacre_quota_ioctl(fd, r, rep);
+	close(fd);
+	if (rc == -EBADMSG) {
 		cli_err("%s: a malformed reply from the mount of '%s'", verb, path);
 		return -EPROTO;
 	}
-	return 0;
+	if (rc == -ENOTTY)
+		cli_err("%s: '%s' is not on a nacre file system (or its mount is too old "
+			"for quotas)", verb, path);
+	else if (rc == -EPERM && r->op == NACRE_QUOTA_TARGETS)
+		cli_err("%s: -v (the usage on each target) of an id not your own needs "
+			"root", verb);
+	else if (rc == -EPERM)
+		cli_err("%s: only root may change quotas or recount them", verb);
+	else if (rc == -EOPNOTSUPP)
+		cli_err("%s: quotas are off on the MDS of '%s' (nacre-mds --quota off): "
+			"start it with --quota on to count usage and enforce limits", verb,
+			path);
+	else if (rc)
+		cli_err("%s: '%s': %s", verb, path, strerror(-rc));
+	return rc;
 }
 
 /* -u/-g/-p and the id (a number or a name). */
@@ -284,7 +262,7 @@ static void grace_left(int64_t when, int64_t now, char *buf, size_t len)
 		sec2str((uint64_t)(when - now), buf, len);
 }
 
-static void print_row(const char *fs, const struct wire_quota_rep *q, int h)
+static void print_row(const char *fs, const struct nacre_quota_rep *q, int h)
 {
 	int64_t now = time(NULL);
 	char n0[32], n1[32], n2[32], t[40];
@@ -310,9 +288,9 @@ static void print_row(const char *fs, const struct wire_quota_rep *q, int h)
 /* lfs quota -v's lines: the MDT (its files; no blocks are charged there), each OST (the
  * id's objects on it), then the limits granted to targets, none in nacre (the MDS
  * enforces them all: docs/quota.md). */
-static void print_targets(const char *root, const struct wire_quota_rep *q,
-			  const struct wire_quota_target *t, int h)
+static void print_targets(const char *root, const struct nacre_quota_rep *q, int h)
 {
+	const struct nacre_quota_target *t = q->targets;
 	char fsname[64] = "nacre", name[96], kb[32], files[32];
 	int n = cli_getxattr(root, NACRE_VXATTR_FSNAME, fsname, sizeof(fsname) - 1);
 
@@ -336,8 +314,8 @@ static int show_one(const char *path, int type, const char *idarg, int h, int ve
 
 int cli_quota(int argc, char **argv)
 {
-	struct wire_quota_req r;
-	struct wire_quota_rep q;
+	struct nacre_quota_req r;
+	struct nacre_quota_rep q;
 	int h = 0, t = 0, check = 0, fix = 0, type = -1, dflt = 0, verbose = 0;
 	const char *idarg = NULL, *path = NULL;
 
@@ -379,15 +357,11 @@ int cli_quota(int argc, char **argv)
 		return 1;
 	}
 	if (check) {
-		struct wire_quota_drift *d = calloc(WIRE_QUOTA_DRIFT_MAX, sizeof(*d));
-		if (!d)
+		r.op = NACRE_QUOTA_CHECK;
+		r.valid = fix ? NACRE_QUOTA_V_FIX : 0;
+		if (quota_ioctl("quota", path, &r, &q))
 			return 1;
-		r.op = WIRE_QUOTA_CHECK;
-		r.valid = fix ? WIRE_QUOTA_V_FIX : 0;
-		if (quota_ioctl("quota", path, &r, &q, d, NULL)) {
-			free(d);
-			return 1;
-		}
+		const struct nacre_quota_drift *d = q.drift;
 		for (uint32_t i = 0; i < q.count; i++)
 			printf("%s %u: kbytes %" PRIu64 " counted %" PRIu64 ", files %" PRIu64
 			       " counted %" PRIu64 "%s\n",
@@ -395,16 +369,17 @@ int cli_quota(int argc, char **argv)
 			       d[i].inodes, d[i].count_inodes, fix ? " (fixed)" : "");
 		printf("quota check: %u id%s with drift%s\n", q.count, q.count == 1 ? "" : "s",
 		       q.count && fix ? ", fixed" : "");
-		free(d);
-		return q.count && !fix ? 1 : 0;
+		int drifted = q.count != 0;
+		nacre_quota_rep_fini(&q);
+		return drifted && !fix ? 1 : 0;
 	}
 	int type_given = type >= 0;
 	if (type < 0)
 		type = 0;
 	r.type = (uint32_t)type;
 	if (t || dflt) {
-		r.op = WIRE_QUOTA_GETDEF;
-		if (quota_ioctl("quota", path, &r, &q, NULL, NULL))
+		r.op = NACRE_QUOTA_GETDEF;
+		if (quota_ioctl("quota", path, &r, &q))
 			return 1;
 		if (t) {
 			char b[40], in[40];
@@ -443,9 +418,8 @@ int cli_quota(int argc, char **argv)
 /* The table of one id (idarg NULL: the caller's uid or gid). 0 or 1. */
 static int show_one(const char *path, int type, const char *idarg, int h, int verbose)
 {
-	struct wire_quota_req r;
-	struct wire_quota_rep q;
-	struct wire_quota_target *t = NULL;
+	struct nacre_quota_req r;
+	struct nacre_quota_rep q;
 
 	memset(&r, 0, sizeof(r));
 	r.type = (uint32_t)type;
@@ -464,14 +438,9 @@ static int show_one(const char *path, int type, const char *idarg, int h, int ve
 			snprintf(idtxt, sizeof(idtxt), "%u", r.id);
 			parse_id("quota", type, idtxt, &r.id, name, sizeof(name));
 		}
-		r.op = verbose ? WIRE_QUOTA_TARGETS : WIRE_QUOTA_GET;
-		t = verbose ? calloc(WIRE_QUOTA_TARGET_MAX, sizeof(*t)) : NULL;
-		if (verbose && !t)
+		r.op = verbose ? NACRE_QUOTA_TARGETS : NACRE_QUOTA_GET;
+		if (quota_ioctl("quota", path, &r, &q))
 			return 1;
-		if (quota_ioctl("quota", path, &r, &q, NULL, t)) {
-			free(t);
-			return 1;
-		}
 		printf("Disk quotas for %s %s (%cid %u):\n", type_name[type], name,
 		       type_name[type][0], r.id);
 	}
@@ -482,15 +451,15 @@ static int show_one(const char *path, int type, const char *idarg, int h, int ve
 		snprintf(root, sizeof(root), "%s", path);
 	print_row(root, &q, h);
 	if (verbose)
-		print_targets(root, &q, t, h);
-	free(t);
+		print_targets(root, &q, h);
+	nacre_quota_rep_fini(&q);
 	return 0;
 }
 
 int cli_setquota(int argc, char **argv)
 {
-	struct wire_quota_req r;
-	struct wire_quota_rep q;
+	struct nacre_quota_req r;
+	struct nacre_quota_rep q;
 	int type = -1, t = 0, dflt = 0;
 	const char *idarg = NULL, *path = NULL;
 	char name[256];
@@ -532,25 +501,26 @@ int cli_setquota(int argc, char **argv)
 						"a time like 1w2d3h4m5s", v, a);
 					return 1;
 				}
-				r.valid |= a[1] == 'b' ? WIRE_QUOTA_V_BGRACE : WIRE_QUOTA_V_IGRACE;
+				r.valid |= a[1] == 'b' ? NACRE_QUOTA_V_BGRACE
+						     : NACRE_QUOTA_V_IGRACE;
 				continue;
 			}
 			switch (a[1]) {
 			case 'b':
 				rc = parse_blocks(v, &r.bsoft);
-				r.valid |= WIRE_QUOTA_V_BSOFT;
+				r.valid |= NACRE_QUOTA_V_BSOFT;
 				break;
 			case 'B':
 				rc = parse_blocks(v, &r.bhard);
-				r.valid |= WIRE_QUOTA_V_BHARD;
+				r.valid |= NACRE_QUOTA_V_BHARD;
 				break;
 			case 'i':
 				rc = parse_count(v, &r.isoft);
-				r.valid |= WIRE_QUOTA_V_ISOFT;
+				r.valid |= NACRE_QUOTA_V_ISOFT;
 				break;
 			default:
 				rc = parse_count(v, &r.ihard);
-				r.valid |= WIRE_QUOTA_V_IHARD;
+				r.valid |= NACRE_QUOTA_V_IHARD;
 				break;
 			}
 			if (rc) {
@@ -589,13 +559,16 @@ int cli_setquota(int argc, char **argv)
 		return 1;
 	}
 	if (t) {
-		r.op = WIRE_QUOTA_GRACE;
+		r.op = NACRE_QUOTA_GRACE;
 	} else if (dflt) {
-		r.op = WIRE_QUOTA_DEFAULT;
+		r.op = NACRE_QUOTA_DEFAULT;
 	} else {
-		r.op = WIRE_QUOTA_SET;
+		r.op = NACRE_QUOTA_SET;
 		if (parse_id("setquota", type, idarg, &r.id, name, sizeof(name)))
 			return 1;
 	}
-	return quota_ioctl("setquota", path, &r, &q, NULL, NULL) ? 1 : 0;
+	if (quota_ioctl("setquota", path, &r, &q))
+		return 1;
+	nacre_quota_rep_fini(&q);
+	return 0;
 }
