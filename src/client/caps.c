@@ -66,8 +66,6 @@ static int cap_fetch(struct nacre_file *f, struct wire_cap *out)
 {
 	struct wire_cap_req req;
 	struct wire_cap_rep rep;
-	struct wire_cursor c;
-	struct rpc_msg *m;
 	int rc;
 
 	memset(&req, 0, sizeof(req));
@@ -77,16 +75,7 @@ static int cap_fetch(struct nacre_file *f, struct wire_cap *out)
 	req.handle = f->handle;
 	pthread_mutex_unlock(&f->lock);
 	req.layout_gen = f->layout.gen;
-	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
-	wire_cap_req_encode(&c, &req);
-	rc = cl_mds_call(f->fs, WIRE_OP_MDS_CAP_GET, &c, &m);
-	wire_cursor_fini(&c);
-	if (rc)
-		return rc;
-	wire_cursor_init_read(&c, m->body, m->body_len);
-	wire_cap_rep_decode(&c, &rep);
-	rc = cl_decode_end(&c);
-	rpc_msg_free(m);
+	rc = cl_mds_do(f->fs, WIRE_OP_MDS_CAP_GET, &req, &rep);
 	if (rc == 0)
 		*out = rep.cap;
 	return rc;

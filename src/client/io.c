@@ -88,10 +88,8 @@ NACRE_API int nacre_open(struct nacre_fs *fs, const struct nacre_cred *cr,
 {
 	struct wire_open_req req;
 	struct wire_open_rep rep;
-	struct wire_cursor c;
 	struct nacre_cred root;
 	struct nacre_file *f;
-	struct rpc_msg *m;
 	int rc;
 
 	if (!fs || !fid || !out)
@@ -104,16 +102,7 @@ NACRE_API int nacre_open(struct nacre_fs *fs, const struct nacre_cred *cr,
 	/* Writes of other handles come before the truncate, not after it. */
 	if (flags & O_TRUNC)
 		cl_size_publish_fid(fs, fid);
-	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
-	wire_open_req_encode(&c, &req);
-	rc = cl_mds_call(fs, WIRE_OP_MDS_OPEN, &c, &m);
-	wire_cursor_fini(&c);
-	if (rc)
-		return rc;
-	wire_cursor_init_read(&c, m->body, m->body_len);
-	wire_open_rep_decode(&c, &rep);
-	rc = cl_decode_end(&c);
-	rpc_msg_free(m);
+	rc = cl_mds_do(fs, WIRE_OP_MDS_OPEN, &req, &rep);
 	if (rc)
 		return rc;
 	rc = file_new(fs, &req.cred, flags, rep.handle, &rep.attr, &rep.layout, rep.has_cap,
@@ -202,23 +191,12 @@ static int append_offset(struct nacre_file *f, uint64_t len, uint64_t *off)
 {
 	struct wire_append_req req = {.cred = f->cred, .fid = f->fid, .len = len};
 	struct wire_append_rep rep;
-	struct wire_cursor c;
-	struct rpc_msg *m;
 	int rc;
 
 	pthread_mutex_lock(&f->lock);
 	req.handle = f->handle;
 	pthread_mutex_unlock(&f->lock);
-	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
-	wire_append_req_encode(&c, &req);
-	rc = cl_mds_call(f->fs, WIRE_OP_MDS_APPEND, &c, &m);
-	wire_cursor_fini(&c);
-	if (rc)
-		return rc;
-	wire_cursor_init_read(&c, m->body, m->body_len);
-	wire_append_rep_decode(&c, &rep);
-	rc = cl_decode_end(&c);
-	rpc_msg_free(m);
+	rc = cl_mds_do(f->fs, WIRE_OP_MDS_APPEND, &req, &rep);
 	if (rc == 0)
 		*off = rep.offset;
 	return rc;

@@ -201,17 +201,10 @@ void cl_lock_granted(struct nacre_fs *fs, const struct wire_lock_req *r)
 
 int cl_lock_set_req(struct nacre_fs *fs, const struct wire_lock_req *r)
 {
-	struct wire_cursor c;
-	struct rpc_msg *m;
-	int rc;
+	int rc = cl_mds_do(fs, WIRE_OP_MDS_LOCK_SET, r, NULL);
 
-	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
-	wire_lock_req_encode(&c, r);
-	rc = cl_mds_call(fs, WIRE_OP_MDS_LOCK_SET, &c, &m);
-	wire_cursor_fini(&c);
 	if (rc)
 		return rc == -EAGAIN ? rc : cl_io_errno(rc);
-	rpc_msg_free(m);
 	cl_lock_granted(fs, r);
 	return 0;
 }
@@ -232,8 +225,6 @@ NACRE_API int nacre_lock_get(struct nacre_fs *fs, const struct nacre_cred *cr,
 {
 	struct wire_lock_req r;
 	struct wire_lock_rep o;
-	struct wire_cursor c;
-	struct rpc_msg *m;
 	int rc;
 
 	if (!conflict || !want || want->type == NACRE_LK_UNLCK)
@@ -241,18 +232,9 @@ NACRE_API int nacre_lock_get(struct nacre_fs *fs, const struct nacre_cred *cr,
 	rc = cl_lock_req(fs, cr, fid, NACRE_LOCK_POSIX, owner, want, &r);
 	if (rc)
 		return rc;
-	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
-	wire_lock_req_encode(&c, &r);
-	rc = cl_mds_call(fs, WIRE_OP_MDS_LOCK_GET, &c, &m);
-	wire_cursor_fini(&c);
+	rc = cl_mds_do(fs, WIRE_OP_MDS_LOCK_GET, &r, &o);
 	if (rc)
 		return cl_io_errno(rc);
-	wire_cursor_init_read(&c, m->body, m->body_len);
-	wire_lock_rep_decode(&c, &o);
-	rc = cl_decode_end(&c);
-	rpc_msg_free(m);
-	if (rc)
-		return rc;
 	memset(conflict, 0, sizeof(*conflict));
 	conflict->type = o.type;
 	conflict->start = o.start;

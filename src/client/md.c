@@ -63,6 +63,17 @@ static int attr_reply(struct rpc_msg *m, struct nacre_attr *out)
 	return rc;
 }
 
+/* cl_mds_do of a request answered by an attr_rep, into out (may be NULL). */
+static int attr_call(struct nacre_fs *fs, uint16_t op, const void *req, struct nacre_attr *out)
+{
+	struct wire_attr_rep a;
+	int rc = cl_mds_do(fs, op, req, &a);
+
+	if (rc == 0 && out)
+		*out = a.attr;
+	return rc;
+}
+
 /* Frees a reply that must be empty. */
 static int empty_reply(struct rpc_msg *m)
 {
@@ -145,9 +156,7 @@ NACRE_API int nacre_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 			    struct nacre_attr *out)
 {
 	struct wire_setattr_req req;
-	struct wire_cursor c;
 	struct nacre_cred root;
-	struct rpc_msg *m;
 	int rc;
 
 	if (!fs || !fid || !sa)
@@ -162,12 +171,7 @@ NACRE_API int nacre_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 	 * (truncate(2) of a file whose writes are still buffered here). */
 	if (req.sa.valid & NACRE_SET_SIZE)
 		cl_size_publish_fid(fs, fid);
-	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
-	wire_setattr_req_encode(&c, &req);
-	rc = mds_rpc(fs, WIRE_OP_MDS_SETATTR, &c, &m);
-	if (rc)
-		return rc;
-	rc = attr_reply(m, out);
+	rc = attr_call(fs, WIRE_OP_MDS_SETATTR, &req, out);
 	/* Open handles must not report their old written end at close: that would undo it. */
 	if (rc == 0 && (req.sa.valid & NACRE_SET_SIZE))
 		cl_files_set_size(fs, fid, sa->size);
@@ -386,9 +390,7 @@ NACRE_API int nacre_rename(struct nacre_fs *fs, const struct nacre_cred *cr,
 			   const struct nacre_fid *dparent, const char *dname, uint32_t flags)
 {
 	struct wire_rename_req req;
-	struct wire_cursor c;
 	struct nacre_cred root;
-	struct rpc_msg *m;
 	int rc;
 
 	if (!fs || !sparent || !dparent)
@@ -404,12 +406,7 @@ NACRE_API int nacre_rename(struct nacre_fs *fs, const struct nacre_cred *cr,
 	req.dparent = *dparent;
 	memcpy(req.dname, dname, strlen(dname) + 1);
 	req.flags = flags;
-	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
-	wire_rename_req_encode(&c, &req);
-	rc = mds_rpc(fs, WIRE_OP_MDS_RENAME, &c, &m);
-	if (rc)
-		return rc;
-	return empty_reply(m);
+return cl_mds_do(fs, WIRE_OP_MDS_RENAME, &req, NULL);
 }
 
 NACRE_API int nacre_link(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -417,9 +414,7 @@ NACRE_API int nacre_link(struct nacre_fs *fs, const struct nacre_cred *cr,
 			 const char *newname, struct nacre_attr *out)
 {
 	struct wire_link_req req;
-	struct wire_cursor c;
 	struct nacre_cred root;
-	struct rpc_msg *m;
 	int rc;
 
 	if (!fs || !fid || !newparent)
@@ -432,12 +427,7 @@ NACRE_API int nacre_link(struct nacre_fs *fs, const struct nacre_cred *cr,
 	req.fid = *fid;
 	req.parent = *newparent;
 	memcpy(req.name, newname, strlen(newname) + 1);
-	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
-	wire_link_req_encode(&c, &req);
-	rc = mds_rpc(fs, WIRE_OP_MDS_LINK, &c, &m);
-	if (rc)
-		return rc;
-	return attr_reply(m, out);
+return attr_call(fs, WIRE_OP_MDS_LINK, &req, out);
 }
 
 NACRE_API int nacre_readdir(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -584,9 +574,7 @@ NACRE_API int nacre_setxattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 			     size_t size, int flags)
 {
 	struct wire_xattr_req req;
-	struct wire_cursor c;
 	struct nacre_cred root;
-	struct rpc_msg *m;
 	int rc;
 
 	if (!fs || !fid || (size > 0 && !value) || (flags & ~3))
@@ -603,21 +591,14 @@ NACRE_API int nacre_setxattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 	req.flags = (uint32_t)flags;
 	req.value = value;
 	req.value_len = (uint32_t)size;
-	wire_cursor_init_dyn(&c, WIRE_BODY_BIG_MAX);
-	wire_xattr_req_encode(&c, &req);
-	rc = mds_rpc(fs, WIRE_OP_MDS_SETXATTR, &c, &m);
-	if (rc)
-		return rc;
-	return empty_reply(m);
+return cl_mds_do(fs, WIRE_OP_MDS_SETXATTR, &req, NULL);
 }
 
 NACRE_API int nacre_removexattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 				const struct nacre_fid *fid, const char *name)
 {
 	struct wire_xattr_req req;
-	struct wire_cursor c;
 	struct nacre_cred root;
-	struct rpc_msg *m;
 	int rc;
 
 	if (!fs || !fid)
@@ -629,12 +610,7 @@ NACRE_API int nacre_removexattr(struct nacre_fs *fs, const struct nacre_cred *cr
 	req.cred = *cl_cred(cr, &root);
 	req.fid = *fid;
 	memcpy(req.name, name, strlen(name) + 1);
-	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
-	wire_xattr_req_encode(&c, &req);
-	rc = mds_rpc(fs, WIRE_OP_MDS_REMOVEXATTR, &c, &m);
-	if (rc)
-		return rc;
-	return empty_reply(m);
+return cl_mds_do(fs, WIRE_OP_MDS_REMOVEXATTR, &req, NULL);
 }
 
 static int layout_reply(struct rpc_msg *m, struct nacre_layout *out)

@@ -34,6 +34,33 @@ const struct nacre_cred *cl_cred(const struct nacre_cred *cr, struct nacre_cred 
 	return out;
 }
 
+int cl_mds_do(struct nacre_fs *fs, uint16_t op, const void *req, void *rep)
+{
+	const struct wire_op_info *info = wire_op_info(op);
+	struct wire_cursor c;
+	struct rpc_msg *m;
+	int rc;
+
+	if (!info || !info->req_encode)
+		return -EINVAL;
+	wire_cursor_init_dyn(&c, info->flags & WIRE_OPF_BIG_BODY ? WIRE_BODY_BIG_MAX
+								  : WIRE_BODY_MAX);
+	info->req_encode(&c, req);
+	rc = cl_mds_call(fs, op, &c, &m);
+	wire_cursor_fini(&c);
+	if (rc)
+		return rc;
+	if (!info->rep_decode) {
+		rc = m->body_len == 0 ? 0 : -EPROTO;
+	} else if (rep) {
+		wire_cursor_init_read(&c, m->body, m->body_len);
+		info->rep_decode(&c, rep);
+		rc = cl_decode_end(&c);
+	}
+	rpc_msg_free(m);
+	return rc;
+}
+
 int cl_decode_end(const struct wire_cursor *c)
 {
 	return wire_cursor_ok(c) && wire_cursor_left(c) == 0 ? 0 : -EPROTO;

@@ -35,6 +35,13 @@ int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *
  * cl_mds_call does, a transport failure logged and mapped to -EIO. Thread-safe. */
 int cl_mds_result(struct nacre_fs *fs, uint16_t opcode, int rc, struct rpc_msg *m,
 		  struct rpc_msg **rep);
+/* One MDS call as the opcode table describes op: encodes req (the struct wire_<name> of
+ * op's request) with its codec, calls as cl_mds_call does, and decodes the reply into rep
+ * (its reply's struct; NULL: not wanted), which must fill the body exactly; an "empty"
+ * reply must have no body. For replies whose decoded form points into nothing (attr_rep,
+ * open_rep, cap_rep...): the reply is freed before this returns. 0 or a negative errno,
+ * -EPROTO for a reply that does not decode. Thread-safe. */
+int cl_mds_do(struct nacre_fs *fs, uint16_t op, const void *req, void *rep);
 /* 0 if a decode consumed the whole body without error, else -EPROTO. */
 int cl_decode_end(const struct wire_cursor *c);
 /* Maps a transport failure (timeout, lost server) to -EIO for applications; other errors

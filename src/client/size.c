@@ -38,9 +38,7 @@ static void measure_blocks(struct nacre_file *f, struct wire_close_req *req, uin
 int cl_size_send(struct nacre_file *f, uint16_t opcode, int measure)
 {
 	struct wire_close_req req;
-	struct wire_cursor c;
 	struct wire_attr_rep a;
-	struct rpc_msg *m;
 	uint64_t seq, space = 0;
 	int rc;
 
@@ -58,31 +56,22 @@ int cl_size_send(struct nacre_file *f, uint16_t opcode, int measure)
 	pthread_mutex_unlock(&f->lock);
 	if (measure)
 		measure_blocks(f, &req, &space);
-	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
-	wire_close_req_encode(&c, &req);
-	rc = cl_mds_call(f->fs, opcode, &c, &m);
-	wire_cursor_fini(&c);
+	rc = cl_mds_do(f->fs, opcode, &req, &a);
 	if (rc)
 		return cl_io_errno(rc);
-	wire_cursor_init_read(&c, m->body, m->body_len);
-	wire_attr_rep_decode(&c, &a);
-	rc = cl_decode_end(&c);
-	rpc_msg_free(m);
-	if (rc == 0) {
-		pthread_mutex_lock(&f->lock);
-		f->attr = a.attr;
-		if (req.size > f->published_end)
-			f->published_end = req.size;
-		if (seq > f->published_seq)
-			f->published_seq = seq;
-		if (req.has_blocks && space > f->measured_seq) {
-			f->measured_seq = space;
-			if (space == f->space_seq)
-				f->unmeasured = 0;
-		}
-		pthread_mutex_unlock(&f->lock);
+	pthread_mutex_lock(&f->lock);
+	f->attr = a.attr;
+	if (req.size > f->published_end)
+		f->published_end = req.size;
+	if (seq > f->published_seq)
+		f->published_seq = seq;
+	if (req.has_blocks && space > f->measured_seq) {
+		f->measured_seq = space;
+		if (space == f->space_seq)
+			f->unmeasured = 0;
 	}
-	return rc;
+	pthread_mutex_unlock(&f->lock);
+	return 0;
 }
 
 void cl_size_publish_fid(struct nacre_fs *fs, const struct nacre_fid *fid)

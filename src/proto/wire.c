@@ -51,85 +51,173 @@
 #define OBJ WIRE_OPF_OST_OBJECTS
 #define PASS WIRE_OPF_RECOVERY_PASS
 #define REO WIRE_OPF_REOPEN
-#define OP(op, req, rep, flags) [WIRE_OP_##op] = {#op, req, rep, flags}
+/* The codecs with their message types erased, one pair per message of the table. */
+#define ANY(name)                                                                          \
+	static void any_##name##_encode(struct wire_cursor *c, const void *m)               \
+	{                                                                                   \
+		wire_##name##_encode(c, m);                                                 \
+	}                                                                                   \
+	static void any_##name##_decode(struct wire_cursor *c, void *m)                     \
+	{                                                                                   \
+		wire_##name##_decode(c, m);                                                 \
+	}
+ANY(append_rep)
+ANY(append_req)
+ANY(attr_rep)
+ANY(auth_req)
+ANY(cap_rep)
+ANY(cap_req)
+ANY(changelog_rep)
+ANY(changelog_req)
+ANY(close_req)
+ANY(connect_rep)
+ANY(connect_req)
+ANY(create_rep)
+ANY(create_req)
+ANY(cred_req)
+ANY(fault_set_rep)
+ANY(fault_set_req)
+ANY(fid_req)
+ANY(find_rep)
+ANY(find_req)
+ANY(groups_set_req)
+ANY(hsm_action_rep)
+ANY(hsm_agent_reg)
+ANY(hsm_import_req)
+ANY(hsm_list_rep)
+ANY(hsm_list_req)
+ANY(hsm_poll_rep)
+ANY(hsm_poll_req)
+ANY(hsm_progress)
+ANY(hsm_progress_rep)
+ANY(hsm_request)
+ANY(hsm_request_rep)
+ANY(hsm_state)
+ANY(hsm_state_set)
+ANY(key_list)
+ANY(key_req)
+ANY(key_update)
+ANY(layout_rep)
+ANY(layout_set_req)
+ANY(link_req)
+ANY(links_rep)
+ANY(links_req)
+ANY(lock_rep)
+ANY(lock_req)
+ANY(name_req)
+ANY(nodemap_rep)
+ANY(nodemap_req)
+ANY(notify_rep)
+ANY(notify_req)
+ANY(open_rep)
+ANY(open_req)
+ANY(ost_attr_rep)
+ANY(ost_destroy_rep)
+ANY(ost_destroy_req)
+ANY(ost_falloc_req)
+ANY(ost_io_req)
+ANY(ost_seek_rep)
+ANY(ost_seek_req)
+ANY(path_rep)
+ANY(quota_rep)
+ANY(quota_req)
+ANY(readdir_rep)
+ANY(readdir_req)
+ANY(recovery_done_req)
+ANY(recovery_status)
+ANY(rename_req)
+ANY(setattr_req)
+ANY(statfs_rep)
+ANY(target_reg)
+ANY(targets_rep)
+ANY(xattr_rep)
+ANY(xattr_req)
+#undef ANY
+#define any_empty_encode NULL
+#define any_empty_decode NULL
+#define OP(op, req, rep, flags)                                                            \
+	[WIRE_OP_##op] = {#op, #req, #rep, flags, any_##req##_encode, any_##req##_decode,   \
+			  any_##rep##_encode, any_##rep##_decode}
 static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
-	OP(CONNECT, "connect_req", "connect_rep", 0),
-	OP(AUTH, "auth_req", "empty", 0),
-	OP(PING, "empty", "empty", IDEM),
-	OP(FAULT_SET, "fault_set_req", "fault_set_rep", IDEM),
-	OP(MDS_STATFS, "cred_req", "statfs_rep", IDEM | INL | PASS),
-	OP(MDS_LOOKUP, "name_req", "attr_rep", IDEM | INL | CF),
-	OP(MDS_GETATTR, "fid_req", "attr_rep", IDEM | INL | CF),
-	OP(MDS_SETATTR, "setattr_req", "attr_rep", RC | CHG | CF),
-	OP(MDS_CREATE, "create_req", "create_rep", INL | RC | CHG | CF | SPC | OBJ),
-	OP(MDS_MKDIR, "create_req", "attr_rep", INL | RC | CHG | CF | SPC),
-	OP(MDS_MKNOD, "create_req", "attr_rep", INL | RC | CHG | CF | SPC),
-	OP(MDS_UNLINK, "name_req", "empty", INL | RC | CHG | CF),
-	OP(MDS_RMDIR, "name_req", "empty", INL | RC | CHG | CF),
-	OP(MDS_RENAME, "rename_req", "empty", INL | RC | CHG | CF),
-	OP(MDS_LINK, "link_req", "attr_rep", INL | RC | CHG | CF | SPC),
-	OP(MDS_SYMLINK, "create_req", "attr_rep", INL | RC | CHG | CF | SPC),
-	OP(MDS_READLINK, "fid_req", "path_rep", IDEM | INL | CF),
-	OP(MDS_READDIR, "readdir_req", "readdir_rep", IDEM | INL | CF),
-	OP(MDS_OPEN, "open_req", "open_rep", CF | REO),
-	OP(MDS_CLOSE, "close_req", "attr_rep", INL | RC),
-	OP(MDS_SIZE_UPDATE, "close_req", "attr_rep", INL | RC | CHG),
-	OP(MDS_GETXATTR, "xattr_req", "xattr_rep", IDEM | INL | BIG | CF),
-	OP(MDS_SETXATTR, "xattr_req", "empty", INL | RC | BIG | CHG | CF | SPC),
-	OP(MDS_LISTXATTR, "xattr_req", "xattr_rep", IDEM | INL | BIG | CF),
-	OP(MDS_REMOVEXATTR, "xattr_req", "empty", INL | RC | CHG | CF),
-	OP(MDS_LAYOUT_GET, "fid_req", "layout_rep", IDEM | INL | CF),
-	OP(MDS_LAYOUT_SET, "layout_set_req", "layout_rep", RC | CHG | CF | SPC | OBJ),
-	OP(MDS_TARGETS, "cred_req", "targets_rep", IDEM | INL | PASS),
-	OP(MDS_FID2PATH, "fid_req", "path_rep", IDEM | INL | CF),
-	OP(MDS_TARGET_REGISTER, "target_reg", "empty", IDEM | PASS),
-	OP(MDS_TARGET_HEARTBEAT, "target_reg", "empty", IDEM | PASS),
-	OP(MDS_SYNC, "fid_req", "empty", IDEM | CF),
-	OP(MDS_DISCONNECT, "cred_req", "empty", IDEM),
-	OP(MDS_RECOVERY_DONE, "recovery_done_req", "empty", IDEM),
-	OP(MDS_RECOVERY_STATUS, "cred_req", "recovery_status", IDEM | INL | PASS),
-	OP(MDS_APPEND, "append_req", "append_rep", INL | RC | CHG),
-	OP(MDS_HSM_REQUEST, "hsm_request", "hsm_request_rep", IDEM | CHG),
-	OP(MDS_HSM_STATE_GET, "fid_req", "hsm_state", IDEM | CF),
-	OP(MDS_HSM_STATE_SET, "hsm_state_set", "hsm_state", IDEM | CHG | CF),
-	OP(MDS_HSM_ACTION, "fid_req", "hsm_action_rep", IDEM | CF),
-	OP(MDS_HSM_LIST, "hsm_list_req", "hsm_list_rep", IDEM),
-	OP(MDS_HSM_AGENT_REGISTER, "hsm_agent_reg", "empty", 0),
-	OP(MDS_HSM_AGENT_POLL, "hsm_poll_req", "hsm_poll_rep", 0),
-	OP(MDS_HSM_AGENT_PROGRESS, "hsm_progress", "hsm_progress_rep", 0),
-	OP(MDS_HSM_IMPORT, "hsm_import_req", "attr_rep", RC | CHG | CF | SPC),
-	OP(MDS_LINKS, "links_req", "links_rep", IDEM | INL | CF),
-	OP(MDS_FIND, "find_req", "find_rep", IDEM | CF),
-	OP(MDS_CL_REGISTER, "changelog_req", "changelog_rep", 0),
-	OP(MDS_CL_DEREGISTER, "changelog_req", "changelog_rep", 0),
-	OP(MDS_CL_READ, "changelog_req", "changelog_rep", IDEM),
-	OP(MDS_CL_CLEAR, "changelog_req", "changelog_rep", IDEM),
-	OP(MDS_CL_MASK, "changelog_req", "changelog_rep", IDEM),
-	OP(MDS_QUOTA, "quota_req", "quota_rep", 0),
-	OP(OST_WRITE, "ost_io_req", "empty", IDEM),
-	OP(OST_READ, "ost_io_req", "empty", IDEM),
-	OP(OST_PUNCH, "ost_io_req", "empty", IDEM),
-	OP(OST_DESTROY, "ost_io_req", "empty", IDEM),
-	OP(OST_GETATTR, "ost_io_req", "ost_attr_rep", IDEM),
-	OP(OST_STATFS, "ost_io_req", "statfs_rep", IDEM),
-	OP(OST_SYNC, "ost_io_req", "empty", IDEM),
-	OP(OST_DESTROY_BATCH, "ost_destroy_req", "ost_destroy_rep", IDEM),
-	OP(OST_FALLOCATE, "ost_falloc_req", "empty", IDEM),
-	OP(OST_SEEK, "ost_seek_req", "ost_seek_rep", IDEM),
-	OP(MDS_LOCK_SET, "lock_req", "empty", IDEM | CF | REO),
-	OP(MDS_LOCK_GET, "lock_req", "lock_rep", IDEM | CF),
-	OP(MDS_LOCK_WAIT, "lock_req", "empty", IDEM | CF | REO),
-	OP(MDS_LOCK_CANCEL, "lock_req", "empty", IDEM | CF),
-	OP(MDS_KEY_ISSUE, "key_req", "key_list", PASS),
-	OP(MDS_KEY_REVOKE, "key_req", "key_list", IDEM | PASS),
-	OP(MDS_KEY_LIST, "cred_req", "key_list", IDEM | PASS),
-	OP(OST_KEY_UPDATE, "key_update", "empty", IDEM),
-	OP(MDS_CAP_GET, "cap_req", "cap_rep", IDEM | INL),
-	OP(MDS_NOTIFY_WAIT, "notify_req", "notify_rep", IDEM | INL | PASS),
-	OP(MDS_GROUPS_SET, "groups_set_req", "empty", IDEM | INL | PASS),
-	OP(MDS_NODEMAP, "nodemap_req", "nodemap_rep", PASS),
+	OP(CONNECT, connect_req, connect_rep, 0),
+	OP(AUTH, auth_req, empty, 0),
+	OP(PING, empty, empty, IDEM),
+	OP(FAULT_SET, fault_set_req, fault_set_rep, IDEM),
+	OP(MDS_STATFS, cred_req, statfs_rep, IDEM | INL | PASS),
+	OP(MDS_LOOKUP, name_req, attr_rep, IDEM | INL | CF),
+	OP(MDS_GETATTR, fid_req, attr_rep, IDEM | INL | CF),
+	OP(MDS_SETATTR, setattr_req, attr_rep, RC | CHG | CF),
+	OP(MDS_CREATE, create_req, create_rep, INL | RC | CHG | CF | SPC | OBJ),
+	OP(MDS_MKDIR, create_req, attr_rep, INL | RC | CHG | CF | SPC),
+	OP(MDS_MKNOD, create_req, attr_rep, INL | RC | CHG | CF | SPC),
+	OP(MDS_UNLINK, name_req, empty, INL | RC | CHG | CF),
+	OP(MDS_RMDIR, name_req, empty, INL | RC | CHG | CF),
+	OP(MDS_RENAME, rename_req, empty, INL | RC | CHG | CF),
+	OP(MDS_LINK, link_req, attr_rep, INL | RC | CHG | CF | SPC),
+	OP(MDS_SYMLINK, create_req, attr_rep, INL | RC | CHG | CF | SPC),
+	OP(MDS_READLINK, fid_req, path_rep, IDEM | INL | CF),
+	OP(MDS_READDIR, readdir_req, readdir_rep, IDEM | INL | CF),
+	OP(MDS_OPEN, open_req, open_rep, CF | REO),
+	OP(MDS_CLOSE, close_req, attr_rep, INL | RC),
+	OP(MDS_SIZE_UPDATE, close_req, attr_rep, INL | RC | CHG),
+	OP(MDS_GETXATTR, xattr_req, xattr_rep, IDEM | INL | BIG | CF),
+	OP(MDS_SETXATTR, xattr_req, empty, INL | RC | BIG | CHG | CF | SPC),
+	OP(MDS_LISTXATTR, xattr_req, xattr_rep, IDEM | INL | BIG | CF),
+	OP(MDS_REMOVEXATTR, xattr_req, empty, INL | RC | CHG | CF),
+	OP(MDS_LAYOUT_GET, fid_req, layout_rep, IDEM | INL | CF),
+	OP(MDS_LAYOUT_SET, layout_set_req, layout_rep, RC | CHG | CF | SPC | OBJ),
+	OP(MDS_TARGETS, cred_req, targets_rep, IDEM | INL | PASS),
+	OP(MDS_FID2PATH, fid_req, path_rep, IDEM | INL | CF),
+	OP(MDS_TARGET_REGISTER, target_reg, empty, IDEM | PASS),
+	OP(MDS_TARGET_HEARTBEAT, target_reg, empty, IDEM | PASS),
+	OP(MDS_SYNC, fid_req, empty, IDEM | CF),
+	OP(MDS_DISCONNECT, cred_req, empty, IDEM),
+	OP(MDS_RECOVERY_DONE, recovery_done_req, empty, IDEM),
+	OP(MDS_RECOVERY_STATUS, cred_req, recovery_status, IDEM | INL | PASS),
+	OP(MDS_APPEND, append_req, append_rep, INL | RC | CHG),
+	OP(MDS_HSM_REQUEST, hsm_request, hsm_request_rep, IDEM | CHG),
+	OP(MDS_HSM_STATE_GET, fid_req, hsm_state, IDEM | CF),
+	OP(MDS_HSM_STATE_SET, hsm_state_set, hsm_state, IDEM | CHG | CF),
+	OP(MDS_HSM_ACTION, fid_req, hsm_action_rep, IDEM | CF),
+	OP(MDS_HSM_LIST, hsm_list_req, hsm_list_rep, IDEM),
+	OP(MDS_HSM_AGENT_REGISTER, hsm_agent_reg, empty, 0),
+	OP(MDS_HSM_AGENT_POLL, hsm_poll_req, hsm_poll_rep, 0),
+	OP(MDS_HSM_AGENT_PROGRESS, hsm_progress, hsm_progress_rep, 0),
+	OP(MDS_HSM_IMPORT, hsm_import_req, attr_rep, RC | CHG | CF | SPC),
+	OP(MDS_LINKS, links_req, links_rep, IDEM | INL | CF),
+	OP(MDS_FIND, find_req, find_rep, IDEM | CF),
+	OP(MDS_CL_REGISTER, changelog_req, changelog_rep, 0),
+	OP(MDS_CL_DEREGISTER, changelog_req, changelog_rep, 0),
+	OP(MDS_CL_READ, changelog_req, changelog_rep, IDEM),
+	OP(MDS_CL_CLEAR, changelog_req, changelog_rep, IDEM),
+	OP(MDS_CL_MASK, changelog_req, changelog_rep, IDEM),
+	OP(MDS_QUOTA, quota_req, quota_rep, 0),
+	OP(OST_WRITE, ost_io_req, empty, IDEM),
+	OP(OST_READ, ost_io_req, empty, IDEM),
+	OP(OST_PUNCH, ost_io_req, empty, IDEM),
+	OP(OST_DESTROY, ost_io_req, empty, IDEM),
+	OP(OST_GETATTR, ost_io_req, ost_attr_rep, IDEM),
+	OP(OST_STATFS, ost_io_req, statfs_rep, IDEM),
+	OP(OST_SYNC, ost_io_req, empty, IDEM),
+	OP(OST_DESTROY_BATCH, ost_destroy_req, ost_destroy_rep, IDEM),
+	OP(OST_FALLOCATE, ost_falloc_req, empty, IDEM),
+	OP(OST_SEEK, ost_seek_req, ost_seek_rep, IDEM),
+	OP(MDS_LOCK_SET, lock_req, empty, IDEM | CF | REO),
+	OP(MDS_LOCK_GET, lock_req, lock_rep, IDEM | CF),
+	OP(MDS_LOCK_WAIT, lock_req, empty, IDEM | CF | REO),
+	OP(MDS_LOCK_CANCEL, lock_req, empty, IDEM | CF),
+	OP(MDS_KEY_ISSUE, key_req, key_list, PASS),
+	OP(MDS_KEY_REVOKE, key_req, key_list, IDEM | PASS),
+	OP(MDS_KEY_LIST, cred_req, key_list, IDEM | PASS),
+	OP(OST_KEY_UPDATE, key_update, empty, IDEM),
+	OP(MDS_CAP_GET, cap_req, cap_rep, IDEM | INL),
+	OP(MDS_NOTIFY_WAIT, notify_req, notify_rep, IDEM | INL | PASS),
+	OP(MDS_GROUPS_SET, groups_set_req, empty, IDEM | INL | PASS),
+	OP(MDS_NODEMAP, nodemap_req, nodemap_rep, PASS),
 };
 #undef OP
+#undef any_empty_encode
+#undef any_empty_decode
 #undef REO
 #undef PASS
 #undef OBJ
@@ -1913,8 +2001,9 @@ void wire_ost_seek_rep_decode(struct wire_cursor *c, struct wire_ost_seek_rep *m
 
 /* ost_destroy_req (since version 1):
  *   u32 ost_idx (0..65535), u32 flags (WIRE_OST_DESTROY_CAP or 0), u32 count
- *   (1..WIRE_OST_DESTROY_MAX), with WIRE_OST_DESTROY_CAP a cap, then exactly count ost_obj: the decoder reads the header and checks that count * 24 bytes remain; the
- *   caller reads them with wire_ost_obj_get. */
+ *   (1..WIRE_OST_DESTROY_MAX), with WIRE_OST_DESTROY_CAP a cap, then exactly count ost_obj:
+ *   the decoder reads the header and checks that count * 24 bytes remain; the caller reads
+ *   them with wire_ost_obj_get. */
 _Static_assert(12 + WIRE_CAP_LEN + WIRE_OST_DESTROY_MAX * WIRE_OST_OBJ_LEN <= WIRE_BODY_MAX,
 	       "an OST_DESTROY_BATCH request fits a body");
 _Static_assert(4 + WIRE_OST_DESTROY_MAX * WIRE_OST_DESTROY_FAIL_LEN <= WIRE_BODY_MAX,

@@ -222,11 +222,21 @@ enum {
 	 * waits for the re-open phase. */
 	WIRE_OPF_REOPEN = 1u << 9,
 };
+struct wire_cursor;
+/* A message's codec with the message's type erased, for the table: msg points to the
+ * struct wire_<name> of the row's message. */
+typedef void (*wire_encode_fn)(struct wire_cursor *c, const void *msg);
+typedef void (*wire_decode_fn)(struct wire_cursor *c, void *msg);
 struct wire_op_info {
 	const char *name; /* "MDS_LOOKUP" */
 	const char *req;  /* request message: "name_req" */
 	const char *rep;  /* reply message: "attr_rep" */
 	uint32_t flags;   /* WIRE_OPF_* */
+	/* wire_<req>_encode/_decode and wire_<rep>_encode/_decode; NULL for "empty" */
+	wire_encode_fn req_encode;
+	wire_decode_fn req_decode;
+	wire_encode_fn rep_encode;
+	wire_decode_fn rep_decode;
 };
 
 /* The table's row for opcode (static storage), or NULL for an unknown opcode. Thread-safe. */

@@ -1505,6 +1505,11 @@ static void test_op_table(void)
 		req = codec_find(o->req);
 		rep = codec_find(o->rep);
 		CHECK(strcmp(o->req, "empty") == 0 || (req && !req->golden));
+		/* the table's codecs are the named messages' (NULL for "empty") */
+		CHECK((o->req_encode == NULL) == (strcmp(o->req, "empty") == 0));
+		CHECK((o->req_decode == NULL) == (o->req_encode == NULL));
+		CHECK((o->rep_decode == NULL) == (strcmp(o->rep, "empty") == 0));
+		CHECK((o->rep_encode == NULL) == (o->rep_decode == NULL));
 		CHECK(strcmp(o->rep, "empty") == 0 || (rep && rep->golden));
 		if (strcmp(o->rep, "empty") != 0 && !has_seed(o->rep))
 			fprintf(stderr, "no fuzz seed for %s (reply of %s)\n", o->rep, o->name);
