@@ -419,13 +419,134 @@ int nacre_hsm_action_get(struct nacre_fs *fs, const struct nacre_cred *cr,
  * Returns the count; *eof is 1 when nothing follows. */
 int nacre_hsm_list(struct nacre_fs *fs, const struct nacre_cred *cr, uint64_t after,
 		   struct nacre_hsm_action *out, int max, int *eof);
-/* One page of a namespace scan under dir with predicates (`nacre find`): req is a find_req
- * body (the FIND message of the wire protocol) whose credentials and FID this call replaces
- * with cr and dir; the reply body (find_rep and its entries) is copied to out, its
- * max_bytes lowered to fit out_len. Returns the reply's length or a negative errno. */
+/* ---- find: a scan of the namespace under a directory, evaluated by the MDS, in pages ----
+ * (`nacre find`; docs/protocol.md, "Find"). A scan is a loop: zero a nacre_find_req, set its
+ * version and predicates, ask for a page, use its entries, copy page->next into req->cursor
+ * and ask again until page->eof. The MDS keeps nothing between pages: stop at any time.
+ *
+ * Growth: the request carries the NACRE_FIND_VERSION the caller was built with. A later
+ * version may append fields to nacre_find_req and nacre_find_entry (never reorder them);
+ * the library reads and fills only those of the version given, so an older program keeps
+ * working, and a version the library does not know is refused (-EINVAL). The page itself
+ * is allocated by the library, which can grow its fields freely. */
+#define NACRE_FIND_VERSION 1
+#define NACRE_FIND_GLOB_MAX 1024u /* bytes of a name pattern */
+#define NACRE_FIND_OSTS_MAX 256u  /* OST indices in one request */
+#define NACRE_FIND_POOL_MAX 15u   /* bytes of a pool name */
+/* The predicates: nacre_find_req.preds has a bit per predicate present, .neg a bit per
+ * predicate negated; an entry is listed when every predicate present holds. */
+enum {
+	NACRE_FINDP_NAME = 1u << 0,           /* the name matches the glob name */
+	NACRE_FINDP_TYPE = 1u << 1,           /* types has bit 1 << (mode's S_IFMT bits >> 12) */
+	NACRE_FINDP_SIZE = 1u << 2,           /* size compares (bytes) */
+	NACRE_FINDP_ATIME = 1u << 3,          /* now - atime compares (seconds) */
+	NACRE_FINDP_MTIME = 1u << 4,          /* now - mtime compares */
+	NACRE_FINDP_CTIME = 1u << 5,          /* now - ctime compares */
+	NACRE_FINDP_NEWER = 1u << 6,          /* mtime is after newer */
+	NACRE_FINDP_UID = 1u << 7,            /* the owner is uid */
+	NACRE_FINDP_GID = 1u << 8,            /* the group is gid */
+	NACRE_FINDP_PERM = 1u << 9,           /* the mode bits match perm as perm_kind says */
+	NACRE_FINDP_STRIPE_COUNT = 1u << 10,  /* stripe_count compares */
+	NACRE_FINDP_STRIPE_SIZE = 1u << 11,   /* stripe_size compares (bytes) */
+	NACRE_FINDP_OST = 1u << 12,           /* a stripe is on one of osts */
+	NACRE_FINDP_POOL = 1u << 13,          /* the pool is pool (nacre has none: "" only) */
+	NACRE_FINDP_LAYOUT = 1u << 14,        /* the layout is one of layouts */
+	NACRE_FINDP_HSM = 1u << 15,           /* every NACRE_HS_* bit of hsm is set */
+	NACRE_FINDP_FID = 1u << 16,           /* the FID is fid */
+	NACRE_FINDP_MINDEPTH = 1u << 17,      /* depth >= mindepth; not negatable */
+	NACRE_FINDP_MAXDEPTH = 1u << 18,      /* depth <= maxdepth; not negatable */
+};
+/* perm_kind: the mode is perm, has all of its bits, or any of them (find -perm M, -M, /M) */
+enum { NACRE_FIND_PERM_EXACT = 0, NACRE_FIND_PERM_ALL = 1, NACRE_FIND_PERM_ANY = 2 };
+/* layouts: bits of the layout kinds to match */
+enum {
+	NACRE_FIND_LAYOUT_RAID0 = 1u << 0,
+	NACRE_FIND_LAYOUT_RELEASED = 1u << 1,
+	NACRE_FIND_LAYOUT_MDT = 1u << 2, /* data on MDT: nacre has none, so nothing matches */
+};
+/* A number compared: the entry's value counted in units of unit (>= 1 when used), rounded
+ * up when up (sizes; ages in minutes, as GNU find) else down (ages in days), against value:
+ * sign -1 less than, 0 equal, 1 more than. */
+struct nacre_find_cmp {
+	int8_t sign;
+	uint8_t up;
+	uint64_t value;
+	uint64_t unit;
+};
+/* Where a page starts: all zero for the first page, then the previous page's next. Copy it
+ * whole; its content is the MDS's (the path of the entry to resume at). */
+struct nacre_find_cursor {
+	uint8_t state;
+	char path[NACRE_PATH_MAX + 1];
+};
+/* Zero it, then set version and what is used; preds says which predicate fields count. */
+struct nacre_find_req {
+	uint32_t version;   /* NACRE_FIND_VERSION */
+	uint32_t max_bytes; /* of entries in a page, as the MDS encodes them; 0 = the most */
+	struct nacre_find_cursor cursor;
+	uint32_t preds, neg; /* NACRE_FINDP_* */
+	struct nacre_time now; /* the reference of the ages: the caller's clock */
+	/* the starting point's name as the caller typed it (name is tested on it at depth 0);
+	 * start_entry 1: the starting point is the entry start_name of the directory (a file
+	 * or a symlink), not the directory */
+	char start_name[NACRE_NAME_MAX + 1];
+	uint8_t start_entry;
+	uint32_t mindepth, maxdepth;
+	char name[NACRE_FIND_GLOB_MAX + 1];
+	uint8_t name_icase;
+	uint32_t types;
+	struct nacre_find_cmp size, atime, mtime, ctime;
+	struct nacre_time newer;
+	uint32_t uid, gid;
+	uint8_t perm_kind; /* NACRE_FIND_PERM_* */
+	uint32_t perm;     /* 0..07777 */
+	struct nacre_find_cmp stripe_count, stripe_size;
+	uint32_t nosts; /* <= NACRE_FIND_OSTS_MAX */
+	uint32_t osts[NACRE_FIND_OSTS_MAX];
+	char pool[NACRE_FIND_POOL_MAX + 1];
+	uint32_t layouts; /* NACRE_FIND_LAYOUT_* */
+	uint32_t hsm;     /* NACRE_HS_* */
+	struct nacre_fid fid;
+};
+/* One entry of a page: a match, or (err < 0) the report of a directory that could not be
+ * scanned (-EACCES: not entered; a match is also listed, as its own entry). */
+struct nacre_find_entry {
+	const char *path;   /* relative to the starting point; "" for the starting point */
+	const char *target; /* a symlink's target, else "" */
+	int32_t err;
+	int has_layout;
+	struct nacre_attr attr;
+	struct nacre_layout layout; /* when has_layout */
+};
+struct nacre_find_page {
+	uint32_t count;
+	int eof; /* 1: the scan is over; else it goes on from next */
+	struct nacre_find_cursor next;
+	struct nacre_find_entry *entries; /* count of them, in the scan's order */
+};
+/* One page of the scan under the directory dir with req's predicates and cursor, with cr's
+ * credentials. Returns 0 with *page set (the library's memory, strings included, until
+ * nacre_find_page_free), or a negative errno: -EINVAL for a request that is not valid (an
+ * unknown version, bit or kind, a comparison without a unit...). Thread-safe. */
 int nacre_find_page(struct nacre_fs *fs, const struct nacre_cred *cr,
-		    const struct nacre_fid *dir, const void *req, size_t req_len, void *out,
-		    size_t out_len);
+		    const struct nacre_fid *dir, const struct nacre_find_req *req,
+		    struct nacre_find_page **page);
+/* The same through a nacre mount, for a program without a nacre_fs: fd is an open
+ * directory of the mount (its NACRE_IOC_FIND ioctl, with the caller's credentials), and
+ * max_bytes is capped to fit the ioctl. Thread-safe. Returns 0 with *page set, or a negative errno:
+ * -ENOTTY when fd is not on a nacre mount, the mount's error, -EMSGSIZE when req does not
+ * fit in the ioctl, -EBADMSG when the reply is malformed (then *page may hold the entries
+ * before the bad one: free it too). */
+int nacre_find_ioctl(int fd, const struct nacre_find_req *req, struct nacre_find_page **page);
+/* NULL is fine. */
+void nacre_find_page_free(struct nacre_find_page *page);
+/* The mount's half of NACRE_IOC_FIND (nacre_ioctl.h): in is the ioctl's request body (a
+ * find_req of the wire protocol) whose credentials and FID this call replaces with cr and
+ * dir; the reply body (find_rep and its entries) is copied to out, its max_bytes lowered to
+ * fit out_len. Returns the reply's length or a negative errno. */
+int nacre_find_ioctl_serve(struct nacre_fs *fs, const struct nacre_cred *cr,
+			   const struct nacre_fid *dir, const void *in, size_t in_len,
+			   void *out, size_t out_len);
 /* ---- Quotas (`nacre quota`, `nacre setquota`; docs/quota.md) ----
  * One QUOTA request: an op on a (type, id) and the limits it changes. The reply gives the
  * usage and the effective limits, and for CHECK and TARGETS a list the call allocates. */
@@ -573,11 +694,12 @@ int nacre_lock_set(struct nacre_fs *fs, const struct nacre_cred *cr, const struc
  * nacre_lock_wait_create returns 0, -EINVAL or -ENOMEM. nacre_lock_wait, once per handle:
  * 0 (granted), -EINTR (canceled; nothing changed), -EDEADLK (POSIX: an owner that holds
  * the range, or queued for it first, itself waits for a lock of owner's), -ENOLCK (the
- * MDS's tables are full), -EIO (MDS unreachable) or another negative error. nacre_lock_wait_cancel may be called from any
- * thread, any number of times, between create and destroy: a wait not yet granted ends with
- * -EINTR (one the MDS granted just before keeps its lock and returns 0). It does not wait
- * for the MDS. nacre_lock_wait_destroy frees the handle (NULL is fine); no cancel may run
- * then. Thread-safe. */
+ * MDS's tables are full), -EIO (MDS unreachable) or another negative error.
+ * nacre_lock_wait_cancel may be called from any thread, any number of times, between
+ * create and destroy: a wait not yet granted ends with -EINTR (one the MDS granted just
+ * before keeps its lock and returns 0). It does not wait for the MDS.
+ * nacre_lock_wait_destroy frees the handle (NULL is fine); no cancel may run then.
+ * Thread-safe. */
 struct nacre_lock_wait;
 int nacre_lock_wait_create(struct nacre_fs *fs, const struct nacre_cred *cr,
 			   const struct nacre_fid *fid, int kind, uint64_t owner,

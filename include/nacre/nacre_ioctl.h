@@ -6,7 +6,9 @@
  * and the directory's) after its length as a little-endian u32, in NACRE_IOC_FIND_SIZE bytes
  * (the rest is padding). Out: the reply body
  * (find_rep and its entries), at most NACRE_IOC_FIND_SIZE bytes; the page is made to fit.
- * The result of the ioctl is the reply's length, or -1 with errno.
+ * The result of the ioctl is the reply's length, or -1 with errno. libnacre speaks it:
+ * nacre_find_ioctl() asks with a typed request and decodes the page, and the mount answers
+ * with nacre_find_ioctl_serve() (nacre.h).
  */
 #ifndef NACRE_IOCTL_H
 #define NACRE_IOCTL_H

@@ -1,5 +1,6 @@
 /* find.c - `nacre find`: lfs find's options, evaluated on the MDS (FIND, through the mount's
- * NACRE_IOC_FIND ioctl on the start directory), printed here as lfs find prints them. */
+ * NACRE_IOC_FIND ioctl on the start directory: nacre_find_ioctl), printed here as lfs find
+ * prints them. */
 #include "cli/find.h"
 
 #include <errno.h>
@@ -9,7 +10,6 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,10 +17,9 @@
 #include "cli/cli.h"
 #include "common/util.h"
 #include "nacre/nacre.h"
-#include "nacre/nacre_ioctl.h"
 
 struct opts {
-	struct wire_find_query q;
+	struct nacre_find_req q; /* the predicates; each starting point's request copies it */
 	int out;
 	const char *fmt;
 	const char *paths[64];
@@ -37,38 +36,38 @@ struct opt {
 };
 enum { O_NONE = 0 };
 static const struct opt table[] = {
-	{"name", 'n', 1, WIRE_FINDP_NAME},
-	{"iname", 0, 1, WIRE_FINDP_NAME},
-	{"type", 't', 1, WIRE_FINDP_TYPE},
-	{"size", 's', 1, WIRE_FINDP_SIZE},
-	{"atime", 'A', 1, WIRE_FINDP_ATIME},
-	{"mtime", 'M', 1, WIRE_FINDP_MTIME},
-	{"ctime", 'C', 1, WIRE_FINDP_CTIME},
-	{"amin", 0, 1, WIRE_FINDP_ATIME},
-	{"mmin", 0, 1, WIRE_FINDP_MTIME},
-	{"cmin", 0, 1, WIRE_FINDP_CTIME},
-	{"newer", 0, 1, WIRE_FINDP_NEWER},
-	{"uid", 'u', 1, WIRE_FINDP_UID},
-	{"user", 'U', 1, WIRE_FINDP_UID},
-	{"gid", 'g', 1, WIRE_FINDP_GID},
-	{"group", 'G', 1, WIRE_FINDP_GID},
-	{"perm", 0, 1, WIRE_FINDP_PERM},
-	{"maxdepth", 'D', 1, WIRE_FINDP_MAXDEPTH},
-	{"mindepth", 0, 1, WIRE_FINDP_MINDEPTH},
-	{"stripe-count", 'c', 1, WIRE_FINDP_STRIPE_COUNT},
-	{"stripe_count", 0, 1, WIRE_FINDP_STRIPE_COUNT},
-	{"stripe-size", 'S', 1, WIRE_FINDP_STRIPE_SIZE},
-	{"stripe_size", 0, 1, WIRE_FINDP_STRIPE_SIZE},
-	{"stripe-index", 'i', 1, WIRE_FINDP_OST},
-	{"stripe_index", 0, 1, WIRE_FINDP_OST},
-	{"ost", 'O', 1, WIRE_FINDP_OST},
-	{"obd", 0, 1, WIRE_FINDP_OST},
-	{"pool", 0, 1, WIRE_FINDP_POOL},
-	{"layout", 'L', 1, WIRE_FINDP_LAYOUT},
-	{"hsm-state", 0, 1, WIRE_FINDP_HSM},
-	{"hsm_state", 0, 1, WIRE_FINDP_HSM},
-	{"hsm", 0, 1, WIRE_FINDP_HSM},
-	{"fid", 0, 1, WIRE_FINDP_FID},
+	{"name", 'n', 1, NACRE_FINDP_NAME},
+	{"iname", 0, 1, NACRE_FINDP_NAME},
+	{"type", 't', 1, NACRE_FINDP_TYPE},
+	{"size", 's', 1, NACRE_FINDP_SIZE},
+	{"atime", 'A', 1, NACRE_FINDP_ATIME},
+	{"mtime", 'M', 1, NACRE_FINDP_MTIME},
+	{"ctime", 'C', 1, NACRE_FINDP_CTIME},
+	{"amin", 0, 1, NACRE_FINDP_ATIME},
+	{"mmin", 0, 1, NACRE_FINDP_MTIME},
+	{"cmin", 0, 1, NACRE_FINDP_CTIME},
+	{"newer", 0, 1, NACRE_FINDP_NEWER},
+	{"uid", 'u', 1, NACRE_FINDP_UID},
+	{"user", 'U', 1, NACRE_FINDP_UID},
+	{"gid", 'g', 1, NACRE_FINDP_GID},
+	{"group", 'G', 1, NACRE_FINDP_GID},
+	{"perm", 0, 1, NACRE_FINDP_PERM},
+	{"maxdepth", 'D', 1, NACRE_FINDP_MAXDEPTH},
+	{"mindepth", 0, 1, NACRE_FINDP_MINDEPTH},
+	{"stripe-count", 'c', 1, NACRE_FINDP_STRIPE_COUNT},
+	{"stripe_count", 0, 1, NACRE_FINDP_STRIPE_COUNT},
+	{"stripe-size", 'S', 1, NACRE_FINDP_STRIPE_SIZE},
+	{"stripe_size", 0, 1, NACRE_FINDP_STRIPE_SIZE},
+	{"stripe-index", 'i', 1, NACRE_FINDP_OST},
+	{"stripe_index", 0, 1, NACRE_FINDP_OST},
+	{"ost", 'O', 1, NACRE_FINDP_OST},
+	{"obd", 0, 1, NACRE_FINDP_OST},
+	{"pool", 0, 1, NACRE_FINDP_POOL},
+	{"layout", 'L', 1, NACRE_FINDP_LAYOUT},
+	{"hsm-state", 0, 1, NACRE_FINDP_HSM},
+	{"hsm_state", 0, 1, NACRE_FINDP_HSM},
+	{"hsm", 0, 1, NACRE_FINDP_HSM},
+	{"fid", 0, 1, NACRE_FINDP_FID},
 	{"print", 'P', 0, O_NONE},
 	{"print0", '0', 0, O_NONE},
 	{"ls", 0, 0, O_NONE},
@@ -97,7 +96,7 @@ static const struct opt *lookup(const char *arg)
 /* [+-]N with an optional unit suffix from units (chars) and mult (their multipliers);
  * without a suffix the unit is def. */
 static int parse_cmp(const char *s, const char *units, const uint64_t *mult, uint64_t def,
-		     struct wire_find_cmp *c)
+		     struct nacre_find_cmp *c)
 {
 	char buf[64];
 	c->sign = 0;
@@ -121,7 +120,7 @@ static int parse_cmp(const char *s, const char *units, const uint64_t *mult, uin
 	return cli_parse_u64(buf, &c->value);
 }
 
-static int find_parse_size(const char *s, struct wire_find_cmp *c)
+static int find_parse_size(const char *s, struct nacre_find_cmp *c)
 {
 	c->up = 1;
 	/* lfs's units: bytes without a suffix; c bytes, b 512-byte blocks, k M G T P E base 2
@@ -131,7 +130,7 @@ static int find_parse_size(const char *s, struct wire_find_cmp *c)
 	return parse_cmp(s, "cbkKMGTPE", m, 1, c);
 }
 
-static int find_parse_time(const char *s, int minutes, struct wire_find_cmp *c)
+static int find_parse_time(const char *s, int minutes, struct nacre_find_cmp *c)
 {
 	/* lfs's suffixes: s m h d w y; days (minutes for -Xmin) without one */
 	static const uint64_t m[] = {1, 60, 3600, 86400, 604800, 31536000};
@@ -184,13 +183,13 @@ static int parse_user(const char *s, int group, uint32_t *out)
 	return 0;
 }
 
-static int parse_perm(const char *s, struct wire_find_query *q)
+static int parse_perm(const char *s, struct nacre_find_req *q)
 {
-	q->perm_kind = WIRE_FIND_PERM_EXACT;
+	q->perm_kind = NACRE_FIND_PERM_EXACT;
 	if (*s == '-')
-		q->perm_kind = WIRE_FIND_PERM_ALL, s++;
+		q->perm_kind = NACRE_FIND_PERM_ALL, s++;
 	else if (*s == '/')
-		q->perm_kind = WIRE_FIND_PERM_ANY, s++;
+		q->perm_kind = NACRE_FIND_PERM_ANY, s++;
 	char *end;
 	if (!*s)
 		return -1;
@@ -221,7 +220,7 @@ static char *next_item(char **s)
 }
 
 /* "1,3,fsname-OST0004,5-6" into q->osts */
-static int parse_osts(char *s, struct wire_find_query *q)
+static int parse_osts(char *s, struct nacre_find_req *q)
 {
 	for (char *t = next_item(&s); t; t = next_item(&s)) {
 		char *ost = strstr(t, "-OST");
@@ -241,7 +240,7 @@ static int parse_osts(char *s, struct wire_find_query *q)
 				return -1;
 		}
 		for (uint64_t i = a; i <= b; i++) {
-			if (q->nosts >= WIRE_FIND_OSTS_MAX || i > UINT32_MAX)
+			if (q->nosts >= NACRE_FIND_OSTS_MAX || i > UINT32_MAX)
 				return -1;
 			q->osts[q->nosts++] = (uint32_t)i;
 		}
@@ -254,11 +253,11 @@ static int parse_layout(char *s, uint32_t *mask)
 	*mask = 0;
 	for (char *t = next_item(&s); t; t = next_item(&s)) {
 		if (strcmp(t, "raid0") == 0)
-			*mask |= WIRE_FIND_LAYOUT_RAID0;
+			*mask |= NACRE_FIND_LAYOUT_RAID0;
 		else if (strcmp(t, "released") == 0)
-			*mask |= WIRE_FIND_LAYOUT_RELEASED;
+			*mask |= NACRE_FIND_LAYOUT_RELEASED;
 		else if (strcmp(t, "mdt") == 0 || strcmp(t, "dom") == 0)
-			*mask |= WIRE_FIND_LAYOUT_MDT;
+			*mask |= NACRE_FIND_LAYOUT_MDT;
 		else
 			return -1;
 	}
@@ -296,29 +295,29 @@ static int bad_value(const struct opt *o, const char *v, const char *what)
 /* Sets the predicate of option o from its value v. */
 static int set_pred(struct opts *op, const struct opt *o, const char *v)
 {
-	struct wire_find_query *q = &op->q;
+	struct nacre_find_req *q = &op->q;
 	char tmp[4096];
 	if (str_copy(tmp, v, sizeof(tmp)) >= sizeof(tmp))
 		return bad_value(o, v, "too long");
 	const char *n = o->name;
 	switch (o->pred) {
-	case WIRE_FINDP_NAME:
-		if (strlen(v) > WIRE_FIND_GLOB_MAX)
+	case NACRE_FINDP_NAME:
+		if (strlen(v) > NACRE_FIND_GLOB_MAX)
 			return bad_value(o, v, "a pattern is at most 1024 bytes");
 		str_copy(q->name, v, sizeof(q->name));
 		q->name_icase = strcmp(n, "iname") == 0;
 		return 0;
-	case WIRE_FINDP_TYPE:
+	case NACRE_FINDP_TYPE:
 		return parse_type(v, &q->types) ? bad_value(o, v, "give letters of f d l p s b c") : 0;
-	case WIRE_FINDP_SIZE:
+	case NACRE_FINDP_SIZE:
 		return find_parse_size(v, &q->size)
 			       ? bad_value(o, v, "[+-]N with a unit of c b k M G T P E (bytes without)")
 			       : 0;
-	case WIRE_FINDP_ATIME:
-	case WIRE_FINDP_MTIME:
-	case WIRE_FINDP_CTIME: {
-		struct wire_find_cmp *c = o->pred == WIRE_FINDP_ATIME	? &q->atime
-					  : o->pred == WIRE_FINDP_MTIME ? &q->mtime
+	case NACRE_FINDP_ATIME:
+	case NACRE_FINDP_MTIME:
+	case NACRE_FINDP_CTIME: {
+		struct nacre_find_cmp *c = o->pred == NACRE_FINDP_ATIME	? &q->atime
+					  : o->pred == NACRE_FINDP_MTIME ? &q->mtime
 									: &q->ctime;
 		int minutes = strstr(n, "min") != NULL;
 		return find_parse_time(v, minutes, c)
@@ -326,7 +325,7 @@ static int set_pred(struct opts *op, const struct opt *o, const char *v)
 							 : "[+-]N days, or a unit of s m h d w y")
 			       : 0;
 	}
-	case WIRE_FINDP_NEWER: {
+	case NACRE_FINDP_NEWER: {
 		struct stat st;
 		if (lstat(v, &st) < 0) {
 			cli_err("find: cannot stat '%s' for --newer: %s", v, strerror(errno));
@@ -336,51 +335,51 @@ static int set_pred(struct opts *op, const struct opt *o, const char *v)
 		q->newer.nsec = (uint32_t)st.st_mtim.tv_nsec;
 		return 0;
 	}
-	case WIRE_FINDP_UID:
+	case NACRE_FINDP_UID:
 		return parse_user(v, 0, &q->uid) ? bad_value(o, v, "no such user") : 0;
-	case WIRE_FINDP_GID:
+	case NACRE_FINDP_GID:
 		return parse_user(v, 1, &q->gid) ? bad_value(o, v, "no such group") : 0;
-	case WIRE_FINDP_PERM:
+	case NACRE_FINDP_PERM:
 		return parse_perm(v, q) ? bad_value(o, v, "an octal MODE, -MODE or /MODE") : 0;
-	case WIRE_FINDP_MAXDEPTH:
-	case WIRE_FINDP_MINDEPTH: {
+	case NACRE_FINDP_MAXDEPTH:
+	case NACRE_FINDP_MINDEPTH: {
 		uint64_t d;
 		if (cli_parse_u64(v, &d) || d > 65535)
 			return bad_value(o, v, "a number of levels");
-		if (o->pred == WIRE_FINDP_MAXDEPTH)
+		if (o->pred == NACRE_FINDP_MAXDEPTH)
 			q->maxdepth = (uint32_t)d;
 		else
 			q->mindepth = (uint32_t)d;
 		return 0;
 	}
-	case WIRE_FINDP_STRIPE_COUNT: {
+	case NACRE_FINDP_STRIPE_COUNT: {
 		static const uint64_t one[] = {1};
 		return parse_cmp(v, NULL, one, 1, &q->stripe_count) ? bad_value(o, v, "[+-]N")
 								     : 0;
 	}
-	case WIRE_FINDP_STRIPE_SIZE: {
+	case NACRE_FINDP_STRIPE_SIZE: {
 		static const uint64_t m[] = {1ull << 10, 1ull << 10, 1ull << 20, 1ull << 30};
 		return parse_cmp(v, "kKMG", m, 1, &q->stripe_size)
 			       ? bad_value(o, v, "[+-]N with a unit of k M G")
 			       : 0;
 	}
-	case WIRE_FINDP_OST:
+	case NACRE_FINDP_OST:
 		return parse_osts(tmp, q) ? bad_value(o, v, "OST indices or names, comma-separated")
 					  : 0;
-	case WIRE_FINDP_POOL:
-		if (strlen(v) > WIRE_FIND_POOL_MAX)
+	case NACRE_FINDP_POOL:
+		if (strlen(v) > NACRE_FIND_POOL_MAX)
 			return bad_value(o, v, "a pool name is at most 15 bytes");
 		str_copy(q->pool, v, sizeof(q->pool));
 		return 0;
-	case WIRE_FINDP_LAYOUT:
+	case NACRE_FINDP_LAYOUT:
 		return parse_layout(tmp, &q->layouts) ? bad_value(o, v, "raid0, released or mdt")
 						      : 0;
-	case WIRE_FINDP_HSM:
+	case NACRE_FINDP_HSM:
 		return parse_hsm(tmp, &q->hsm)
 			       ? bad_value(o, v, "exists, archived, released, dirty, lost, "
 						 "noarchive, norelease (comma-separated)")
 			       : 0;
-	case WIRE_FINDP_FID: {
+	case NACRE_FINDP_FID: {
 		const char *f = v;
 		return nacre_fid_parse(f, &q->fid) < 0 ? bad_value(o, v, "a FID [0xSEQ:0xOID:0xVER]")
 							: 0;
@@ -442,7 +441,7 @@ static int parse_args(int argc, char **argv, struct opts *op)
 			}
 			continue;
 		}
-		if (neg && (o->pred == WIRE_FINDP_MAXDEPTH || o->pred == WIRE_FINDP_MINDEPTH)) {
+		if (neg && (o->pred == NACRE_FINDP_MAXDEPTH || o->pred == NACRE_FINDP_MINDEPTH)) {
 			cli_err("find: '!' cannot negate '%s'", a);
 			return -1;
 		}
@@ -491,16 +490,40 @@ static void start_name(const char *path, char *out, size_t len)
 		str_copy(out, "/", len);
 }
 
-static int find_one(const char *path, struct opts *op, unsigned char *in, unsigned char *outb)
+/* Prints one page's entries; 1 if one of them reported an error. */
+static int print_page(const char *path, struct opts *op, const struct nacre_find_page *page,
+		      long long now)
 {
-	struct wire_find_req *r = calloc(1, sizeof(*r));
+	int rc = 0;
+
+	for (uint32_t i = 0; i < page->count; i++) {
+		const struct nacre_find_entry *e = &page->entries[i];
+		if (e->err) {
+			fflush(stdout);
+			if (e->path[0])
+				cli_err("find: '%s%s%s': %s", path,
+					path[strlen(path) - 1] == '/' ? "" : "/", e->path,
+					strerror(-e->err));
+			else
+				cli_err("find: '%s': %s", path, strerror(-e->err));
+			rc = 1;
+			continue;
+		}
+		cli_find_print(stdout, op->out, op->fmt, path, e, now);
+	}
+	return rc;
+}
+
+static int find_one(const char *path, struct opts *op)
+{
+	struct nacre_find_req *r = malloc(sizeof(*r));
 	int rc = 0, fd;
 	long long now = (long long)time(NULL);
 
 	if (!r)
 		return 1;
-	r->q = op->q;
-	start_name(path, r->q.start_name, sizeof(r->q.start_name));
+	*r = op->q;
+	start_name(path, r->start_name, sizeof(r->start_name));
 	struct stat st;
 	if (lstat(path, &st) < 0) {
 		cli_err("find: '%s': %s", path, strerror(errno));
@@ -522,7 +545,7 @@ static int find_one(const char *path, struct opts *op, unsigned char *in, unsign
 			str_copy(dir, ".", sizeof(dir));
 		else
 			dir[n] = 0;
-		r->q.start_entry = 1;
+		r->start_entry = 1;
 		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
 	if (fd < 0) {
@@ -530,69 +553,31 @@ static int find_one(const char *path, struct opts *op, unsigned char *in, unsign
 		free(r);
 		return 1;
 	}
-	r->max_bytes = WIRE_FIND_MAX_BYTES;
-	r->cur.state = WIRE_FIND_CUR_BEGIN;
-	struct wire_find_ent *e = malloc(sizeof(*e));
-	if (!e) {
-		close(fd);
-		free(r);
-		return 1;
-	}
+	r->max_bytes = 0; /* the most the mount's ioctl carries */
+	memset(&r->cursor, 0, sizeof(r->cursor));
 	for (;;) {
-		struct wire_cursor c;
-		memset(in, 0, NACRE_IOC_FIND_SIZE);
-		wire_cursor_init_write(&c, in + 4, NACRE_IOC_FIND_SIZE - 4);
-		wire_find_req_encode(&c, r);
-		if (!wire_cursor_ok(&c)) {
+		struct nacre_find_page *page;
+		int err = nacre_find_ioctl(fd, r, &page);
+		if (page)
+			rc |= print_page(path, op, page, now);
+		if (err == -EMSGSIZE) {
 			cli_err("find: the query does not fit in one request (shorten the pattern)");
-			rc = 1;
-			break;
-		}
-		size_t len = wire_cursor_pos(&c);
-		in[0] = (unsigned char)len;
-		in[1] = (unsigned char)(len >> 8);
-		in[2] = in[3] = 0;
-		memcpy(outb, in, NACRE_IOC_FIND_SIZE);
-		int n = ioctl(fd, NACRE_IOC_FIND, outb);
-		if (n < 0) {
-			if (errno == ENOTTY)
-				cli_err("find: '%s' is not on a nacre file system (or its mount "
-					"is too old for find)", path);
-			else
-				cli_err("find: '%s': %s", path, strerror(errno));
-			rc = 1;
-			break;
-		}
-		struct wire_find_rep h;
-		wire_cursor_init_read(&c, outb, (size_t)n);
-		wire_find_rep_decode(&c, &h);
-		for (uint32_t i = 0; i < h.count && wire_cursor_ok(&c); i++) {
-			wire_find_ent_get(&c, e);
-			if (!wire_cursor_ok(&c))
-				break;
-			if (e->err) {
-				fflush(stdout);
-				if (e->path[0])
-					cli_err("find: '%s%s%s': %s", path,
-						path[strlen(path) - 1] == '/' ? "" : "/", e->path,
-						strerror(-e->err));
-				else
-					cli_err("find: '%s': %s", path, strerror(-e->err));
-				rc = 1;
-				continue;
-			}
-			cli_find_print(stdout, op->out, op->fmt, path, e, now);
-		}
-		if (!wire_cursor_ok(&c)) {
+		} else if (err == -EBADMSG) {
 			cli_err("find: a malformed reply from the mount of '%s'", path);
-			rc = 1;
+		} else if (err == -ENOTTY) {
+			cli_err("find: '%s' is not on a nacre file system (or its mount "
+				"is too old for find)", path);
+		} else if (err < 0) {
+			cli_err("find: '%s': %s", path, strerror(-err));
+		}
+		if (err < 0 || page->eof) {
+			nacre_find_page_free(page);
+			rc |= err < 0;
 			break;
 		}
-		if (h.done)
-			break;
-		r->cur = h.cur;
+		r->cursor = page->next;
+		nacre_find_page_free(page);
 	}
-	free(e);
 	close(fd);
 	free(r);
 	return rc;
@@ -601,10 +586,9 @@ static int find_one(const char *path, struct opts *op, unsigned char *in, unsign
 int cli_find(int argc, char **argv)
 {
 	struct opts *op = calloc(1, sizeof(*op));
-	unsigned char *in = malloc(NACRE_IOC_FIND_SIZE), *outb = malloc(NACRE_IOC_FIND_SIZE);
 	int rc = 0;
 
-	if (!op || !in || !outb) {
+	if (!op) {
 		rc = 1;
 		goto out;
 	}
@@ -614,6 +598,7 @@ int cli_find(int argc, char **argv)
 	}
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
+	op->q.version = NACRE_FIND_VERSION;
 	op->q.now.sec = ts.tv_sec;
 	op->q.now.nsec = (uint32_t)ts.tv_nsec;
 	if (parse_args(argc, argv, op) < 0) {
@@ -621,12 +606,10 @@ int cli_find(int argc, char **argv)
 		goto out;
 	}
 	for (int i = 0; i < op->npaths; i++)
-		rc |= find_one(op->paths[i], op, in, outb);
+		rc |= find_one(op->paths[i], op);
 	if (fflush(stdout) != 0)
 		rc = 1;
 out:
 	free(op);
-	free(in);
-	free(outb);
 	return rc;
 }

@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-#include "proto/wire.h"
+#include "nacre/nacre.h"
 
 enum { FIND_OUT_PRINT = 0, FIND_OUT_PRINT0 = 1, FIND_OUT_LS = 2, FIND_OUT_PRINTF = 3 };
 
@@ -12,7 +12,7 @@ enum { FIND_OUT_PRINT = 0, FIND_OUT_PRINT0 = 1, FIND_OUT_LS = 2, FIND_OUT_PRINTF
  * path relative to start). out is FIND_OUT_*, fmt the --printf format. now: seconds since
  * the epoch (for -ls's dates). Writes to f. */
 void cli_find_print(FILE *f, int out, const char *fmt, const char *start,
-		    const struct wire_find_ent *e, long long now);
+		    const struct nacre_find_entry *e, long long now);
 /* Checks a --printf format: 0, or -EINVAL with the reason in err. */
 int cli_find_check_format(const char *fmt, char *err, size_t len);
 

@@ -15,7 +15,7 @@
 #include "nacre/nacre.h"
 
 /* The path as find prints it: the starting point, then the relative path. */
-static void put_path(FILE *f, const char *start, const struct wire_find_ent *e)
+static void put_path(FILE *f, const char *start, const struct nacre_find_entry *e)
 {
 	fputs(start, f);
 	if (e->path[0]) {
@@ -79,7 +79,7 @@ static void put_time(FILE *f, const struct nacre_time *t)
 	fprintf(f, "%s.%09u0 %s", a, t->nsec, b);
 }
 
-static const char *base_of(const char *start, const struct wire_find_ent *e, char *buf,
+static const char *base_of(const char *start, const struct nacre_find_entry *e, char *buf,
 			   size_t len)
 {
 	const char *p = e->path[0] ? e->path : start;
@@ -98,7 +98,7 @@ static const char *base_of(const char *start, const struct wire_find_ent *e, cha
 	return buf;
 }
 
-static void put_ls(FILE *f, const char *start, const struct wire_find_ent *e, long long now)
+static void put_ls(FILE *f, const char *start, const struct nacre_find_entry *e, long long now)
 {
 	const struct nacre_attr *a = &e->attr;
 	char mode[11], user[64], group[64], date[32];
@@ -124,7 +124,7 @@ static void put_ls(FILE *f, const char *start, const struct wire_find_ent *e, lo
 	fputc('\n', f);
 }
 
-static uint32_t depth_of(const struct wire_find_ent *e)
+static uint32_t depth_of(const struct nacre_find_entry *e)
 {
 	if (!e->path[0])
 		return 0;
@@ -143,7 +143,7 @@ static int type_letter(uint32_t mode)
 /* One directive at fmt (after '%'); returns the bytes it took, 0 if unknown. With f NULL
  * it only checks. */
 static size_t directive(FILE *f, const char *fmt, const char *start,
-			const struct wire_find_ent *e)
+			const struct nacre_find_entry *e)
 {
 	const struct nacre_attr *a = e ? &e->attr : NULL;
 	char buf[NACRE_NAME_MAX + 64];
@@ -280,7 +280,7 @@ int cli_find_check_format(const char *fmt, char *err, size_t len)
 }
 
 void cli_find_print(FILE *f, int out, const char *fmt, const char *start,
-		    const struct wire_find_ent *e, long long now)
+		    const struct nacre_find_entry *e, long long now)
 {
 	switch (out) {
 	case FIND_OUT_PRINT0:

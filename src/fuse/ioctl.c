@@ -39,7 +39,7 @@ void fz_op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 	int rc = len > in_bufsz - 4 ? -EINVAL
 		 : cmd == NACRE_IOC_QUOTA
 			 ? nacre_quota_ioctl_serve(m->fs, &cr, b + 4, len, out, out_bufsz)
-			 : nacre_find_page(m->fs, &cr, &in->fid, b + 4, len, out, out_bufsz);
+			 : nacre_find_ioctl_serve(m->fs, &cr, &in->fid, b + 4, len, out, out_bufsz);
 	if (rc < 0)
 		fz_reply_rc(req, rc);
 	else

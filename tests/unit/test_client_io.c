@@ -4,7 +4,8 @@
  * (write-through mount); then write-behind (small writes coalesced, read-your-writes,
  * background errors at the next write, fsync and close, truncate over dirty data) and
  * readahead (parallel RPCs ahead of a stream on every OST, reordered reads still a stream,
- * none for random reads, local writes seen). */
+ * none for random reads, local writes seen); and a FIND page (nacre_find_page), its request
+ * byte for byte and its typed entries. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -61,6 +62,10 @@ struct fake {
 	int fail_write; /* status OST writes answer, 0 = succeed */
 	int delay_us;   /* how long an OST RPC takes */
 	char oss_addr[2][NACRE_ADDR_MAX + 1];
+	/* FIND: the last request's body as sent, and how to answer */
+	uint8_t *find_req;
+	size_t find_req_len;
+	int finds, find_done, find_bad;
 };
 
 static struct fake F;
@@ -93,6 +98,38 @@ static void fake_attr(const struct nacre_fid *fid, struct nacre_attr *a)
 		a->mode = S_IFDIR | 0755;
 		a->nlink = 2;
 	}
+}
+
+/* A FIND page of three entries: a striped file, a symlink, a directory not scanned; with
+ * find_bad, a count the body cannot hold. */
+static void fake_find_page(struct wire_cursor *out)
+{
+	static struct wire_find_ent e[3];
+	struct wire_find_rep h;
+
+	memset(&h, 0, sizeof(h));
+	h.count = F.find_bad ? 9 : 3;
+	h.done = (uint8_t)F.find_done;
+	h.cur.state = F.find_done ? WIRE_FIND_CUR_BEGIN : WIRE_FIND_CUR_RESUME;
+	if (!F.find_done)
+		strcpy(h.cur.path, "a/b");
+	wire_find_rep_encode(out, &h);
+	if (F.find_bad)
+		return;
+	memset(e, 0, sizeof(e));
+	strcpy(e[0].path, "x");
+	fake_attr(&file_fid, &e[0].attr);
+	e[0].has_layout = 1;
+	e[0].layout = file_layout();
+	strcpy(e[1].path, "a/l");
+	fake_attr(&plain_fid, &e[1].attr);
+	e[1].attr.mode = S_IFLNK | 0777;
+	strcpy(e[1].target, "../x");
+	strcpy(e[2].path, "a");
+	e[2].err = -EACCES;
+	fake_attr(&sub_fid, &e[2].attr);
+	for (int i = 0; i < 3; i++)
+		wire_find_ent_put(out, &e[i]);
 }
 
 static int mds_handler(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
@@ -229,6 +266,15 @@ static int mds_handler(void *arg, const struct rpc_request *req, struct rpc_repl
 		break;
 	}
 	case WIRE_OP_MDS_DISCONNECT: /* an unmount: nothing to forget here */
+		break;
+	case WIRE_OP_MDS_FIND:
+		F.finds++;
+		free(F.find_req);
+		F.find_req = malloc(req->body_len);
+		memcpy(F.find_req, req->body, req->body_len);
+		F.find_req_len = req->body_len;
+		c.pos = c.len; /* kept, not decoded */
+		fake_find_page(&rep->body);
 		break;
 	case WIRE_OP_MDS_SETATTR: {
 		struct wire_setattr_req m;
@@ -581,6 +627,159 @@ out:
 }
 
 /* Empties the fake objects and the MDS size. */
+/* nacre_find_page: the typed request goes out as the find_req it stands for, field by
+ * field, and the page comes back typed; bad requests stay here, bad replies are -EPROTO. */
+static void test_find(struct nacre_fs *fs)
+{
+	struct nacre_find_req *req = calloc(1, sizeof(*req));
+	struct wire_find_req *want = calloc(1, sizeof(*want)), *got = calloc(1, sizeof(*got));
+	struct wire_find_query *q = &want->q;
+	struct nacre_find_page *page;
+	struct wire_cursor c;
+	int rc;
+
+	req->version = NACRE_FIND_VERSION;
+	strcpy(req->cursor.path, "a/b");
+	req->cursor.state = 1;
+	req->preds = NACRE_FINDP_NAME | NACRE_FINDP_TYPE | NACRE_FINDP_SIZE | NACRE_FINDP_MTIME |
+		     NACRE_FINDP_NEWER | NACRE_FINDP_UID | NACRE_FINDP_GID | NACRE_FINDP_PERM |
+		     NACRE_FINDP_STRIPE_SIZE | NACRE_FINDP_OST | NACRE_FINDP_POOL |
+		     NACRE_FINDP_LAYOUT | NACRE_FINDP_HSM | NACRE_FINDP_FID |
+		     NACRE_FINDP_MINDEPTH | NACRE_FINDP_MAXDEPTH;
+	req->neg = NACRE_FINDP_UID | NACRE_FINDP_OST;
+	req->now = (struct nacre_time){1700000000, 7};
+	strcpy(req->start_name, "file");
+	req->start_entry = 1;
+	req->mindepth = 1;
+	req->maxdepth = 3;
+	strcpy(req->name, "*.C");
+	req->name_icase = 1;
+	req->types = 1u << (S_IFREG >> 12);
+	req->size = (struct nacre_find_cmp){.sign = 1, .up = 1, .value = 2, .unit = 1024};
+	req->mtime = (struct nacre_find_cmp){.sign = -1, .value = 7, .unit = 86400};
+	req->newer = (struct nacre_time){1600000000, 9};
+	req->uid = 1000;
+	req->gid = 100;
+	req->perm_kind = NACRE_FIND_PERM_ALL;
+	req->perm = 0644;
+	req->stripe_size = (struct nacre_find_cmp){.value = 1, .unit = MIB};
+	req->nosts = 2;
+	req->osts[0] = 3;
+	req->osts[1] = 5;
+	strcpy(req->pool, "fast");
+	req->layouts = NACRE_FIND_LAYOUT_RAID0 | NACRE_FIND_LAYOUT_RELEASED;
+	req->hsm = NACRE_HS_ARCHIVED;
+	req->fid = file_fid;
+	rc = nacre_find_page(fs, NULL, &sub_fid, req, &page);
+	CHECK(rc == 0 && page, "find page: %d", rc);
+	if (rc == 0) {
+		CHECK(page->count == 3 && !page->eof, "find page: %u entries, eof %d", page->count,
+		      page->eof);
+		CHECK(page->next.state == 1 && strcmp(page->next.path, "a/b") == 0,
+		      "find cursor: %u %s", page->next.state, page->next.path);
+		struct nacre_find_entry *e = page->entries;
+		CHECK(page->count == 3 && strcmp(e[0].path, "x") == 0 && !e[0].err &&
+			      e[0].has_layout && e[0].layout.stripe_count == NSTRIPES &&
+			      e[0].layout.ost_idx[3] == 3 && nacre_fid_eq(&e[0].attr.fid, &file_fid) &&
+			      strcmp(e[0].target, "") == 0,
+		      "find entry 0");
+		CHECK(page->count == 3 && strcmp(e[1].path, "a/l") == 0 && !e[1].has_layout &&
+			      S_ISLNK(e[1].attr.mode) && strcmp(e[1].target, "../x") == 0,
+		      "find entry 1");
+		CHECK(page->count == 3 && strcmp(e[2].path, "a") == 0 && e[2].err == -EACCES &&
+			      nacre_fid_eq(&e[2].attr.fid, &sub_fid),
+		      "find entry 2");
+	}
+	nacre_find_page_free(page);
+
+	/* the bytes sent are those of the equivalent find_req */
+	pthread_mutex_lock(&F.lock);
+	wire_cursor_init_read(&c, F.find_req, F.find_req_len);
+	wire_find_req_decode(&c, got);
+	CHECK(wire_cursor_ok(&c) && !wire_cursor_left(&c), "find request decodes");
+	want->cred = got->cred; /* libnacre's root */
+	want->fid = sub_fid;
+	want->max_bytes = WIRE_FIND_MAX_BYTES;
+	want->cur.state = WIRE_FIND_CUR_RESUME;
+	strcpy(want->cur.path, "a/b");
+	q->preds = WIRE_FINDP_NAME | WIRE_FINDP_TYPE | WIRE_FINDP_SIZE | WIRE_FINDP_MTIME |
+		   WIRE_FINDP_NEWER | WIRE_FINDP_UID | WIRE_FINDP_GID | WIRE_FINDP_PERM |
+		   WIRE_FINDP_STRIPE_SIZE | WIRE_FINDP_OST | WIRE_FINDP_POOL | WIRE_FINDP_LAYOUT |
+		   WIRE_FINDP_HSM | WIRE_FINDP_FID | WIRE_FINDP_MINDEPTH | WIRE_FINDP_MAXDEPTH;
+	q->neg = WIRE_FINDP_UID | WIRE_FINDP_OST;
+	q->now = req->now;
+	strcpy(q->start_name, "file");
+	q->start_entry = 1;
+	q->mindepth = 1;
+	q->maxdepth = 3;
+	strcpy(q->name, "*.C");
+	q->name_icase = 1;
+	q->types = req->types;
+	q->size = (struct wire_find_cmp){.sign = 1, .value = 2, .unit = 1024, .up = 1};
+	q->mtime = (struct wire_find_cmp){.sign = -1, .value = 7, .unit = 86400};
+	q->newer = req->newer;
+	q->uid = 1000;
+	q->gid = 100;
+	q->perm_kind = WIRE_FIND_PERM_ALL;
+	q->perm = 0644;
+	q->stripe_size = (struct wire_find_cmp){.value = 1, .unit = MIB};
+	q->nosts = 2;
+	q->osts[0] = 3;
+	q->osts[1] = 5;
+	strcpy(q->pool, "fast");
+	q->layouts = WIRE_FIND_LAYOUT_RAID0 | WIRE_FIND_LAYOUT_RELEASED;
+	q->hsm = NACRE_HS_ARCHIVED;
+	q->fid = file_fid;
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_find_req_encode(&c, want);
+	CHECK(wire_cursor_pos(&c) == F.find_req_len &&
+		      memcmp(c.buf, F.find_req, F.find_req_len) == 0,
+	      "find request bytes (%zu sent, %zu expected)", F.find_req_len, wire_cursor_pos(&c));
+	wire_cursor_fini(&c);
+	F.find_done = 1;
+	pthread_mutex_unlock(&F.lock);
+
+	/* the last page; a smaller max_bytes goes as it is */
+	req->max_bytes = 5000;
+	rc = nacre_find_page(fs, NULL, &sub_fid, req, &page);
+	CHECK(rc == 0 && page && page->eof && page->next.state == 0, "find last page: %d", rc);
+	nacre_find_page_free(page);
+	pthread_mutex_lock(&F.lock);
+	wire_cursor_init_read(&c, F.find_req, F.find_req_len);
+	wire_find_req_decode(&c, got);
+	CHECK(wire_cursor_ok(&c) && got->max_bytes == 5000, "find max_bytes %u", got->max_bytes);
+	pthread_mutex_unlock(&F.lock);
+
+	/* refused before the MDS: an unknown version, a comparison without a unit, an unknown
+	 * predicate, too many OSTs */
+	int finds = F.finds;
+	req->version = NACRE_FIND_VERSION + 1;
+	CHECK(nacre_find_page(fs, NULL, &sub_fid, req, &page) == -EINVAL && !page,
+	      "find: unknown version");
+	req->version = NACRE_FIND_VERSION;
+	req->size.unit = 0;
+	CHECK(nacre_find_page(fs, NULL, &sub_fid, req, &page) == -EINVAL, "find: no unit");
+	req->size.unit = 1;
+	req->preds |= 1u << 30;
+	CHECK(nacre_find_page(fs, NULL, &sub_fid, req, &page) == -EINVAL, "find: unknown bit");
+	req->preds &= ~(1u << 30);
+	req->nosts = NACRE_FIND_OSTS_MAX + 1;
+	CHECK(nacre_find_page(fs, NULL, &sub_fid, req, &page) == -EINVAL, "find: OSTs");
+	req->nosts = 2;
+	CHECK(F.finds == finds, "find: %d bad requests reached the MDS", F.finds - finds);
+
+	/* a reply that does not hold its count */
+	F.find_bad = 1;
+	rc = nacre_find_page(fs, NULL, &sub_fid, req, &page);
+	CHECK(rc == -EPROTO && !page, "find: malformed reply: %d", rc);
+	F.find_bad = 0;
+	free(F.find_req);
+	F.find_req = NULL;
+	free(req);
+	free(want);
+	free(got);
+}
+
 static void fake_reset(void)
 {
 	pthread_mutex_lock(&F.lock);
@@ -875,6 +1074,7 @@ int main(void)
 	CHECK(rc == 0, "mount %s: %d %s", spec, rc, err);
 	if (rc == 0) {
 		test_io(fs);
+		test_find(fs);
 		nacre_fs_umount(fs);
 	}
 	o.max_dirty_mb = 0; /* the defaults: write-behind and readahead on */
