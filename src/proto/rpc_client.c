@@ -23,7 +23,9 @@
  * idempotent ones do, the others fail with -ECONNRESET because the server may have executed
  * them. A session also keeps each answered request whose change the server has not yet put
  * on disk (reply transno above last_committed) in c->retained, and replays them if the
- * server restarts (run_recovery), before any other request may use the new socket.
+ * server restarts, before any other request may use the new socket: rpc_recovery.c.
+ * Frames go out and whole replies come in through rpc_client_frame.c; struct rpc_conn is in
+ * rpc_client_int.h.
  */
 #include <errno.h>
 #include <poll.h>
@@ -41,127 +43,15 @@
 #include "common/net.h"
 #include "common/util.h"
 #include "nacre/nacre_errno.h"
-#include "proto/rpc.h"
-#include "proto/sec.h"
+#include "proto/rpc_client_int.h"
 
 #define SUBSYS "rpc"
-#define PENDING_BUCKETS 256
-#define PING_XID 3               /* 1 and 2 are the handshake's; calls start at 16 */
 #define PING_AFTER_MS 1000       /* silence while calls wait before the reader pings */
 #define UNRESPONSIVE_MS 5000     /* silence after which the server is reported as hung */
 #define BACKOFF_MIN_MS 100       /* pause between connection attempts, doubling... */
 #define BACKOFF_MAX_MS 2000      /* ...up to this */
 #define CONNECT_TIMEOUT_MAX_MS 10000
 #define LAST_TRY_MS 1000         /* the connection attempt of a call past its deadline */
-#define RETAIN_MAX 65536         /* requests kept for replay; beyond it the oldest go */
-
-enum pend_state { P_UNSENT, P_SENT, P_DONE };
-
-/* A link in c->open: every xid still open (no reply, or kept for replay), in xid order. The
- * head is the ack_xid every request carries. */
-struct xid_link {
-	struct xid_link *prev, *next;
-	uint64_t xid;
-};
-
-struct rpc_pending {
-	struct rpc_pending *hnext; /* hash chain, protected by c->lock */
-	struct rpc_conn *conn;
-	uint64_t xid;
-	enum pend_state state; /* protected by c->lock */
-	uint64_t sent_gen;     /* connection generation it was sent on */
-	int status;            /* result when DONE */
-	struct rpc_msg *reply; /* when DONE and status came from a reply */
-	pthread_cond_t cond;
-	int64_t start_ms;      /* rpc_start time */
-	int64_t sent_ms;       /* last send; lock */
-	int resend;            /* sent before: the next send says WIRE_ENV_RESEND; lock */
-	struct rpc_call_args args;
-	uint8_t *body_copy;  /* the request body, kept for resends (and replay) */
-	int in_table;
-	int receiving; /* the reader is reading bulk into args.reply_bulk; protected by lock */
-	struct rpc_pending *wnext, *wprev; /* c->waiters, while waiting as a follower */
-	int64_t start_us; /* rpc_start time, for the client latency histogram */
-	struct xid_link open; /* in c->open until the call ends (or its retained record
-			       * takes the place) */
-};
-
-/* An answered request whose change is not yet on disk at the server. */
-struct rpc_retained {
-	struct xid_link open;      /* in c->open, where its pending was */
-	struct rpc_retained *next; /* c->retained, in transno order */
-	uint16_t opcode;
-	uint64_t transno;
-	uint8_t *body;             /* the request body, then the first reply's body: a replay
-				    * sends both, so the server makes the same FID and layout */
-	uint32_t body_len;         /* request bytes */
-	uint32_t reply_len;        /* reply bytes after them */
-};
-
-/* The reader's side of a socket: small replies come through buf, several per read();
- * what does not fit is read straight into place. */
-struct rx_reader {
-	int fd;
-	size_t off, len; /* buffered bytes: buf[off, len) */
-	uint8_t buf[16384];
-};
-
-struct rpc_conn {
-	char addr_list[RPC_ADDRS_MAX * (NACRE_ADDR_MAX + 1)]; /* as configured, for messages */
-	char addrs[RPC_ADDRS_MAX][NACRE_ADDR_MAX + 1];
-	int naddrs;
-	int cur_addr; /* the address in use or tried next; protected by lock */
-	char fsname[NACRE_FSNAME_MAX + 1];
-	char name[NACRE_NAME_MAX + 1];
-	struct nacre_key key;
-	int timeout_ms;
-	int recovery_ms;
-	int connect_ms;
-	uint64_t client_id;
-	rpc_recover_fn recover;
-	void *recover_arg;
-	int sec;                   /* flavour to ask for (conf) */
-	int sec_exact;             /* the server may not raise it (conf) */
-
-	pthread_mutex_t lock;
-	pthread_mutex_t send_lock;
-	pthread_cond_t state_cond; /* connection state changes */
-	int fd;                    /* -1 when disconnected; protected by lock */
-	struct sec_session *sess;  /* fd's sealing state (NULL: null flavour); lives and dies
-				    * with fd: tx used under send_lock, rx by the reader */
-	int cur_sec;               /* flavour of the current or last socket; lock */
-	uint64_t cur_features;     /* WIRE_FEAT_* the server agreed to on it; written under
-				    * lock, read without (atomic: asked per request) */
-	char refusal[192];         /* why the server refused our flavour; written by the
-				    * connecting thread, for describe() */
-	int env;                   /* the socket carries envelopes; protected by lock */
-	uint64_t gen;              /* bumped per established socket; protected by lock */
-	int connecting;            /* a thread is connecting; protected by lock */
-	int recovering;            /* that thread replays to a restarted server (atomic) */
-	int reader_busy;           /* a waiter is reading replies; protected by lock */
-	struct rpc_pending *waiters; /* followers; one becomes the next reader */
-	struct rx_reader rx;       /* used by the reader only; reset per socket */
-	int shutting_down;         /* protected by lock */
-	uint64_t next_xid;         /* protected by lock */
-	char server_name[NACRE_NAME_MAX + 1]; /* protected by lock */
-	int last_err;              /* last connect error, for messages; protected by lock */
-	int key_dead;              /* -EKEYREVOKED/-EKEYEXPIRED: our key was revoked or
-				    * replaced, for good (key table entries only move forward):
-				    * calls fail at once without dialing; protected by lock */
-	int backoff_ms;            /* pause before the next attempt; protected by lock */
-	int64_t heard_ms;          /* last time the server was heard from; protected by lock */
-	int gave_up;               /* a call waited its whole recovery_ms since heard_ms and
-				    * failed: until the server is heard again, calls fail after
-				    * one connection attempt instead of waiting again; lock */
-	int64_t ping_ms;           /* last ping sent; protected by lock */
-	int unresponsive;          /* reported as not responding; protected by lock */
-	uint64_t instance;         /* the server instance we hold state with; lock */
-	uint64_t last_committed;   /* from reply envelopes; protected by lock */
-	struct xid_link open;      /* sentinel of the open-xid list; protected by lock */
-	struct rpc_retained *retained, *retained_tail; /* protected by lock */
-	int nretained;             /* protected by lock */
-	struct rpc_pending *table[PENDING_BUCKETS];
-};
 
 static struct metric *resends_metric(void)
 {
@@ -174,145 +64,6 @@ static struct metric *resends_metric(void)
 		__atomic_store_n(&m, x, __ATOMIC_RELEASE);
 	}
 	return x;
-}
-
-static struct metric *replays_metric(void)
-{
-	static struct metric *m;
-	struct metric *x = __atomic_load_n(&m, __ATOMIC_ACQUIRE);
-
-	if (!x) {
-		x = metrics_counter("nacre_rpc_client_replays_total", "",
-				    "Requests replayed to a restarted server");
-		__atomic_store_n(&m, x, __ATOMIC_RELEASE);
-	}
-	return x;
-}
-
-void rpc_msg_free(struct rpc_msg *m)
-{
-	if (!m)
-		return;
-	free(m->body);
-	if (m->bulk_owned)
-		free(m->bulk);
-	free(m);
-}
-
-/* ---- open xids, retained requests (all with c->lock held) ---- */
-
-static void open_link_tail(struct rpc_conn *c, struct xid_link *l, uint64_t xid)
-{
-	l->xid = xid;
-	l->prev = c->open.prev;
-	l->next = &c->open;
-	c->open.prev->next = l;
-	c->open.prev = l;
-}
-
-static void open_unlink(struct xid_link *l)
-{
-	if (!l->next)
-		return;
-	l->prev->next = l->next;
-	l->next->prev = l->prev;
-	l->next = l->prev = NULL;
-}
-
-/* Puts n where o is in the list (same xid position). */
-static void open_replace(struct xid_link *o, struct xid_link *n)
-{
-	n->xid = o->xid;
-	n->prev = o->prev;
-	n->next = o->next;
-	o->prev->next = n;
-	o->next->prev = n;
-	o->next = o->prev = NULL;
-}
-
-static uint64_t ack_xid(const struct rpc_conn *c)
-{
-	return c->open.next != &c->open ? c->open.next->xid : c->next_xid;
-}
-
-static void retained_free(struct rpc_retained *r)
-{
-	free(r->body);
-	free(r);
-}
-
-static void retained_insert(struct rpc_conn *c, struct rpc_retained *r)
-{
-	struct rpc_retained **pp = &c->retained;
-
-	r->next = NULL;
-	if (!c->retained_tail || c->retained_tail->transno <= r->transno) {
-		if (c->retained_tail)
-			c->retained_tail->next = r;
-		else
-			c->retained = r;
-		c->retained_tail = r;
-	} else {
-		while (*pp && (*pp)->transno <= r->transno)
-			pp = &(*pp)->next;
-		r->next = *pp;
-		*pp = r;
-	}
-	c->nretained++;
-}
-
-static void retained_pop(struct rpc_conn *c)
-{
-	struct rpc_retained *r = c->retained;
-
-	c->retained = r->next;
-	if (!c->retained)
-		c->retained_tail = NULL;
-	c->nretained--;
-	open_unlink(&r->open);
-	retained_free(r);
-}
-
-/* The server says every transno up to lc is on disk: forget those requests. */
-static void committed_upto(struct rpc_conn *c, uint64_t lc)
-{
-	if (lc > c->last_committed)
-		c->last_committed = lc;
-	while (c->retained && c->retained->transno <= c->last_committed)
-		retained_pop(c);
-}
-
-/* Keeps p's request for replay (its change is not on disk yet), with the reply body m.
- * The request body is copied: its sender may still be writing p->body_copy to the socket
- * while this reply is read. */
-static void retain(struct rpc_conn *c, struct rpc_pending *p, const struct rpc_msg *m)
-{
-	struct rpc_retained *r = calloc(1, sizeof(*r));
-	uint8_t *both = r && p->args.body_len + m->body_len + WIRE_REQ_ENV_LEN <=
-				     wire_op_body_max(p->args.opcode)
-				? malloc(p->args.body_len + m->body_len + 1)
-				: NULL;
-
-	if (!both) {
-		free(r);
-		return; /* it will not be replayed: the change was answered all the same */
-	}
-	memcpy(both, p->body_copy, p->args.body_len);
-	memcpy(both + p->args.body_len, m->body, m->body_len);
-	if (c->nretained >= RETAIN_MAX) {
-		LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
-				"%s reports nothing on disk for %d changes: the oldest will not "
-				"be replayed if it crashes",
-				c->addrs[c->cur_addr], RETAIN_MAX);
-		retained_pop(c);
-	}
-	r->opcode = p->args.opcode;
-	r->transno = m->env.transno;
-	r->body = both;
-	r->body_len = p->args.body_len;
-	r->reply_len = m->body_len;
-	open_replace(&p->open, &r->open);
-	retained_insert(c, r);
 }
 
 /* ---- pending table ---- */
@@ -404,199 +155,7 @@ static void note_given_up(struct rpc_conn *c, const struct rpc_pending *p)
 		c->gave_up = 1;
 }
 
-/* ---- frames ---- */
-
-/* Writes a sealed frame (proto/sec.h): integrity authenticates the caller's buffers as they
- * are; privacy encrypts them through the session's buffer, a chunk at a time, the header
- * and the first chunk in one write. Returns 0 or a negative errno. */
-static int send_sealed(int fd, struct sec_session *sess, const uint8_t *hdr, const uint8_t *env,
-		       uint32_t env_len, const void *body, uint32_t body_len,
-		       const struct iovec *bulk, int bulk_iovcnt)
-{
-	struct iovec iov[3 + 64 + 1];
-	uint8_t tag[WIRE_TAG_LEN];
-	uint8_t *buf;
-	size_t pos;
-	int i, n = 0, rc = sec_seal_begin(sess, hdr);
-
-	if (rc < 0)
-		return rc;
-	if (!sec_session_encrypts(sess)) {
-		iov[n].iov_base = (void *)hdr;
-		iov[n++].iov_len = WIRE_HDR_LEN;
-		if (env_len) {
-			rc |= sec_seal_update(sess, env, NULL, env_len);
-			iov[n].iov_base = (void *)env;
-			iov[n++].iov_len = env_len;
-		}
-		if (body_len) {
-			rc |= sec_seal_update(sess, body, NULL, body_len);
-			iov[n].iov_base = (void *)body;
-			iov[n++].iov_len = body_len;
-		}
-		for (i = 0; i < bulk_iovcnt; i++) {
-			if (!bulk[i].iov_len)
-				continue;
-			rc |= sec_seal_update(sess, bulk[i].iov_base, NULL, bulk[i].iov_len);
-			iov[n++] = bulk[i];
-		}
-		if (rc || sec_seal_final(sess, tag) < 0)
-			return -EIO;
-		iov[n].iov_base = tag;
-		iov[n++].iov_len = WIRE_TAG_LEN;
-		return net_writev_full(fd, iov, n);
-	}
-	buf = sec_seal_buf(sess);
-	if (!buf)
-		return -ENOMEM;
-	rc = sec_seal_update(sess, env, buf, env_len);
-	if (rc == 0 && body_len)
-		rc = sec_seal_update(sess, body, buf + env_len, body_len);
-	pos = env_len + body_len;
-	iov[n].iov_base = (void *)hdr;
-	iov[n++].iov_len = WIRE_HDR_LEN;
-	for (i = 0; rc == 0 && i < bulk_iovcnt; i++) {
-		const uint8_t *src = bulk[i].iov_base;
-		size_t left = bulk[i].iov_len;
-
-		while (rc == 0 && left > 0) {
-			size_t take = SEC_SEAL_BUF - pos < left ? SEC_SEAL_BUF - pos : left;
-
-			rc = sec_seal_update(sess, src, buf + pos, take);
-			src += take;
-			left -= take;
-			pos += take;
-			if (rc == 0 && pos == SEC_SEAL_BUF) {
-				iov[n].iov_base = buf;
-				iov[n++].iov_len = pos;
-				rc = net_writev_full(fd, iov, n);
-				n = 0;
-				pos = 0;
-			}
-		}
-	}
-	if (rc == 0)
-		rc = sec_seal_final(sess, tag);
-	if (rc < 0)
-		return rc;
-	if (pos) {
-		iov[n].iov_base = buf;
-		iov[n++].iov_len = pos;
-	}
-	iov[n].iov_base = tag;
-	iov[n++].iov_len = WIRE_TAG_LEN;
-	return net_writev_full(fd, iov, n);
-}
-
-/* Writes one request frame; sess (NULL: none, or the null flavour) seals it. */
-static int send_frame(int fd, struct sec_session *sess, uint16_t opcode, uint64_t xid,
-		      const struct wire_req_env *env, const void *body, uint32_t body_len,
-		      const struct iovec *bulk, int bulk_iovcnt)
-{
-	struct iovec iov[3 + 64];
-	uint8_t hdr_buf[WIRE_HDR_LEN], env_buf[WIRE_REQ_ENV_LEN];
-	struct wire_hdr h = {
-		.magic = WIRE_MAGIC,
-		.version = WIRE_VERSION,
-		.opcode = opcode,
-		.xid = xid,
-	};
-	int i, n = 0;
-	uint32_t crc = 0, env_len = 0;
-	size_t bulk_len = 0;
-
-	if (bulk_iovcnt > 64)
-		return -EINVAL;
-	for (i = 0; i < bulk_iovcnt; i++) {
-		if (!sess) /* a sealed frame's tag covers the bulk */
-			crc = crc32c(crc, bulk[i].iov_base, bulk[i].iov_len);
-		bulk_len += bulk[i].iov_len;
-	}
-	if (env) {
-		struct wire_cursor ec;
-		wire_cursor_init_write(&ec, env_buf, sizeof(env_buf));
-		wire_req_env_encode(&ec, env);
-		env_len = (uint32_t)ec.pos;
-	}
-	if (bulk_len > WIRE_BULK_MAX || body_len + env_len > wire_op_body_max(opcode))
-		return -E2BIG;
-	h.body_len = body_len + env_len;
-	h.bulk_len = (uint32_t)bulk_len;
-	h.bulk_crc = bulk_len && !sess ? crc : 0;
-	wire_hdr_encode(&h, hdr_buf);
-	if (sess) {
-		metrics_add(metrics_net_sent(), WIRE_HDR_LEN + h.body_len + bulk_len + WIRE_TAG_LEN);
-		return send_sealed(fd, sess, hdr_buf, env_buf, env_len, body, body_len, bulk,
-				   bulk_iovcnt);
-	}
-	iov[n].iov_base = hdr_buf;
-	iov[n++].iov_len = WIRE_HDR_LEN;
-	if (env_len) {
-		iov[n].iov_base = env_buf;
-		iov[n++].iov_len = env_len;
-	}
-	if (body_len) {
-		iov[n].iov_base = (void *)body;
-		iov[n++].iov_len = body_len;
-	}
-	for (i = 0; i < bulk_iovcnt; i++)
-		if (bulk[i].iov_len)
-			iov[n++] = bulk[i];
-	metrics_add(metrics_net_sent(), WIRE_HDR_LEN + h.body_len + bulk_len);
-	return net_writev_full(fd, iov, n);
-}
-
-/* Reads one whole reply frame synchronously (the handshake, and calls on a recovering socket
- * that nobody else reads): header, body into a heap buffer (*body, *body_len), bulk
- * discarded, until deadline; sess (may be NULL) opens a sealed frame. Returns 0 or a
- * negative error (-EPROTO for a frame that fails its tag); *h is the header. */
-static int read_frame_sync(int fd, struct sec_session *sess, int64_t deadline,
-			   struct wire_hdr *h, uint8_t **body)
-{
-	uint8_t hb[WIRE_HDR_LEN], tag[WIRE_TAG_LEN];
-	int rc;
-
-	*body = NULL;
-	rc = net_read_full_deadline(fd, hb, sizeof(hb), deadline);
-	if (rc < 0)
-		return rc;
-	rc = wire_hdr_decode(hb, h);
-	if (rc < 0)
-		return rc;
-	if (!(h->flags & WIRE_FLAG_REPLY))
-		return -EPROTO;
-	*body = malloc(h->body_len + 1);
-	if (!*body)
-		return -ENOMEM;
-	if (sess && sec_open_begin(sess, hb) < 0)
-		rc = -EIO;
-	else
-		rc = net_read_full_deadline(fd, *body, h->body_len, deadline);
-	if (rc == 0 && sess && sec_open_update(sess, *body, h->body_len) < 0)
-		rc = -EIO;
-	for (uint32_t left = h->bulk_len; rc == 0 && left > 0;) {
-		uint8_t skip[4096];
-		uint32_t n = left < sizeof(skip) ? left : (uint32_t)sizeof(skip);
-		rc = net_read_full_deadline(fd, skip, n, deadline);
-		if (rc == 0 && sess && sec_open_update(sess, skip, n) < 0)
-			rc = -EIO;
-		left -= n;
-	}
-	if (rc == 0 && sess) {
-		rc = net_read_full_deadline(fd, tag, sizeof(tag), deadline);
-		if (rc == 0 && sec_open_final(sess, tag) < 0) {
-			LOG_RATELIMITED(LOG_LVL_WARN, SUBSYS,
-					"reply %s (xid %llu) failed sec verification; closing",
-					wire_opcode_name(h->opcode), (unsigned long long)h->xid);
-			rc = -EPROTO;
-		}
-	}
-	if (rc < 0) {
-		free(*body);
-		*body = NULL;
-	}
-	return rc;
-}
+/* ---- the handshake ---- */
 
 /* Reads one reply frame of the handshake (before the socket is shared). */
 static int handshake_reply(int fd, uint64_t xid, int64_t deadline, uint8_t *body, size_t cap,
@@ -604,7 +163,7 @@ static int handshake_reply(int fd, uint64_t xid, int64_t deadline, uint8_t *body
 {
 	struct wire_hdr h;
 	uint8_t *b;
-	int rc = read_frame_sync(fd, NULL, deadline, &h, &b);
+	int rc = rpc_read_frame_sync(fd, NULL, deadline, &h, &b);
 
 	if (rc < 0)
 		return rc;
@@ -749,7 +308,7 @@ static int dial(struct rpc_conn *c, const char *addr, uint64_t instance, int64_t
 	str_copy(req.name, c->name, sizeof(req.name));
 	wire_cursor_init_write(&cur, buf, sizeof(buf));
 	wire_connect_req_encode(&cur, &req);
-	rc = send_frame(fd, NULL, WIRE_OP_CONNECT, 1, NULL, buf, (uint32_t)cur.pos, NULL, 0);
+	rc = rpc_send_frame(fd, NULL, WIRE_OP_CONNECT, 1, NULL, buf, (uint32_t)cur.pos, NULL, 0);
 	if (rc < 0)
 		goto out_close;
 	rc = handshake_reply(fd, 1, deadline, buf, sizeof(buf), &len);
@@ -786,7 +345,7 @@ static int dial(struct rpc_conn *c, const char *addr, uint64_t instance, int64_t
 		  req.nonce, WIRE_NONCE_LEN, auth.proof);
 	wire_cursor_init_write(&cur, buf, sizeof(buf));
 	wire_auth_req_encode(&cur, &auth);
-	rc = send_frame(fd, NULL, WIRE_OP_AUTH, 2, NULL, buf, (uint32_t)cur.pos, NULL, 0);
+	rc = rpc_send_frame(fd, NULL, WIRE_OP_AUTH, 2, NULL, buf, (uint32_t)cur.pos, NULL, 0);
 	if (rc < 0)
 		goto out_close;
 	rc = handshake_reply(fd, 2, deadline, buf, sizeof(buf), &len);
@@ -914,33 +473,6 @@ static int rx_wait(struct rx_reader *r, int64_t deadline)
 	}
 }
 
-/* Splits a reply body read into m->body into its envelope and the message. */
-static int strip_rep_env(struct rpc_msg *m)
-{
-	struct wire_cursor ec;
-
-	if (m->body_len < WIRE_REP_ENV_LEN)
-		return -EPROTO;
-	wire_cursor_init_read(&ec, m->body, WIRE_REP_ENV_LEN);
-	wire_rep_env_decode(&ec, &m->env);
-	if (!wire_cursor_ok(&ec))
-		return -EPROTO;
-	m->body_len -= WIRE_REP_ENV_LEN;
-	memmove(m->body, m->body + WIRE_REP_ENV_LEN, m->body_len);
-	return 0;
-}
-
-/* The server was heard from. Called with c->lock held. */
-static void heard(struct rpc_conn *c)
-{
-	c->heard_ms = net_now_ms();
-	c->gave_up = 0;
-	if (c->unresponsive) {
-		c->unresponsive = 0;
-		LOG_WARN(SUBSYS, "%s (%s) answers again", c->addrs[c->cur_addr], c->server_name);
-	}
-}
-
 /* Reads n bulk bytes of a sealed frame into dst, opening them a piece at a time while they
  * are in the CPU cache. */
 #define RX_OPEN_CHUNK (256u * 1024u)
@@ -995,14 +527,14 @@ static int read_one_reply(struct rpc_conn *c, int env, struct sec_session *sess)
 			rc = -EIO;
 	}
 	if (rc == 0 && env)
-		rc = strip_rep_env(m);
+		rc = rpc_strip_rep_env(m);
 	if (rc < 0) {
 		rpc_msg_free(m);
 		return rc;
 	}
 	/* Where to put the bulk: straight into the caller's buffer if it fits. */
 	pthread_mutex_lock(&c->lock);
-	heard(c);
+	rpc_heard(c);
 	p = table_find(c, h.xid);
 	wanted = p && p->state == P_SENT;
 	if (wanted && p->args.reply_bulk && h.bulk_len <= p->args.reply_bulk_cap) {
@@ -1067,12 +599,12 @@ static int read_one_reply(struct rpc_conn *c, int env, struct sec_session *sess)
 		table_del(c, p);
 		if (c->client_id && h.status >= 0 && m->env.transno > c->last_committed &&
 		    m->env.transno > lc && !p->args.bulk_iovcnt)
-			retain(c, p, m);
+			rpc_retain(c, p, m);
 		pending_finish(p, h.status, m);
 		m = NULL;
 	}
 	if (env)
-		committed_upto(c, lc);
+		rpc_committed_upto(c, lc);
 	pthread_mutex_unlock(&c->lock);
 	rpc_msg_free(m); /* a reply nobody waits for any more (or a ping's) */
 	return 0;
@@ -1125,7 +657,7 @@ static void check_silence(struct rpc_conn *c, int fd, uint64_t gen, int env)
 	if (now - c->heard_ms < PING_AFTER_MS || now - c->ping_ms < PING_AFTER_MS)
 		return;
 	c->ping_ms = now;
-	struct wire_req_env e = {.ack_xid = ack_xid(c)};
+	struct wire_req_env e = {.ack_xid = rpc_ack_xid(c)};
 	pthread_mutex_unlock(&c->lock);
 	/* A sender holding send_lock is talking to the server anyway. */
 	if (pthread_mutex_trylock(&c->send_lock) == 0) {
@@ -1134,8 +666,8 @@ static void check_silence(struct rpc_conn *c, int fd, uint64_t gen, int env)
 		struct sec_session *sess = c->sess;
 		pthread_mutex_unlock(&c->lock);
 		if (same)
-			send_frame(fd, sess, WIRE_OP_PING, PING_XID, env ? &e : NULL, NULL, 0, NULL,
-				   0);
+			rpc_send_frame(fd, sess, WIRE_OP_PING, PING_XID, env ? &e : NULL, NULL, 0,
+				       NULL, 0);
 		pthread_mutex_unlock(&c->send_lock);
 	}
 	pthread_mutex_lock(&c->lock);
@@ -1191,192 +723,6 @@ static int peer_hung_up(int fd)
 	return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
-/* ---- recovery ---- */
-
-struct rpc_recovery {
-	struct rpc_conn *c;
-	int fd;
-	struct sec_session *sess; /* fd's, NULL for null */
-	int env;
-	int64_t deadline;
-	int replayed; /* requests replayed */
-};
-
-int rpc_recovery_call(struct rpc_recovery *r, uint16_t opcode, uint32_t env_flags,
-		      const void *body, uint32_t body_len, const void *first_reply,
-		      uint32_t first_len, struct rpc_msg **reply)
-{
-	struct rpc_conn *c = r->c;
-	struct wire_req_env e = {.flags = env_flags, .replay_len = first_len};
-	struct rpc_msg *m;
-	uint8_t *both = NULL;
-	uint64_t xid;
-	int rc;
-
-	*reply = NULL;
-	if (first_len) {
-		both = malloc((size_t)body_len + first_len);
-		if (!both)
-			return -ENOMEM;
-		memcpy(both, body, body_len);
-		memcpy(both + body_len, first_reply, first_len);
-		body = both;
-		body_len += first_len;
-	}
-	pthread_mutex_lock(&c->lock);
-	xid = c->next_xid++;
-	e.ack_xid = ack_xid(c);
-	pthread_mutex_unlock(&c->lock);
-	rc = send_frame(r->fd, r->sess, opcode, xid, r->env ? &e : NULL, body, body_len, NULL, 0);
-	free(both);
-	if (rc < 0)
-		return rc;
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	do { /* a ping's reply may come first */
-		free(m->body);
-		rc = read_frame_sync(r->fd, r->sess, r->deadline, &m->hdr, &m->body);
-	} while (rc == 0 && m->hdr.xid != xid && m->hdr.xid == PING_XID);
-	if (rc == 0 && m->hdr.xid != xid)
-		rc = -EPROTO;
-	m->body_len = m->hdr.body_len;
-	if (rc == 0 && r->env)
-		rc = strip_rep_env(m);
-	if (rc < 0) {
-		rpc_msg_free(m);
-		return rc;
-	}
-	pthread_mutex_lock(&c->lock);
-	heard(c);
-	if (r->env)
-		committed_upto(c, m->env.last_committed);
-	pthread_mutex_unlock(&c->lock);
-	*reply = m;
-	return m->hdr.status;
-}
-
-/* One retained request, replayed: its first reply's transno in the envelope, its body after
- * the request's. */
-static int replay_one(struct rpc_recovery *r, struct rpc_retained *t)
-{
-	struct rpc_conn *c = r->c;
-	struct wire_req_env e = {.transno = t->transno, .flags = WIRE_ENV_REPLAY,
-				 .replay_len = t->reply_len};
-	struct rpc_msg *m;
-	int rc;
-
-	pthread_mutex_lock(&c->lock);
-	e.ack_xid = ack_xid(c);
-	pthread_mutex_unlock(&c->lock);
-	rc = send_frame(r->fd, r->sess, t->opcode, t->open.xid, &e, t->body,
-			t->body_len + t->reply_len,
-			NULL, 0);
-	if (rc < 0)
-		return rc;
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	do {
-		free(m->body);
-		rc = read_frame_sync(r->fd, r->sess, r->deadline, &m->hdr, &m->body);
-	} while (rc == 0 && m->hdr.xid == PING_XID);
-	if (rc == 0 && m->hdr.xid != t->open.xid)
-		rc = -EPROTO;
-	m->body_len = m->hdr.body_len;
-	if (rc == 0)
-		rc = strip_rep_env(m);
-	if (rc < 0) {
-		rpc_msg_free(m);
-		return rc;
-	}
-	metrics_add(replays_metric(), 1);
-	r->replayed++;
-	if (m->hdr.status < 0)
-		LOG_ERR(SUBSYS, "replay of %s (xid %llu, transno %llu) to %s failed: %s; the "
-				"change the application was told of is lost",
-			wire_opcode_name(t->opcode), (unsigned long long)t->open.xid,
-			(unsigned long long)t->transno, c->addrs[c->cur_addr],
-			nacre_strerror(m->hdr.status));
-	pthread_mutex_lock(&c->lock);
-	heard(c);
-	/* re-executed: it has a new transno (or none, if it failed) */
-	t->transno = m->hdr.status < 0 ? 0 : m->env.transno;
-	pthread_mutex_unlock(&c->lock);
-	rpc_msg_free(m);
-	return 0;
-}
-
-int rpc_recovery_replay(struct rpc_recovery *r)
-{
-	struct rpc_conn *c = r->c;
-	struct rpc_retained **list, *t;
-	int n = 0, rc = 0;
-
-	/* Nobody else touches the retained list while the socket is being recovered (no
-	 * replies can arrive), but records may move once replayed: take them out first. */
-	pthread_mutex_lock(&c->lock);
-	list = calloc((size_t)c->nretained + 1, sizeof(*list));
-	if (!list) {
-		pthread_mutex_unlock(&c->lock);
-		return -ENOMEM;
-	}
-	while ((t = c->retained) != NULL) {
-		c->retained = t->next;
-		list[n++] = t;
-	}
-	c->retained_tail = NULL;
-	c->nretained = 0;
-	pthread_mutex_unlock(&c->lock);
-	if (n)
-		LOG_INFO(SUBSYS, "replaying %d requests to %s (%s)", n, c->addrs[c->cur_addr],
-			 c->server_name);
-	for (int i = 0; i < n; i++) {
-		if (rc == 0)
-			rc = replay_one(r, list[i]);
-		pthread_mutex_lock(&c->lock);
-		if (rc == 0 && list[i]->transno == 0) {
-			open_unlink(&list[i]->open);
-			retained_free(list[i]);
-		} else {
-			retained_insert(c, list[i]); /* kept: replayed again if this one fails */
-		}
-		pthread_mutex_unlock(&c->lock);
-	}
-	pthread_mutex_lock(&c->lock);
-	committed_upto(c, c->last_committed);
-	pthread_mutex_unlock(&c->lock);
-	free(list);
-	return rc;
-}
-
-/* A reconnected session whose server instance changed: bring the server back before any
- * other request may use fd. Returns 0 or a negative error (drop the socket, try again). */
-static int run_recovery(struct rpc_conn *c, const char *addr, int fd, struct sec_session *sess,
-			int env, const struct wire_connect_rep *rep)
-{
-	struct rpc_recovery r = {.c = c, .fd = fd, .sess = sess, .env = env};
-	int rc;
-
-	r.deadline = net_now_ms() + c->recovery_ms + (int64_t)rep->recovery_ms;
-	LOG_WARN(SUBSYS, "%s (%s) restarted (%s); %s", addr, rep->server_name,
-		 rep->session == WIRE_SESSION_RECOVER ? "in recovery"
-						       : "it no longer knows this client",
-		 rep->session == WIRE_SESSION_RECOVER ? "replaying" : "re-establishing state");
-	__atomic_store_n(&c->recovering, 1, __ATOMIC_RELEASE);
-	if (c->recover)
-		rc = c->recover(c->recover_arg, &r, rep);
-	else
-		rc = rpc_recovery_replay(&r);
-	__atomic_store_n(&c->recovering, 0, __ATOMIC_RELEASE);
-	if (rc < 0)
-		LOG_WARN(SUBSYS, "recovery with %s interrupted: %s; reconnecting", addr,
-			 nacre_strerror(rc));
-	else
-		LOG_INFO(SUBSYS, "recovery with %s done (%d requests replayed)", addr, r.replayed);
-	return rc;
-}
-
 /* Makes sure a socket is up. Called with c->lock held; may drop and retake it. Tries the
  * failover addresses in turn, pausing (backoff) between rounds, until deadline.
  * Returns 0 when c->fd is valid, or a negative error. */
@@ -1418,7 +764,7 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 		if (fd >= 0) {
 			env = (rep.features & WIRE_FEAT_RECOVERY) != 0;
 			if (c->client_id && env && instance && rep.instance != instance &&
-			    run_recovery(c, addr, fd, sess, env, &rep) < 0) {
+			    rpc_run_recovery(c, addr, fd, sess, env, &rep) < 0) {
 				close(fd);
 				sec_session_destroy(sess);
 				sess = NULL;
@@ -1481,9 +827,9 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 			c->instance = rep.instance;
 		c->last_err = 0;
 		c->backoff_ms = BACKOFF_MIN_MS;
-		heard(c);
+		rpc_heard(c);
 		if (env)
-			committed_upto(c, rep.last_committed);
+			rpc_committed_upto(c, rep.last_committed);
 		str_copy(c->server_name, rep.server_name, sizeof(c->server_name));
 		LOG_DEBUG(SUBSYS, "connected to %s (%s), sec=%s", addr, rep.server_name,
 			  sec_flavour_name(rep.sec));
@@ -1514,7 +860,7 @@ static int send_pending(struct rpc_conn *c, struct rpc_pending *p)
 	p->state = P_SENT;
 	p->sent_gen = gen;
 	p->sent_ms = net_now_ms();
-	e.ack_xid = ack_xid(c);
+	e.ack_xid = rpc_ack_xid(c);
 	if (p->resend) {
 		e.flags = WIRE_ENV_RESEND;
 		metrics_add(resends_metric(), 1);
@@ -1531,8 +877,8 @@ static int send_pending(struct rpc_conn *c, struct rpc_pending *p)
 		return 0; /* the waiter resends */
 	}
 	pthread_mutex_unlock(&c->lock);
-	rc = send_frame(fd, sess, p->args.opcode, p->xid, env ? &e : NULL, p->body_copy,
-			p->args.body_len, p->args.bulk, p->args.bulk_iovcnt);
+	rc = rpc_send_frame(fd, sess, p->args.opcode, p->xid, env ? &e : NULL, p->body_copy,
+			    p->args.body_len, p->args.bulk, p->args.bulk_iovcnt);
 	if (rc < 0)
 		shutdown(fd, SHUT_RDWR); /* the reader notices and requeues */
 	pthread_mutex_unlock(&c->send_lock);
@@ -1626,7 +972,7 @@ void rpc_conn_destroy(struct rpc_conn *c)
 		close(c->fd);
 	sec_session_destroy(c->sess);
 	while (c->retained)
-		retained_pop(c);
+		rpc_retained_pop(c);
 	pthread_mutex_unlock(&c->lock);
 	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_destroy(&c->send_lock);
@@ -1712,7 +1058,7 @@ int rpc_start(struct rpc_conn *c, const struct rpc_call_args *a, struct rpc_pend
 	p->xid = c->next_xid++;
 	p->state = P_UNSENT;
 	table_add(c, p);
-	open_link_tail(c, &p->open, p->xid);
+	rpc_open_link_tail(c, &p->open, p->xid);
 	rc = send_pending(c, p);
 	if (rc < 0 && p->state != P_DONE) {
 		pending_finish(p, rc, NULL);
@@ -1808,7 +1154,7 @@ int rpc_wait(struct rpc_pending *p, struct rpc_msg **reply)
 		waiter_del(c, p);
 	}
 	table_del(c, p);
-	open_unlink(&p->open);
+	rpc_open_unlink(&p->open);
 	pthread_mutex_unlock(&c->lock);
 	status = p->status;
 	metrics_observe(client_latency(p->args.opcode), (double)(net_now_us() - p->start_us) / 1e6);
