@@ -158,30 +158,32 @@ double metrics_value(const struct metric *m)
 	return d;
 }
 
+struct metric *metrics_counter_once(struct metric **slot, const char *name, const char *help)
+{
+	struct metric *cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+
+	if (!cur) {
+		/* two first users get the same registration: metrics_counter finds it by name */
+		cur = metrics_counter(name, "", help);
+		__atomic_store_n(slot, cur, __ATOMIC_RELEASE);
+	}
+	return cur;
+}
+
 struct metric *metrics_net_sent(void)
 {
 	static struct metric *m;
-	struct metric *cur = __atomic_load_n(&m, __ATOMIC_ACQUIRE);
 
-	if (!cur) {
-		cur = metrics_counter("nacre_net_sent_bytes_total", "",
-				      "Bytes this process sent on nacre connections");
-		__atomic_store_n(&m, cur, __ATOMIC_RELEASE);
-	}
-	return cur;
+	return metrics_counter_once(&m, "nacre_net_sent_bytes_total",
+				    "Bytes this process sent on nacre connections");
 }
 
 struct metric *metrics_net_recv(void)
 {
 	static struct metric *m;
-	struct metric *cur = __atomic_load_n(&m, __ATOMIC_ACQUIRE);
 
-	if (!cur) {
-		cur = metrics_counter("nacre_net_received_bytes_total", "",
-				      "Bytes this process received on nacre connections");
-		__atomic_store_n(&m, cur, __ATOMIC_RELEASE);
-	}
-	return cur;
+	return metrics_counter_once(&m, "nacre_net_received_bytes_total",
+				    "Bytes this process received on nacre connections");
 }
 
 void metrics_set_space_fn(void (*fn)(void *arg, uint64_t *kb_free, uint64_t *kb_total),

@@ -20,6 +20,9 @@ enum metric_kind { METRIC_COUNTER, METRIC_GAUGE, METRIC_HISTOGRAM };
  * help is used by the first call for a name. Returns NULL only when out of memory (updates
  * on NULL are no-ops). */
 struct metric *metrics_counter(const char *name, const char *labels, const char *help);
+/* metrics_counter made on first use and kept in *slot (a static of the caller's), for
+ * counters of code that runs in processes that may not want them. Thread-safe. */
+struct metric *metrics_counter_once(struct metric **slot, const char *name, const char *help);
 struct metric *metrics_gauge(const char *name, const char *labels, const char *help);
 /* Latency histogram in seconds with fixed buckets from 50 us to 10 s. */
 struct metric *metrics_histogram(const char *name, const char *labels, const char *help);

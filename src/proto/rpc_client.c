@@ -56,14 +56,9 @@
 static struct metric *resends_metric(void)
 {
 	static struct metric *m;
-	struct metric *x = __atomic_load_n(&m, __ATOMIC_ACQUIRE);
 
-	if (!x) {
-		x = metrics_counter("nacre_rpc_client_resends_total", "",
+	return metrics_counter_once(&m, "nacre_rpc_client_resends_total",
 				    "Requests sent again after a lost connection or reply");
-		__atomic_store_n(&m, x, __ATOMIC_RELEASE);
-	}
-	return x;
 }
 
 /* ---- pending table ---- */

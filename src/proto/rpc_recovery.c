@@ -25,14 +25,9 @@
 static struct metric *replays_metric(void)
 {
 	static struct metric *m;
-	struct metric *x = __atomic_load_n(&m, __ATOMIC_ACQUIRE);
 
-	if (!x) {
-		x = metrics_counter("nacre_rpc_client_replays_total", "",
+	return metrics_counter_once(&m, "nacre_rpc_client_replays_total",
 				    "Requests replayed to a restarted server");
-		__atomic_store_n(&m, x, __ATOMIC_RELEASE);
-	}
-	return x;
 }
 
 /* ---- open xids, retained requests (all with c->lock held) ---- */
