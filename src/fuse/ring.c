@@ -753,6 +753,12 @@ static ssize_t ring_read(int fd, void *buf, size_t len, void *userdata)
 	ssize_t n = need > len ? read_big(fd, buf, len, need) : read(fd, buf, len);
 	const struct k_in_header *in = buf;
 
+	/* A read that waited since before INIT raised max_write is checked again when a
+	 * signal restarts it (SIGSTOP, then SIGCONT): its buffer is now too small (EINVAL),
+	 * which would end libfuse's loop and the mount. Read again with one the kernel takes. */
+	if (n < 0 && errno == EINVAL && need <= len && (need = atomic_load(&r->read_min)) > len)
+		n = read_big(fd, buf, len, need);
+
 	if (n >= (ssize_t)(sizeof(*in) + sizeof(struct k_init_in)) && in->opcode == K_FUSE_INIT) {
 		const struct k_init_in *a = (const void *)(in + 1);
 

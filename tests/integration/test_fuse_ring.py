@@ -151,6 +151,28 @@ def test_requests_above_1mib_on_the_ring(make_cluster, max_pages_1024):
     assert metric(port, "nacre_client_read_max_bytes") > 1 << 20
 
 
+def test_stopped_and_continued_mount_keeps_serving_4mib_requests(make_cluster, max_pages_1024):
+    """libfuse's /dev/fuse readers wait with a buffer made before INIT raised max_write to
+    4 MiB; SIGSTOP and SIGCONT restart their read, which the kernel then refuses (EINVAL):
+    the mount must read again with a buffer it takes, not end its loop and unmount."""
+    c = make_cluster(osts=1)
+    m, _ = ring_mount(c)
+    assert "requests up to 4096 KiB" in m.proc.text(), m.proc.text()
+    (m.path / "d").mkdir()
+    (m.path / "d" / "f").write_bytes(b"before")
+    time.sleep(0.5)  # every /dev/fuse reader waits in the kernel
+    for _ in range(3):
+        os.kill(m.proc.p.pid, signal.SIGSTOP)
+        time.sleep(0.3)
+        os.kill(m.proc.p.pid, signal.SIGCONT)
+        time.sleep(0.3)
+    assert m.proc.p.poll() is None, m.proc.text()
+    assert (m.path / "d" / "f").read_bytes() == b"before"
+    (m.path / "d" / "g").write_bytes(os.urandom(8 << 20))
+    assert os.stat(m.path / "d" / "g").st_size == 8 << 20
+    assert "reading device" not in m.proc.text(), m.proc.text()
+
+
 def test_dev_fuse_where_the_kernel_offers_no_ring(make_cluster):
     c = make_cluster(osts=1)
     port = free_port()
