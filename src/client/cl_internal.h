@@ -25,6 +25,7 @@
 struct cl_oss_conn {
 	char addr[NACRE_ADDR_MAX + 1];
 	struct rpc_conn *conn;
+	struct nacre_fs *fs; /* for the connection's still_here */
 };
 
 /* Where one OST index is served. */

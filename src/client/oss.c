@@ -47,6 +47,29 @@ void cl_oss_fini(struct cl_oss_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
+static int refresh(struct nacre_fs *fs, int quiet);
+
+/* The connection's still_here (rpc.h): does the MDS's target list, asked again at most once
+ * a second, still place an OST at oc's address? An MDS that cannot be asked says nothing:
+ * the connection keeps waiting for the OSS there. */
+static int oss_still_here(void *arg)
+{
+	struct cl_oss_conn *oc = arg;
+	struct cl_oss_table *t = &oc->fs->oss;
+	int stale, here = 0;
+
+	pthread_mutex_lock(&t->lock);
+	stale = now_ms() - t->refreshed_ms >= REFRESH_MIN_INTERVAL_MS;
+	pthread_mutex_unlock(&t->lock);
+	if (stale && refresh(oc->fs, 1) != 0)
+		return 1;
+	pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < t->nosts && !here; i++)
+		here = strcmp(t->osts[i].addr, oc->addr) == 0;
+	pthread_mutex_unlock(&t->lock);
+	return here;
+}
+
 /* The connection to addr, created (not yet connected) if new. Caller holds t->lock. */
 static struct cl_oss_conn *conn_for_addr_locked(struct nacre_fs *fs, const char *addr)
 {
@@ -69,6 +92,7 @@ static struct cl_oss_conn *conn_for_addr_locked(struct nacre_fs *fs, const char 
 	if (!oc)
 		return NULL;
 	memcpy(oc->addr, addr, strlen(addr) + 1);
+	oc->fs = fs;
 	memset(&conf, 0, sizeof(conf));
 	conf.addr = oc->addr;
 	conf.fsname = fs->fsname;
@@ -81,6 +105,9 @@ static struct cl_oss_conn *conn_for_addr_locked(struct nacre_fs *fs, const char 
 	conf.client_id = fs->client_id;
 	conf.sec = fs->sec;
 	conf.sec_exact = fs->sec_exact;
+	/* an OSS that moved (restarted elsewhere) is found again through the MDS at once */
+	conf.still_here = oss_still_here;
+	conf.still_here_arg = oc;
 	if (rpc_conn_create(&conf, &oc->conn) != 0) {
 		free(oc);
 		return NULL;
@@ -149,6 +176,13 @@ out_free_msg:
 
 int cl_oss_refresh(struct nacre_fs *fs)
 {
+	return refresh(fs, 0);
+}
+
+/* Takes the MDS's target list as the OST table; quiet: a failure is not logged (asked
+ * again every second while an OSS is away). 0 or a negative error. */
+static int refresh(struct nacre_fs *fs, int quiet)
+{
 	struct cl_oss_table *t = &fs->oss;
 	struct nacre_target *tg;
 	struct cl_ost *osts, *old;
@@ -157,8 +191,9 @@ int cl_oss_refresh(struct nacre_fs *fs)
 
 	rc = cl_targets_fetch(fs, &tg, &count);
 	if (rc) {
-		cl_log(fs, CL_LOG_WARN, "cannot refresh the target list from MDS %s: %s", fs->addr,
-		       nacre_strerror(rc));
+		if (!quiet)
+			cl_log(fs, CL_LOG_WARN, "cannot refresh the target list from MDS %s: %s",
+			       fs->addr, nacre_strerror(rc));
 		return rc;
 	}
 	osts = calloc(count > 0 ? (size_t)count : 1, sizeof(*osts));

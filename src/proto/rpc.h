@@ -228,6 +228,13 @@ struct rpc_conn_conf {
 	uint64_t client_id;     /* nonzero: a session (resend, replay); 0: none */
 	rpc_recover_fn recover; /* sessions: brings a restarted server back; may be NULL */
 	void *recover_arg;
+	/* Servers that may move (OSSes, found through the MDS's target list): after a round of
+	 * failed connection attempts, 0 from still_here says the server is no longer at this
+	 * connection's addresses; the call then fails at once with -EHOSTUNREACH, for the
+	 * caller to send it where the server went, instead of waiting out recovery_timeout
+	 * here. Called without the connection's locks; may be NULL. */
+	int (*still_here)(void *arg);
+	void *still_here_arg;
 	int sec;                /* WIRE_SEC_*: the flavour to ask for (0 = null) */
 	int sec_exact;          /* 1: exactly sec (a mount's sec=): a server that requires more
 				 * refuses (-NACRE_ESEC); 0: the server may raise it to its

@@ -799,6 +799,12 @@ static int ensure_connected(struct rpc_conn *c, int64_t deadline, int retry)
 			int pause = c->backoff_ms;
 			c->backoff_ms = pause * 2 < BACKOFF_MAX_MS ? pause * 2 : BACKOFF_MAX_MS;
 			pthread_mutex_unlock(&c->lock);
+			if (c->still_here && !c->still_here(c->still_here_arg)) {
+				LOG_INFO(SUBSYS, "%s: the server is no longer at this address; "
+					 "calls go where it went", addr);
+				pthread_mutex_lock(&c->lock);
+				return -EHOSTUNREACH;
+			}
 			int64_t left = deadline - net_now_ms();
 			if (left > pause)
 				left = pause;
@@ -927,6 +933,8 @@ int rpc_conn_create(const struct rpc_conn_conf *conf, struct rpc_conn **out)
 	c->sec_exact = conf->sec_exact;
 	c->recover = conf->recover;
 	c->recover_arg = conf->recover_arg;
+	c->still_here = conf->still_here;
+	c->still_here_arg = conf->still_here_arg;
 	c->fd = -1;
 	c->next_xid = 16; /* 1 and 2 are the handshake's, 3 the ping's */
 	c->backoff_ms = BACKOFF_MIN_MS;

@@ -86,6 +86,8 @@ struct rpc_conn {
 	uint64_t client_id;
 	rpc_recover_fn recover;
 	void *recover_arg;
+	int (*still_here)(void *arg); /* conf's */
+	void *still_here_arg;
 	int sec;                   /* flavour to ask for (conf) */
 	int sec_exact;             /* the server may not raise it (conf) */
 

@@ -5,8 +5,9 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
-from conftest import wait_for
+from conftest import free_port, wait_for
 from test_data import object_path, parse_fid, parse_layout
 
 
@@ -174,3 +175,27 @@ def test_creates_wait_for_osts_after_mds_restart(make_cluster, nacre_cli):
         assert count == 2 and sorted(osts) == [0, 1], (p, count, osts)
         with open(p, "rb") as f:
             assert f.read().startswith(b"data ")
+
+
+def test_oss_restarted_at_another_address_is_found_at_once(make_cluster):
+    """An OSS that comes back at another address (another port or host) registers it with
+    the MDS; a mount whose connection still tries the old one asks the MDS's target list
+    again after its failed attempts and goes there, instead of waiting out recovery_timeout
+    (300 s) at an address nobody will answer."""
+    c = make_cluster(osts=1)
+    m = c.mounts[0].path
+    data = os.urandom(3 << 20)
+    (m / "f").write_bytes(data)
+    c.oss[0].kill(signal.SIGKILL)
+    c.oss_ports[0] = free_port()
+    c.start_oss(0, fmt=False)
+    wait_for(lambda: f"127.0.0.1:{c.oss_ports[0]}" in c.mds.text(), 15,
+             "the OSS to register its new address")
+    Path("/proc/sys/vm/drop_caches").write_text("3")
+    t0 = time.monotonic()
+    with open(m / "f", "rb", buffering=0) as f:
+        assert f.read() == data
+    (m / "g").write_bytes(data[:4096])
+    took = time.monotonic() - t0
+    assert took < 20, f"reading after the OSS moved took {took:.1f} s"
+    assert "no longer at this address" in c.mounts[0].proc.text(), c.mounts[0].proc.text()
