@@ -714,7 +714,7 @@ NACRE_API int nacre_targets(struct nacre_fs *fs, struct nacre_target *out, int m
 
 	if (!fs || (max > 0 && !out) || max < 0)
 		return -EINVAL;
-	rc = cl_targets_fetch(fs, &t, &n);
+	rc = cl_targets_fetch(fs, 0, &t, &n);
 	if (rc)
 		return rc;
 	if (n > max)

@@ -149,6 +149,12 @@ static int restore_wait(struct nacre_fs *fs, const struct wire_cursor *req, int6
 int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *req,
 		struct rpc_msg **rep)
 {
+	return cl_mds_call_within(fs, opcode, req, 0, rep);
+}
+
+int cl_mds_call_within(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *req,
+		       int within_ms, struct rpc_msg **rep)
+{
 	struct rpc_call_args a;
 	struct rpc_msg *m = NULL;
 	int rc;
@@ -159,7 +165,9 @@ int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *
 	memset(&a, 0, sizeof(a));
 	a.opcode = opcode;
 	a.flags = wire_op_idempotent(opcode) ? RPC_IDEMPOTENT : 0;
-	if (__atomic_load_n(&fs->unmounting, __ATOMIC_ACQUIRE))
+	a.timeout_ms = within_ms;
+	if (__atomic_load_n(&fs->unmounting, __ATOMIC_ACQUIRE) &&
+	    (!within_ms || within_ms > fs->timeout_ms))
 		a.timeout_ms = fs->timeout_ms; /* nobody will wait for the answer much longer */
 	a.body = req->buf;
 	a.body_len = (uint32_t)wire_cursor_pos(req);
@@ -184,6 +192,10 @@ int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *
 		rc = restore_wait(fs, req, &waited);
 		if (rc == 0)
 			rc = rpc_call(fs->mds, &a, &m);
+	}
+	if (within_ms && rc < 0 && cl_is_transport_err(rc)) {
+		rpc_msg_free(m);
+		return rc; /* the caller's own limit ran out: it says what it makes of that */
 	}
 	return cl_mds_result(fs, opcode, rc, m, rep);
 }

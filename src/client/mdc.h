@@ -30,6 +30,11 @@ const struct nacre_cred *cl_cred(const struct nacre_cred *cr, struct nacre_cred 
  * (-ETIMEDOUT). Thread-safe. */
 int cl_mds_call(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *req,
 		struct rpc_msg **rep);
+/* cl_mds_call that gives up after within_ms (0: as cl_mds_call), for a caller that must
+ * not wait out the MDS's recovery: an MDS away gives its transport error (-ETIMEDOUT...),
+ * unlogged. Thread-safe. */
+int cl_mds_call_within(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *req,
+		       int within_ms, struct rpc_msg **rep);
 /* The end of cl_mds_call, for a caller that made the call itself (rpc_start, rpc_wait):
  * takes rc and m as rpc_wait gave them (m is freed or handed over) and returns as
  * cl_mds_call does, a transport failure logged and mapped to -EIO. Thread-safe. */

@@ -19,6 +19,7 @@
 
 /* After a transport error, reload the map at most this often. */
 #define REFRESH_MIN_INTERVAL_MS 1000
+#define STILL_HERE_ASK_MS 2000 /* how long an OSS connection asks the MDS where its OSS is */
 /* Smallest encoded target, to check the peer's count against the bytes present. */
 
 static int64_t now_ms(void)
@@ -125,7 +126,8 @@ static struct cl_ost *find_ost_locked(struct cl_oss_table *t, uint32_t idx)
 	return NULL;
 }
 
-int cl_targets_fetch(struct nacre_fs *fs, struct nacre_target **out, int *count)
+int cl_targets_fetch(struct nacre_fs *fs, int within_ms, struct nacre_target **out,
+		     int *count)
 {
 	struct wire_cursor c;
 	struct wire_cred_req r;
@@ -141,7 +143,7 @@ int cl_targets_fetch(struct nacre_fs *fs, struct nacre_target **out, int *count)
 	r.cred = *cl_cred(NULL, &root);
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_cred_req_encode(&c, &r);
-	rc = cl_mds_call(fs, WIRE_OP_MDS_TARGETS, &c, &m);
+	rc = cl_mds_call_within(fs, WIRE_OP_MDS_TARGETS, &c, within_ms, &m);
 	wire_cursor_fini(&c);
 	if (rc)
 		return rc;
@@ -189,7 +191,8 @@ static int refresh(struct nacre_fs *fs, int quiet)
 	size_t n = 0;
 	int count, rc;
 
-	rc = cl_targets_fetch(fs, &tg, &count);
+	/* the question of a waiting OSS connection must not wait for the MDS's recovery */
+	rc = cl_targets_fetch(fs, quiet ? STILL_HERE_ASK_MS : 0, &tg, &count);
 	if (rc) {
 		if (!quiet)
 			cl_log(fs, CL_LOG_WARN, "cannot refresh the target list from MDS %s: %s",

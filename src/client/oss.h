@@ -25,6 +25,7 @@ int cl_oss_moved(struct nacre_fs *fs, uint32_t idx, const struct rpc_conn *used)
 
 /* Every registered target as the MDS lists it. *out is malloc'd (free() it), *count its
  * length. Returns 0 or a negative error. Thread-safe. */
-int cl_targets_fetch(struct nacre_fs *fs, struct nacre_target **out, int *count);
+int cl_targets_fetch(struct nacre_fs *fs, int within_ms, struct nacre_target **out,
+		     int *count);
 
 #endif
