@@ -129,6 +129,9 @@ enum {
 	 * up to NACRE_READ_AHEAD_MB_MAX; ost is ignored. A limit below one RPC reads ahead one
 	 * RPC (max_rpc_size); the value reads back as set. */
 	NACRE_TUNE_READ_AHEAD_MB = 2,
+	/* 1: new inodes take FIDs from sequences the MDS granted this mount (the default when
+	 * the MDS grants them); 0: the MDS chooses every FID. ost is ignored. */
+	NACRE_TUNE_FID_GRANT = 3,
 };
 #define NACRE_RPCS_IN_FLIGHT_MAX 256
 #define NACRE_READ_AHEAD_MB_MAX 65536

@@ -21,7 +21,9 @@ enum {
 				      * one the peer does not support */
 	NACRE_EGROUPS = 4011,        /* a cred's group-list token the MDS does not know (it
 				      * restarted, or dropped it): register the list, retry */
-	NACRE_ELAST = 4012,
+	NACRE_EFIDGRANT = 4012,      /* a create named a FID outside the sequences the MDS
+				      * granted this client: let the MDS choose */
+	NACRE_ELAST = 4013,
 };
 
 /* Returns a static string for a negative (or positive) errno or NACRE_E* code.

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "client/cl_data.h"
+#include "client/fidseq.h"
 #include "common/key.h"
 #include "nacre/nacre.h"
 #include "proto/rpc.h"
@@ -114,6 +115,8 @@ struct nacre_fs {
 	int notify_stop;            /* also read without the lock (atomic) */
 	nacre_notify_fn notify_fn;  /* immutable while started */
 	void *notify_arg;
+
+	struct cl_fidseq fidseq;    /* FIDs for new inodes (fidseq.h); its own lock */
 };
 
 struct cl_glist;

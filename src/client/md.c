@@ -13,6 +13,7 @@
 
 #include "client/cl_export.h"
 #include "client/cl_internal.h"
+#include "client/fidseq.h"
 #include "client/files.h"
 #include "client/mdc.h"
 #include "client/md.h"
@@ -182,6 +183,16 @@ NACRE_API int nacre_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 	return rc;
 }
 
+static int create_rpc(struct nacre_fs *fs, uint16_t op, const struct wire_create_req *req,
+		      struct rpc_msg **rep)
+{
+	struct wire_cursor c;
+
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_create_req_encode(&c, req);
+	return mds_rpc(fs, op, &c, rep);
+}
+
 /* CREATE, MKDIR, MKNOD, SYMLINK. layout_out receives CREATE's layout (NULL otherwise). */
 /* layout_out and handle_out (may be NULL) are for CREATE only; handle_out is set to 0
  * unless flags has WIRE_CREATE_OPEN and the server opened a new file. */
@@ -222,10 +233,15 @@ static int create_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_
 	}
 	if (target)
 		memcpy(req->target, target, strlen(target) + 1); /* length checked by caller */
-	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
-	wire_create_req_encode(&c, req);
+	if (cl_fidseq_take(fs, &req->fid) == 0)
+		req->flags |= WIRE_CREATE_FID;
+	rc = create_rpc(fs, op, req, &m);
+	if (rc == -NACRE_EFIDGRANT && (req->flags & WIRE_CREATE_FID)) {
+		cl_fidseq_refused(fs, &req->fid); /* and the MDS chooses this one too */
+		req->flags &= ~WIRE_CREATE_FID;
+		rc = create_rpc(fs, op, req, &m);
+	}
 	free(req);
-	rc = mds_rpc(fs, op, &c, &m);
 	if (rc)
 		return rc;
 	if (op != WIRE_OP_MDS_CREATE)

@@ -1,5 +1,5 @@
 /* tune.c - the tunables a mount may change while mounted (nacre_fs_tunable_get/_set):
- * the pool's RPCs in flight per OST and the readahead window limit. */
+ * the pool's RPCs in flight per OST, the readahead window limit and FID grants. */
 #include <errno.h>
 #include <stdint.h>
 
@@ -23,6 +23,9 @@ NACRE_API int nacre_fs_tunable_get(struct nacre_fs *fs, int tunable, int ost, in
 		return 0;
 	case NACRE_TUNE_READ_AHEAD_MB:
 		*val = (int64_t)__atomic_load_n(&fs->ra_mb, __ATOMIC_RELAXED);
+		return 0;
+	case NACRE_TUNE_FID_GRANT:
+		*val = !__atomic_load_n(&fs->fidseq.off, __ATOMIC_RELAXED);
 		return 0;
 	default:
 		return -EINVAL;
@@ -51,6 +54,11 @@ NACRE_API int nacre_fs_tunable_set(struct nacre_fs *fs, int tunable, int ost, in
 		__atomic_store_n(&fs->ra_max, bytes, __ATOMIC_RELAXED);
 		return 0;
 	}
+	case NACRE_TUNE_FID_GRANT:
+		if (val != 0 && val != 1)
+			return -ERANGE;
+		__atomic_store_n(&fs->fidseq.off, val == 0, __ATOMIC_RELAXED);
+		return 0;
 	default:
 		return -EINVAL;
 	}

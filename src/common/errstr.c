@@ -17,6 +17,7 @@ static const char *const nacre_errs[NACRE_ELAST - NACRE_EBASE] = {
 	[NACRE_ERESTORING - NACRE_EBASE] = "file is being restored from the archive",
 	[NACRE_ESEC - NACRE_EBASE] = "wire security flavour refused",
 	[NACRE_EGROUPS - NACRE_EBASE] = "the MDS does not know this group list: register it again",
+	[NACRE_EFIDGRANT - NACRE_EBASE] = "FID not granted to this client",
 };
 
 /* Exported from the shared libnacre, which is built with -fvisibility=hidden. */

@@ -1,5 +1,5 @@
 /* db.c - the LMDB store of the MDS: open and format, transactions and the tables (quotas
- * are in db_quota.c; what they share in db_raw.h). Only the store's files include lmdb.h. */
+ * are in db_quota.c, FIDs and their grants in db_fid.c; what they share in db_raw.h). Only the store's files include lmdb.h. */
 #include "mds/db.h"
 
 #include <dirent.h>
@@ -104,6 +104,9 @@ static int open_dbis(struct mds_db *db, MDB_txn *t, unsigned flags)
 	/* added with quotas, the same way: usage is counted at the first open (docs/quota.md) */
 	if (!rc)
 		rc = mdb_dbi_open(t, "quota", MDB_CREATE, &db->quota);
+	/* added with FID grants, the same way: an older MDT granted none */
+	if (!rc)
+		rc = mdb_dbi_open(t, "fid_grants", MDB_CREATE, &db->fid_grants);
 	return rc;
 }
 
@@ -446,56 +449,6 @@ void mds_txn_note_result(struct mds_txn *txn, const struct nacre_fid *fid, uint6
 const struct mds_txn_note *mds_txn_noted(const struct mds_txn *txn)
 {
 	return &txn->note;
-}
-
-/* ---------------- FIDs ---------------- */
-
-int mds_db_fid_alloc(struct mds_txn *txn, struct nacre_fid *out)
-{
-	MDB_val k = {8, "next_fid"}, v;
-	int rc = mdb_get(txn->t, txn->db->meta, &k, &v);
-	if (rc || v.mv_size != 12)
-		return rc ? db_map_err(rc, "next_fid get") : -EIO;
-	uint64_t seq = rd_be64(v.mv_data);
-	uint32_t oid = rd_be32((const uint8_t *)v.mv_data + 8);
-	out->seq = seq;
-	out->oid = oid;
-	out->ver = 0;
-	/* oid 0 is never used; a full sequence moves to the next one */
-	if (oid == UINT32_MAX) {
-		seq++;
-		oid = 1;
-	} else {
-		oid++;
-	}
-	uint8_t next[12];
-	be64(next, seq);
-	be32(next + 8, oid);
-	return db_map_err(db_put_raw(txn->t, txn->db->meta, "next_fid", 8, next, 12), "next_fid put");
-}
-
-int mds_db_fid_reserve(struct mds_txn *txn, const struct nacre_fid *fid)
-{
-	MDB_val k = {8, "next_fid"}, v;
-	int rc = mdb_get(txn->t, txn->db->meta, &k, &v);
-	if (rc || v.mv_size != 12)
-		return rc ? db_map_err(rc, "next_fid get") : -EIO;
-	uint64_t seq = rd_be64(v.mv_data);
-	uint32_t oid = rd_be32((const uint8_t *)v.mv_data + 8);
-	if (fid->seq < seq || (fid->seq == seq && fid->oid < oid))
-		return 0; /* already handed out before */
-	seq = fid->seq;
-	oid = fid->oid;
-	if (oid == UINT32_MAX) {
-		seq++;
-		oid = 1;
-	} else {
-		oid++;
-	}
-	uint8_t next[12];
-	be64(next, seq);
-	be32(next + 8, oid);
-	return db_map_err(db_put_raw(txn->t, txn->db->meta, "next_fid", 8, next, 12), "next_fid put");
 }
 
 /* ---------------- inodes ---------------- */

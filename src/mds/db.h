@@ -27,6 +27,8 @@
  *             last index it cleared); meta "changelog_next" -> u64, the lowest index a new
  *             record may take once records were purged. Created on first open when
  *             missing; empty until a user registers (docs/changelog.md)
+ *   fid_grants u64 BE seq -> u16 version, u64 client id, u32 width: the sequences granted
+ *             to clients (oids 1..width are the client's to give; db_fid.c)
  *   quota     u8 kind + u32 BE id -> u16 version, u64 kbytes, u64 inodes, u64 bsoft, u64 bhard,
  *             u64 isoft, u64 ihard, i64 btime, i64 itime (docs/quota.md). kind 0..2 (user,
  *             group, project): usage and limits of one id, kept in the same transaction as
@@ -131,6 +133,12 @@ void mds_txn_abort(struct mds_txn *txn);
 int mds_db_fid_alloc(struct mds_txn *txn, struct nacre_fid *out);
 /* Makes sure fid is never handed out again (a replayed create reuses its first FID). */
 int mds_db_fid_reserve(struct mds_txn *txn, const struct nacre_fid *fid);
+/* Grants client a whole new sequence of width FIDs (oids 1..width), never handed out
+ * before nor after (write txn): *seq. */
+int mds_db_fid_grant(struct mds_txn *txn, uint64_t client, uint32_t width, uint64_t *seq);
+/* Who seq was granted to, and its width; -ENOENT if it never was. */
+int mds_db_fid_grant_get(struct mds_txn *txn, uint64_t seq, uint64_t *client,
+			 uint32_t *width);
 
 /* What the operation running in a (nested) write txn made, for the reply cache: the inode
  * it created or changed, and one value (an append's offset, a create's handle). The writer

@@ -28,6 +28,7 @@ struct mds_db {
 	MDB_dbi nodemap;          /* optional too (nodemaps) */
 	MDB_dbi changelog, changelog_users; /* optional too (changelogs) */
 	MDB_dbi quota;            /* optional too (quotas) */
+	MDB_dbi fid_grants;       /* optional too (FID grants, db_fid.c) */
 	int quota_off;            /* MDS_DB_QUOTA_OFF: no charging, no limits */
 	char fsname[NACRE_FSNAME_MAX + 1];
 	char dir[512];

@@ -22,6 +22,7 @@
 #include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/ost_wait.h"
+#include "mds/fid_grant.h"
 #include "mds/req.h"
 #include "mds/session.h"
 #include "mds/space.h"
@@ -248,6 +249,17 @@ static int do_layout_get(struct mds *m, const struct rpc_request *req, struct rp
 				  mds_cap_layout_rights(m, &r.cred, &r.fid), &l.has_cap, &l.cap);
 	if (!rc)
 		wire_layout_rep_encode(&rep->body, &l);
+	return rc;
+}
+
+static int do_fid_grant(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
+{
+	DECODE(cred_req, r);
+	(void)r; /* any client may hold FIDs: what it makes with them is checked at create */
+	struct wire_fid_grant_rep g;
+	int rc = mds_fid_grant(m, req->client_id, &g.seq, &g.width);
+	if (!rc)
+		wire_fid_grant_rep_encode(&rep->body, &g);
 	return rc;
 }
 
@@ -567,6 +579,8 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 		return mds_lock_dispatch(m, req, rep);
 	case WIRE_OP_MDS_CAP_GET:
 		return do_cap_get(m, req, rep);
+	case WIRE_OP_MDS_FID_GRANT:
+		return do_fid_grant(m, req, rep);
 	case WIRE_OP_MDS_NOTIFY_WAIT:
 		return mds_notify_dispatch(m, req, rep);
 	case WIRE_OP_MDS_GROUPS_SET:

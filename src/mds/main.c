@@ -18,6 +18,7 @@
 #include "mds/db.h"
 #include "mds/destroy.h"
 #include "mds/dispatch.h"
+#include "mds/fid_grant.h"
 #include "mds/hsm.h"
 #include "mds/keys.h"
 #include "mds/mds_metrics.h"
@@ -29,6 +30,7 @@
 #include "mds/nodemap.h"
 #include "mds/nodemap_serve.h"
 #include "mds/ns.h"
+#include "proto/wire.h"
 #include "mds/open.h"
 #include "mds/ost_wait.h"
 #include "mds/oss_pool.h"
@@ -56,6 +58,7 @@ struct opts {
 	int recovery_window_ms;
 	int sync_interval_ms;
 	int cap_lifetime_s;
+	uint32_t fid_grant_width;
 	int standby;
 	int allow_faults;
 	int sec_min; /* WIRE_SEC_*: --sec-min */
@@ -90,6 +93,7 @@ static void usage(FILE *f)
 		   "                 [--sync-interval SECS] [--cap-lifetime SECS]\n"
 		   "                 [--allow-fault-injection] [--sec-min null|integrity|privacy]\n"
 		   "                 [--changelog-max-records N] [--quota on|off]\n"
+		   "                 [--fid-grant-width N]\n"
 		   METRICS_USAGE);
 }
 
@@ -112,6 +116,7 @@ enum {
 	OPT_SEC_MIN,
 	OPT_CL_MAX,
 	OPT_QUOTA,
+	OPT_FID_WIDTH,
 };
 
 /* --hsm-* options; returns 0, 1 if c is not one of them, -1 on a bad value. */
@@ -189,6 +194,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"sec-min", required_argument, NULL, OPT_SEC_MIN},
 		{"changelog-max-records", required_argument, NULL, OPT_CL_MAX},
 		{"quota", required_argument, NULL, OPT_QUOTA},
+		{"fid-grant-width", required_argument, NULL, OPT_FID_WIDTH},
 		{NULL, 0, NULL, 0}};
 	int c;
 	int64_t v;
@@ -248,6 +254,16 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->cap_lifetime_s = (int)life;
 			break;
 		}
+		case OPT_FID_WIDTH:
+			if (parse_i64(optarg, MDS_FID_GRANT_WIDTH_MIN, WIRE_FID_GRANT_WIDTH_MAX, &v)) {
+				fprintf(stderr, "nacre-mds: --fid-grant-width %s: expected FIDs per "
+						"client sequence, %u..%u (default %u)\n", optarg,
+					MDS_FID_GRANT_WIDTH_MIN, WIRE_FID_GRANT_WIDTH_MAX,
+					MDS_FID_GRANT_WIDTH_DEFAULT);
+				return -1;
+			}
+			o->fid_grant_width = (uint32_t)v;
+			break;
 		case OPT_CL_MAX:
 			if (parse_i64(optarg, 0, INT64_MAX, &v)) {
 				fprintf(stderr, "nacre-mds: --changelog-max-records %s: expected a "
@@ -431,6 +447,7 @@ int main(int argc, char **argv)
 	str_copy(m.fsname, o.fsname, sizeof(m.fsname));
 	m.data_dir = o.data;
 	m.cap_lifetime_s = (uint32_t)o.cap_lifetime_s;
+	m.fid_grant_width = o.fid_grant_width;
 	m.sec_min = o.sec_min;
 	if (cap_key_derive(&key, &m.capkey)) {
 		fprintf(stderr, "nacre-mds: cannot derive the capability key from --key-file %s\n",

@@ -54,6 +54,8 @@ struct mds {
 	struct cap_key capkey;             /* object capabilities (caps.h); derived from the
 					    * cluster key at start */
 	uint32_t cap_lifetime_s;           /* how long a capability is valid; 0 = default */
+	uint32_t fid_grant_width;          /* FIDs per client sequence (fid_grant.h); 0 =
+					    * default */
 };
 
 #endif

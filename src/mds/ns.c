@@ -10,12 +10,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/fid.h"
 #include "common/layout.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "mds/alloc.h"
 #include "mds/changelog.h"
 #include "mds/destroy.h"
+#include "mds/fid_grant.h"
 #include "mds/hsm.h"
 #include "mds/inode.h"
 #include "mds/ns_acl.h"
@@ -441,6 +443,31 @@ static uint32_t create_type(uint32_t mode)
 	return NACRE_CL_MKNOD;
 }
 
+/* What a create answers: the inode's attributes, and CREATE's layout. */
+static void create_answer(struct create_arg *a, const struct mds_inode *ino)
+{
+	mds_inode_to_attr(ino, a->out);
+	if (a->layout_out) {
+		if (ino->has_layout)
+			*a->layout_out = ino->layout;
+		else
+			memset(a->layout_out, 0, sizeof(*a->layout_out));
+	}
+}
+
+/* A create of a FID that already has this name: a resend or replay of one made, answered
+ * as made (a handle is not: with none, the client opens the file). */
+static int same_create(struct create_arg *a, struct mds_txn *txn, const struct nacre_fid *fid)
+{
+	struct mds_inode *ino = &(struct mds_inode){0};
+	int rc = mds_db_inode_get(txn, fid, ino);
+	if (rc)
+		return rc;
+	create_answer(a, ino);
+	mds_txn_note_result(txn, &ino->fid, 0);
+	return 0;
+}
+
 static int create_op(struct mds_txn *txn, void *arg)
 {
 	struct create_arg *a = arg;
@@ -460,6 +487,8 @@ static int create_op(struct mds_txn *txn, void *arg)
 	if (rc)
 		return rc;
 	rc = mds_db_dentry_get(txn, &req->parent, req->name, &existing, NULL);
+	if (rc == 0 && (req->flags & WIRE_CREATE_FID) && fid_eq(&existing, &req->fid))
+		return same_create(a, txn, &existing);
 	if (rc == 0) {
 		/* open(O_CREAT) without O_EXCL of an existing file opens it */
 		if (a->opcode != WIRE_OP_MDS_CREATE || (req->flags & O_EXCL))
@@ -482,7 +511,13 @@ static int create_op(struct mds_txn *txn, void *arg)
 
 	struct nacre_time now = time_now();
 	const struct mds_req *rq = mds_req_of(txn);
-	if (rq && rq->has_replay_fid) {
+	if (req->flags & WIRE_CREATE_FID) {
+		/* the FID the client chose, from a sequence granted to it (fid_grant.h) */
+		ino->fid = req->fid;
+		rc = mds_fid_grant_check(txn, rq ? rq->client_id : 0, &ino->fid);
+		if (!rc && mds_db_inode_get(txn, &ino->fid, &(struct mds_inode){0}) == 0)
+			rc = -EEXIST; /* made before under another name */
+	} else if (rq && rq->has_replay_fid) {
 		/* a replay makes the FID its first execution made */
 		ino->fid = rq->replay_fid;
 		rc = mds_db_fid_reserve(txn, &ino->fid);
@@ -556,13 +591,7 @@ static int create_op(struct mds_txn *txn, void *arg)
 					&req->parent, req->name, &req->cred);
 	if (rc)
 		return rc;
-	mds_inode_to_attr(ino, a->out);
-	if (a->layout_out) {
-		if (ino->has_layout)
-			*a->layout_out = ino->layout;
-		else
-			memset(a->layout_out, 0, sizeof(*a->layout_out));
-	}
+	create_answer(a, ino);
 	/* Registered before the commit makes the name visible, so an unlink racing with the
 	 * create finds the file open and keeps it as an orphan. A replay opens nothing: the
 	 * client re-opens what it still has open afterwards. */

@@ -111,6 +111,11 @@ static int reconstruct(struct mds *m, const struct rpc_request *req, struct rpc_
 		wire_append_rep_encode(&rep->body, &a);
 		return 0;
 	}
+	case WIRE_OP_MDS_FID_GRANT: {
+		struct wire_fid_grant_rep g = {.seq = rec->fid.seq, .width = (uint32_t)rec->value};
+		wire_fid_grant_rep_encode(&rep->body, &g);
+		return 0;
+	}
 	default:
 		break;
 	}

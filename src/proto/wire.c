@@ -77,6 +77,7 @@ ANY(create_req)
 ANY(cred_req)
 ANY(fault_set_rep)
 ANY(fault_set_req)
+ANY(fid_grant_rep)
 ANY(fid_req)
 ANY(find_rep)
 ANY(find_req)
@@ -214,6 +215,7 @@ static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(MDS_NOTIFY_WAIT, notify_req, notify_rep, IDEM | INL | PASS),
 	OP(MDS_GROUPS_SET, groups_set_req, empty, IDEM | INL | PASS),
 	OP(MDS_NODEMAP, nodemap_req, nodemap_rep, PASS),
+	OP(MDS_FID_GRANT, cred_req, fid_grant_rep, INL | RC | CHG | SPC),
 };
 #undef OP
 #undef any_empty_encode
@@ -775,6 +777,23 @@ void wire_cap_req_decode(struct wire_cursor *c, struct wire_cap_req *m)
 	m->layout_gen = wire_get_u32(c);
 }
 
+/* fid_grant_rep (since WIRE_FEAT_FID_GRANT): u64 seq (nonzero), u32 width
+ *   (1..WIRE_FID_GRANT_WIDTH_MAX) */
+void wire_fid_grant_rep_encode(struct wire_cursor *c, const struct wire_fid_grant_rep *m)
+{
+	wire_put_u64(c, m->seq);
+	wire_put_u32(c, m->width);
+}
+
+void wire_fid_grant_rep_decode(struct wire_cursor *c, struct wire_fid_grant_rep *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->seq = wire_get_u64(c);
+	m->width = wire_get_u32(c);
+	if (!m->seq || !m->width || m->width > WIRE_FID_GRANT_WIDTH_MAX)
+		wire_cursor_fail(c, -EPROTO);
+}
+
 /* cap_rep (since version 1): u32 layout_gen, cap */
 void wire_cap_rep_encode(struct wire_cursor *c, const struct wire_cap_rep *m)
 {
@@ -997,7 +1016,8 @@ void wire_setattr_req_decode(struct wire_cursor *c, struct wire_setattr_req *m)
  *   (open(2) flags; the MDS honours O_EXCL), u8 has_layout (0 or 1),
  *   layout (present only when has_layout is 1), str target (0..4096 bytes; "" unless
  *   SYMLINK), u32 umask (0..0777; present only when flags has WIRE_CREATE_UMASK, which
- *   came with POSIX ACLs) */
+ *   came with POSIX ACLs), fid (present only when flags has WIRE_CREATE_FID, which came
+ *   with FID grants; seq and oid nonzero) */
 void wire_create_req_encode(struct wire_cursor *c, const struct wire_create_req *m)
 {
 	wire_cred_put(c, &m->cred);
@@ -1012,6 +1032,8 @@ void wire_create_req_encode(struct wire_cursor *c, const struct wire_create_req 
 	wire_path_put(c, m->target);
 	if (m->flags & WIRE_CREATE_UMASK)
 		wire_put_u32(c, m->umask);
+	if (m->flags & WIRE_CREATE_FID)
+		wire_fid_put(c, &m->fid);
 }
 
 void wire_create_req_decode(struct wire_cursor *c, struct wire_create_req *m)
@@ -1034,6 +1056,11 @@ void wire_create_req_decode(struct wire_cursor *c, struct wire_create_req *m)
 	if (m->flags & WIRE_CREATE_UMASK) {
 		m->umask = wire_get_u32(c);
 		if (m->umask & ~0777u)
+			wire_cursor_fail(c, -EPROTO);
+	}
+	if (m->flags & WIRE_CREATE_FID) {
+		wire_fid_get(c, &m->fid);
+		if (!m->fid.seq || !m->fid.oid)
 			wire_cursor_fail(c, -EPROTO);
 	}
 }

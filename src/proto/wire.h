@@ -68,9 +68,13 @@ enum {
 #define WIRE_FEAT_ATIME (1ull << 6) /* close_req may carry a read's atime */
 #define WIRE_FEAT_BLOCKS (1ull << 7) /* close_req may carry the blocks the file's objects
 				      * hold (docs/protocol.md, "Allocated blocks") */
+#define WIRE_FEAT_FID_GRANT (1ull << 8) /* the MDS grants a client sequences of FIDs
+					 * (MDS_FID_GRANT) and a create may carry the FID
+					 * the client chose from them (WIRE_CREATE_FID);
+					 * needs WIRE_FEAT_RECOVERY (grants are per client id) */
 #define WIRE_FEATURES_SUPPORTED (WIRE_FEAT_RECOVERY | WIRE_FEAT_SEC | WIRE_FEAT_CAPS | \
 				 WIRE_FEAT_KEY_ID | WIRE_FEAT_JOBID | WIRE_FEAT_XATTR_64K | \
-				 WIRE_FEAT_ATIME | WIRE_FEAT_BLOCKS)
+				 WIRE_FEAT_ATIME | WIRE_FEAT_BLOCKS | WIRE_FEAT_FID_GRANT)
 
 /* Opcodes. Never renumber; add at the end of a family. Each has a row in the opcode table
  * (wire.c, read through wire_op_info): its request and reply messages, named here too. */
@@ -186,6 +190,10 @@ enum wire_opcode {
 	/* nodemaps (104..111): administration, and a client asking for its own rule */
 	WIRE_OP_MDS_NODEMAP = 104, /* req: nodemap_req; rep: nodemap_rep (also with an error
 				   * status: its text says what is wrong) */
+	/* metadata write-back (120..127, docs/writeback.md) */
+	WIRE_OP_MDS_FID_GRANT = 120, /* req: cred_req; rep: fid_grant_rep: a new sequence of
+				      * FIDs for the calling client id alone (a change, kept
+				      * on the MDT; never granted again) */
 
 	WIRE_OP_MAX_ = 128,
 };
@@ -577,6 +585,10 @@ struct wire_setattr_req {
 /* CREATE/MKDIR/MKNOD flag: mode is as the application asked and umask follows; the MDS
  * applies it unless the parent directory has a default ACL (POSIX.1e). */
 #define WIRE_CREATE_UMASK 0x40000000u
+/* CREATE/MKDIR/MKNOD/SYMLINK flag (WIRE_FEAT_FID_GRANT): the new inode takes fid, which
+ * the client chose from a sequence the MDS granted it. A create whose FID exists under
+ * that name already is the same create, answered as made (a resend or a replay). */
+#define WIRE_CREATE_FID 0x20000000u
 struct wire_create_req { /* CREATE, MKDIR, MKNOD, SYMLINK */
 	struct nacre_cred cred;
 	struct nacre_fid parent;
@@ -589,6 +601,7 @@ struct wire_create_req { /* CREATE, MKDIR, MKNOD, SYMLINK */
 	struct nacre_layout layout;             /* CREATE with has_layout */
 	char target[NACRE_PATH_MAX + 1];        /* SYMLINK; encoded as a path, "" otherwise */
 	uint32_t umask;                         /* with WIRE_CREATE_UMASK: 0..0777 */
+	struct nacre_fid fid;                   /* with WIRE_CREATE_FID */
 };
 struct wire_rename_req {
 	struct nacre_cred cred;
@@ -724,6 +737,12 @@ struct wire_layout_rep { /* LAYOUT_GET, LAYOUT_SET */
 	uint8_t has_cap;
 	struct wire_cap cap;
 };
+/* FID_GRANT: oids 1..width of seq are the caller's (its client id's) to give new inodes */
+struct wire_fid_grant_rep {
+	uint64_t seq;
+	uint32_t width;
+};
+#define WIRE_FID_GRANT_WIDTH_MAX (1u << 30)
 struct wire_cap_rep { /* CAP_GET */
 	uint32_t layout_gen; /* the generation the capability names */
 	struct wire_cap cap;
@@ -1144,6 +1163,7 @@ WIRE_MSG(append_req);
 WIRE_MSG(append_rep);
 WIRE_MSG(cap_req);
 WIRE_MSG(cap_rep);
+WIRE_MSG(fid_grant_rep);
 WIRE_MSG(key_req);
 WIRE_MSG(key_list);
 WIRE_MSG(key_update);

@@ -58,6 +58,7 @@ FZ_MSG(links_req)
 FZ_MSG(find_req)
 FZ_MSG(changelog_req)
 FZ_MSG(quota_req)
+FZ_MSG(fid_grant_rep)
 
 /* HSM_REQUEST: the header, then exactly nfids fids. */
 struct fz_hsm_req {
@@ -232,6 +233,7 @@ static const struct fz_type types[] = {
 	FZ_ROW(changelog_rep, struct fz_changelog_rep, NULL, 1),
 	FZ_ROW(quota_req, struct wire_quota_req, NULL, 1),
 	FZ_ROW(quota_rep, struct fz_quota_rep, NULL, 1),
+	FZ_ROW(fid_grant_rep, struct wire_fid_grant_rep, NULL, 1),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -8,12 +8,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fid.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "mds/db.h"
+#include "mds/fid_grant.h"
 #include "mds/groups.h"
 #include "mds/inode.h"
 #include "mds/perm.h"
+#include "mds/req.h"
 #include "mds/mds.h"
 #include "mds/ns.h"
 #include "mds/open.h"
@@ -239,6 +242,87 @@ static void check_links(struct mds *m, const struct nacre_fid *fid, uint32_t sta
 	if (strcmp(l.names, want) != 0)
 		fprintf(stderr, "links from %u: \"%s\", want \"%s\"\n", start, l.names, want);
 	CHECK(hidden == 0 && next == want_next && eof == want_eof);
+}
+
+/* CREATE (or MKDIR) of name in parent by root as client, naming the inode fid. */
+static int make_fid(struct mds *m, uint64_t client, const struct nacre_fid *parent,
+		    const char *name, uint16_t op, const struct nacre_fid *fid,
+		    struct nacre_attr *out)
+{
+	struct wire_create_req *r = calloc(1, sizeof(*r));
+	struct mds_req rq = {.client_id = client};
+	r->cred = root_cr;
+	r->parent = *parent;
+	str_copy(r->name, name, sizeof(r->name));
+	r->mode = op == WIRE_OP_MDS_MKDIR ? 0755 : 0644;
+	r->flags = O_EXCL | WIRE_CREATE_FID;
+	r->fid = *fid;
+	struct nacre_layout l;
+	mds_req_current = &rq; /* the writer runs the create for this client's request */
+	int rc = mds_ns_create(m, client, op, r, out, &l, NULL);
+	mds_req_current = NULL;
+	free(r);
+	return rc;
+}
+
+/* FID grants (fid_grant.h): sequences of their own for clients, kept across a restart and
+ * never handed out again; a create with a FID is checked against them and is idempotent. */
+static void test_fid_grants(const char *dir)
+{
+	struct mds m;
+	struct nacre_fid root = mds_root_fid(), own, f;
+	struct nacre_attr a, b;
+	uint64_t s1, s2, s3, s4;
+	uint32_t w;
+
+	CHECK_RC(mds_up(&m, dir, 1), 0);
+	m.fid_grant_width = 16;
+	CHECK_RC(make(&m, &root_cr, &root, "mds-own", WIRE_OP_MDS_MKDIR, 0755, NULL, &a), 0);
+	own = a.fid;
+	CHECK_RC(mds_fid_grant(&m, 7, &s1, &w), 0);
+	CHECK(w == 16 && s1 > own.seq); /* the MDS's own sequence is left behind */
+	CHECK_RC(mds_fid_grant(&m, 8, &s2, &w), 0);
+	CHECK(s2 > s1);
+	CHECK_RC(mds_fid_grant(&m, 0, &s3, &w), -EPROTO); /* grants are per client id */
+	/* the MDS's own next FID comes after every grant */
+	CHECK_RC(make(&m, &root_cr, &root, "mds-next", WIRE_OP_MDS_MKDIR, 0755, NULL, &a), 0);
+	CHECK(a.fid.seq > s2);
+
+	f = (struct nacre_fid){.seq = s1, .oid = 1};
+	CHECK_RC(make_fid(&m, 7, &root, "d7", WIRE_OP_MDS_MKDIR, &f, &a), 0);
+	CHECK(fid_eq(&a.fid, &f) && S_ISDIR(a.mode));
+	/* the same create again (a resend the reply cache forgot, a journal replay): made */
+	CHECK_RC(make_fid(&m, 7, &root, "d7", WIRE_OP_MDS_MKDIR, &f, &b), 0);
+	CHECK(fid_eq(&b.fid, &f));
+	/* the FID under another name, or another FID under the name: EEXIST */
+	CHECK_RC(make_fid(&m, 7, &root, "d7-again", WIRE_OP_MDS_MKDIR, &f, &b), -EEXIST);
+	f.oid = 2;
+	CHECK_RC(make_fid(&m, 7, &root, "d7", WIRE_OP_MDS_MKDIR, &f, &b), -EEXIST);
+	CHECK_RC(make_fid(&m, 7, &a.fid, "file", WIRE_OP_MDS_CREATE, &f, &b), 0);
+	CHECK(fid_eq(&b.fid, &f) && S_ISREG(b.mode) && b.nlink == 1);
+	/* another client's sequence, past the width, oid 0 is not sent, an ungranted
+	 * sequence, the MDS's own FIDs: refused */
+	f.oid = 3;
+	CHECK_RC(make_fid(&m, 8, &root, "steal", WIRE_OP_MDS_CREATE, &f, &b), -NACRE_EFIDGRANT);
+	f.oid = 17;
+	CHECK_RC(make_fid(&m, 7, &root, "wide", WIRE_OP_MDS_CREATE, &f, &b), -NACRE_EFIDGRANT);
+	f = (struct nacre_fid){.seq = s2 + 1000, .oid = 1};
+	CHECK_RC(make_fid(&m, 7, &root, "nowhere", WIRE_OP_MDS_CREATE, &f, &b), -NACRE_EFIDGRANT);
+	f = (struct nacre_fid){.seq = own.seq, .oid = own.oid + 5};
+	CHECK_RC(make_fid(&m, 7, &root, "mds-fid", WIRE_OP_MDS_CREATE, &f, &b), -NACRE_EFIDGRANT);
+	CHECK_RC(mds_ns_lookup(&m, &root_cr, &root, "steal", &b), -ENOENT);
+	mds_down(&m);
+
+	/* after a restart: the grants hold, new ones never overlap the old */
+	CHECK_RC(mds_up(&m, dir, 0), 0);
+	f = (struct nacre_fid){.seq = s2, .oid = 16};
+	CHECK_RC(make_fid(&m, 8, &root, "f8", WIRE_OP_MDS_CREATE, &f, &b), 0);
+	CHECK_RC(make_fid(&m, 8, &root, "f8-again", WIRE_OP_MDS_CREATE, &f, &b), -EEXIST);
+	CHECK_RC(mds_fid_grant(&m, 7, &s4, &w), 0);
+	CHECK(s4 > a.fid.seq && s4 > s2 && w == MDS_FID_GRANT_WIDTH_DEFAULT);
+	CHECK_RC(mds_ns_lookup(&m, &root_cr, &root, "d7", &b), 0);
+	CHECK(b.fid.seq == s1 && b.fid.oid == 1);
+	mds_down(&m);
 }
 
 int main(void)
@@ -530,6 +614,12 @@ int main(void)
 	CHECK_RC(mds_ns_getattr(&m, &root_cr, &sparse_fid, &c), 0);
 	CHECK(c.size == 4096 && c.blocks == 8);
 	mds_down(&m);
+
+	{
+		char gdir[320];
+		snprintf(gdir, sizeof(gdir), "%s/grants", base);
+		test_fid_grants(gdir);
+	}
 
 	/* wrong fsname, unknown schema version, --format over an MDT */
 	CHECK_RC(mds_db_open(dir, "other", 0, &db, err, sizeof(err)), -NACRE_EFSNAME);

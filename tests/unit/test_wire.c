@@ -338,6 +338,50 @@ static void test_golden_create_req(void)
 	free(d);
 }
 
+/* A create with the FID the client chose (WIRE_CREATE_FID): the FID comes last. */
+static void test_golden_create_req_fid(void)
+{
+	static const uint8_t golden[] = {
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* cred */
+		0x07, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, /* parent seq 0x200000007 */
+		0x01, 0x00, 0x00, 0x00,                         /* oid 1 */
+		0x00, 0x00, 0x00, 0x00,                         /* ver 0 */
+		0x01, 0x00, 'd',                                /* name "d" */
+		0xed, 0x41, 0x00, 0x00,                         /* mode 040755 */
+		0x00, 0x00, 0x00, 0x00,                         /* rdev */
+		0x00, 0x00, 0x00, 0x20,                         /* flags WIRE_CREATE_FID */
+		0x00,                                           /* has_layout */
+		0x00, 0x00,                                     /* target "" */
+		0x01, 0x04, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, /* fid seq 0x200000401 */
+		0x05, 0x00, 0x00, 0x00,                         /* oid 5 */
+		0x00, 0x00, 0x00, 0x00,                         /* ver 0 */
+	};
+	struct wire_create_req *m = calloc(1, sizeof(*m)), *d = calloc(1, sizeof(*d));
+	struct wire_cursor c;
+	uint8_t bad[sizeof(golden)];
+
+	m->parent.seq = NACRE_ROOT_SEQ;
+	m->parent.oid = NACRE_ROOT_OID;
+	memcpy(m->name, "d", 2);
+	m->mode = S_IFDIR | 0755;
+	m->flags = WIRE_CREATE_FID;
+	m->fid.seq = 0x200000401ull;
+	m->fid.oid = 5;
+	ENCODE(&c, wire_create_req_encode, m);
+	CHECK_EQ(wire_cursor_pos(&c), sizeof(golden));
+	CHECK_MEM(c.buf, golden, sizeof(golden));
+	wire_cursor_fini(&c);
+	CHECK(DECODE_OK(wire_create_req_decode, golden, sizeof(golden), d));
+	CHECK(memcmp(m, d, sizeof(*m)) == 0);
+	/* the flag without its FID, and a FID with oid 0, are refused */
+	CHECK(!DECODE_OK(wire_create_req_decode, golden, sizeof(golden) - 16, d));
+	memcpy(bad, golden, sizeof(bad));
+	memset(bad + sizeof(bad) - 8, 0, 4);
+	CHECK(!DECODE_OK(wire_create_req_decode, bad, sizeof(bad), d));
+	free(m);
+	free(d);
+}
+
 static void test_golden_ost_io_req(void)
 {
 	static const uint8_t golden[] = {
@@ -1707,6 +1751,7 @@ int main(void)
 	test_hdr();
 	test_golden_fid_req();
 	test_golden_create_req();
+	test_golden_create_req_fid();
 	test_golden_ost_io_req();
 	test_golden_ost_space();
 	test_golden_close_blocks();

@@ -30,6 +30,7 @@ NOFIX(fault_set_rep)
 NOFIX(recovery_status)
 NOFIX(append_rep)
 NOFIX(cap_rep)
+NOFIX(fid_grant_rep)
 NOFIX(req_env)
 NOFIX(rep_env)
 NOFIX(recovery_done_req)
@@ -240,6 +241,35 @@ static void test_layout_rep(void)
 	m.has_cap = 1;
 	sample_cap(&m.cap);
 	GOLDEN(layout_rep, &m, gcap);
+}
+
+/* ---- FID grants (WIRE_FEAT_FID_GRANT) ---- */
+
+static void test_fid_grant_rep(void)
+{
+	static const uint8_t golden[] = {
+		0x01, 0x04, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, /* seq 0x200000401 */
+		0x00, 0x00, 0x02, 0x00,                         /* width 131072 */
+	};
+	struct wire_fid_grant_rep g, d;
+
+	memset(&g, 0, sizeof(g)); /* its padding too: compared whole */
+	g.seq = 0x200000401ull;
+	g.width = 1u << 17;
+	GOLDEN(fid_grant_rep, &g, golden);
+	ROUNDTRIP(fid_grant_rep, &g);
+	/* no sequence 0, no width 0, none wider than WIRE_FID_GRANT_WIDTH_MAX */
+	uint8_t bad[sizeof(golden)];
+	memcpy(bad, golden, sizeof(bad));
+	memset(bad, 0, 8);
+	CHECK(!DECODE_OK(wire_fid_grant_rep_decode, bad, sizeof(bad), &d));
+	memcpy(bad, golden, sizeof(bad));
+	memset(bad + 8, 0, 4);
+	CHECK(!DECODE_OK(wire_fid_grant_rep_decode, bad, sizeof(bad), &d));
+	bad[8 + 3] = 0x40;
+	bad[8] = 0x01; /* 2^30 + 1 */
+	CHECK(!DECODE_OK(wire_fid_grant_rep_decode, bad, sizeof(bad), &d));
+	CHECK(!DECODE_OK(wire_fid_grant_rep_decode, golden, sizeof(golden) - 1, &d));
 }
 
 /* ---- object capabilities (WIRE_FEAT_CAPS) ---- */
@@ -1366,6 +1396,7 @@ static const struct codec codecs[] = {
 	REP(ost_seek_rep, test_ost_seek_rep),
 	REP(ost_destroy_rep, test_ost_destroy_rep),
 	REP(cap_rep, test_cap_msgs),
+	REP(fid_grant_rep, test_fid_grant_rep),
 	REP(key_list, test_key_list),
 	REP(changelog_rep, test_changelog_msgs),
 };
@@ -1432,6 +1463,7 @@ static void test_op_table(void)
 		WIRE_OP_MDS_SIZE_UPDATE, WIRE_OP_MDS_RECOVERY_STATUS, WIRE_OP_MDS_APPEND,
 		WIRE_OP_MDS_CAP_GET,
 		WIRE_OP_MDS_NOTIFY_WAIT, WIRE_OP_MDS_GROUPS_SET, WIRE_OP_MDS_LINKS,
+		WIRE_OP_MDS_FID_GRANT,
 	};
 	/* Pinned: the changes the MDS's reply cache runs exactly once. */
 	static const uint16_t cached[] = {
@@ -1439,7 +1471,7 @@ static void test_op_table(void)
 		WIRE_OP_MDS_UNLINK, WIRE_OP_MDS_RMDIR, WIRE_OP_MDS_RENAME, WIRE_OP_MDS_LINK,
 		WIRE_OP_MDS_SYMLINK, WIRE_OP_MDS_CLOSE, WIRE_OP_MDS_SIZE_UPDATE,
 		WIRE_OP_MDS_SETXATTR, WIRE_OP_MDS_REMOVEXATTR, WIRE_OP_MDS_LAYOUT_SET,
-		WIRE_OP_MDS_HSM_IMPORT, WIRE_OP_MDS_APPEND,
+		WIRE_OP_MDS_HSM_IMPORT, WIRE_OP_MDS_APPEND, WIRE_OP_MDS_FID_GRANT,
 	};
 	/* Pinned: the facts the MDS asks of a request (wire.h, WIRE_OPF_*), as the switches in
 	 * nodemap_serve.c, space.c, ost_wait.c and recovery.c had them. */
@@ -1449,6 +1481,7 @@ static void test_op_table(void)
 		WIRE_OP_MDS_SYMLINK, WIRE_OP_MDS_SETXATTR, WIRE_OP_MDS_REMOVEXATTR,
 		WIRE_OP_MDS_LAYOUT_SET, WIRE_OP_MDS_APPEND, WIRE_OP_MDS_SIZE_UPDATE,
 		WIRE_OP_MDS_HSM_REQUEST, WIRE_OP_MDS_HSM_STATE_SET, WIRE_OP_MDS_HSM_IMPORT,
+		WIRE_OP_MDS_FID_GRANT,
 	};
 	static const uint16_t cred_fid[] = {
 		WIRE_OP_MDS_LOOKUP, WIRE_OP_MDS_GETATTR, WIRE_OP_MDS_SETATTR, WIRE_OP_MDS_CREATE,
@@ -1465,7 +1498,7 @@ static void test_op_table(void)
 	static const uint16_t takes_space[] = {
 		WIRE_OP_MDS_CREATE, WIRE_OP_MDS_MKDIR, WIRE_OP_MDS_MKNOD, WIRE_OP_MDS_SYMLINK,
 		WIRE_OP_MDS_LINK, WIRE_OP_MDS_SETXATTR, WIRE_OP_MDS_LAYOUT_SET,
-		WIRE_OP_MDS_HSM_IMPORT,
+		WIRE_OP_MDS_HSM_IMPORT, WIRE_OP_MDS_FID_GRANT,
 	};
 	static const uint16_t ost_objects[] = {WIRE_OP_MDS_CREATE, WIRE_OP_MDS_LAYOUT_SET};
 	static const uint16_t recovery_pass[] = {
@@ -1532,7 +1565,7 @@ static void test_op_table(void)
 			wire_op_has((uint16_t)op, WIRE_OPF_CHANGE)));
 	}
 	CHECK(!wire_op_has(0xffff, 0));
-	CHECK_EQ(rows, 75);
+	CHECK_EQ(rows, 76);
 	CHECK(wire_op_info(WIRE_OP_MAX_) == NULL && wire_op_info(0xffff) == NULL);
 	CHECK(!wire_op_idempotent(0xffff) && !wire_op_inline(0xffff));
 	/* xattr_len_rep is GETXATTR's other form (a size of 0), not in the table's column */
