@@ -22,6 +22,7 @@
 #include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/ost_wait.h"
+#include "mds/batch.h"
 #include "mds/fid_grant.h"
 #include "mds/req.h"
 #include "mds/session.h"
@@ -581,6 +582,8 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 		return do_cap_get(m, req, rep);
 	case WIRE_OP_MDS_FID_GRANT:
 		return do_fid_grant(m, req, rep);
+	case WIRE_OP_MDS_BATCH:
+		return mds_batch_serve(m, req, &rep->body);
 	case WIRE_OP_MDS_NOTIFY_WAIT:
 		return mds_notify_dispatch(m, req, rep);
 	case WIRE_OP_MDS_GROUPS_SET:

@@ -155,6 +155,63 @@ static int map_body(struct nodemap_req *nr, const struct rpc_request *req)
 	return 0;
 }
 
+/* A BATCH: each change as if it had come alone (fileset checked, credentials mapped), the
+ * batch rebuilt from the mapped bodies. */
+static int admit_batch(struct mds *m, const struct rpc_request *req, struct nodemap_req *nr)
+{
+	struct wire_batch_req *b = malloc(sizeof(*b));
+	struct nodemap_req *subs = NULL;
+	struct wire_cursor c;
+	int rc = 0;
+
+	if (!b)
+		return -ENOMEM;
+	wire_cursor_init_read(&c, req->body, req->body_len);
+	wire_batch_req_decode(&c, b);
+	if (!wire_cursor_ok(&c) || wire_cursor_left(&c))
+		goto out; /* the handler refuses the body */
+	subs = calloc(b->count, sizeof(*subs));
+	if (!subs) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < b->count && !rc; i++) {
+		struct wire_hdr h = *req->hdr;
+		struct rpc_request sub = *req;
+		h.opcode = b->ch[i].opcode;
+		sub.hdr = &h;
+		sub.body = b->ch[i].body;
+		sub.body_len = b->ch[i].len;
+		subs[i].view = nr->view;
+		if (nr->view.has_fileset)
+			rc = check_fileset(m, &sub, &nr->view);
+		if (!rc)
+			rc = map_body(&subs[i], &sub);
+		if (!rc && subs[i].has_body) {
+			b->ch[i].body = subs[i].body.buf;
+			b->ch[i].len = (uint32_t)wire_cursor_pos(&subs[i].body);
+		}
+	}
+	if (rc)
+		goto out;
+	nodemap_map_cred(&nr->view, &b->cred);
+	wire_cursor_init_dyn(&nr->body, WIRE_BODY_MAX);
+	nr->has_body = 1;
+	wire_batch_req_encode(&nr->body, b);
+	if (!wire_cursor_ok(&nr->body)) {
+		rc = -EPROTO; /* mapped ids may grow a body past the limit: send fewer */
+		goto out;
+	}
+	nr->req.body = nr->body.buf;
+	nr->req.body_len = (uint32_t)wire_cursor_pos(&nr->body);
+out:
+	for (uint32_t i = 0; subs && i < b->count; i++)
+		mds_nodemap_req_fini(&subs[i]);
+	free(subs);
+	free(b);
+	return rc;
+}
+
 int mds_nodemap_admit(struct mds *m, const struct rpc_request *req, struct nodemap_req *nr)
 {
 	uint16_t op = req->hdr->opcode;
@@ -182,6 +239,8 @@ int mds_nodemap_admit(struct mds *m, const struct rpc_request *req, struct nodem
 	}
 	if (op == WIRE_OP_MDS_TARGET_REGISTER || op == WIRE_OP_MDS_TARGET_HEARTBEAT)
 		return 0; /* no credentials */
+	if (op == WIRE_OP_MDS_BATCH)
+		return admit_batch(m, req, nr);
 	return map_body(nr, req);
 }
 
@@ -272,6 +331,50 @@ static void unmap_find_rep(const struct nodemap_view *v, struct rpc_reply *rep,
 	free(e);
 }
 
+static void unmap_reply(const struct nodemap_view *v, uint16_t op, struct rpc_reply *rep);
+
+/* A BATCH's results, each unmapped as its change's own reply would be. */
+static void unmap_batch_rep(const struct nodemap_view *v, const struct rpc_request *req,
+			    struct rpc_reply *rep)
+{
+	struct wire_batch_req *b = malloc(sizeof(*b));
+	struct wire_batch_rep *r = malloc(sizeof(*r));
+	size_t len = wire_cursor_pos(&rep->body);
+	uint8_t *copy = malloc(len ? len : 1);
+	struct rpc_reply *one = calloc(1, sizeof(*one));
+	struct wire_cursor c;
+
+	if (!b || !r || !copy || !one)
+		goto out;
+	wire_cursor_init_read(&c, req->body, req->body_len);
+	wire_batch_req_decode(&c, b);
+	if (!wire_cursor_ok(&c))
+		goto out;
+	memcpy(copy, rep->body.buf, len);
+	wire_cursor_init_read(&c, copy, len);
+	wire_batch_rep_decode(&c, r);
+	if (!wire_cursor_ok(&c) || r->count != b->count)
+		goto out;
+	/* every result at the same length (ids are u32s): rewritten in place, in the copy */
+	for (uint32_t i = 0; i < r->count; i++) {
+		if (!r->r[i].len)
+			continue;
+		wire_cursor_init_dyn(&one->body, WIRE_BODY_MAX);
+		wire_put_bytes(&one->body, r->r[i].body, r->r[i].len);
+		unmap_reply(v, b->ch[i].opcode, one);
+		if (wire_cursor_ok(&one->body) && wire_cursor_pos(&one->body) == r->r[i].len)
+			memcpy((uint8_t *)r->r[i].body, one->body.buf, r->r[i].len);
+		wire_cursor_fini(&one->body);
+	}
+	rep->body.pos = 0;
+	wire_batch_rep_encode(&rep->body, r);
+out:
+	free(one);
+	free(copy);
+	free(r);
+	free(b);
+}
+
 /* A client with id maps sees its own ids in the attributes it gets back. */
 static void unmap_reply(const struct nodemap_view *v, uint16_t op, struct rpc_reply *rep)
 {
@@ -318,8 +421,14 @@ void mds_nodemap_done(struct mds *m, struct nodemap_req *nr, int rc, struct rpc_
 {
 	uint16_t op = nr->req.hdr->opcode;
 
-	if (rc == 0 && (nr->view.ids.nuidmaps || nr->view.ids.ngidmaps))
-		unmap_reply(&nr->view, op, rep);
+	if (rc == 0 && (nr->view.ids.nuidmaps || nr->view.ids.ngidmaps)) {
+		if (op == WIRE_OP_MDS_BATCH)
+			unmap_batch_rep(&nr->view, &nr->req, rep);
+		else
+			unmap_reply(&nr->view, op, rep);
+	}
+	if (rc == 0 && op == WIRE_OP_MDS_BATCH)
+		nodemap_ns_moved(m->nodemap); /* it may hold a rename */
 	if (rc == 0 && op == WIRE_OP_MDS_RENAME)
 		nodemap_ns_moved(m->nodemap);
 	if (rc == 0 && op == WIRE_OP_MDS_FID2PATH && nr->view.has_fileset)

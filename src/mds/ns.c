@@ -389,6 +389,23 @@ int mds_ns_setattr(struct mds *m, const struct nacre_cred *cr, const struct nacr
 	return mds_writer_submit(m->writer, setattr_op, &a);
 }
 
+int mds_ns_setattr_txn(struct mds *m, struct mds_txn *txn, const struct nacre_cred *cr,
+		       const struct nacre_fid *fid, const struct nacre_setattr *sa,
+		       struct nacre_attr *out)
+{
+	if (sa->valid & NACRE_SET_SIZE) {
+		/* objects are cut before a size is committed: not inside a transaction */
+		struct mds_inode ino;
+		int rc = mds_db_inode_get(txn, fid, &ino);
+		if (rc)
+			return rc;
+		if (sa->size < ino.size || (ino.hsm_state & NACRE_HS_RELEASED))
+			return -EOPNOTSUPP;
+	}
+	struct setattr_arg a = {m, cr, fid, sa, out};
+	return setattr_op(txn, &a);
+}
+
 /* ---------------- create family ---------------- */
 
 struct create_arg {
@@ -620,6 +637,18 @@ int mds_ns_create(struct mds *m, uint64_t conn_id, uint16_t opcode,
 	return rc;
 }
 
+int mds_ns_create_txn(struct mds *m, struct mds_txn *txn, uint16_t opcode,
+		      const struct wire_create_req *req, struct nacre_attr *out,
+		      struct nacre_layout *layout_out)
+{
+	if (opcode == WIRE_OP_MDS_SYMLINK && !req->target[0])
+		return -ENOENT;
+	if (req->flags & WIRE_CREATE_OPEN)
+		return -EINVAL; /* a handle is a reply only a lone CREATE gives */
+	struct create_arg a = {m, opcode, req, out, layout_out, 0, 0};
+	return create_op(txn, &a);
+}
+
 /* ---------------- append ---------------- */
 
 struct append_arg {
@@ -744,6 +773,13 @@ int mds_ns_unlink(struct mds *m, const struct nacre_cred *cr, const struct nacre
 	return rc;
 }
 
+int mds_ns_unlink_txn(struct mds *m, struct mds_txn *txn, const struct nacre_cred *cr,
+		      const struct nacre_fid *parent, const char *name, int is_rmdir)
+{
+	struct unlink_arg a = {m, cr, parent, name, is_rmdir};
+	return unlink_op(txn, &a);
+}
+
 /* ---------------- link ---------------- */
 
 struct link_arg {
@@ -812,4 +848,12 @@ int mds_ns_link(struct mds *m, const struct nacre_cred *cr, const struct nacre_f
 {
 	struct link_arg a = {m, cr, fid, parent, name, out};
 	return mds_writer_submit(m->writer, link_op, &a);
+}
+
+int mds_ns_link_txn(struct mds *m, struct mds_txn *txn, const struct nacre_cred *cr,
+		    const struct nacre_fid *fid, const struct nacre_fid *parent, const char *name,
+		    struct nacre_attr *out)
+{
+	struct link_arg a = {m, cr, fid, parent, name, out};
+	return link_op(txn, &a);
 }

@@ -48,6 +48,24 @@ int mds_ns_unlink(struct mds *m, const struct nacre_cred *cr, const struct nacre
 int mds_ns_rename(struct mds *m, const struct wire_rename_req *r);
 int mds_ns_link(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
 		const struct nacre_fid *parent, const char *name, struct nacre_attr *out);
+
+/* The same changes inside a transaction the caller owns (a BATCH, batch.c): nothing runs
+ * outside it, so a CREATE opens nothing (-EINVAL with WIRE_CREATE_OPEN) and a SETATTR may
+ * not shrink a file or change a released one's size (-EOPNOTSUPP: objects are cut first,
+ * outside any transaction; send it alone). The caller kicks the destroyer after a commit
+ * that unlinked or renamed over a file. */
+int mds_ns_create_txn(struct mds *m, struct mds_txn *txn, uint16_t opcode,
+		      const struct wire_create_req *req, struct nacre_attr *out,
+		      struct nacre_layout *layout_out);
+int mds_ns_setattr_txn(struct mds *m, struct mds_txn *txn, const struct nacre_cred *cr,
+		       const struct nacre_fid *fid, const struct nacre_setattr *sa,
+		       struct nacre_attr *out);
+int mds_ns_unlink_txn(struct mds *m, struct mds_txn *txn, const struct nacre_cred *cr,
+		      const struct nacre_fid *parent, const char *name, int is_rmdir);
+int mds_ns_rename_txn(struct mds *m, struct mds_txn *txn, const struct wire_rename_req *r);
+int mds_ns_link_txn(struct mds *m, struct mds_txn *txn, const struct nacre_cred *cr,
+		    const struct nacre_fid *fid, const struct nacre_fid *parent, const char *name,
+		    struct nacre_attr *out);
 /* Calls fn for the entries of dir after cookie (0 = from the start) in cookie order, inside
  * one read txn; fn returns nonzero to stop. Needs read permission on dir. */
 int mds_ns_readdir(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *dir,

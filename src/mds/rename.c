@@ -276,11 +276,16 @@ static int rename_op(struct mds_txn *txn, void *arg)
 	return rc;
 }
 
-int mds_ns_rename(struct mds *m, const struct wire_rename_req *r)
+static int rename_flags_ok(const struct wire_rename_req *r)
 {
 	if (r->flags & ~(MDS_RENAME_NOREPLACE | MDS_RENAME_EXCHANGE))
-		return -EINVAL;
-	if ((r->flags & MDS_RENAME_NOREPLACE) && (r->flags & MDS_RENAME_EXCHANGE))
+		return 0;
+	return !((r->flags & MDS_RENAME_NOREPLACE) && (r->flags & MDS_RENAME_EXCHANGE));
+}
+
+int mds_ns_rename(struct mds *m, const struct wire_rename_req *r)
+{
+	if (!rename_flags_ok(r))
 		return -EINVAL;
 	struct rename_ctx *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -291,5 +296,19 @@ int mds_ns_rename(struct mds *m, const struct wire_rename_req *r)
 	free(c);
 	if (!rc)
 		mds_destroyer_kick(m->destroyer);
+	return rc;
+}
+
+int mds_ns_rename_txn(struct mds *m, struct mds_txn *txn, const struct wire_rename_req *r)
+{
+	if (!rename_flags_ok(r))
+		return -EINVAL;
+	struct rename_ctx *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->m = m;
+	c->r = r;
+	int rc = rename_op(txn, c);
+	free(c);
 	return rc;
 }

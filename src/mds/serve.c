@@ -17,6 +17,7 @@
 #include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/ost_wait.h"
+#include "mds/batch.h"
 #include "mds/recovery.h"
 #include "mds/req.h"
 #include "mds/session.h"
@@ -111,6 +112,8 @@ static int reconstruct(struct mds *m, const struct rpc_request *req, struct rpc_
 		wire_append_rep_encode(&rep->body, &a);
 		return 0;
 	}
+	case WIRE_OP_MDS_BATCH:
+		return mds_batch_reconstruct(req, &rep->body);
 	case WIRE_OP_MDS_FID_GRANT: {
 		struct wire_fid_grant_rep g = {.seq = rec->fid.seq, .width = (uint32_t)rec->value};
 		wire_fid_grant_rep_encode(&rep->body, &g);

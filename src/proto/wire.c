@@ -64,6 +64,8 @@
 ANY(append_rep)
 ANY(append_req)
 ANY(attr_rep)
+ANY(batch_rep)
+ANY(batch_req)
 ANY(auth_req)
 ANY(cap_rep)
 ANY(cap_req)
@@ -216,6 +218,7 @@ static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(MDS_GROUPS_SET, groups_set_req, empty, IDEM | INL | PASS),
 	OP(MDS_NODEMAP, nodemap_req, nodemap_rep, PASS),
 	OP(MDS_FID_GRANT, cred_req, fid_grant_rep, INL | RC | CHG | SPC),
+	OP(MDS_BATCH, batch_req, batch_rep, INL | RC | CHG | OBJ),
 };
 #undef OP
 #undef any_empty_encode

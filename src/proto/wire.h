@@ -72,9 +72,11 @@ enum {
 					 * (MDS_FID_GRANT) and a create may carry the FID
 					 * the client chose from them (WIRE_CREATE_FID);
 					 * needs WIRE_FEAT_RECOVERY (grants are per client id) */
+#define WIRE_FEAT_BATCH (1ull << 9) /* the MDS applies BATCH requests (docs/writeback.md) */
 #define WIRE_FEATURES_SUPPORTED (WIRE_FEAT_RECOVERY | WIRE_FEAT_SEC | WIRE_FEAT_CAPS | \
 				 WIRE_FEAT_KEY_ID | WIRE_FEAT_JOBID | WIRE_FEAT_XATTR_64K | \
-				 WIRE_FEAT_ATIME | WIRE_FEAT_BLOCKS | WIRE_FEAT_FID_GRANT)
+				 WIRE_FEAT_ATIME | WIRE_FEAT_BLOCKS | WIRE_FEAT_FID_GRANT | \
+				 WIRE_FEAT_BATCH)
 
 /* Opcodes. Never renumber; add at the end of a family. Each has a row in the opcode table
  * (wire.c, read through wire_op_info): its request and reply messages, named here too. */
@@ -194,6 +196,8 @@ enum wire_opcode {
 	WIRE_OP_MDS_FID_GRANT = 120, /* req: cred_req; rep: fid_grant_rep: a new sequence of
 				      * FIDs for the calling client id alone (a change, kept
 				      * on the MDT; never granted again) */
+	WIRE_OP_MDS_BATCH = 121, /* req: batch_req; rep: batch_rep: namespace changes applied
+				  * in order in one transaction, a result each */
 
 	WIRE_OP_MAX_ = 128,
 };
@@ -743,6 +747,40 @@ struct wire_fid_grant_rep {
 	uint32_t width;
 };
 #define WIRE_FID_GRANT_WIDTH_MAX (1u << 30)
+
+/* BATCH (docs/writeback.md, "Batches"): a client's queued namespace changes, applied in
+ * order in one MDT transaction, each as if it had come alone (its own cred, permission
+ * checks, quota, changelog; nodemaps map each), a result each: a change that fails leaves
+ * nothing behind and the next ones still run. A change is the body its opcode's request
+ * would have alone; the opcodes a batch may carry are wire_batch_op_allowed's. A CREATE
+ * opens nothing (WIRE_CREATE_OPEN is refused) and a SETATTR does not shrink a file (that
+ * cuts objects first: send it alone). */
+#define WIRE_BATCH_MAX 256u
+struct wire_batch_change {
+	uint16_t opcode;
+	uint32_t len;
+	const uint8_t *body; /* points into the decoded buffer */
+};
+struct wire_batch_req {
+	struct nacre_cred cred; /* the sender's */
+	uint32_t count;         /* 1..WIRE_BATCH_MAX */
+	struct wire_batch_change ch[WIRE_BATCH_MAX];
+};
+struct wire_batch_result {
+	int32_t status;      /* 0 or -errno; -EALREADY: made by an earlier execution of this
+			      * request, whose result was not kept (a resend answered from the
+			      * reply cache) */
+	uint32_t len;        /* the reply body as alone (CREATE: create_rep without a
+			      * handle; MKDIR, MKNOD, SYMLINK, LINK, SETATTR: attr_rep), 0
+			      * for the others and for a failure */
+	const uint8_t *body; /* points into the decoded buffer */
+};
+struct wire_batch_rep {
+	uint32_t count; /* the request's count */
+	struct wire_batch_result r[WIRE_BATCH_MAX];
+};
+/* 1 if a batch may carry opcode. */
+int wire_batch_op_allowed(uint16_t opcode);
 struct wire_cap_rep { /* CAP_GET */
 	uint32_t layout_gen; /* the generation the capability names */
 	struct wire_cap cap;
@@ -1164,6 +1202,8 @@ WIRE_MSG(append_rep);
 WIRE_MSG(cap_req);
 WIRE_MSG(cap_rep);
 WIRE_MSG(fid_grant_rep);
+WIRE_MSG(batch_req);
+WIRE_MSG(batch_rep);
 WIRE_MSG(key_req);
 WIRE_MSG(key_list);
 WIRE_MSG(key_update);

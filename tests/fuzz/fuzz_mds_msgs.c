@@ -59,6 +59,8 @@ FZ_MSG(find_req)
 FZ_MSG(changelog_req)
 FZ_MSG(quota_req)
 FZ_MSG(fid_grant_rep)
+FZ_MSG(batch_req)
+FZ_MSG(batch_rep)
 
 /* HSM_REQUEST: the header, then exactly nfids fids. */
 struct fz_hsm_req {
@@ -141,6 +143,31 @@ static void fix_xattr(void *a, void *b)
 	    (m1->value_len && memcmp(m1->value, m2->value, m1->value_len) != 0))
 		fz_fail("xattr_req", "value differs");
 	m1->value = m2->value;
+}
+
+/* A batch's bodies are views too: compared by content, then aligned. */
+static void fix_batch_req(void *a, void *b)
+{
+	struct wire_batch_req *m1 = a, *m2 = b;
+
+	for (uint32_t i = 0; i < m1->count && i < WIRE_BATCH_MAX; i++) {
+		if (m1->ch[i].len != m2->ch[i].len ||
+		    (m1->ch[i].len && memcmp(m1->ch[i].body, m2->ch[i].body, m1->ch[i].len)))
+			fz_fail("batch_req", "a change's body differs");
+		m1->ch[i].body = m2->ch[i].body;
+	}
+}
+
+static void fix_batch_rep(void *a, void *b)
+{
+	struct wire_batch_rep *m1 = a, *m2 = b;
+
+	for (uint32_t i = 0; i < m1->count && i < WIRE_BATCH_MAX; i++) {
+		if (m1->r[i].len != m2->r[i].len ||
+		    (m1->r[i].len && memcmp(m1->r[i].body, m2->r[i].body, m1->r[i].len)))
+			fz_fail("batch_rep", "a result's body differs");
+		m1->r[i].body = m2->r[i].body;
+	}
 }
 
 /* The GETXATTR value is a view too. */
@@ -234,6 +261,8 @@ static const struct fz_type types[] = {
 	FZ_ROW(quota_req, struct wire_quota_req, NULL, 1),
 	FZ_ROW(quota_rep, struct fz_quota_rep, NULL, 1),
 	FZ_ROW(fid_grant_rep, struct wire_fid_grant_rep, NULL, 1),
+	FZ_ROW(batch_req, struct wire_batch_req, fix_batch_req, 1),
+	FZ_ROW(batch_rep, struct wire_batch_rep, fix_batch_rep, 1),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include "common/fid.h"
+#include "common/key.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "mds/batch.h"
 #include "mds/db.h"
 #include "mds/fid_grant.h"
 #include "mds/groups.h"
@@ -18,6 +20,8 @@
 #include "mds/perm.h"
 #include "mds/req.h"
 #include "mds/mds.h"
+#include "mds/nodemap.h"
+#include "mds/nodemap_serve.h"
 #include "mds/ns.h"
 #include "mds/open.h"
 #include "mds/targets.h"
@@ -242,6 +246,205 @@ static void check_links(struct mds *m, const struct nacre_fid *fid, uint32_t sta
 	if (strcmp(l.names, want) != 0)
 		fprintf(stderr, "links from %u: \"%s\", want \"%s\"\n", start, l.names, want);
 	CHECK(hidden == 0 && next == want_next && eof == want_eof);
+}
+
+/* ---- BATCH (batch.h) ---- */
+
+struct batch_build {
+	struct wire_batch_req req;
+	struct wire_cursor bodies[WIRE_BATCH_MAX];
+};
+
+static void batch_add_create(struct batch_build *bb, uint16_t op, const struct nacre_fid *parent,
+			     const char *name, const struct nacre_fid *fid, uint32_t flags)
+{
+	struct wire_create_req *r = calloc(1, sizeof(*r));
+	uint32_t i = bb->req.count++;
+	r->cred = root_cr;
+	r->parent = *parent;
+	str_copy(r->name, name, sizeof(r->name));
+	r->mode = op == WIRE_OP_MDS_MKDIR ? 0755 : 0644;
+	r->flags = flags | (fid ? WIRE_CREATE_FID : 0);
+	if (fid)
+		r->fid = *fid;
+	wire_cursor_init_dyn(&bb->bodies[i], WIRE_BODY_MAX);
+	wire_create_req_encode(&bb->bodies[i], r);
+	bb->req.ch[i] = (struct wire_batch_change){op, (uint32_t)wire_cursor_pos(&bb->bodies[i]),
+						   bb->bodies[i].buf};
+	free(r);
+}
+
+static void batch_add_unlink(struct batch_build *bb, uint16_t op, const struct nacre_fid *parent,
+			     const char *name)
+{
+	struct wire_name_req r = {.cred = root_cr, .parent = *parent};
+	uint32_t i = bb->req.count++;
+	str_copy(r.name, name, sizeof(r.name));
+	wire_cursor_init_dyn(&bb->bodies[i], WIRE_BODY_MAX);
+	wire_name_req_encode(&bb->bodies[i], &r);
+	bb->req.ch[i] = (struct wire_batch_change){op, (uint32_t)wire_cursor_pos(&bb->bodies[i]),
+						   bb->bodies[i].buf};
+}
+
+static void batch_add_setattr(struct batch_build *bb, const struct nacre_fid *fid,
+			      const struct nacre_setattr *sa)
+{
+	struct wire_setattr_req r = {.cred = root_cr, .fid = *fid, .sa = *sa};
+	uint32_t i = bb->req.count++;
+	wire_cursor_init_dyn(&bb->bodies[i], WIRE_BODY_MAX);
+	wire_setattr_req_encode(&bb->bodies[i], &r);
+	bb->req.ch[i] = (struct wire_batch_change){WIRE_OP_MDS_SETATTR,
+						   (uint32_t)wire_cursor_pos(&bb->bodies[i]),
+						   bb->bodies[i].buf};
+}
+
+static int batch_run_as(struct mds *m, uint64_t client, const char *peer_name,
+			struct batch_build *bb, int reconstruct, int32_t *st,
+			struct nacre_attr *attrs);
+
+/* Sends bb as client's BATCH (reconstruct: as a resend the reply cache answers); the
+ * statuses into st, the count returned (negative: the batch's own error). */
+static int batch_run(struct mds *m, uint64_t client, struct batch_build *bb, int reconstruct,
+		     int32_t *st, struct nacre_attr *attrs)
+{
+	return batch_run_as(m, client, NULL, bb, reconstruct, st, attrs);
+}
+
+/* batch_run from a client called peer_name through the nodemap (NULL: around it). */
+static int batch_run_as(struct mds *m, uint64_t client, const char *peer_name,
+			struct batch_build *bb, int reconstruct, int32_t *st,
+			struct nacre_attr *attrs)
+{
+	struct wire_cursor body, rep;
+	struct wire_hdr hdr = {.opcode = WIRE_OP_MDS_BATCH};
+	struct mds_req rq = {.client_id = client};
+	struct wire_batch_rep *r = calloc(1, sizeof(*r));
+	int rc;
+
+	wire_cursor_init_dyn(&body, WIRE_BODY_MAX);
+	wire_batch_req_encode(&body, &bb->req);
+	struct rpc_request req = {.hdr = &hdr, .body = body.buf,
+				  .body_len = (uint32_t)wire_cursor_pos(&body),
+				  .peer = "127.0.0.1:999", .peer_name = peer_name,
+				  .peer_role = KEY_ROLE_CLIENT, .client_id = client,
+				  /* the rule is cached per connection: one per peer name */
+				  .conn_id = 42 + (uint64_t)(peer_name ? peer_name[0] : 0)};
+	struct nodemap_req nr = {.req = req};
+	wire_cursor_init_dyn(&rep, WIRE_BODY_MAX);
+	rc = peer_name ? mds_nodemap_admit(m, &req, &nr) : 0;
+	mds_req_current = &rq;
+	if (!rc)
+		rc = reconstruct ? mds_batch_reconstruct(&nr.req, &rep)
+				 : mds_batch_serve(m, &nr.req, &rep);
+	mds_req_current = NULL;
+	if (peer_name)
+		mds_nodemap_req_fini(&nr);
+	if (!rc) {
+		struct wire_cursor c;
+		wire_cursor_init_read(&c, rep.buf, wire_cursor_pos(&rep));
+		wire_batch_rep_decode(&c, r);
+		rc = wire_cursor_ok(&c) && !wire_cursor_left(&c) ? (int)r->count : -EPROTO;
+		for (int i = 0; i < rc; i++) {
+			st[i] = r->r[i].status;
+			memset(&attrs[i], 0, sizeof(attrs[i]));
+			if (r->r[i].len && (bb->req.ch[i].opcode == WIRE_OP_MDS_CREATE)) {
+				struct wire_create_rep cr;
+				wire_cursor_init_read(&c, r->r[i].body, r->r[i].len);
+				wire_create_rep_decode(&c, &cr);
+				attrs[i] = cr.attr;
+			} else if (r->r[i].len) {
+				struct wire_attr_rep ar;
+				wire_cursor_init_read(&c, r->r[i].body, r->r[i].len);
+				wire_attr_rep_decode(&c, &ar);
+				attrs[i] = ar.attr;
+			}
+		}
+	}
+	for (uint32_t i = 0; i < bb->req.count; i++)
+		wire_cursor_fini(&bb->bodies[i]);
+	bb->req.count = 0;
+	wire_cursor_fini(&body);
+	wire_cursor_fini(&rep);
+	free(r);
+	return rc;
+}
+
+/* A batch applies its changes in order, a result each: a failure leaves nothing and the
+ * next changes still run; what cannot run inside a transaction is refused per change. */
+static void test_batch(const char *dir)
+{
+	struct mds m;
+	struct nacre_fid root = mds_root_fid(), d, f;
+	struct nacre_attr a[8], b;
+	int32_t st[8];
+	uint64_t seq;
+	uint32_t w;
+	struct batch_build *bb = calloc(1, sizeof(*bb));
+
+	CHECK_RC(mds_up(&m, dir, 1), 0);
+	CHECK_RC(mds_fid_grant(&m, 7, &seq, &w), 0);
+	d = (struct nacre_fid){.seq = seq, .oid = 1};
+	f = (struct nacre_fid){.seq = seq, .oid = 2};
+	batch_add_create(bb, WIRE_OP_MDS_MKDIR, &root, "wb", &d, 0);
+	batch_add_create(bb, WIRE_OP_MDS_CREATE, &d, "f", &f, O_EXCL);
+	batch_add_create(bb, WIRE_OP_MDS_CREATE, &d, "f", NULL, O_EXCL);      /* EEXIST */
+	batch_add_create(bb, WIRE_OP_MDS_CREATE, &d, "o", NULL, WIRE_CREATE_OPEN);
+	batch_add_create(bb, WIRE_OP_MDS_SYMLINK, &d, "s", NULL, 0);          /* no target */
+	struct nacre_setattr sa = {.valid = NACRE_SET_MODE | NACRE_SET_SIZE, .mode = 0600,
+				   .size = 4096};
+	batch_add_setattr(bb, &f, &sa);
+	batch_add_unlink(bb, WIRE_OP_MDS_UNLINK, &d, "nothing");               /* ENOENT */
+	batch_add_create(bb, WIRE_OP_MDS_MKNOD, &d, "n", NULL, 0);
+	CHECK_RC(batch_run(&m, 7, bb, 0, st, a), 8);
+	CHECK(st[0] == 0 && fid_eq(&a[0].fid, &d) && S_ISDIR(a[0].mode));
+	CHECK(st[1] == 0 && fid_eq(&a[1].fid, &f) && S_ISREG(a[1].mode));
+	CHECK(st[2] == -EEXIST && st[3] == -EINVAL && st[4] == -ENOENT);
+	CHECK(st[5] == 0 && a[5].mode == (S_IFREG | 0600) && a[5].size == 4096);
+	CHECK(st[6] == -ENOENT && st[7] == 0 && S_ISREG(a[7].mode));
+	CHECK(count_entries(&m, &d) == 2); /* f and n: nothing of the failed ones */
+	CHECK_RC(mds_ns_lookup(&m, &root_cr, &d, "f", &b), 0);
+	CHECK(b.size == 4096 && b.mode == (S_IFREG | 0600));
+
+	/* a shrink is sent alone; a rename and an unlink in one batch */
+	sa = (struct nacre_setattr){.valid = NACRE_SET_SIZE, .size = 0};
+	batch_add_setattr(bb, &f, &sa);
+	CHECK_RC(batch_run(&m, 7, bb, 0, st, a), 1);
+	CHECK(st[0] == -EOPNOTSUPP);
+	batch_add_unlink(bb, WIRE_OP_MDS_UNLINK, &d, "n");
+	batch_add_unlink(bb, WIRE_OP_MDS_RMDIR, &root, "wb");                  /* ENOTEMPTY */
+	batch_add_unlink(bb, WIRE_OP_MDS_UNLINK, &d, "f");
+	batch_add_unlink(bb, WIRE_OP_MDS_RMDIR, &root, "wb");
+	CHECK_RC(batch_run(&m, 7, bb, 0, st, a), 4);
+	CHECK(st[0] == 0 && st[1] == -ENOTEMPTY && st[2] == 0 && st[3] == 0);
+	CHECK_RC(mds_ns_lookup(&m, &root_cr, &root, "wb", &b), -ENOENT);
+
+	/* a resend the reply cache answers: every change made, its result not kept */
+	batch_add_unlink(bb, WIRE_OP_MDS_UNLINK, &root, "x");
+	batch_add_unlink(bb, WIRE_OP_MDS_UNLINK, &root, "y");
+	CHECK_RC(batch_run(&m, 7, bb, 1, st, a), 2);
+	CHECK(st[0] == -EALREADY && st[1] == -EALREADY);
+
+	/* through the nodemap: each change's credentials are mapped as if it came alone
+	 * (root squashed by the default rule), and its FIDs checked */
+	CHECK_RC(nodemap_create(&m, &m.nodemap), 0);
+	CHECK_RC(nodemap_format_defaults(m.nodemap), 0);
+	CHECK_RC(make(&m, &root_cr, &root, "open", WIRE_OP_MDS_MKDIR, 0777, NULL, &b), 0);
+	struct nacre_fid open_dir = b.fid;
+	sa = (struct nacre_setattr){.valid = NACRE_SET_MODE, .mode = 0777};
+	CHECK_RC(mds_ns_setattr(&m, &root_cr, &open_dir, &sa, &b), 0);
+	f = (struct nacre_fid){.seq = seq, .oid = 3};
+	batch_add_create(bb, WIRE_OP_MDS_CREATE, &root, "by-squashed-root", NULL, O_EXCL);
+	batch_add_create(bb, WIRE_OP_MDS_CREATE, &open_dir, "mine", &f, O_EXCL);
+	CHECK_RC(batch_run_as(&m, 7, "plain-node", bb, 0, st, a), 2);
+	CHECK(st[0] == -EACCES); /* 65534 may not write the root */
+	CHECK(st[1] == 0 && a[1].uid == 65534 && a[1].gid == 65534);
+	batch_add_create(bb, WIRE_OP_MDS_CREATE, &root, "by-admin", NULL, O_EXCL);
+	CHECK_RC(batch_run_as(&m, 7, "nacre-admin", bb, 0, st, a), 1);
+	CHECK(st[0] == 0 && a[0].uid == 0);
+	nodemap_destroy(m.nodemap);
+	m.nodemap = NULL;
+	mds_down(&m);
+	free(bb);
 }
 
 /* CREATE (or MKDIR) of name in parent by root as client, naming the inode fid. */
@@ -619,6 +822,8 @@ int main(void)
 		char gdir[320];
 		snprintf(gdir, sizeof(gdir), "%s/grants", base);
 		test_fid_grants(gdir);
+		snprintf(gdir, sizeof(gdir), "%s/batch", base);
+		test_batch(gdir);
 	}
 
 	/* wrong fsname, unknown schema version, --format over an MDT */

@@ -272,6 +272,82 @@ static void test_fid_grant_rep(void)
 	CHECK(!DECODE_OK(wire_fid_grant_rep_decode, golden, sizeof(golden) - 1, &d));
 }
 
+/* ---- BATCH (WIRE_FEAT_BATCH) ---- */
+
+static void test_batch_msgs(void)
+{
+	static const uint8_t greq[] = {
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* cred */
+		0x02, 0x00, 0x00, 0x00,             /* count 2 */
+		0x17, 0x00,                         /* UNLINK */
+		0x03, 0x00, 0x00, 0x00, 'a', 'b', 'c', /* 3 bytes of body */
+		0x13, 0x00,                         /* SETATTR */
+		0x00, 0x00, 0x00, 0x00,             /* no body */
+	};
+	static const uint8_t grep_[] = {
+		0x02, 0x00, 0x00, 0x00,             /* count 2 */
+		0xfe, 0xff, 0xff, 0xff,             /* -ENOENT */
+		0x00, 0x00, 0x00, 0x00,             /* no body */
+		0x00, 0x00, 0x00, 0x00,             /* 0 */
+		0x02, 0x00, 0x00, 0x00, 'x', 'y',   /* 2 bytes of body */
+	};
+	struct wire_batch_req *q = calloc(1, sizeof(*q)), *qd = calloc(1, sizeof(*qd));
+	struct wire_batch_rep *r = calloc(1, sizeof(*r)), *rd = calloc(1, sizeof(*rd));
+	struct wire_cursor c;
+	uint8_t bad[sizeof(greq)];
+
+	q->count = 2;
+	q->ch[0] = (struct wire_batch_change){WIRE_OP_MDS_UNLINK, 3, (const uint8_t *)"abc"};
+	q->ch[1] = (struct wire_batch_change){WIRE_OP_MDS_SETATTR, 0, NULL};
+	ENCODE(&c, wire_batch_req_encode, q);
+	CHECK_EQ(wire_cursor_pos(&c), sizeof(greq));
+	CHECK_MEM(c.buf, greq, sizeof(greq));
+	wire_cursor_fini(&c);
+	CHECK(DECODE_OK(wire_batch_req_decode, greq, sizeof(greq), qd));
+	CHECK(qd->count == 2 && qd->ch[0].opcode == WIRE_OP_MDS_UNLINK && qd->ch[0].len == 3 &&
+	      !memcmp(qd->ch[0].body, "abc", 3) && qd->ch[1].opcode == WIRE_OP_MDS_SETATTR &&
+	      qd->ch[1].len == 0);
+	/* an opcode a batch may not carry, a count of 0, a length past the end: refused */
+	memcpy(bad, greq, sizeof(bad));
+	bad[16] = WIRE_OP_MDS_OPEN;
+	CHECK(!DECODE_OK(wire_batch_req_decode, bad, sizeof(bad), qd));
+	memcpy(bad, greq, sizeof(bad));
+	bad[12] = 0;
+	CHECK(!DECODE_OK(wire_batch_req_decode, bad, sizeof(bad), qd));
+	memcpy(bad, greq, sizeof(bad));
+	bad[12] = 0x01;
+	bad[13] = 0x01; /* 257 > WIRE_BATCH_MAX */
+	CHECK(!DECODE_OK(wire_batch_req_decode, bad, sizeof(bad), qd));
+	memcpy(bad, greq, sizeof(bad));
+	bad[18] = 0x04;
+	CHECK(!DECODE_OK(wire_batch_req_decode, bad, sizeof(bad), qd));
+
+	r->count = 2;
+	r->r[0] = (struct wire_batch_result){-ENOENT, 0, NULL};
+	r->r[1] = (struct wire_batch_result){0, 2, (const uint8_t *)"xy"};
+	ENCODE(&c, wire_batch_rep_encode, r);
+	CHECK_EQ(wire_cursor_pos(&c), sizeof(grep_));
+	CHECK_MEM(c.buf, grep_, sizeof(grep_));
+	wire_cursor_fini(&c);
+	CHECK(DECODE_OK(wire_batch_rep_decode, grep_, sizeof(grep_), rd));
+	CHECK(rd->count == 2 && rd->r[0].status == -ENOENT && rd->r[0].len == 0 &&
+	      rd->r[1].status == 0 && rd->r[1].len == 2 && !memcmp(rd->r[1].body, "xy", 2));
+	/* a positive status, and a failure that carries a body, are refused */
+	uint8_t badr[sizeof(grep_)];
+	memcpy(badr, grep_, sizeof(badr));
+	badr[4] = 0x05;
+	badr[7] = 0x00;
+	CHECK(!DECODE_OK(wire_batch_rep_decode, badr, sizeof(badr), rd));
+	memcpy(badr, grep_, sizeof(badr));
+	badr[12] = 0xfe;
+	badr[13] = badr[14] = badr[15] = 0xff;
+	CHECK(!DECODE_OK(wire_batch_rep_decode, badr, sizeof(badr), rd));
+	free(q);
+	free(qd);
+	free(r);
+	free(rd);
+}
+
 /* ---- object capabilities (WIRE_FEAT_CAPS) ---- */
 
 static void test_cap_msgs(void)
@@ -1369,6 +1445,8 @@ static const struct codec codecs[] = {
 	REP(links_rep, test_links_rep),
 	REP(find_rep, test_find_rep),
 	REQ(quota_req),
+	REQ(batch_req),
+	REP(batch_rep, test_batch_msgs),
 	REP(quota_rep, test_quota_rep),
 	REP(connect_rep, test_connect_open_rep),
 	REP(open_rep, test_connect_open_rep),
@@ -1463,7 +1541,7 @@ static void test_op_table(void)
 		WIRE_OP_MDS_SIZE_UPDATE, WIRE_OP_MDS_RECOVERY_STATUS, WIRE_OP_MDS_APPEND,
 		WIRE_OP_MDS_CAP_GET,
 		WIRE_OP_MDS_NOTIFY_WAIT, WIRE_OP_MDS_GROUPS_SET, WIRE_OP_MDS_LINKS,
-		WIRE_OP_MDS_FID_GRANT,
+		WIRE_OP_MDS_FID_GRANT, WIRE_OP_MDS_BATCH,
 	};
 	/* Pinned: the changes the MDS's reply cache runs exactly once. */
 	static const uint16_t cached[] = {
@@ -1472,6 +1550,7 @@ static void test_op_table(void)
 		WIRE_OP_MDS_SYMLINK, WIRE_OP_MDS_CLOSE, WIRE_OP_MDS_SIZE_UPDATE,
 		WIRE_OP_MDS_SETXATTR, WIRE_OP_MDS_REMOVEXATTR, WIRE_OP_MDS_LAYOUT_SET,
 		WIRE_OP_MDS_HSM_IMPORT, WIRE_OP_MDS_APPEND, WIRE_OP_MDS_FID_GRANT,
+		WIRE_OP_MDS_BATCH,
 	};
 	/* Pinned: the facts the MDS asks of a request (wire.h, WIRE_OPF_*), as the switches in
 	 * nodemap_serve.c, space.c, ost_wait.c and recovery.c had them. */
@@ -1481,7 +1560,7 @@ static void test_op_table(void)
 		WIRE_OP_MDS_SYMLINK, WIRE_OP_MDS_SETXATTR, WIRE_OP_MDS_REMOVEXATTR,
 		WIRE_OP_MDS_LAYOUT_SET, WIRE_OP_MDS_APPEND, WIRE_OP_MDS_SIZE_UPDATE,
 		WIRE_OP_MDS_HSM_REQUEST, WIRE_OP_MDS_HSM_STATE_SET, WIRE_OP_MDS_HSM_IMPORT,
-		WIRE_OP_MDS_FID_GRANT,
+		WIRE_OP_MDS_FID_GRANT, WIRE_OP_MDS_BATCH,
 	};
 	static const uint16_t cred_fid[] = {
 		WIRE_OP_MDS_LOOKUP, WIRE_OP_MDS_GETATTR, WIRE_OP_MDS_SETATTR, WIRE_OP_MDS_CREATE,
@@ -1500,7 +1579,8 @@ static void test_op_table(void)
 		WIRE_OP_MDS_LINK, WIRE_OP_MDS_SETXATTR, WIRE_OP_MDS_LAYOUT_SET,
 		WIRE_OP_MDS_HSM_IMPORT, WIRE_OP_MDS_FID_GRANT,
 	};
-	static const uint16_t ost_objects[] = {WIRE_OP_MDS_CREATE, WIRE_OP_MDS_LAYOUT_SET};
+	static const uint16_t ost_objects[] = {WIRE_OP_MDS_CREATE, WIRE_OP_MDS_LAYOUT_SET,
+					       WIRE_OP_MDS_BATCH};
 	static const uint16_t recovery_pass[] = {
 		WIRE_OP_MDS_TARGET_REGISTER, WIRE_OP_MDS_TARGET_HEARTBEAT, WIRE_OP_MDS_TARGETS,
 		WIRE_OP_MDS_STATFS, WIRE_OP_MDS_RECOVERY_STATUS, WIRE_OP_MDS_KEY_ISSUE,
@@ -1565,7 +1645,7 @@ static void test_op_table(void)
 			wire_op_has((uint16_t)op, WIRE_OPF_CHANGE)));
 	}
 	CHECK(!wire_op_has(0xffff, 0));
-	CHECK_EQ(rows, 76);
+	CHECK_EQ(rows, 77);
 	CHECK(wire_op_info(WIRE_OP_MAX_) == NULL && wire_op_info(0xffff) == NULL);
 	CHECK(!wire_op_idempotent(0xffff) && !wire_op_inline(0xffff));
 	/* xattr_len_rep is GETXATTR's other form (a size of 0), not in the table's column */
