@@ -221,7 +221,7 @@ static int encode_reply(const struct wire_batch_req *b, const struct change_out 
 	}
 	at[b->count] = wire_cursor_pos(&bodies);
 	if (!wire_cursor_ok(&bodies)) {
-		rc = -EOVERFLOW; /* cannot happen within WIRE_BATCH_MAX attr replies */
+		rc = -EOVERFLOW; /* wire_batch_fits said it could not happen */
 		goto out;
 	}
 	rep->count = b->count;
@@ -283,6 +283,14 @@ int mds_batch_serve(struct mds *m, const struct rpc_request *req, struct wire_cu
 
 	if (!b)
 		return -EPROTO;
+	rc = wire_batch_fits(b) ? 0 : -E2BIG; /* refused before anything runs */
+	if (rc) {
+		LOG_RATELIMITED(LOG_LVL_WARN, "batch", "BATCH of %u changes from %s (%s): its "
+				"replies could exceed %u bytes, refused", b->count, req->peer,
+				req->peer_name ? req->peer_name : "?", WIRE_BODY_MAX);
+		free(b);
+		return rc;
+	}
 	a.b = b;
 	a.first = first_reply(req);
 	a.out = calloc(b->count, sizeof(*a.out));

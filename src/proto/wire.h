@@ -754,7 +754,10 @@ struct wire_fid_grant_rep {
  * nothing behind and the next ones still run. A change is the body its opcode's request
  * would have alone; the opcodes a batch may carry are wire_batch_op_allowed's. A CREATE
  * opens nothing (WIRE_CREATE_OPEN is refused) and a SETATTR does not shrink a file (that
- * cuts objects first: send it alone). */
+ * cuts objects first: send it alone). The results must fit one reply body whatever the
+ * changes make: a batch whose worst case (each CREATE's reply with a layout of
+ * NACRE_MAX_STRIPES stripes, wire_batch_result_max) exceeds WIRE_BODY_MAX is refused with
+ * -E2BIG before anything runs. */
 #define WIRE_BATCH_MAX 256u
 struct wire_batch_change {
 	uint16_t opcode;
@@ -781,6 +784,10 @@ struct wire_batch_rep {
 };
 /* 1 if a batch may carry opcode. */
 int wire_batch_op_allowed(uint16_t opcode);
+/* The most bytes a change of opcode's result may take in a batch_rep. Thread-safe. */
+size_t wire_batch_result_max(uint16_t opcode);
+/* 1 if every result of m fits one reply body, whatever the changes make. Thread-safe. */
+int wire_batch_fits(const struct wire_batch_req *m);
 struct wire_cap_rep { /* CAP_GET */
 	uint32_t layout_gen; /* the generation the capability names */
 	struct wire_cap cap;

@@ -2,6 +2,7 @@
  * and a result for each. The changes' bodies are those of their own opcodes, checked when
  * each is applied; here only the frame around them. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "proto/wire.h"
@@ -22,6 +23,41 @@ int wire_batch_op_allowed(uint16_t opcode)
 	default:
 		return 0;
 	}
+}
+
+size_t wire_batch_result_max(uint16_t opcode)
+{
+	static size_t attr_max, create_max; /* the same every time: a race writes the same */
+
+	if (!create_max) {
+		struct wire_create_rep *cr = calloc(1, sizeof(*cr));
+		struct wire_attr_rep ar;
+		struct wire_cursor c;
+
+		if (!cr)
+			return WIRE_BODY_MAX;
+		memset(&ar, 0, sizeof(ar));
+		cr->layout.nosts = NACRE_MAX_STRIPES;
+		wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+		wire_attr_rep_encode(&c, &ar);
+		attr_max = wire_cursor_pos(&c);
+		c.pos = 0;
+		wire_create_rep_encode(&c, cr);
+		__atomic_store_n(&create_max, wire_cursor_pos(&c), __ATOMIC_RELEASE);
+		wire_cursor_fini(&c);
+		free(cr);
+	}
+	return 8 + (opcode == WIRE_OP_MDS_CREATE ? __atomic_load_n(&create_max, __ATOMIC_ACQUIRE)
+						 : attr_max);
+}
+
+int wire_batch_fits(const struct wire_batch_req *m)
+{
+	size_t need = 4;
+
+	for (uint32_t i = 0; i < m->count && i < WIRE_BATCH_MAX; i++)
+		need += wire_batch_result_max(m->ch[i].opcode);
+	return need <= WIRE_BODY_MAX;
 }
 
 /* batch_req (since WIRE_FEAT_BATCH): cred, u32 count (1..WIRE_BATCH_MAX), then count

@@ -418,6 +418,15 @@ static void test_batch(const char *dir)
 	CHECK(st[0] == 0 && st[1] == -ENOTEMPTY && st[2] == 0 && st[3] == 0);
 	CHECK_RC(mds_ns_lookup(&m, &root_cr, &root, "wb", &b), -ENOENT);
 
+	/* more CREATEs than one reply could answer in the worst case: refused, none made */
+	for (int i = 0; i < 200; i++) {
+		char nm[16];
+		snprintf(nm, sizeof(nm), "many%d", i);
+		batch_add_create(bb, WIRE_OP_MDS_CREATE, &root, nm, NULL, O_EXCL);
+	}
+	CHECK_RC(batch_run(&m, 7, bb, 0, st, a), -E2BIG);
+	CHECK_RC(mds_ns_lookup(&m, &root_cr, &root, "many0", &b), -ENOENT);
+
 	/* a resend the reply cache answers: every change made, its result not kept */
 	batch_add_unlink(bb, WIRE_OP_MDS_UNLINK, &root, "x");
 	batch_add_unlink(bb, WIRE_OP_MDS_UNLINK, &root, "y");

@@ -342,6 +342,19 @@ static void test_batch_msgs(void)
 	badr[12] = 0xfe;
 	badr[13] = badr[14] = badr[15] = 0xff;
 	CHECK(!DECODE_OK(wire_batch_rep_decode, badr, sizeof(badr), rd));
+	/* the results' worst case must fit one reply: every attr reply does, not every
+	 * CREATE with a full layout */
+	q->count = WIRE_BATCH_MAX;
+	for (uint32_t i = 0; i < WIRE_BATCH_MAX; i++)
+		q->ch[i] = (struct wire_batch_change){WIRE_OP_MDS_SETATTR, 0, NULL};
+	CHECK(wire_batch_fits(q));
+	for (uint32_t i = 0; i < WIRE_BATCH_MAX; i++)
+		q->ch[i].opcode = WIRE_OP_MDS_CREATE;
+	CHECK(!wire_batch_fits(q));
+	q->count = (uint32_t)((WIRE_BODY_MAX - 4) / wire_batch_result_max(WIRE_OP_MDS_CREATE));
+	CHECK(q->count >= 80 && wire_batch_fits(q));
+	q->count++;
+	CHECK(!wire_batch_fits(q));
 	free(q);
 	free(qd);
 	free(r);
