@@ -183,6 +183,13 @@ int nacre_link(struct nacre_fs *fs, const struct nacre_cred *cr, const struct na
  * written to ents (0 with *eof = 1 at the end). "." and ".." are not returned. */
 int nacre_readdir(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *dir,
 		  uint64_t cookie, struct nacre_dirent *ents, int max, int *eof);
+/* nacre_readdir with each entry's attributes in attrs[i] (as nacre_getattr gives them), in
+ * the same request: a listing with attributes (ls -l, os.scandir + stat) costs one MDS
+ * request per page, not one per entry. attrs[i].mode is 0 for an entry that came without
+ * (the caller may read the directory but not search it, or an MDS that predates it). */
+int nacre_readdir_plus(struct nacre_fs *fs, const struct nacre_cred *cr,
+		       const struct nacre_fid *dir, uint64_t cookie, struct nacre_dirent *ents,
+		       struct nacre_attr *attrs, int max, int *eof);
 
 /* xattrs. get/list return the value length; with size 0 they only return the length. */
 int nacre_getxattr(struct nacre_fs *fs, const struct nacre_cred *cr, const struct nacre_fid *fid,

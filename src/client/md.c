@@ -446,18 +446,21 @@ NACRE_API int nacre_link(struct nacre_fs *fs, const struct nacre_cred *cr,
 return attr_call(fs, WIRE_OP_MDS_LINK, &req, out);
 }
 
-NACRE_API int nacre_readdir(struct nacre_fs *fs, const struct nacre_cred *cr,
-			    const struct nacre_fid *dir, uint64_t cookie, struct nacre_dirent *ents,
-			    int max, int *eof)
+/* READDIR, with each entry's attributes into attrs when attrs is not NULL (and the MDS
+ * can: WIRE_FEAT_READDIR_PLUS). */
+static int readdir_call(struct nacre_fs *fs, const struct nacre_cred *cr,
+			const struct nacre_fid *dir, uint64_t cookie, struct nacre_dirent *ents,
+			struct nacre_attr *attrs, int max, int *eof)
 {
 	struct wire_readdir_req req;
 	struct wire_readdir_rep head;
 	struct wire_cursor c;
 	struct nacre_cred root;
 	struct nacre_dirent extra;
+	struct nacre_attr extra_attr;
 	struct rpc_msg *m;
 	uint32_t i;
-	int rc, more = 0;
+	int rc, more = 0, has;
 
 	if (!fs || !dir || !ents || max <= 0)
 		return -EINVAL;
@@ -465,8 +468,10 @@ NACRE_API int nacre_readdir(struct nacre_fs *fs, const struct nacre_cred *cr,
 	req.cred = *cl_cred(cr, &root);
 	req.fid = *dir;
 	req.cookie = cookie;
+	if (attrs && (rpc_conn_features(fs->mds) & WIRE_FEAT_READDIR_PLUS))
+		req.flags = WIRE_READDIR_PLUS;
 	/* Ask for about max entries' worth; the server caps it anyway. */
-	uint64_t want = (uint64_t)max * WIRE_DIRENT_MAX;
+	uint64_t want = (uint64_t)max * (req.flags ? WIRE_DIRENT_PLUS_MAX : WIRE_DIRENT_MAX);
 	req.max_bytes = want < WIRE_READDIR_MAX_BYTES ? (uint32_t)want : WIRE_READDIR_MAX_BYTES;
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_readdir_req_encode(&c, &req);
@@ -481,13 +486,16 @@ NACRE_API int nacre_readdir(struct nacre_fs *fs, const struct nacre_cred *cr,
 		return -EPROTO;
 	}
 	for (i = 0; i < head.count; i++) {
-		if (i < (uint32_t)max) {
-			wire_dirent_get(&c, &ents[i]);
-		} else {
-			/* More than asked for: drop them; the caller resumes from our last cookie. */
-			wire_dirent_get(&c, &extra);
-			more = 1;
-		}
+		/* More than asked for: dropped; the caller resumes from our last cookie. */
+		struct nacre_dirent *d = i < (uint32_t)max ? &ents[i] : &extra;
+		struct nacre_attr *a = i < (uint32_t)max && attrs ? &attrs[i] : &extra_attr;
+		more |= i >= (uint32_t)max;
+		if (req.flags)
+			wire_direntplus_get(&c, d, a, &has);
+		else
+			wire_dirent_get(&c, d);
+		if (attrs && !req.flags)
+			memset(a, 0, sizeof(*a)); /* mode 0: none came */
 	}
 	rc = cl_decode_end(&c);
 	rpc_msg_free(m);
@@ -496,6 +504,23 @@ NACRE_API int nacre_readdir(struct nacre_fs *fs, const struct nacre_cred *cr,
 	if (eof)
 		*eof = head.eof && !more;
 	return (int)(head.count < (uint32_t)max ? head.count : (uint32_t)max);
+}
+
+NACRE_API int nacre_readdir(struct nacre_fs *fs, const struct nacre_cred *cr,
+			    const struct nacre_fid *dir, uint64_t cookie, struct nacre_dirent *ents,
+			    int max, int *eof)
+{
+	return readdir_call(fs, cr, dir, cookie, ents, NULL, max, eof);
+}
+
+NACRE_API int nacre_readdir_plus(struct nacre_fs *fs, const struct nacre_cred *cr,
+				 const struct nacre_fid *dir, uint64_t cookie,
+				 struct nacre_dirent *ents, struct nacre_attr *attrs, int max,
+				 int *eof)
+{
+	if (!attrs)
+		return -EINVAL;
+	return readdir_call(fs, cr, dir, cookie, ents, attrs, max, eof);
 }
 
 /* The largest xattr value (and list) the MDS takes and gives: 64 KiB, or 64,000 bytes from

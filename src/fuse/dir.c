@@ -26,6 +26,8 @@
 struct fz_dir {
 	pthread_mutex_t lock;     /* serializes readdir on this handle */
 	struct nacre_dirent *ents; /* lock: the batch */
+	struct nacre_attr *attrs; /* lock: with plus, each entry's attributes (mode 0: none) */
+	int plus;                 /* lock: the batch was read with attributes */
 	int nents;                /* lock */
 	int eof;                  /* lock: the batch ends the directory */
 	int valid;                /* lock: ents holds a batch */
@@ -324,7 +326,10 @@ void *fz_dir_create(void)
 	if (!d)
 		return NULL;
 	d->ents = malloc(DIR_BATCH * sizeof(*d->ents));
-	if (!d->ents) {
+	d->attrs = malloc(DIR_BATCH * sizeof(*d->attrs));
+	if (!d->ents || !d->attrs) {
+		free(d->ents);
+		free(d->attrs);
 		free(d);
 		return NULL;
 	}
@@ -340,6 +345,7 @@ void fz_dir_destroy(void *dir)
 		return;
 	pthread_mutex_destroy(&d->lock);
 	free(d->ents);
+	free(d->attrs);
 	free(d);
 }
 
@@ -378,10 +384,40 @@ static int add_entry(fuse_req_t req, char *buf, size_t size, size_t *pos, const 
 	return 1;
 }
 
+/* READDIRPLUS's entry: with attributes, a lookup the kernel takes (the inode table counts
+ * it, and gives it back if the entry does not fit); without, a plain entry the kernel looks
+ * up itself when it needs to. Returns 0 if it did not fit. */
+static int add_entry_plus(fuse_req_t req, char *buf, size_t size, size_t *pos,
+			  const char *name, const struct nacre_fid *fid, uint32_t type,
+			  const struct nacre_attr *a, const struct nacre_fid *parent, uint64_t next)
+{
+	struct fuse_entry_param e;
+	struct fz_inode *in = NULL;
+	size_t len;
+
+	memset(&e, 0, sizeof(e));
+	if (a && a->mode && fz_entry_prepare(req, a, parent, &e, &in) < 0)
+		in = NULL; /* out of memory: a plain entry then */
+	if (!in) {
+		memset(&e, 0, sizeof(e));
+		e.attr.st_ino = (ino_t)fz_fid_ino(fid);
+		e.attr.st_mode = type & S_IFMT;
+	}
+	len = fuse_add_direntry_plus(req, buf + *pos, size - *pos, name, &e, (off_t)next);
+	if (len > size - *pos) {
+		if (in)
+			fz_inode_forget(fz_mnt(req), in, 1);
+		return 0;
+	}
+	*pos += len;
+	return 1;
+}
+
 /* Makes d->ents hold the entries after cookie (fetching if the batch does not cover it) and
- * returns the index of the first one, or a negative error. Called with d->lock held. */
+ * returns the index of the first one, or a negative error. A batch is read with attributes
+ * when plus asks for them. Called with d->lock held. */
 static int dir_seek(struct fz_mount *m, const struct nacre_cred *cr, const struct nacre_fid *fid,
-		    struct fz_dir *d, uint64_t cookie)
+		    struct fz_dir *d, uint64_t cookie, int plus)
 {
 	int i, n;
 
@@ -397,7 +433,12 @@ static int dir_seek(struct fz_mount *m, const struct nacre_cred *cr, const struc
 			}
 	}
 	d->valid = 0;
-	n = nacre_readdir(m->fs, cr, fid, cookie, d->ents, DIR_BATCH, &d->eof);
+	if (plus)
+		n = nacre_readdir_plus(m->fs, cr, fid, cookie, d->ents, d->attrs, DIR_BATCH,
+				       &d->eof);
+	else
+		n = nacre_readdir(m->fs, cr, fid, cookie, d->ents, DIR_BATCH, &d->eof);
+	d->plus = plus;
 	if (n < 0)
 		return n;
 	if (n > DIR_BATCH)
@@ -408,8 +449,9 @@ static int dir_seek(struct fz_mount *m, const struct nacre_cred *cr, const struc
 	return 0;
 }
 
-void fz_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		   struct fuse_file_info *fi)
+/* One READDIR or READDIRPLUS reply. */
+static void readdir_reply(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			  struct fuse_file_info *fi, int plus)
 {
 	struct fz_mount *m = fz_mnt(req);
 	struct fz_inode *in = fz_inode_get(m, ino);
@@ -435,16 +477,20 @@ void fz_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (off == 0) {
 		/* rewinddir: show what is there now, not the batch read before. */
 		d->valid = 0;
-		if (!add_entry(req, buf, size, &pos, ".", &in->fid, S_IFDIR, 1))
+		if (!(plus ? add_entry_plus(req, buf, size, &pos, ".", &in->fid, S_IFDIR, NULL,
+					    NULL, 1)
+			   : add_entry(req, buf, size, &pos, ".", &in->fid, S_IFDIR, 1)))
 			goto out_reply;
 	}
 	if (off <= 1) {
 		parent = in == &m->itab.root ? in->fid : fz_inode_parent(m, in);
-		if (!add_entry(req, buf, size, &pos, "..", &parent, S_IFDIR, 2))
+		if (!(plus ? add_entry_plus(req, buf, size, &pos, "..", &parent, S_IFDIR, NULL,
+					    NULL, 2)
+			   : add_entry(req, buf, size, &pos, "..", &parent, S_IFDIR, 2)))
 			goto out_reply;
 	}
 	for (;;) {
-		int i = dir_seek(m, &cr, &in->fid, d, cookie);
+		int i = dir_seek(m, &cr, &in->fid, d, cookie, plus);
 
 		if (i < 0) {
 			rc = i;
@@ -456,8 +502,12 @@ void fz_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			if (de->cookie <= 2)
 				LOG_RATELIMITED(LOG_LVL_WARN, "dir", "MDS sent reserved cookie %llu",
 						(unsigned long long)de->cookie);
-			if (!add_entry(req, buf, size, &pos, de->name, &de->fid, de->type,
-				       de->cookie))
+			int fit = plus ? add_entry_plus(req, buf, size, &pos, de->name, &de->fid,
+							de->type, d->plus ? &d->attrs[i] : NULL,
+							&in->fid, de->cookie)
+				       : add_entry(req, buf, size, &pos, de->name, &de->fid,
+						   de->type, de->cookie);
+			if (!fit)
 				goto out_reply;
 		}
 		/* Batch used up: the next one starts after its last entry. */
@@ -473,6 +523,20 @@ out_reply:
 	else
 		fuse_reply_buf(req, buf, pos);
 	free(buf);
+}
+
+void fz_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		   struct fuse_file_info *fi)
+{
+	readdir_reply(req, ino, size, off, fi, 0);
+}
+
+/* READDIRPLUS: the listing with each entry's attributes from the same MDS requests, so
+ * ls -l, find -size and os.scandir + stat need no request per entry. */
+void fz_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	readdir_reply(req, ino, size, off, fi, 1);
 }
 
 void fz_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

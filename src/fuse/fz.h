@@ -330,6 +330,8 @@ void fz_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
 void fz_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fz_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		   struct fuse_file_info *fi);
+void fz_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi);
 void fz_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fz_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 /* An open directory's state (empty: the next readdir fetches); NULL on ENOMEM. */

@@ -75,6 +75,7 @@ const struct fuse_lowlevel_ops fz_ops = {
 	.fsync = fz_op_fsync,
 	.opendir = fz_op_opendir,
 	.readdir = fz_op_readdir,
+	.readdirplus = fz_op_readdirplus,
 	.releasedir = fz_op_releasedir,
 	.fsyncdir = fz_op_fsyncdir,
 	.statfs = fz_op_statfs,

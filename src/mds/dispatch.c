@@ -177,12 +177,15 @@ struct readdir_enc {
 	uint32_t group_used; /* used and count at that point */
 	uint32_t group_count;
 	int full;
+	int plus;            /* WIRE_READDIR_PLUS: entries carry attributes */
 };
 
-static int readdir_one(void *arg, const struct nacre_dirent *d)
+static int readdir_one(void *arg, const struct nacre_dirent *d, const struct nacre_attr *a)
 {
 	struct readdir_enc *e = arg;
 	uint32_t sz = WIRE_DIRENT_FIXED + (uint32_t)strlen(d->name);
+	if (e->plus)
+		sz += 1 + (a ? WIRE_ATTR_SIZE : 0);
 	if (e->used + sz > e->max) {
 		/* entries sharing a hash share a cookie: never split them between replies */
 		if (e->count > 0 && d->cookie == e->last_hash && e->group_count > 0) {
@@ -198,7 +201,10 @@ static int readdir_one(void *arg, const struct nacre_dirent *d)
 		e->group_used = e->used;
 		e->group_count = e->count;
 	}
-	wire_dirent_put(e->c, d);
+	if (e->plus)
+		wire_direntplus_put(e->c, d, a);
+	else
+		wire_dirent_put(e->c, d);
 	e->used += sz;
 	e->count++;
 	e->last_hash = d->cookie;
@@ -208,14 +214,14 @@ static int readdir_one(void *arg, const struct nacre_dirent *d)
 static int do_readdir(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	DECODE(readdir_req, r);
-	struct readdir_enc e = {.c = &rep->body};
+	struct readdir_enc e = {.c = &rep->body, .plus = (r.flags & WIRE_READDIR_PLUS) != 0};
 	e.max = r.max_bytes < WIRE_READDIR_MAX_BYTES ? r.max_bytes : WIRE_READDIR_MAX_BYTES;
-	if (e.max < WIRE_DIRENT_MAX)
+	if (e.max < (e.plus ? WIRE_DIRENT_PLUS_MAX : WIRE_DIRENT_MAX))
 		return -EINVAL; /* too small for one entry: the caller could never progress */
 	size_t head_pos = wire_cursor_pos(&rep->body);
 	struct wire_readdir_rep head = {0};
 	wire_readdir_rep_encode(&rep->body, &head);
-	int rc = mds_ns_readdir(m, &r.cred, &r.fid, r.cookie, readdir_one, &e);
+	int rc = mds_ns_readdir_plus(m, &r.cred, &r.fid, r.cookie, e.plus, readdir_one, &e);
 	if (rc)
 		return rc;
 	head.count = e.count;

@@ -375,6 +375,37 @@ out:
 	free(b);
 }
 
+/* A READDIR page with attributes (WIRE_READDIR_PLUS): each entry's, in place. */
+static void unmap_readdir_plus(const struct nodemap_view *v, const struct rpc_request *req,
+			       struct rpc_reply *rep)
+{
+	struct wire_readdir_req q;
+	struct wire_readdir_rep h;
+	struct nacre_dirent *d = malloc(sizeof(*d));
+	struct nacre_attr a;
+	struct wire_cursor c;
+	int has;
+
+	wire_cursor_init_read(&c, req->body, req->body_len);
+	wire_readdir_req_decode(&c, &q);
+	if (!d || !wire_cursor_ok(&c) || !(q.flags & WIRE_READDIR_PLUS))
+		goto out;
+	wire_cursor_init_read(&c, rep->body.buf, wire_cursor_pos(&rep->body));
+	wire_readdir_rep_decode(&c, &h);
+	for (uint32_t i = 0; i < h.count && wire_cursor_ok(&c); i++) {
+		wire_direntplus_get(&c, d, &a, &has);
+		if (!wire_cursor_ok(&c) || !has)
+			continue;
+		unmap_attr(v, &a);
+		struct wire_cursor w; /* the attribute ends where the entry does */
+		wire_cursor_init_write(&w, rep->body.buf + wire_cursor_pos(&c) - WIRE_ATTR_SIZE,
+				       WIRE_ATTR_SIZE);
+		wire_attr_put(&w, &a);
+	}
+out:
+	free(d);
+}
+
 /* A client with id maps sees its own ids in the attributes it gets back. */
 static void unmap_reply(const struct nodemap_view *v, uint16_t op, struct rpc_reply *rep)
 {
@@ -424,6 +455,8 @@ void mds_nodemap_done(struct mds *m, struct nodemap_req *nr, int rc, struct rpc_
 	if (rc == 0 && (nr->view.ids.nuidmaps || nr->view.ids.ngidmaps)) {
 		if (op == WIRE_OP_MDS_BATCH)
 			unmap_batch_rep(&nr->view, &nr->req, rep);
+		else if (op == WIRE_OP_MDS_READDIR)
+			unmap_readdir_plus(&nr->view, &nr->req, rep);
 		else
 			unmap_reply(&nr->view, op, rep);
 	}

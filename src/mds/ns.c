@@ -125,23 +125,47 @@ int mds_ns_readlink(struct mds *m, const struct nacre_cred *cr, const struct nac
 	return 0;
 }
 
-int mds_ns_readdir(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *dir,
-		   uint64_t cookie, int (*fn)(void *arg, const struct nacre_dirent *d),
-		   void *arg)
-{
+/* One entry of a listing with attributes: its inode read in the listing's transaction. */
+struct readdir_plus {
 	struct mds_txn *txn;
+	int attrs; /* the caller may search the directory */
+	int (*fn)(void *arg, const struct nacre_dirent *d, const struct nacre_attr *a);
+	void *arg;
+};
+
+static int readdir_plus_one(void *arg, const struct nacre_dirent *d)
+{
+	struct readdir_plus *p = arg;
+	struct mds_inode ino;
+	struct nacre_attr a;
+
+	if (!p->attrs || mds_db_inode_get(p->txn, &d->fid, &ino) != 0)
+		return p->fn(p->arg, d, NULL); /* no attributes: the client asks as before */
+	mds_inode_to_attr(&ino, &a);
+	return p->fn(p->arg, d, &a);
+}
+
+int mds_ns_readdir_plus(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *dir,
+			uint64_t cookie, int plus,
+			int (*fn)(void *arg, const struct nacre_dirent *d,
+				  const struct nacre_attr *a),
+			void *arg)
+{
+	struct readdir_plus p = {.fn = fn, .arg = arg};
 	struct mds_inode ino;
 	if (cookie >= (1ull << 63))
 		return 0; /* past every hash: end of directory */
-	int rc = mds_txn_begin_read(m->db, &txn);
+	int rc = mds_txn_begin_read(m->db, &p.txn);
 	if (rc)
 		return rc;
-	rc = mds_ns_get_dir(txn, dir, &ino);
+	rc = mds_ns_get_dir(p.txn, dir, &ino);
 	if (!rc)
 		rc = mds_perm_check(cr, &ino, MDS_MAY_READ);
+	/* attributes as lookups would give them: only to who may search the directory */
+	p.attrs = plus && mds_perm_check(cr, &ino, MDS_MAY_EXEC) == 0;
 	if (!rc)
-		rc = mds_db_dentry_iter(txn, dir, cookie ? cookie + 1 : 0, fn, arg);
-	mds_txn_abort(txn);
+		rc = mds_db_dentry_iter(p.txn, dir, cookie ? cookie + 1 : 0, readdir_plus_one, &p);
+	mds_txn_abort(p.txn);
 	return rc < 0 ? rc : 0;
 }
 

@@ -67,10 +67,14 @@ int mds_ns_link_txn(struct mds *m, struct mds_txn *txn, const struct nacre_cred 
 		    const struct nacre_fid *fid, const struct nacre_fid *parent, const char *name,
 		    struct nacre_attr *out);
 /* Calls fn for the entries of dir after cookie (0 = from the start) in cookie order, inside
- * one read txn; fn returns nonzero to stop. Needs read permission on dir. */
-int mds_ns_readdir(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *dir,
-		   uint64_t cookie, int (*fn)(void *arg, const struct nacre_dirent *d),
-		   void *arg);
+ * one read txn; fn returns nonzero to stop. Needs read permission on dir. With plus, a is
+ * each entry's attributes if cr may also search dir (as a lookup of it would need), else
+ * NULL. */
+int mds_ns_readdir_plus(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *dir,
+			uint64_t cookie, int plus,
+			int (*fn)(void *arg, const struct nacre_dirent *d,
+				  const struct nacre_attr *a),
+			void *arg);
 /* Path of fid from the root, starting with '/', into buf. -ENOENT for an unlinked FID,
  * -EACCES if cr may not search one of the path's directories, -ERANGE if it does not fit. */
 int mds_ns_fid2path(struct mds *m, const struct nacre_cred *cr, const struct nacre_fid *fid,

@@ -1112,14 +1112,18 @@ void wire_link_req_decode(struct wire_cursor *c, struct wire_link_req *m)
 	wire_name_get(c, m->name);
 }
 
-/* readdir_req (since version 1): cred, fid, u64 cookie, u32 max_bytes. The decoder caps
- * max_bytes at WIRE_READDIR_MAX_BYTES so a server cannot be asked for more. */
+/* readdir_req (since version 1): cred, fid, u64 cookie, u32 max_bytes, then (with
+ * WIRE_FEAT_READDIR_PLUS, only when not 0) u32 flags (WIRE_READDIR_PLUS; other bits fail).
+ * The decoder caps max_bytes at WIRE_READDIR_MAX_BYTES so a server cannot be asked for
+ * more. */
 void wire_readdir_req_encode(struct wire_cursor *c, const struct wire_readdir_req *m)
 {
 	wire_cred_put(c, &m->cred);
 	wire_fid_put(c, &m->fid);
 	wire_put_u64(c, m->cookie);
 	wire_put_u32(c, m->max_bytes);
+	if (m->flags)
+		wire_put_u32(c, m->flags);
 }
 
 void wire_readdir_req_decode(struct wire_cursor *c, struct wire_readdir_req *m)
@@ -1131,6 +1135,11 @@ void wire_readdir_req_decode(struct wire_cursor *c, struct wire_readdir_req *m)
 	m->max_bytes = wire_get_u32(c);
 	if (m->max_bytes > WIRE_READDIR_MAX_BYTES)
 		m->max_bytes = WIRE_READDIR_MAX_BYTES;
+	if (wire_cursor_ok(c) && wire_cursor_left(c) > 0) {
+		m->flags = wire_get_u32(c);
+		if (!m->flags || (m->flags & ~WIRE_READDIR_PLUS))
+			wire_cursor_fail(c, -EPROTO); /* 0 is never sent: one encoding each */
+	}
 }
 
 /* open_req (since version 1): cred, fid, u32 flags (open(2) flags, passed through) */
@@ -2143,6 +2152,34 @@ void wire_dirent_get(struct wire_cursor *c, struct nacre_dirent *d)
 	d->type = wire_get_u32(c);
 	wire_name_get(c, d->name);
 	if (d->type & ~(uint32_t)S_IFMT)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* direntplus (WIRE_READDIR_PLUS): dirent, u8 has_attr (0 or 1), attr if has_attr */
+void wire_direntplus_put(struct wire_cursor *c, const struct nacre_dirent *d,
+			 const struct nacre_attr *a)
+{
+	wire_dirent_put(c, d);
+	wire_put_u8(c, a ? 1 : 0);
+	if (a)
+		wire_attr_put(c, a);
+}
+
+void wire_direntplus_get(struct wire_cursor *c, struct nacre_dirent *d, struct nacre_attr *a,
+			 int *has_attr)
+{
+	wire_dirent_get(c, d);
+	uint8_t has = wire_get_u8(c);
+	memset(a, 0, sizeof(*a));
+	*has_attr = has == 1;
+	if (has > 1)
+		wire_cursor_fail(c, -EPROTO);
+	else if (has)
+		wire_attr_get(c, a);
+	/* the attributes are the entry's own inode's, of its type */
+	if (has == 1 && wire_cursor_ok(c) &&
+	    (a->fid.seq != d->fid.seq || a->fid.oid != d->fid.oid || a->fid.ver != d->fid.ver ||
+	     (a->mode & S_IFMT) != d->type))
 		wire_cursor_fail(c, -EPROTO);
 }
 

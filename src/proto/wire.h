@@ -73,10 +73,12 @@ enum {
 					 * the client chose from them (WIRE_CREATE_FID);
 					 * needs WIRE_FEAT_RECOVERY (grants are per client id) */
 #define WIRE_FEAT_BATCH (1ull << 9) /* the MDS applies BATCH requests (docs/writeback.md) */
+#define WIRE_FEAT_READDIR_PLUS (1ull << 10) /* READDIR may ask each entry's attributes
+					     * (WIRE_READDIR_PLUS) */
 #define WIRE_FEATURES_SUPPORTED (WIRE_FEAT_RECOVERY | WIRE_FEAT_SEC | WIRE_FEAT_CAPS | \
 				 WIRE_FEAT_KEY_ID | WIRE_FEAT_JOBID | WIRE_FEAT_XATTR_64K | \
 				 WIRE_FEAT_ATIME | WIRE_FEAT_BLOCKS | WIRE_FEAT_FID_GRANT | \
-				 WIRE_FEAT_BATCH)
+				 WIRE_FEAT_BATCH | WIRE_FEAT_READDIR_PLUS)
 
 /* Opcodes. Never renumber; add at the end of a family. Each has a row in the opcode table
  * (wire.c, read through wire_op_info): its request and reply messages, named here too. */
@@ -621,11 +623,15 @@ struct wire_link_req {
 	struct nacre_fid parent;
 	char name[NACRE_NAME_MAX + 1];
 };
+/* READDIR flag (WIRE_FEAT_READDIR_PLUS): each entry comes with the inode's attributes, as
+ * GETATTR gives them, when the caller may search the directory (as a lookup would need). */
+#define WIRE_READDIR_PLUS 0x1u
 struct wire_readdir_req {
 	struct nacre_cred cred;
 	struct nacre_fid fid;
 	uint64_t cookie;
 	uint32_t max_bytes; /* of encoded entries; capped at WIRE_READDIR_MAX_BYTES */
+	uint32_t flags;     /* WIRE_READDIR_PLUS; encoded only when not 0 */
 };
 struct wire_open_req {
 	struct nacre_cred cred;
@@ -809,6 +815,10 @@ struct wire_xattr_len_rep { /* GETXATTR, LISTXATTR with size 0: the length it wo
 #define WIRE_DIRENT_FIXED (8 + 16 + 4 + 2)
 #define WIRE_DIRENT_MIN (WIRE_DIRENT_FIXED + 1)
 #define WIRE_DIRENT_MAX (WIRE_DIRENT_FIXED + NACRE_NAME_MAX)
+/* With WIRE_READDIR_PLUS every entry is followed by u8 has_attr (0 or 1) and, if 1, the
+ * attr (WIRE_ATTR_SIZE bytes): wire_direntplus_put/_get. */
+#define WIRE_ATTR_SIZE 100u
+#define WIRE_DIRENT_PLUS_MAX (WIRE_DIRENT_MAX + 1 + WIRE_ATTR_SIZE)
 struct wire_readdir_rep {
 	uint32_t count; /* checked against the bytes present (WIRE_DIRENT_MIN each) */
 	uint8_t eof;    /* nonzero: the directory has no entry after these */
@@ -1389,6 +1399,13 @@ void wire_ost_destroy_fail_get(struct wire_cursor *c, struct wire_ost_destroy_fa
 /* A READDIR entry: u64 cookie, fid, u32 type, name. */
 void wire_dirent_put(struct wire_cursor *c, const struct nacre_dirent *d);
 void wire_dirent_get(struct wire_cursor *c, struct nacre_dirent *d);
+/* A READDIR entry with WIRE_READDIR_PLUS: the dirent, then its inode's attributes if a is
+ * not NULL. get: *has_attr 0 and a zeroed when none came; attributes of another FID or type
+ * than the entry's fail the cursor. */
+void wire_direntplus_put(struct wire_cursor *c, const struct nacre_dirent *d,
+			 const struct nacre_attr *a);
+void wire_direntplus_get(struct wire_cursor *c, struct nacre_dirent *d, struct nacre_attr *a,
+			 int *has_attr);
 
 /* One HSM action (after the header of the HSM_ACTION, HSM_LIST and HSM_AGENT_POLL replies):
  * u64 cookie, u32 action (NACRE_HSMA_*), u32 status (NACRE_HAS_*), fid, u32 archive_id,

@@ -136,11 +136,15 @@ struct names {
 	char v[64][NACRE_NAME_MAX + 1];
 	int n, max;
 	uint64_t last;
+	int attrs, bad_attrs; /* entries that came with attributes; of another inode */
 };
 
-static int collect(void *arg, const struct nacre_dirent *d)
+static int collect(void *arg, const struct nacre_dirent *d, const struct nacre_attr *a)
 {
 	struct names *s = arg;
+	if (a && (!fid_eq(&a->fid, &d->fid) || (a->mode & S_IFMT) != d->type))
+		s->bad_attrs++;
+	s->attrs += a != NULL;
 	if (s->n >= s->max)
 		return 1;
 	str_copy(s->v[s->n++], d->name, NACRE_NAME_MAX + 1);
@@ -152,7 +156,7 @@ static int count_entries(struct mds *m, const struct nacre_fid *dir)
 {
 	struct names *s = calloc(1, sizeof(*s));
 	s->max = 64;
-	int rc = mds_ns_readdir(m, &root_cr, dir, 0, collect, s);
+	int rc = mds_ns_readdir_plus(m, &root_cr, dir, 0, 0, collect, s);
 	int n = rc ? rc : s->n;
 	free(s);
 	return n;
@@ -477,6 +481,39 @@ static int make_fid(struct mds *m, uint64_t client, const struct nacre_fid *pare
 	return rc;
 }
 
+/* A listing with attributes gives each entry's, to who may search the directory. */
+static void test_readdir_plus(const char *dir)
+{
+	struct mds m;
+	struct nacre_fid root = mds_root_fid();
+	struct nacre_attr d, f;
+	struct names *s = calloc(1, sizeof(*s));
+
+	CHECK_RC(mds_up(&m, dir, 1), 0);
+	CHECK_RC(make(&m, &root_cr, &root, "d", WIRE_OP_MDS_MKDIR, 0744, NULL, &d), 0);
+	for (int i = 0; i < 5; i++) {
+		char nm[8];
+		snprintf(nm, sizeof(nm), "f%d", i);
+		CHECK_RC(make(&m, &root_cr, &d.fid, nm, i ? WIRE_OP_MDS_CREATE : WIRE_OP_MDS_MKDIR,
+			      0640, NULL, &f), 0);
+	}
+	s->max = 64;
+	CHECK_RC(mds_ns_readdir_plus(&m, &root_cr, &d.fid, 0, 1, collect, s), 0);
+	CHECK(s->n == 5 && s->attrs == 5 && s->bad_attrs == 0);
+	/* user 1000 may read d (r--) but not search it: names only */
+	memset(s, 0, sizeof(*s));
+	s->max = 64;
+	CHECK_RC(mds_ns_readdir_plus(&m, &user_cr, &d.fid, 0, 1, collect, s), 0);
+	CHECK(s->n == 5 && s->attrs == 0);
+	/* without plus, none */
+	memset(s, 0, sizeof(*s));
+	s->max = 64;
+	CHECK_RC(mds_ns_readdir_plus(&m, &root_cr, &d.fid, 0, 0, collect, s), 0);
+	CHECK(s->n == 5 && s->attrs == 0);
+	mds_down(&m);
+	free(s);
+}
+
 /* FID grants (fid_grant.h): sequences of their own for clients, kept across a restart and
  * never handed out again; a create with a FID is checked against them and is idempotent. */
 static void test_fid_grants(const char *dir)
@@ -595,7 +632,7 @@ int main(void)
 	uint64_t cookie = 0;
 	for (int round = 0; round < 10; round++) {
 		s->n = 0;
-		CHECK_RC(mds_ns_readdir(&m, &root_cr, &a.fid, cookie, collect, s), 0);
+		CHECK_RC(mds_ns_readdir_plus(&m, &root_cr, &a.fid, cookie, 0, collect, s), 0);
 		seen += s->n;
 		if (s->n < s->max)
 			break;
@@ -833,6 +870,8 @@ int main(void)
 		test_fid_grants(gdir);
 		snprintf(gdir, sizeof(gdir), "%s/batch", base);
 		test_batch(gdir);
+		snprintf(gdir, sizeof(gdir), "%s/plus", base);
+		test_readdir_plus(gdir);
 	}
 
 	/* wrong fsname, unknown schema version, --format over an MDT */
