@@ -23,6 +23,21 @@ FZ_MSG(target_reg)
 FZ_MSG(attr_rep)
 FZ_MSG(layout_rep)
 FZ_GROUP(dirent, struct nacre_dirent, wire_dirent_put, wire_dirent_get)
+/* A READDIR entry with attributes, as one message. */
+struct fz_direntplus {
+	struct nacre_dirent d;
+	struct nacre_attr a;
+	int has;
+};
+static void fz_direntplus_put(struct wire_cursor *c, const struct fz_direntplus *m)
+{
+	wire_direntplus_put(c, &m->d, m->has ? &m->a : NULL);
+}
+static void fz_direntplus_get(struct wire_cursor *c, struct fz_direntplus *m)
+{
+	wire_direntplus_get(c, &m->d, &m->a, &m->has);
+}
+FZ_GROUP(direntplus, struct fz_direntplus, fz_direntplus_put, fz_direntplus_get)
 FZ_GROUP(target, struct nacre_target, wire_target_put, wire_target_get)
 FZ_MSG(cred_req)
 FZ_MSG(path_rep)
@@ -263,6 +278,7 @@ static const struct fz_type types[] = {
 	FZ_ROW(fid_grant_rep, struct wire_fid_grant_rep, NULL, 1),
 	FZ_ROW(batch_req, struct wire_batch_req, fix_batch_req, 1),
 	FZ_ROW(batch_rep, struct wire_batch_rep, fix_batch_rep, 1),
+	FZ_ROW(direntplus, struct fz_direntplus, NULL, 1),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1362,6 +1362,60 @@ static void test_reject_fields(void)
 		CHECK(!wire_cursor_ok(&r));
 		wire_cursor_fini(&c);
 	}
+	/* READDIR with attributes: the flags come last, only when set; a 0 or an unknown bit
+	 * is refused; each entry carries u8 has_attr and the attr of its own FID and type */
+	{
+		static const uint8_t gtail[] = {0x00, 0x10, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00};
+		struct wire_readdir_req m, d;
+		struct wire_cursor c, r;
+		struct nacre_dirent de, dd;
+		struct nacre_attr a, ad;
+		int has;
+
+		memset(&m, 0, sizeof(m));
+		m.max_bytes = 4096;
+		m.flags = WIRE_READDIR_PLUS;
+		ENCODE(&c, wire_readdir_req_encode, &m);
+		CHECK_EQ(wire_cursor_pos(&c), 12 + 16 + 8 + sizeof(gtail));
+		CHECK_MEM(c.buf + 36, gtail, sizeof(gtail));
+		CHECK(DECODE_OK(wire_readdir_req_decode, c.buf, wire_cursor_pos(&c), &d));
+		CHECK(d.flags == WIRE_READDIR_PLUS && d.max_bytes == 4096);
+		/* without the flags it is the version 1 request (an older client's) */
+		CHECK(DECODE_OK(wire_readdir_req_decode, c.buf, wire_cursor_pos(&c) - 4, &d));
+		CHECK(d.flags == 0);
+		c.buf[40] = 0x02;
+		CHECK(!DECODE_OK(wire_readdir_req_decode, c.buf, wire_cursor_pos(&c), &d));
+		c.buf[40] = 0x00;
+		CHECK(!DECODE_OK(wire_readdir_req_decode, c.buf, wire_cursor_pos(&c), &d));
+		wire_cursor_fini(&c);
+
+		memset(&de, 0, sizeof(de));
+		memset(&a, 0, sizeof(a));
+		de.cookie = 77;
+		sample_fid(&de.fid, 3);
+		de.type = S_IFREG;
+		memcpy(de.name, "e", 2);
+		a.fid = de.fid;
+		a.mode = S_IFREG | 0640;
+		a.size = 12345;
+		wire_cursor_init_dyn(&c, 4096);
+		wire_direntplus_put(&c, &de, &a);
+		CHECK_EQ(wire_cursor_pos(&c), WIRE_DIRENT_FIXED + 1 + 1 + WIRE_ATTR_SIZE);
+		wire_direntplus_put(&c, &de, NULL);
+		wire_cursor_init_read(&r, c.buf, wire_cursor_pos(&c));
+		wire_direntplus_get(&r, &dd, &ad, &has);
+		CHECK(wire_cursor_ok(&r) && has && ad.size == 12345 && dd.cookie == 77);
+		wire_direntplus_get(&r, &dd, &ad, &has);
+		CHECK(wire_cursor_ok(&r) && !has && ad.mode == 0 && !wire_cursor_left(&r));
+		wire_cursor_fini(&c);
+		a.mode = S_IFDIR | 0755; /* attributes of another type than the entry's */
+		wire_cursor_init_dyn(&c, 4096);
+		wire_direntplus_put(&c, &de, &a);
+		wire_cursor_init_read(&r, c.buf, wire_cursor_pos(&c));
+		wire_direntplus_get(&r, &dd, &ad, &has);
+		CHECK(!wire_cursor_ok(&r));
+		wire_cursor_fini(&c);
+	}
 	/* readdir max_bytes is capped, not refused. */
 	{
 		struct wire_readdir_req m, d;
