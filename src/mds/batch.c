@@ -117,32 +117,12 @@ static int apply(struct batch_arg *a, struct mds_txn *txn, const struct wire_bat
 static void replay_facts(const struct batch_arg *a, uint32_t i, struct mds_req *r)
 {
 	const struct wire_batch_result *f;
-	struct wire_cursor c;
 
 	if (!a->first || i >= a->first->count)
 		return;
 	f = &a->first->r[i];
-	if (f->status || !f->len)
-		return;
-	wire_cursor_init_read(&c, f->body, f->len);
-	if (a->b->ch[i].opcode == WIRE_OP_MDS_CREATE) {
-		struct wire_create_rep cr;
-		wire_create_rep_decode(&c, &cr);
-		if (!wire_cursor_ok(&c))
-			return;
-		r->replay_fid = cr.attr.fid;
-		r->replay_layout = cr.layout;
-		r->has_replay_layout = cr.layout.nosts > 0;
-		r->has_replay_fid = 1;
-	} else if (a->b->ch[i].opcode != WIRE_OP_MDS_LINK &&
-		   a->b->ch[i].opcode != WIRE_OP_MDS_SETATTR) {
-		struct wire_attr_rep ar;
-		wire_attr_rep_decode(&c, &ar);
-		if (!wire_cursor_ok(&c))
-			return;
-		r->replay_fid = ar.attr.fid;
-		r->has_replay_fid = 1;
-	}
+	if (!f->status && f->len)
+		mds_req_replay_facts(r, a->b->ch[i].opcode, f->body, f->len);
 }
 
 static int batch_op(struct mds_txn *txn, void *arg)

@@ -283,7 +283,8 @@ static int rename_flags_ok(const struct wire_rename_req *r)
 	return !((r->flags & MDS_RENAME_NOREPLACE) && (r->flags & MDS_RENAME_EXCHANGE));
 }
 
-int mds_ns_rename(struct mds *m, const struct wire_rename_req *r)
+/* rename_op in txn, or through the group commit when txn is NULL. */
+static int rename_in(struct mds *m, struct mds_txn *txn, const struct wire_rename_req *r)
 {
 	if (!rename_flags_ok(r))
 		return -EINVAL;
@@ -292,8 +293,14 @@ int mds_ns_rename(struct mds *m, const struct wire_rename_req *r)
 		return -ENOMEM;
 	c->m = m;
 	c->r = r;
-	int rc = mds_writer_submit(m->writer, rename_op, c);
+	int rc = txn ? rename_op(txn, c) : mds_writer_submit(m->writer, rename_op, c);
 	free(c);
+	return rc;
+}
+
+int mds_ns_rename(struct mds *m, const struct wire_rename_req *r)
+{
+	int rc = rename_in(m, NULL, r);
 	if (!rc)
 		mds_destroyer_kick(m->destroyer);
 	return rc;
@@ -301,14 +308,5 @@ int mds_ns_rename(struct mds *m, const struct wire_rename_req *r)
 
 int mds_ns_rename_txn(struct mds *m, struct mds_txn *txn, const struct wire_rename_req *r)
 {
-	if (!rename_flags_ok(r))
-		return -EINVAL;
-	struct rename_ctx *c = calloc(1, sizeof(*c));
-	if (!c)
-		return -ENOMEM;
-	c->m = m;
-	c->r = r;
-	int rc = rename_op(txn, c);
-	free(c);
-	return rc;
+	return rename_in(m, txn, r);
 }

@@ -10,6 +10,7 @@
 #ifndef NACRE_MDS_REQ_H
 #define NACRE_MDS_REQ_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "mds/db.h"
@@ -40,5 +41,10 @@ extern __thread struct mds_req *mds_req_current;
 
 /* The request the operation running in txn serves, or NULL. */
 const struct mds_req *mds_req_of(const struct mds_txn *txn);
+
+/* What a replay of opcode makes, from its first execution's reply (len bytes; NULL: none):
+ * the FID of an inode it made, and CREATE's layout, into r's replay fields. A reply that
+ * does not decode leaves them unset. */
+void mds_req_replay_facts(struct mds_req *r, uint16_t opcode, const uint8_t *reply, size_t len);
 
 #endif

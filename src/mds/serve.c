@@ -29,38 +29,11 @@ int mds_op_records(uint16_t opcode)
 	return wire_op_reply_cached(opcode);
 }
 
-/* Ops that make an inode: a replay makes the same one. */
-static int makes_inode(uint16_t opcode)
-{
-	return opcode == WIRE_OP_MDS_CREATE || opcode == WIRE_OP_MDS_MKDIR ||
-	       opcode == WIRE_OP_MDS_MKNOD || opcode == WIRE_OP_MDS_SYMLINK ||
-	       opcode == WIRE_OP_MDS_HSM_IMPORT;
-}
-
 /* A replay's first reply names the FID (and, for CREATE, the layout) it made. */
 static void replay_takes_first_reply(const struct rpc_request *req, struct mds_req *r)
 {
-	struct wire_cursor c;
-
-	if (!req->replay_reply || !makes_inode(req->hdr->opcode))
-		return;
-	wire_cursor_init_read(&c, req->replay_reply, req->env->replay_len);
-	if (req->hdr->opcode == WIRE_OP_MDS_CREATE) {
-		struct wire_create_rep cr;
-		wire_create_rep_decode(&c, &cr);
-		if (!wire_cursor_ok(&c))
-			return;
-		r->replay_fid = cr.attr.fid;
-		r->replay_layout = cr.layout;
-		r->has_replay_layout = cr.layout.nosts > 0;
-	} else {
-		struct wire_attr_rep ar;
-		wire_attr_rep_decode(&c, &ar);
-		if (!wire_cursor_ok(&c))
-			return;
-		r->replay_fid = ar.attr.fid;
-	}
-	r->has_replay_fid = 1;
+	if (req->replay_reply && req->hdr->opcode != WIRE_OP_MDS_BATCH)
+		mds_req_replay_facts(r, req->hdr->opcode, req->replay_reply, req->env->replay_len);
 }
 
 /* The FID a request names (the one its reply describes), for a record that noted none:

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from conftest import Cluster, binary
+from conftest import binary, finish, start_cluster
 
 WIDTH = 16
 
@@ -23,20 +23,11 @@ def fid_of(path):
 
 @pytest.fixture(scope="module")
 def gc():
-    c = Cluster(osts=2, mds_args=["--fid-grant-width", str(WIDTH),
-                                  "--recovery-window", "30"])
-    try:
-        c.start()
-        c.mount()
-        c.mount()
-        c.wait_osts_up()
-    except BaseException:
-        print(c.logs())
-        c.stop()
-        raise
+    c = start_cluster(osts=2, mds_args=["--fid-grant-width", str(WIDTH),
+                                        "--recovery-window", "30"])
+    c.mount()  # a second mount, with grants of its own
     yield c
-    bad = c.stop()
-    assert not bad, c.logs(200)
+    finish(c)
 
 
 def make_files(dirpath, n, prefix="f"):

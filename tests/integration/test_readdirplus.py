@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import Cluster, as_user, binary, free_port
+from conftest import Cluster, as_user, binary, finish, free_port, start_cluster
 
 N = 300
 
@@ -28,19 +28,10 @@ class MetricsCluster(Cluster):
 
 @pytest.fixture(scope="module")
 def rc():
-    c = MetricsCluster(osts=2)
-    try:
-        c.start()
-        c.mount()  # writes the tree
-        c.mount()  # lists it with nothing cached
-        c.wait_osts_up()
-    except BaseException:
-        print(c.logs())
-        c.stop()
-        raise
+    c = start_cluster(MetricsCluster, osts=2)  # mounts[0] writes the tree
+    c.mount()  # mounts[1] lists it with nothing cached
     yield c
-    bad = c.stop()
-    assert not bad, c.logs(200)
+    finish(c)
 
 
 def md_counts(c):
