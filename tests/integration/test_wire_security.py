@@ -147,6 +147,12 @@ def mkdir_injector(template, injected):
             return frame
         state["done"] = True
         body = frame[HDR.size:HDR.size + f[4]].replace(template, injected)
+        # The MKDIR ends with the FID the client chose from its grant (WIRE_CREATE_FID): a
+        # copy would be the same create, refused under another name. The next oid of the
+        # same grant makes it a new one.
+        seq, oid, ver = struct.unpack("<QII", body[-16:])
+        if ver == 0 and 0x200000400 <= seq < 1 << 40:
+            body = body[:-8] + struct.pack("<II", oid + 1000, ver)
         hdr = HDR.pack(WIRE_MAGIC, 1, OP_MKDIR, 0, len(body), 0x7FFF0000, 0, 0, 0)
         tag = os.urandom(TAG_LEN) if relay.sealed else b""
         return frame + hdr + body + tag
