@@ -134,7 +134,8 @@ int mds_db_fid_alloc(struct mds_txn *txn, struct nacre_fid *out);
 /* Makes sure fid is never handed out again (a replayed create reuses its first FID). */
 int mds_db_fid_reserve(struct mds_txn *txn, const struct nacre_fid *fid);
 /* Grants client a whole new sequence of width FIDs (oids 1..width), never handed out
- * before nor after (write txn): *seq. */
+ * before nor after (write txn): *seq. *seq not 0 on entry (a replay) asks for that one: 0 if
+ * it is client's already or nobody had it (granted now), -EEXIST if it went elsewhere. */
 int mds_db_fid_grant(struct mds_txn *txn, uint64_t client, uint32_t width, uint64_t *seq);
 /* Who seq was granted to, and its width; -ENOENT if it never was. */
 int mds_db_fid_grant_get(struct mds_txn *txn, uint64_t seq, uint64_t *client,

@@ -67,13 +67,25 @@ int mds_db_fid_reserve(struct mds_txn *txn, const struct nacre_fid *fid)
 
 int mds_db_fid_grant(struct mds_txn *txn, uint64_t client, uint32_t width, uint64_t *seq)
 {
-	uint64_t next_seq;
-	uint32_t next_oid;
+	uint64_t next_seq, owner, granted;
+	uint32_t next_oid, w;
 	int rc = next_get(txn, &next_seq, &next_oid);
 	if (rc)
 		return rc;
-	/* a whole sequence: the MDS's own, unless it gave none of it yet, is left behind */
-	uint64_t granted = next_oid == 1 ? next_seq : next_seq + 1;
+	if (*seq) {
+		/* a replay: the sequence its first execution granted, if nobody has it since */
+		rc = mds_db_fid_grant_get(txn, *seq, &owner, &w);
+		if (rc == 0)
+			return owner == client ? 0 : -EEXIST;
+		if (rc != -ENOENT)
+			return rc;
+		if (*seq < next_seq || (*seq == next_seq && next_oid != 1))
+			return -EEXIST; /* handed out otherwise meanwhile */
+		granted = *seq;
+	} else {
+		/* a whole sequence: the MDS's own, unless it gave none of it yet, is left behind */
+		granted = next_oid == 1 ? next_seq : next_seq + 1;
+	}
 	if (granted < next_seq || granted == UINT64_MAX)
 		return -ENOSPC; /* 2^64 sequences: never in practice, but never wrap */
 	uint8_t key[8], rec[GRANT_REC_LEN];

@@ -263,7 +263,15 @@ static int do_fid_grant(struct mds *m, const struct rpc_request *req, struct rpc
 {
 	DECODE(cred_req, r);
 	(void)r; /* any client may hold FIDs: what it makes with them is checked at create */
-	struct wire_fid_grant_rep g;
+	struct wire_fid_grant_rep g = {0};
+	if (mds_req_current && mds_req_current->replay && req->replay_reply) {
+		/* the grant its first execution answered, which the client gives FIDs from */
+		struct wire_cursor c;
+		wire_cursor_init_read(&c, req->replay_reply, req->env->replay_len);
+		wire_fid_grant_rep_decode(&c, &g);
+		if (!wire_cursor_ok(&c))
+			memset(&g, 0, sizeof(g));
+	}
 	int rc = mds_fid_grant(m, req->client_id, &g.seq, &g.width);
 	if (!rc)
 		wire_fid_grant_rep_encode(&rep->body, &g);

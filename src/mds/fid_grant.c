@@ -28,9 +28,11 @@ static int grant_op(struct mds_txn *txn, void *arg)
 int mds_fid_grant(struct mds *m, uint64_t client, uint64_t *seq, uint32_t *width)
 {
 	struct grant_arg a = {client, m->fid_grant_width ? m->fid_grant_width
-							 : MDS_FID_GRANT_WIDTH_DEFAULT, 0};
+							 : MDS_FID_GRANT_WIDTH_DEFAULT, *seq};
 	if (!client)
 		return -EPROTO; /* grants are per client id: WIRE_FEAT_RECOVERY */
+	if (*seq)
+		a.width = *width; /* a replay keeps what it was told */
 	int rc = mds_writer_submit(m->writer, grant_op, &a);
 	if (rc)
 		return rc;

@@ -20,7 +20,8 @@
 #define MDS_FID_GRANT_WIDTH_MIN 16u
 
 /* A new sequence for client (nonzero), in a change of its own (reply-cached: a resend
- * gets the same one). */
+ * gets the same one): *seq and *width. A replay sets *seq and *width on entry to what its
+ * first execution answered, and gets that grant again (-EEXIST if it went to another). */
 int mds_fid_grant(struct mds *m, uint64_t client, uint64_t *seq, uint32_t *width);
 
 /* 0 if fid lies in a sequence granted to client (write txn of the create);

@@ -381,8 +381,8 @@ static void test_batch(const char *dir)
 	struct nacre_fid root = mds_root_fid(), d, f;
 	struct nacre_attr a[8], b;
 	int32_t st[8];
-	uint64_t seq;
-	uint32_t w;
+	uint64_t seq = 0;
+	uint32_t w = 0;
 	struct batch_build *bb = calloc(1, sizeof(*bb));
 
 	CHECK_RC(mds_up(&m, dir, 1), 0);
@@ -521,8 +521,8 @@ static void test_fid_grants(const char *dir)
 	struct mds m;
 	struct nacre_fid root = mds_root_fid(), own, f;
 	struct nacre_attr a, b;
-	uint64_t s1, s2, s3, s4;
-	uint32_t w;
+	uint64_t s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5;
+	uint32_t w = 0;
 
 	CHECK_RC(mds_up(&m, dir, 1), 0);
 	m.fid_grant_width = 16;
@@ -533,9 +533,23 @@ static void test_fid_grants(const char *dir)
 	CHECK_RC(mds_fid_grant(&m, 8, &s2, &w), 0);
 	CHECK(s2 > s1);
 	CHECK_RC(mds_fid_grant(&m, 0, &s3, &w), -EPROTO); /* grants are per client id */
+	/* a replay asks for the grant its first execution answered: its own again, not
+	 * another's; one nobody had (lost with a crash before its commit) is granted again */
+	s3 = s1;
+	CHECK_RC(mds_fid_grant(&m, 7, &s3, &w), 0);
+	CHECK(s3 == s1);
+	s3 = s1;
+	CHECK_RC(mds_fid_grant(&m, 8, &s3, &w), -EEXIST);
+	s5 = s2 + 3;
+	w = 16;
+	CHECK_RC(mds_fid_grant(&m, 9, &s5, &w), 0);
+	CHECK(s5 == s2 + 3);
+	s3 = s2 + 1; /* left behind by the replayed grant: never handed out again */
+	CHECK_RC(mds_fid_grant(&m, 9, &s3, &w), -EEXIST);
+	s3 = 0;
 	/* the MDS's own next FID comes after every grant */
 	CHECK_RC(make(&m, &root_cr, &root, "mds-next", WIRE_OP_MDS_MKDIR, 0755, NULL, &a), 0);
-	CHECK(a.fid.seq > s2);
+	CHECK(a.fid.seq > s5);
 
 	f = (struct nacre_fid){.seq = s1, .oid = 1};
 	CHECK_RC(make_fid(&m, 7, &root, "d7", WIRE_OP_MDS_MKDIR, &f, &a), 0);
@@ -567,8 +581,9 @@ static void test_fid_grants(const char *dir)
 	f = (struct nacre_fid){.seq = s2, .oid = 16};
 	CHECK_RC(make_fid(&m, 8, &root, "f8", WIRE_OP_MDS_CREATE, &f, &b), 0);
 	CHECK_RC(make_fid(&m, 8, &root, "f8-again", WIRE_OP_MDS_CREATE, &f, &b), -EEXIST);
+	w = 0;
 	CHECK_RC(mds_fid_grant(&m, 7, &s4, &w), 0);
-	CHECK(s4 > a.fid.seq && s4 > s2 && w == MDS_FID_GRANT_WIDTH_DEFAULT);
+	CHECK(s4 > a.fid.seq && s4 > s5 && w == MDS_FID_GRANT_WIDTH_DEFAULT);
 	CHECK_RC(mds_ns_lookup(&m, &root_cr, &root, "d7", &b), 0);
 	CHECK(b.fid.seq == s1 && b.fid.oid == 1);
 	mds_down(&m);
