@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -402,8 +403,12 @@ static int read_options(const char *dir, struct up_opts *o)
 
 	if (lp_path_join(path, sizeof(path), dir, "up.options") < 0)
 		return -1;
-	if (!(f = fopen(path, "re")))
-		return errno == ENOENT ? -ENOENT : -1;
+	if (!(f = fopen(path, "re"))) {
+		if (errno == ENOENT)
+			return -ENOENT;
+		cli_err("up: cannot read %s: %s", path, strerror(errno));
+		return -1;
+	}
 	argv[argc++] = "up";
 	while (argc < 33 && fgets(lines[argc - 1], sizeof(lines[0]), f)) {
 		lines[argc - 1][strcspn(lines[argc - 1], "\n")] = '\0';
@@ -580,6 +585,12 @@ int cli_up(int argc, char **argv)
 	}
 	if (lp_absolute(dir, abs, sizeof(abs)) < 0) {
 		cli_err("path too long: %s", dir);
+		return 1;
+	}
+	struct stat st;
+	if (stat(abs, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		cli_err("up: --dir %s is not a directory: give a directory (it is made if missing)",
+			abs);
 		return 1;
 	}
 	/* a directory remembers its cluster: what was recorded, then what is asked now */

@@ -257,6 +257,15 @@ def test_help_and_version(nacre_cli):
     assert r.returncode != 0 and "nacre help" in r.stderr
 
 
+def test_up_refuses_a_dir_that_is_a_file(nacre_cli, tmp_path):
+    f = tmp_path / "not-a-dir"
+    f.write_text("x")
+    r = nacre_cli("up", "--dir", f, "--osts", 1, "--port", 1, timeout=30)
+    assert r.returncode == 1
+    assert f"--dir {f} is not a directory" in r.stderr, r.stderr
+    assert f.read_text() == "x"  # left alone
+
+
 def _free_base_port(n):
     """A base port with n+1 consecutive free ports."""
     for _ in range(200):
