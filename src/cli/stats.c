@@ -524,12 +524,14 @@ static void human(double kb, char *out, size_t len)
 	snprintf(out, len, "%.1f%c", kb, u[i]);
 }
 
+/* Requests served (a daemon) or sent (a client): one counter per role, never the other,
+ * so that two refreshes compare the same counter (a daemon that has served nothing yet
+ * shows no server counter, only its own calls to other servers). */
 static double reqs_of(const struct cli_scrape *sc)
 {
-	double r = sum_of(sc, "nacre_rpc_server_requests_total");
-
-	if (r < 0)
-		r = sum_of(sc, "nacre_rpc_client_latency_seconds_count");
+	double r = sum_of(sc, strcmp(role_of(sc), "client") == 0
+				      ? "nacre_rpc_client_latency_seconds_count"
+				      : "nacre_rpc_server_requests_total");
 	return r < 0 ? 0 : r;
 }
 
@@ -582,19 +584,24 @@ int cli_top(int argc, char **argv)
 			double reqs = reqs_of(&sc);
 			double load = sum_of(&sc, "nacre_load1");
 			double kb = sum_of(&sc, "nacre_kbytes_free");
-			char free_s[16], in_s[16], out_s[16];
+			char free_s[16], in_s[16], out_s[16], load_s[16] = "-";
 
 			human(kb < 0 ? 0 : kb, free_s, sizeof(free_s));
+			if (load >= 0) /* absent from an endpoint that does not report it */
+				snprintf(load_s, sizeof(load_s), "%.2f", load);
+			/* a counter that went back: the process restarted; no rate this time */
+			if (prev[e].have && (in < prev[e].in || out < prev[e].out || reqs < prev[e].reqs))
+				prev[e].have = 0;
 			if (prev[e].have && t > prev[e].t) {
 				double dt = t - prev[e].t;
 
 				human((in - prev[e].in) / dt / 1024, in_s, sizeof(in_s));
 				human((out - prev[e].out) / dt / 1024, out_s, sizeof(out_s));
-				printf("%-22s %-6s %6.2f %10s %10sB %10sB %9.1f\n", eps[e], role_of(&sc),
-				       load, free_s, in_s, out_s, (reqs - prev[e].reqs) / dt);
+				printf("%-22s %-6s %6s %10s %10sB %10sB %9.1f\n", eps[e], role_of(&sc),
+				       load_s, free_s, in_s, out_s, (reqs - prev[e].reqs) / dt);
 			} else {
-				printf("%-22s %-6s %6.2f %10s %11s %11s %9s\n", eps[e], role_of(&sc),
-				       load, free_s, "-", "-", "-");
+				printf("%-22s %-6s %6s %10s %11s %11s %9s\n", eps[e], role_of(&sc),
+				       load_s, free_s, "-", "-", "-");
 			}
 			prev[e] = (struct prev){t, in, out, reqs, 1};
 			cli_scrape_free(&sc);

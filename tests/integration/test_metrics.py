@@ -163,6 +163,52 @@ def test_prometheus_scrapes_every_daemon(mcluster, tmp_path):
     assert "REQ/s" in r.stdout
 
 
+def test_top_never_shows_a_negative_rate():
+    """nacre top compares one counter per role across refreshes: an MDS that had only made
+    calls of its own and then served some (its server counter appearing), or that restarted
+    (counters back to 0), shows a rate of 0 or more, or "-", never a negative one."""
+    pages = [
+        # an MDS that has only called others so far: no server counter yet
+        'nacre_mds_inodes 5\nnacre_rpc_client_latency_seconds_count{op="PING"} 100\n',
+        # then it serves 5 requests
+        'nacre_mds_inodes 5\nnacre_rpc_client_latency_seconds_count{op="PING"} 101\n'
+        'nacre_rpc_server_requests_total{op="MDS_LOOKUP"} 5\n',
+        # then it restarted: every counter back near 0
+        'nacre_mds_inodes 5\nnacre_rpc_server_requests_total{op="MDS_LOOKUP"} 1\n',
+    ]
+    served = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = pages[min(len(served), len(pages) - 1)].encode()
+            served.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    try:
+        ep = f"127.0.0.1:{srv.server_address[1]}"
+        r = subprocess.run([binary("nacre"), "top", "-n", "3", ep], capture_output=True,
+                           text=True, timeout=30)
+    finally:
+        srv.shutdown()
+    assert r.returncode == 0, r.stderr
+    rows = [ln.split() for ln in r.stdout.splitlines() if ln.startswith(ep)]
+    assert len(rows) == 3, r.stdout
+    rates = [row[-1] for row in rows]
+    assert rates[0] == "-" and rates[2] == "-", r.stdout  # first refresh, then a restart
+    assert 0 < float(rates[1]) <= 10, r.stdout  # 5 served in about a second
+    assert all(row[2] == "-" for row in rows), r.stdout  # no load reported: none shown
+
+
 # ---- Azure Log Analytics (HTTP Data Collector API) --------------------------------------
 
 import base64
