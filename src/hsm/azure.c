@@ -44,36 +44,57 @@ static void az_fini(void *state)
 
 /* ---- SharedKey ---- */
 
-static int parse_connection_string(const char *cs, char *key, size_t klen, char *sas,
-				   size_t slen)
+/* What a connection string says (Azure's "Configure Azure Storage connection strings"). */
+struct az_conn {
+	char key[AZ_KEY_MAX];
+	char sas[4096];
+	char blob_endpoint[512]; /* BlobEndpoint=, or from EndpointSuffix= and the protocol */
+};
+
+/* Copies the value of field name= of the connection string's part p (n bytes) into out;
+ * 1 if it was that field. */
+static int cs_field(const char *p, size_t n, const char *name, char *out, size_t len)
 {
-	int found = 0;
-	/* "DefaultEndpointsProtocol=..;AccountName=..;AccountKey=..;BlobEndpoint=..". */
+	size_t k = strlen(name);
+	if (n <= k || strncmp(p, name, k) != 0 || n - k >= len)
+		return 0;
+	memcpy(out, p + k, n - k);
+	out[n - k] = '\0';
+	return 1;
+}
+
+/* "DefaultEndpointsProtocol=..;AccountName=..;AccountKey=..;BlobEndpoint=..". */
+static void parse_connection_string(const char *cs, const char *account, struct az_conn *c)
+{
+	char proto[16] = "https", suffix[256] = "";
+
 	for (const char *p = cs; *p;) {
 		size_t n = strcspn(p, ";");
-		if (n > 11 && strncmp(p, "AccountKey=", 11) == 0 && n - 11 < klen) {
-			memcpy(key, p + 11, n - 11);
-			key[n - 11] = '\0';
-			found = 1;
-		} else if (n > 22 && strncmp(p, "SharedAccessSignature=", 22) == 0 &&
-			   n - 22 < slen) {
-			memcpy(sas, p + 22, n - 22);
-			sas[n - 22] = '\0';
-			found = 1;
-		}
+		if (!cs_field(p, n, "AccountKey=", c->key, sizeof(c->key)) &&
+		    !cs_field(p, n, "SharedAccessSignature=", c->sas, sizeof(c->sas)) &&
+		    !cs_field(p, n, "BlobEndpoint=", c->blob_endpoint, sizeof(c->blob_endpoint)) &&
+		    !cs_field(p, n, "EndpointSuffix=", suffix, sizeof(suffix)))
+			cs_field(p, n, "DefaultEndpointsProtocol=", proto, sizeof(proto));
 		p += n;
 		if (*p == ';')
 			p++;
 	}
-	return found;
+	/* a sovereign cloud names its suffix (core.chinacloudapi.cn) rather than the URL */
+	if (!c->blob_endpoint[0] && suffix[0])
+		snprintf(c->blob_endpoint, sizeof(c->blob_endpoint), "%s://%s.blob.%s", proto,
+			 account, suffix);
 }
 
-/* Credentials: a key, a SAS token, or a connection string holding either. */
-static int az_credentials(struct azure *az, const char *file, char *err, size_t err_len)
+/* Credentials: a key, a SAS token, or a connection string holding either (and the blob
+ * endpoint it names, into endpoint: "" if none). */
+static int az_credentials(struct azure *az, const char *file, char *endpoint,
+			  size_t endpoint_len, char *err, size_t err_len)
 {
 	char key64[AZ_KEY_MAX] = "", sas[4096] = "", cs[4096] = "";
+	struct az_conn *c = NULL;
 	int rc;
 
+	endpoint[0] = '\0';
 	if ((rc = hsm_cred_get(file, "AZURE_STORAGE_KEY", key64, sizeof(key64), err,
 			       err_len)) < 0 ||
 	    (rc = hsm_cred_get(file, "AZURE_STORAGE_SAS_TOKEN", sas, sizeof(sas), err,
@@ -81,8 +102,18 @@ static int az_credentials(struct azure *az, const char *file, char *err, size_t 
 	    (rc = hsm_cred_get(file, "AZURE_STORAGE_CONNECTION_STRING", cs, sizeof(cs), err,
 			       err_len)) < 0)
 		return rc;
-	if (!key64[0] && !sas[0] && cs[0])
-		parse_connection_string(cs, key64, sizeof(key64), sas, sizeof(sas));
+	if (cs[0]) {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		parse_connection_string(cs, az->account, c);
+		if (!key64[0] && !sas[0]) {
+			memcpy(key64, c->key, sizeof(key64));
+			memcpy(sas, c->sas, sizeof(sas));
+		}
+		snprintf(endpoint, endpoint_len, "%s", c->blob_endpoint);
+		free(c);
+	}
 	if (key64[0]) {
 		rc = hsm_base64_decode(key64, az->key, sizeof(az->key));
 		if (rc <= 0) {
@@ -402,7 +433,7 @@ static const struct cloud_service azure_service = {
 static int az_open(const char *rest, const struct hsm_backend_opts *opts, void **priv,
 		   char *err, size_t err_len)
 {
-	char head[80];
+	char head[80], cs_endpoint[512];
 	struct cloud *cl;
 	struct azure *az;
 	size_t n = strcspn(rest, "/");
@@ -423,18 +454,21 @@ static int az_open(const char *rest, const struct hsm_backend_opts *opts, void *
 		goto out_close;
 	snprintf(cl->name, sizeof(cl->name), "container %s of account %s", cl->container,
 		 az->account);
-	if (!opts->endpoint || !*opts->endpoint) {
+	if ((rc = az_credentials(az, opts->credentials, cs_endpoint, sizeof(cs_endpoint), err,
+				 err_len)) < 0)
+		goto out_close;
+	/* --hsm-endpoint, else the connection string's, else the public one */
+	const char *endpoint = opts->endpoint && *opts->endpoint ? opts->endpoint : cs_endpoint;
+	if (!*endpoint) {
 		snprintf(cl->base, sizeof(cl->base), "https://%s.blob.core.windows.net", az->account);
-	} else if (cloud_set_base(cl, opts->endpoint) < 0) {
+	} else if (cloud_set_base(cl, endpoint) < 0) {
 		snprintf(err, err_len,
-			 "azure endpoint '%s' is not a URL like "
+			 "azure endpoint '%s'%s is not a URL like "
 			 "http://127.0.0.1:10000/devstoreaccount1",
-			 opts->endpoint);
+			 endpoint, endpoint == cs_endpoint ? " (the connection string's)" : "");
 		rc = -EINVAL;
 		goto out_close;
 	}
-	if ((rc = az_credentials(az, opts->credentials, err, err_len)) < 0)
-		goto out_close;
 	*priv = cl;
 	return 0;
 out_close:

@@ -76,8 +76,10 @@ struct hsm_backend_opts {
 };
 
 /* Opens a backend from a URL: "posix:/path", "azure://account/container[/prefix]",
- * "s3://bucket[/prefix]". Credentials: azure from AZURE_STORAGE_KEY (SharedKey) or
- * AZURE_STORAGE_SAS_TOKEN, s3 from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION
+ * "s3://bucket[/prefix]". Credentials: azure from AZURE_STORAGE_KEY (SharedKey),
+ * AZURE_STORAGE_SAS_TOKEN or AZURE_STORAGE_CONNECTION_STRING (its AccountKey or
+ * SharedAccessSignature, and its BlobEndpoint, or EndpointSuffix, as the endpoint when
+ * opts->endpoint is not given), s3 from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION
  * (default us-east-1) — in the environment or the credentials file, never on a command line.
  * On error writes a sentence naming the URL and what is wrong to err. */
 int hsm_backend_open(const char *url, const struct hsm_backend_opts *opts,

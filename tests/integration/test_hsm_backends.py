@@ -320,6 +320,25 @@ def test_credentials_file(store, prefix, tmp_path):
     assert res.returncode != 0 and "cannot read credentials file" in res.stderr
 
 
+def test_azure_connection_string_names_the_endpoint(stores, prefix, tmp_path):
+    """A connection string's BlobEndpoint is where requests go when no endpoint is given
+    (Azurite's, here: the public endpoint would not answer)."""
+    az = stores["azure"]
+    src = tmp_path / "f"
+    src.write_bytes(b"by connection string")
+    cmd = [binary("hsm-backend-tool"), az.url(prefix), "put", "f", str(src)]
+    res = subprocess.run(cmd, env=clean_env(AZURE_STORAGE_CONNECTION_STRING=az.conn),
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert az.read(f"{prefix}/f")[0] == b"by connection string"
+    # a BlobEndpoint that is no URL is named as the connection string's
+    bad = az.conn.replace(f"BlobEndpoint={az.endpoint}", "BlobEndpoint=nowhere")
+    res = subprocess.run(cmd, env=clean_env(AZURE_STORAGE_CONNECTION_STRING=bad),
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode != 0
+    assert "'nowhere' (the connection string's) is not a URL" in res.stderr, res.stderr
+
+
 def test_wrong_key_names_the_account(store, prefix, tmp_path):
     if store.name == "azure":
         env = clean_env(AZURE_STORAGE_KEY="d3Jvbmcga2V5IGZvciB0aGUgdGVzdA==")
