@@ -50,15 +50,11 @@ static int find_target(const char *verb, const char *arg, struct target *t)
 		}
 		spec = here.source;
 	} else {
-		static struct cli_mount m[CLI_MOUNTS_MAX];
-		int n = cli_list_mounts(m, CLI_MOUNTS_MAX);
-		for (int i = 0; i < n && !spec; i++) {
-			char fs[NACRE_FSNAME_MAX + 1], a[NACRE_ADDR_LIST_MAX];
-			if (nacre_parse_spec(m[i].source, a, sizeof(a), fs, sizeof(fs), subdir,
-					     sizeof(subdir), why, sizeof(why)) == 0 &&
-			    strcmp(fs, arg) == 0)
-				spec = m[i].source;
-		}
+		int rc = cli_mount_by_name(verb, arg, &here);
+		if (rc == 0)
+			spec = here.source;
+		else if (rc != -ENOENT)
+			return -1; /* ambiguous: said so */
 		if (!spec) {
 			cli_err("%s: %s is neither a nacre mount, nor the name of a mounted nacre "
 				"file system, nor an MDS HOST:PORT:/FSNAME",

@@ -67,6 +67,15 @@ int cli_list_mounts(struct cli_mount *out, int max);
  * (a stat of a mount whose MDS is in recovery would). Symbolic links in path are not
  * followed. Returns 0, -ENOENT when path is on no nacre mount, or -errno. */
 int cli_mount_of(const char *path, struct cli_mount *out);
+/* The mount of file system fsname (from the mount table's sources, touching no mount). With
+ * several of that name from different MDSes (every `nacre up` cluster is "nacre"), the one
+ * the working directory is in; else none is guessed: the candidates are listed. Returns 0, or -1 after saying
+ * what is wrong (verb first). */
+int cli_mount_by_name(const char *verb, const char *fsname, struct cli_mount *out);
+/* The mount a verb given no path acts on: the one the working directory is in, else the
+ * only nacre mount of the host. -1 after saying what is wrong when there is none or
+ * several to choose from. */
+int cli_mount_default(const char *verb, struct cli_mount *out);
 #define CLI_MOUNTS_MAX 256
 /* Calls fn with the mount root of each PATH in argv[first..], or of every nacre mount
  * when none is given; a PATH that is not on nacre, or no mount at all, is reported on

@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "common/util.h"
+#include "nacre/nacre.h"
 
 const char *cli_prog = "nacre";
 
@@ -376,6 +377,96 @@ int cli_mount_of(const char *path, struct cli_mount *out)
 		*out = m[best];
 	free(m);
 	return best >= 0 ? 0 : -ENOENT;
+}
+
+/* The candidates of an ambiguous choice, "DIR (SOURCE), ..." into buf. */
+static void list_candidates(const struct cli_mount *m, const int *idx, int n, char *buf,
+			    size_t len)
+{
+	size_t at = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < n && at + 1 < len; i++) {
+		int w = snprintf(buf + at, len - at, "%s%s (%s)", i ? ", " : "", m[idx[i]].dir,
+				 m[idx[i]].source);
+		at += w > 0 ? (size_t)w : 0;
+	}
+}
+
+/* Picks among the mounts idx[0..n) of m: the only one, or the one the working directory
+ * is in. Returns its index in m, or -1 if none of them or several. */
+static int pick_mount(const struct cli_mount *m, const int *idx, int n)
+{
+	struct cli_mount here;
+	if (n == 1)
+		return idx[0];
+	if (cli_mount_of(".", &here) < 0)
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (strcmp(m[idx[i]].dir, here.dir) == 0)
+			return idx[i];
+	return -1;
+}
+
+int cli_mount_by_name(const char *verb, const char *fsname, struct cli_mount *out)
+{
+	struct cli_mount *m = calloc(CLI_MOUNTS_MAX, sizeof(*m));
+	int *idx = calloc(CLI_MOUNTS_MAX, sizeof(*idx));
+	int n = m && idx ? cli_list_mounts(m, CLI_MOUNTS_MAX) : -ENOMEM, k = 0, rc = -1;
+	char addr[NACRE_ADDR_LIST_MAX], fs[NACRE_FSNAME_MAX + 1], sub[NACRE_PATH_MAX + 1];
+	char why[256], list[2048];
+
+	char first[NACRE_ADDR_LIST_MAX] = "";
+	int same = 1; /* every candidate mounts the same MDS: one file system, no choice */
+	for (int i = 0; i < n; i++)
+		if (nacre_parse_spec(m[i].source, addr, sizeof(addr), fs, sizeof(fs), sub,
+				     sizeof(sub), why, sizeof(why)) == 0 &&
+		    strcmp(fs, fsname) == 0) {
+			if (!k)
+				str_copy(first, addr, sizeof(first));
+			same &= strcmp(first, addr) == 0;
+			idx[k++] = i;
+		}
+	int at = k ? pick_mount(m, idx, k) : -1;
+	if (at < 0 && k > 1 && same)
+		at = idx[0];
+	if (at >= 0) {
+		*out = m[at];
+		rc = 0;
+	} else if (k > 1) {
+		list_candidates(m, idx, k, list, sizeof(list));
+		cli_err("%s: %d mounted file systems are called %s: %s; give a path on the one you "
+			"mean, or run it inside it", verb, k, fsname, list);
+	} else {
+		rc = -ENOENT; /* the caller says what else the word could have been */
+	}
+	free(idx);
+	free(m);
+	return rc;
+}
+
+int cli_mount_default(const char *verb, struct cli_mount *out)
+{
+	struct cli_mount *m = calloc(CLI_MOUNTS_MAX, sizeof(*m));
+	int *idx = calloc(CLI_MOUNTS_MAX, sizeof(*idx));
+	int n = m && idx ? cli_list_mounts(m, CLI_MOUNTS_MAX) : -ENOMEM, rc = -1;
+	char list[2048];
+
+	for (int i = 0; i < n; i++)
+		idx[i] = i;
+	int at = n > 0 ? pick_mount(m, idx, n) : -1;
+	if (at >= 0) {
+		*out = m[at];
+		rc = 0;
+	} else if (n > 1) {
+		list_candidates(m, idx, n, list, sizeof(list));
+		cli_err("%s: %d nacre file systems are mounted: %s; give a path on the one you "
+			"mean, or run it inside it", verb, n, list);
+	} else {
+		cli_err("%s: no nacre file system is mounted: give a path on one", verb);
+	}
+	free(idx);
+	free(m);
+	return rc;
 }
 
 int cli_parse_u64(const char *s, uint64_t *out)

@@ -150,24 +150,18 @@ int cli_path2fid(int argc, char **argv)
 static int find_root(const char *arg, char *root, size_t len, int *by_path)
 {
 	struct stat st;
-	struct cli_mount m[64];
-	int n;
+	struct cli_mount m;
 
 	*by_path = 1;
 	if (arg[0] != '/') {
-		n = cli_list_mounts(m, 64);
-		for (int i = 0; i < n; i++) {
-			char fsname[64];
-
-			if (cli_getxattr(m[i].dir, NACRE_VXATTR_FSNAME, fsname, sizeof(fsname)) < 0)
-				continue;
-			fsname[strcspn(fsname, "\n")] = '\0';
-			if (strcmp(fsname, arg) == 0) {
-				str_copy(root, m[i].dir, len);
-				*by_path = 0;
-				return 0;
-			}
+		int rc = cli_mount_by_name("fid2path", arg, &m);
+		if (rc == 0) {
+			str_copy(root, m.dir, len);
+			*by_path = 0;
+			return 0;
 		}
+		if (rc != -ENOENT)
+			return -EINVAL; /* ambiguous: said so */
 	}
 	if (stat(arg, &st) == 0 && cli_getxattr(arg, NACRE_VXATTR_FID, root, len) >= 0) {
 		int rc = cli_mount_root(arg, root, len);

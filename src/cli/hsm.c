@@ -567,16 +567,16 @@ int cli_hsm_action(int argc, char **argv)
 
 /* ---- nacre hsm list | import | <verb> ---- */
 
+/* ARG is a path on a mount; without one, the mount the working directory is in (or the
+ * host's only one). */
 static int find_mount(const char *arg, char *root, size_t len)
 {
+	struct cli_mount m;
 	if (arg)
 		return cli_check_nacre(arg, NULL, 0) < 0 ? -1 : cli_mount_root(arg, root, len);
-	struct cli_mount m[4];
-	if (cli_list_mounts(m, 4) < 1) {
-		cli_err("no nacre file system is mounted: give a path on one");
+	if (cli_mount_default("hsm", &m) < 0)
 		return -1;
-	}
-	str_copy(root, m[0].dir, len);
+	str_copy(root, m.dir, len);
 	return 0;
 }
 

@@ -85,28 +85,18 @@ static int show_mount(const char *dir)
  * point to dir. 0, or -1 after printing why not. */
 static int find_mount(const char *arg, char *dir, size_t len)
 {
-	struct cli_mount m, *all;
-	int n, found = 0;
+	struct cli_mount m;
+	int rc;
 
 	/* A bare word may be a file system name; a path has a '/' or is "." or "..". */
 	if (!strchr(arg, '/') && strcmp(arg, ".") != 0 && strcmp(arg, "..") != 0) {
-		all = calloc(CLI_MOUNTS_MAX, sizeof(*all));
-		n = all ? cli_list_mounts(all, CLI_MOUNTS_MAX) : -ENOMEM;
-		for (int i = 0; i < n && !found; i++) {
-			char fsname[64];
-
-			if (cli_getxattr(all[i].dir, NACRE_VXATTR_FSNAME, fsname,
-					 sizeof(fsname)) < 0)
-				continue;
-			fsname[strcspn(fsname, "\n")] = '\0';
-			if (strcmp(fsname, arg) == 0) {
-				str_copy(dir, all[i].dir, len);
-				found = 1;
-			}
-		}
-		free(all);
-		if (found)
+		rc = cli_mount_by_name("recovery-status", arg, &m);
+		if (rc == 0) {
+			str_copy(dir, m.dir, len);
 			return 0;
+		}
+		if (rc != -ENOENT)
+			return -1; /* ambiguous: said so */
 	}
 	if (cli_mount_of(arg, &m) == 0) {
 		str_copy(dir, m.dir, len);

@@ -266,6 +266,27 @@ def test_up_refuses_a_dir_that_is_a_file(nacre_cli, tmp_path):
     assert f.read_text() == "x"  # left alone
 
 
+def test_a_name_two_mounts_share_is_refused_unless_inside_one(make_cluster, nacre_cli):
+    a = make_cluster(osts=1, fsname="twin")
+    b = make_cluster(osts=1, fsname="twin")
+    ma, mb = str(a.mounts[0].path), str(b.mounts[0].path)
+    for verb in (("recovery-status", "twin"), ("changelog_register", "--key-file", a.key,
+                                               "twin")):
+        r = nacre_cli(*verb, cwd="/")
+        assert r.returncode == 1, r.stdout
+        assert "2 mounted file systems are called twin" in r.stderr, r.stderr
+        assert ma in r.stderr and mb in r.stderr, r.stderr
+    # inside one of them, the name means that one
+    r = nacre_cli("recovery-status", "twin", cwd=mb)
+    assert r.returncode == 0, r.stderr
+    # a verb given no path acts on the mount it runs in, and refuses to guess outside
+    r = nacre_cli("hsm", "list", cwd=ma)
+    assert r.returncode == 0, r.stderr
+    r = nacre_cli("hsm", "list", cwd="/")
+    assert r.returncode == 1 and "file systems are mounted" in r.stderr, r.stderr
+    assert ma in r.stderr and mb in r.stderr
+
+
 def _free_base_port(n):
     """A base port with n+1 consecutive free ports."""
     for _ in range(200):
