@@ -197,6 +197,8 @@ static int signal_proc(struct bu_proc *p)
  * started if only_ours, waits up to STOP_WAIT_MS for every signalled process, then
  * SIGKILLs the rest. Children of this process are reaped. Returns how many were signalled
  * now. */
+static void wait_signalled(struct bu_local *l);
+
 static int terminate(struct bu_local *l, int only_ours)
 {
 	int stopped = 0;
@@ -204,6 +206,13 @@ static int terminate(struct bu_local *l, int only_ours)
 	for (int i = l->nprocs - 1; i >= 0; i--)
 		if (!only_ours || l->procs[i].ours)
 			stopped += signal_proc(&l->procs[i]);
+	wait_signalled(l);
+	return stopped;
+}
+
+/* Waits up to STOP_WAIT_MS for every signalled process, then SIGKILLs the rest. */
+static void wait_signalled(struct bu_local *l)
+{
 	for (int waited = 0; waited < STOP_WAIT_MS; waited += 50) {
 		int alive = 0;
 
@@ -216,7 +225,7 @@ static int terminate(struct bu_local *l, int only_ours)
 				l->procs[i].pid = 0;
 		}
 		if (!alive)
-			return stopped;
+			return;
 		sleep_ms(50);
 	}
 	for (int i = 0; i < l->nprocs; i++) {
@@ -230,7 +239,6 @@ static int terminate(struct bu_local *l, int only_ours)
 				waitpid(p->pid, NULL, 0);
 		}
 	}
-	return stopped;
 }
 
 void bu_local_wait_stopped(struct bu_local *l)
@@ -295,6 +303,9 @@ static int stop(void *ctx, const struct bu_daemon *d)
 
 	local_role(d, role, sizeof(role));
 	signal_role(ctx, role);
+	/* a copytool ends its actions through the MDS: it is gone before the servers go */
+	if (d->kind == BU_COPYTOOL)
+		wait_signalled(ctx);
 	return 0;
 }
 

@@ -67,11 +67,15 @@ struct ct {
 };
 
 static volatile sig_atomic_t g_stop;
+static struct nacre_fs *g_fs; /* set once mounted, before the handler is installed */
 
 static void on_signal(int sig)
 {
 	(void)sig;
 	g_stop = 1;
+	/* an atomic store: a call waiting for an MDS that is gone gives up after its
+	 * per-request timeout instead of the recovery timeout */
+	nacre_fs_unmounting(g_fs);
 }
 
 static int64_t now_ms(void)
@@ -591,6 +595,7 @@ int main(int argc, char **argv)
 		hsm_backend_close(ct.b);
 		return 1;
 	}
+	g_fs = ct.fs;
 	daemon_stop_signals(on_signal);
 
 	pthread_mutex_init(&ct.lock, NULL);
@@ -647,8 +652,11 @@ int main(int argc, char **argv)
 			pthread_mutex_unlock(&ct.lock);
 		}
 	}
-	LOG_INFO("ct", "stopping");
 	pthread_mutex_lock(&ct.lock);
+	/* what it took from the coordinator it finishes (or the coordinator's timeout
+	 * hands it to another agent if it cannot) */
+	LOG_INFO("ct", "stopping after the %d action%s it holds", ct.busy,
+		 ct.busy == 1 ? "" : "s");
 	ct.stop = 1;
 	pthread_cond_broadcast(&ct.cond);
 	pthread_mutex_unlock(&ct.lock);

@@ -737,6 +737,13 @@ def test_nacre_up_imports_into_the_root(tmp_path):
     with up_with_archive(tmp_path, arch, "rootimp", 1, "/") as (d, mnt, r):
         assert f"into {mnt} " in r.stdout, r.stdout
         assert (mnt / "top" / "a.txt").read_bytes() == b"at the root\n"
+        # nacre down stops the copytool before the servers: it ends on SIGTERM itself
+        # (it was killed after 10 s while its MDS went away beside it)
+        t0 = time.monotonic()
+        r = nacre("down", "--dir", d, timeout=60)
+        assert time.monotonic() - t0 < 8, r.stdout + r.stderr
+        assert "did not stop" not in r.stderr, r.stderr
+        assert "ct: stopping after the 0 actions it holds" in (d / "copytool.log").read_text()
 
 
 # ---- import round trips: the archive-name rule (an imported file archives back to the
