@@ -124,10 +124,18 @@ def rendered(page):
 
 
 def assert_page_has(page, text):
-    """Every line of text is a line of the rendered page (man indents by 7 columns)."""
-    shown = {line.rstrip() for line in rendered(page).splitlines()}
-    missing = [line for line in text.rstrip("\n").expandtabs().split("\n")
-               if line.strip() and "       " + line.rstrip() not in shown]
+    """Every line of text is a line of the rendered page (man indents by 7 columns); the
+    SYNOPSIS has no "usage:" word, and the usage lines continuing the first moved left as
+    much."""
+    page_text = rendered(page)
+    assert "usage:" not in page_text.split("DESCRIPTION")[0], f"{page}: 'usage:' in SYNOPSIS"
+    shown = {line.rstrip() for line in page_text.splitlines()}
+    lines = text.rstrip("\n").expandtabs().split("\n")
+    if lines[0].startswith("usage: "):
+        lines[0] = lines[0][len("usage: "):]
+    missing = [line for line in lines if line.strip() and
+               "       " + line.rstrip() not in shown and
+               not (line.startswith(" " * 7) and "       " + line[7:].rstrip() in shown)]
     assert not missing, f"{page} lacks these lines of --help:\n" + "\n".join(missing)
 
 
