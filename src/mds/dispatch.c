@@ -15,6 +15,7 @@
 #include "mds/find.h"
 #include "mds/hsm.h"
 #include "mds/keys.h"
+#include "mds/lease.h"
 #include "mds/lock_rpc.h"
 #include "mds/notify.h"
 #include "mds/nodemap_rpc.h"
@@ -600,6 +601,8 @@ int mds_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 		return mds_batch_serve(m, req, &rep->body);
 	case WIRE_OP_MDS_NOTIFY_WAIT:
 		return mds_notify_dispatch(m, req, rep);
+	case WIRE_OP_MDS_LEASE:
+		return mds_lease_dispatch(m, req, rep);
 	case WIRE_OP_MDS_GROUPS_SET:
 		return do_groups_set(req);
 	case WIRE_OP_MDS_NODEMAP:

@@ -26,6 +26,7 @@
 #include "mds/lock_rpc.h"
 #include "mds/mds.h"
 #include "mds/notify.h"
+#include "mds/lease.h"
 #include "mds/changelog.h"
 #include "mds/nodemap.h"
 #include "mds/nodemap_serve.h"
@@ -470,7 +471,7 @@ int main(int argc, char **argv)
 	    (rc = mds_writer_create(m.db, &m.writer)) || (rc = mds_targets_create(&m.targets)) ||
 	    (rc = mds_open_table_create(&m.open)) ||
 	    (rc = mds_locks_create(o.lock_evict_ms, mds_lock_answer, NULL, &m.locks)) ||
-	    (rc = mds_notify_create(&m.notify)) ||
+	    (rc = mds_notify_create(&m.notify)) || (rc = mds_leases_create(&m, &m.leases)) ||
 	    (rc = mds_oss_pool_create(o.fsname, &key, &m.oss)) ||
 	    (rc = mds_keys_create(&m, &m.keys)) ||
 	    (rc = mds_changelog_create(&m, o.cl_max_records, &m.changelog))) {
@@ -556,7 +557,9 @@ out:
 	rpc_server_destroy(srv);
 	mds_recovery_destroy(m.recovery);
 	mds_ost_wait_destroy(m.ost_wait);
-	mds_sessions_destroy(m.sessions);
+	mds_leases_stop(m.leases); /* its timer evicts sessions */
+	mds_sessions_destroy(m.sessions); /* which drop their leases */
+	mds_leases_destroy(m.leases);
 	nodemap_destroy(m.nodemap);
 	mds_hsm_stop(m.hsm);
 	mds_destroyer_stop(m.destroyer);

@@ -25,6 +25,7 @@ struct rpc_server;
 struct mds_notify;
 struct mds_nodemap;
 struct mds_changelog;
+struct mds_leases;
 
 struct mds {
 	struct mds_db *db;
@@ -48,6 +49,7 @@ struct mds {
 	int sec_min;                       /* WIRE_SEC_*: --sec-min, for every peer */
 	struct mds_nodemap *nodemap;       /* client rules (nodemap.h); NULL: nothing mapped */
 	struct mds_changelog *changelog;   /* changelog.h; NULL in unit tests: none written */
+	struct mds_leases *leases;         /* write-back leases (lease.h); NULL: none granted */
 	const char *data_dir;
 	char addr[NACRE_ADDR_MAX + 1];     /* "host:port" we serve on, for the TARGETS reply */
 	char fsname[NACRE_FSNAME_MAX + 1];

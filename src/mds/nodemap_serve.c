@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "mds/req_fids.h"
 #include "proto/wire.h"
 
 /* Changes a read-only client may not make: the table's, and OPEN and QUOTA by their body. */
@@ -69,25 +70,10 @@ static int check_fileset(struct mds *m, const struct rpc_request *req,
 		}
 		return rc;
 	}
-	if (!wire_op_has(op, WIRE_OPF_CRED_FID))
-		return 0;
-	wire_fid_get(&c, &f);
-	if (!wire_cursor_ok(&c))
-		return 0; /* the handler refuses the body */
-	rc = check_fid(m, v, &f);
-	if (!rc && op == WIRE_OP_MDS_RENAME) {
-		struct wire_rename_req r;
-		wire_cursor_init_read(&c, req->body, req->body_len);
-		wire_rename_req_decode(&c, &r);
-		if (wire_cursor_ok(&c))
-			rc = check_fid(m, v, &r.dparent);
-	} else if (!rc && op == WIRE_OP_MDS_LINK) {
-		struct wire_link_req l;
-		wire_cursor_init_read(&c, req->body, req->body_len);
-		wire_link_req_decode(&c, &l);
-		if (wire_cursor_ok(&c))
-			rc = check_fid(m, v, &l.parent);
-	}
+	struct nacre_fid fids[MDS_REQ_FIDS_MAX];
+	int n = mds_req_fids(op, req->body, req->body_len, fids);
+	for (int i = 0; i < n && !rc; i++)
+		rc = check_fid(m, v, &fids[i]);
 	return rc;
 }
 

@@ -27,6 +27,8 @@ struct ncli {
 	struct nacre_fid *pend;     /* FIDs for the next batch (grown up to PEND_MAX) */
 	uint32_t npend, cap;
 	int all;                    /* the next batch is WIRE_NOTIFY_ALL */
+	struct nacre_fid *recall;   /* directories whose leases the next batch recalls */
+	uint32_t nrecall, recall_cap;
 	struct rpc_deferred *parked;/* its outstanding NOTIFY_WAIT, or NULL */
 	int64_t parked_ms;
 	int lagging;                /* missed a deadline: not waited for until it acks all */
@@ -81,15 +83,21 @@ static void encode_batch(struct ncli *c, struct wire_cursor *cur)
 {
 	struct wire_notify_rep h = {0};
 
-	if (c->npend || c->all) {
+	if (c->npend || c->all || c->nrecall) {
 		h.seq = ++c->sent;
-		h.flags = c->all ? WIRE_NOTIFY_ALL : 0;
+		h.flags = (c->all ? WIRE_NOTIFY_ALL : 0) | (c->nrecall ? WIRE_NOTIFY_RECALL : 0);
 		h.count = c->all ? 0 : c->npend;
 	}
 	wire_notify_rep_encode(cur, &h);
 	for (uint32_t i = 0; i < h.count; i++)
 		wire_fid_put(cur, &c->pend[i]);
+	if (c->nrecall) {
+		wire_put_u32(cur, c->nrecall);
+		for (uint32_t i = 0; i < c->nrecall; i++)
+			wire_fid_put(cur, &c->recall[i]);
+	}
 	c->npend = 0;
+	c->nrecall = 0;
 	c->all = 0;
 }
 
@@ -116,6 +124,7 @@ static void client_free(struct ncli *c)
 		return;
 	answer_parked(c); /* dropped by the transport if the connection is gone */
 	free(c->pend);
+	free(c->recall);
 	free(c);
 }
 
@@ -335,7 +344,7 @@ int mds_notify_dispatch(struct mds *m, const struct rpc_request *req, struct rpc
 		wire_notify_rep_encode(&rep->body, &h);
 		return 0;
 	}
-	if (c->npend || c->all) {
+	if (c->npend || c->all || c->nrecall) {
 		encode_batch(c, &rep->body); /* changes came while it was away: at once */
 		pthread_mutex_unlock(&n->lock);
 		return 0;
@@ -361,6 +370,49 @@ void mds_notify_close(struct mds *m, uint64_t conn_id)
 		client_free(c);
 	}
 	pthread_mutex_unlock(&n->lock);
+}
+
+int mds_notify_listening(struct mds *m, uint64_t conn_id)
+{
+	struct mds_notify *n = m->notify;
+	int yes;
+
+	if (!n)
+		return 0;
+	pthread_mutex_lock(&n->lock);
+	yes = client_find(n, conn_id) != NULL;
+	pthread_mutex_unlock(&n->lock);
+	return yes;
+}
+
+int mds_notify_recall(struct mds *m, uint64_t conn_id, const struct nacre_fid *dir)
+{
+	struct mds_notify *n = m->notify;
+	struct ncli *c;
+
+	if (!n)
+		return -ENOENT;
+	pthread_mutex_lock(&n->lock);
+	c = client_find(n, conn_id);
+	if (!c) {
+		pthread_mutex_unlock(&n->lock);
+		return -ENOENT;
+	}
+	if (c->nrecall == c->recall_cap) {
+		uint32_t cap = c->recall_cap ? c->recall_cap * 2 : 8;
+		struct nacre_fid *p = cap <= PEND_MAX ? realloc(c->recall, cap * sizeof(*p)) : NULL;
+		if (p) {
+			c->recall = p;
+			c->recall_cap = cap;
+		}
+	}
+	if (c->nrecall < c->recall_cap)
+		c->recall[c->nrecall++] = *dir;
+	else
+		c->all = 1; /* it gives every lease back */
+	answer_parked(c);
+	pthread_mutex_unlock(&n->lock);
+	return 0;
 }
 
 void mds_notify_perm_change(struct mds *m, const struct nacre_fid *fid)

@@ -39,6 +39,13 @@ int mds_notify_dispatch(struct mds *m, const struct rpc_request *req, struct rpc
  * Event thread; does not block. */
 void mds_notify_close(struct mds *m, uint64_t conn_id);
 
+/* Whether the connection keeps a NOTIFY_WAIT outstanding (it can be told of a recall). */
+int mds_notify_listening(struct mds *m, uint64_t conn_id);
+/* Recalls the client of conn_id's write-back lease on dir (lease.h) with its next batch,
+ * sent now if its wait is parked. 0, or -ENOENT when that connection does not listen. Any
+ * thread; does not block. */
+int mds_notify_recall(struct mds *m, uint64_t conn_id, const struct nacre_fid *dir);
+
 /* Notes, from inside a request's handler, that the mode, owner, group or ACL of fid just
  * changed: the other listening clients are told once the handler returned, and the reply
  * waits for them. Cheap (a thread-local note); ignored outside mds_serve (unit tests) and in

@@ -11,6 +11,7 @@
 #include "mds/dispatch.h"
 #include "mds/groups.h"
 #include "mds/inode.h"
+#include "mds/lease.h"
 #include "mds/lock_rpc.h"
 #include "mds/notify.h"
 #include "mds/nodemap_serve.h"
@@ -321,6 +322,10 @@ static int serve_one(struct mds *m, const struct rpc_request *req, struct rpc_re
 		if (rc != MDS_OST_WAIT_PASS)
 			return rc;
 	}
+	/* a directory another client holds waits until that client gave it back */
+	rc = mds_lease_admit(m->leases, req);
+	if (rc != MDS_LEASE_PASS)
+		return rc;
 	if (session && mds_op_records(op)) {
 		rc = serve_change(m, req, rep, &v);
 		if (rc != RPC_DEFER && (req->env->flags & WIRE_ENV_REPLAY))
@@ -377,6 +382,7 @@ void mds_serve_close(void *arg, uint64_t conn_id)
 		mds_session_disconnect(m->sessions, conn_id);
 	mds_lock_close(m, conn_id);
 	mds_notify_close(m, conn_id);
+	mds_lease_close(m->leases, conn_id);
 }
 
 uint64_t mds_serve_last_committed(void *arg)

@@ -1,5 +1,6 @@
 /* session.c - client sessions (see session.h). */
 #include "mds/session.h"
+#include "mds/lease.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -63,6 +64,16 @@ struct mds_sessions {
 uint64_t mds_owner_of(const struct rpc_request *req)
 {
 	return req->client_id ? req->client_id | OWNER_BIT : req->conn_id;
+}
+
+int mds_owner_is_session(uint64_t owner)
+{
+	return (owner & OWNER_BIT) != 0;
+}
+
+uint64_t mds_owner_client_id(uint64_t owner)
+{
+	return owner & ~OWNER_BIT;
 }
 
 static struct session **slot(struct mds_sessions *ss, uint64_t id)
@@ -469,6 +480,7 @@ int mds_session_evict(struct mds_sessions *ss, uint64_t client_id, const char *w
 	/* its locks have their own clock (lock.c, --lock-evict-timeout): they are the mount's
 	 * lock client's, which outlives a session across nacre-mount --upgrade */
 	mds_ns_disconnect(m, client_id | OWNER_BIT);
+	mds_lease_drop_owner(m->leases, client_id | OWNER_BIT);
 	if (s->persisted)
 		rc = mds_writer_submit(m->writer, del_op, &d);
 	LOG_INFO("session", "evicted client %s (%016llx): %s", s->name,

@@ -29,6 +29,9 @@ struct mds_sessions;
 /* An owner id for open handles and locks: the client id of a session, else the connection
  * (client ids have the top bit set, connection ids never do). */
 uint64_t mds_owner_of(const struct rpc_request *req);
+/* Whether an owner id is a session's, and that session's client id. */
+int mds_owner_is_session(uint64_t owner);
+uint64_t mds_owner_client_id(uint64_t owner);
 
 /* Loads the sessions recorded in the clients table (the clients expected back after a
  * restart: see recovery.h). evict_ms 0 = MDS_EVICT_MS_DEFAULT. Starts the thread that

@@ -98,6 +98,7 @@ ANY(hsm_request_rep)
 ANY(hsm_state)
 ANY(hsm_state_set)
 ANY(key_list)
+ANY(lease_req)
 ANY(key_req)
 ANY(key_update)
 ANY(layout_rep)
@@ -219,6 +220,7 @@ static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(MDS_NODEMAP, nodemap_req, nodemap_rep, PASS),
 	OP(MDS_FID_GRANT, cred_req, fid_grant_rep, INL | RC | CHG | SPC),
 	OP(MDS_BATCH, batch_req, batch_rep, INL | RC | CHG | OBJ),
+	OP(MDS_LEASE, lease_req, empty, IDEM | INL | CF),
 };
 #undef OP
 #undef any_empty_encode
@@ -2425,8 +2427,10 @@ void wire_notify_req_decode(struct wire_cursor *c, struct wire_notify_req *m)
 		wire_cursor_fail(c, -EPROTO);
 }
 
-/* notify_rep (since version 1, opcode 96): u64 seq, u32 flags (WIRE_NOTIFY_ALL only),
- * u32 count (<= WIRE_NOTIFY_MAX, checked against the bytes present), then count fids */
+/* notify_rep (since version 1, opcode 96): u64 seq, u32 flags (WIRE_NOTIFY_ALL, and
+ * WIRE_NOTIFY_RECALL since WIRE_FEAT_WB_LEASE), u32 count (<= WIRE_NOTIFY_MAX, checked
+ * against the bytes present), then count fids; with WIRE_NOTIFY_RECALL, u32 n and n fids
+ * follow (wire_notify_recall_get) */
 void wire_notify_rep_encode(struct wire_cursor *c, const struct wire_notify_rep *m)
 {
 	wire_put_u64(c, m->seq);
@@ -2440,8 +2444,42 @@ void wire_notify_rep_decode(struct wire_cursor *c, struct wire_notify_rep *m)
 	m->seq = wire_get_u64(c);
 	m->flags = wire_get_u32(c);
 	m->count = wire_get_u32(c);
-	if ((m->flags & ~(uint32_t)WIRE_NOTIFY_ALL) || m->count > WIRE_NOTIFY_MAX ||
+	if ((m->flags & ~(uint32_t)(WIRE_NOTIFY_ALL | WIRE_NOTIFY_RECALL)) ||
+	    m->count > WIRE_NOTIFY_MAX ||
 	    (wire_cursor_ok(c) && wire_cursor_left(c) < (size_t)m->count * 16))
+		wire_cursor_fail(c, -EPROTO);
+}
+
+int wire_notify_recall_get(struct wire_cursor *c, struct nacre_fid *out, uint32_t max)
+{
+	uint32_t n = wire_get_u32(c);
+
+	if (!wire_cursor_ok(c) || n == 0 || n > WIRE_NOTIFY_MAX || n > max ||
+	    wire_cursor_left(c) != (size_t)n * 16) {
+		wire_cursor_fail(c, -EPROTO);
+		return -EPROTO;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		wire_fid_get(c, &out[i]);
+	return (int)n;
+}
+
+/* lease_req (since WIRE_FEAT_WB_LEASE, opcode 122): cred, fid, u32 op (WIRE_LEASE_GET or
+ * WIRE_LEASE_PUT) */
+void wire_lease_req_encode(struct wire_cursor *c, const struct wire_lease_req *m)
+{
+	wire_cred_put(c, &m->cred);
+	wire_fid_put(c, &m->fid);
+	wire_put_u32(c, m->op);
+}
+
+void wire_lease_req_decode(struct wire_cursor *c, struct wire_lease_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	wire_cred_get(c, &m->cred);
+	wire_fid_get(c, &m->fid);
+	m->op = wire_get_u32(c);
+	if (m->op != WIRE_LEASE_GET && m->op != WIRE_LEASE_PUT)
 		wire_cursor_fail(c, -EPROTO);
 }
 

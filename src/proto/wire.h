@@ -75,10 +75,13 @@ enum {
 #define WIRE_FEAT_BATCH (1ull << 9) /* the MDS applies BATCH requests (docs/writeback.md) */
 #define WIRE_FEAT_READDIR_PLUS (1ull << 10) /* READDIR may ask each entry's attributes
 					     * (WIRE_READDIR_PLUS) */
+#define WIRE_FEAT_WB_LEASE (1ull << 11) /* the MDS grants write-back leases on directories
+					 * (MDS_LEASE) and recalls them in NOTIFY_WAIT
+					 * replies (WIRE_NOTIFY_RECALL) */
 #define WIRE_FEATURES_SUPPORTED (WIRE_FEAT_RECOVERY | WIRE_FEAT_SEC | WIRE_FEAT_CAPS | \
 				 WIRE_FEAT_KEY_ID | WIRE_FEAT_JOBID | WIRE_FEAT_XATTR_64K | \
 				 WIRE_FEAT_ATIME | WIRE_FEAT_BLOCKS | WIRE_FEAT_FID_GRANT | \
-				 WIRE_FEAT_BATCH | WIRE_FEAT_READDIR_PLUS)
+				 WIRE_FEAT_BATCH | WIRE_FEAT_READDIR_PLUS | WIRE_FEAT_WB_LEASE)
 
 /* Opcodes. Never renumber; add at the end of a family. Each has a row in the opcode table
  * (wire.c, read through wire_op_info): its request and reply messages, named here too. */
@@ -200,6 +203,8 @@ enum wire_opcode {
 				      * on the MDT; never granted again) */
 	WIRE_OP_MDS_BATCH = 121, /* req: batch_req; rep: batch_rep: namespace changes applied
 				  * in order in one transaction, a result each */
+	WIRE_OP_MDS_LEASE = 122, /* req: lease_req; rep: empty: takes or gives back a
+				  * write-back lease on a directory (not a change) */
 
 	WIRE_OP_MAX_ = 128,
 };
@@ -988,16 +993,39 @@ enum {
 	WIRE_NOTIFY_STOP = 1u << 0, /* req: answer my parked wait now and do not park this one
 				     * (the client stops listening: unmount) */
 	WIRE_NOTIFY_ALL = 1u << 0,  /* rep: too many changes: drop every cached attribute */
+	WIRE_NOTIFY_RECALL = 1u << 1, /* rep (WIRE_FEAT_WB_LEASE): after the count FIDs come a
+				       * u32 n (1..WIRE_NOTIFY_MAX) and n directory FIDs whose
+				       * write-back leases the client must give back */
 };
 struct wire_notify_req {
 	struct nacre_cred cred;
 	uint64_t ack;   /* seq of the last batch processed, 0 = none */
 	uint32_t flags; /* WIRE_NOTIFY_STOP */
 };
-struct wire_notify_rep { /* followed by count fids */
+struct wire_notify_rep { /* followed by count fids (and, with WIRE_NOTIFY_RECALL, the
+			  * recalled directories) */
 	uint64_t seq;   /* this batch's number; 0: nothing new (nothing to ack) */
 	uint32_t flags; /* WIRE_NOTIFY_ALL */
 	uint32_t count; /* 0..WIRE_NOTIFY_MAX; exactly count * 16 bytes follow */
+};
+
+/* LEASE (docs/writeback.md, "Leases"): GET asks an exclusive write-back lease on a directory
+ * for the caller's client id; while it holds one, any other client's request that names the
+ * directory waits until the holder gave it back (the MDS recalls it with WIRE_NOTIFY_RECALL)
+ * or was evicted. A holder may answer from what it knows of the directory only until
+ * WIRE_LEASE_MS after it sent the last request the MDS answered without recalling the lease:
+ * the GET itself or a NOTIFY_WAIT; the MDS waits WIRE_LEASE_RECALL_MS for it before evicting
+ * it, which is longer. GET fails -EBUSY (another client holds it), -ENOTDIR, -EAGAIN (the
+ * caller keeps no NOTIFY_WAIT outstanding, or holds too many); PUT of a lease the caller does
+ * not hold is a success (a recall and the holder's PUT may cross). Leases live in the MDS's
+ * memory only: a restart ends them all (the client's socket changes, and it drops them). */
+#define WIRE_LEASE_MS 5000
+#define WIRE_LEASE_RECALL_MS (WIRE_LEASE_MS + 2000)
+enum { WIRE_LEASE_GET = 1, WIRE_LEASE_PUT = 2 };
+struct wire_lease_req {
+	struct nacre_cred cred;
+	struct nacre_fid fid; /* the directory */
+	uint32_t op;          /* WIRE_LEASE_GET or _PUT */
 };
 
 /* GROUPS_SET: a list of more than NACRE_CRED_GROUPS groups, sorted and without duplicates,
@@ -1219,6 +1247,7 @@ WIRE_MSG(append_rep);
 WIRE_MSG(cap_req);
 WIRE_MSG(cap_rep);
 WIRE_MSG(fid_grant_rep);
+WIRE_MSG(lease_req);
 WIRE_MSG(batch_req);
 WIRE_MSG(batch_rep);
 WIRE_MSG(key_req);
@@ -1226,6 +1255,10 @@ WIRE_MSG(key_list);
 WIRE_MSG(key_update);
 WIRE_MSG(notify_req);
 WIRE_MSG(notify_rep);
+/* Reads the recalled directories after a WIRE_NOTIFY_RECALL reply's count fids into out
+ * (max entries): their number, or -EPROTO (the cursor failed: none, too many, or bytes
+ * left over). */
+int wire_notify_recall_get(struct wire_cursor *c, struct nacre_fid *out, uint32_t max);
 WIRE_MSG(groups_set_req);
 WIRE_MSG(nodemap_req);
 WIRE_MSG(nodemap_rep);

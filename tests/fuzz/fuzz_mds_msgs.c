@@ -76,6 +76,7 @@ FZ_MSG(quota_req)
 FZ_MSG(fid_grant_rep)
 FZ_MSG(batch_req)
 FZ_MSG(batch_rep)
+FZ_MSG(lease_req)
 
 /* HSM_REQUEST: the header, then exactly nfids fids. */
 struct fz_hsm_req {
@@ -121,6 +122,40 @@ static void dec_hsm_request(struct wire_cursor *c, void *m)
 			get(c, &r->items[i]);                                               \
 	}
 
+/* NOTIFY_WAIT's reply: the perm-change FIDs, then with WIRE_NOTIFY_RECALL the recalled
+ * directories. */
+struct fz_notify_rep {
+	struct wire_notify_rep h;
+	struct nacre_fid items[WIRE_NOTIFY_MAX];
+	uint32_t nrecall;
+	struct nacre_fid recall[WIRE_NOTIFY_MAX];
+};
+static void enc_notify_rep(struct wire_cursor *c, const void *m)
+{
+	const struct fz_notify_rep *r = m;
+
+	wire_notify_rep_encode(c, &r->h);
+	for (uint32_t i = 0; i < r->h.count && i < WIRE_NOTIFY_MAX; i++)
+		wire_fid_put(c, &r->items[i]);
+	if (!(r->h.flags & WIRE_NOTIFY_RECALL))
+		return;
+	wire_put_u32(c, r->nrecall);
+	for (uint32_t i = 0; i < r->nrecall && i < WIRE_NOTIFY_MAX; i++)
+		wire_fid_put(c, &r->recall[i]);
+}
+static void dec_notify_rep(struct wire_cursor *c, void *m)
+{
+	struct fz_notify_rep *r = m;
+
+	wire_notify_rep_decode(c, &r->h);
+	for (uint32_t i = 0; wire_cursor_ok(c) && i < r->h.count; i++)
+		wire_fid_get(c, &r->items[i]);
+	if (wire_cursor_ok(c) && (r->h.flags & WIRE_NOTIFY_RECALL)) {
+		int n = wire_notify_recall_get(c, r->recall, WIRE_NOTIFY_MAX);
+		r->nrecall = n > 0 ? (uint32_t)n : 0;
+	}
+}
+
 static void rc_put(struct wire_cursor *c, const int32_t *rc)
 {
 	wire_hsm_rc_put(c, *rc);
@@ -137,7 +172,6 @@ FZ_LIST(hsm_list_rep, count, struct nacre_hsm_action, WIRE_HSM_POLL_MAX, wire_hs
 	wire_hsm_action_get)
 FZ_LIST(key_list, count, struct wire_key_entry, WIRE_KEY_LIST_MAX, wire_key_entry_put,
 	wire_key_entry_get)
-FZ_LIST(notify_rep, count, struct nacre_fid, WIRE_NOTIFY_MAX, wire_fid_put, wire_fid_get)
 FZ_LIST(links_rep, count, struct wire_link_entry, WIRE_BODY_MAX / WIRE_LINK_ENTRY_MIN,
 	wire_link_entry_put, wire_link_entry_get)
 FZ_LIST(quota_rep, count, struct wire_quota_drift, WIRE_QUOTA_DRIFT_MAX, wire_quota_drift_put,
@@ -279,6 +313,7 @@ static const struct fz_type types[] = {
 	FZ_ROW(batch_req, struct wire_batch_req, fix_batch_req, 1),
 	FZ_ROW(batch_rep, struct wire_batch_rep, fix_batch_rep, 1),
 	FZ_ROW(direntplus, struct fz_direntplus, NULL, 1),
+	FZ_ROW(lease_req, struct wire_lease_req, NULL, 1),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

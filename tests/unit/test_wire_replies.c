@@ -31,6 +31,7 @@ NOFIX(recovery_status)
 NOFIX(append_rep)
 NOFIX(cap_rep)
 NOFIX(fid_grant_rep)
+NOFIX(lease_req)
 NOFIX(req_env)
 NOFIX(rep_env)
 NOFIX(recovery_done_req)
@@ -1163,6 +1164,8 @@ static void test_lock_rep(void)
 
 /* ---- callbacks ---- */
 
+static void test_notify_recall(void);
+
 static void test_notify_rep(void)
 {
 	static const uint8_t golden[] = {
@@ -1184,7 +1187,7 @@ static void test_notify_rep(void)
 	wire_cursor_init_read(&c, one, sizeof(one));
 	wire_notify_rep_decode(&c, &d);
 	CHECK(wire_cursor_ok(&c) && d.seq == 5 && d.count == 1 && wire_cursor_left(&c) == 16);
-	m.flags = 2; /* unknown flag */
+	m.flags = 4; /* unknown flag */
 	ENCODE(&c, wire_notify_rep_encode, &m);
 	CHECK(!DECODE_OK(wire_notify_rep_decode, c.buf, wire_cursor_pos(&c), &d));
 	wire_cursor_fini(&c);
@@ -1192,6 +1195,76 @@ static void test_notify_rep(void)
 	ENCODE(&c, wire_notify_rep_encode, &m);
 	CHECK(!DECODE_OK(wire_notify_rep_decode, c.buf, wire_cursor_pos(&c), &d));
 	wire_cursor_fini(&c);
+	test_notify_recall();
+}
+
+/* A recall (WIRE_FEAT_WB_LEASE): the perm-change FIDs, then the directories recalled. */
+static void test_notify_recall(void)
+{
+	static const uint8_t golden[] = {
+		0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq 7 */
+		0x02, 0x00, 0x00, 0x00,                         /* WIRE_NOTIFY_RECALL */
+		0x00, 0x00, 0x00, 0x00,                         /* no perm changes */
+		0x01, 0x00, 0x00, 0x00,                         /* 1 recalled */
+		0x01, 0x04, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, /* seq 0x200000401 */
+		0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* oid 9, ver 0 */
+	};
+	struct wire_notify_rep m = {.seq = 7, .flags = WIRE_NOTIFY_RECALL}, d;
+	struct nacre_fid dir = {.seq = 0x200000401ull, .oid = 9}, got[2];
+	struct wire_cursor c;
+	uint8_t bad[sizeof(golden) + 1];
+
+	wire_cursor_init_dyn(&c, 256);
+	wire_notify_rep_encode(&c, &m);
+	wire_put_u32(&c, 1);
+	wire_fid_put(&c, &dir);
+	CHECK_EQ(wire_cursor_pos(&c), sizeof(golden));
+	CHECK_MEM(c.buf, golden, sizeof(golden));
+	wire_cursor_fini(&c);
+	wire_cursor_init_read(&c, golden, sizeof(golden));
+	wire_notify_rep_decode(&c, &d);
+	CHECK(wire_cursor_ok(&c) && d.flags == WIRE_NOTIFY_RECALL && d.count == 0);
+	CHECK_EQ(wire_notify_recall_get(&c, got, 2), 1);
+	CHECK(got[0].seq == dir.seq && got[0].oid == dir.oid && got[0].ver == dir.ver);
+	/* none, more than the caller takes, or bytes left over: refused */
+	memcpy(bad, golden, sizeof(golden));
+	bad[16] = 0;
+	wire_cursor_init_read(&c, bad, sizeof(golden));
+	wire_notify_rep_decode(&c, &d);
+	CHECK(wire_notify_recall_get(&c, got, 2) < 0 && !wire_cursor_ok(&c));
+	memcpy(bad, golden, sizeof(golden));
+	wire_cursor_init_read(&c, bad, sizeof(golden));
+	wire_notify_rep_decode(&c, &d);
+	CHECK(wire_notify_recall_get(&c, got, 0) < 0);
+	wire_cursor_init_read(&c, bad, sizeof(bad));
+	wire_notify_rep_decode(&c, &d);
+	CHECK(wire_notify_recall_get(&c, got, 2) < 0);
+}
+
+static void test_lease_req(void)
+{
+	static const uint8_t golden[] = {
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* cred */
+		0x01, 0x04, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, /* seq 0x200000401 */
+		0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* oid 9, ver 0 */
+		0x01, 0x00, 0x00, 0x00,                         /* WIRE_LEASE_GET */
+	};
+	struct wire_lease_req m, d;
+	uint8_t bad[sizeof(golden)];
+
+	memset(&m, 0, sizeof(m));
+	m.fid = (struct nacre_fid){.seq = 0x200000401ull, .oid = 9};
+	m.op = WIRE_LEASE_GET;
+	GOLDEN(lease_req, &m, golden);
+	ROUNDTRIP(lease_req, &m);
+	m.op = WIRE_LEASE_PUT;
+	ROUNDTRIP(lease_req, &m);
+	memcpy(bad, golden, sizeof(bad));
+	bad[sizeof(bad) - 4] = 3; /* no such op */
+	CHECK(!DECODE_OK(wire_lease_req_decode, bad, sizeof(bad), &d));
+	bad[sizeof(bad) - 4] = 0;
+	CHECK(!DECODE_OK(wire_lease_req_decode, bad, sizeof(bad), &d));
+	CHECK(!DECODE_OK(wire_lease_req_decode, golden, sizeof(golden) - 1, &d));
 }
 
 static void test_ost_attr_rep(void)
@@ -1488,6 +1561,7 @@ static const struct codec codecs[] = {
 	REP(ost_destroy_rep, test_ost_destroy_rep),
 	REP(cap_rep, test_cap_msgs),
 	REP(fid_grant_rep, test_fid_grant_rep),
+	REQ(lease_req),
 	REP(key_list, test_key_list),
 	REP(changelog_rep, test_changelog_msgs),
 };
@@ -1542,7 +1616,7 @@ static void test_op_table(void)
 		WIRE_OP_MDS_CAP_GET,
 		WIRE_OP_MDS_KEY_REVOKE, WIRE_OP_MDS_KEY_LIST, WIRE_OP_OST_KEY_UPDATE,
 		WIRE_OP_MDS_NOTIFY_WAIT, WIRE_OP_MDS_GROUPS_SET, WIRE_OP_MDS_LINKS, WIRE_OP_MDS_FIND,
-		WIRE_OP_MDS_CL_READ, WIRE_OP_MDS_CL_CLEAR, WIRE_OP_MDS_CL_MASK,
+		WIRE_OP_MDS_CL_READ, WIRE_OP_MDS_CL_CLEAR, WIRE_OP_MDS_CL_MASK, WIRE_OP_MDS_LEASE,
 	};
 	static const uint16_t inline_[] = {
 		WIRE_OP_MDS_STATFS, WIRE_OP_MDS_LOOKUP, WIRE_OP_MDS_GETATTR, WIRE_OP_MDS_READLINK,
@@ -1554,7 +1628,7 @@ static void test_op_table(void)
 		WIRE_OP_MDS_SIZE_UPDATE, WIRE_OP_MDS_RECOVERY_STATUS, WIRE_OP_MDS_APPEND,
 		WIRE_OP_MDS_CAP_GET,
 		WIRE_OP_MDS_NOTIFY_WAIT, WIRE_OP_MDS_GROUPS_SET, WIRE_OP_MDS_LINKS,
-		WIRE_OP_MDS_FID_GRANT, WIRE_OP_MDS_BATCH,
+		WIRE_OP_MDS_FID_GRANT, WIRE_OP_MDS_BATCH, WIRE_OP_MDS_LEASE,
 	};
 	/* Pinned: the changes the MDS's reply cache runs exactly once. */
 	static const uint16_t cached[] = {
@@ -1585,7 +1659,7 @@ static void test_op_table(void)
 		WIRE_OP_MDS_LINKS, WIRE_OP_MDS_SYNC, WIRE_OP_MDS_HSM_STATE_GET,
 		WIRE_OP_MDS_HSM_STATE_SET, WIRE_OP_MDS_HSM_ACTION, WIRE_OP_MDS_HSM_IMPORT,
 		WIRE_OP_MDS_LOCK_SET, WIRE_OP_MDS_LOCK_GET, WIRE_OP_MDS_LOCK_WAIT,
-		WIRE_OP_MDS_LOCK_CANCEL,
+		WIRE_OP_MDS_LOCK_CANCEL, WIRE_OP_MDS_LEASE,
 	};
 	static const uint16_t takes_space[] = {
 		WIRE_OP_MDS_CREATE, WIRE_OP_MDS_MKDIR, WIRE_OP_MDS_MKNOD, WIRE_OP_MDS_SYMLINK,
@@ -1658,7 +1732,7 @@ static void test_op_table(void)
 			wire_op_has((uint16_t)op, WIRE_OPF_CHANGE)));
 	}
 	CHECK(!wire_op_has(0xffff, 0));
-	CHECK_EQ(rows, 77);
+	CHECK_EQ(rows, 78);
 	CHECK(wire_op_info(WIRE_OP_MAX_) == NULL && wire_op_info(0xffff) == NULL);
 	CHECK(!wire_op_idempotent(0xffff) && !wire_op_inline(0xffff));
 	/* xattr_len_rep is GETXATTR's other form (a size of 0), not in the table's column */
@@ -1677,5 +1751,6 @@ int main(void)
 			codecs[i].golden();
 	}
 	test_cred_req();
+	test_lease_req();
 	return unit_done();
 }
