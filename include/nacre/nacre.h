@@ -132,6 +132,10 @@ enum {
 	/* 1: new inodes take FIDs from sequences the MDS granted this mount (the default when
 	 * the MDS grants them); 0: the MDS chooses every FID. ost is ignored. */
 	NACRE_TUNE_FID_GRANT = 3,
+	/* 1: metadata write-back (docs/writeback.md): this mount takes the lease of every
+	 * directory it makes and answers lookups in it itself (needs nacre_fs_notify_start);
+	 * 0 (the default): every lookup asks the MDS. ost is ignored. */
+	NACRE_TUNE_WB = 4,
 };
 #define NACRE_RPCS_IN_FLIGHT_MAX 256
 #define NACRE_READ_AHEAD_MB_MAX 65536

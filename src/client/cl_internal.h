@@ -17,6 +17,7 @@
 
 #include "client/cl_data.h"
 #include "client/fidseq.h"
+#include "client/lease.h"
 #include "common/key.h"
 #include "nacre/nacre.h"
 #include "proto/rpc.h"
@@ -117,6 +118,8 @@ struct nacre_fs {
 	void *notify_arg;
 
 	struct cl_fidseq fidseq;    /* FIDs for new inodes (fidseq.h); its own lock */
+	struct cl_leases leases;    /* write-back leases on directories (lease.h); its own
+				     * lock */
 };
 
 struct cl_glist;

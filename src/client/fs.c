@@ -258,6 +258,7 @@ static void fs_free(struct nacre_fs *fs)
 	cl_locks_fini(fs);
 	cl_groups_fini(fs);
 	cl_fidseq_fini(&fs->fidseq);
+	cl_lease_fini(fs);
 	pthread_mutex_destroy(&fs->files_lock);
 	pthread_cond_destroy(&fs->files_cond);
 	pthread_mutex_destroy(&fs->ping_lock);
@@ -317,6 +318,7 @@ NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *op
 	cl_groups_init(fs);
 	cl_notify_init(fs);
 	cl_fidseq_init(&fs->fidseq);
+	cl_lease_init(fs);
 	pthread_mutex_init(&fs->ping_lock, NULL);
 	pthread_cond_init(&fs->ping_cond, NULL);
 	set_tunables(fs, opts);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "client/cl_export.h"
+#include "client/cl_internal.h"
 #include "client/mdc.h"
 #include "proto/wire.h"
 
@@ -225,6 +226,10 @@ NACRE_API int nacre_hsm_import(struct nacre_fs *fs, const struct nacre_cred *cr,
 	wire_hsm_import_req_encode(&c, r);
 	free(r);
 	rc = call(fs, WIRE_OP_MDS_HSM_IMPORT, &c, &m);
+	if (rc == 0 || rc == -EEXIST)
+		cl_lease_named(fs, parent, name, 1);
+	else
+		cl_lease_doubt(fs, parent); /* the import may have made it */
 	if (rc)
 		return rc;
 	wire_cursor_init_read(&c, m->body, m->body_len);

@@ -135,6 +135,8 @@ NACRE_API int nacre_lookup(struct nacre_fs *fs, const struct nacre_cred *cr,
 		return nacre_getattr(fs, cr, parent, out);
 	if (name && strcmp(name, "..") == 0)
 		return -EINVAL; /* the MDS keeps no parent pointers to answer this */
+	if (fs && parent && name && cl_lease_lookup(fs, cr, parent, name) == -ENOENT)
+		return -ENOENT; /* this mount holds the directory: it knows */
 	rc = name_call(fs, cr, WIRE_OP_MDS_LOOKUP, parent, name, &m);
 	if (rc)
 		return rc;
@@ -196,7 +198,7 @@ static int create_rpc(struct nacre_fs *fs, uint16_t op, const struct wire_create
 /* CREATE, MKDIR, MKNOD, SYMLINK. layout_out receives CREATE's layout (NULL otherwise). */
 /* layout_out and handle_out (may be NULL) are for CREATE only; handle_out is set to 0
  * unless flags has WIRE_CREATE_OPEN and the server opened a new file. */
-static int create_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_t op,
+static int create_call_mds(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_t op,
 		       const struct nacre_fid *parent, const char *name, uint32_t mode,
 		       uint32_t rdev, uint32_t flags, const struct nacre_layout *layout,
 		       const char *target, struct nacre_attr *out, struct nacre_layout *layout_out,
@@ -266,6 +268,40 @@ static int create_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_
 			*cap_out = r.cap;
 	}
 	return 0;
+}
+
+/* What a change in parent did to the lease this mount may hold on it (lease.h): name
+ * exists now, or the change failed and may have left anything. */
+static void lease_note(struct nacre_fs *fs, const struct nacre_fid *parent, const char *name,
+		       int rc)
+{
+	if (rc == 0 || rc == -EEXIST)
+		cl_lease_named(fs, parent, name, 1);
+	else
+		cl_lease_doubt(fs, parent);
+}
+
+/* create_call_mds, and the leases: the name is known in its parent, and a new directory's
+ * lease is taken. */
+static int create_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_t op,
+		       const struct nacre_fid *parent, const char *name, uint32_t mode,
+		       uint32_t rdev, uint32_t flags, const struct nacre_layout *layout,
+		       const char *target, struct nacre_attr *out, struct nacre_layout *layout_out,
+		       uint64_t *handle_out, struct wire_cap *cap_out, uint8_t *has_cap_out)
+{
+	struct nacre_attr a;
+	int rc = create_call_mds(fs, cr, op, parent, name, mode, rdev, flags, layout, target, &a,
+				 layout_out, handle_out, cap_out, has_cap_out);
+
+	if (rc == -EINVAL && (!fs || !parent))
+		return rc;
+	if (rc == 0 && out)
+		*out = a;
+	if (check_name(name) == 0)
+		lease_note(fs, parent, name, rc);
+	if (rc == 0 && op == WIRE_OP_MDS_MKDIR)
+		cl_lease_take(fs, &a);
+	return rc;
 }
 
 int cl_create_open(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -385,9 +421,13 @@ NACRE_API int nacre_unlink(struct nacre_fs *fs, const struct nacre_cred *cr,
 	struct rpc_msg *m;
 	int rc = name_call(fs, cr, WIRE_OP_MDS_UNLINK, parent, name, &m);
 
-	if (rc)
-		return rc;
-	return empty_reply(m);
+	if (rc == 0)
+		rc = empty_reply(m);
+	if (rc == 0 || rc == -ENOENT)
+		cl_lease_named(fs, parent, name, 0);
+	else if (fs && parent)
+		cl_lease_doubt(fs, parent);
+	return rc;
 }
 
 NACRE_API int nacre_rmdir(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -396,9 +436,13 @@ NACRE_API int nacre_rmdir(struct nacre_fs *fs, const struct nacre_cred *cr,
 	struct rpc_msg *m;
 	int rc = name_call(fs, cr, WIRE_OP_MDS_RMDIR, parent, name, &m);
 
-	if (rc)
-		return rc;
-	return empty_reply(m);
+	if (rc == 0)
+		rc = empty_reply(m);
+	if (rc == 0 || rc == -ENOENT)
+		cl_lease_named(fs, parent, name, 0);
+	else if (fs && parent)
+		cl_lease_doubt(fs, parent);
+	return rc;
 }
 
 NACRE_API int nacre_rename(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -422,7 +466,17 @@ NACRE_API int nacre_rename(struct nacre_fs *fs, const struct nacre_cred *cr,
 	req.dparent = *dparent;
 	memcpy(req.dname, dname, strlen(dname) + 1);
 	req.flags = flags;
-return cl_mds_do(fs, WIRE_OP_MDS_RENAME, &req, NULL);
+	rc = cl_mds_do(fs, WIRE_OP_MDS_RENAME, &req, NULL);
+	if (rc == 0) {
+		/* an exchange (RENAME_EXCHANGE) leaves both names; a move frees the source */
+		if (!(flags & 2))
+			cl_lease_named(fs, sparent, sname, 0);
+		cl_lease_named(fs, dparent, dname, 1);
+	} else if (rc != -ENOENT) {
+		cl_lease_doubt(fs, sparent);
+		cl_lease_doubt(fs, dparent);
+	}
+	return rc;
 }
 
 NACRE_API int nacre_link(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -443,7 +497,9 @@ NACRE_API int nacre_link(struct nacre_fs *fs, const struct nacre_cred *cr,
 	req.fid = *fid;
 	req.parent = *newparent;
 	memcpy(req.name, newname, strlen(newname) + 1);
-return attr_call(fs, WIRE_OP_MDS_LINK, &req, out);
+	rc = attr_call(fs, WIRE_OP_MDS_LINK, &req, out);
+	lease_note(fs, newparent, newname, rc);
+	return rc;
 }
 
 /* READDIR, with each entry's attributes into attrs when attrs is not NULL (and the MDS

@@ -19,6 +19,7 @@
 #include "client/cl_internal.h"
 #include "client/mdc.h"
 #include "client/notify.h"
+#include "common/net.h"
 
 #define POLL_LIMIT_MS (WIRE_NOTIFY_HOLD_MS + 2000)
 #define STOP_TIMEOUT_MS 500
@@ -64,30 +65,66 @@ static void call_fn(struct nacre_fs *fs, const struct nacre_fid *fids, uint32_t 
 	pthread_mutex_unlock(&fs->notify_lock);
 }
 
-/* Hands a reply's batch to the application. Returns its seq (to ack), or 0. */
+/* Reads a reply's batch: the perm-change FIDs into *fids (NULL when none, or with no memory:
+ * then *all), the recalled directories into *recall. 0, or -EPROTO (malformed). */
+static int parse(const struct rpc_msg *m, struct wire_notify_rep *h, struct nacre_fid **fids,
+		 struct nacre_fid **recall, int *nrecall)
+{
+	struct wire_cursor c;
+
+	*fids = *recall = NULL;
+	*nrecall = 0;
+	wire_cursor_init_read(&c, m->body, m->body_len);
+	wire_notify_rep_decode(&c, h);
+	if (!wire_cursor_ok(&c))
+		return -EPROTO;
+	if (h->count)
+		*fids = calloc(h->count, sizeof(**fids));
+	for (uint32_t i = 0; i < h->count; i++) {
+		struct nacre_fid f;
+		wire_fid_get(&c, &f);
+		if (*fids)
+			(*fids)[i] = f;
+	}
+	if (h->flags & WIRE_NOTIFY_RECALL) {
+		*recall = calloc(WIRE_NOTIFY_MAX, sizeof(**recall));
+		if (!*recall)
+			return -ENOMEM;
+		*nrecall = wire_notify_recall_get(&c, *recall, WIRE_NOTIFY_MAX);
+	}
+	return wire_cursor_ok(&c) && wire_cursor_left(&c) == 0 ? 0 : -EPROTO;
+}
+
+/* Hands a reply's batch to the application and gives the recalled leases back. Returns
+ * its seq (to ack), or 0. */
 static uint64_t deliver(struct nacre_fs *fs, const struct rpc_msg *m)
 {
 	struct wire_notify_rep h;
-	struct wire_cursor c;
-	struct nacre_fid *fids;
+	struct nacre_fid *fids, *recall;
+	int nrecall;
+	int rc = parse(m, &h, &fids, &recall, &nrecall);
 
-	wire_cursor_init_read(&c, m->body, m->body_len);
-	wire_notify_rep_decode(&c, &h);
-	if (!wire_cursor_ok(&c) || wire_cursor_left(&c) != (size_t)h.count * 16) {
-		cl_log(fs, CL_LOG_WARN, "MDS %s: malformed NOTIFY_WAIT reply: dropping every "
-		       "cached attribute", fs->addr);
+	if (rc) {
+		cl_log(fs, CL_LOG_WARN, "MDS %s: %s NOTIFY_WAIT reply: dropping every cached "
+		       "attribute and write-back lease", fs->addr,
+		       rc == -EPROTO ? "malformed" : "unreadable (no memory)");
+		cl_lease_recall(fs, NULL, 0, 1);
 		call_fn(fs, NULL, 0, 1);
+		free(fids);
+		free(recall);
 		return 0;
 	}
-	if (!h.seq)
-		return 0;
-	fids = h.count ? calloc(h.count, sizeof(*fids)) : NULL;
-	for (uint32_t i = 0; fids && i < h.count; i++)
-		wire_fid_get(&c, &fids[i]);
-	/* under notify_lock: once nacre_fs_notify_stop set the flag, no call starts */
-	call_fn(fs, fids, fids ? h.count : 0,
-		!fids && h.count ? 1 : (h.flags & WIRE_NOTIFY_ALL) != 0);
+	if (h.seq) {
+		int all = (h.count && !fids) || (h.flags & WIRE_NOTIFY_ALL);
+		/* a lost batch (ALL) may have recalled anything */
+		cl_lease_recall(fs, recall, nrecall > 0 ? (uint32_t)nrecall : 0,
+				(h.flags & WIRE_NOTIFY_ALL) != 0);
+		/* under notify_lock: once nacre_fs_notify_stop set the flag, no call starts */
+		if (h.count || all)
+			call_fn(fs, fids, fids ? h.count : 0, all);
+	}
 	free(fids);
+	free(recall);
 	return h.seq;
 }
 
@@ -100,6 +137,7 @@ static void *notify_main(void *arg)
 
 	while (!stopping(fs)) {
 		struct rpc_msg *m = NULL;
+		int64_t sent_ms = net_now_ms();
 		int rc = poll_once(fs, ack, 0, POLL_LIMIT_MS, &m);
 		uint64_t now_gen = rpc_conn_gen(fs->mds);
 
@@ -112,6 +150,7 @@ static void *notify_main(void *arg)
 		 * every cached attribute once. */
 		if (now_gen != gen) {
 			gen = now_gen;
+			cl_lease_recall(fs, NULL, 0, 1); /* the MDS may have ended them */
 			call_fn(fs, NULL, 0, 1);
 		}
 		if (rc == -EOPNOTSUPP) {
@@ -130,6 +169,9 @@ static void *notify_main(void *arg)
 		if (seq)
 			ack = seq;
 		rpc_msg_free(m);
+		/* answered without recalling what is still held: good for WIRE_LEASE_MS more */
+		if (rpc_conn_gen(fs->mds) == gen)
+			cl_lease_renewed(fs, gen, sent_ms);
 	}
 	return NULL;
 }

@@ -1,5 +1,5 @@
 /* tune.c - the tunables a mount may change while mounted (nacre_fs_tunable_get/_set):
- * the pool's RPCs in flight per OST, the readahead window limit and FID grants. */
+ * the pool's RPCs in flight per OST, the readahead window limit, FID grants and write-back. */
 #include <errno.h>
 #include <stdint.h>
 
@@ -26,6 +26,9 @@ NACRE_API int nacre_fs_tunable_get(struct nacre_fs *fs, int tunable, int ost, in
 		return 0;
 	case NACRE_TUNE_FID_GRANT:
 		*val = !__atomic_load_n(&fs->fidseq.off, __ATOMIC_RELAXED);
+		return 0;
+	case NACRE_TUNE_WB:
+		*val = __atomic_load_n(&fs->leases.on, __ATOMIC_RELAXED);
 		return 0;
 	default:
 		return -EINVAL;
@@ -58,6 +61,13 @@ NACRE_API int nacre_fs_tunable_set(struct nacre_fs *fs, int tunable, int ost, in
 		if (val != 0 && val != 1)
 			return -ERANGE;
 		__atomic_store_n(&fs->fidseq.off, val == 0, __ATOMIC_RELAXED);
+		return 0;
+	case NACRE_TUNE_WB:
+		if (val != 0 && val != 1)
+			return -ERANGE;
+		__atomic_store_n(&fs->leases.on, (int)val, __ATOMIC_RELAXED);
+		if (val == 0)
+			cl_lease_recall(fs, NULL, 0, 1); /* every lease goes back */
 		return 0;
 	default:
 		return -EINVAL;

@@ -396,6 +396,8 @@ static int run(const struct fz_args *a, const char *mnt, const char *addr, int *
 		fz_bdi_start(&m, mnt);
 	}
 	fz_notify_start(&m);
+	if (a->wb)
+		nacre_fs_tunable_set(m.fs, NACRE_TUNE_WB, -1, 1);
 	if (*status_fd >= 0) {
 		notify_parent(status_fd, 0);
 		detach();

@@ -86,6 +86,9 @@ static void usage(FILE *out, const char *prog)
 		"  -o io_uring=on|off  FUSE requests through io_uring where the kernel offers it\n"
 		"                    (Linux 6.14+, /sys/module/fuse/parameters/enable_uring; the\n"
 		"                    default), else /dev/fuse; a mount on io_uring has no --upgrade\n"
+		"  -o wb=on|off      metadata write-back (docs/writeback.md): this mount takes a\n"
+		"                    lease on each directory it makes and answers lookups in it\n"
+		"                    without the MDS until another client looks (default off)\n"
 		"  -o flock          cluster-wide fcntl and flock locks (the default)\n"
 		"  -o localflock     locks seen by this client only;  -o noflock: locks fail ENOSYS\n"
 		"  -o debug          debug logging\n"
@@ -231,6 +234,14 @@ static int parse_opts(struct fz_args *a, char *opts)
 				return -1;
 			}
 			a->no_io_uring = strcmp(val, "off") == 0;
+		} else if (val && strcmp(opt, "wb") == 0) {
+			if (strcmp(val, "on") && strcmp(val, "off")) {
+				fprintf(stderr, "%s: wb=%s: use on (metadata write-back: lookups in "
+						"directories this mount made answered here) or off (the "
+						"default)\n", a->prog, val);
+				return -1;
+			}
+			a->wb = strcmp(val, "on") == 0;
 		} else if (val && strcmp(opt, "attr_timeout") == 0) {
 			if (parse_secs(a, opt, val, 0.0, &a->attr_timeout) < 0)
 				return -1;
@@ -294,7 +305,7 @@ static int parse_opts(struct fz_args *a, char *opts)
 				"%s: unknown mount option '%s%s%s' (known: ro, key_file=PATH, sec=FLAVOUR, "
 				"client_name=NAME, attr_timeout=SECS, entry_timeout=SECS, timeout=SECS, recovery_timeout=SECS, "
 				"max_rpc_size=BYTES, "
-				"max_rpcs_in_flight=N, max_dirty_mb=N, readahead_max_mb=N, jobid=, io_uring=, "
+				"max_rpcs_in_flight=N, max_dirty_mb=N, readahead_max_mb=N, jobid=, io_uring=, wb=, "
 				"flock, localflock, noflock, debug, overmount, nosubtype, control_socket=PATH, remount)\n",
 				a->prog, opt, val ? "=" : "", val ? val : "");
 			return -1;

@@ -37,6 +37,7 @@ struct fz_args {
 	int atime_mode;         /* relatime / strictatime / noatime: FZ_ATIME_* */
 	int no_jobid;           /* jobid=disable: requests carry no job id */
 	int no_io_uring;        /* io_uring=off: serve through /dev/fuse only */
+	int wb;                 /* wb=on: metadata write-back (NACRE_TUNE_WB) */
 	struct metrics_opts metrics; /* metrics_addr=, metrics_log=, metrics_interval=,
 				      * metrics_azure*= */
 	char vfs_flags[256];    /* mount flags passed on to the kernel mount (",noexec"...) */

@@ -12,7 +12,8 @@
 #include "common/net.h"
 #include "common/util.h"
 #include "mds/notify.h"
-#include "mds/ns.h"
+#include "mds/db.h"
+#include "mds/perm.h"
 #include "mds/req_fids.h"
 #include "mds/session.h"
 #include "proto/wire.h"
@@ -233,16 +234,27 @@ static int lease_get(struct mds *m, const struct rpc_request *req, const struct 
 {
 	struct mds_leases *l = m->leases;
 	uint64_t owner = mds_owner_of(req);
-	struct nacre_attr a;
+	struct mds_inode ino;
+	struct mds_txn *txn;
 	int rc;
 
 	if (!req->client_id)
 		return -EPROTO; /* leases are a client id's (WIRE_FEAT_RECOVERY) */
-	rc = mds_ns_getattr(m, &r->cred, &r->fid, &a);
+	rc = mds_txn_begin_read(m->db, &txn);
 	if (rc)
 		return rc;
-	if (!S_ISDIR(a.mode))
+	rc = mds_db_inode_get(txn, &r->fid, &ino);
+	mds_txn_abort(txn);
+	if (rc)
+		return rc;
+	if (!S_ISDIR(ino.mode))
 		return -ENOTDIR;
+	rc = mds_perm_check(&r->cred, &ino, MDS_MAY_EXEC);
+	if (rc)
+		return rc;
+	/* the holder knows every name in it: none (a lease on a listing is for later) */
+	if (ino.nentries > 0)
+		return -ENOTEMPTY;
 	if (!mds_notify_listening(m, req->conn_id))
 		return -EAGAIN; /* a recall could not reach it */
 	pthread_mutex_lock(&l->lock);

@@ -1,6 +1,6 @@
 /* mds_metrics.c - what the MDS exports besides the rpc layer's per-operation counters:
  * MDT space, changes refused on a full MDT, open files, OSTs registered and up, sessions,
- * the reply cache, commits and the recovery window. Values are computed at scrape time. */
+ * the reply cache, commits, the recovery window and write-back leases. Values are computed at scrape time. */
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/statvfs.h>
@@ -8,6 +8,7 @@
 #include "common/metrics.h"
 #include "common/util.h"
 #include "mds/db.h"
+#include "mds/lease.h"
 #include "mds/mds_metrics.h"
 #include "mds/open.h"
 #include "mds/recovery.h"
@@ -116,6 +117,44 @@ static double recovery_replayed(void *arg)
 	return (double)st.replayed;
 }
 
+/* One field of the write-back lease counters per metric (lease.h). */
+struct lease_metric {
+	const char *name, *labels, *help;
+	size_t offset; /* a uint64_t of struct mds_lease_stats */
+	int gauge;
+};
+
+#define LM(name, labels, help, field, gauge)                                               \
+	{ name, labels, help, offsetof(struct mds_lease_stats, field), gauge }
+
+static const struct lease_metric lease_metrics[] = {
+	LM("nacre_mds_wb_leases", "", "Write-back leases on directories held by clients", held,
+	   1),
+	LM("nacre_mds_wb_lease_events_total", "event=\"granted\"",
+	   "Write-back lease grants, refusals, recalls, returns and ends", granted, 0),
+	LM("nacre_mds_wb_lease_events_total", "event=\"refused\"", "", refused, 0),
+	LM("nacre_mds_wb_lease_events_total", "event=\"recalled\"", "", recalled, 0),
+	LM("nacre_mds_wb_lease_events_total", "event=\"returned\"", "", returned, 0),
+	LM("nacre_mds_wb_lease_events_total", "event=\"expired\"", "", expired, 0),
+	LM("nacre_mds_wb_lease_events_total", "event=\"evicted\"", "", evicted, 0),
+	LM("nacre_mds_wb_lease_waits_total", "",
+	   "Requests that waited for a write-back lease to be recalled", waited, 0),
+};
+
+struct lease_metric_arg {
+	struct mds *m;
+	const struct lease_metric *lm;
+};
+
+static double lease_field(void *arg)
+{
+	const struct lease_metric_arg *a = arg;
+	struct mds_lease_stats st;
+
+	mds_lease_stats(a->m->leases, &st);
+	return (double)*(const uint64_t *)((const char *)&st + a->lm->offset);
+}
+
 static double space_refused(void *arg)
 {
 	return (double)mds_space_refused(((struct mds *)arg)->space);
@@ -130,6 +169,7 @@ static double one(void *arg)
 void mds_metrics_register(struct mds *m)
 {
 	static struct recovery_metric rms[ARRAY_SIZE(recovery_gauges)];
+	static struct lease_metric_arg lms[ARRAY_SIZE(lease_metrics)];
 	char labels[NACRE_FSNAME_MAX + 32];
 
 	/* Which MDT this is, for tools that name its counters (mdt.FS-MDT0000.md_stats). */
@@ -162,4 +202,10 @@ void mds_metrics_register(struct mds *m)
 	metrics_counter_fn("nacre_mds_recovery_replayed_requests_total", "",
 			   "Requests replayed by clients in recovery since the MDS started",
 			   recovery_replayed, m);
+	for (size_t i = 0; i < ARRAY_SIZE(lease_metrics); i++) {
+		const struct lease_metric *lm = &lease_metrics[i];
+		lms[i] = (struct lease_metric_arg){m, lm};
+		(lm->gauge ? metrics_gauge_fn : metrics_counter_fn)(lm->name, lm->labels, lm->help,
+								     lease_field, &lms[i]);
+	}
 }

@@ -1015,7 +1015,9 @@ struct wire_notify_rep { /* followed by count fids (and, with WIRE_NOTIFY_RECALL
  * or was evicted. A holder may answer from what it knows of the directory only until
  * WIRE_LEASE_MS after it sent the last request the MDS answered without recalling the lease:
  * the GET itself or a NOTIFY_WAIT; the MDS waits WIRE_LEASE_RECALL_MS for it before evicting
- * it, which is longer. GET fails -EBUSY (another client holds it), -ENOTDIR, -EAGAIN (the
+ * it, which is longer. GET is granted on an empty directory the caller may search (the
+ * holder then knows every name in it: none); it fails -ENOTEMPTY, -EACCES, -ENOTDIR,
+ * -EBUSY (another client holds it), -EAGAIN (the
  * caller keeps no NOTIFY_WAIT outstanding, or holds too many); PUT of a lease the caller does
  * not hold is a success (a recall and the holder's PUT may cross). Leases live in the MDS's
  * memory only: a restart ends them all (the client's socket changes, and it drops them). */

@@ -9,6 +9,7 @@ import contextlib
 import errno
 import functools
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -397,6 +398,31 @@ class Cluster:
                     subprocess.run(["umount", "-l", str(d)], capture_output=True)
             shutil.rmtree(self.dir, ignore_errors=True)
         return bad
+
+
+class MetricsCluster(Cluster):
+    """An MDS with a metrics endpoint, for its per-operation request counts."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.mds_mport = free_port()
+
+    def mds_argv(self, fmt):
+        return super().mds_argv(fmt) + ["--metrics-addr", f"127.0.0.1:{self.mds_mport}"]
+
+
+def md_counts(c):
+    """{operation: requests served} from the MDS's md_stats (c: a MetricsCluster)."""
+    r = subprocess.run([binary("nacre"), "get_param", "--mount", c.mounts[0].path,
+                        "--metrics", f"127.0.0.1:{c.mds_mport}", "mdt.*.md_stats"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    out = {}
+    for ln in r.stdout.splitlines():
+        m = re.match(r"(\w+) +(\d+) samples", ln)
+        if m:
+            out[m.group(1)] = int(m.group(2))
+    return out
 
 
 def start_cluster(cls=None, **kw):

@@ -10,20 +10,9 @@ import subprocess
 
 import pytest
 
-from conftest import Cluster, as_user, binary, finish, free_port, start_cluster
+from conftest import MetricsCluster, as_user, finish, md_counts, start_cluster
 
 N = 300
-
-
-class MetricsCluster(Cluster):
-    """An MDS with a metrics endpoint, for its per-operation request counts."""
-
-    def __init__(self, **kw):
-        super().__init__(**kw)
-        self.mds_mport = free_port()
-
-    def mds_argv(self, fmt):
-        return super().mds_argv(fmt) + ["--metrics-addr", f"127.0.0.1:{self.mds_mport}"]
 
 
 @pytest.fixture(scope="module")
@@ -32,20 +21,6 @@ def rc():
     c.mount()  # mounts[1] lists it with nothing cached
     yield c
     finish(c)
-
-
-def md_counts(c):
-    """{operation: requests served} from the MDS's md_stats."""
-    r = subprocess.run([binary("nacre"), "get_param", "--mount", c.mounts[0].path,
-                        "--metrics", f"127.0.0.1:{c.mds_mport}", "mdt.*.md_stats"],
-                       capture_output=True, text=True, timeout=30)
-    assert r.returncode == 0, r.stderr
-    out = {}
-    for ln in r.stdout.splitlines():
-        m = re.match(r"(\w+) +(\d+) samples", ln)
-        if m:
-            out[m.group(1)] = int(m.group(2))
-    return out
 
 
 def make_tree(top):
