@@ -25,6 +25,8 @@ struct cl_lease_dir {
 	struct cl_lease_dir *next;         /* hash chain */
 	struct cl_lease_dir *older, *newer; /* grant order */
 	struct nacre_fid fid;
+	struct nacre_fid parent; /* inherited: the lease it came with; it ends with it */
+	int inherited;           /* made in a leased directory: the MDS leased it with no GET */
 	uint64_t gen;            /* the connection generation it was granted on */
 	int64_t granted_sent_ms; /* when its GET was sent */
 	uint32_t uid, mode;      /* the directory's, for who may be answered */
@@ -178,11 +180,37 @@ static int usable(struct nacre_fs *fs)
 	       !__atomic_load_n(&fs->notify_stop, __ATOMIC_ACQUIRE);
 }
 
-void cl_lease_take(struct nacre_fs *fs, const struct nacre_attr *a)
+static void drop(struct nacre_fs *fs, const struct nacre_fid *dirs, uint32_t n, int all,
+		 int recalled);
+
+/* Whether parent is held and good now: then the MDS leased what this mount makes in it
+ * (mds_lease_made_dir), and *from tells the lease's generation and renewal. */
+static int inherits(struct nacre_fs *fs, const struct nacre_fid *parent,
+		    struct cl_lease_dir *from)
+{
+	struct cl_leases *l = &fs->leases;
+	int yes = 0;
+
+	if (!__atomic_load_n(&l->n, __ATOMIC_RELAXED))
+		return 0;
+	pthread_mutex_lock(&l->lock);
+	struct cl_lease_dir *p = dir_find(l, parent);
+	if (p && valid(fs, l, p)) {
+		from->gen = p->gen;
+		from->granted_sent_ms = p->granted_sent_ms;
+		yes = 1;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return yes;
+}
+
+void cl_lease_take(struct nacre_fs *fs, const struct nacre_fid *parent,
+		   const struct nacre_attr *a)
 {
 	struct cl_leases *l = &fs->leases;
 	struct wire_lease_req r = {.fid = a->fid, .op = WIRE_LEASE_GET};
 	struct cl_lease_dir *d, *full = NULL;
+	int rc = 0;
 
 	if (!usable(fs) || !S_ISDIR(a->mode))
 		return;
@@ -194,19 +222,24 @@ void cl_lease_take(struct nacre_fs *fs, const struct nacre_attr *a)
 	d->fid = a->fid;
 	d->uid = a->uid;
 	d->mode = a->mode;
-	d->gen = rpc_conn_gen(fs->mds);
-	d->granted_sent_ms = net_now_ms();
-	int rc = cl_mds_do(fs, WIRE_OP_MDS_LEASE, &r, NULL);
+	/* made in a directory it holds: the MDS leased it along (if the parent was being
+	 * recalled meanwhile, it did not: the recall then ends this one with its parent) */
+	if (inherits(fs, parent, d)) {
+		d->inherited = 1;
+		d->parent = *parent;
+	} else {
+		d->gen = rpc_conn_gen(fs->mds);
+		d->granted_sent_ms = net_now_ms();
+		rc = cl_mds_do(fs, WIRE_OP_MDS_LEASE, &r, NULL);
+	}
 	pthread_mutex_lock(&l->lock);
 	if (rc == 0 && !l->b && !(l->b = calloc(CL_LEASE_BUCKETS, sizeof(*l->b))))
 		rc = -ENOMEM;
 	if (rc == 0 && d->gen != rpc_conn_gen(fs->mds))
 		rc = -ECONNRESET; /* granted on a connection gone since: not ours to trust */
 	if (rc == 0 && !dir_find(l, &d->fid)) {
-		if (l->n >= CL_LEASE_MAX) { /* the oldest goes back */
+		if (l->n >= CL_LEASE_MAX) /* the oldest goes back, and what came with it */
 			full = l->oldest;
-			dir_unlink(l, full);
-		}
 		struct cl_lease_dir **pp = dir_slot(l, &d->fid);
 		*pp = d;
 		d->older = l->newest;
@@ -221,10 +254,12 @@ void cl_lease_take(struct nacre_fs *fs, const struct nacre_attr *a)
 	} else if (rc) {
 		l->refused++;
 	}
+	struct nacre_fid oldest = full ? full->fid : (struct nacre_fid){0};
 	pthread_mutex_unlock(&l->lock);
 	if (d)
 		dir_free(d);
-	give_back(fs, full);
+	if (full)
+		drop(fs, &oldest, 1, 0, 0);
 	if (rc && rc != -EBUSY && rc != -EAGAIN)
 		cl_log(fs, CL_LOG_INFO, "write-back lease from MDS %s: %s; lookups in new "
 		       "directories ask the MDS", fs->addr, nacre_strerror(rc));
@@ -295,6 +330,19 @@ void cl_lease_named(struct nacre_fs *fs, const struct nacre_fid *parent, const c
 	give_back(fs, drop);
 }
 
+/* Whether fid is one of the n dirs or a lease of list. */
+static int ends(const struct nacre_fid *fid, const struct cl_lease_dir *list,
+		const struct nacre_fid *dirs, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (fid_eq(&dirs[i], fid))
+			return 1;
+	for (; list; list = list->next)
+		if (fid_eq(&list->fid, fid))
+			return 1;
+	return 0;
+}
+
 /* Forgets the leases of dirs (all: every one), then gives them back; recalled counts them
  * as the MDS's recalls. */
 static void drop(struct nacre_fs *fs, const struct nacre_fid *dirs, uint32_t n, int all,
@@ -321,6 +369,19 @@ static void drop(struct nacre_fs *fs, const struct nacre_fid *dirs, uint32_t n, 
 		dir_unlink(l, d);
 		d->next = list;
 		list = d;
+	}
+	/* what was leased along with a lease that ends (or ended before), ends with it */
+	for (int more = 1; more;) {
+		more = 0;
+		for (struct cl_lease_dir *d = l->oldest, *next; d; d = next) {
+			next = d->newer;
+			if (!d->inherited || !ends(&d->parent, list, dirs, all ? 0 : n))
+				continue;
+			dir_unlink(l, d);
+			d->next = list;
+			list = d;
+			more = 1;
+		}
 	}
 	for (struct cl_lease_dir *d = list; d && recalled; d = d->next)
 		l->recalled++;

@@ -47,9 +47,11 @@ void cl_lease_init(struct nacre_fs *fs);
 /* Frees the table (unmount), giving nothing back: DISCONNECT ended the leases. */
 void cl_lease_fini(struct nacre_fs *fs);
 
-/* After this mount made directory dir (attributes a): takes its lease, if write-back is on,
- * the MDS grants leases and this mount listens for callbacks. Failures only log. */
-void cl_lease_take(struct nacre_fs *fs, const struct nacre_attr *a);
+/* After this mount made directory a->fid in parent: takes its lease, if write-back is on,
+ * the MDS grants leases and this mount listens for callbacks; one made in a directory this
+ * mount holds is leased along with it (no request), and ends with it. Failures only log. */
+void cl_lease_take(struct nacre_fs *fs, const struct nacre_fid *parent,
+		   const struct nacre_attr *a);
 /* A lookup of name in parent by cr: -ENOENT when a lease answers that it does not exist,
  * 0 when the MDS must be asked. */
 int cl_lease_lookup(struct nacre_fs *fs, const struct nacre_cred *cr,

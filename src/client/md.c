@@ -300,7 +300,7 @@ static int create_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_
 	if (check_name(name) == 0)
 		lease_note(fs, parent, name, rc);
 	if (rc == 0 && op == WIRE_OP_MDS_MKDIR)
-		cl_lease_take(fs, &a);
+		cl_lease_take(fs, parent, &a);
 	return rc;
 }
 

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "mds/destroy.h"
 #include "mds/groups.h"
+#include "mds/lease.h"
 #include "mds/notify.h"
 #include "mds/ns.h"
 #include "mds/req.h"
@@ -23,6 +24,7 @@ struct change_out {
 	struct nacre_attr attr;
 	struct nacre_layout layout;
 	int perm_changed;        /* a SETATTR of mode or owner: other clients are told */
+	struct nacre_fid parent; /* a MKDIR's, for the lease of what it made */
 };
 
 struct batch_arg {
@@ -48,6 +50,7 @@ static int apply_create(struct batch_arg *a, struct mds_txn *txn, uint16_t op,
 	int rc = decoded(c);
 	if (!rc)
 		rc = mds_ns_create_txn(a->m, txn, op, r, &o->attr, &o->layout);
+	o->parent = r->parent;
 	free(r);
 	o->has_attr = !rc;
 	return rc;
@@ -283,9 +286,12 @@ int mds_batch_serve(struct mds *m, const struct rpc_request *req, struct wire_cu
 		goto out;
 	if (a.destroys)
 		mds_destroyer_kick(m->destroyer);
-	for (uint32_t i = 0; i < b->count; i++)
+	for (uint32_t i = 0; i < b->count; i++) {
 		if (a.out[i].perm_changed)
 			mds_notify_perm_change(m, &a.out[i].attr.fid);
+		if (!a.out[i].status && b->ch[i].opcode == WIRE_OP_MDS_MKDIR && !a.first)
+			mds_lease_made_dir(m->leases, req, &a.out[i].parent, &a.out[i].attr.fid);
+	}
 	rc = encode_reply(b, a.out, rep_body);
 out:
 	free(a.out);

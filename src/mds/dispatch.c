@@ -392,6 +392,8 @@ static int do_create(struct mds *m, const struct rpc_request *req, struct rpc_re
 			mds_cap_for_reply(m, req, &o.attr.fid, &o.layout, rights, &o.has_cap,
 					  &o.cap);
 		}
+		if (!rc && op == WIRE_OP_MDS_MKDIR && !(mds_req_current && mds_req_current->replay))
+			mds_lease_made_dir(m->leases, req, &r->parent, &o.attr.fid);
 		if (!rc && op == WIRE_OP_MDS_CREATE) {
 			wire_create_rep_encode(&rep->body, &o);
 		} else if (!rc) {

@@ -230,6 +230,27 @@ void mds_leases_destroy(struct mds_leases *l)
 	free(l);
 }
 
+/* Adds a lease on fid for owner on conn_id. 0, -EAGAIN (table full) or -ENOMEM. With
+ * l->lock held; fid is not in the table. */
+static int lease_add(struct mds_leases *l, const struct nacre_fid *fid, uint64_t owner,
+		     uint64_t conn_id)
+{
+	struct lease *e;
+
+	if (l->held >= MDS_LEASE_MAX)
+		return -EAGAIN;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->fid = *fid;
+	e->owner = owner;
+	e->conn_id = conn_id;
+	e->next = l->b[fid_hash(fid) % BUCKETS];
+	l->b[fid_hash(fid) % BUCKETS] = e;
+	__atomic_store_n(&l->held, l->held + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
 static int lease_get(struct mds *m, const struct rpc_request *req, const struct wire_lease_req *r)
 {
 	struct mds_leases *l = m->leases;
@@ -264,17 +285,8 @@ static int lease_get(struct mds *m, const struct rpc_request *req, const struct 
 	} else if (e) {
 		e->conn_id = req->conn_id; /* it asks again from a new connection */
 		e->closed_ms = 0;
-	} else if (l->held >= MDS_LEASE_MAX) {
-		rc = -EAGAIN;
-	} else if (!(e = calloc(1, sizeof(*e)))) {
-		rc = -ENOMEM;
 	} else {
-		e->fid = r->fid;
-		e->owner = owner;
-		e->conn_id = req->conn_id;
-		e->next = l->b[fid_hash(&r->fid) % BUCKETS];
-		l->b[fid_hash(&r->fid) % BUCKETS] = e;
-		__atomic_store_n(&l->held, l->held + 1, __ATOMIC_RELEASE);
+		rc = lease_add(l, &r->fid, owner, req->conn_id);
 	}
 	if (rc)
 		l->st.refused++;
@@ -282,6 +294,21 @@ static int lease_get(struct mds *m, const struct rpc_request *req, const struct 
 		l->st.granted++;
 	pthread_mutex_unlock(&l->lock);
 	return rc;
+}
+
+void mds_lease_made_dir(struct mds_leases *l, const struct rpc_request *req,
+			const struct nacre_fid *parent, const struct nacre_fid *dir)
+{
+	uint64_t owner = mds_owner_of(req);
+
+	if (!l || !__atomic_load_n(&l->held, __ATOMIC_ACQUIRE) || !req->client_id)
+		return;
+	pthread_mutex_lock(&l->lock);
+	struct lease *p = *slot(l, parent);
+	if (p && p->owner == owner && !p->recall_ms && !*slot(l, dir) &&
+	    lease_add(l, dir, owner, p->conn_id) == 0)
+		l->st.granted++;
+	pthread_mutex_unlock(&l->lock);
 }
 
 static int lease_put(struct mds *m, const struct rpc_request *req, const struct wire_lease_req *r)

@@ -43,6 +43,11 @@ int mds_lease_dispatch(struct mds *m, const struct rpc_request *req, struct rpc_
 enum { MDS_LEASE_PASS = 1 };
 int mds_lease_admit(struct mds_leases *l, const struct rpc_request *req);
 
+/* req made directory dir in parent: if its client holds parent's lease (not recalled), it
+ * holds dir's too (it knows every name in it: none), with no GET. NULL l is fine. */
+void mds_lease_made_dir(struct mds_leases *l, const struct rpc_request *req,
+			const struct nacre_fid *parent, const struct nacre_fid *dir);
+
 /* A connection closed: its parked requests are dropped, and the leases it took end
  * WIRE_LEASE_MS later if another client wants them. NULL l is fine. */
 void mds_lease_close(struct mds_leases *l, uint64_t conn_id);

@@ -54,6 +54,24 @@ def test_lookups_in_a_directory_it_made_do_not_reach_the_mds(lc):
         assert (on / "leased" / f"f{i:03d}").read_bytes() == b"%d\n" % i
 
 
+def test_a_tree_it_makes_is_leased_with_one_request(lc):
+    _, on, other = lc.mounts
+    before = md_counts(lc)
+    deep = on / "tree" / "a" / "b" / "c"
+    os.makedirs(deep)
+    for i in range(10):
+        (deep / f"f{i}").write_bytes(b"x")
+    after = md_counts(lc)
+    # the top directory's GET; the ones made in it came leased with it
+    assert after.get("lease", 0) - before.get("lease", 0) == 1, (before, after)
+    # makedirs looks "tree" up in the root (not leased) four times; nothing below asks
+    assert after.get("lookup", 0) - before.get("lookup", 0) <= 4, (before, after)
+    # another mount walks in: the top's recall ends the ones under it too
+    assert sorted(os.listdir(other / "tree" / "a" / "b" / "c")) == [f"f{i}" for i in range(10)]
+    (other / "tree" / "a" / "b" / "c" / "new").write_bytes(b"y")
+    assert (deep / "new").read_bytes() == b"y"
+
+
 def test_another_mount_sees_every_name_and_is_seen_back(lc):
     _, on, other = lc.mounts
     d = on / "shared"
