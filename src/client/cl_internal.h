@@ -18,6 +18,7 @@
 #include "client/cl_data.h"
 #include "client/fidseq.h"
 #include "client/lease.h"
+#include "client/wbq.h"
 #include "common/key.h"
 #include "nacre/nacre.h"
 #include "proto/rpc.h"
@@ -120,6 +121,7 @@ struct nacre_fs {
 	struct cl_fidseq fidseq;    /* FIDs for new inodes (fidseq.h); its own lock */
 	struct cl_leases leases;    /* write-back leases on directories (lease.h); its own
 				     * lock */
+	struct cl_wbq wbq;          /* changes made under them, for the MDS (wbq.h) */
 };
 
 struct cl_glist;

@@ -251,6 +251,7 @@ static void pinger_stop(struct nacre_fs *fs)
 static void fs_free(struct nacre_fs *fs)
 {
 	cl_notify_fini(fs);
+	cl_wbq_fini(fs);
 	pinger_stop(fs);
 	cl_pool_fini(&fs->pool);
 	rpc_conn_destroy(fs->mds);
@@ -319,6 +320,7 @@ NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *op
 	cl_notify_init(fs);
 	cl_fidseq_init(&fs->fidseq);
 	cl_lease_init(fs);
+	cl_wbq_init(fs);
 	pthread_mutex_init(&fs->ping_lock, NULL);
 	pthread_cond_init(&fs->ping_cond, NULL);
 	set_tunables(fs, opts);
@@ -473,6 +475,10 @@ NACRE_API void nacre_fs_umount(struct nacre_fs *fs)
 	pthread_mutex_unlock(&fs->files_lock);
 	if (open_files)
 		cl_log(fs, CL_LOG_WARN, "unmounting %s with files still open", fs->fsname);
+	/* every change queued reaches the MDS before the session ends */
+	if (cl_wbq_flush(fs))
+		cl_log(fs, CL_LOG_WARN, "unmounting %s: write-back changes were refused (logged "
+		       "above)", fs->fsname);
 	pinger_stop(fs);
 	if (!open_files)
 		say_goodbye(fs); /* files still open keep the session for the MDS to evict */

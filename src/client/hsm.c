@@ -227,7 +227,7 @@ NACRE_API int nacre_hsm_import(struct nacre_fs *fs, const struct nacre_cred *cr,
 	free(r);
 	rc = call(fs, WIRE_OP_MDS_HSM_IMPORT, &c, &m);
 	if (rc == 0 || rc == -EEXIST)
-		cl_lease_named(fs, parent, name, 1);
+		cl_lease_named(fs, parent, name, NULL);
 	else
 		cl_lease_doubt(fs, parent); /* the import may have made it */
 	if (rc)

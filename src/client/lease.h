@@ -28,6 +28,7 @@
 #define CL_LEASE_MARGIN_MS 500 /* taken off WIRE_LEASE_MS: clocks run at different rates */
 
 struct cl_lease_dir;
+struct wire_cursor;
 
 struct cl_leases {
 	pthread_mutex_t lock;        /* protects everything below */
@@ -38,34 +39,61 @@ struct cl_leases {
 	uint64_t names;              /* names known, over every lease */
 	uint64_t renew_gen;          /* the connection generation the last renewal was on */
 	int64_t renew_sent_ms;       /* when the request of the last renewal was sent */
+	struct cl_lease_dir *gone;   /* leases of directories removed under a lease, to give
+				      * back once the removal reached the MDS */
 	int on;                      /* atomic: NACRE_TUNE_WB */
-	/* counters (nacre_fs_wb_stats) */
-	uint64_t granted, refused, recalled, returned, answered;
+	/* counters */
+	uint64_t granted, refused, recalled, returned, answered, made;
 };
 
 void cl_lease_init(struct nacre_fs *fs);
 /* Frees the table (unmount), giving nothing back: DISCONNECT ended the leases. */
 void cl_lease_fini(struct nacre_fs *fs);
 
-/* After this mount made directory a->fid in parent: takes its lease, if write-back is on,
- * the MDS grants leases and this mount listens for callbacks; one made in a directory this
- * mount holds is leased along with it (no request), and ends with it. Failures only log. */
-void cl_lease_take(struct nacre_fs *fs, const struct nacre_fid *parent,
-		   const struct nacre_attr *a);
+/* After cr made directory a->fid in parent: takes its lease, if write-back is on, the MDS
+ * grants leases and this mount listens for callbacks; one made in a directory this mount
+ * holds is leased along with it (no request), and ends with it. Failures only log. */
+void cl_lease_take(struct nacre_fs *fs, const struct nacre_cred *cr,
+		   const struct nacre_fid *parent, const struct nacre_attr *a);
 /* A lookup of name in parent by cr: -ENOENT when a lease answers that it does not exist,
  * 0 when the MDS must be asked. */
 int cl_lease_lookup(struct nacre_fs *fs, const struct nacre_cred *cr,
 		    const struct nacre_fid *parent, const char *name);
-/* After a change by this mount: name now exists (exists 1) or not (0) in parent. */
+/* After a change this mount made at the MDS: name now exists in parent (naming a, NULL if
+ * not known), or no longer does; a rename moved sname to dname (exchange: swapped them). */
 void cl_lease_named(struct nacre_fs *fs, const struct nacre_fid *parent, const char *name,
-		    int exists);
+		    const struct nacre_attr *a);
+void cl_lease_unnamed(struct nacre_fs *fs, const struct nacre_fid *parent, const char *name);
+void cl_lease_renamed(struct nacre_fs *fs, const struct nacre_fid *sparent, const char *sname,
+		      const struct nacre_fid *dparent, const char *dname, int exchange);
 /* A change in parent failed, and may have changed it: its lease is given back. */
 void cl_lease_doubt(struct nacre_fs *fs, const struct nacre_fid *parent);
-/* The MDS recalled these directories (all: every lease): forgotten, then given back. From
- * the callback thread. */
+/* The MDS recalled these directories (all: every lease): forgotten, what was queued under
+ * them sent, then given back. From the callback thread. */
 void cl_lease_recall(struct nacre_fs *fs, const struct nacre_fid *dirs, uint32_t n, int all);
+/* Gives back the leases of directories removed under a lease (after a flush). */
+void cl_lease_put_gone(struct nacre_fs *fs);
 /* A NOTIFY_WAIT sent at sent_ms on connection generation gen was answered without a recall
  * of what is held: the leases granted on gen are good until sent_ms + WIRE_LEASE_MS. */
 void cl_lease_renewed(struct nacre_fs *fs, uint64_t gen, int64_t sent_ms);
+
+/* A change this mount makes under a lease without asking the MDS (lease_change.c). */
+struct cl_lease_change {
+	uint16_t opcode;               /* MKDIR, MKNOD, SYMLINK, CREATE (not opening),
+					* UNLINK, RMDIR, RENAME */
+	const struct nacre_fid *parent;
+	const char *name;
+	const struct nacre_fid *dparent; /* RENAME's target directory and name */
+	const char *dname;
+	const struct wire_cursor *body;  /* the change's request body, for the queue */
+	struct nacre_attr *attr;         /* a make's: in, fid, mode (type and permission bits,
+					  * umask applied), rdev and size; out, all of it */
+};
+/* Makes ch under parent's lease: when parent (and dparent) are held and good, cr is their
+ * owner with write and search permission and the lease knows enough, the change is queued
+ * (wbq.h) and the names updated in one hold of the lease lock. Returns 1 (made), 0 (not
+ * under a lease: make it at the MDS), or the error the lease answers (-EEXIST, -ENOENT,
+ * -EISDIR, -ENOTDIR, -ENOTEMPTY) or -ENOMEM. */
+int cl_lease_change(struct nacre_fs *fs, const struct nacre_cred *cr, struct cl_lease_change *ch);
 
 #endif

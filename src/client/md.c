@@ -195,112 +195,157 @@ static int create_rpc(struct nacre_fs *fs, uint16_t op, const struct wire_create
 	return mds_rpc(fs, op, &c, rep);
 }
 
-/* CREATE, MKDIR, MKNOD, SYMLINK. layout_out receives CREATE's layout (NULL otherwise). */
-/* layout_out and handle_out (may be NULL) are for CREATE only; handle_out is set to 0
- * unless flags has WIRE_CREATE_OPEN and the server opened a new file. */
-static int create_call_mds(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_t op,
-		       const struct nacre_fid *parent, const char *name, uint32_t mode,
-		       uint32_t rdev, uint32_t flags, const struct nacre_layout *layout,
-		       const char *target, struct nacre_attr *out, struct nacre_layout *layout_out,
-		       uint64_t *handle_out, struct wire_cap *cap_out, uint8_t *has_cap_out)
-{
-	struct wire_create_req *req;
-	struct wire_create_rep r;
-	struct wire_cursor c;
-	struct nacre_cred root;
-	struct rpc_msg *m;
-	int rc;
+/* A create (CREATE, MKDIR, MKNOD, SYMLINK) as its caller asked for it. */
+struct create_args {
+	uint16_t op;
+	const struct nacre_cred *cr;
+	const struct nacre_fid *parent;
+	const char *name;
+	uint32_t mode; /* type, permission bits, and NACRE_MODE_UMASK_BITS */
+	uint32_t rdev;
+	uint32_t flags; /* WIRE_CREATE_* */
+	const struct nacre_layout *layout;
+	const char *target; /* a symlink's (length checked by the caller) */
+	/* what it made (NULL: not wanted); the rest CREATE's only: its layout, and with
+	 * WIRE_CREATE_OPEN the handle (0: not a new file) and capability */
+	struct nacre_attr *out;
+	struct nacre_layout *layout_out;
+	uint64_t *handle_out;
+	struct wire_cap *cap_out;
+	uint8_t *has_cap_out;
+};
 
-	if (!fs || !parent)
-		return -EINVAL;
-	rc = check_name(name);
-	if (rc)
-		return rc;
-	req = calloc(1, sizeof(*req)); /* holds a 4 KiB target: keep it off the stack */
+/* The request of a, with a FID taken from this mount's grants when it has one. */
+static struct wire_create_req *create_req_new(struct nacre_fs *fs, const struct create_args *a)
+{
+	struct wire_create_req *req = calloc(1, sizeof(*req)); /* a 4 KiB target: off the stack */
+	struct nacre_cred root;
+
 	if (!req)
-		return -ENOMEM;
-	req->cred = *cl_cred(cr, &root);
-	req->parent = *parent;
-	memcpy(req->name, name, strlen(name) + 1);
-	req->mode = mode & ~NACRE_MODE_UMASK_BITS;
-	req->rdev = rdev;
-	req->flags = flags;
-	if (mode & NACRE_MODE_UMASK_BITS) {
+		return NULL;
+	req->cred = *cl_cred(a->cr, &root);
+	req->parent = *a->parent;
+	memcpy(req->name, a->name, strlen(a->name) + 1);
+	req->mode = a->mode & ~NACRE_MODE_UMASK_BITS;
+	req->rdev = a->rdev;
+	req->flags = a->flags;
+	if (a->mode & NACRE_MODE_UMASK_BITS) {
 		req->flags |= WIRE_CREATE_UMASK;
-		req->umask = (mode >> 16) & 0777u;
+		req->umask = (a->mode >> 16) & 0777u;
 	}
-	if (layout) {
+	if (a->layout) {
 		req->has_layout = 1;
-		req->layout = *layout;
+		req->layout = *a->layout;
 	}
-	if (target)
-		memcpy(req->target, target, strlen(target) + 1); /* length checked by caller */
+	if (a->target)
+		memcpy(req->target, a->target, strlen(a->target) + 1);
 	if (cl_fidseq_take(fs, &req->fid) == 0)
 		req->flags |= WIRE_CREATE_FID;
-	rc = create_rpc(fs, op, req, &m);
+	return req;
+}
+
+/* Sends req; its results go where a says (attributes into *attr). */
+static int create_at_mds(struct nacre_fs *fs, const struct create_args *a,
+			 struct wire_create_req *req, struct nacre_attr *attr)
+{
+	struct wire_create_rep r;
+	struct wire_cursor c;
+	struct rpc_msg *m;
+	int rc = create_rpc(fs, a->op, req, &m);
+
 	if (rc == -NACRE_EFIDGRANT && (req->flags & WIRE_CREATE_FID)) {
 		cl_fidseq_refused(fs, &req->fid); /* and the MDS chooses this one too */
 		req->flags &= ~WIRE_CREATE_FID;
-		rc = create_rpc(fs, op, req, &m);
+		rc = create_rpc(fs, a->op, req, &m);
 	}
-	free(req);
 	if (rc)
 		return rc;
-	if (op != WIRE_OP_MDS_CREATE)
-		return attr_reply(m, out);
+	if (a->op != WIRE_OP_MDS_CREATE)
+		return attr_reply(m, attr);
 	wire_cursor_init_read(&c, m->body, m->body_len);
 	wire_create_rep_decode(&c, &r);
 	rc = cl_decode_end(&c);
 	rpc_msg_free(m);
-	if (rc == 0 && r.has_handle && !(flags & WIRE_CREATE_OPEN))
+	if (rc == 0 && r.has_handle && !(a->flags & WIRE_CREATE_OPEN))
 		rc = -EPROTO; /* a handle nobody asked for */
 	if (rc)
 		return rc;
-	if (out)
-		*out = r.attr;
-	if (layout_out)
-		*layout_out = r.layout;
-	if (handle_out)
-		*handle_out = r.handle;
-	if (has_cap_out) {
-		*has_cap_out = r.has_cap;
+	*attr = r.attr;
+	if (a->layout_out)
+		*a->layout_out = r.layout;
+	if (a->handle_out)
+		*a->handle_out = r.handle;
+	if (a->has_cap_out) {
+		*a->has_cap_out = r.has_cap;
 		if (r.has_cap)
-			*cap_out = r.cap;
+			*a->cap_out = r.cap;
 	}
 	return 0;
 }
 
-/* What a change in parent did to the lease this mount may hold on it (lease.h): name
- * exists now, or the change failed and may have left anything. */
-static void lease_note(struct nacre_fs *fs, const struct nacre_fid *parent, const char *name,
-		       int rc)
+/* Makes req under its parent's lease, queued for the MDS (lease.h): 1 (made, *attr what
+ * the MDS will make), 0 (not under a lease) or the error the lease answers. A CREATE that
+ * opens, or asks a layout, waits for the MDS. */
+static int create_under_lease(struct nacre_fs *fs, const struct create_args *a,
+			      const struct wire_create_req *req, struct nacre_attr *attr)
 {
-	if (rc == 0 || rc == -EEXIST)
-		cl_lease_named(fs, parent, name, 1);
-	else
-		cl_lease_doubt(fs, parent);
+	struct wire_cursor c;
+	int rc;
+
+	if (!(req->flags & WIRE_CREATE_FID) || (a->flags & WIRE_CREATE_OPEN) || a->layout)
+		return 0;
+	memset(attr, 0, sizeof(*attr));
+	attr->fid = req->fid;
+	attr->mode = req->mode & (S_IFMT | 07777);
+	if (req->flags & WIRE_CREATE_UMASK)
+		attr->mode &= ~req->umask; /* no default ACL under a lease that makes things */
+	attr->rdev = req->rdev;
+	attr->size = S_ISLNK(req->mode) ? strlen(req->target) : 0;
+	struct cl_lease_change ch = {.opcode = a->op, .parent = a->parent, .name = a->name,
+				     .body = &c, .attr = attr};
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_create_req_encode(&c, req);
+	rc = cl_lease_change(fs, a->cr, &ch);
+	wire_cursor_fini(&c);
+	return rc;
 }
 
-/* create_call_mds, and the leases: the name is known in its parent, and a new directory's
- * lease is taken. */
-static int create_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_t op,
-		       const struct nacre_fid *parent, const char *name, uint32_t mode,
-		       uint32_t rdev, uint32_t flags, const struct nacre_layout *layout,
-		       const char *target, struct nacre_attr *out, struct nacre_layout *layout_out,
-		       uint64_t *handle_out, struct wire_cap *cap_out, uint8_t *has_cap_out)
+/* A create, under a lease when it can be, else at the MDS; the lease's names follow, and
+ * a new directory's lease is taken. */
+static int create_call(struct nacre_fs *fs, const struct create_args *a)
 {
-	struct nacre_attr a;
-	int rc = create_call_mds(fs, cr, op, parent, name, mode, rdev, flags, layout, target, &a,
-				 layout_out, handle_out, cap_out, has_cap_out);
+	struct wire_create_req *req;
+	struct nacre_attr attr;
+	int rc;
 
-	if (rc == -EINVAL && (!fs || !parent))
+	if (!fs || !a->parent)
+		return -EINVAL;
+	rc = check_name(a->name);
+	if (rc)
 		return rc;
-	if (rc == 0 && out)
-		*out = a;
-	if (check_name(name) == 0)
-		lease_note(fs, parent, name, rc);
-	if (rc == 0 && op == WIRE_OP_MDS_MKDIR)
-		cl_lease_take(fs, parent, &a);
+	req = create_req_new(fs, a);
+	if (!req)
+		return -ENOMEM;
+	rc = create_under_lease(fs, a, req, &attr);
+	if (rc == 1) {
+		free(req);
+		if (a->out)
+			*a->out = attr;
+		return 0;
+	}
+	if (rc == 0)
+		rc = create_at_mds(fs, a, req, &attr);
+	free(req);
+	if (rc == 0 && a->out)
+		*a->out = attr;
+	if (rc == 0)
+		cl_lease_named(fs, a->parent, a->name, &attr);
+	else if (rc == -EEXIST)
+		cl_lease_named(fs, a->parent, a->name, NULL);
+	else
+		cl_lease_doubt(fs, a->parent); /* the create may have been made */
+	if (rc == 0 && a->op == WIRE_OP_MDS_MKDIR)
+		cl_lease_take(fs, a->cr, a->parent, &attr);
 	return rc;
 }
 
@@ -310,28 +355,37 @@ int cl_create_open(struct nacre_fs *fs, const struct nacre_cred *cr,
 		   struct nacre_layout *layout_out, uint64_t *handle_out,
 		   struct wire_cap *cap_out, uint8_t *has_cap_out)
 {
-	return create_call(fs, cr, WIRE_OP_MDS_CREATE, parent, name,
-			   S_IFREG | (mode & (07777 | NACRE_MODE_UMASK_BITS)), 0,
-			   ((uint32_t)flags & O_EXCL) | WIRE_CREATE_OPEN, layout, NULL, out,
-			   layout_out, handle_out, cap_out, has_cap_out);
+	struct create_args a = {
+		.op = WIRE_OP_MDS_CREATE, .cr = cr, .parent = parent, .name = name,
+		.mode = S_IFREG | (mode & (07777 | NACRE_MODE_UMASK_BITS)),
+		.flags = ((uint32_t)flags & O_EXCL) | WIRE_CREATE_OPEN, .layout = layout,
+		.out = out, .layout_out = layout_out, .handle_out = handle_out,
+		.cap_out = cap_out, .has_cap_out = has_cap_out,
+	};
+	return create_call(fs, &a);
 }
 
 NACRE_API int nacre_create(struct nacre_fs *fs, const struct nacre_cred *cr,
 			   const struct nacre_fid *parent, const char *name, uint32_t mode,
 			   uint32_t flags, const struct nacre_layout *layout, struct nacre_attr *out)
 {
-	return create_call(fs, cr, WIRE_OP_MDS_CREATE, parent, name,
-			   S_IFREG | (mode & (07777 | NACRE_MODE_UMASK_BITS)), 0,
-			   flags & O_EXCL, layout, NULL, out, NULL, NULL, NULL, NULL);
+	struct create_args a = {
+		.op = WIRE_OP_MDS_CREATE, .cr = cr, .parent = parent, .name = name,
+		.mode = S_IFREG | (mode & (07777 | NACRE_MODE_UMASK_BITS)),
+		.flags = flags & O_EXCL, .layout = layout, .out = out,
+	};
+	return create_call(fs, &a);
 }
 
 NACRE_API int nacre_mkdir(struct nacre_fs *fs, const struct nacre_cred *cr,
 			  const struct nacre_fid *parent, const char *name, uint32_t mode,
 			  struct nacre_attr *out)
 {
-	return create_call(fs, cr, WIRE_OP_MDS_MKDIR, parent, name,
-			   S_IFDIR | (mode & (07777 | NACRE_MODE_UMASK_BITS)), 0, 0,
-			   NULL, NULL, out, NULL, NULL, NULL, NULL);
+	struct create_args a = {
+		.op = WIRE_OP_MDS_MKDIR, .cr = cr, .parent = parent, .name = name,
+		.mode = S_IFDIR | (mode & (07777 | NACRE_MODE_UMASK_BITS)), .out = out,
+	};
+	return create_call(fs, &a);
 }
 
 NACRE_API int nacre_mknod(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -351,9 +405,11 @@ NACRE_API int nacre_mknod(struct nacre_fs *fs, const struct nacre_cred *cr,
 	default:
 		return -EINVAL;
 	}
-	return create_call(fs, cr, WIRE_OP_MDS_MKNOD, parent, name,
-			   (mode & (S_IFMT | 07777)) | umask_bits, rdev,
-			   0, NULL, NULL, out, NULL, NULL, NULL, NULL);
+	struct create_args a = {
+		.op = WIRE_OP_MDS_MKNOD, .cr = cr, .parent = parent, .name = name,
+		.mode = (mode & (S_IFMT | 07777)) | umask_bits, .rdev = rdev, .out = out,
+	};
+	return create_call(fs, &a);
 }
 
 NACRE_API int nacre_symlink(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -369,8 +425,11 @@ NACRE_API int nacre_symlink(struct nacre_fs *fs, const struct nacre_cred *cr,
 		return -ENOENT;
 	if (n > NACRE_PATH_MAX)
 		return -ENAMETOOLONG;
-	return create_call(fs, cr, WIRE_OP_MDS_SYMLINK, parent, name, S_IFLNK | 0777, 0, 0, NULL,
-			   target, out, NULL, NULL, NULL, NULL);
+	struct create_args a = {
+		.op = WIRE_OP_MDS_SYMLINK, .cr = cr, .parent = parent, .name = name,
+		.mode = S_IFLNK | 0777, .target = target, .out = out,
+	};
+	return create_call(fs, &a);
 }
 
 /* Copies a wire_path reply (READLINK, FID2PATH) into buf; -ERANGE if it does not fit. */
@@ -415,34 +474,53 @@ NACRE_API int nacre_readlink(struct nacre_fs *fs, const struct nacre_cred *cr,
 	return path_reply(m, buf, len);
 }
 
+/* UNLINK or RMDIR: under the parent's lease when it can be, else at the MDS. */
+static int remove_call(struct nacre_fs *fs, const struct nacre_cred *cr, uint16_t op,
+		       const struct nacre_fid *parent, const char *name)
+{
+	struct wire_name_req m;
+	struct wire_cursor c;
+	struct nacre_cred root;
+	struct rpc_msg *rep;
+	int rc;
+
+	if (!fs || !parent)
+		return -EINVAL;
+	rc = check_name(name);
+	if (rc)
+		return rc;
+	memset(&m, 0, sizeof(m));
+	m.cred = *cl_cred(cr, &root);
+	m.parent = *parent;
+	memcpy(m.name, name, strlen(name) + 1);
+	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+	wire_name_req_encode(&c, &m);
+	struct cl_lease_change ch = {.opcode = op, .parent = parent, .name = name, .body = &c};
+	rc = cl_lease_change(fs, cr, &ch);
+	if (rc) {
+		wire_cursor_fini(&c);
+		return rc < 0 ? rc : 0;
+	}
+	rc = mds_rpc(fs, op, &c, &rep);
+	if (rc == 0)
+		rc = empty_reply(rep);
+	if (rc == 0 || rc == -ENOENT)
+		cl_lease_unnamed(fs, parent, name);
+	else
+		cl_lease_doubt(fs, parent);
+	return rc;
+}
+
 NACRE_API int nacre_unlink(struct nacre_fs *fs, const struct nacre_cred *cr,
 			   const struct nacre_fid *parent, const char *name)
 {
-	struct rpc_msg *m;
-	int rc = name_call(fs, cr, WIRE_OP_MDS_UNLINK, parent, name, &m);
-
-	if (rc == 0)
-		rc = empty_reply(m);
-	if (rc == 0 || rc == -ENOENT)
-		cl_lease_named(fs, parent, name, 0);
-	else if (fs && parent)
-		cl_lease_doubt(fs, parent);
-	return rc;
+	return remove_call(fs, cr, WIRE_OP_MDS_UNLINK, parent, name);
 }
 
 NACRE_API int nacre_rmdir(struct nacre_fs *fs, const struct nacre_cred *cr,
 			  const struct nacre_fid *parent, const char *name)
 {
-	struct rpc_msg *m;
-	int rc = name_call(fs, cr, WIRE_OP_MDS_RMDIR, parent, name, &m);
-
-	if (rc == 0)
-		rc = empty_reply(m);
-	if (rc == 0 || rc == -ENOENT)
-		cl_lease_named(fs, parent, name, 0);
-	else if (fs && parent)
-		cl_lease_doubt(fs, parent);
-	return rc;
+	return remove_call(fs, cr, WIRE_OP_MDS_RMDIR, parent, name);
 }
 
 NACRE_API int nacre_rename(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -451,6 +529,7 @@ NACRE_API int nacre_rename(struct nacre_fs *fs, const struct nacre_cred *cr,
 {
 	struct wire_rename_req req;
 	struct nacre_cred root;
+	struct wire_cursor c;
 	int rc;
 
 	if (!fs || !sparent || !dparent)
@@ -466,12 +545,20 @@ NACRE_API int nacre_rename(struct nacre_fs *fs, const struct nacre_cred *cr,
 	req.dparent = *dparent;
 	memcpy(req.dname, dname, strlen(dname) + 1);
 	req.flags = flags;
+	if (!(flags & 2)) { /* an exchange (RENAME_EXCHANGE) the MDS makes */
+		wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+		wire_rename_req_encode(&c, &req);
+		struct cl_lease_change ch = {.opcode = WIRE_OP_MDS_RENAME, .parent = sparent,
+					     .name = sname, .dparent = dparent, .dname = dname,
+					     .body = &c};
+		rc = cl_lease_change(fs, cr, &ch);
+		wire_cursor_fini(&c);
+		if (rc)
+			return rc < 0 ? rc : 0;
+	}
 	rc = cl_mds_do(fs, WIRE_OP_MDS_RENAME, &req, NULL);
 	if (rc == 0) {
-		/* an exchange (RENAME_EXCHANGE) leaves both names; a move frees the source */
-		if (!(flags & 2))
-			cl_lease_named(fs, sparent, sname, 0);
-		cl_lease_named(fs, dparent, dname, 1);
+		cl_lease_renamed(fs, sparent, sname, dparent, dname, (flags & 2) != 0);
 	} else if (rc != -ENOENT) {
 		cl_lease_doubt(fs, sparent);
 		cl_lease_doubt(fs, dparent);
@@ -485,6 +572,7 @@ NACRE_API int nacre_link(struct nacre_fs *fs, const struct nacre_cred *cr,
 {
 	struct wire_link_req req;
 	struct nacre_cred root;
+	struct nacre_attr a;
 	int rc;
 
 	if (!fs || !fid || !newparent)
@@ -497,8 +585,15 @@ NACRE_API int nacre_link(struct nacre_fs *fs, const struct nacre_cred *cr,
 	req.fid = *fid;
 	req.parent = *newparent;
 	memcpy(req.name, newname, strlen(newname) + 1);
-	rc = attr_call(fs, WIRE_OP_MDS_LINK, &req, out);
-	lease_note(fs, newparent, newname, rc);
+	rc = attr_call(fs, WIRE_OP_MDS_LINK, &req, &a);
+	if (rc == 0 && out)
+		*out = a;
+	if (rc == 0)
+		cl_lease_named(fs, newparent, newname, &a);
+	else if (rc == -EEXIST)
+		cl_lease_named(fs, newparent, newname, NULL);
+	else
+		cl_lease_doubt(fs, newparent);
 	return rc;
 }
 
@@ -777,10 +872,12 @@ NACRE_API int nacre_sync_md(struct nacre_fs *fs, const struct nacre_cred *cr,
 			    const struct nacre_fid *fid)
 {
 	struct rpc_msg *m = NULL;
-	int rc = fid_call(fs, cr, WIRE_OP_MDS_SYNC, fid, &m);
+	int rc = fid_call(fs, cr, WIRE_OP_MDS_SYNC, fid, &m); /* after the queue (wbq.h) */
 
 	rpc_msg_free(m);
-	return rc;
+	/* a change queued under a lease and refused since the last sync is reported here */
+	int refused = fs ? cl_wbq_error(fs) : 0;
+	return rc ? rc : refused;
 }
 
 NACRE_API int nacre_statfs(struct nacre_fs *fs, struct nacre_statfs *out)

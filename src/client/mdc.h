@@ -1,6 +1,7 @@
 /* mdc.h - the MDS client (mdc.c): the call every metadata request goes through, and the
  * helpers every libnacre file uses. The lowest layer of libnacre above the rpc layer: it
- * calls no other client file but fid.c.
+ * calls no other client file but fid.c, and wbq.c's flush (a request goes after the
+ * changes this mount queued: it may depend on them).
  */
 #ifndef NACRE_CL_MDC_H
 #define NACRE_CL_MDC_H

@@ -65,6 +65,8 @@ NACRE_API int nacre_fs_tunable_set(struct nacre_fs *fs, int tunable, int ost, in
 	case NACRE_TUNE_WB:
 		if (val != 0 && val != 1)
 			return -ERANGE;
+		if (val == 1 && cl_wbq_start(fs))
+			return -EAGAIN; /* no thread to send what is queued */
 		__atomic_store_n(&fs->leases.on, (int)val, __ATOMIC_RELAXED);
 		if (val == 0)
 			cl_lease_recall(fs, NULL, 0, 1); /* every lease goes back */

@@ -12,6 +12,7 @@
 #include "common/net.h"
 #include "common/util.h"
 #include "mds/notify.h"
+#include "mds/acl.h"
 #include "mds/db.h"
 #include "mds/perm.h"
 #include "mds/req_fids.h"
@@ -251,7 +252,8 @@ static int lease_add(struct mds_leases *l, const struct nacre_fid *fid, uint64_t
 	return 0;
 }
 
-static int lease_get(struct mds *m, const struct rpc_request *req, const struct wire_lease_req *r)
+static int lease_get(struct mds *m, const struct rpc_request *req, const struct wire_lease_req *r,
+		     struct wire_lease_rep *out)
 {
 	struct mds_leases *l = m->leases;
 	uint64_t owner = mds_owner_of(req);
@@ -265,9 +267,12 @@ static int lease_get(struct mds *m, const struct rpc_request *req, const struct 
 	if (rc)
 		return rc;
 	rc = mds_db_inode_get(txn, &r->fid, &ino);
+	int dacl = rc ? 0 : mds_db_xattr_get(txn, &r->fid, MDS_ACL_XATTR_DEFAULT, NULL, 0);
 	mds_txn_abort(txn);
 	if (rc)
 		return rc;
+	if (dacl != -ENODATA)
+		out->flags |= WIRE_LEASE_DEFAULT_ACL; /* (or unreadable: the MDS works it out) */
 	if (!S_ISDIR(ino.mode))
 		return -ENOTDIR;
 	rc = mds_perm_check(&r->cred, &ino, MDS_MAY_EXEC);
@@ -330,9 +335,10 @@ static int lease_put(struct mds *m, const struct rpc_request *req, const struct 
 int mds_lease_dispatch(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	struct wire_lease_req r;
+	struct wire_lease_rep out = {0};
 	struct wire_cursor c;
+	int rc;
 
-	(void)rep;
 	if (!m->leases)
 		return -EOPNOTSUPP;
 	wire_cursor_init_read(&c, req->body, req->body_len);
@@ -341,7 +347,10 @@ int mds_lease_dispatch(struct mds *m, const struct rpc_request *req, struct rpc_
 		LOG_RATELIMITED(LOG_LVL_WARN, "lease", "malformed LEASE from %s", req->peer);
 		return -EPROTO;
 	}
-	return r.op == WIRE_LEASE_GET ? lease_get(m, req, &r) : lease_put(m, req, &r);
+	rc = r.op == WIRE_LEASE_GET ? lease_get(m, req, &r, &out) : lease_put(m, req, &r);
+	if (!rc)
+		wire_lease_rep_encode(&rep->body, &out);
+	return rc;
 }
 
 /* The FIDs of a BATCH's changes into out (up to max); how many. */

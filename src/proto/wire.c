@@ -98,6 +98,7 @@ ANY(hsm_request_rep)
 ANY(hsm_state)
 ANY(hsm_state_set)
 ANY(key_list)
+ANY(lease_rep)
 ANY(lease_req)
 ANY(key_req)
 ANY(key_update)
@@ -220,7 +221,7 @@ static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(MDS_NODEMAP, nodemap_req, nodemap_rep, PASS),
 	OP(MDS_FID_GRANT, cred_req, fid_grant_rep, INL | RC | CHG | SPC),
 	OP(MDS_BATCH, batch_req, batch_rep, INL | RC | CHG | OBJ),
-	OP(MDS_LEASE, lease_req, empty, IDEM | INL | CF),
+	OP(MDS_LEASE, lease_req, lease_rep, IDEM | INL | CF),
 };
 #undef OP
 #undef any_empty_encode
@@ -2480,6 +2481,20 @@ void wire_lease_req_decode(struct wire_cursor *c, struct wire_lease_req *m)
 	wire_fid_get(c, &m->fid);
 	m->op = wire_get_u32(c);
 	if (m->op != WIRE_LEASE_GET && m->op != WIRE_LEASE_PUT)
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* lease_rep (since WIRE_FEAT_WB_LEASE, opcode 122): u32 flags (WIRE_LEASE_DEFAULT_ACL) */
+void wire_lease_rep_encode(struct wire_cursor *c, const struct wire_lease_rep *m)
+{
+	wire_put_u32(c, m->flags);
+}
+
+void wire_lease_rep_decode(struct wire_cursor *c, struct wire_lease_rep *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->flags = wire_get_u32(c);
+	if (m->flags & ~(uint32_t)WIRE_LEASE_DEFAULT_ACL)
 		wire_cursor_fail(c, -EPROTO);
 }
 

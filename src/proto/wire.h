@@ -203,7 +203,7 @@ enum wire_opcode {
 				      * on the MDT; never granted again) */
 	WIRE_OP_MDS_BATCH = 121, /* req: batch_req; rep: batch_rep: namespace changes applied
 				  * in order in one transaction, a result each */
-	WIRE_OP_MDS_LEASE = 122, /* req: lease_req; rep: empty: takes or gives back a
+	WIRE_OP_MDS_LEASE = 122, /* req: lease_req; rep: lease_rep: takes or gives back a
 				  * write-back lease on a directory (not a change) */
 
 	WIRE_OP_MAX_ = 128,
@@ -1029,6 +1029,14 @@ struct wire_lease_req {
 	struct nacre_fid fid; /* the directory */
 	uint32_t op;          /* WIRE_LEASE_GET or _PUT */
 };
+enum {
+	/* the directory has a default ACL: what is made in it takes its mode and ACL from
+	 * it, which only the MDS works out (the holder makes nothing there itself) */
+	WIRE_LEASE_DEFAULT_ACL = 1u << 0,
+};
+struct wire_lease_rep {
+	uint32_t flags; /* GET: WIRE_LEASE_*; PUT: 0 */
+};
 
 /* GROUPS_SET: a list of more than NACRE_CRED_GROUPS groups, sorted and without duplicates,
  * named by wire_groups_token(list); sent in chunks of at most WIRE_GROUPS_CHUNK, in order.
@@ -1250,6 +1258,7 @@ WIRE_MSG(cap_req);
 WIRE_MSG(cap_rep);
 WIRE_MSG(fid_grant_rep);
 WIRE_MSG(lease_req);
+WIRE_MSG(lease_rep);
 WIRE_MSG(batch_req);
 WIRE_MSG(batch_rep);
 WIRE_MSG(key_req);

@@ -77,6 +77,7 @@ FZ_MSG(fid_grant_rep)
 FZ_MSG(batch_req)
 FZ_MSG(batch_rep)
 FZ_MSG(lease_req)
+FZ_MSG(lease_rep)
 
 /* HSM_REQUEST: the header, then exactly nfids fids. */
 struct fz_hsm_req {
@@ -314,6 +315,7 @@ static const struct fz_type types[] = {
 	FZ_ROW(batch_rep, struct wire_batch_rep, fix_batch_rep, 1),
 	FZ_ROW(direntplus, struct fz_direntplus, NULL, 1),
 	FZ_ROW(lease_req, struct wire_lease_req, NULL, 1),
+	FZ_ROW(lease_rep, struct wire_lease_rep, NULL, 1),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

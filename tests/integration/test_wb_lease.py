@@ -4,15 +4,17 @@ before every create) without the MDS; another mount that looks at the directory 
 MDS recall the lease first, so it sees every name and what it makes is seen back; a holder
 that does not answer the recall (SIGSTOP) is evicted after the callback timeout and the
 others go on."""
+import errno
 import os
 import signal
+import stat
 import subprocess
 import time
 import urllib.request
 
 import pytest
 
-from conftest import MetricsCluster, binary, finish, md_counts, start_cluster
+from conftest import MetricsCluster, as_user, binary, finish, md_counts, start_cluster
 
 N = 60
 RECALL_S = 7  # WIRE_LEASE_RECALL_MS
@@ -120,6 +122,79 @@ def test_a_stopped_holder_is_evicted_and_the_others_go_on(lc):
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
+
+
+def test_changes_under_a_lease_go_in_batches(lc):
+    _, on, other = lc.mounts
+    top = on / "batched"
+    os.mkdir(top)
+    before = md_counts(lc)  # through the other mount: nothing of this one is flushed
+    for i in range(40):
+        os.mkdir(top / f"d{i:02d}")
+        os.symlink(f"target{i}", top / f"l{i:02d}")
+    os.mkfifo(top / "fifo")
+    for i in range(0, 40, 2):
+        os.rmdir(top / f"d{i:02d}")
+        os.unlink(top / f"l{i:02d}")
+    os.rename(top / "l01", top / "renamed")
+    time.sleep(0.5)  # the queue's timer sends them
+    after = md_counts(lc)
+    delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    for op in ("mkdir", "symlink", "mknod", "rmdir", "unlink", "rename", "lookup"):
+        assert delta.get(op, 0) == 0, (op, delta)
+    assert 1 <= delta.get("batch", 0) <= 20, delta
+    # all of it is at the MDS, as made
+    names = sorted(os.listdir(other / "batched"))
+    want = sorted([f"d{i:02d}" for i in range(1, 40, 2)] +
+                  [f"l{i:02d}" for i in range(3, 40, 2)] + ["fifo", "renamed"])
+    assert names == want
+    assert os.readlink(other / "batched" / "renamed") == "target1"
+    assert stat.S_ISFIFO(os.lstat(other / "batched" / "fifo").st_mode)
+    st = os.stat(other / "batched" / "d01")
+    assert stat.S_ISDIR(st.st_mode) and st.st_uid == 0
+    # what the holder said of them is what the MDS made
+    assert oct(os.stat(top / "d01").st_mode) == oct(st.st_mode)
+
+
+def test_a_refused_change_is_reported_at_fsync(lc):
+    _, on, other = lc.mounts
+    shared = on / "quota"
+    os.mkdir(shared)
+    os.chmod(shared, 0o777)
+    r = subprocess.run([binary("nacre"), "setquota", "-u", "60002", "-i", "0", "-I", "4",
+                        str(on.path)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    def fn():
+        u = shared / "u"
+        os.mkdir(u)  # its lease comes with the root's directory's
+        # answered here, the MDS takes three; once it refused one the lease went back and
+        # a later mkdir may be refused at once
+        for i in range(6):
+            os.mkdir(u / f"s{i}")
+        fd = os.open(u, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    assert as_user(fn, uid=60002, gid=60002) == errno.EDQUOT
+    # logged with the name and the reason; the other mount sees what the MDS made
+    log = on.proc.text()
+    assert "MDS_MKDIR s3 in directory" in log and "refused by MDS" in log, log[-2000:]
+    assert "Disk quota exceeded (reported at the next fsync)" in log, log[-2000:]
+    assert sorted(os.listdir(other / "quota" / "u")) == ["s0", "s1", "s2"]
+    # the holder's view agrees once the lease went back
+    assert sorted(os.listdir(shared / "u")) == ["s0", "s1", "s2"]
+
+
+def test_unmount_sends_what_is_queued(lc):
+    _, _, other = lc.mounts
+    m = lc.mount(opts=["wb=on"], name="wbshort")
+    os.mkdir(m / "late")
+    for i in range(30):
+        os.mkdir(m / "late" / f"x{i}")
+    m.unmount()
+    lc.mounts.remove(m)
+    assert len(os.listdir(other / "late")) == 30
 
 
 def test_the_mds_counts_its_leases(lc):

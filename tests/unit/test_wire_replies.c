@@ -32,6 +32,7 @@ NOFIX(append_rep)
 NOFIX(cap_rep)
 NOFIX(fid_grant_rep)
 NOFIX(lease_req)
+NOFIX(lease_rep)
 NOFIX(req_env)
 NOFIX(rep_env)
 NOFIX(recovery_done_req)
@@ -1267,6 +1268,18 @@ static void test_lease_req(void)
 	CHECK(!DECODE_OK(wire_lease_req_decode, golden, sizeof(golden) - 1, &d));
 }
 
+static void test_lease_rep(void)
+{
+	static const uint8_t golden[] = {0x01, 0x00, 0x00, 0x00}; /* WIRE_LEASE_DEFAULT_ACL */
+	struct wire_lease_rep m = {.flags = WIRE_LEASE_DEFAULT_ACL}, d;
+	uint8_t bad[] = {0x02, 0x00, 0x00, 0x00};
+
+	GOLDEN(lease_rep, &m, golden);
+	ROUNDTRIP(lease_rep, &m);
+	CHECK(!DECODE_OK(wire_lease_rep_decode, bad, sizeof(bad), &d)); /* unknown flag */
+	CHECK(!DECODE_OK(wire_lease_rep_decode, golden, 3, &d));
+}
+
 static void test_ost_attr_rep(void)
 {
 	static const uint8_t golden[] = {
@@ -1562,6 +1575,7 @@ static const struct codec codecs[] = {
 	REP(cap_rep, test_cap_msgs),
 	REP(fid_grant_rep, test_fid_grant_rep),
 	REQ(lease_req),
+	REP(lease_rep, test_lease_rep),
 	REP(key_list, test_key_list),
 	REP(changelog_rep, test_changelog_msgs),
 };

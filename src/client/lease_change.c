@@ -1,0 +1,184 @@
+/* lease_change.c - namespace changes this mount makes under its leases without waiting for
+ * the MDS (lease.h, cl_lease_change): checked against what the lease knows, queued (wbq.h),
+ * answered here. */
+#include <errno.h>
+#include <sys/stat.h>
+
+#include "client/lease_int.h"
+#include "common/fid.h"
+#include "common/util.h"
+#include "proto/wire.h"
+
+/* d, if it is held, good, may be changed here and cr may change it as its owner. */
+static struct cl_lease_dir *usable_dir(struct nacre_fs *fs, const struct nacre_cred *cr,
+				       const struct nacre_fid *fid)
+{
+	struct cl_lease_dir *d = cl_lease_find(&fs->leases, fid);
+
+	if (!d || !d->makes || !cl_lease_valid(fs, d) || cr->uid != d->uid ||
+	    (d->mode & (S_IWUSR | S_IXUSR)) != (S_IWUSR | S_IXUSR))
+		return NULL;
+	return d;
+}
+
+/* The attributes the MDS gives what cr makes in d (mds_ns_create_txn): cr's ids, the
+ * group and setgid bit of a setgid directory, times now. 0, or 0 with nothing done when
+ * the MDS would decide something this mount cannot (a setgid file). */
+static int make_attr(const struct cl_lease_dir *d, const struct nacre_cred *cr,
+		     struct nacre_attr *a)
+{
+	uint32_t type = a->mode & S_IFMT;
+
+	if (type != S_IFDIR && (a->mode & S_ISGID))
+		return -EAGAIN; /* kept or dropped by group membership: the MDS says */
+	a->uid = cr->uid;
+	a->gid = cr->gid;
+	if (d->mode & S_ISGID) {
+		a->gid = d->gid;
+		if (type == S_IFDIR)
+			a->mode |= S_ISGID;
+	}
+	a->nlink = type == S_IFDIR ? 2 : 1;
+	a->blksize = type == S_IFREG ? NACRE_STRIPE_SIZE_DEFAULT : 4096;
+	if (type != S_IFLNK)
+		a->size = 0;
+	a->blocks = (a->size + 511) / 512;
+	if (type != S_IFCHR && type != S_IFBLK)
+		a->rdev = 0;
+	a->atime = a->mtime = a->ctime = time_now();
+	a->hsm_state = a->archive_id = 0;
+	return 0;
+}
+
+static int make(struct nacre_fs *fs, const struct nacre_cred *cr, struct cl_lease_change *ch)
+{
+	struct cl_leases *l = &fs->leases;
+	struct cl_lease_dir *d = usable_dir(fs, cr, ch->parent), *sub = NULL;
+
+	if (!d || make_attr(d, cr, ch->attr))
+		return 0;
+	if (cl_lease_name_find(d, ch->name))
+		return -EEXIST; /* it knows every name there */
+	if (S_ISDIR(ch->attr->mode)) {
+		/* leased along with its parent by the MKDIR that makes it (mds_lease_made_dir) */
+		sub = cl_lease_dir_new(ch->attr);
+		if (!sub)
+			return 0;
+		sub->inherited = 1;
+		sub->makes = 1;
+		sub->parent = d->fid;
+		sub->gen = d->gen;
+		sub->granted_sent_ms = d->granted_sent_ms;
+	}
+	if (cl_lease_name_add(l, d, ch->name, &ch->attr->fid, ch->attr->mode & S_IFMT)) {
+		cl_lease_dir_free(sub);
+		return 0; /* full: the MDS makes it (the caller then gives the lease back) */
+	}
+	int rc = cl_wbq_add(fs, ch->opcode, ch->body, ch->parent, ch->name);
+	if (rc) {
+		cl_lease_name_del(l, d, ch->name);
+		cl_lease_dir_free(sub);
+		return rc;
+	}
+	if (sub && cl_lease_insert(l, sub))
+		cl_lease_dir_free(sub); /* held at the MDS, not here: its recall finds nothing */
+	return 1;
+}
+
+static int remove_name(struct nacre_fs *fs, const struct nacre_cred *cr,
+		       struct cl_lease_change *ch)
+{
+	struct cl_leases *l = &fs->leases;
+	struct cl_lease_dir *d = usable_dir(fs, cr, ch->parent), *sub = NULL;
+	int rmdir = ch->opcode == WIRE_OP_MDS_RMDIR;
+
+	if (!d)
+		return 0;
+	struct cl_name *e = cl_lease_name_find(d, ch->name);
+	if (!e)
+		return -ENOENT;
+	if (!e->type || ((d->mode & S_ISVTX) && cr->uid != d->uid))
+		return 0; /* what it names is not known here: the MDS says */
+	if (rmdir && e->type != S_IFDIR)
+		return -ENOTDIR;
+	if (!rmdir && e->type == S_IFDIR)
+		return -EISDIR;
+	if (rmdir) {
+		/* empty if this mount holds it and knows no name in it */
+		sub = cl_lease_find(l, &e->fid);
+		if (!sub || !cl_lease_valid(fs, sub))
+			return 0;
+		if (sub->count)
+			return -ENOTEMPTY;
+	}
+	int rc = cl_wbq_add(fs, ch->opcode, ch->body, ch->parent, ch->name);
+	if (rc)
+		return rc;
+	cl_lease_name_del(l, d, ch->name);
+	if (sub) { /* gone: its lease is given back once the RMDIR reached the MDS */
+		cl_lease_unlink(l, sub);
+		sub->next = l->gone;
+		__atomic_store_n(&l->gone, sub, __ATOMIC_RELAXED);
+	}
+	return 1;
+}
+
+static int rename_name(struct nacre_fs *fs, const struct nacre_cred *cr,
+		       struct cl_lease_change *ch)
+{
+	struct cl_leases *l = &fs->leases;
+	struct cl_lease_dir *s = usable_dir(fs, cr, ch->parent);
+	struct cl_lease_dir *d = usable_dir(fs, cr, ch->dparent);
+
+	if (!s || !d)
+		return 0;
+	struct cl_name *e = cl_lease_name_find(s, ch->name);
+	if (!e)
+		return -ENOENT;
+	/* a directory's move may not go into itself, which only the MDS sees whole; a name
+	 * that is there would be replaced, which it decides too */
+	if (!e->type || e->type == S_IFDIR || cl_lease_name_find(d, ch->dname))
+		return 0;
+	struct nacre_fid fid = e->fid;
+	uint32_t type = e->type;
+	if (cl_lease_name_add(l, d, ch->dname, &fid, type))
+		return 0;
+	int rc = cl_wbq_add(fs, ch->opcode, ch->body, ch->parent, ch->name);
+	if (rc) {
+		cl_lease_name_del(l, d, ch->dname);
+		return rc;
+	}
+	cl_lease_name_del(l, s, ch->name);
+	return 1;
+}
+
+int cl_lease_change(struct nacre_fs *fs, const struct nacre_cred *cr, struct cl_lease_change *ch)
+{
+	struct cl_leases *l = &fs->leases;
+	int rc;
+
+	if (!cr || !__atomic_load_n(&l->n, __ATOMIC_RELAXED))
+		return 0;
+	pthread_mutex_lock(&l->lock);
+	switch (ch->opcode) {
+	case WIRE_OP_MDS_MKDIR:
+	case WIRE_OP_MDS_MKNOD:
+	case WIRE_OP_MDS_SYMLINK:
+	case WIRE_OP_MDS_CREATE:
+		rc = make(fs, cr, ch);
+		break;
+	case WIRE_OP_MDS_UNLINK:
+	case WIRE_OP_MDS_RMDIR:
+		rc = remove_name(fs, cr, ch);
+		break;
+	case WIRE_OP_MDS_RENAME:
+		rc = rename_name(fs, cr, ch);
+		break;
+	default:
+		rc = 0;
+	}
+	if (rc == 1)
+		l->made++;
+	pthread_mutex_unlock(&l->lock);
+	return rc;
+}

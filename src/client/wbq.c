@@ -1,0 +1,327 @@
+/* wbq.c - the write-back queue (wbq.h). */
+#include "client/wbq.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/cl_internal.h"
+#include "client/mdc.h"
+#include "common/fid.h"
+#include "common/net.h"
+#include "common/util.h"
+#include "nacre/nacre_errno.h"
+#include "proto/wire.h"
+
+struct cl_wbq_change {
+	struct cl_wbq_change *next;
+	uint16_t opcode;
+	uint32_t len;
+	struct nacre_fid parent;     /* for the log and the lease to give back */
+	char name[NACRE_NAME_MAX + 1]; /* "" for a change of an inode */
+	uint8_t body[];
+};
+
+void cl_wbq_init(struct nacre_fs *fs)
+{
+	struct cl_wbq *q = &fs->wbq;
+
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_cond_init(&q->cond, NULL);
+	pthread_mutex_init(&q->flush_lock, NULL);
+}
+
+static void *flusher_main(void *arg)
+{
+	struct nacre_fs *fs = arg;
+	struct cl_wbq *q = &fs->wbq;
+
+	pthread_mutex_lock(&q->lock);
+	while (!q->stop) {
+		if (!q->count) {
+			pthread_cond_wait(&q->cond, &q->lock);
+			continue;
+		}
+		int64_t due = q->first_ms + CL_WBQ_DELAY_MS, now = net_now_ms();
+		if (now < due && q->count < CL_WBQ_MAX) {
+			struct timespec ts;
+			time_after_ms(&ts, CLOCK_REALTIME, (int)(due - now));
+			pthread_cond_timedwait(&q->cond, &q->lock, &ts);
+			continue;
+		}
+		pthread_mutex_unlock(&q->lock);
+		cl_wbq_flush(fs);
+		pthread_mutex_lock(&q->lock);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
+}
+
+int cl_wbq_start(struct nacre_fs *fs)
+{
+	struct cl_wbq *q = &fs->wbq;
+	int rc = 0;
+
+	pthread_mutex_lock(&q->lock);
+	if (!q->started && !q->stop) {
+		if (pthread_create(&q->thread, NULL, flusher_main, fs) == 0)
+			q->started = 1;
+		else
+			rc = -EAGAIN;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return rc;
+}
+
+void cl_wbq_fini(struct nacre_fs *fs)
+{
+	struct cl_wbq *q = &fs->wbq;
+
+	cl_wbq_flush(fs);
+	pthread_mutex_lock(&q->lock);
+	q->stop = 1;
+	pthread_cond_signal(&q->cond);
+	int started = q->started;
+	pthread_mutex_unlock(&q->lock);
+	if (started)
+		pthread_join(q->thread, NULL);
+	q->started = 0;
+	while (q->head) { /* the MDS was gone for good: logged by the flush */
+		struct cl_wbq_change *c = q->head;
+		q->head = c->next;
+		free(c);
+	}
+	pthread_mutex_destroy(&q->flush_lock);
+	pthread_cond_destroy(&q->cond);
+	pthread_mutex_destroy(&q->lock);
+}
+
+int cl_wbq_add(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *body,
+	       const struct nacre_fid *parent, const char *name)
+{
+	struct cl_wbq *q = &fs->wbq;
+	uint32_t len = (uint32_t)wire_cursor_pos(body);
+	struct cl_wbq_change *c;
+
+	if (!wire_cursor_ok(body))
+		return body->err < 0 ? body->err : -EINVAL;
+	c = malloc(sizeof(*c) + len);
+	if (!c)
+		return -ENOMEM;
+	c->next = NULL;
+	c->opcode = opcode;
+	c->len = len;
+	c->parent = *parent;
+	str_copy(c->name, name ? name : "", sizeof(c->name));
+	memcpy(c->body, body->buf, len);
+	pthread_mutex_lock(&q->lock);
+	if (q->tail)
+		q->tail->next = c;
+	else
+		q->head = c;
+	q->tail = c;
+	if (!q->count)
+		q->first_ms = net_now_ms();
+	__atomic_store_n(&q->count, q->count + 1, __ATOMIC_RELEASE);
+	q->queued++;
+	if (q->count == 1 || q->count >= CL_WBQ_MAX)
+		pthread_cond_signal(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+	return 0;
+}
+
+/* Takes the longest prefix of the queue one BATCH can carry (count, request and reply
+ * sizes) into b; returns its changes (chained), or NULL when empty. */
+static struct cl_wbq_change *take_batch(struct cl_wbq *q, struct wire_batch_req *b)
+{
+	struct cl_wbq_change *first, *c, **last;
+	size_t req = 64 + 16 * 4 /* cred with a group token, count */, rep = 4;
+
+	pthread_mutex_lock(&q->lock);
+	first = q->head;
+	last = &q->head;
+	b->count = 0;
+	for (c = q->head; c && b->count < WIRE_BATCH_MAX; c = c->next) {
+		size_t need = 6 + c->len, back = wire_batch_result_max(c->opcode);
+		if (b->count && (req + need > WIRE_BODY_MAX || rep + back > WIRE_BODY_MAX))
+			break;
+		req += need;
+		rep += back;
+		b->ch[b->count++] = (struct wire_batch_change){c->opcode, c->len, c->body};
+		last = &c->next;
+	}
+	q->head = *last;
+	*last = NULL;
+	if (!q->head)
+		q->tail = NULL;
+	__atomic_store_n(&q->count, q->count - b->count, __ATOMIC_RELEASE);
+	__atomic_store_n(&q->inflight, q->inflight + b->count, __ATOMIC_RELEASE);
+	if (q->count)
+		q->first_ms = net_now_ms();
+	pthread_mutex_unlock(&q->lock);
+	return b->count ? first : NULL;
+}
+
+/* Logs a refused change and returns its parent's lease to give back. */
+static void refused(struct nacre_fs *fs, const struct cl_wbq_change *c, int status)
+{
+	char f[NACRE_FID_STR_MAX];
+
+	fid_format(&c->parent, f, sizeof(f));
+	cl_log(fs, CL_LOG_WARN, "write-back: %s %s%s in directory %s refused by MDS %s: %s "
+	       "(reported at the next fsync)", wire_opcode_name(c->opcode), c->name,
+	       c->name[0] ? "" : "(an inode)", f, fs->addr, nacre_strerror(status));
+}
+
+/* Sends one batch of the changes chained from first (b describes them). Returns 0 or the
+ * first refusal; *doubt gets the parents of refused changes (up to max). */
+static int send_batch(struct nacre_fs *fs, struct wire_batch_req *b, struct cl_wbq_change *first,
+		      struct nacre_fid *doubt, int *ndoubt, int max)
+{
+	struct wire_batch_rep *r = calloc(1, sizeof(*r));
+	struct cl_wbq_change *c;
+	struct wire_cursor req, rc_cur;
+	struct rpc_msg *m = NULL;
+	int rc, first_err = 0;
+
+	if (!r)
+		return -ENOMEM;
+	wire_cursor_init_dyn(&req, WIRE_BODY_MAX);
+	wire_batch_req_encode(&req, b);
+	rc = cl_mds_call(fs, WIRE_OP_MDS_BATCH, &req, &m);
+	wire_cursor_fini(&req);
+	if (rc == 0) {
+		wire_cursor_init_read(&rc_cur, m->body, m->body_len);
+		wire_batch_rep_decode(&rc_cur, r);
+		rc = cl_decode_end(&rc_cur);
+		if (!rc && r->count != b->count)
+			rc = -EPROTO;
+	}
+	c = first;
+	for (uint32_t i = 0; i < b->count && c; i++, c = c->next) {
+		int st = rc ? rc : r->r[i].status;
+		if (st == 0 || st == -EALREADY) /* made (the reply cache kept no result) */
+			continue;
+		refused(fs, c, st);
+		if (!first_err)
+			first_err = st;
+		if (*ndoubt < max)
+			doubt[(*ndoubt)++] = c->parent;
+	}
+	rpc_msg_free(m);
+	free(r);
+	return first_err;
+}
+
+/* Sends b's changes, halving a batch the MDS finds too big for one reply. */
+static int send_split(struct nacre_fs *fs, struct wire_batch_req *b, struct cl_wbq_change *first,
+		      struct nacre_fid *doubt, int *ndoubt, int max)
+{
+	int rc = send_batch(fs, b, first, doubt, ndoubt, max);
+
+	if (rc != -E2BIG || b->count < 2)
+		return rc;
+	*ndoubt = 0; /* nothing ran */
+	struct wire_batch_req *half = calloc(1, sizeof(*half));
+	if (!half)
+		return -ENOMEM;
+	uint32_t n = b->count / 2;
+	struct cl_wbq_change *second = first;
+	for (uint32_t i = 0; i < n; i++)
+		second = second->next;
+	half->count = n;
+	memcpy(half->ch, b->ch, n * sizeof(b->ch[0]));
+	rc = send_split(fs, half, first, doubt, ndoubt, max);
+	half->count = b->count - n;
+	memcpy(half->ch, b->ch + n, half->count * sizeof(b->ch[0]));
+	int rc2 = send_split(fs, half, second, doubt, ndoubt, max);
+	free(half);
+	return rc ? rc : rc2;
+}
+
+#define DOUBT_MAX 64
+
+/* Changes queued, or in a BATCH not answered yet: a request that may depend on them must
+ * wait for them. */
+static int pending(struct cl_wbq *q)
+{
+	return __atomic_load_n(&q->count, __ATOMIC_ACQUIRE) ||
+	       __atomic_load_n(&q->inflight, __ATOMIC_ACQUIRE);
+}
+
+int cl_wbq_flush(struct nacre_fs *fs)
+{
+	struct cl_wbq *q = &fs->wbq;
+	struct wire_batch_req *b;
+	struct nacre_fid doubt[DOUBT_MAX];
+	int ndoubt = 0, first_err = 0;
+
+	if (!pending(q))
+		return 0;
+	b = malloc(sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	pthread_mutex_lock(&q->flush_lock);
+	for (;;) {
+		memset(&b->cred, 0, sizeof(b->cred));
+		struct cl_wbq_change *first = take_batch(q, b);
+		if (!first)
+			break;
+		int64_t t0 = net_now_us();
+		int rc = send_split(fs, b, first, doubt, &ndoubt, DOUBT_MAX);
+		int64_t took = net_now_us() - t0;
+		pthread_mutex_lock(&q->lock);
+		__atomic_store_n(&q->inflight, q->inflight - b->count, __ATOMIC_RELEASE);
+		q->batches++;
+		q->sent += b->count;
+		q->flush_us += (uint64_t)took;
+		if (rc) {
+			q->refused++;
+			if (!q->err)
+				q->err = rc;
+		}
+		pthread_mutex_unlock(&q->lock);
+		if (rc && !first_err)
+			first_err = rc;
+		while (first) {
+			struct cl_wbq_change *c = first;
+			first = c->next;
+			free(c);
+		}
+	}
+	pthread_mutex_unlock(&q->flush_lock);
+	free(b);
+	/* what a refused change's directory knows is wrong now: its lease goes back */
+	for (int i = 0; i < ndoubt; i++)
+		cl_lease_doubt(fs, &doubt[i]);
+	cl_lease_put_gone(fs);
+	return first_err;
+}
+
+void cl_wbq_before(struct nacre_fs *fs, uint16_t opcode)
+{
+	switch (opcode) {
+	case WIRE_OP_MDS_BATCH:
+	case WIRE_OP_MDS_NOTIFY_WAIT:
+	case WIRE_OP_MDS_FID_GRANT:
+	case WIRE_OP_MDS_LEASE:
+	case WIRE_OP_MDS_GROUPS_SET:
+	case WIRE_OP_PING:
+		return;
+	default:
+		if (pending(&fs->wbq))
+			cl_wbq_flush(fs); /* waits for a flush under way too */
+	}
+}
+
+int cl_wbq_error(struct nacre_fs *fs)
+{
+	struct cl_wbq *q = &fs->wbq;
+
+	pthread_mutex_lock(&q->lock);
+	int err = q->err;
+	q->err = 0;
+	pthread_mutex_unlock(&q->lock);
+	return err;
+}

@@ -1,0 +1,71 @@
+/* wbq.h - the write-back queue: namespace changes this mount made under its leases (lease.h)
+ * and answered without the MDS, sent to it in order, many per BATCH (docs/writeback.md,
+ * "The queue").
+ *
+ * A change is queued as the body its lone request would have. The queue is sent:
+ * CL_WBQ_DELAY_MS after its first change (a thread), when it holds CL_WBQ_MAX changes,
+ * before any other request of this mount goes to the MDS (cl_mds_call: a later request
+ * may depend on a queued change, and must see it), before a lease is given back (a recall:
+ * the other client then sees every change), and at unmount. One flush at a time, in queue
+ * order; a BATCH the MDS finds too big for one reply is split.
+ *
+ * A change the MDS refuses (EDQUOT, EACCES after a permission change elsewhere, EEXIST
+ * after an eviction) is logged with its name and directory, the lease of that directory
+ * is given back (what it knows is wrong now), and the error is kept for the next fsync,
+ * fsyncdir or syncfs of this mount (cl_wbq_error), as Linux keeps a writeback error for
+ * the next fsync. The queue is in memory: a crash of the process loses what it holds.
+ *
+ * Its own mutex (a leaf: held across no call) and a flush mutex held across the BATCH
+ * RPCs (taken before the lease lock, never under it). Thread-safe.
+ */
+#ifndef NACRE_CL_WBQ_H
+#define NACRE_CL_WBQ_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "nacre/nacre.h"
+#include "proto/cursor.h"
+
+#define CL_WBQ_DELAY_MS 50
+#define CL_WBQ_MAX 1024
+
+struct cl_wbq_change;
+
+struct cl_wbq {
+	pthread_mutex_t lock;         /* protects the fields below but flush_lock */
+	pthread_cond_t cond;          /* the flusher's sleep */
+	struct cl_wbq_change *head, *tail;
+	uint32_t count;               /* atomic reads: changes queued */
+	uint32_t inflight;            /* atomic reads: changes in a BATCH not answered yet */
+	int64_t first_ms;             /* when the oldest queued change was queued */
+	int err;                      /* the first refusal since the last cl_wbq_error */
+	int stop, started;
+	pthread_t thread;
+	pthread_mutex_t flush_lock;   /* one flush at a time */
+	/* counters */
+	uint64_t queued, sent, refused, batches, flush_us;
+};
+
+void cl_wbq_init(struct nacre_fs *fs);
+/* Starts the flusher thread (at the first change). 0 or -EAGAIN. */
+int cl_wbq_start(struct nacre_fs *fs);
+/* Sends what is queued and stops the thread (unmount); then frees. */
+void cl_wbq_fini(struct nacre_fs *fs);
+
+/* Queues the change of opcode whose request body is body (copied); parent and name (NULL
+ * for a change of an inode, not a name) say what it changes, for the log. With the lease
+ * lock held: the caller checked the lease and updates its names in the same hold, so a
+ * recall sees both or neither. 0 or -ENOMEM (then nothing is queued). */
+int cl_wbq_add(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *body,
+	       const struct nacre_fid *parent, const char *name);
+/* Sends everything queued (and what is queued meanwhile by others, until it is empty).
+ * Returns 0, or the first refusal of this flush. Never with the lease lock held. */
+int cl_wbq_flush(struct nacre_fs *fs);
+/* Flushes if anything is queued, before a request of opcode that is not the queue's own
+ * (BATCH) or a callback, grant, lease or ping. From cl_mds_call. */
+void cl_wbq_before(struct nacre_fs *fs, uint16_t opcode);
+/* The first refusal kept since the last call (0 if none), cleared. */
+int cl_wbq_error(struct nacre_fs *fs);
+
+#endif
