@@ -136,7 +136,11 @@ enum {
 	 * directory it makes and answers lookups in it itself (needs nacre_fs_notify_start);
 	 * 0 (the default): every lookup asks the MDS. ost is ignored. */
 	NACRE_TUNE_WB = 4,
+	/* milliseconds a change made under a write-back lease may wait before it is sent to
+	 * the MDS with others (1..NACRE_WB_DELAY_MS_MAX; default 50). ost is ignored. */
+	NACRE_TUNE_WB_DELAY_MS = 5,
 };
+#define NACRE_WB_DELAY_MS_MAX 60000
 #define NACRE_RPCS_IN_FLIGHT_MAX 256
 #define NACRE_READ_AHEAD_MB_MAX 65536
 /* Reads a tunable into *val. Returns 0 or -EINVAL (unknown tunable). Thread-safe. */

@@ -338,6 +338,8 @@ NACRE_API int nacre_close(struct nacre_file *f)
 	if (f->wrote) /* no other thread uses f any more */
 		__atomic_sub_fetch(&f->fs->writers, 1, __ATOMIC_RELEASE);
 	rc = cl_size_send(f, WIRE_OP_MDS_CLOSE, 1);
+	if (rc == 0)
+		cl_lease_attr_seen(f->fs, &f->attr); /* size and times as the MDS has them */
 	if (rc) {
 		char fid[NACRE_FID_STR_MAX];
 		cl_log(f->fs, CL_LOG_WARN, "close of %s: %s",

@@ -80,8 +80,10 @@ static void drop(struct nacre_fs *fs, const struct nacre_fid *dirs, uint32_t n, 
 			more = 1;
 		}
 	}
-	for (struct cl_lease_dir *d = list; d && recalled; d = d->next)
-		l->recalled++;
+	for (struct cl_lease_dir *d = list; d; d = d->next) {
+		cl_lease_made_drop_dir(l, &d->fid);
+		l->recalled += recalled;
+	}
 	pthread_mutex_unlock(&l->lock);
 	give_back(fs, list);
 }
@@ -107,6 +109,7 @@ void cl_lease_fini(struct nacre_fs *fs)
 		l->gone = d->next;
 		cl_lease_dir_free(d);
 	}
+	cl_lease_made_fini(l);
 	free(l->b);
 	l->b = NULL;
 	pthread_mutex_destroy(&l->lock);
@@ -219,10 +222,13 @@ void cl_lease_named(struct nacre_fs *fs, const struct nacre_fid *parent, const c
 		return;
 	pthread_mutex_lock(&l->lock);
 	d = cl_lease_find(l, parent);
-	if (d && a)
+	if (d && a) {
 		lost = cl_lease_name_add(l, d, name, &a->fid, a->mode & S_IFMT) != 0;
-	else if (d)
+		cl_lease_made_put(l, parent, a);
+		cl_lease_dir_touched(l, parent, S_ISDIR(a->mode) ? 1 : 0);
+	} else if (d) {
 		lost = cl_lease_name_add(l, d, name, NULL, 0) != 0;
+	}
 	pthread_mutex_unlock(&l->lock);
 	if (lost)
 		drop(fs, parent, 1, 0, 0); /* cannot know it whole: it goes back */
@@ -237,8 +243,12 @@ void cl_lease_unnamed(struct nacre_fs *fs, const struct nacre_fid *parent, const
 		return;
 	pthread_mutex_lock(&l->lock);
 	d = cl_lease_find(l, parent);
-	if (d)
+	struct cl_name *e = d ? cl_lease_name_find(d, name) : NULL;
+	if (e) {
+		cl_lease_dir_touched(l, parent, e->type == S_IFDIR ? -1 : 0);
+		cl_lease_made_del(l, &e->fid);
 		cl_lease_name_del(l, d, name);
+	}
 	pthread_mutex_unlock(&l->lock);
 }
 
@@ -260,7 +270,10 @@ void cl_lease_renamed(struct nacre_fs *fs, const struct nacre_fid *sparent, cons
 	if (e) {
 		fid = e->fid;
 		type = e->type;
+		cl_lease_made_del(l, &fid); /* its ctime moved: the MDS says */
 	}
+	cl_lease_dir_touched(l, sparent, 0);
+	cl_lease_dir_touched(l, dparent, 0);
 	if (exchange) {
 		/* both names stay; what they name is not worth following */
 		if (s)
@@ -311,7 +324,7 @@ void cl_lease_renewed(struct nacre_fs *fs, uint64_t gen, int64_t sent_ms)
 	pthread_mutex_lock(&l->lock);
 	if (gen != l->renew_gen || sent_ms > l->renew_sent_ms) {
 		l->renew_gen = gen;
-		l->renew_sent_ms = sent_ms;
+		__atomic_store_n(&l->renew_sent_ms, sent_ms, __ATOMIC_RELAXED); /* wbq.c reads */
 	}
 	pthread_mutex_unlock(&l->lock);
 }

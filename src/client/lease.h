@@ -25,9 +25,11 @@
 
 #define CL_LEASE_MAX 4096
 #define CL_LEASE_NAMES_MAX 262144
+#define CL_LEASE_MADE_MAX 65536 /* inodes whose attributes are known (lease_attr.c) */
 #define CL_LEASE_MARGIN_MS 500 /* taken off WIRE_LEASE_MS: clocks run at different rates */
 
 struct cl_lease_dir;
+struct cl_made;
 struct wire_cursor;
 
 struct cl_leases {
@@ -41,9 +43,11 @@ struct cl_leases {
 	int64_t renew_sent_ms;       /* when the request of the last renewal was sent */
 	struct cl_lease_dir *gone;   /* leases of directories removed under a lease, to give
 				      * back once the removal reached the MDS */
+	struct cl_made **made_b;     /* attributes of inodes made under them (lease_attr.c) */
+	uint32_t nmade;              /* atomic reads */
 	int on;                      /* atomic: NACRE_TUNE_WB */
 	/* counters */
-	uint64_t granted, refused, recalled, returned, answered, made;
+	uint64_t granted, refused, recalled, returned, answered, made, made_changes;
 };
 
 void cl_lease_init(struct nacre_fs *fs);
@@ -71,6 +75,19 @@ void cl_lease_doubt(struct nacre_fs *fs, const struct nacre_fid *parent);
 /* The MDS recalled these directories (all: every lease): forgotten, what was queued under
  * them sent, then given back. From the callback thread. */
 void cl_lease_recall(struct nacre_fs *fs, const struct nacre_fid *dirs, uint32_t n, int all);
+/* Attributes of inodes this mount made under its leases (lease_attr.c). seen: a reply of
+ * the MDS told them; forget: the inode is reachable another way now (a hard link). */
+void cl_lease_attr_seen(struct nacre_fs *fs, const struct nacre_attr *a);
+void cl_lease_attr_forget(struct nacre_fs *fs, const struct nacre_fid *fid);
+/* A setattr (body: its request) by cr of an inode made under a lease, not open here, that
+ * this mount can foretell (root's, or its owner's mode and times): queued, *out what the
+ * MDS will make. 1 (made) or 0 (ask the MDS). */
+int cl_lease_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
+		     const struct nacre_fid *fid, const struct nacre_setattr *sa,
+		     const struct wire_cursor *body, struct nacre_attr *out);
+/* The attributes of an inode made under a lease and not open here: 1 with *out, or 0. */
+int cl_lease_getattr(struct nacre_fs *fs, const struct nacre_fid *fid, struct nacre_attr *out);
+
 /* Gives back the leases of directories removed under a lease (after a flush). */
 void cl_lease_put_gone(struct nacre_fs *fs);
 /* A NOTIFY_WAIT sent at sent_ms on connection generation gen was answered without a recall

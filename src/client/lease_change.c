@@ -74,7 +74,8 @@ static int make(struct nacre_fs *fs, const struct nacre_cred *cr, struct cl_leas
 		cl_lease_dir_free(sub);
 		return 0; /* full: the MDS makes it (the caller then gives the lease back) */
 	}
-	int rc = cl_wbq_add(fs, ch->opcode, ch->body, ch->parent, ch->name);
+	int rc = cl_wbq_add(fs, ch->opcode, ch->body, ch->parent, ch->name,
+			    d->granted_sent_ms);
 	if (rc) {
 		cl_lease_name_del(l, d, ch->name);
 		cl_lease_dir_free(sub);
@@ -82,6 +83,8 @@ static int make(struct nacre_fs *fs, const struct nacre_cred *cr, struct cl_leas
 	}
 	if (sub && cl_lease_insert(l, sub))
 		cl_lease_dir_free(sub); /* held at the MDS, not here: its recall finds nothing */
+	cl_lease_made_put(l, ch->parent, ch->attr);
+	cl_lease_dir_touched(l, ch->parent, S_ISDIR(ch->attr->mode) ? 1 : 0);
 	return 1;
 }
 
@@ -111,10 +114,13 @@ static int remove_name(struct nacre_fs *fs, const struct nacre_cred *cr,
 		if (sub->count)
 			return -ENOTEMPTY;
 	}
-	int rc = cl_wbq_add(fs, ch->opcode, ch->body, ch->parent, ch->name);
+	int rc = cl_wbq_add(fs, ch->opcode, ch->body, ch->parent, ch->name,
+			    d->granted_sent_ms);
 	if (rc)
 		return rc;
+	cl_lease_made_del(l, &e->fid);
 	cl_lease_name_del(l, d, ch->name);
+	cl_lease_dir_touched(l, ch->parent, rmdir ? -1 : 0);
 	if (sub) { /* gone: its lease is given back once the RMDIR reached the MDS */
 		cl_lease_unlink(l, sub);
 		sub->next = l->gone;
@@ -143,12 +149,16 @@ static int rename_name(struct nacre_fs *fs, const struct nacre_cred *cr,
 	uint32_t type = e->type;
 	if (cl_lease_name_add(l, d, ch->dname, &fid, type))
 		return 0;
-	int rc = cl_wbq_add(fs, ch->opcode, ch->body, ch->parent, ch->name);
+	int rc = cl_wbq_add(fs, ch->opcode, ch->body, ch->parent, ch->name,
+			    s->granted_sent_ms);
 	if (rc) {
 		cl_lease_name_del(l, d, ch->dname);
 		return rc;
 	}
 	cl_lease_name_del(l, s, ch->name);
+	cl_lease_made_del(l, &fid); /* its ctime moved: the MDS says */
+	cl_lease_dir_touched(l, ch->parent, 0);
+	cl_lease_dir_touched(l, ch->dparent, 0);
 	return 1;
 }
 

@@ -42,6 +42,16 @@ int cl_lease_insert(struct cl_leases *l, struct cl_lease_dir *d);
 /* Takes d out of the table: it is the caller's to give back and free. */
 void cl_lease_unlink(struct cl_leases *l, struct cl_lease_dir *d);
 
+/* The attributes of the inodes made under the leases (lease_attr.c): put replaces, a
+ * directory's drop forgets what is named in it (and itself), touched notes a change of
+ * its entries (nlink_delta: a subdirectory made or removed). */
+void cl_lease_made_put(struct cl_leases *l, const struct nacre_fid *parent,
+		       const struct nacre_attr *a);
+void cl_lease_made_del(struct cl_leases *l, const struct nacre_fid *fid);
+void cl_lease_made_drop_dir(struct cl_leases *l, const struct nacre_fid *dir);
+void cl_lease_made_fini(struct cl_leases *l);
+void cl_lease_dir_touched(struct cl_leases *l, const struct nacre_fid *dir, int nlink_delta);
+
 struct cl_name *cl_lease_name_find(struct cl_lease_dir *d, const char *name);
 /* Adds (or updates) name with fid and type (NULL fid: not known). 0 or -ENOSPC (the
  * directory can no longer be known whole: give it back). */

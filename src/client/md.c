@@ -147,7 +147,11 @@ NACRE_API int nacre_getattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 			    const struct nacre_fid *fid, struct nacre_attr *out)
 {
 	struct rpc_msg *m;
-	int rc = fid_call(fs, cr, WIRE_OP_MDS_GETATTR, fid, &m);
+	int rc;
+
+	if (fs && fid && out && cl_lease_getattr(fs, fid, out))
+		return 0; /* made under a lease this mount holds: known here */
+	rc = fid_call(fs, cr, WIRE_OP_MDS_GETATTR, fid, &m);
 
 	if (rc)
 		return rc;
@@ -160,6 +164,7 @@ NACRE_API int nacre_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 {
 	struct wire_setattr_req req;
 	struct nacre_cred root;
+	struct nacre_attr a_mds;
 	int rc;
 
 	if (!fs || !fid || !sa)
@@ -174,7 +179,25 @@ NACRE_API int nacre_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 	 * (truncate(2) of a file whose writes are still buffered here). */
 	if (req.sa.valid & NACRE_SET_SIZE)
 		cl_size_publish_fid(fs, fid);
-	rc = attr_call(fs, WIRE_OP_MDS_SETATTR, &req, out);
+	if (!(req.sa.valid & NACRE_SET_SIZE)) {
+		struct wire_cursor c;
+		struct nacre_attr a;
+		wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
+		wire_setattr_req_encode(&c, &req);
+		rc = cl_lease_setattr(fs, cr, fid, &req.sa, &c, &a);
+		wire_cursor_fini(&c);
+		if (rc == 1) {
+			if (out)
+				*out = a;
+			return 0;
+		}
+	}
+	rc = attr_call(fs, WIRE_OP_MDS_SETATTR, &req, &a_mds);
+	if (rc == 0) {
+		cl_lease_attr_seen(fs, &a_mds);
+		if (out)
+			*out = a_mds;
+	}
 	/* Open handles must not report their old written end at close: that would undo it. */
 	if (rc == 0 && (req.sa.valid & NACRE_SET_SIZE))
 		cl_files_set_size(fs, fid, sa->size);
@@ -594,6 +617,8 @@ NACRE_API int nacre_link(struct nacre_fs *fs, const struct nacre_cred *cr,
 		cl_lease_named(fs, newparent, newname, NULL);
 	else
 		cl_lease_doubt(fs, newparent);
+	if (rc == 0)
+		cl_lease_attr_forget(fs, fid); /* two names now: its attributes the MDS says */
 	return rc;
 }
 
@@ -876,7 +901,7 @@ NACRE_API int nacre_sync_md(struct nacre_fs *fs, const struct nacre_cred *cr,
 
 	rpc_msg_free(m);
 	/* a change queued under a lease and refused since the last sync is reported here */
-	int refused = fs ? cl_wbq_error(fs) : 0;
+	int refused = fs && fid ? cl_wbq_error(fs, fid) : 0;
 	return rc ? rc : refused;
 }
 

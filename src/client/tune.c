@@ -30,6 +30,9 @@ NACRE_API int nacre_fs_tunable_get(struct nacre_fs *fs, int tunable, int ost, in
 	case NACRE_TUNE_WB:
 		*val = __atomic_load_n(&fs->leases.on, __ATOMIC_RELAXED);
 		return 0;
+	case NACRE_TUNE_WB_DELAY_MS:
+		*val = __atomic_load_n(&fs->wbq.delay_ms, __ATOMIC_RELAXED);
+		return 0;
 	default:
 		return -EINVAL;
 	}
@@ -70,6 +73,11 @@ NACRE_API int nacre_fs_tunable_set(struct nacre_fs *fs, int tunable, int ost, in
 		__atomic_store_n(&fs->leases.on, (int)val, __ATOMIC_RELAXED);
 		if (val == 0)
 			cl_lease_recall(fs, NULL, 0, 1); /* every lease goes back */
+		return 0;
+	case NACRE_TUNE_WB_DELAY_MS:
+		if (val < 1 || val > NACRE_WB_DELAY_MS_MAX)
+			return -ERANGE;
+		__atomic_store_n(&fs->wbq.delay_ms, (uint32_t)val, __ATOMIC_RELAXED);
 		return 0;
 	default:
 		return -EINVAL;

@@ -19,6 +19,8 @@ struct cl_wbq_change {
 	uint16_t opcode;
 	uint32_t len;
 	struct nacre_fid parent;     /* for the log and the lease to give back */
+	struct nacre_fid fsync_fid;  /* whose fsync reports its refusal */
+	int64_t granted_ms;          /* its lease's grant: with the renewals, its validity */
 	char name[NACRE_NAME_MAX + 1]; /* "" for a change of an inode */
 	uint8_t body[];
 };
@@ -30,6 +32,7 @@ void cl_wbq_init(struct nacre_fs *fs)
 	pthread_mutex_init(&q->lock, NULL);
 	pthread_cond_init(&q->cond, NULL);
 	pthread_mutex_init(&q->flush_lock, NULL);
+	q->delay_ms = CL_WBQ_DELAY_MS;
 }
 
 static void *flusher_main(void *arg)
@@ -43,7 +46,8 @@ static void *flusher_main(void *arg)
 			pthread_cond_wait(&q->cond, &q->lock);
 			continue;
 		}
-		int64_t due = q->first_ms + CL_WBQ_DELAY_MS, now = net_now_ms();
+		int64_t due = q->first_ms + __atomic_load_n(&q->delay_ms, __ATOMIC_RELAXED);
+		int64_t now = net_now_ms();
 		if (now < due && q->count < CL_WBQ_MAX) {
 			struct timespec ts;
 			time_after_ms(&ts, CLOCK_REALTIME, (int)(due - now));
@@ -97,8 +101,22 @@ void cl_wbq_fini(struct nacre_fs *fs)
 	pthread_mutex_destroy(&q->lock);
 }
 
+/* Keeps err for the next fsync of fid. With q->lock held. */
+static void keep_error(struct cl_wbq *q, const struct nacre_fid *fid, int err)
+{
+	for (int i = 0; i < q->nerrs; i++)
+		if (fid_eq(&q->errs[i].fid, fid))
+			return; /* the first one is reported */
+	if (q->nerrs < CL_WBQ_ERRS) {
+		q->errs[q->nerrs].fid = *fid;
+		q->errs[q->nerrs++].err = err;
+	} else if (!q->err_any) {
+		q->err_any = err;
+	}
+}
+
 int cl_wbq_add(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *body,
-	       const struct nacre_fid *parent, const char *name)
+	       const struct nacre_fid *parent, const char *name, int64_t granted_ms)
 {
 	struct cl_wbq *q = &fs->wbq;
 	uint32_t len = (uint32_t)wire_cursor_pos(body);
@@ -113,6 +131,16 @@ int cl_wbq_add(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *b
 	c->opcode = opcode;
 	c->len = len;
 	c->parent = *parent;
+	c->fsync_fid = *parent;
+	if (opcode == WIRE_OP_MDS_SETATTR) { /* the inode's own fsync reports it */
+		struct wire_cursor rc;
+		struct wire_setattr_req sr;
+		wire_cursor_init_read(&rc, body->buf, len);
+		wire_setattr_req_decode(&rc, &sr);
+		if (wire_cursor_ok(&rc))
+			c->fsync_fid = sr.fid;
+	}
+	c->granted_ms = granted_ms;
 	str_copy(c->name, name ? name : "", sizeof(c->name));
 	memcpy(c->body, body->buf, len);
 	pthread_mutex_lock(&q->lock);
@@ -131,18 +159,50 @@ int cl_wbq_add(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *b
 	return 0;
 }
 
+/* Whether c's lease was still good: renewed (or granted) less than WIRE_LEASE_MS ago. On
+ * any connection: the changes queued when the MDS restarts are sent after it. */
+static int in_time(struct nacre_fs *fs, const struct cl_wbq_change *c, int64_t now)
+{
+	int64_t from = __atomic_load_n(&fs->leases.renew_sent_ms, __ATOMIC_RELAXED);
+
+	if (c->granted_ms > from)
+		from = c->granted_ms;
+	return now < from + WIRE_LEASE_MS - CL_LEASE_MARGIN_MS;
+}
+
+/* Moves the changes at the head whose lease ran out to *lost. With q->lock held. */
+static void take_lost(struct nacre_fs *fs, struct cl_wbq *q, struct cl_wbq_change **lost)
+{
+	int64_t now = net_now_ms();
+
+	while (q->head && !in_time(fs, q->head, now)) {
+		struct cl_wbq_change *c = q->head;
+		q->head = c->next;
+		c->next = *lost;
+		*lost = c;
+		__atomic_store_n(&q->count, q->count - 1, __ATOMIC_RELEASE);
+	}
+	if (!q->head)
+		q->tail = NULL;
+}
+
 /* Takes the longest prefix of the queue one BATCH can carry (count, request and reply
- * sizes) into b; returns its changes (chained), or NULL when empty. */
-static struct cl_wbq_change *take_batch(struct cl_wbq *q, struct wire_batch_req *b)
+ * sizes) into b, after the lost ones; returns its changes (chained), or NULL when
+ * empty. */
+static struct cl_wbq_change *take_batch(struct nacre_fs *fs, struct cl_wbq *q,
+					struct wire_batch_req *b, struct cl_wbq_change **lost)
 {
 	struct cl_wbq_change *first, *c, **last;
 	size_t req = 64 + 16 * 4 /* cred with a group token, count */, rep = 4;
 
 	pthread_mutex_lock(&q->lock);
+	take_lost(fs, q, lost);
 	first = q->head;
 	last = &q->head;
 	b->count = 0;
 	for (c = q->head; c && b->count < WIRE_BATCH_MAX; c = c->next) {
+		if (!in_time(fs, c, net_now_ms()))
+			break; /* lost: the next take finds it at the head */
 		size_t need = 6 + c->len, back = wire_batch_result_max(c->opcode);
 		if (b->count && (req + need > WIRE_BODY_MAX || rep + back > WIRE_BODY_MAX))
 			break;
@@ -172,6 +232,31 @@ static void refused(struct nacre_fs *fs, const struct cl_wbq_change *c, int stat
 	cl_log(fs, CL_LOG_WARN, "write-back: %s %s%s in directory %s refused by MDS %s: %s "
 	       "(reported at the next fsync)", wire_opcode_name(c->opcode), c->name,
 	       c->name[0] ? "" : "(an inode)", f, fs->addr, nacre_strerror(status));
+}
+
+/* Logs and frees the changes whose lease ran out before they were sent; the next fsync
+ * fails with EIO. */
+static void report_lost(struct nacre_fs *fs, struct cl_wbq *q, struct cl_wbq_change *lost,
+			struct nacre_fid *doubt, int *ndoubt, int max)
+{
+	while (lost) {
+		struct cl_wbq_change *c = lost;
+		char f[NACRE_FID_STR_MAX];
+		lost = c->next;
+		fid_format(&c->parent, f, sizeof(f));
+		cl_log(fs, CL_LOG_ERR, "write-back: %s %s%s in directory %s lost: this mount's "
+		       "lease ended before it reached MDS %s (the process was stopped or cut off "
+		       "longer than %d ms, and was evicted); the next fsync fails with EIO",
+		       wire_opcode_name(c->opcode), c->name, c->name[0] ? "" : "(an inode)", f,
+		       fs->addr, WIRE_LEASE_MS);
+		if (*ndoubt < max)
+			doubt[(*ndoubt)++] = c->parent;
+		pthread_mutex_lock(&q->lock);
+		q->refused++;
+		keep_error(q, &c->fsync_fid, -EIO);
+		pthread_mutex_unlock(&q->lock);
+		free(c);
+	}
 }
 
 /* Sends one batch of the changes chained from first (b describes them). Returns 0 or the
@@ -204,6 +289,9 @@ static int send_batch(struct nacre_fs *fs, struct wire_batch_req *b, struct cl_w
 		if (st == 0 || st == -EALREADY) /* made (the reply cache kept no result) */
 			continue;
 		refused(fs, c, st);
+		pthread_mutex_lock(&fs->wbq.lock);
+		keep_error(&fs->wbq, &c->fsync_fid, st);
+		pthread_mutex_unlock(&fs->wbq.lock);
 		if (!first_err)
 			first_err = st;
 		if (*ndoubt < max)
@@ -264,8 +352,12 @@ int cl_wbq_flush(struct nacre_fs *fs)
 		return -ENOMEM;
 	pthread_mutex_lock(&q->flush_lock);
 	for (;;) {
+		struct cl_wbq_change *lost = NULL;
 		memset(&b->cred, 0, sizeof(b->cred));
-		struct cl_wbq_change *first = take_batch(q, b);
+		struct cl_wbq_change *first = take_batch(fs, q, b, &lost);
+		if (lost && !first_err)
+			first_err = -EIO;
+		report_lost(fs, q, lost, doubt, &ndoubt, DOUBT_MAX);
 		if (!first)
 			break;
 		int64_t t0 = net_now_us();
@@ -276,11 +368,8 @@ int cl_wbq_flush(struct nacre_fs *fs)
 		q->batches++;
 		q->sent += b->count;
 		q->flush_us += (uint64_t)took;
-		if (rc) {
+		if (rc)
 			q->refused++;
-			if (!q->err)
-				q->err = rc;
-		}
 		pthread_mutex_unlock(&q->lock);
 		if (rc && !first_err)
 			first_err = rc;
@@ -315,13 +404,22 @@ void cl_wbq_before(struct nacre_fs *fs, uint16_t opcode)
 	}
 }
 
-int cl_wbq_error(struct nacre_fs *fs)
+int cl_wbq_error(struct nacre_fs *fs, const struct nacre_fid *fid)
 {
 	struct cl_wbq *q = &fs->wbq;
+	int err = 0;
 
 	pthread_mutex_lock(&q->lock);
-	int err = q->err;
-	q->err = 0;
+	for (int i = 0; i < q->nerrs && !err; i++) {
+		if (fid_eq(&q->errs[i].fid, fid)) {
+			err = q->errs[i].err;
+			q->errs[i] = q->errs[--q->nerrs];
+		}
+	}
+	if (!err) {
+		err = q->err_any;
+		q->err_any = 0;
+	}
 	pthread_mutex_unlock(&q->lock);
 	return err;
 }

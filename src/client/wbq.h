@@ -3,7 +3,7 @@
  * "The queue").
  *
  * A change is queued as the body its lone request would have. The queue is sent:
- * CL_WBQ_DELAY_MS after its first change (a thread), when it holds CL_WBQ_MAX changes,
+ * NACRE_TUNE_WB_DELAY_MS after its first change (a thread), when it holds CL_WBQ_MAX changes,
  * before any other request of this mount goes to the MDS (cl_mds_call: a later request
  * may depend on a queued change, and must see it), before a lease is given back (a recall:
  * the other client then sees every change), and at unmount. One flush at a time, in queue
@@ -11,9 +11,11 @@
  *
  * A change the MDS refuses (EDQUOT, EACCES after a permission change elsewhere, EEXIST
  * after an eviction) is logged with its name and directory, the lease of that directory
- * is given back (what it knows is wrong now), and the error is kept for the next fsync,
- * fsyncdir or syncfs of this mount (cl_wbq_error), as Linux keeps a writeback error for
- * the next fsync. The queue is in memory: a crash of the process loses what it holds.
+ * is given back (what it knows is wrong now), and the error is kept for the next fsync of
+ * that directory (of the inode, for an attribute change; cl_wbq_error), as Linux keeps a
+ * writeback error for the next fsync; past CL_WBQ_ERRS such errors, the next fsync of
+ * anything reports one. The queue is in memory: a crash of the process loses what it
+ * holds.
  *
  * Its own mutex (a leaf: held across no call) and a flush mutex held across the BATCH
  * RPCs (taken before the lease lock, never under it). Thread-safe.
@@ -27,8 +29,9 @@
 #include "nacre/nacre.h"
 #include "proto/cursor.h"
 
-#define CL_WBQ_DELAY_MS 50
+#define CL_WBQ_DELAY_MS 50 /* the default of NACRE_TUNE_WB_DELAY_MS */
 #define CL_WBQ_MAX 1024
+#define CL_WBQ_ERRS 64
 
 struct cl_wbq_change;
 
@@ -38,8 +41,15 @@ struct cl_wbq {
 	struct cl_wbq_change *head, *tail;
 	uint32_t count;               /* atomic reads: changes queued */
 	uint32_t inflight;            /* atomic reads: changes in a BATCH not answered yet */
+	uint32_t delay_ms;            /* atomic: NACRE_TUNE_WB_DELAY_MS */
 	int64_t first_ms;             /* when the oldest queued change was queued */
-	int err;                      /* the first refusal since the last cl_wbq_error */
+	struct {
+		struct nacre_fid fid;
+		int err;
+	} errs[CL_WBQ_ERRS];          /* the first refusal per directory (or inode) not yet
+				       * reported */
+	int nerrs;
+	int err_any;                  /* one that found no room: the next fsync reports it */
 	int stop, started;
 	pthread_t thread;
 	pthread_mutex_t flush_lock;   /* one flush at a time */
@@ -54,18 +64,25 @@ int cl_wbq_start(struct nacre_fs *fs);
 void cl_wbq_fini(struct nacre_fs *fs);
 
 /* Queues the change of opcode whose request body is body (copied); parent and name (NULL
- * for a change of an inode, not a name) say what it changes, for the log. With the lease
- * lock held: the caller checked the lease and updates its names in the same hold, so a
- * recall sees both or neither. 0 or -ENOMEM (then nothing is queued). */
+ * for a change of an inode, not a name) say what it changes, for the log; granted_ms is
+ * when the lease it is made under was granted. With the lease lock held: the caller
+ * checked the lease and updates its names in the same hold, so a recall sees both or
+ * neither. 0 or -ENOMEM (then nothing is queued).
+ *
+ * A change whose lease ran out before it was sent (WIRE_LEASE_MS without a renewal: the
+ * process was stopped, or cut off from the MDS, which evicted it) is not sent: others may
+ * have seen the directory without it since. It is logged as lost and the next fsync
+ * fails with EIO. */
 int cl_wbq_add(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *body,
-	       const struct nacre_fid *parent, const char *name);
+	       const struct nacre_fid *parent, const char *name, int64_t granted_ms);
 /* Sends everything queued (and what is queued meanwhile by others, until it is empty).
  * Returns 0, or the first refusal of this flush. Never with the lease lock held. */
 int cl_wbq_flush(struct nacre_fs *fs);
 /* Flushes if anything is queued, before a request of opcode that is not the queue's own
  * (BATCH) or a callback, grant, lease or ping. From cl_mds_call. */
 void cl_wbq_before(struct nacre_fs *fs, uint16_t opcode);
-/* The first refusal kept since the last call (0 if none), cleared. */
-int cl_wbq_error(struct nacre_fs *fs);
+/* The first refusal kept for fid (or, with none, one kept for nothing in particular), or 0;
+ * cleared. For the fsync of fid. */
+int cl_wbq_error(struct nacre_fs *fs, const struct nacre_fid *fid);
 
 #endif

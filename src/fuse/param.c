@@ -34,6 +34,7 @@ static const struct param params[] = {
 	{ON_LLITE, "max_read_ahead_mb", NACRE_TUNE_READ_AHEAD_MB, NULL},
 	{ON_LLITE, "fid_grant", NACRE_TUNE_FID_GRANT, NULL},
 	{ON_LLITE, "wb", NACRE_TUNE_WB, NULL},
+	{ON_LLITE, "wb_delay_ms", NACRE_TUNE_WB_DELAY_MS, NULL},
 	{ON_LLITE, "stats", 0, fz_metrics_llite_stats},
 	{ON_OSC, "max_rpcs_in_flight", NACRE_TUNE_RPCS_IN_FLIGHT, NULL},
 };

@@ -95,35 +95,6 @@ def test_another_mount_sees_every_name_and_is_seen_back(lc):
     assert "f000" not in os.listdir(other / "shared")
 
 
-def test_a_stopped_holder_is_evicted_and_the_others_go_on(lc):
-    _, on, other = lc.mounts
-    creates(on / "stopped", 3)
-    pid = on.proc.p.pid
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        t0 = time.monotonic()
-        names = sorted(os.listdir(other / "stopped"))
-        waited = time.monotonic() - t0
-    finally:
-        os.kill(pid, signal.SIGCONT)
-    assert names == ["f000", "f001", "f002"]
-    # it waited for the recall's timeout, not for ever
-    assert RECALL_S - 2 <= waited <= RECALL_S + 10, waited
-    assert "did not give it back" in lc.mds.text()
-    # the holder's lease is void on its side too: a name made meanwhile is seen
-    (other / "stopped" / "late").write_bytes(b"late")
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            assert (on / "stopped" / "late").read_bytes() == b"late"
-            break
-        except OSError:
-            # evicted: its first requests may fail while it makes a new session
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
-
-
 def test_changes_under_a_lease_go_in_batches(lc):
     _, on, other = lc.mounts
     top = on / "batched"
@@ -154,6 +125,42 @@ def test_changes_under_a_lease_go_in_batches(lc):
     assert stat.S_ISDIR(st.st_mode) and st.st_uid == 0
     # what the holder said of them is what the MDS made
     assert oct(os.stat(top / "d01").st_mode) == oct(st.st_mode)
+
+
+def test_attributes_of_what_it_made_are_set_here(lc):
+    """As tar does after each file: utimes, chown, chmod, with no request each."""
+    _, on, other = lc.mounts
+    top = on / "untar"
+    os.mkdir(top)
+    for i in range(10):
+        (top / f"f{i}").write_bytes(b"data %d\n" % i)
+    os.mkdir(top / "sub")
+    before = md_counts(lc)
+    for i in range(10):
+        p = top / f"f{i}"
+        os.utime(p, ns=(1_000_000_000 + i, 2_000_000_000 + i))
+        os.chown(p, 1000 + i, 2000 + i)
+        os.chmod(p, 0o640)
+        st = os.stat(p)  # answered here too
+        assert (st.st_uid, st.st_gid, st.st_mtime_ns, st.st_size) == \
+            (1000 + i, 2000 + i, 2_000_000_000 + i, len(b"data %d\n" % i))
+    os.chmod(top / "sub", 0o700)
+    os.utime(top / "sub", ns=(3_000_000_000, 4_000_000_000))
+    time.sleep(0.3)
+    after = md_counts(lc)
+    delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    # (the top directory was made where nothing is leased: its attributes the MDS says)
+    assert delta.get("setattr", 0) == 0 and delta.get("getattr", 0) <= 1, delta
+    assert delta.get("batch", 0) >= 1, delta
+    # what the MDS made is what the holder said
+    for i in range(10):
+        st = os.stat(other / "untar" / f"f{i}")
+        assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode), st.st_atime_ns,
+                st.st_mtime_ns) == (1000 + i, 2000 + i, 0o640, 1_000_000_000 + i,
+                                    2_000_000_000 + i)
+        assert (other / "untar" / f"f{i}").read_bytes() == b"data %d\n" % i
+    st = os.stat(other / "untar" / "sub")
+    assert stat.S_IMODE(st.st_mode) == 0o700 and st.st_mtime_ns == 4_000_000_000
 
 
 def test_a_refused_change_is_reported_at_fsync(lc):
@@ -195,6 +202,61 @@ def test_unmount_sends_what_is_queued(lc):
     m.unmount()
     lc.mounts.remove(m)
     assert len(os.listdir(other / "late")) == 30
+
+
+def set_param(m, kv):
+    r = subprocess.run([binary("nacre"), "set_param", "-n", "--mount", str(m.path),
+                        f"llite.*.{kv}"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_stopped_holder_is_evicted_and_the_others_go_on(lc):
+    _, on, other = lc.mounts
+    creates(on / "stopped", 3)
+    set_param(on, "wb_delay_ms=5000")  # what it makes next stays queued here
+    try:
+        for i in range(4):
+            os.mkdir(on / "stopped" / f"q{i}")
+        pid = on.proc.p.pid
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            names = sorted(os.listdir(other / "stopped"))
+            waited = time.monotonic() - t0
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        # the others see what reached the MDS, after the recall's timeout, not for ever
+        assert names == ["f000", "f001", "f002"]
+        assert RECALL_S - 2 <= waited <= RECALL_S + 10, waited
+        assert "did not give it back" in lc.mds.text()
+        # the holder's queued mkdirs are not sent late: reported lost, and at fsync
+        deadline = time.monotonic() + 30
+        while "lost: this mount's lease ended" not in on.proc.text():
+            assert time.monotonic() < deadline, on.proc.text()[-2000:]
+            time.sleep(0.2)
+        fd = os.open(on / "stopped", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            with pytest.raises(OSError) as e:
+                os.fsync(fd)
+            assert e.value.errno == errno.EIO
+        finally:
+            os.close(fd)
+    finally:
+        set_param(on, "wb_delay_ms=50")
+    assert sorted(os.listdir(other / "stopped")) == ["f000", "f001", "f002"]
+    # the holder's lease is void on its side too: a name made meanwhile is seen
+    (other / "stopped" / "late").write_bytes(b"late")
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            assert (on / "stopped" / "late").read_bytes() == b"late"
+            break
+        except OSError:
+            # evicted: its first requests may fail while it makes a new session
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    assert sorted(os.listdir(on / "stopped")) == ["f000", "f001", "f002", "late"]
 
 
 def test_the_mds_counts_its_leases(lc):
