@@ -40,8 +40,10 @@ NACRE_API int nacre_hsm_request(struct nacre_fs *fs, const struct nacre_cred *cr
 
 		wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 		wire_hsm_request_encode(&c, &r);
-		for (int i = 0; i < k; i++)
+		for (int i = 0; i < k; i++) {
 			wire_fid_put(&c, &fids[done + i]);
+			cl_lease_attr_forget(fs, &fids[done + i]); /* its HSM state changes */
+		}
 		rc = call(fs, WIRE_OP_MDS_HSM_REQUEST, &c, &m);
 		if (rc)
 			return rc;

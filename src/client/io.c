@@ -102,6 +102,7 @@ NACRE_API int nacre_open(struct nacre_fs *fs, const struct nacre_cred *cr,
 	/* Writes of other handles come before the truncate, not after it. */
 	if (flags & O_TRUNC)
 		cl_size_publish_fid(fs, fid);
+	cl_lease_attr_busy(fs, fid); /* open, its size and times are its handles' */
 	rc = cl_mds_do(fs, WIRE_OP_MDS_OPEN, &req, &rep);
 	if (rc)
 		return rc;
@@ -334,6 +335,7 @@ NACRE_API int nacre_close(struct nacre_file *f)
 	if (!f)
 		return 0;
 	cl_wb_flush(f);
+	cl_lease_attr_busy(f->fs, &f->fid); /* until the CLOSE reply says what they are */
 	cl_files_del(f);
 	if (f->wrote) /* no other thread uses f any more */
 		__atomic_sub_fetch(&f->fs->writers, 1, __ATOMIC_RELEASE);

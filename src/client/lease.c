@@ -234,6 +234,24 @@ void cl_lease_named(struct nacre_fs *fs, const struct nacre_fid *parent, const c
 		drop(fs, parent, 1, 0, 0); /* cannot know it whole: it goes back */
 }
 
+/* The inode fid lost a name (or was replaced): what is kept of it goes, and if it was a
+ * directory this mount held, its lease is given back after the next flush. With the lock. */
+static void gone(struct cl_leases *l, const struct nacre_fid *fid)
+{
+	struct cl_lease_dir *g;
+
+	if (!fid->seq)
+		return;
+	cl_lease_made_del(l, fid);
+	g = cl_lease_find(l, fid);
+	if (g) {
+		cl_lease_made_drop_dir(l, fid);
+		cl_lease_unlink(l, g);
+		g->next = l->gone;
+		__atomic_store_n(&l->gone, g, __ATOMIC_RELAXED);
+	}
+}
+
 void cl_lease_unnamed(struct nacre_fs *fs, const struct nacre_fid *parent, const char *name)
 {
 	struct cl_leases *l = &fs->leases;
@@ -246,7 +264,7 @@ void cl_lease_unnamed(struct nacre_fs *fs, const struct nacre_fid *parent, const
 	struct cl_name *e = d ? cl_lease_name_find(d, name) : NULL;
 	if (e) {
 		cl_lease_dir_touched(l, parent, e->type == S_IFDIR ? -1 : 0);
-		cl_lease_made_del(l, &e->fid);
+		gone(l, &e->fid);
 		cl_lease_name_del(l, d, name);
 	}
 	pthread_mutex_unlock(&l->lock);
@@ -267,11 +285,16 @@ void cl_lease_renamed(struct nacre_fs *fs, const struct nacre_fid *sparent, cons
 	s = cl_lease_find(l, sparent);
 	d = cl_lease_find(l, dparent);
 	struct cl_name *e = s ? cl_lease_name_find(s, sname) : NULL;
+	struct cl_name *victim = d ? cl_lease_name_find(d, dname) : NULL;
 	if (e) {
 		fid = e->fid;
 		type = e->type;
 		cl_lease_made_del(l, &fid); /* its ctime moved: the MDS says */
 	}
+	if (victim && exchange)
+		cl_lease_made_del(l, &victim->fid);
+	else if (victim && !fid_eq(&victim->fid, &fid))
+		gone(l, &victim->fid); /* replaced: its last name went (or one of them) */
 	cl_lease_dir_touched(l, sparent, 0);
 	cl_lease_dir_touched(l, dparent, 0);
 	if (exchange) {

@@ -79,6 +79,9 @@ void cl_lease_recall(struct nacre_fs *fs, const struct nacre_fid *dirs, uint32_t
  * the MDS told them; forget: the inode is reachable another way now (a hard link). */
 void cl_lease_attr_seen(struct nacre_fs *fs, const struct nacre_attr *a);
 void cl_lease_attr_forget(struct nacre_fs *fs, const struct nacre_fid *fid);
+/* fid is being opened or closed here: what is kept of it is not used until a reply of the
+ * MDS tells its attributes again (cl_lease_attr_seen). */
+void cl_lease_attr_busy(struct nacre_fs *fs, const struct nacre_fid *fid);
 /* A setattr (body: its request) by cr of an inode made under a lease, not open here, that
  * this mount can foretell (root's, or its owner's mode and times): queued, *out what the
  * MDS will make. 1 (made) or 0 (ask the MDS). */

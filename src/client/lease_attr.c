@@ -24,6 +24,7 @@
 struct cl_made {
 	struct cl_made *next;
 	struct nacre_fid parent; /* the held directory it is named in */
+	int busy;                /* being opened or closed: attr is not known until a reply */
 	struct nacre_attr attr;
 };
 
@@ -53,6 +54,7 @@ void cl_lease_made_put(struct cl_leases *l, const struct nacre_fid *parent,
 		l->nmade++;
 	}
 	e->parent = *parent;
+	e->busy = 0;
 	e->attr = *a;
 }
 
@@ -120,8 +122,23 @@ void cl_lease_attr_seen(struct nacre_fs *fs, const struct nacre_attr *a)
 		return;
 	pthread_mutex_lock(&l->lock);
 	struct cl_made *e = l->made_b ? *made_slot(l, &a->fid) : NULL;
-	if (e)
+	if (e) {
 		e->attr = *a;
+		e->busy = 0;
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
+void cl_lease_attr_busy(struct nacre_fs *fs, const struct nacre_fid *fid)
+{
+	struct cl_leases *l = &fs->leases;
+
+	if (!__atomic_load_n(&l->nmade, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&l->lock);
+	struct cl_made *e = l->made_b ? *made_slot(l, fid) : NULL;
+	if (e)
+		e->busy = 1;
 	pthread_mutex_unlock(&l->lock);
 }
 
@@ -212,7 +229,7 @@ int cl_lease_getattr(struct nacre_fs *fs, const struct nacre_fid *fid, struct na
 	pthread_mutex_lock(&l->lock);
 	struct cl_made *e = l->made_b ? *made_slot(l, fid) : NULL;
 	struct cl_lease_dir *d = e ? cl_lease_find(l, &e->parent) : NULL;
-	if (d && cl_lease_valid(fs, d)) {
+	if (d && !e->busy && cl_lease_valid(fs, d)) {
 		*out = e->attr;
 		l->answered++;
 		rc = 1;
@@ -235,7 +252,7 @@ int cl_lease_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 	struct cl_made *e = l->made_b ? *made_slot(l, fid) : NULL;
 	struct cl_lease_dir *d = e ? cl_lease_find(l, &e->parent) : NULL;
 	/* the maker of the directory: its ids are the MDS's (lease_int.h, makes) */
-	if (d && d->makes && cr->uid == d->uid && cl_lease_valid(fs, d) &&
+	if (d && !e->busy && d->makes && cr->uid == d->uid && cl_lease_valid(fs, d) &&
 	    predict(cr, &e->attr, sa, &a) == 0 &&
 	    cl_wbq_add(fs, WIRE_OP_MDS_SETATTR, body, &e->parent, NULL, d->granted_sent_ms) == 0) {
 		e->attr = a;

@@ -786,6 +786,15 @@ NACRE_API int nacre_listxattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 	return xattr_read(fs, cr, WIRE_OP_MDS_LISTXATTR, fid, "", list, size);
 }
 
+/* An xattr of fid was set or removed (or may have been): an access ACL changes the mode
+ * this mount may keep for it, a default ACL what is made in it (lease.h). */
+static void xattr_changed(struct nacre_fs *fs, const struct nacre_fid *fid, const char *name)
+{
+	cl_lease_attr_forget(fs, fid);
+	if (strcmp(name, "system.posix_acl_default") == 0)
+		cl_lease_doubt(fs, fid);
+}
+
 NACRE_API int nacre_setxattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 			     const struct nacre_fid *fid, const char *name, const void *value,
 			     size_t size, int flags)
@@ -808,7 +817,9 @@ NACRE_API int nacre_setxattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 	req.flags = (uint32_t)flags;
 	req.value = value;
 	req.value_len = (uint32_t)size;
-return cl_mds_do(fs, WIRE_OP_MDS_SETXATTR, &req, NULL);
+	rc = cl_mds_do(fs, WIRE_OP_MDS_SETXATTR, &req, NULL);
+	xattr_changed(fs, fid, name);
+	return rc;
 }
 
 NACRE_API int nacre_removexattr(struct nacre_fs *fs, const struct nacre_cred *cr,
@@ -827,7 +838,9 @@ NACRE_API int nacre_removexattr(struct nacre_fs *fs, const struct nacre_cred *cr
 	req.cred = *cl_cred(cr, &root);
 	req.fid = *fid;
 	memcpy(req.name, name, strlen(name) + 1);
-return cl_mds_do(fs, WIRE_OP_MDS_REMOVEXATTR, &req, NULL);
+	rc = cl_mds_do(fs, WIRE_OP_MDS_REMOVEXATTR, &req, NULL);
+	xattr_changed(fs, fid, name);
+	return rc;
 }
 
 static int layout_reply(struct rpc_msg *m, struct nacre_layout *out)

@@ -131,6 +131,15 @@ def fuse_ring(on):
         FUSE_RING_PARAM.write_text(old)
 
 
+def session_wb_opts():
+    """NACRE_TEST_WB=on mounts every test mount with -o wb=on (metadata write-back), to run
+    the suites with it (docs/writeback.md); off or unset: each mount as its test asks."""
+    mode = os.environ.get("NACRE_TEST_WB", "off")
+    if mode not in ("on", "off"):
+        pytest.exit(f"NACRE_TEST_WB={mode}: use on or off", 2)
+    return ["wb=on"] if mode == "on" else []
+
+
 def session_ring_mode():
     """NACRE_TEST_FUSE_RING: on (the default; io_uring where the kernel has it), off, keep."""
     return os.environ.get("NACRE_TEST_FUSE_RING", "on")
@@ -345,7 +354,7 @@ class Cluster:
     def mount(self, opts=(), name=None, wait=True, spec_suffix=""):
         mnt = self.dir / (name or f"mnt{len(self.mounts)}")
         mnt.mkdir(exist_ok=True)
-        o = ",".join([f"key_file={self.key}"] + list(opts))
+        o = ",".join([f"key_file={self.key}"] + session_wb_opts() + list(opts))
         argv = [binary("nacre-mount"), self.spec + spec_suffix, str(mnt), "-o", o, "-f"]
         p = Proc(f"mount-{mnt.name}", argv, self.dir / f"{mnt.name}.log").start()
         m = Mount(self, mnt, p)
