@@ -99,7 +99,9 @@ def test_get_param_shapes_and_wildcards(pc):
     r = nacre("list_param", "-F", "--mount", m, "llite.*.*")
     assert r.stdout == (f"llite.{FS}-{inst}.fid_grant=\n"
                         f"llite.{FS}-{inst}.max_read_ahead_mb=\n"
-                        f"llite.{FS}-{inst}.stats\n"), r.stdout
+                        f"llite.{FS}-{inst}.stats\n"
+                        f"llite.{FS}-{inst}.wb=\n"
+                        f"llite.{FS}-{inst}.wb_delay_ms=\n"), r.stdout
     st = os.statvfs(pc.ost_dir(0))
     kb = int(nacre("get_param", "-n", "--mount", m, f"obdfilter.{FS}-OST0000.kbytestotal")
              .stdout)

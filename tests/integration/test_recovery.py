@@ -504,8 +504,10 @@ OPS = ("stat", "create", "mkdir", "readdir", "write+fsync", "chmod")
                     "build runs the same recovery paths in the shorter MDS-down tests")
 def test_mds_down_70s_blocks_then_succeeds_or_fails_after_recovery_timeout(make_cluster):
     c = make_cluster(cls=RecoveryCluster, osts=2)
-    patient = c.mounts[0].path
-    quick = c.mount(opts=["recovery_timeout=20"]).path
+    # without write-back: under a lease a mount answers a lookup of a name it knows is not
+    # there, and queues a mkdir, without waiting for the MDS (test_wb_lease.py)
+    patient = c.mount(opts=["wb=off"]).path
+    quick = c.mount(opts=["recovery_timeout=20", "wb=off"]).path
     for tag, m in (("p", patient), ("q", quick)):
         for what in OPS:
             (m / f"{what}-{tag}").mkdir()
