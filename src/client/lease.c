@@ -181,7 +181,7 @@ void cl_lease_take(struct nacre_fs *fs, const struct nacre_cred *cr,
 		pthread_mutex_unlock(&l->lock);
 	}
 	cl_lease_dir_free(d); /* not held after all: the MDS's lease ends at its recall */
-	if (rc && rc != -EBUSY && rc != -EAGAIN)
+	if (rc && rc != -EBUSY && rc != -EAGAIN && rc != -EROFS && rc != -ENOTEMPTY)
 		cl_log(fs, CL_LOG_INFO, "write-back lease from MDS %s: %s; lookups in new "
 		       "directories ask the MDS", fs->addr, nacre_strerror(rc));
 }

@@ -248,6 +248,7 @@ int cl_lease_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 
 	if (!cr || !__atomic_load_n(&l->nmade, __ATOMIC_RELAXED) || open_here(fs, fid))
 		return 0;
+	cl_wbq_bound(fs);
 	pthread_mutex_lock(&l->lock);
 	struct cl_made *e = l->made_b ? *made_slot(l, fid) : NULL;
 	struct cl_lease_dir *d = e ? cl_lease_find(l, &e->parent) : NULL;

@@ -169,6 +169,7 @@ int cl_lease_change(struct nacre_fs *fs, const struct nacre_cred *cr, struct cl_
 
 	if (!cr || !__atomic_load_n(&l->n, __ATOMIC_RELAXED))
 		return 0;
+	cl_wbq_bound(fs);
 	pthread_mutex_lock(&l->lock);
 	switch (ch->opcode) {
 	case WIRE_OP_MDS_MKDIR:

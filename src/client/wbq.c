@@ -388,6 +388,12 @@ int cl_wbq_flush(struct nacre_fs *fs)
 	return first_err;
 }
 
+void cl_wbq_bound(struct nacre_fs *fs)
+{
+	if (__atomic_load_n(&fs->wbq.count, __ATOMIC_ACQUIRE) >= CL_WBQ_MAX)
+		cl_wbq_flush(fs);
+}
+
 void cl_wbq_before(struct nacre_fs *fs, uint16_t opcode)
 {
 	switch (opcode) {

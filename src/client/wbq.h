@@ -78,6 +78,10 @@ int cl_wbq_add(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *b
 /* Sends everything queued (and what is queued meanwhile by others, until it is empty).
  * Returns 0, or the first refusal of this flush. Never with the lease lock held. */
 int cl_wbq_flush(struct nacre_fs *fs);
+/* Sends the queue from the caller's thread when it holds CL_WBQ_MAX changes or more (the
+ * flusher falls behind: the MDS is slow or away), so it never grows without bound. Never
+ * with the lease lock held. */
+void cl_wbq_bound(struct nacre_fs *fs);
 /* Flushes if anything is queued, before a request of opcode that is not the queue's own
  * (BATCH) or a callback, grant, lease or ping. From cl_mds_call. */
 void cl_wbq_before(struct nacre_fs *fs, uint16_t opcode);

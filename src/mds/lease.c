@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/net.h"
 #include "common/util.h"
+#include "mds/nodemap.h"
 #include "mds/notify.h"
 #include "mds/acl.h"
 #include "mds/db.h"
@@ -263,6 +264,12 @@ static int lease_get(struct mds *m, const struct rpc_request *req, const struct 
 
 	if (!req->client_id)
 		return -EPROTO; /* leases are a client id's (WIRE_FEAT_RECOVERY) */
+	if (m->nodemap) {
+		struct nodemap_view v;
+		nodemap_lookup(m->nodemap, req, &v);
+		if (v.readonly)
+			return -EROFS; /* it could make nothing under it */
+	}
 	rc = mds_txn_begin_read(m->db, &txn);
 	if (rc)
 		return rc;

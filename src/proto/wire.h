@@ -1016,7 +1016,8 @@ struct wire_notify_rep { /* followed by count fids (and, with WIRE_NOTIFY_RECALL
  * WIRE_LEASE_MS after it sent the last request the MDS answered without recalling the lease:
  * the GET itself or a NOTIFY_WAIT; the MDS waits WIRE_LEASE_RECALL_MS for it before evicting
  * it, which is longer. GET is granted on an empty directory the caller may search (the
- * holder then knows every name in it: none); it fails -ENOTEMPTY, -EACCES, -ENOTDIR,
+ * holder then knows every name in it: none), not to a read-only nodemap's client (-EROFS);
+ * it fails -ENOTEMPTY, -EACCES, -ENOTDIR,
  * -EBUSY (another client holds it), -EAGAIN (the
  * caller keeps no NOTIFY_WAIT outstanding, or holds too many); PUT of a lease the caller does
  * not hold is a success (a recall and the holder's PUT may cross). Leases live in the MDS's
