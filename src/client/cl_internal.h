@@ -122,6 +122,9 @@ struct nacre_fs {
 	struct cl_leases leases;    /* write-back leases on directories (lease.h); its own
 				     * lock */
 	struct cl_wbq wbq;          /* changes made under them, for the MDS (wbq.h) */
+	/* called by cl_mds_call before each request (wbq.c sends what is queued); set at
+	 * mount, immutable after */
+	void (*before_mds)(struct nacre_fs *fs, uint16_t opcode);
 };
 
 struct cl_glist;

@@ -18,8 +18,8 @@
  * queued under them reached the MDS. Without the lock. */
 static void give_back(struct nacre_fs *fs, struct cl_lease_dir *list)
 {
-	if (list)
-		cl_wbq_flush(fs); /* what was made under them is seen before anyone else looks */
+	if (list && cl_wbq_flush(fs))
+		cl_lease_settle(fs); /* refused: the directories' leases go too */
 	while (list) {
 		struct cl_lease_dir *d = list;
 		struct wire_lease_req r = {.fid = d->fid, .op = WIRE_LEASE_PUT};
@@ -141,7 +141,10 @@ void cl_lease_take(struct nacre_fs *fs, const struct nacre_cred *cr,
 	int rc = 0, full = 0;
 	struct nacre_fid oldest = {0};
 
-	if (!usable(fs) || !S_ISDIR(a->mode) || !(d = cl_lease_dir_new(a)))
+	if (!usable(fs) || !S_ISDIR(a->mode))
+		return;
+	cl_lease_settle(fs);
+	if (!(d = cl_lease_dir_new(a)))
 		return;
 	/* made in a directory it holds: the MDS leased it along (if the parent was being
 	 * recalled meanwhile, it did not: the recall then ends this one with its parent) */
@@ -195,6 +198,7 @@ int cl_lease_lookup(struct nacre_fs *fs, const struct nacre_cred *cr,
 
 	if (!__atomic_load_n(&l->n, __ATOMIC_RELAXED) || !cr)
 		return 0;
+	cl_lease_settle(fs);
 	pthread_mutex_lock(&l->lock);
 	d = cl_lease_find(l, parent);
 	if (d && !cl_lease_valid(fs, d)) {
@@ -328,6 +332,17 @@ void cl_lease_put_gone(struct nacre_fs *fs)
 	__atomic_store_n(&l->gone, NULL, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&l->lock);
 	give_back(fs, list);
+}
+
+void cl_lease_settle(struct nacre_fs *fs)
+{
+	struct nacre_fid f[CL_WBQ_DOUBTS];
+	int all, n;
+
+	while ((n = cl_wbq_take_doubts(fs, f, CL_WBQ_DOUBTS, &all)) > 0 || all)
+		drop(fs, f, (uint32_t)n, all, 0);
+	if (__atomic_load_n(&fs->leases.gone, __ATOMIC_RELAXED) && !cl_wbq_pending(fs))
+		cl_lease_put_gone(fs);
 }
 
 void cl_lease_doubt(struct nacre_fs *fs, const struct nacre_fid *parent)

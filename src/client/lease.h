@@ -88,9 +88,16 @@ void cl_lease_attr_busy(struct nacre_fs *fs, const struct nacre_fid *fid);
 int cl_lease_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 		     const struct nacre_fid *fid, const struct nacre_setattr *sa,
 		     const struct wire_cursor *body, struct nacre_attr *out);
+/* Whether an inode made under a lease, where no default ACL applies, has no xattr (none
+ * was set since: that forgets it): 1, or 0 (ask the MDS). */
+int cl_lease_xattr_none(struct nacre_fs *fs, const struct nacre_fid *fid);
 /* The attributes of an inode made under a lease and not open here: 1 with *out, or 0. */
 int cl_lease_getattr(struct nacre_fs *fs, const struct nacre_fid *fid, struct nacre_attr *out);
 
+/* Gives back the leases of the directories whose queued changes the MDS refused (wbq.h)
+ * and of those removed under a lease once the removal was sent: before anything is answered
+ * from a lease. */
+void cl_lease_settle(struct nacre_fs *fs);
 /* Gives back the leases of directories removed under a lease (after a flush). */
 void cl_lease_put_gone(struct nacre_fs *fs);
 /* A NOTIFY_WAIT sent at sent_ms on connection generation gen was answered without a recall

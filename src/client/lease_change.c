@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <sys/stat.h>
 
+#include "client/files.h"
 #include "client/lease_int.h"
 #include "common/fid.h"
 #include "common/util.h"
@@ -170,6 +171,7 @@ int cl_lease_change(struct nacre_fs *fs, const struct nacre_cred *cr, struct cl_
 	if (!cr || !__atomic_load_n(&l->n, __ATOMIC_RELAXED))
 		return 0;
 	cl_wbq_bound(fs);
+	cl_lease_settle(fs);
 	pthread_mutex_lock(&l->lock);
 	switch (ch->opcode) {
 	case WIRE_OP_MDS_MKDIR:
@@ -190,6 +192,142 @@ int cl_lease_change(struct nacre_fs *fs, const struct nacre_cred *cr, struct cl_
 	}
 	if (rc == 1)
 		l->made++;
+	pthread_mutex_unlock(&l->lock);
+	return rc;
+}
+
+/* ---- attribute changes and getattr of what was made under a lease ---- */
+
+static int in_group(const struct nacre_cred *cr, uint32_t gid)
+{
+	if (cr->gid == gid)
+		return 1;
+	for (uint32_t i = 0; i < cr->ngroups && i < NACRE_CRED_GROUPS; i++)
+		if (cr->groups[i] == gid)
+			return 1;
+	return 0;
+}
+
+/* What the MDS's setattr (mds_perm_setattr, setattr_op) makes of a with sa by cr, into
+ * out: 0, or -EAGAIN when this mount cannot tell (the MDS is asked). Root may change
+ * anything; the owner its mode and times. */
+static int predict(const struct nacre_cred *cr, const struct nacre_attr *a,
+		   const struct nacre_setattr *sa, struct nacre_attr *out)
+{
+	const uint32_t mine = NACRE_SET_MODE | NACRE_SET_UID | NACRE_SET_GID | NACRE_SET_ATIME |
+			      NACRE_SET_MTIME | NACRE_SET_ATIME_NOW | NACRE_SET_MTIME_NOW |
+			      NACRE_SET_CTIME;
+	int root = cr->uid == 0;
+	struct nacre_time now = time_now();
+
+	if (!sa->valid || (sa->valid & ~mine) || (!root && cr->uid != a->uid) ||
+	    (!root && (sa->valid & (NACRE_SET_UID | NACRE_SET_GID))) || cr->groups_token)
+		return -EAGAIN;
+	*out = *a;
+	int chown = ((sa->valid & NACRE_SET_UID) && sa->uid != a->uid) ||
+		    ((sa->valid & NACRE_SET_GID) && sa->gid != a->gid);
+	if (sa->valid & NACRE_SET_MODE) {
+		uint32_t mode = sa->mode & 07777;
+		uint32_t gid = (sa->valid & NACRE_SET_GID) ? sa->gid : a->gid;
+		if (!root && !in_group(cr, gid))
+			mode &= ~(uint32_t)S_ISGID;
+		out->mode = (a->mode & S_IFMT) | mode;
+	} else if (chown && !S_ISDIR(a->mode)) {
+		out->mode &= ~(uint32_t)S_ISUID;
+		if (out->mode & S_IXGRP)
+			out->mode &= ~(uint32_t)S_ISGID;
+	}
+	if (sa->valid & NACRE_SET_UID)
+		out->uid = sa->uid;
+	if (sa->valid & NACRE_SET_GID)
+		out->gid = sa->gid;
+	if (sa->valid & NACRE_SET_ATIME_NOW)
+		out->atime = now;
+	else if (sa->valid & NACRE_SET_ATIME)
+		out->atime = sa->atime;
+	if (sa->valid & NACRE_SET_MTIME_NOW)
+		out->mtime = now;
+	else if (sa->valid & NACRE_SET_MTIME)
+		out->mtime = sa->mtime;
+	out->ctime = (sa->valid & NACRE_SET_CTIME) ? sa->ctime : now;
+	return 0;
+}
+
+static int open_here(struct nacre_fs *fs, const struct nacre_fid *fid)
+{
+	struct nacre_file **files = NULL;
+	int n = 0;
+
+	if (cl_files_pin_fid(fs, fid, &files, &n))
+		return 1;
+	cl_files_unpin(fs, files, n);
+	return n > 0;
+}
+
+int cl_lease_getattr(struct nacre_fs *fs, const struct nacre_fid *fid, struct nacre_attr *out)
+{
+	struct cl_leases *l = &fs->leases;
+	int rc = 0;
+
+	if (!__atomic_load_n(&l->nmade, __ATOMIC_RELAXED) || open_here(fs, fid))
+		return 0;
+	cl_lease_settle(fs);
+	pthread_mutex_lock(&l->lock);
+	struct cl_made *e = cl_lease_made_find(l, fid);
+	struct cl_lease_dir *d = e ? cl_lease_find(l, &e->parent) : NULL;
+	if (d && !e->busy && cl_lease_valid(fs, d)) {
+		*out = e->attr;
+		l->answered++;
+		rc = 1;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return rc;
+}
+
+int cl_lease_xattr_none(struct nacre_fs *fs, const struct nacre_fid *fid)
+{
+	struct cl_leases *l = &fs->leases;
+	int rc = 0;
+
+	if (!__atomic_load_n(&l->nmade, __ATOMIC_RELAXED))
+		return 0;
+	cl_lease_settle(fs);
+	pthread_mutex_lock(&l->lock);
+	struct cl_made *e = cl_lease_made_find(l, fid);
+	struct cl_lease_dir *d = e ? cl_lease_find(l, &e->parent) : NULL;
+	/* made where no default ACL gives it one; an xattr set since forgot it (md.c) */
+	if (d && d->makes && cl_lease_valid(fs, d)) {
+		l->answered++;
+		rc = 1;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return rc;
+}
+
+int cl_lease_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
+		     const struct nacre_fid *fid, const struct nacre_setattr *sa,
+		     const struct wire_cursor *body, struct nacre_attr *out)
+{
+	struct cl_leases *l = &fs->leases;
+	struct nacre_attr a;
+	int rc = 0;
+
+	if (!cr || !__atomic_load_n(&l->nmade, __ATOMIC_RELAXED) || open_here(fs, fid))
+		return 0;
+	cl_wbq_bound(fs);
+	cl_lease_settle(fs);
+	pthread_mutex_lock(&l->lock);
+	struct cl_made *e = cl_lease_made_find(l, fid);
+	struct cl_lease_dir *d = e ? cl_lease_find(l, &e->parent) : NULL;
+	/* the maker of the directory: its ids are the MDS's (lease_int.h, makes) */
+	if (d && !e->busy && d->makes && cr->uid == d->uid && cl_lease_valid(fs, d) &&
+	    predict(cr, &e->attr, sa, &a) == 0 &&
+	    cl_wbq_add(fs, WIRE_OP_MDS_SETATTR, body, &e->parent, NULL, d->granted_sent_ms) == 0) {
+		e->attr = a;
+		*out = a;
+		l->made_changes++;
+		rc = 1;
+	}
 	pthread_mutex_unlock(&l->lock);
 	return rc;
 }

@@ -42,9 +42,18 @@ int cl_lease_insert(struct cl_leases *l, struct cl_lease_dir *d);
 /* Takes d out of the table: it is the caller's to give back and free. */
 void cl_lease_unlink(struct cl_leases *l, struct cl_lease_dir *d);
 
+/* An inode made under a lease, and what is known of it. */
+struct cl_made {
+	struct cl_made *next;
+	struct nacre_fid parent; /* the held directory it is named in */
+	int busy;                /* being opened or closed: attr is not known until a reply */
+	struct nacre_attr attr;
+};
+
 /* The attributes of the inodes made under the leases (lease_attr.c): put replaces, a
  * directory's drop forgets what is named in it (and itself), touched notes a change of
  * its entries (nlink_delta: a subdirectory made or removed). */
+struct cl_made *cl_lease_made_find(struct cl_leases *l, const struct nacre_fid *fid);
 void cl_lease_made_put(struct cl_leases *l, const struct nacre_fid *parent,
 		       const struct nacre_attr *a);
 void cl_lease_made_del(struct cl_leases *l, const struct nacre_fid *fid);

@@ -777,6 +777,11 @@ NACRE_API int nacre_getxattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 
 	if (rc)
 		return rc;
+	/* what the kernel asks of every file it writes or checks (security.capability, the
+	 * ACLs): an inode made under a lease has none unless this mount set one */
+	if (fs && fid && (strncmp(name, "security.", 9) == 0 || strncmp(name, "system.", 7) == 0) &&
+	    cl_lease_xattr_none(fs, fid))
+		return -ENODATA;
 	return xattr_read(fs, cr, WIRE_OP_MDS_GETXATTR, fid, name, value, size);
 }
 

@@ -162,7 +162,8 @@ int cl_mds_call_within(struct nacre_fs *fs, uint16_t opcode, const struct wire_c
 	*rep = NULL;
 	if (!wire_cursor_ok(req))
 		return req->err < 0 ? req->err : -EINVAL; /* e.g. a name too long to encode */
-	cl_wbq_before(fs, opcode); /* the MDS sees this mount's queued changes first */
+	if (fs->before_mds)
+		fs->before_mds(fs, opcode); /* the MDS sees this mount's queued changes first */
 	memset(&a, 0, sizeof(a));
 	a.opcode = opcode;
 	a.flags = wire_op_idempotent(opcode) ? RPC_IDEMPOTENT : 0;

@@ -1,7 +1,8 @@
 /* mdc.h - the MDS client (mdc.c): the call every metadata request goes through, and the
  * helpers every libnacre file uses. The lowest layer of libnacre above the rpc layer: it
- * calls no other client file but fid.c, and wbq.c's flush (a request goes after the
- * changes this mount queued: it may depend on them).
+ * calls no other client file but fid.c; before each request it calls the fs's before_mds
+ * hook, which wbq.c sets (a request goes after the changes this mount queued: it may
+ * depend on them).
  */
 #ifndef NACRE_CL_MDC_H
 #define NACRE_CL_MDC_H

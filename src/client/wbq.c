@@ -25,6 +25,26 @@ struct cl_wbq_change {
 	uint8_t body[];
 };
 
+static int pending(struct cl_wbq *q);
+
+/* fs->before_mds: what is queued goes first, but for the queue's own requests and those
+ * that depend on nothing queued (callbacks, grants, leases, group lists, pings). */
+static void before_mds(struct nacre_fs *fs, uint16_t opcode)
+{
+	switch (opcode) {
+	case WIRE_OP_MDS_BATCH:
+	case WIRE_OP_MDS_NOTIFY_WAIT:
+	case WIRE_OP_MDS_FID_GRANT:
+	case WIRE_OP_MDS_LEASE:
+	case WIRE_OP_MDS_GROUPS_SET:
+	case WIRE_OP_PING:
+		return;
+	default:
+		if (pending(&fs->wbq))
+			cl_wbq_flush(fs); /* waits for a flush under way too */
+	}
+}
+
 void cl_wbq_init(struct nacre_fs *fs)
 {
 	struct cl_wbq *q = &fs->wbq;
@@ -33,6 +53,7 @@ void cl_wbq_init(struct nacre_fs *fs)
 	pthread_cond_init(&q->cond, NULL);
 	pthread_mutex_init(&q->flush_lock, NULL);
 	q->delay_ms = CL_WBQ_DELAY_MS;
+	fs->before_mds = before_mds;
 }
 
 static void *flusher_main(void *arg)
@@ -381,10 +402,16 @@ int cl_wbq_flush(struct nacre_fs *fs)
 	}
 	pthread_mutex_unlock(&q->flush_lock);
 	free(b);
-	/* what a refused change's directory knows is wrong now: its lease goes back */
+	/* what a refused change's directory knows is wrong now: the lease layer gives its
+	 * lease back before it answers anything again (cl_wbq_take_doubts) */
+	pthread_mutex_lock(&q->lock);
 	for (int i = 0; i < ndoubt; i++)
-		cl_lease_doubt(fs, &doubt[i]);
-	cl_lease_put_gone(fs);
+		if (q->ndoubts < CL_WBQ_DOUBTS)
+			q->doubts[q->ndoubts++] = doubt[i];
+		else
+			q->doubt_all = 1;
+	__atomic_store_n(&q->has_doubts, q->ndoubts || q->doubt_all, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&q->lock);
 	return first_err;
 }
 
@@ -394,20 +421,31 @@ void cl_wbq_bound(struct nacre_fs *fs)
 		cl_wbq_flush(fs);
 }
 
-void cl_wbq_before(struct nacre_fs *fs, uint16_t opcode)
+int cl_wbq_take_doubts(struct nacre_fs *fs, struct nacre_fid *out, int max, int *all)
 {
-	switch (opcode) {
-	case WIRE_OP_MDS_BATCH:
-	case WIRE_OP_MDS_NOTIFY_WAIT:
-	case WIRE_OP_MDS_FID_GRANT:
-	case WIRE_OP_MDS_LEASE:
-	case WIRE_OP_MDS_GROUPS_SET:
-	case WIRE_OP_PING:
-		return;
-	default:
-		if (pending(&fs->wbq))
-			cl_wbq_flush(fs); /* waits for a flush under way too */
+	struct cl_wbq *q = &fs->wbq;
+	int n;
+
+	*all = 0;
+	if (!__atomic_load_n(&q->has_doubts, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&q->lock);
+	n = q->ndoubts < max ? q->ndoubts : max;
+	memcpy(out, q->doubts, (size_t)n * sizeof(*out));
+	memmove(q->doubts, q->doubts + n, (size_t)(q->ndoubts - n) * sizeof(*out));
+	q->ndoubts -= n;
+	if (!q->ndoubts) {
+		*all = q->doubt_all;
+		q->doubt_all = 0;
 	}
+	__atomic_store_n(&q->has_doubts, q->ndoubts || q->doubt_all, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&q->lock);
+	return n;
+}
+
+int cl_wbq_pending(struct nacre_fs *fs)
+{
+	return pending(&fs->wbq);
 }
 
 int cl_wbq_error(struct nacre_fs *fs, const struct nacre_fid *fid)

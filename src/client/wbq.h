@@ -10,15 +10,16 @@
  * order; a BATCH the MDS finds too big for one reply is split.
  *
  * A change the MDS refuses (EDQUOT, EACCES after a permission change elsewhere, EEXIST
- * after an eviction) is logged with its name and directory, the lease of that directory
- * is given back (what it knows is wrong now), and the error is kept for the next fsync of
+ * after an eviction) is logged with its name and directory, its directory is noted for the
+ * lease layer to give its lease back (what it knows is wrong now: cl_wbq_take_doubts), and the error is kept for the next fsync of
  * that directory (of the inode, for an attribute change; cl_wbq_error), as Linux keeps a
  * writeback error for the next fsync; past CL_WBQ_ERRS such errors, the next fsync of
  * anything reports one. The queue is in memory: a crash of the process loses what it
  * holds.
  *
- * Its own mutex (a leaf: held across no call) and a flush mutex held across the BATCH
- * RPCs (taken before the lease lock, never under it). Thread-safe.
+ * Below the leases: it calls only the MDS client (mdc.c); cl_mds_call calls it through
+ * fs->before_mds. Its own mutex (a leaf: held across no call) and a flush mutex held
+ * across the BATCH RPCs (taken before the lease lock, never under it). Thread-safe.
  */
 #ifndef NACRE_CL_WBQ_H
 #define NACRE_CL_WBQ_H
@@ -32,6 +33,7 @@
 #define CL_WBQ_DELAY_MS 50 /* the default of NACRE_TUNE_WB_DELAY_MS */
 #define CL_WBQ_MAX 1024
 #define CL_WBQ_ERRS 64
+#define CL_WBQ_DOUBTS 64
 
 struct cl_wbq_change;
 
@@ -50,6 +52,10 @@ struct cl_wbq {
 				       * reported */
 	int nerrs;
 	int err_any;                  /* one that found no room: the next fsync reports it */
+	struct nacre_fid doubts[CL_WBQ_DOUBTS]; /* directories of refused changes, whose
+						 * leases the lease layer gives back */
+	int ndoubts, doubt_all;       /* doubt_all: more than fit: every lease goes back */
+	int has_doubts;               /* atomic reads */
 	int stop, started;
 	pthread_t thread;
 	pthread_mutex_t flush_lock;   /* one flush at a time */
@@ -82,9 +88,12 @@ int cl_wbq_flush(struct nacre_fs *fs);
  * flusher falls behind: the MDS is slow or away), so it never grows without bound. Never
  * with the lease lock held. */
 void cl_wbq_bound(struct nacre_fs *fs);
-/* Flushes if anything is queued, before a request of opcode that is not the queue's own
- * (BATCH) or a callback, grant, lease or ping. From cl_mds_call. */
-void cl_wbq_before(struct nacre_fs *fs, uint16_t opcode);
+/* The directories whose changes were refused (or lost) since the last call, up to max,
+ * into out; *all when more were than could be kept. For the lease layer, which gives their
+ * leases back before it answers from them again. */
+int cl_wbq_take_doubts(struct nacre_fs *fs, struct nacre_fid *out, int max, int *all);
+/* Whether changes are queued or being sent. */
+int cl_wbq_pending(struct nacre_fs *fs);
 /* The first refusal kept for fid (or, with none, one kept for nothing in particular), or 0;
  * cleared. For the fsync of fid. */
 int cl_wbq_error(struct nacre_fs *fs, const struct nacre_fid *fid);

@@ -22,6 +22,7 @@
 
 #define BUCKETS 4096
 #define TICK_MS 100
+#define SWEEP_MS 1000 /* how often leases of closed connections are looked for */
 
 /* A request waiting for a lease to be given back. */
 struct parked {
@@ -48,6 +49,8 @@ struct mds_leases {
 	struct lease *b[BUCKETS];
 	struct lease *recalling; /* recalled and not given back yet */
 	uint64_t held;           /* atomic: leases in the table */
+	int closed;              /* some holder's connection closed: sweep_closed has work */
+	int64_t next_sweep_ms;
 	struct mds_lease_stats st;
 	int stop;
 	pthread_t thread;
@@ -110,6 +113,27 @@ static int64_t deadline_of(const struct lease *e)
 	return d;
 }
 
+/* Ends the leases whose holder's connection closed WIRE_LEASE_MS ago: void on its side
+ * (no renewal since), wanted or not; a session evicted after a disconnect leaves no lease
+ * behind. With l->lock held. */
+static void sweep_closed(struct mds_leases *l, int64_t now, struct parked **resume)
+{
+	l->closed = 0;
+	for (int i = 0; i < BUCKETS; i++) {
+		struct lease *e = l->b[i];
+		while (e) {
+			struct lease *next = e->next;
+			if (e->closed_ms && now >= e->closed_ms + WIRE_LEASE_MS) {
+				l->st.expired++;
+				lease_end(l, e, resume);
+			} else if (e->closed_ms) {
+				l->closed = 1; /* its turn comes */
+			}
+			e = next;
+		}
+	}
+}
+
 /* Ends the recalls past their deadline; the owners to evict go to evict (up to max). With
  * l->lock held. */
 static int expire(struct mds_leases *l, int64_t now, struct parked **resume, uint64_t *evict,
@@ -159,7 +183,12 @@ static void *timer_main(void *arg)
 
 		time_after_ms(&ts, CLOCK_REALTIME, TICK_MS);
 		pthread_cond_timedwait(&l->cond, &l->lock, &ts);
-		int n = expire(l, net_now_ms(), &resume, evict, EVICT_MAX);
+		int64_t now = net_now_ms();
+		int n = expire(l, now, &resume, evict, EVICT_MAX);
+		if (l->closed && now >= l->next_sweep_ms) {
+			l->next_sweep_ms = now + SWEEP_MS;
+			sweep_closed(l, now, &resume);
+		}
 		if (!resume && !n)
 			continue;
 		pthread_mutex_unlock(&l->lock);
@@ -447,8 +476,10 @@ void mds_lease_close(struct mds_leases *l, uint64_t conn_id)
 	pthread_mutex_lock(&l->lock);
 	for (int i = 0; i < BUCKETS; i++) {
 		for (struct lease *e = l->b[i]; e; e = e->next) {
-			if (e->conn_id == conn_id && !e->closed_ms)
+			if (e->conn_id == conn_id && !e->closed_ms) {
 				e->closed_ms = net_now_ms();
+				l->closed = 1;
+			}
 			for (struct parked **pp = &e->waiters; *pp;) {
 				struct parked *p = *pp;
 				if (p->conn_id != conn_id) {

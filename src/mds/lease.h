@@ -51,8 +51,9 @@ void mds_lease_made_dir(struct mds_leases *l, const struct rpc_request *req,
 /* A connection closed: its parked requests are dropped, and the leases it took end
  * WIRE_LEASE_MS later if another client wants them. NULL l is fine. */
 void mds_lease_close(struct mds_leases *l, uint64_t conn_id);
-/* The owner's session was evicted (or unmounted cleanly): its leases end now and what waited
- * for them runs. NULL l is fine. */
+/* The owner unmounted cleanly (DISCONNECT) or was evicted for a lease it kept: its leases
+ * end now and what waited for them runs. (A session evicted after its connection closed
+ * loses them WIRE_LEASE_MS after the close.) NULL l is fine. */
 void mds_lease_drop_owner(struct mds_leases *l, uint64_t owner);
 
 struct mds_lease_stats {

@@ -266,6 +266,7 @@ static int serve_session_op(struct mds *m, const struct rpc_request *req, struct
 			return -EPROTO;
 		if (req->client_id && m->sessions)
 			mds_session_evict(m->sessions, req->client_id, "unmounted");
+		mds_lease_drop_owner(m->leases, mds_owner_of(req)); /* what waits for them runs */
 		return 0;
 	default:
 		return -EOPNOTSUPP;

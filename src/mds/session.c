@@ -1,6 +1,5 @@
 /* session.c - client sessions (see session.h). */
 #include "mds/session.h"
-#include "mds/lease.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -480,7 +479,6 @@ int mds_session_evict(struct mds_sessions *ss, uint64_t client_id, const char *w
 	/* its locks have their own clock (lock.c, --lock-evict-timeout): they are the mount's
 	 * lock client's, which outlives a session across nacre-mount --upgrade */
 	mds_ns_disconnect(m, client_id | OWNER_BIT);
-	mds_lease_drop_owner(m->leases, client_id | OWNER_BIT);
 	if (s->persisted)
 		rc = mds_writer_submit(m->writer, del_op, &d);
 	LOG_INFO("session", "evicted client %s (%016llx): %s", s->name,

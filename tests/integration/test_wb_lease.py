@@ -144,6 +144,11 @@ def test_attributes_of_what_it_made_are_set_here(lc):
         st = os.stat(p)  # answered here too
         assert (st.st_uid, st.st_gid, st.st_mtime_ns, st.st_size) == \
             (1000 + i, 2000 + i, 2_000_000_000 + i, len(b"data %d\n" % i))
+        # and what the kernel asks before a write: it has no capability, no ACL
+        for name in ("security.capability", "system.posix_acl_access"):
+            with pytest.raises(OSError) as e:
+                os.getxattr(p, name)
+            assert e.value.errno == errno.ENODATA
     os.chmod(top / "sub", 0o700)
     os.utime(top / "sub", ns=(3_000_000_000, 4_000_000_000))
     time.sleep(0.3)
@@ -151,6 +156,10 @@ def test_attributes_of_what_it_made_are_set_here(lc):
     delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
     # (the top directory was made where nothing is leased: its attributes the MDS says)
     assert delta.get("setattr", 0) == 0 and delta.get("getattr", 0) <= 1, delta
+    assert delta.get("getxattr", 0) == 0, delta
+    # an xattr set here is asked of the MDS again
+    os.setxattr(top / "f0", "security.test", b"v")
+    assert os.getxattr(top / "f0", "security.test") == b"v"
     assert delta.get("batch", 0) >= 1, delta
     # what the MDS made is what the holder said
     for i in range(10):
