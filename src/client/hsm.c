@@ -132,6 +132,7 @@ NACRE_API int nacre_hsm_state_set(struct nacre_fs *fs, const struct nacre_cred *
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_hsm_state_set_encode(&c, &r);
 	rc = call(fs, WIRE_OP_MDS_HSM_STATE_SET, &c, &m);
+	cl_lease_attr_forget(fs, fid); /* its HSM state changed */
 	return rc ? rc : state_reply(m, state, archive_id_out);
 }
 

@@ -102,10 +102,11 @@ NACRE_API int nacre_open(struct nacre_fs *fs, const struct nacre_cred *cr,
 	/* Writes of other handles come before the truncate, not after it. */
 	if (flags & O_TRUNC)
 		cl_size_publish_fid(fs, fid);
-	cl_lease_attr_busy(fs, fid); /* open, its size and times are its handles' */
+	uint64_t asked = cl_lease_clock(fs);
 	rc = cl_mds_do(fs, WIRE_OP_MDS_OPEN, &req, &rep);
 	if (rc)
 		return rc;
+	cl_lease_attr_seen(fs, &rep.attr, asked); /* (an O_TRUNC cut it) */
 	rc = file_new(fs, &req.cred, flags, rep.handle, &rep.attr, &rep.layout, rep.has_cap,
 		      &rep.cap, &f);
 	if (rc)
@@ -200,6 +201,7 @@ static int append_offset(struct nacre_file *f, uint64_t len, uint64_t *off)
 	rc = cl_mds_do(f->fs, WIRE_OP_MDS_APPEND, &req, &rep);
 	if (rc == 0)
 		*off = rep.offset;
+	cl_lease_attr_forget(f->fs, &f->fid); /* the MDS moved its size */
 	return rc;
 }
 
@@ -335,13 +337,10 @@ NACRE_API int nacre_close(struct nacre_file *f)
 	if (!f)
 		return 0;
 	cl_wb_flush(f);
-	cl_lease_attr_busy(f->fs, &f->fid); /* until the CLOSE reply says what they are */
 	cl_files_del(f);
 	if (f->wrote) /* no other thread uses f any more */
 		__atomic_sub_fetch(&f->fs->writers, 1, __ATOMIC_RELEASE);
 	rc = cl_size_send(f, WIRE_OP_MDS_CLOSE, 1);
-	if (rc == 0)
-		cl_lease_attr_seen(f->fs, &f->attr); /* size and times as the MDS has them */
 	if (rc) {
 		char fid[NACRE_FID_STR_MAX];
 		cl_log(f->fs, CL_LOG_WARN, "close of %s: %s",

@@ -45,6 +45,7 @@ struct cl_leases {
 				      * back once the removal reached the MDS */
 	struct cl_made **made_b;     /* attributes of inodes made under them (lease_attr.c) */
 	uint32_t nmade;              /* atomic reads */
+	uint64_t clock;              /* atomic: bumped by each attribute change made here */
 	int on;                      /* atomic: NACRE_TUNE_WB */
 	/* counters */
 	uint64_t granted, refused, recalled, returned, answered, made, made_changes;
@@ -76,22 +77,25 @@ void cl_lease_doubt(struct nacre_fs *fs, const struct nacre_fid *parent);
  * them sent, then given back. From the callback thread. */
 void cl_lease_recall(struct nacre_fs *fs, const struct nacre_fid *dirs, uint32_t n, int all);
 /* Attributes of inodes this mount made under its leases (lease_attr.c). seen: a reply of
- * the MDS told them; forget: the inode is reachable another way now (a hard link). */
-void cl_lease_attr_seen(struct nacre_fs *fs, const struct nacre_attr *a);
+ * the MDS told them (asked: the clock when its request went); forget: the inode is
+ * reachable another way now (a hard link), or changed in a way not followed here. */
+void cl_lease_attr_seen(struct nacre_fs *fs, const struct nacre_attr *a, uint64_t asked);
+/* The lease clock, read before a request whose reply is given to cl_lease_attr_seen: a
+ * reply to a request asked before an attribute change made here does not undo it. */
+uint64_t cl_lease_clock(struct nacre_fs *fs);
 void cl_lease_attr_forget(struct nacre_fs *fs, const struct nacre_fid *fid);
-/* fid is being opened or closed here: what is kept of it is not used until a reply of the
- * MDS tells its attributes again (cl_lease_attr_seen). */
-void cl_lease_attr_busy(struct nacre_fs *fs, const struct nacre_fid *fid);
-/* A setattr (body: its request) by cr of an inode made under a lease, not open here, that
- * this mount can foretell (root's, or its owner's mode and times): queued, *out what the
- * MDS will make. 1 (made) or 0 (ask the MDS). */
+/* A setattr (body: its request) by cr of an inode made under a lease that this mount can
+ * foretell (root's, or its owner's mode and times; not its size): queued, *out what the MDS
+ * will make (as the MDS would answer: an open file's size is raised to what its handles
+ * wrote by the caller, as for any reply). 1 (made) or 0 (ask the MDS). */
 int cl_lease_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 		     const struct nacre_fid *fid, const struct nacre_setattr *sa,
 		     const struct wire_cursor *body, struct nacre_attr *out);
 /* Whether an inode made under a lease, where no default ACL applies, has no xattr (none
  * was set since: that forgets it): 1, or 0 (ask the MDS). */
 int cl_lease_xattr_none(struct nacre_fs *fs, const struct nacre_fid *fid);
-/* The attributes of an inode made under a lease and not open here: 1 with *out, or 0. */
+/* The attributes of an inode made under a lease, as the MDS would answer them: 1 with
+ * *out, or 0. */
 int cl_lease_getattr(struct nacre_fs *fs, const struct nacre_fid *fid, struct nacre_attr *out);
 
 /* Gives back the leases of the directories whose queued changes the MDS refused (wbq.h)

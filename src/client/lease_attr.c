@@ -50,7 +50,7 @@ void cl_lease_made_put(struct cl_leases *l, const struct nacre_fid *parent,
 		l->nmade++;
 	}
 	e->parent = *parent;
-	e->busy = 0;
+	e->changed = 0;
 	e->attr = *a;
 }
 
@@ -110,7 +110,12 @@ void cl_lease_dir_touched(struct cl_leases *l, const struct nacre_fid *dir, int 
 	e->attr.mtime = e->attr.ctime = time_now();
 }
 
-void cl_lease_attr_seen(struct nacre_fs *fs, const struct nacre_attr *a)
+uint64_t cl_lease_clock(struct nacre_fs *fs)
+{
+	return __atomic_load_n(&fs->leases.clock, __ATOMIC_ACQUIRE);
+}
+
+void cl_lease_attr_seen(struct nacre_fs *fs, const struct nacre_attr *a, uint64_t asked)
 {
 	struct cl_leases *l = &fs->leases;
 
@@ -118,23 +123,14 @@ void cl_lease_attr_seen(struct nacre_fs *fs, const struct nacre_attr *a)
 		return;
 	pthread_mutex_lock(&l->lock);
 	struct cl_made *e = l->made_b ? *made_slot(l, &a->fid) : NULL;
-	if (e) {
+	if (e && e->changed <= asked) {
 		e->attr = *a;
-		e->busy = 0;
+	} else if (e) {
+		/* asked before a change made here since (queued after its request went): the
+		 * reply's size is news, the rest is older than what this mount foretold */
+		e->attr.size = a->size;
+		e->attr.blocks = a->blocks;
 	}
-	pthread_mutex_unlock(&l->lock);
-}
-
-void cl_lease_attr_busy(struct nacre_fs *fs, const struct nacre_fid *fid)
-{
-	struct cl_leases *l = &fs->leases;
-
-	if (!__atomic_load_n(&l->nmade, __ATOMIC_RELAXED))
-		return;
-	pthread_mutex_lock(&l->lock);
-	struct cl_made *e = l->made_b ? *made_slot(l, fid) : NULL;
-	if (e)
-		e->busy = 1;
 	pthread_mutex_unlock(&l->lock);
 }
 

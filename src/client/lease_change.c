@@ -253,29 +253,18 @@ static int predict(const struct nacre_cred *cr, const struct nacre_attr *a,
 	return 0;
 }
 
-static int open_here(struct nacre_fs *fs, const struct nacre_fid *fid)
-{
-	struct nacre_file **files = NULL;
-	int n = 0;
-
-	if (cl_files_pin_fid(fs, fid, &files, &n))
-		return 1;
-	cl_files_unpin(fs, files, n);
-	return n > 0;
-}
-
 int cl_lease_getattr(struct nacre_fs *fs, const struct nacre_fid *fid, struct nacre_attr *out)
 {
 	struct cl_leases *l = &fs->leases;
 	int rc = 0;
 
-	if (!__atomic_load_n(&l->nmade, __ATOMIC_RELAXED) || open_here(fs, fid))
+	if (!__atomic_load_n(&l->nmade, __ATOMIC_RELAXED))
 		return 0;
 	cl_lease_settle(fs);
 	pthread_mutex_lock(&l->lock);
 	struct cl_made *e = cl_lease_made_find(l, fid);
 	struct cl_lease_dir *d = e ? cl_lease_find(l, &e->parent) : NULL;
-	if (d && !e->busy && cl_lease_valid(fs, d)) {
+	if (d && cl_lease_valid(fs, d)) {
 		*out = e->attr;
 		l->answered++;
 		rc = 1;
@@ -312,7 +301,7 @@ int cl_lease_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 	struct nacre_attr a;
 	int rc = 0;
 
-	if (!cr || !__atomic_load_n(&l->nmade, __ATOMIC_RELAXED) || open_here(fs, fid))
+	if (!cr || !__atomic_load_n(&l->nmade, __ATOMIC_RELAXED))
 		return 0;
 	cl_wbq_bound(fs);
 	cl_lease_settle(fs);
@@ -320,14 +309,19 @@ int cl_lease_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 	struct cl_made *e = cl_lease_made_find(l, fid);
 	struct cl_lease_dir *d = e ? cl_lease_find(l, &e->parent) : NULL;
 	/* the maker of the directory: its ids are the MDS's (lease_int.h, makes) */
-	if (d && !e->busy && d->makes && cr->uid == d->uid && cl_lease_valid(fs, d) &&
+	if (d && d->makes && cr->uid == d->uid && cl_lease_valid(fs, d) &&
 	    predict(cr, &e->attr, sa, &a) == 0 &&
 	    cl_wbq_add(fs, WIRE_OP_MDS_SETATTR, body, &e->parent, NULL, d->granted_sent_ms) == 0) {
 		e->attr = a;
+		e->changed = __atomic_add_fetch(&l->clock, 1, __ATOMIC_ACQ_REL);
 		*out = a;
 		l->made_changes++;
 		rc = 1;
 	}
 	pthread_mutex_unlock(&l->lock);
+	/* an explicit mtime is newer than this mount's writes: their close must not undo it
+	 * (as nacre_setattr does at the MDS) */
+	if (rc && (sa->valid & (NACRE_SET_MTIME | NACRE_SET_MTIME_NOW)))
+		cl_files_mtime_set(fs, fid);
 	return rc;
 }

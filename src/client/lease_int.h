@@ -46,8 +46,10 @@ void cl_lease_unlink(struct cl_leases *l, struct cl_lease_dir *d);
 struct cl_made {
 	struct cl_made *next;
 	struct nacre_fid parent; /* the held directory it is named in */
-	int busy;                /* being opened or closed: attr is not known until a reply */
-	struct nacre_attr attr;
+	uint64_t changed;        /* the lease clock of the last change foretold here */
+	struct nacre_attr attr;  /* as the MDS has them once what is queued is applied: every
+				  * reply that tells them since (open, size update, close,
+				  * setattr) replaces them */
 };
 
 /* The attributes of the inodes made under the leases (lease_attr.c): put replaces, a

@@ -192,9 +192,10 @@ NACRE_API int nacre_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 			return 0;
 		}
 	}
+	uint64_t asked = cl_lease_clock(fs);
 	rc = attr_call(fs, WIRE_OP_MDS_SETATTR, &req, &a_mds);
 	if (rc == 0) {
-		cl_lease_attr_seen(fs, &a_mds);
+		cl_lease_attr_seen(fs, &a_mds, asked);
 		if (out)
 			*out = a_mds;
 	}
@@ -893,6 +894,7 @@ NACRE_API int nacre_layout_set(struct nacre_fs *fs, const struct nacre_cred *cr,
 	wire_cursor_init_dyn(&c, WIRE_BODY_MAX);
 	wire_layout_set_req_encode(&c, &req);
 	rc = mds_rpc(fs, WIRE_OP_MDS_LAYOUT_SET, &c, &m);
+	cl_lease_attr_forget(fs, fid); /* its block size follows the layout */
 	if (rc)
 		return rc;
 	return layout_reply(m, out);

@@ -56,9 +56,11 @@ int cl_size_send(struct nacre_file *f, uint16_t opcode, int measure)
 	pthread_mutex_unlock(&f->lock);
 	if (measure)
 		measure_blocks(f, &req, &space);
+	uint64_t asked = cl_lease_clock(f->fs);
 	rc = cl_mds_do(f->fs, opcode, &req, &a);
 	if (rc)
 		return cl_io_errno(rc);
+	cl_lease_attr_seen(f->fs, &a.attr, asked); /* size and times as the MDS has them */
 	pthread_mutex_lock(&f->lock);
 	f->attr = a.attr;
 	if (req.size > f->published_end)
