@@ -253,7 +253,10 @@ static int predict(const struct nacre_cred *cr, const struct nacre_attr *a,
 	return 0;
 }
 
-int cl_lease_getattr(struct nacre_fs *fs, const struct nacre_fid *fid, struct nacre_attr *out)
+/* What is kept of fid, if the lease of its directory is good (and, with makes, lets this
+ * mount make things there: no default ACL): 1 with *out (NULL: not wanted), or 0. */
+static int kept(struct nacre_fs *fs, const struct nacre_fid *fid, int makes,
+		struct nacre_attr *out)
 {
 	struct cl_leases *l = &fs->leases;
 	int rc = 0;
@@ -264,8 +267,9 @@ int cl_lease_getattr(struct nacre_fs *fs, const struct nacre_fid *fid, struct na
 	pthread_mutex_lock(&l->lock);
 	struct cl_made *e = cl_lease_made_find(l, fid);
 	struct cl_lease_dir *d = e ? cl_lease_find(l, &e->parent) : NULL;
-	if (d && cl_lease_valid(fs, d)) {
-		*out = e->attr;
+	if (d && (d->makes || !makes) && cl_lease_valid(fs, d)) {
+		if (out)
+			*out = e->attr;
 		l->answered++;
 		rc = 1;
 	}
@@ -273,24 +277,15 @@ int cl_lease_getattr(struct nacre_fs *fs, const struct nacre_fid *fid, struct na
 	return rc;
 }
 
+int cl_lease_getattr(struct nacre_fs *fs, const struct nacre_fid *fid, struct nacre_attr *out)
+{
+	return kept(fs, fid, 0, out);
+}
+
 int cl_lease_xattr_none(struct nacre_fs *fs, const struct nacre_fid *fid)
 {
-	struct cl_leases *l = &fs->leases;
-	int rc = 0;
-
-	if (!__atomic_load_n(&l->nmade, __ATOMIC_RELAXED))
-		return 0;
-	cl_lease_settle(fs);
-	pthread_mutex_lock(&l->lock);
-	struct cl_made *e = cl_lease_made_find(l, fid);
-	struct cl_lease_dir *d = e ? cl_lease_find(l, &e->parent) : NULL;
 	/* made where no default ACL gives it one; an xattr set since forgot it (md.c) */
-	if (d && d->makes && cl_lease_valid(fs, d)) {
-		l->answered++;
-		rc = 1;
-	}
-	pthread_mutex_unlock(&l->lock);
-	return rc;
+	return kept(fs, fid, 1, NULL);
 }
 
 int cl_lease_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
