@@ -149,6 +149,38 @@ int nacre_fs_tunable_get(struct nacre_fs *fs, int tunable, int ost, int64_t *val
  * tunable, ost out of range) or -ERANGE (val out of the range above). Thread-safe. */
 int nacre_fs_tunable_set(struct nacre_fs *fs, int tunable, int ost, int64_t val);
 
+/* ---- the write-back journal (docs/writeback.md, "The journal") ---- */
+
+/* How a change made under a write-back lease is kept until the MDS has it: not at all;
+ * written to the journal before it is answered (a crash of the process loses nothing);
+ * also fdatasynced (a power loss loses nothing). */
+enum { NACRE_WB_JOURNAL_OFF = 0, NACRE_WB_JOURNAL_ASYNC = 1, NACRE_WB_JOURNAL_SYNC = 2 };
+
+/* Journals fs's write-back changes in the directory dir (created, mode 0700; one mount
+ * per directory: it is locked), recording spec and this session for a recovery. A journal
+ * that still holds changes of an earlier mount is refused (-EEXIST): nacre_wb_recover it
+ * first. Call before write-back is turned on. 0 or -errno with a sentence in err. */
+int nacre_fs_wb_journal(struct nacre_fs *fs, const char *dir, int mode, const char *spec,
+			char *err, size_t err_len);
+
+/* What a recovery did. */
+struct nacre_wb_report {
+	uint64_t changes;    /* found in the journal, not yet answered by the MDS */
+	uint64_t applied;    /* made now (or found made: the MDS had them) */
+	uint64_t conflicts;  /* refused: logged with their path, kept in conflicts_file */
+	uint64_t unreadable; /* bytes of a torn or corrupt tail: reported, never applied */
+	char conflicts_file[NACRE_PATH_MAX]; /* "" when there was no conflict */
+};
+
+/* Sends the changes a journal directory (nacre_fs_wb_journal) holds to the MDS its spec
+ * names, in order, as the process that wrote them would have, then empties it. A change
+ * that no longer fits the namespace (its name was taken, its directory removed) is logged
+ * (opts->log_fn) and kept, readable, under dir/conflicts/. A journal with nothing to send
+ * is fine (an empty report). 0, or -errno with a sentence in err: -EBUSY (a live mount
+ * uses it), -ENOENT (no journal there), the MDS's or the disk's error. */
+int nacre_wb_recover(const char *dir, const struct nacre_mount_opts *opts,
+		     struct nacre_wb_report *out, char *err, size_t err_len);
+
 /* Formats fid as "[0x200000400:0x1:0x0]" into buf (NACRE_FID_STR_MAX bytes); returns buf. */
 char *nacre_fid_format(const struct nacre_fid *fid, char *buf, size_t len);
 /* Parses "[0x..:0x..:0x..]" (brackets optional). Returns 0 or -EINVAL. */

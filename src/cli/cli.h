@@ -153,6 +153,7 @@ int cli_quota(int argc, char **argv);       /* quota.c */
 int cli_setquota(int argc, char **argv);    /* quota.c */
 int cli_project(int argc, char **argv);     /* project.c */
 int cli_recovery_status(int argc, char **argv); /* recovery.c */
+int cli_wb_recover(int argc, char **argv); /* wb.c */
 int cli_key(int argc, char **argv);         /* key.c */
 int cli_get_param(int argc, char **argv);   /* param.c */
 int cli_set_param(int argc, char **argv);   /* param.c */

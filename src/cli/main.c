@@ -298,6 +298,15 @@ static const struct cli_cmd commands[] = {
 	 "  requests replayed and queued, last_transno. Without an argument, every mounted\n"
 	 "  nacre file system. Answers at once even while the mount waits for its MDS.\n"
 	 "OSTs are not listed: they keep no client state, so they have no recovery window.\n"},
+	{"wb-recover", cli_wb_recover,
+	 "send what a dead mount's write-back journal holds to the MDS",
+	 "usage: nacre wb-recover [--key-file FILE] DIR\n"
+	 "  DIR is a write-back journal directory (nacre-mount -o wb_journal_dir, default\n"
+	 "  /var/lib/nacre/wb/<mount point, escaped>) that no running mount uses. Its changes\n"
+	 "  the MDS did not answer are sent again, in order; those that no longer fit the\n"
+	 "  namespace are logged by path and kept under DIR/conflicts/. The next nacre-mount\n"
+	 "  on the same mount point does this by itself. Exit status: 0 all made, 3 some\n"
+	 "  refused or unreadable, 1 not done (the journal is kept).\n"},
 	{"fault", cli_fault, "arm or disarm fault points of a server (tests; Lustre's fail_loc)",
 	 "usage: nacre fault set [OPTIONS] [SERVER] POINT=MODE[,SETTING...]|POINT MODE...\n"
 	 "       nacre fault list [OPTIONS] [SERVER]\n"

@@ -122,6 +122,7 @@ struct nacre_fs {
 	struct cl_leases leases;    /* write-back leases on directories (lease.h); its own
 				     * lock */
 	struct cl_wbq wbq;          /* changes made under them, for the MDS (wbq.h) */
+	struct cl_wbj *wbj;         /* their journal (wbj.h); NULL: none */
 	/* called by cl_mds_call before each request (wbq.c sends what is queued); set at
 	 * mount, immutable after */
 	void (*before_mds)(struct nacre_fs *fs, uint16_t opcode);
@@ -173,6 +174,11 @@ struct nacre_file {
 	int cap_unsupported;            /* the MDS predates CAP_GET: send none */
 	int64_t cap_renew_at;           /* CLOCK_REALTIME seconds: renew from then on */
 };
+
+/* nacre_fs_mount with a given session: client_id (0 = a new one) and the first xid (0 =
+ * the usual). The write-back recovery (wbj_replay.c) takes up a dead process's session. */
+int cl_fs_mount(const char *spec, const struct nacre_mount_opts *opts, uint64_t client_id,
+		uint64_t first_xid, struct nacre_fs **out, char *err, size_t err_len);
 
 /* The readahead window limit in bytes (0: off); it may change while mounted. */
 static inline uint64_t cl_ra_max(struct nacre_fs *fs)

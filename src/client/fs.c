@@ -20,6 +20,7 @@
 #include "client/notify.h"
 #include "client/oss.h"
 #include "client/recover.h"
+#include "client/wbj.h"
 #include "common/key.h"
 #include "common/net.h"
 #include "common/util.h"
@@ -252,6 +253,7 @@ static void fs_free(struct nacre_fs *fs)
 {
 	cl_notify_fini(fs);
 	cl_wbq_fini(fs);
+	cl_wbj_close(fs); /* after the last flush: what it answered goes */
 	pinger_stop(fs);
 	cl_pool_fini(&fs->pool);
 	rpc_conn_destroy(fs->mds);
@@ -290,6 +292,12 @@ static int connect_mds(struct nacre_fs *fs, int timeout_ms, char *err, size_t er
 
 NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *opts,
 			     struct nacre_fs **out, char *err, size_t err_len)
+{
+	return cl_fs_mount(spec, opts, 0, 0, out, err, err_len);
+}
+
+int cl_fs_mount(const char *spec, const struct nacre_mount_opts *opts, uint64_t client_id,
+		uint64_t first_xid, struct nacre_fs **out, char *err, size_t err_len)
 {
 	static const struct nacre_mount_opts no_opts;
 	struct rpc_conn_conf conf;
@@ -339,7 +347,7 @@ NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *op
 	ct = opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms : CONNECT_TIMEOUT_DEFAULT_MS;
 	if (ct > fs->timeout_ms)
 		ct = fs->timeout_ms; /* a short per-request limit shortens the connect too */
-	fs->client_id = new_client_id(fs);
+	fs->client_id = client_id ? client_id : new_client_id(fs);
 	fs->root.seq = NACRE_ROOT_SEQ;
 	fs->root.oid = NACRE_ROOT_OID;
 	pick_client_name(opts->client_name, fs->client_name, sizeof(fs->client_name));
@@ -379,6 +387,7 @@ NACRE_API int nacre_fs_mount(const char *spec, const struct nacre_mount_opts *op
 	conf.recovery_timeout_ms = fs->recovery_timeout_ms;
 	conf.connect_timeout_ms = ct;
 	conf.client_id = fs->client_id;
+	conf.first_xid = first_xid;
 	conf.recover = cl_recover;
 	conf.recover_arg = fs;
 	conf.sec = fs->sec;

@@ -75,12 +75,10 @@ static int make(struct nacre_fs *fs, const struct nacre_cred *cr, struct cl_leas
 		cl_lease_dir_free(sub);
 		return 0; /* full: the MDS makes it (the caller then gives the lease back) */
 	}
-	int rc = cl_wbq_add(fs, ch->opcode, ch->body, ch->parent, ch->name,
-			    d->granted_sent_ms);
-	if (rc) {
+	if (cl_wbq_add(fs, ch->opcode, ch->body, ch->parent, ch->name, d->granted_sent_ms)) {
 		cl_lease_name_del(l, d, ch->name);
 		cl_lease_dir_free(sub);
-		return rc;
+		return 0; /* not queued: the MDS makes it */
 	}
 	if (sub && cl_lease_insert(l, sub))
 		cl_lease_dir_free(sub); /* held at the MDS, not here: its recall finds nothing */
@@ -115,10 +113,8 @@ static int remove_name(struct nacre_fs *fs, const struct nacre_cred *cr,
 		if (sub->count)
 			return -ENOTEMPTY;
 	}
-	int rc = cl_wbq_add(fs, ch->opcode, ch->body, ch->parent, ch->name,
-			    d->granted_sent_ms);
-	if (rc)
-		return rc;
+	if (cl_wbq_add(fs, ch->opcode, ch->body, ch->parent, ch->name, d->granted_sent_ms))
+		return 0; /* not queued: the MDS removes it */
 	cl_lease_made_del(l, &e->fid);
 	cl_lease_name_del(l, d, ch->name);
 	cl_lease_dir_touched(l, ch->parent, rmdir ? -1 : 0);
@@ -150,14 +146,17 @@ static int rename_name(struct nacre_fs *fs, const struct nacre_cred *cr,
 	uint32_t type = e->type;
 	if (cl_lease_name_add(l, d, ch->dname, &fid, type))
 		return 0;
-	int rc = cl_wbq_add(fs, ch->opcode, ch->body, ch->parent, ch->name,
-			    s->granted_sent_ms);
-	if (rc) {
+	if (cl_wbq_add(fs, ch->opcode, ch->body, ch->parent, ch->name, s->granted_sent_ms)) {
 		cl_lease_name_del(l, d, ch->dname);
-		return rc;
+		return 0; /* not queued: the MDS renames it */
 	}
 	cl_lease_name_del(l, s, ch->name);
-	cl_lease_made_del(l, &fid); /* its ctime moved: the MDS says */
+	struct cl_made *m = cl_lease_made_find(l, &fid);
+	if (m) { /* its ctime moves, as the MDS's rename moves it (the kernel asks next) */
+		m->parent = *ch->dparent;
+		m->attr.ctime = time_now();
+		m->changed = __atomic_add_fetch(&l->clock, 1, __ATOMIC_ACQ_REL);
+	}
 	cl_lease_dir_touched(l, ch->parent, 0);
 	cl_lease_dir_touched(l, ch->dparent, 0);
 	return 1;

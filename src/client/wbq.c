@@ -8,6 +8,7 @@
 
 #include "client/cl_internal.h"
 #include "client/mdc.h"
+#include "client/wbj.h"
 #include "common/fid.h"
 #include "common/net.h"
 #include "common/util.h"
@@ -18,6 +19,7 @@ struct cl_wbq_change {
 	struct cl_wbq_change *next;
 	uint16_t opcode;
 	uint32_t len;
+	uint64_t seq;                /* in the journal (wbj.h); 0 without one */
 	struct nacre_fid parent;     /* for the log and the lease to give back */
 	struct nacre_fid fsync_fid;  /* whose fsync reports its refusal */
 	int64_t granted_ms;          /* its lease's grant: with the renewals, its validity */
@@ -136,6 +138,22 @@ static void keep_error(struct cl_wbq *q, const struct nacre_fid *fid, int err)
 	}
 }
 
+/* Logs a journal that cannot be written (once a minute): the change is made at the MDS
+ * instead, as without write-back. */
+static void journal_failed(struct nacre_fs *fs, int rc)
+{
+	static int64_t last_ms;
+	int64_t now = net_now_ms();
+	int64_t prev = __atomic_load_n(&last_ms, __ATOMIC_RELAXED);
+
+	if (prev && now - prev < 60000)
+		return;
+	__atomic_store_n(&last_ms, now, __ATOMIC_RELAXED);
+	cl_log(fs, CL_LOG_ERR, "write-back journal %s: cannot write: %s; changes go to MDS %s "
+	       "at once (without write-back) until it can", fs->wbj->dir, nacre_strerror(rc),
+	       fs->addr);
+}
+
 int cl_wbq_add(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *body,
 	       const struct nacre_fid *parent, const char *name, int64_t granted_ms)
 {
@@ -164,7 +182,19 @@ int cl_wbq_add(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *b
 	c->granted_ms = granted_ms;
 	str_copy(c->name, name ? name : "", sizeof(c->name));
 	memcpy(c->body, body->buf, len);
+	c->seq = 0;
 	pthread_mutex_lock(&q->lock);
+	if (fs->wbj) {
+		/* journaled before it is answered, in queue order */
+		int rc = cl_wbj_append(fs->wbj, q->seq + 1, opcode, parent, c->name, c->body, len);
+		if (rc) {
+			pthread_mutex_unlock(&q->lock);
+			journal_failed(fs, rc);
+			free(c);
+			return rc;
+		}
+		c->seq = ++q->seq;
+	}
 	if (q->tail)
 		q->tail->next = c;
 	else
@@ -177,6 +207,8 @@ int cl_wbq_add(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *b
 	if (q->count == 1 || q->count >= CL_WBQ_MAX)
 		pthread_cond_signal(&q->cond);
 	pthread_mutex_unlock(&q->lock);
+	if (c->seq && cl_wbj_sync(fs->wbj, c->seq) != 0)
+		journal_failed(fs, -EIO); /* written, not on the disk: it goes on, logged */
 	return 0;
 }
 
@@ -256,10 +288,12 @@ static void refused(struct nacre_fs *fs, const struct cl_wbq_change *c, int stat
 }
 
 /* Logs and frees the changes whose lease ran out before they were sent; the next fsync
- * fails with EIO. */
-static void report_lost(struct nacre_fs *fs, struct cl_wbq *q, struct cl_wbq_change *lost,
+ * fails with EIO. Returns the last one's journal sequence number (0 for none). */
+static uint64_t report_lost(struct nacre_fs *fs, struct cl_wbq *q, struct cl_wbq_change *lost,
 			struct nacre_fid *doubt, int *ndoubt, int max)
 {
+	uint64_t last = 0;
+
 	while (lost) {
 		struct cl_wbq_change *c = lost;
 		char f[NACRE_FID_STR_MAX];
@@ -276,8 +310,11 @@ static void report_lost(struct nacre_fs *fs, struct cl_wbq *q, struct cl_wbq_cha
 		q->refused++;
 		keep_error(q, &c->fsync_fid, -EIO);
 		pthread_mutex_unlock(&q->lock);
+		if (c->seq > last)
+			last = c->seq;
 		free(c);
 	}
+	return last;
 }
 
 /* Sends one batch of the changes chained from first (b describes them). Returns 0 or the
@@ -285,6 +322,7 @@ static void report_lost(struct nacre_fs *fs, struct cl_wbq *q, struct cl_wbq_cha
 static int send_batch(struct nacre_fs *fs, struct wire_batch_req *b, struct cl_wbq_change *first,
 		      struct nacre_fid *doubt, int *ndoubt, int max)
 {
+	int unanswered = 0;
 	struct wire_batch_rep *r = calloc(1, sizeof(*r));
 	struct cl_wbq_change *c;
 	struct wire_cursor req, rc_cur;
@@ -303,7 +341,11 @@ static int send_batch(struct nacre_fs *fs, struct wire_batch_req *b, struct cl_w
 		rc = cl_decode_end(&rc_cur);
 		if (!rc && r->count != b->count)
 			rc = -EPROTO;
+	} else {
+		unanswered = 1;
 	}
+	if ((unanswered || rc == -EPROTO) && fs->wbj)
+		cl_wbj_unanswered(fs->wbj); /* the journal keeps them for a recovery */
 	c = first;
 	for (uint32_t i = 0; i < b->count && c; i++, c = c->next) {
 		int st = rc ? rc : r->r[i].status;
@@ -378,9 +420,12 @@ int cl_wbq_flush(struct nacre_fs *fs)
 		struct cl_wbq_change *first = take_batch(fs, q, b, &lost);
 		if (lost && !first_err)
 			first_err = -EIO;
-		report_lost(fs, q, lost, doubt, &ndoubt, DOUBT_MAX);
-		if (!first)
+		uint64_t lost_last = report_lost(fs, q, lost, doubt, &ndoubt, DOUBT_MAX);
+		if (!first) {
+			if (lost_last && fs->wbj) /* reported: not for a recovery either */
+				cl_wbj_done(fs->wbj, lost_last);
 			break;
+		}
 		int64_t t0 = net_now_us();
 		int rc = send_split(fs, b, first, doubt, &ndoubt, DOUBT_MAX);
 		int64_t took = net_now_us() - t0;
@@ -394,11 +439,15 @@ int cl_wbq_flush(struct nacre_fs *fs)
 		pthread_mutex_unlock(&q->lock);
 		if (rc && !first_err)
 			first_err = rc;
+		uint64_t last = 0;
 		while (first) {
 			struct cl_wbq_change *c = first;
 			first = c->next;
+			last = c->seq;
 			free(c);
 		}
+		if (last && fs->wbj)
+			cl_wbj_done(fs->wbj, last);
 	}
 	pthread_mutex_unlock(&q->flush_lock);
 	free(b);

@@ -14,8 +14,9 @@
  * lease layer to give its lease back (what it knows is wrong now: cl_wbq_take_doubts), and the error is kept for the next fsync of
  * that directory (of the inode, for an attribute change; cl_wbq_error), as Linux keeps a
  * writeback error for the next fsync; past CL_WBQ_ERRS such errors, the next fsync of
- * anything reports one. The queue is in memory: a crash of the process loses what it
- * holds.
+ * anything reports one. The queue is in memory; with a journal (wbj.h) each change is
+ * also appended to a file before the application is answered and marked answered after
+ * the BATCH reply, so a crash of the process loses nothing acknowledged.
  *
  * Below the leases: it calls only the MDS client (mdc.c); cl_mds_call calls it through
  * fs->before_mds. Its own mutex (a leaf: held across no call) and a flush mutex held
@@ -44,6 +45,7 @@ struct cl_wbq {
 	uint32_t count;               /* atomic reads: changes queued */
 	uint32_t inflight;            /* atomic reads: changes in a BATCH not answered yet */
 	uint32_t delay_ms;            /* atomic: NACRE_TUNE_WB_DELAY_MS */
+	uint64_t seq;                 /* the last change's journal sequence number */
 	int64_t first_ms;             /* when the oldest queued change was queued */
 	struct {
 		struct nacre_fid fid;
@@ -73,7 +75,8 @@ void cl_wbq_fini(struct nacre_fs *fs);
  * for a change of an inode, not a name) say what it changes, for the log; granted_ms is
  * when the lease it is made under was granted. With the lease lock held: the caller
  * checked the lease and updates its names in the same hold, so a recall sees both or
- * neither. 0 or -ENOMEM (then nothing is queued).
+ * neither. 0, or -ENOMEM or the journal's error (then nothing is queued: the caller makes
+ * the change at the MDS).
  *
  * A change whose lease ran out before it was sent (WIRE_LEASE_MS without a renewal: the
  * process was stopped, or cut off from the MDS, which evicted it) is not sent: others may

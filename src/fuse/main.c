@@ -36,6 +36,7 @@
 #include "fuse/fz.h"
 #include "fuse/fluid.h"
 #include "fuse/fz_metrics.h"
+#include "fuse/journal.h"
 #include "fuse/options.h"
 
 #define MAX_IDLE_THREADS 16
@@ -151,6 +152,8 @@ struct finisher {
 	struct fz_mount *m;
 	struct fz_takeover *t;
 	const struct fz_upgrade_conf *conf;
+	const struct nacre_mount_opts *mo;
+	const char *journal;    /* the write-back journal's directory */
 	pthread_t main_thread;
 	pthread_t thread;
 	int started;
@@ -184,6 +187,11 @@ static void *finisher_main(void *arg)
 	}
 	if (rc < 0)
 		LOG_ERR("main", "metrics after the upgrade: %s", err);
+	/* the old process gave its leases back and let go of the journal as it exited */
+	if (f->a->wb && !finisher_stopped(f) &&
+	    (fz_journal_recover(f->journal, f->mo, err, sizeof(err)) < 0 ||
+	     fz_journal_wb_on(f->m->fs, f->a, f->journal, err, sizeof(err)) < 0))
+		LOG_ERR("main", "write-back stays off after the upgrade: %s", err);
 	if (!finisher_stopped(f)) {
 		rc = fz_upgrade_listen(f->m, f->conf, f->main_thread);
 		if (rc < 0)
@@ -263,7 +271,7 @@ static int run(const struct fz_args *a, const char *mnt, const char *addr, int *
 	struct fz_mount m;
 	struct fz_upgrade_conf conf = {a->spec, a->opts_raw, mnt, a->control_socket};
 	struct finisher fin;
-	char fopts[FUSE_OPTS_MAX];
+	char fopts[FUSE_OPTS_MAX], journal[NACRE_PATH_MAX];
 	char err[512], why[FUSE_OPTS_MAX + 1024];
 	int rc, ret = 1, handed = 0;
 
@@ -301,6 +309,11 @@ static int run(const struct fz_args *a, const char *mnt, const char *addr, int *
 	m.atime_mode = a->atime_mode;
 	err[0] = '\0';
 	why[0] = '\0';
+	fz_journal_dir(a, mnt, journal, sizeof(journal));
+	/* what an earlier process on this mount point acknowledged and did not send (its
+	 * successor after --upgrade recovers once the old process is gone) */
+	if (!tk && fz_journal_recover(journal, &mo, why, sizeof(why)) < 0)
+		goto out;
 	rc = nacre_fs_mount(a->spec, &mo, &m.fs, err, sizeof(err));
 	if (rc < 0) {
 		/* Name the MDS, unless libnacre's sentence already does. */
@@ -311,6 +324,8 @@ static int run(const struct fz_args *a, const char *mnt, const char *addr, int *
 				 addr, err[0] ? err : nacre_strerror(rc));
 		goto out;
 	}
+	if (a->wb && !tk && fz_journal_wb_on(m.fs, a, journal, why, sizeof(why)) < 0)
+		goto out_umount_fs;
 	root = nacre_fs_root(m.fs);
 	m.connect = connect_text(a, &mo);
 	if (!m.connect || fz_itable_init(&m.itab, &root) < 0 || fz_htable_init(&m.htab) < 0) {
@@ -396,8 +411,6 @@ static int run(const struct fz_args *a, const char *mnt, const char *addr, int *
 		fz_bdi_start(&m, mnt);
 	}
 	fz_notify_start(&m);
-	if (a->wb)
-		nacre_fs_tunable_set(m.fs, NACRE_TUNE_WB, -1, 1);
 	if (*status_fd >= 0) {
 		notify_parent(status_fd, 0);
 		detach();
@@ -407,6 +420,8 @@ static int run(const struct fz_args *a, const char *mnt, const char *addr, int *
 		fin.m = &m;
 		fin.t = tk;
 		fin.conf = &conf;
+		fin.mo = &mo;
+		fin.journal = journal;
 		fin.main_thread = pthread_self();
 		if (pthread_create(&fin.thread, NULL, finisher_main, &fin) == 0)
 			fin.started = 1;
@@ -605,6 +620,7 @@ static int upgrade_main(const struct fz_args *cmd)
 	a->entry_timeout = 1.0;
 	a->timeout = 30.0;
 	a->recovery_timeout = 300.0;
+	a->wb_journal = NACRE_WB_JOURNAL_ASYNC;
 	a->spec = fz_takeover_spec(tk);
 	a->foreground = cmd->foreground;
 	a->fuse_debug = cmd->fuse_debug;
@@ -762,6 +778,7 @@ int main(int argc, char **argv)
 	a.entry_timeout = 1.0;
 	a.timeout = 30.0;
 	a.recovery_timeout = 300.0;
+	a.wb_journal = NACRE_WB_JOURNAL_ASYNC;
 	rc = fz_parse_args(&a, argc, argv);
 	if (rc != 0)
 		return rc > 0 ? 0 : 1;

@@ -89,6 +89,12 @@ static void usage(FILE *out, const char *prog)
 		"  -o wb=on|off      metadata write-back (docs/writeback.md): this mount takes a\n"
 		"                    lease on each directory it makes and answers lookups in it\n"
 		"                    without the MDS until another client looks (default off)\n"
+		"  -o wb_journal=async|sync|off  with wb=on, each change is written to a journal\n"
+		"                    before it is answered (async, the default: a crash of this\n"
+		"                    process loses nothing; sync: also fdatasynced); the next\n"
+		"                    mount on this mount point sends what it holds\n"
+		"  -o wb_journal_dir=DIR  the journal's directory (default\n"
+		"                    /var/lib/nacre/wb/<mount point, escaped>)\n"
 		"  -o flock          cluster-wide fcntl and flock locks (the default)\n"
 		"  -o localflock     locks seen by this client only;  -o noflock: locks fail ENOSYS\n"
 		"  -o debug          debug logging\n"
@@ -242,6 +248,24 @@ static int parse_opts(struct fz_args *a, char *opts)
 				return -1;
 			}
 			a->wb = strcmp(val, "on") == 0;
+		} else if (val && strcmp(opt, "wb_journal") == 0) {
+			if (strcmp(val, "async") && strcmp(val, "sync") && strcmp(val, "off")) {
+				fprintf(stderr, "%s: wb_journal=%s: use async (the default: each "
+						"write-back change written to the journal before it is "
+						"answered), sync (also fdatasynced) or off\n", a->prog, val);
+				return -1;
+			}
+			a->wb_journal = strcmp(val, "async") == 0  ? NACRE_WB_JOURNAL_ASYNC
+					: strcmp(val, "sync") == 0 ? NACRE_WB_JOURNAL_SYNC
+								   : NACRE_WB_JOURNAL_OFF;
+		} else if (val && strcmp(opt, "wb_journal_dir") == 0) {
+			if (val[0] != '/') {
+				fprintf(stderr, "%s: wb_journal_dir=%s: give an absolute path (a local "
+						"directory for this mount's write-back journal)\n",
+					a->prog, val);
+				return -1;
+			}
+			a->wb_journal_dir = val;
 		} else if (val && strcmp(opt, "attr_timeout") == 0) {
 			if (parse_secs(a, opt, val, 0.0, &a->attr_timeout) < 0)
 				return -1;
@@ -306,6 +330,7 @@ static int parse_opts(struct fz_args *a, char *opts)
 				"client_name=NAME, attr_timeout=SECS, entry_timeout=SECS, timeout=SECS, recovery_timeout=SECS, "
 				"max_rpc_size=BYTES, "
 				"max_rpcs_in_flight=N, max_dirty_mb=N, readahead_max_mb=N, jobid=, io_uring=, wb=, "
+				"wb_journal=, wb_journal_dir=, "
 				"flock, localflock, noflock, debug, overmount, nosubtype, control_socket=PATH, remount)\n",
 				a->prog, opt, val ? "=" : "", val ? val : "");
 			return -1;

@@ -38,6 +38,9 @@ struct fz_args {
 	int no_jobid;           /* jobid=disable: requests carry no job id */
 	int no_io_uring;        /* io_uring=off: serve through /dev/fuse only */
 	int wb;                 /* wb=on: metadata write-back (NACRE_TUNE_WB) */
+	int wb_journal;         /* wb_journal=async|sync|off: NACRE_WB_JOURNAL_* (the caller
+				 * sets the default, async) */
+	const char *wb_journal_dir; /* wb_journal_dir=DIR; NULL: journal.h's default */
 	struct metrics_opts metrics; /* metrics_addr=, metrics_log=, metrics_interval=,
 				      * metrics_azure*= */
 	char vfs_flags[256];    /* mount flags passed on to the kernel mount (",noexec"...) */

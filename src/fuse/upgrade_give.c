@@ -101,6 +101,7 @@ static int serve_upgrade(struct fz_upgrade *u, int fd)
 	struct fz_mount *m = u->m;
 	struct upg_writer b;
 	char msg[UPG_MSG_MAX + 1], why[2 * UPG_MSG_MAX];
+	int64_t wb = 0;
 	int rc, status;
 
 	if (fz_ring_in_use(m)) {
@@ -128,6 +129,12 @@ static int serve_upgrade(struct fz_upgrade *u, int fd)
 		return 0;
 	}
 	upg_writer_init_dyn(&b, UPG_BLOB_MAX);
+	/* write-back changes reach the MDS and every lease goes back: the successor's
+	 * journal starts empty, and other clients do not wait for a lease nobody holds */
+	if (nacre_fs_tunable_get(m->fs, NACRE_TUNE_WB, -1, &wb) < 0)
+		wb = 0;
+	if (wb)
+		nacre_fs_tunable_set(m->fs, NACRE_TUNE_WB, -1, 0);
 	status = 0;
 	fz_htable_walk(m, flush_file, &status);
 	if (status < 0) {
@@ -168,6 +175,8 @@ static int serve_upgrade(struct fz_upgrade *u, int fd)
 
 out_resume:
 	upg_writer_fini(&b);
+	if (wb)
+		nacre_fs_tunable_set(m->fs, NACRE_TUNE_WB, -1, 1);
 	LOG_WARN("upgrade", "upgrade of %s failed: %s; serving again", u->conf->mnt, why);
 	set_state(u, ST_RESUME);
 	return 0;

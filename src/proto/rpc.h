@@ -226,6 +226,9 @@ struct rpc_conn_conf {
 				 * 0 = timeout_ms */
 	int connect_timeout_ms; /* one connection attempt; 0 = min(timeout_ms, 10000) */
 	uint64_t client_id;     /* nonzero: a session (resend, replay); 0: none */
+	uint64_t first_xid;     /* the first request's xid; 0 = the usual (16). A process that
+				 * takes up a session another one used starts past any xid of
+				 * that one, so no reply the server kept for it answers ours */
 	rpc_recover_fn recover; /* sessions: brings a restarted server back; may be NULL */
 	void *recover_arg;
 	/* Servers that may move (OSSes, found through the MDS's target list): after a round of

@@ -936,7 +936,8 @@ int rpc_conn_create(const struct rpc_conn_conf *conf, struct rpc_conn **out)
 	c->still_here = conf->still_here;
 	c->still_here_arg = conf->still_here_arg;
 	c->fd = -1;
-	c->next_xid = 16; /* 1 and 2 are the handshake's, 3 the ping's */
+	c->next_xid = conf->first_xid > 16 ? conf->first_xid
+					   : 16; /* 1 and 2 are the handshake's, 3 the ping's */
 	c->backoff_ms = BACKOFF_MIN_MS;
 	c->open.next = c->open.prev = &c->open;
 	pthread_mutex_init(&c->lock, NULL);

@@ -354,7 +354,9 @@ class Cluster:
     def mount(self, opts=(), name=None, wait=True, spec_suffix=""):
         mnt = self.dir / (name or f"mnt{len(self.mounts)}")
         mnt.mkdir(exist_ok=True)
-        o = ",".join([f"key_file={self.key}"] + session_wb_opts() + list(opts))
+        journal = [] if any(str(x).startswith("wb_journal_dir=") for x in opts) else \
+            [f"wb_journal_dir={self.dir}/wbj-{mnt.name}"]  # write-back's, in the test's dir
+        o = ",".join([f"key_file={self.key}"] + session_wb_opts() + journal + list(opts))
         argv = [binary("nacre-mount"), self.spec + spec_suffix, str(mnt), "-o", o, "-f"]
         p = Proc(f"mount-{mnt.name}", argv, self.dir / f"{mnt.name}.log").start()
         m = Mount(self, mnt, p)

@@ -1,0 +1,239 @@
+"""The write-back journal (docs/writeback.md, "The journal"): what a mount with -o wb=on
+answered without the MDS is in its journal before the application hears back, so a kill -9
+of nacre-mount loses none of it: the next nacre-mount on the same mount point (or `nacre
+wb-recover DIR`) sends it. A torn or corrupt record is reported and never applied; a change
+that no longer fits is logged by path and kept under conflicts/."""
+import os
+import stat
+import subprocess
+import time
+
+import pytest
+
+from conftest import binary, finish, start_cluster
+
+QUEUED_MS = 60000  # wb_delay_ms: what is made stays queued (up to 1,024 changes)
+
+
+@pytest.fixture(scope="module")
+def jc():
+    c = start_cluster(osts=2)
+    c.mount(name="observer")  # another client, write-back off
+    yield c
+    finish(c)
+
+
+def set_param(m, kv):
+    r = subprocess.run([binary("nacre"), "set_param", "-n", "--mount", str(m.path),
+                        f"llite.*.{kv}"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+
+
+def observer(c):
+    return next(m for m in c.mounts if m.path.name == "observer")
+
+
+def writer(c, name, *opts):
+    m = c.mount(name=name, opts=["wb=on", *opts])
+    set_param(m, f"wb_delay_ms={QUEUED_MS}")
+    return m
+
+
+def kill_9(c, m):
+    """Kills nacre-mount as a crash would and clears the dead mount point."""
+    m.proc.kill()
+    subprocess.run(["fusermount3", "-u", "-z", str(m.path)], capture_output=True)
+    c.mounts.remove(m)
+
+
+def journal_dir(c, name):
+    return c.dir / f"wbj-{name}"
+
+
+def segments(d):
+    return sorted(p for p in d.iterdir() if p.name.endswith(".wbj")) if d.exists() else []
+
+
+def recover(c, d):
+    return subprocess.run([binary("nacre"), "wb-recover", "--key-file", str(c.key), str(d)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def tree(root):
+    """{relative path: (type, mode, uid, gid, size, symlink target)} of everything under root."""
+    out = {}
+    for dirpath, dirs, files in os.walk(root):
+        for n in dirs + files:
+            p = os.path.join(dirpath, n)
+            st = os.lstat(p)
+            target = os.readlink(p) if stat.S_ISLNK(st.st_mode) else None
+            out[os.path.relpath(p, root)] = (stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode),
+                                             st.st_uid, st.st_gid,
+                                             st.st_size if stat.S_ISREG(st.st_mode) else 0,
+                                             target)
+    return out
+
+
+def test_kill_9_loses_nothing_acknowledged(jc):
+    obs = observer(jc)
+    m = writer(jc, "crash")
+    top = m / "made"
+    os.mkdir(top)
+    old_umask = os.umask(0o022)
+    want = {}
+    try:
+        # each kind of change a lease answers here, more than one flush bound (1,024): the
+        # first ones reach the MDS, the rest are only queued (and journaled) when it dies.
+        # Nothing here reads back (a readdir or readlink would flush the queue): the model
+        # says what must be there.
+        for i in range(300):
+            os.mkdir(top / f"d{i:03d}")
+            os.mknod(top / f"f{i:03d}", 0o640 | stat.S_IFREG)
+            want[f"d{i:03d}"] = (stat.S_IFDIR, 0o755, 0, 0, 0, None)
+            want[f"f{i:03d}"] = (stat.S_IFREG, 0o640, 0, 0, 0, None)
+        for i in range(300):
+            os.mknod(top / f"n{i:03d}", 0o644 | stat.S_IFREG)
+            want[f"n{i:03d}"] = (stat.S_IFREG, 0o644, 0, 0, 0, None)
+            if i % 3 == 0:
+                os.chmod(top / f"n{i:03d}", 0o600)
+                want[f"n{i:03d}"] = (stat.S_IFREG, 0o600, 0, 0, 0, None)
+            os.symlink(f"target-{i}", top / f"s{i:03d}")
+            want[f"s{i:03d}"] = (stat.S_IFLNK, 0o777, 0, 0, 0, f"target-{i}")
+        for i in range(0, 300, 3):
+            os.unlink(top / f"s{i:03d}")
+            del want[f"s{i:03d}"]
+        # last: the kernel's next walk through "made" after a rename asks for its
+        # attributes, which flushes the queue (a leased directory's own attributes are not
+        # answered here yet)
+        os.rename(top / "n001", top / "renamed001")
+        want["renamed001"] = want.pop("n001")
+    finally:
+        os.umask(old_umask)
+    d = journal_dir(jc, "crash")
+    segs = segments(d)
+    assert segs and sum(p.stat().st_size for p in segs) > 20_000, segs
+    kill_9(jc, m)
+    # the MDS has what was flushed, not the rest (that is what the journal is for)
+    seen = tree(obs / "made")
+    assert len(seen) < len(want), len(seen)
+    m = jc.mount(name="crash", opts=["wb=on"])  # recovers, then mounts
+    assert "sent again, all made" in m.proc.text(), m.proc.text()[-3000:]
+    assert tree(obs / "made") == want
+    assert tree(m / "made") == want
+    assert not (d / "conflicts").exists()
+    m.unmount()
+    jc.mounts.remove(m)
+    assert not d.exists()  # a clean unmount leaves nothing behind
+
+
+def test_a_torn_tail_is_reported_and_never_applied(jc):
+    obs = observer(jc)
+    m = writer(jc, "torn")
+    os.mkdir(m / "torn")
+    for i in range(5):
+        os.mkdir(m / "torn" / f"x{i}")
+    d = journal_dir(jc, "torn")
+    kill_9(jc, m)
+    seg = segments(d)[-1]
+    with open(seg, "r+b") as f:  # the last record, cut in the middle of its write
+        f.truncate(seg.stat().st_size - 7)
+    r = recover(jc, d)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "torn record" in r.stderr, r.stderr
+    assert sorted(os.listdir(obs / "torn")) == [f"x{i}" for i in range(4)], r.stdout + r.stderr
+    assert list((d / "conflicts").glob("*.wbj")), list(d.iterdir())
+    assert not segments(d)
+
+
+def test_a_corrupt_record_stops_the_replay_there(jc):
+    obs = observer(jc)
+    m = writer(jc, "corrupt")
+    os.mkdir(m / "corrupt")
+    for i in range(6):
+        os.mkdir(m / "corrupt" / f"y{i}")
+    d = journal_dir(jc, "corrupt")
+    kill_9(jc, m)
+    seg = segments(d)[-1]
+    data = bytearray(seg.read_bytes())
+    at = data.find(b"y3")  # a byte of the fourth mkdir's record
+    assert at > 0
+    data[at] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    r = recover(jc, d)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "checksum" in r.stderr, r.stderr
+    assert sorted(os.listdir(obs / "corrupt")) == [f"y{i}" for i in range(3)]
+
+
+def test_a_change_that_no_longer_fits_is_logged_by_path_and_kept(jc):
+    obs = observer(jc)
+    m = writer(jc, "clash")
+    os.mkdir(m / "clash")
+    (m / "clash" / "keep").mkdir()
+    set_param(m, "wb_delay_ms=50")
+    deadline = time.monotonic() + 10
+    while not (obs / "clash" / "keep").exists():  # sent; the lease recalled and back
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    # the writer takes the lease again by making a directory; what it makes in that one
+    # stays queued
+    os.mkdir(m / "clash" / "inner")
+    set_param(m, f"wb_delay_ms={QUEUED_MS}")
+    os.mkdir(m / "clash" / "inner" / "mine")
+    os.mknod(m / "clash" / "inner" / "other", 0o600 | stat.S_IFREG)
+    d = journal_dir(jc, "clash")
+    kill_9(jc, m)
+    # meanwhile another client takes one of the names (after the dead holder's lease ended)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            os.mkdir(obs / "clash" / "inner" / "other")
+            break
+        except FileNotFoundError:
+            assert time.monotonic() < deadline  # "inner" reached the MDS with the flush
+            time.sleep(0.5)
+    r = recover(jc, d)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "/clash/inner/other" in r.stderr, r.stderr
+    txt = list((d / "conflicts").glob("*.txt"))
+    assert txt and "/clash/inner/other" in txt[0].read_text()
+    assert (obs / "clash" / "inner" / "mine").is_dir()
+    assert (obs / "clash" / "inner" / "other").is_dir()  # the other client's stays
+
+
+def test_sync_off_and_bad_values(jc):
+    obs = observer(jc)
+    m = jc.mount(name="sync", opts=["wb=on", "wb_journal=sync"])
+    os.mkdir(m / "s")
+    for i in range(20):
+        os.mknod(m / "s" / f"f{i}", 0o644 | stat.S_IFREG)
+    assert segments(journal_dir(jc, "sync"))
+    assert len(os.listdir(obs / "s")) == 20
+    m.unmount()
+    jc.mounts.remove(m)
+    assert not journal_dir(jc, "sync").exists()
+    m = jc.mount(name="nojournal", opts=["wb=on", "wb_journal=off"])
+    os.mkdir(m / "o")
+    (m / "o" / "a").mkdir()
+    assert not journal_dir(jc, "nojournal").exists()
+    m.unmount()
+    jc.mounts.remove(m)
+    mnt = jc.dir / "bad"
+    mnt.mkdir()
+    for opt, says in (("wb_journal=maybe", "use async"),
+                      ("wb_journal_dir=relative/dir", "absolute path")):
+        r = subprocess.run([binary("nacre-mount"), jc.spec, str(mnt), "-o",
+                            f"key_file={jc.key},wb=on,{opt}", "-f"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode != 0 and says in r.stderr, r.stderr
+    r = recover(jc, jc.dir / "no-such-journal")
+    assert r.returncode == 1 and "no write-back journal" in r.stderr, r.stderr
+
+
+def test_a_journal_in_use_is_not_recovered_under_the_mount(jc):
+    m = jc.mount(name="busy", opts=["wb=on"])
+    os.mkdir(m / "b")
+    r = recover(jc, journal_dir(jc, "busy"))
+    assert r.returncode == 1 and "in use by a running nacre-mount" in r.stderr, r.stderr
+    m.unmount()
+    jc.mounts.remove(m)
