@@ -59,7 +59,8 @@ int cl_wbj_segments(const char *dir, uint32_t **out)
 		v[n++] = segno;
 	}
 	closedir(d);
-	qsort(v, (size_t)n, sizeof(*v), cmp_u32);
+	if (n > 1)
+		qsort(v, (size_t)n, sizeof(*v), cmp_u32);
 	*out = v;
 	return n;
 }
