@@ -163,6 +163,30 @@ enum { NACRE_WB_JOURNAL_OFF = 0, NACRE_WB_JOURNAL_ASYNC = 1, NACRE_WB_JOURNAL_SY
 int nacre_fs_wb_journal(struct nacre_fs *fs, const char *dir, int mode, const char *spec,
 			char *err, size_t err_len);
 
+/* This mount's write-back counters (docs/writeback.md, "Observing it"): totals since the
+ * mount but the *_now ones. */
+struct nacre_wb_stats {
+	uint64_t leases_now;       /* directories held */
+	uint64_t leases_granted;   /* taken: a GET granted, or leased along with a mkdir */
+	uint64_t leases_refused;   /* a GET the MDS refused */
+	uint64_t leases_recalled;  /* recalls received */
+	uint64_t leases_returned;  /* given back (a recall, write-back off, full) */
+	uint64_t lookups_answered; /* lookups answered from a lease */
+	uint64_t changes_made;     /* namespace and attribute changes answered here */
+	uint64_t queued_now;       /* changes queued or in a batch not yet answered */
+	uint64_t changes_sent;     /* in batches the MDS answered */
+	uint64_t changes_refused;  /* refused by the MDS, or lost with their lease */
+	uint64_t batches;          /* BATCH requests */
+	uint64_t flush_usec;       /* time in them */
+	int journal_mode;          /* NACRE_WB_JOURNAL_* */
+	uint64_t journal_bytes;    /* written to the journal */
+	uint64_t journal_now;      /* changes in the journal not marked answered */
+	uint64_t journal_errors;   /* appends that failed (those changes went to the MDS) */
+};
+
+/* Fills *out. 0, or -EINVAL for a NULL argument. Thread-safe. */
+int nacre_fs_wb_stats(struct nacre_fs *fs, struct nacre_wb_stats *out);
+
 /* What a recovery did. */
 struct nacre_wb_report {
 	uint64_t changes;    /* found in the journal, not yet answered by the MDS */

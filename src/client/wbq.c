@@ -353,6 +353,7 @@ static int send_batch(struct nacre_fs *fs, struct wire_batch_req *b, struct cl_w
 			continue;
 		refused(fs, c, st);
 		pthread_mutex_lock(&fs->wbq.lock);
+		fs->wbq.refused++;
 		keep_error(&fs->wbq, &c->fsync_fid, st);
 		pthread_mutex_unlock(&fs->wbq.lock);
 		if (!first_err)
@@ -434,8 +435,6 @@ int cl_wbq_flush(struct nacre_fs *fs)
 		q->batches++;
 		q->sent += b->count;
 		q->flush_us += (uint64_t)took;
-		if (rc)
-			q->refused++;
 		pthread_mutex_unlock(&q->lock);
 		if (rc && !first_err)
 			first_err = rc;

@@ -88,8 +88,9 @@ static void sizes_line(struct strbuf *out, const char *name, struct io_sizes *z)
 			     "bytes", mms);
 }
 
-void fz_metrics_llite_stats(struct strbuf *out)
+void fz_metrics_llite_stats(struct nacre_fs *fs, struct strbuf *out)
 {
+	(void)fs;
 	lprocfs_snapshot_line(out);
 	sizes_line(out, "read_bytes", &g_rd);
 	sizes_line(out, "write_bytes", &g_wr);

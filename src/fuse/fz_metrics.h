@@ -13,9 +13,15 @@ void fz_metrics_write(uint64_t bytes);
 /* +1 on open, -1 on close. */
 void fz_metrics_open(int delta);
 struct strbuf;
+struct nacre_fs;
 /* Appends llite.*.stats's value in lprocfs's shape (common/lprocfs.h): read_bytes and
  * write_bytes (samples, min, max, sum), open and close counts. Counts every mount of this
- * process (one, in nacre-mount). */
-void fz_metrics_llite_stats(struct strbuf *out);
+ * process (one, in nacre-mount); fs is not used. */
+void fz_metrics_llite_stats(struct nacre_fs *fs, struct strbuf *out);
+
+/* Write-back (wb_metrics.c): mdc.*.wb_stats's value, nacre_fs_wb_stats in lprocfs's
+ * shape; and the nacre_client_wb_* series of fs, the one mount of this process. */
+void fz_metrics_wb_stats(struct nacre_fs *fs, struct strbuf *out);
+void fz_metrics_wb_register(struct nacre_fs *fs);
 
 #endif

@@ -326,6 +326,7 @@ static int run(const struct fz_args *a, const char *mnt, const char *addr, int *
 	}
 	if (a->wb && !tk && fz_journal_wb_on(m.fs, a, journal, why, sizeof(why)) < 0)
 		goto out_umount_fs;
+	fz_metrics_wb_register(m.fs);
 	root = nacre_fs_root(m.fs);
 	m.connect = connect_text(a, &mo);
 	if (!m.connect || fz_itable_init(&m.itab, &root) < 0 || fz_htable_init(&m.htab) < 0) {

@@ -20,14 +20,15 @@
 
 #define PARAM_NAME_MAX 200
 
-/* Where a parameter lives: on the llite device (one per mount) or on each OST's OSC. */
-enum { ON_LLITE, ON_OSC };
+/* Where a parameter lives: on the llite device (one per mount), the MDT's MDC, or each
+ * OST's OSC. */
+enum { ON_LLITE, ON_MDC, ON_OSC };
 
 struct param {
 	int on;
 	const char *name; /* the last part of the dotted name */
 	int tunable;      /* NACRE_TUNE_*, read-write; or 0 and: */
-	void (*text)(struct strbuf *out); /* the value of a read-only one */
+	void (*text)(struct nacre_fs *fs, struct strbuf *out); /* a read-only one's value */
 };
 
 static const struct param params[] = {
@@ -36,6 +37,7 @@ static const struct param params[] = {
 	{ON_LLITE, "wb", NACRE_TUNE_WB, NULL},
 	{ON_LLITE, "wb_delay_ms", NACRE_TUNE_WB_DELAY_MS, NULL},
 	{ON_LLITE, "stats", 0, fz_metrics_llite_stats},
+	{ON_MDC, "wb_stats", 0, fz_metrics_wb_stats},
 	{ON_OSC, "max_rpcs_in_flight", NACRE_TUNE_RPCS_IN_FLIGHT, NULL},
 };
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
@@ -73,6 +75,8 @@ static void full_name(struct nacre_fs *fs, const struct param *p, uint32_t ost, 
 
 	if (p->on == ON_LLITE)
 		snprintf(buf, len, "llite.%s-%016llx.%s", fsname, inst, p->name);
+	else if (p->on == ON_MDC)
+		snprintf(buf, len, "mdc.%s-MDT0000-mdc-%016llx.%s", fsname, inst, p->name);
 	else
 		snprintf(buf, len, "osc.%s-OST%04x-osc-%016llx.%s", fsname, ost, inst, p->name);
 }
@@ -86,7 +90,7 @@ static int lookup(struct nacre_fs *fs, const char *name, const struct param **pp
 	for (size_t i = 0; i < NPARAMS; i++) {
 		const struct param *p = &params[i];
 
-		if (p->on == ON_LLITE) {
+		if (p->on != ON_OSC) {
 			full_name(fs, p, 0, want, sizeof(want));
 			if (strcmp(want, name) == 0) {
 				*pp = p;
@@ -129,7 +133,7 @@ static void get_list(fuse_req_t req, struct fz_mount *m, size_t size)
 	}
 	for (size_t i = 0; i < NPARAMS; i++) {
 		char name[PARAM_NAME_MAX];
-		int count = params[i].on == ON_LLITE ? 1 : n;
+		int count = params[i].on != ON_OSC ? 1 : n;
 
 		for (int k = 0; k < count; k++) {
 			full_name(m->fs, &params[i], params[i].on == ON_OSC ? osts[k] : 0, name,
@@ -176,7 +180,7 @@ int fz_param_getxattr(fuse_req_t req, struct fz_inode *in, const char *name, siz
 	if (rc == 0 && p->text) {
 		struct strbuf sb = STRBUF_INIT;
 
-		p->text(&sb);
+		p->text(m->fs, &sb);
 		if (!strbuf_ok(&sb))
 			fuse_reply_err(req, ENOMEM);
 		else

@@ -4,13 +4,15 @@ of nacre-mount loses none of it: the next nacre-mount on the same mount point (o
 wb-recover DIR`) sends it. A torn or corrupt record is reported and never applied; a change
 that no longer fits is logged by path and kept under conflicts/."""
 import os
+import re
 import stat
 import subprocess
 import time
+import urllib.request
 
 import pytest
 
-from conftest import binary, finish, start_cluster
+from conftest import binary, finish, free_port, start_cluster
 
 QUEUED_MS = 60000  # wb_delay_ms: what is made stays queued (up to 1,024 changes)
 N = 2500  # x 4 kinds: 10,000 creates acknowledged before the kill
@@ -278,3 +280,36 @@ def test_upgrade_hands_over_what_is_queued_and_journals_on(jc):
         p.wait(30)
         jc.mounts.remove(m)
     assert not journal_dir(jc, "upg").exists()
+
+
+def test_the_mount_counts_what_it_made_queued_and_journaled(jc):
+    port = free_port()
+    m = jc.mount(name="counted", opts=["wb=on", f"metrics_addr=127.0.0.1:{port}"])
+    set_param(m, f"wb_delay_ms={QUEUED_MS}")
+    os.mkdir(m / "c")
+    for i in range(40):
+        os.mknod(m / "c" / f"f{i}", 0o644 | stat.S_IFREG)
+    r = subprocess.run([binary("nacre"), "get_param", "--mount", str(m.path), "mdc.*.wb_stats"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert re.match(r"mdc\.testfs-MDT0000-mdc-[0-9a-f]{16}\.wb_stats=$", lines[0]), lines
+    v = {ln.split()[0]: ln.split()[1:] for ln in lines[1:]}
+    assert v["leases_held"] == ["1"], v
+    assert v["changes_made"][0] == "40", v
+    assert v["journal"] == ["async"] and int(v["journal_bytes"][0]) > 40 * 60, v
+    # the command's own requests (a stat of the mount) may have sent them first
+    sent = int(v["changes_sent"][0]) if "changes_sent" in v else 0
+    assert int(v["changes_queued"][0]) + sent == 40, v
+    assert v["journal_changes"] == v["changes_queued"], v
+    os.statvfs(m)  # a request of this mount: what is queued goes first
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    got = {ln.split()[0]: float(ln.split()[1]) for ln in text.splitlines()
+           if ln.startswith("nacre_client_wb_")}
+    assert got["nacre_client_wb_changes_sent_total"] == 40, got
+    assert got["nacre_client_wb_changes_queued"] == 0, got
+    assert got["nacre_client_wb_journal_changes"] == 0, got
+    assert got["nacre_client_wb_batches_total"] >= 1, got
+    assert got['nacre_client_wb_lease_events_total{event="granted"}'] == 1, got
+    m.unmount()
+    jc.mounts.remove(m)
