@@ -159,7 +159,8 @@ enum { NACRE_WB_JOURNAL_OFF = 0, NACRE_WB_JOURNAL_ASYNC = 1, NACRE_WB_JOURNAL_SY
 /* Journals fs's write-back changes in the directory dir (created, mode 0700; one mount
  * per directory: it is locked), recording spec and this session for a recovery. A journal
  * that still holds changes of an earlier mount is refused (-EEXIST): nacre_wb_recover it
- * first. Call before write-back is turned on. 0 or -errno with a sentence in err. */
+ * first. Call before write-back is turned on; again is a no-op. 0 or -errno with a sentence
+ * in err. */
 int nacre_fs_wb_journal(struct nacre_fs *fs, const char *dir, int mode, const char *spec,
 			char *err, size_t err_len);
 

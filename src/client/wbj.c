@@ -426,10 +426,11 @@ NACRE_API int nacre_fs_wb_journal(struct nacre_fs *fs, const char *dir, int mode
 		err[0] = '\0';
 	if (mode == NACRE_WB_JOURNAL_OFF)
 		return 0;
-	if (!fs || !dir || !spec || fs->wbj) {
-		snprintf(err, err_len, "nacre_fs_wb_journal: %s", fs && fs->wbj ? "journaling "
-			 "already" : "no fs, directory or spec");
-		return fs && fs->wbj ? -EBUSY : -EINVAL;
+	if (!fs || !dir || !spec) {
+		snprintf(err, err_len, "nacre_fs_wb_journal: no fs, directory or spec");
+		return -EINVAL;
 	}
+	if (fs->wbj)
+		return 0; /* journaling already (write-back turned on again) */
 	return cl_wbj_open(fs, dir, mode, spec, err, err_len);
 }

@@ -165,6 +165,10 @@ struct fz_mount {
 	struct fz_upgrade *upg;     /* the control socket; set and cleared by the thread that
 				     * runs the FUSE loop while it is stopped */
 	struct fz_ring *ring;       /* ring.c: FUSE over io_uring; NULL without it */
+	/* write-back's journal (journal.h), opened when write-back is turned on */
+	const char *spec;           /* the mount spec it records */
+	const char *journal;        /* its directory */
+	int wb_journal;             /* NACRE_WB_JOURNAL_* */
 };
 
 static inline struct fz_mount *fz_mnt(fuse_req_t req)

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "common/log.h"
+#include "fuse/fz.h"
 
 void fz_journal_dir(const struct fz_args *a, const char *mnt, char *out, size_t len)
 {
@@ -59,14 +60,14 @@ int fz_journal_recover(const char *dir, const struct nacre_mount_opts *mo, char 
 	return 0;
 }
 
-int fz_journal_wb_on(struct nacre_fs *fs, const struct fz_args *a, const char *dir, char *why,
-		     size_t why_len)
+int fz_journal_wb_on(struct fz_mount *m, char *why, size_t why_len)
 {
+	struct nacre_fs *fs = m->fs;
 	char err[512];
 	int rc;
 
-	if (a->wb_journal != NACRE_WB_JOURNAL_OFF) {
-		rc = nacre_fs_wb_journal(fs, dir, a->wb_journal, a->spec, err, sizeof(err));
+	if (m->wb_journal != NACRE_WB_JOURNAL_OFF) {
+		rc = nacre_fs_wb_journal(fs, m->journal, m->wb_journal, m->spec, err, sizeof(err));
 		if (rc < 0) {
 			snprintf(why, why_len, "%s", err);
 			return -1;

@@ -20,9 +20,10 @@ void fz_journal_dir(const struct fz_args *a, const char *mnt, char *out, size_t 
  * nothing when there is no journal. 0, or -1 with the reason in why. */
 int fz_journal_recover(const char *dir, const struct nacre_mount_opts *mo, char *why,
 		       size_t why_len);
-/* Turns write-back on for fs as a asks: the journal first (unless wb_journal=off). 0, or
- * -1 with the reason in why. */
-int fz_journal_wb_on(struct nacre_fs *fs, const struct fz_args *a, const char *dir, char *why,
-		     size_t why_len);
+struct fz_mount;
+/* Turns write-back on for the mount m: its journal first (m->journal, unless m->wb_journal
+ * is off; kept when already open). For -o wb=on and llite.*.wb=1 alike. 0, or -1 with the
+ * reason in why. */
+int fz_journal_wb_on(struct fz_mount *m, char *why, size_t why_len);
 
 #endif

@@ -153,7 +153,6 @@ struct finisher {
 	struct fz_takeover *t;
 	const struct fz_upgrade_conf *conf;
 	const struct nacre_mount_opts *mo;
-	const char *journal;    /* the write-back journal's directory */
 	pthread_t main_thread;
 	pthread_t thread;
 	int started;
@@ -189,8 +188,8 @@ static void *finisher_main(void *arg)
 		LOG_ERR("main", "metrics after the upgrade: %s", err);
 	/* the old process gave its leases back and let go of the journal as it exited */
 	if (f->a->wb && !finisher_stopped(f) &&
-	    (fz_journal_recover(f->journal, f->mo, err, sizeof(err)) < 0 ||
-	     fz_journal_wb_on(f->m->fs, f->a, f->journal, err, sizeof(err)) < 0))
+	    (fz_journal_recover(f->m->journal, f->mo, err, sizeof(err)) < 0 ||
+	     fz_journal_wb_on(f->m, err, sizeof(err)) < 0))
 		LOG_ERR("main", "write-back stays off after the upgrade: %s", err);
 	if (!finisher_stopped(f)) {
 		rc = fz_upgrade_listen(f->m, f->conf, f->main_thread);
@@ -310,6 +309,9 @@ static int run(const struct fz_args *a, const char *mnt, const char *addr, int *
 	err[0] = '\0';
 	why[0] = '\0';
 	fz_journal_dir(a, mnt, journal, sizeof(journal));
+	m.journal = journal;
+	m.wb_journal = a->wb_journal;
+	m.spec = a->spec;
 	/* what an earlier process on this mount point acknowledged and did not send (its
 	 * successor after --upgrade recovers once the old process is gone) */
 	if (!tk && fz_journal_recover(journal, &mo, why, sizeof(why)) < 0)
@@ -324,7 +326,7 @@ static int run(const struct fz_args *a, const char *mnt, const char *addr, int *
 				 addr, err[0] ? err : nacre_strerror(rc));
 		goto out;
 	}
-	if (a->wb && !tk && fz_journal_wb_on(m.fs, a, journal, why, sizeof(why)) < 0)
+	if (a->wb && !tk && fz_journal_wb_on(&m, why, sizeof(why)) < 0)
 		goto out_umount_fs;
 	fz_metrics_wb_register(m.fs);
 	root = nacre_fs_root(m.fs);
@@ -422,7 +424,6 @@ static int run(const struct fz_args *a, const char *mnt, const char *addr, int *
 		fin.t = tk;
 		fin.conf = &conf;
 		fin.mo = &mo;
-		fin.journal = journal;
 		fin.main_thread = pthread_self();
 		if (pthread_create(&fin.thread, NULL, finisher_main, &fin) == 0)
 			fin.started = 1;

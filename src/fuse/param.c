@@ -12,10 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "fuse/fz.h"
 #include "fuse/fz_metrics.h"
+#include "fuse/journal.h"
 #include "nacre/nacre_vxattr.h"
 
 #define PARAM_NAME_MAX 200
@@ -245,6 +247,14 @@ int fz_param_setxattr(fuse_req_t req, struct fz_inode *in, const char *name, con
 	text[size] = '\0';
 	if (parse_i64(text, INT64_MIN, INT64_MAX, &v) < 0) {
 		fuse_reply_err(req, EINVAL);
+		return 1;
+	}
+	if (p->tunable == NACRE_TUNE_WB && v == 1) { /* with its journal, as -o wb=on */
+		char why[640];
+		rc = fz_journal_wb_on(m, why, sizeof(why));
+		if (rc < 0)
+			LOG_ERR("param", "llite.*.wb=1: %s", why);
+		fuse_reply_err(req, rc < 0 ? EIO : 0);
 		return 1;
 	}
 	rc = nacre_fs_tunable_set(m->fs, p->tunable, ost, v);

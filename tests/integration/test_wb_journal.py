@@ -313,3 +313,18 @@ def test_the_mount_counts_what_it_made_queued_and_journaled(jc):
     assert got['nacre_client_wb_lease_events_total{event="granted"}'] == 1, got
     m.unmount()
     jc.mounts.remove(m)
+
+
+def test_set_param_wb_journals_as_the_option_does(jc):
+    m = jc.mount(name="later")
+    d = journal_dir(jc, "later")
+    assert not d.exists()
+    set_param(m, "wb=1")
+    set_param(m, "wb=1")  # again: the same journal
+    assert segments(d)
+    os.mkdir(m / "l")
+    os.mkdir(m / "l" / "x")
+    assert (observer(jc) / "l" / "x").is_dir()
+    m.unmount()
+    jc.mounts.remove(m)
+    assert not d.exists()
