@@ -131,6 +131,16 @@ static int ids_as_made(const struct nacre_cred *cr, const struct nacre_attr *a)
 	return cr && a->uid == cr->uid && (a->gid == cr->gid || (a->mode & S_ISGID));
 }
 
+/* A directory just leased keeps its own attributes too (the MKDIR's answer), unless it
+ * was made under its parent's lease (kept there already): the kernel asks for them after
+ * each change in it, and they change only with what this mount makes (dir_touched). With
+ * the lock. */
+static void own_attrs(struct cl_leases *l, const struct nacre_attr *a)
+{
+	if (!cl_lease_made_find(l, &a->fid))
+		cl_lease_made_put(l, &a->fid, a);
+}
+
 void cl_lease_take(struct nacre_fs *fs, const struct nacre_cred *cr,
 		   const struct nacre_fid *parent, const struct nacre_attr *a)
 {
@@ -171,16 +181,20 @@ void cl_lease_take(struct nacre_fs *fs, const struct nacre_cred *cr,
 		full = 1; /* the oldest goes back, and what came with it */
 		oldest = l->oldest->fid;
 	}
-	if (rc == 0 && !full && cl_lease_insert(l, d) == 0)
+	if (rc == 0 && !full && cl_lease_insert(l, d) == 0) {
 		d = NULL;
-	else if (rc)
+		own_attrs(l, a);
+	} else if (rc) {
 		l->refused++;
+	}
 	pthread_mutex_unlock(&l->lock);
 	if (full) {
 		drop(fs, &oldest, 1, 0, 0);
 		pthread_mutex_lock(&l->lock);
-		if (cl_lease_insert(l, d) == 0)
+		if (cl_lease_insert(l, d) == 0) {
 			d = NULL;
+			own_attrs(l, a);
+		}
 		pthread_mutex_unlock(&l->lock);
 	}
 	cl_lease_dir_free(d); /* not held after all: the MDS's lease ends at its recall */
@@ -190,7 +204,7 @@ void cl_lease_take(struct nacre_fs *fs, const struct nacre_cred *cr,
 }
 
 int cl_lease_lookup(struct nacre_fs *fs, const struct nacre_cred *cr,
-		    const struct nacre_fid *parent, const char *name)
+		    const struct nacre_fid *parent, const char *name, struct nacre_attr *out)
 {
 	struct cl_leases *l = &fs->leases;
 	struct cl_lease_dir *d;
@@ -203,11 +217,18 @@ int cl_lease_lookup(struct nacre_fs *fs, const struct nacre_cred *cr,
 	d = cl_lease_find(l, parent);
 	if (d && !cl_lease_valid(fs, d)) {
 		stale = 1;
-	} else if (d && cr->uid == d->uid && (d->mode & S_IXUSR) &&
-		   !cl_lease_name_find(d, name)) {
+	} else if (d && cr->uid == d->uid && (d->mode & S_IXUSR)) {
 		/* only the owner, who may search it: anyone else the MDS checks */
-		l->answered++;
-		rc = -ENOENT;
+		struct cl_name *e = cl_lease_name_find(d, name);
+		struct cl_made *m = e && e->type ? cl_lease_made_find(l, &e->fid) : NULL;
+		if (!e)
+			rc = -ENOENT;
+		else if (m && fid_eq(&m->parent, parent) && (m->attr.mode & S_IFMT) == e->type)
+			rc = 1; /* made here: what it is, is kept here too */
+		if (rc == 1)
+			*out = m->attr;
+		if (rc)
+			l->answered++;
 	}
 	pthread_mutex_unlock(&l->lock);
 	if (stale)

@@ -61,9 +61,10 @@ void cl_lease_fini(struct nacre_fs *fs);
 void cl_lease_take(struct nacre_fs *fs, const struct nacre_cred *cr,
 		   const struct nacre_fid *parent, const struct nacre_attr *a);
 /* A lookup of name in parent by cr: -ENOENT when a lease answers that it does not exist,
- * 0 when the MDS must be asked. */
+ * 1 with *out when it names an inode whose attributes are kept here (made under the
+ * lease), 0 when the MDS must be asked. */
 int cl_lease_lookup(struct nacre_fs *fs, const struct nacre_cred *cr,
-		    const struct nacre_fid *parent, const char *name);
+		    const struct nacre_fid *parent, const char *name, struct nacre_attr *out);
 /* After a change this mount made at the MDS: name now exists in parent (naming a, NULL if
  * not known), or no longer does; a rename moved sname to dname (exchange: swapped them). */
 void cl_lease_named(struct nacre_fs *fs, const struct nacre_fid *parent, const char *name,

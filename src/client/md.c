@@ -135,8 +135,11 @@ NACRE_API int nacre_lookup(struct nacre_fs *fs, const struct nacre_cred *cr,
 		return nacre_getattr(fs, cr, parent, out);
 	if (name && strcmp(name, "..") == 0)
 		return -EINVAL; /* the MDS keeps no parent pointers to answer this */
-	if (fs && parent && name && cl_lease_lookup(fs, cr, parent, name) == -ENOENT)
-		return -ENOENT; /* this mount holds the directory: it knows */
+	if (fs && parent && name && out) {
+		rc = cl_lease_lookup(fs, cr, parent, name, out);
+		if (rc)
+			return rc < 0 ? rc : 0; /* this mount holds the directory: it knows */
+	}
 	rc = name_call(fs, cr, WIRE_OP_MDS_LOOKUP, parent, name, &m);
 	if (rc)
 		return rc;

@@ -1,5 +1,6 @@
 /* dircache.c - directory attributes answered by nacre-mount itself (see fz.h). */
 #include <pthread.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -27,12 +28,14 @@ void fz_dattr_store(struct fz_mount *m, struct fz_inode *in, const struct nacre_
 	if (!S_ISDIR(a->mode))
 		return;
 	pthread_mutex_lock(&in->lock);
-	if (in->dattr_gen == gen) {
-		in->dattr = *a;
-		in->dattr_known = 1;
+	if (!in->dattr)
+		in->dattr = calloc(1, sizeof(*in->dattr)); /* none: not cached, asked again */
+	if (in->dattr && in->dattr_gen == gen) {
+		in->dattr->attr = *a;
+		in->dattr->known = 1;
 		if (m->attr_timeout > 0) {
-			in->dattr_until_ms = mono_ms() + (int64_t)(m->attr_timeout * 1000.0);
-			in->dattr_valid = 1;
+			in->dattr->until_ms = mono_ms() + (int64_t)(m->attr_timeout * 1000.0);
+			in->dattr->valid = 1;
 		}
 	}
 	pthread_mutex_unlock(&in->lock);
@@ -43,9 +46,11 @@ void fz_dattr_note(struct fz_inode *in, const struct nacre_attr *a)
 	if (!S_ISDIR(a->mode))
 		return;
 	pthread_mutex_lock(&in->lock);
-	if (!in->dattr_valid) {
-		in->dattr = *a;
-		in->dattr_known = 1;
+	if (!in->dattr)
+		in->dattr = calloc(1, sizeof(*in->dattr));
+	if (in->dattr && !in->dattr->valid) {
+		in->dattr->attr = *a;
+		in->dattr->known = 1;
 	}
 	pthread_mutex_unlock(&in->lock);
 }
@@ -53,12 +58,12 @@ void fz_dattr_note(struct fz_inode *in, const struct nacre_attr *a)
 int fz_dattr_gone(struct fz_inode *in, struct nacre_attr *a)
 {
 	pthread_mutex_lock(&in->lock);
-	int known = in->dattr_known;
+	int known = in->dattr && in->dattr->known;
 	if (known) {
-		*a = in->dattr;
+		*a = in->dattr->attr;
 		a->nlink = 0;
+		in->dattr->valid = 0;
 	}
-	in->dattr_valid = 0;
 	pthread_mutex_unlock(&in->lock);
 	return known;
 }
@@ -69,13 +74,14 @@ int fz_dattr_lookup(struct fz_inode *in, struct nacre_attr *a, double *valid_s)
 	int hit = 0;
 
 	pthread_mutex_lock(&in->lock);
-	left = in->dattr_until_ms - mono_ms();
-	if (in->dattr_valid && left > 0) {
-		*a = in->dattr;
+	struct fz_dattr *d = in->dattr;
+	left = d ? d->until_ms - mono_ms() : 0;
+	if (d && d->valid && left > 0) {
+		*a = d->attr;
 		*valid_s = (double)left / 1000.0;
 		hit = 1;
-	} else {
-		in->dattr_valid = 0;
+	} else if (d) {
+		d->valid = 0;
 	}
 	pthread_mutex_unlock(&in->lock);
 	return hit;
@@ -84,9 +90,9 @@ int fz_dattr_lookup(struct fz_inode *in, struct nacre_attr *a, double *valid_s)
 int fz_dattr_last(struct fz_inode *in, struct nacre_attr *a)
 {
 	pthread_mutex_lock(&in->lock);
-	int known = in->dattr_known;
+	int known = in->dattr && in->dattr->known;
 	if (known)
-		*a = in->dattr;
+		*a = in->dattr->attr;
 	pthread_mutex_unlock(&in->lock);
 	return known;
 }
@@ -104,9 +110,10 @@ void fz_dattr_changed(struct fz_inode *dir, const struct nacre_time *when, int d
 		t.nsec = (uint32_t)ts.tv_nsec;
 	}
 	pthread_mutex_lock(&dir->lock);
-	if (dir->dattr_valid) {
-		dir->dattr.mtime = dir->dattr.ctime = t;
-		dir->dattr.nlink = (uint32_t)((int64_t)dir->dattr.nlink + dnlink);
+	struct fz_dattr *d = dir->dattr;
+	if (d && d->valid) {
+		d->attr.mtime = d->attr.ctime = t;
+		d->attr.nlink = (uint32_t)((int64_t)d->attr.nlink + dnlink);
 	}
 	pthread_mutex_unlock(&dir->lock);
 }
@@ -114,7 +121,8 @@ void fz_dattr_changed(struct fz_inode *dir, const struct nacre_time *when, int d
 void fz_dattr_drop(struct fz_inode *in)
 {
 	pthread_mutex_lock(&in->lock);
-	in->dattr_valid = 0;
+	if (in->dattr)
+		in->dattr->valid = 0;
 	in->dattr_gen++;
 	pthread_mutex_unlock(&in->lock);
 }

@@ -47,13 +47,17 @@ struct fz_inode {
 	 * still hold an older size than the servers' */
 	int kernel_size_valid;
 	uint64_t kernel_size;
-	/* lock: a directory's attributes as the MDS last gave them (dircache.c); dattr_known
-	 * says dattr holds some (maybe old ones), dattr_valid that they may answer getattr */
-	int dattr_known;
-	int dattr_valid;
-	uint64_t dattr_gen;     /* +1 at each drop: a fetch that began before it is stale */
-	int64_t dattr_until_ms; /* CLOCK_MONOTONIC */
-	struct nacre_attr dattr;
+	/* lock: a directory's attributes as the MDS last gave them (dircache.c), allocated
+	 * for directories only (an untarred tree's files do not pay for it) */
+	struct fz_dattr *dattr;
+	uint64_t dattr_gen;     /* lock: +1 at each drop: a fetch that began before it is stale */
+};
+
+struct fz_dattr {
+	int known;              /* attr holds some (maybe old ones) */
+	int valid;              /* they may answer getattr until until_ms */
+	int64_t until_ms;       /* CLOCK_MONOTONIC */
+	struct nacre_attr attr;
 };
 
 /* An open regular file (fi->fh). nf is used only by requests that carry this handle, which

@@ -100,6 +100,7 @@ void fz_itable_fini(struct fz_itable *t)
 			struct fz_inode *next = in->hnext;
 
 			pthread_mutex_destroy(&in->lock);
+			free(in->dattr);
 			if (in != &t->root)
 				free(in);
 			in = next;
@@ -335,6 +336,7 @@ void fz_inode_forget(struct fz_mount *m, struct fz_inode *in, uint64_t n)
 	if (in->files)
 		LOG_WARN("inode", "inode forgotten with open files");
 	pthread_mutex_destroy(&in->lock);
+	free(in->dattr);
 	free(in);
 }
 
