@@ -27,6 +27,7 @@
 #include "client/cl_internal.h"
 #include "client/mdc.h"
 #include "client/wbj.h"
+#include "client/wbq.h"
 #include "common/crc32c.h"
 #include "common/fid.h"
 #include "common/util.h"
@@ -338,29 +339,16 @@ static int send_batch(struct nacre_fs *fs, const struct rec *recs, uint32_t n, i
 {
 	struct wire_batch_req *b = calloc(1, sizeof(*b));
 	struct wire_batch_rep *r = calloc(1, sizeof(*r));
-	struct wire_cursor req, rc_cur;
-	struct rpc_msg *m = NULL;
-	int rc = -ENOMEM;
+	int rc = -ENOMEM, unanswered;
 
 	if (!b || !r)
 		goto out;
 	b->count = n;
 	for (uint32_t i = 0; i < n; i++)
 		b->ch[i] = (struct wire_batch_change){recs[i].opcode, recs[i].len, recs[i].body};
-	wire_cursor_init_dyn(&req, WIRE_BODY_MAX);
-	wire_batch_req_encode(&req, b);
-	rc = cl_mds_call(fs, WIRE_OP_MDS_BATCH, &req, &m);
-	wire_cursor_fini(&req);
-	if (rc == 0) {
-		wire_cursor_init_read(&rc_cur, m->body, m->body_len);
-		wire_batch_rep_decode(&rc_cur, r);
-		rc = cl_decode_end(&rc_cur);
-		if (!rc && r->count != n)
-			rc = -EPROTO;
-		for (uint32_t i = 0; !rc && i < n; i++)
-			st[i] = r->r[i].status;
-	}
-	rpc_msg_free(m);
+	rc = cl_wbq_call(fs, b, r, &unanswered);
+	for (uint32_t i = 0; !rc && i < n; i++)
+		st[i] = r->r[i].status;
 out:
 	free(b);
 	free(r);

@@ -37,6 +37,8 @@
 #define CL_WBQ_DOUBTS 64
 
 struct cl_wbq_change;
+struct wire_batch_req;
+struct wire_batch_rep;
 
 struct cl_wbq {
 	pthread_mutex_t lock;         /* protects the fields below but flush_lock */
@@ -95,6 +97,11 @@ void cl_wbq_bound(struct nacre_fs *fs);
  * into out; *all when more were than could be kept. For the lease layer, which gives their
  * leases back before it answers from them again. */
 int cl_wbq_take_doubts(struct nacre_fs *fs, struct nacre_fid *out, int max, int *all);
+/* Sends the BATCH b and decodes its answer into r (as many results as changes). 0 or the
+ * error; *unanswered when the changes may or may not have been applied (no answer came, or
+ * one that could not be read). For the queue and the journal's recovery. */
+int cl_wbq_call(struct nacre_fs *fs, const struct wire_batch_req *b, struct wire_batch_rep *r,
+		int *unanswered);
 /* Whether changes are queued or being sent. */
 int cl_wbq_pending(struct nacre_fs *fs);
 /* The first refusal kept for fid (or, with none, one kept for nothing in particular), or 0;
