@@ -342,7 +342,7 @@ int cl_wbj_append(struct cl_wbj *j, uint64_t seq, uint16_t opcode, const struct 
 	rc = wire_cursor_ok(&c) ? 0 : c.err < 0 ? c.err : -EINVAL;
 	pthread_mutex_lock(&j->lock);
 	if (!rc)
-		rc = j->failed ? -EIO : write_all(j, c.buf, wire_cursor_pos(&c));
+		rc = write_all(j, c.buf, wire_cursor_pos(&c));
 	if (!rc) {
 		j->appended = seq;
 		rotate(j);
@@ -386,7 +386,7 @@ void cl_wbj_done(struct cl_wbj *j, uint64_t seq)
 	struct wire_cursor c;
 
 	pthread_mutex_lock(&j->lock);
-	if (seq <= j->done || j->unanswered) {
+	if (seq <= j->done) {
 		pthread_mutex_unlock(&j->lock);
 		return;
 	}
@@ -409,13 +409,6 @@ void cl_wbj_done(struct cl_wbj *j, uint64_t seq)
 		if (write_all(j, buf, wire_cursor_pos(&c)) == 0)
 			rotate(j);
 	}
-	pthread_mutex_unlock(&j->lock);
-}
-
-void cl_wbj_unanswered(struct cl_wbj *j)
-{
-	pthread_mutex_lock(&j->lock);
-	j->unanswered = 1;
 	pthread_mutex_unlock(&j->lock);
 }
 

@@ -49,8 +49,6 @@ struct cl_wbj {
 	uint64_t synced;          /* written and fdatasynced (sync mode) */
 	struct { uint32_t segno; uint64_t last; } old[CL_WBJ_OLD_MAX]; /* full segments */
 	int nold;
-	int failed;               /* an append failed: changes go to the MDS at once */
-	int unanswered;           /* a BATCH got no answer: nothing more is marked answered */
 	uint64_t bytes;           /* counters: written */
 	uint64_t errors;
 };
@@ -68,11 +66,10 @@ int cl_wbj_append(struct cl_wbj *j, uint64_t seq, uint16_t opcode, const struct 
 		  const char *name, const void *body, uint32_t len);
 /* Waits until seq is on the disk (sync mode; a no-op otherwise). 0 or -errno. */
 int cl_wbj_sync(struct cl_wbj *j, uint64_t seq);
-/* The MDS answered every change up to seq (or they were reported lost). */
+/* Every change up to seq is settled: the MDS answered it, or it was reported (refused,
+ * lost with its lease, or never answered while the MDS stayed away past the recovery
+ * timeout: EIO at the next fsync, as without a journal). */
 void cl_wbj_done(struct cl_wbj *j, uint64_t seq);
-/* A BATCH got no answer (the MDS stayed away): its changes may not be there, so from now
- * on nothing is marked answered and the journal keeps everything for a recovery. */
-void cl_wbj_unanswered(struct cl_wbj *j);
 
 /* The segment file name of segno in dir, into out. */
 void cl_wbj_segment_path(const char *dir, uint32_t segno, char *out, size_t len);

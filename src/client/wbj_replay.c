@@ -339,14 +339,14 @@ static int send_batch(struct nacre_fs *fs, const struct rec *recs, uint32_t n, i
 {
 	struct wire_batch_req *b = calloc(1, sizeof(*b));
 	struct wire_batch_rep *r = calloc(1, sizeof(*r));
-	int rc = -ENOMEM, unanswered;
+	int rc = -ENOMEM;
 
 	if (!b || !r)
 		goto out;
 	b->count = n;
 	for (uint32_t i = 0; i < n; i++)
 		b->ch[i] = (struct wire_batch_change){recs[i].opcode, recs[i].len, recs[i].body};
-	rc = cl_wbq_call(fs, b, r, &unanswered);
+	rc = cl_wbq_call(fs, b, r);
 	for (uint32_t i = 0; !rc && i < n; i++)
 		st[i] = r->r[i].status;
 out:

@@ -317,8 +317,7 @@ static uint64_t report_lost(struct nacre_fs *fs, struct cl_wbq *q, struct cl_wbq
 	return last;
 }
 
-int cl_wbq_call(struct nacre_fs *fs, const struct wire_batch_req *b, struct wire_batch_rep *r,
-		int *unanswered)
+int cl_wbq_call(struct nacre_fs *fs, const struct wire_batch_req *b, struct wire_batch_rep *r)
 {
 	struct wire_cursor req, rc_cur;
 	struct rpc_msg *m = NULL;
@@ -328,16 +327,12 @@ int cl_wbq_call(struct nacre_fs *fs, const struct wire_batch_req *b, struct wire
 	wire_batch_req_encode(&req, b);
 	rc = cl_mds_call(fs, WIRE_OP_MDS_BATCH, &req, &m);
 	wire_cursor_fini(&req);
-	/* what ran is not known but for a whole batch the MDS found too big (split and sent
-	 * again): anything else may have been lost on the way, or applied */
-	*unanswered = rc != 0 && rc != -E2BIG;
 	if (rc == 0) {
 		wire_cursor_init_read(&rc_cur, m->body, m->body_len);
 		wire_batch_rep_decode(&rc_cur, r);
 		rc = cl_decode_end(&rc_cur);
 		if (!rc && r->count != b->count)
 			rc = -EPROTO;
-		*unanswered = rc == -EPROTO;
 	}
 	rpc_msg_free(m);
 	return rc;
@@ -350,13 +345,11 @@ static int send_batch(struct nacre_fs *fs, struct wire_batch_req *b, struct cl_w
 {
 	struct wire_batch_rep *r = calloc(1, sizeof(*r));
 	struct cl_wbq_change *c;
-	int rc, unanswered, first_err = 0;
+	int rc, first_err = 0;
 
 	if (!r)
 		return -ENOMEM;
-	rc = cl_wbq_call(fs, b, r, &unanswered);
-	if (unanswered && fs->wbj)
-		cl_wbj_unanswered(fs->wbj); /* the journal keeps them for a recovery */
+	rc = cl_wbq_call(fs, b, r);
 	c = first;
 	for (uint32_t i = 0; i < b->count && c; i++, c = c->next) {
 		int st = rc ? rc : r->r[i].status;

@@ -98,10 +98,8 @@ void cl_wbq_bound(struct nacre_fs *fs);
  * leases back before it answers from them again. */
 int cl_wbq_take_doubts(struct nacre_fs *fs, struct nacre_fid *out, int max, int *all);
 /* Sends the BATCH b and decodes its answer into r (as many results as changes). 0 or the
- * error; *unanswered when the changes may or may not have been applied (no answer came, or
- * one that could not be read). For the queue and the journal's recovery. */
-int cl_wbq_call(struct nacre_fs *fs, const struct wire_batch_req *b, struct wire_batch_rep *r,
-		int *unanswered);
+ * error. For the queue and the journal's recovery. */
+int cl_wbq_call(struct nacre_fs *fs, const struct wire_batch_req *b, struct wire_batch_rep *r);
 /* Whether changes are queued or being sent. */
 int cl_wbq_pending(struct nacre_fs *fs);
 /* The first refusal kept for fid (or, with none, one kept for nothing in particular), or 0;
