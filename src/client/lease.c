@@ -133,8 +133,10 @@ static int ids_as_made(const struct nacre_cred *cr, const struct nacre_attr *a)
 
 /* A directory just leased keeps its own attributes too (the MKDIR's answer), unless it
  * was made under its parent's lease (kept there already): the kernel asks for them after
- * each change in it, and they change only with what this mount makes (dir_touched). With
- * the lock. */
+ * each change in it, and while the lease holds they change only with what this mount
+ * makes in it (dir_touched). They answer getattr only: a setattr of it goes to the MDS
+ * (lease_change.c), since its name is where another client finds it unrecalled. With the
+ * lock. */
 static void own_attrs(struct cl_leases *l, const struct nacre_attr *a)
 {
 	if (!cl_lease_made_find(l, &a->fid))

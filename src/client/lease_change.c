@@ -301,7 +301,10 @@ int cl_lease_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 	cl_lease_settle(fs);
 	pthread_mutex_lock(&l->lock);
 	struct cl_made *e = cl_lease_made_find(l, fid);
-	struct cl_lease_dir *d = e ? cl_lease_find(l, &e->parent) : NULL;
+	/* not a leased directory's own attributes (lease.c, own_attrs): its name is in a
+	 * directory nobody holds, where another client finds it without a recall */
+	struct cl_lease_dir *d = e && !fid_eq(&e->parent, fid) ? cl_lease_find(l, &e->parent)
+							       : NULL;
 	/* the maker of the directory: its ids are the MDS's (lease_int.h, makes) */
 	if (d && d->makes && cr->uid == d->uid && cl_lease_valid(fs, d) &&
 	    predict(cr, &e->attr, sa, &a) == 0 &&
