@@ -23,5 +23,7 @@ void fz_metrics_llite_stats(struct nacre_fs *fs, struct strbuf *out);
  * shape; and the nacre_client_wb_* series of fs, the one mount of this process. */
 void fz_metrics_wb_stats(struct nacre_fs *fs, struct strbuf *out);
 void fz_metrics_wb_register(struct nacre_fs *fs);
+/* Before fs is unmounted: the series read 0 from then on. */
+void fz_metrics_wb_forget(void);
 
 #endif

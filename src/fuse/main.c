@@ -515,6 +515,7 @@ out_itable:
 	fz_file_close_all(&m);
 	fz_itable_fini(&m.itab);
 out_umount_fs:
+	fz_metrics_wb_forget(); /* a last scrape or log record may still come */
 	nacre_fs_umount(m.fs);
 	free(m.connect);
 out:

@@ -1,5 +1,6 @@
 /* wb_metrics.c - this mount's write-back counters (nacre_fs_wb_stats) as mdc.*.wb_stats
  * and as nacre_client_wb_* series (fz_metrics.h). */
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,17 +44,29 @@ void fz_metrics_wb_stats(struct nacre_fs *fs, struct strbuf *out)
 	lprocfs_counter_line(out, "journal_errors", s.journal_errors, "reqs", NULL);
 }
 
-/* The one mount of this process, and which counter a series reads. */
+/* The one mount of this process (NULL once it is going away: a last scrape or log record
+ * may come after), and which counter a series reads. */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nacre_fs *g_fs;
 
 static double field(void *arg)
 {
 	struct nacre_wb_stats s;
 	size_t off = (size_t)(uintptr_t)arg;
+	int rc = -1;
 
-	if (!g_fs || nacre_fs_wb_stats(g_fs, &s) < 0)
-		return 0;
-	return (double)*(const uint64_t *)((const char *)&s + off);
+	pthread_mutex_lock(&g_lock);
+	if (g_fs)
+		rc = nacre_fs_wb_stats(g_fs, &s);
+	pthread_mutex_unlock(&g_lock);
+	return rc < 0 ? 0 : (double)*(const uint64_t *)((const char *)&s + off);
+}
+
+void fz_metrics_wb_forget(void)
+{
+	pthread_mutex_lock(&g_lock);
+	g_fs = NULL;
+	pthread_mutex_unlock(&g_lock);
 }
 
 static double usec_as_seconds(void *arg)
@@ -65,7 +78,9 @@ static double usec_as_seconds(void *arg)
 
 void fz_metrics_wb_register(struct nacre_fs *fs)
 {
+	pthread_mutex_lock(&g_lock);
 	g_fs = fs;
+	pthread_mutex_unlock(&g_lock);
 	metrics_gauge_fn("nacre_client_wb_leases", "", "Directories this mount holds a "
 			 "write-back lease on", field, FIELD(leases_now));
 	metrics_counter_fn("nacre_client_wb_lease_events_total", "event=\"granted\"",
