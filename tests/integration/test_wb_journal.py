@@ -38,7 +38,10 @@ def observer(c):
 
 
 def writer(c, name, *opts):
-    m = c.mount(name=name, opts=["wb=on", *opts])
+    # names and attributes cached by the kernel for the whole test: a lookup of "made" in
+    # the root after entry_timeout would go to the MDS and send the queue before the kill
+    # (a slow run, a sanitizer build)
+    m = c.mount(name=name, opts=["wb=on", "entry_timeout=60", "attr_timeout=60", *opts])
     set_param(m, f"wb_delay_ms={QUEUED_MS}")
     return m
 
