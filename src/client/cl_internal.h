@@ -143,6 +143,10 @@ struct nacre_file {
 	uint64_t handle;             /* the MDS's; a new one after the MDS restarted */
 	struct nacre_attr attr;      /* as the MDS last reported it */
 	uint64_t written_end;        /* highest end offset written through this handle */
+	uint64_t report_end;         /* highest end written since the MDS last accepted this
+				      * handle's size (0: none): what CLOSE and SIZE_UPDATE
+				      * report, so an end it gave already cannot undo another
+				      * client's truncate since */
 	int wrote;                   /* wrote at all: the size must be reported */
 	uint64_t write_seq;          /* bumped by every write */
 	uint64_t published_end;      /* the end offset the MDS last accepted from this handle */

@@ -107,6 +107,10 @@ void cl_files_set_size(struct nacre_fs *fs, const struct nacre_fid *fid, uint64_
 		pthread_mutex_lock(&f->lock);
 		if (f->written_end > size)
 			f->written_end = size;
+		if (f->report_end > size)
+			f->report_end = size;
+		if (f->published_end > size)
+			f->published_end = size;
 		f->attr.size = size;
 		f->dense = 0; /* a truncate may leave a hole: measure the blocks at close */
 		pthread_mutex_unlock(&f->lock);

@@ -269,6 +269,8 @@ NACRE_API ssize_t nacre_pwrite(struct nacre_file *f, const void *buf, size_t len
 				f->dense = 0;
 			if (off + len > f->written_end)
 				f->written_end = off + len;
+			if (off + len > f->report_end)
+				f->report_end = off + len;
 			if (!f->wrote)
 				__atomic_add_fetch(&f->fs->writers, 1, __ATOMIC_RELEASE);
 			f->wrote = 1;
@@ -409,6 +411,8 @@ NACRE_API int nacre_fallocate(struct nacre_file *f, int mode, uint64_t off, uint
 	f->dense = 0;
 	if (!(md & WIRE_FALLOC_KEEP_SIZE) && off + len > f->written_end)
 		f->written_end = off + len;
+	if (!(md & WIRE_FALLOC_KEEP_SIZE) && off + len > f->report_end)
+		f->report_end = off + len;
 	if (md != WIRE_FALLOC_KEEP_SIZE) { /* the size or the bytes changed: mtime too */
 		f->write_seq++;
 		f->mtime = now_realtime();

@@ -47,7 +47,7 @@ int cl_size_send(struct nacre_file *f, uint16_t opcode, int measure)
 	req.fid = f->fid;
 	pthread_mutex_lock(&f->lock);
 	req.handle = f->handle;
-	req.size = f->written_end;
+	req.size = f->report_end;
 	seq = f->write_seq;
 	req.has_mtime = seq != f->published_seq;
 	req.mtime = f->mtime;
@@ -65,6 +65,8 @@ int cl_size_send(struct nacre_file *f, uint16_t opcode, int measure)
 	f->attr = a.attr;
 	if (req.size > f->published_end)
 		f->published_end = req.size;
+	if (f->report_end <= req.size) /* (a write since goes in the next report) */
+		f->report_end = 0;
 	if (seq > f->published_seq)
 		f->published_seq = seq;
 	if (req.has_blocks && space > f->measured_seq) {
@@ -89,8 +91,7 @@ void cl_size_publish_fid(struct nacre_fs *fs, const struct nacre_fid *fid)
 		int due;
 
 		pthread_mutex_lock(&g->lock);
-		due = g->wrote && (g->write_seq != g->published_seq ||
-				   g->written_end > g->published_end);
+		due = g->wrote && (g->write_seq != g->published_seq || g->report_end > 0);
 		pthread_mutex_unlock(&g->lock);
 		/* an error (EDQUOT, a lost MDS) comes back at that handle's fsync or close */
 		if (due)

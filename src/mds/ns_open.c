@@ -140,6 +140,7 @@ struct close_arg {
 	int destroyed;
 	int restore; /* a copytool's restore handle: its size and mtime are not the file's */
 	int is_close;
+	int wrote; /* the handle reported a size or an mtime before (a CLOSE is noted) */
 };
 
 static int close_op(struct mds_txn *txn, void *arg)
@@ -194,7 +195,7 @@ static int close_op(struct mds_txn *txn, void *arg)
 	/* Lustre writes CLOSE only for a file that was written: here a close that reports
 	 * a size or an mtime (a reader's reports neither) */
 	if (a->is_close && a->r && S_ISREG(ino.mode) && !a->restore &&
-	    (a->r->size || a->r->has_mtime)) {
+	    (a->r->size || a->r->has_mtime || a->wrote)) {
 		rc = mds_changelog_note(a->m->changelog, txn, NACRE_CL_CLOSE, 0, a->fid, NULL,
 					NULL, NULL);
 		if (rc)
@@ -210,11 +211,13 @@ static int close_op(struct mds_txn *txn, void *arg)
 int mds_ns_close(struct mds *m, uint64_t conn_id, const struct wire_close_req *r, int is_close,
 		 struct nacre_attr *out)
 {
-	int kind = mds_open_handle_find(m->open, conn_id, r->handle, &r->fid, is_close);
+	int kind = mds_open_handle_find(m->open, conn_id, r->handle, &r->fid, is_close,
+					r->size || r->has_mtime);
 	if (kind < 0 && is_close)
 		LOG_DEBUG("open", "close of unknown handle %llu (conn %llu)",
 			  (unsigned long long)r->handle, (unsigned long long)conn_id);
-	struct close_arg a = {m, r, &r->fid, out, 0, kind == 1, is_close};
+	struct close_arg a = {m, r, &r->fid, out, 0, kind > 0 && (kind & MDS_OPEN_RESTORE),
+			      is_close, kind > 0 && (kind & MDS_OPEN_WROTE)};
 	int rc = mds_writer_submit(m->writer, close_op, &a);
 	if (a.destroyed && !rc)
 		mds_destroyer_kick(m->destroyer);
@@ -237,7 +240,7 @@ void mds_ns_disconnect(struct mds *m, uint64_t conn_id)
 	size_t n = mds_open_drop_conn(m->open, conn_id, &closed);
 	int destroyed = 0;
 	for (size_t i = 0; i < n; i++) {
-		struct close_arg a = {m, NULL, &closed[i], NULL, 0, 0, 0};
+		struct close_arg a = {m, NULL, &closed[i], NULL, 0, 0, 0, 0};
 		if (mds_writer_submit(m->writer, close_op, &a) == 0 && a.destroyed)
 			destroyed = 1;
 	}
@@ -284,7 +287,7 @@ int mds_ns_reap_orphans(struct mds *m)
 	mds_txn_abort(txn);
 	size_t destroyed = 0;
 	for (size_t i = 0; !rc && i < o.n; i++) {
-		struct close_arg a = {m, NULL, &o.v[i], NULL, 0, 0, 0};
+		struct close_arg a = {m, NULL, &o.v[i], NULL, 0, 0, 0, 0};
 		rc = mds_writer_submit(m->writer, close_op, &a);
 		if (rc == -ENOENT)
 			rc = 0;

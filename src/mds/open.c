@@ -17,6 +17,7 @@ struct handle {
 	uint64_t conn_id;
 	struct nacre_fid fid;
 	int restore;         /* a copytool's handle on a restore's new objects */
+	int wrote;           /* a size or an mtime was reported through it (its CLOSE is noted) */
 	uint32_t rights;     /* the object rights its open granted (CAP_*), for renewals */
 	struct handle *next; /* bucket chain by id */
 };
@@ -157,7 +158,7 @@ static void handle_drop_locked(struct mds_open_table *t, struct handle **pp)
 /* Finds handle id of conn_id and fid; drops it if drop. Returns 1 for a restore handle, 0
  * for another, -EBADF if unknown. With set_restore, marks it a restore handle. */
 static int handle_find(struct mds_open_table *t, uint64_t conn_id, uint64_t id,
-		       const struct nacre_fid *fid, int drop, int set_restore)
+		       const struct nacre_fid *fid, int drop, int set_restore, int wrote)
 {
 	int rc = -EBADF;
 	pthread_mutex_lock(&t->lock);
@@ -166,7 +167,9 @@ static int handle_find(struct mds_open_table *t, uint64_t conn_id, uint64_t id,
 		if (h->id == id && h->conn_id == conn_id && fid_eq(&h->fid, fid)) {
 			if (set_restore)
 				h->restore = 1;
-			rc = h->restore;
+			if (wrote)
+				h->wrote = 1;
+			rc = (h->restore ? MDS_OPEN_RESTORE : 0) | (h->wrote ? MDS_OPEN_WROTE : 0);
 			if (drop)
 				handle_drop_locked(t, pp);
 			break;
@@ -185,7 +188,7 @@ int mds_open_handle_add(struct mds_open_table *t, uint64_t conn_id, const struct
 void mds_open_handle_drop(struct mds_open_table *t, uint64_t conn_id, uint64_t handle,
 			  const struct nacre_fid *fid)
 {
-	handle_find(t, conn_id, handle, fid, 1, 0);
+	handle_find(t, conn_id, handle, fid, 1, 0, 0);
 }
 
 /* The handle of owner on fid, or NULL. Caller holds t->lock. */
@@ -225,7 +228,7 @@ int mds_open_handle_rights(struct mds_open_table *t, uint64_t owner, uint64_t ha
 int mds_open_handle_known(struct mds_open_table *t, uint64_t owner, uint64_t handle,
 			  const struct nacre_fid *fid)
 {
-	return handle_find(t, owner, handle, fid, 0, 0) >= 0;
+	return handle_find(t, owner, handle, fid, 0, 0, 0) >= 0;
 }
 
 void mds_open_handle_forget(struct mds_open_table *t, uint64_t owner, uint64_t handle)
@@ -241,15 +244,15 @@ void mds_open_handle_forget(struct mds_open_table *t, uint64_t owner, uint64_t h
 }
 
 int mds_open_handle_find(struct mds_open_table *t, uint64_t conn_id, uint64_t handle,
-			 const struct nacre_fid *fid, int drop)
+			 const struct nacre_fid *fid, int drop, int wrote)
 {
-	return handle_find(t, conn_id, handle, fid, drop, 0);
+	return handle_find(t, conn_id, handle, fid, drop, 0, wrote);
 }
 
 void mds_open_handle_set_restore(struct mds_open_table *t, uint64_t conn_id, uint64_t handle,
 				 const struct nacre_fid *fid)
 {
-	handle_find(t, conn_id, handle, fid, 0, 1);
+	handle_find(t, conn_id, handle, fid, 0, 1, 0);
 }
 
 size_t mds_open_drop_conn(struct mds_open_table *t, uint64_t conn_id, struct nacre_fid **fids)

@@ -39,10 +39,12 @@ int mds_open_handle_known(struct mds_open_table *t, uint64_t owner, uint64_t han
 /* Drops a handle without closing it (a resent OPEN's first one: the client never knew it).
  * The inode stays as it is: the same owner has it open by another handle. */
 void mds_open_handle_forget(struct mds_open_table *t, uint64_t owner, uint64_t handle);
-/* Finds handle of conn_id on fid, and drops it if drop. Returns 1 for a restore handle, 0
- * for another, -EBADF if there is none. */
+#define MDS_OPEN_RESTORE 1 /* a copytool's handle on a restore's new objects */
+#define MDS_OPEN_WROTE 2   /* a size or an mtime was reported through it */
+/* Finds handle of conn_id on fid, notes that it wrote if wrote, and drops it if drop.
+ * Returns its MDS_OPEN_* bits, or -EBADF if there is none. */
 int mds_open_handle_find(struct mds_open_table *t, uint64_t conn_id, uint64_t handle,
-			 const struct nacre_fid *fid, int drop);
+			 const struct nacre_fid *fid, int drop, int wrote);
 /* Marks a handle as a copytool's on a restore's new objects (its close changes neither size
  * nor mtime). */
 void mds_open_handle_set_restore(struct mds_open_table *t, uint64_t conn_id, uint64_t handle,

@@ -661,7 +661,8 @@ struct wire_close_req { /* CLOSE, SIZE_UPDATE */
 	struct nacre_cred cred;
 	struct nacre_fid fid;
 	uint64_t handle;
-	uint64_t size;      /* highest end offset written; the MDS keeps max(size, stored) */
+	uint64_t size;      /* highest end written since the MDS last accepted this handle's
+			     * size (0: none); the MDS keeps max(size, stored) */
 	uint8_t has_mtime;  /* 1 if the client wrote: set mtime and ctime */
 	struct nacre_time mtime;
 	/* Optional trailing extras, each only to an MDS with its feature bit: */

@@ -125,5 +125,36 @@ def test_truncate_seen_elsewhere(two):
         assert len(f.read()) == 1000
 
 
+def test_close_after_another_mounts_truncate(two):
+    """A writer's close reports only what it wrote since its size last reached the MDS: a
+    truncate by another mount in between stands (the close used to report its old end,
+    and the file grew back, zeros where the data was; a late release did it too)."""
+    a, b = two
+    pa, pb = os.path.join(a, "cut-late"), os.path.join(b, "cut-late")
+    data = os.urandom(300000)
+    fd = os.open(pa, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+        os.truncate(pb, 1000)
+    finally:
+        os.close(fd)
+    assert os.stat(pb).st_size == 1000
+    with open(pb, "rb") as f:
+        assert f.read() == data[:1000]
+    # a write after the truncate is reported by the next close: the file grows to it
+    fd = os.open(pa, os.O_RDWR)
+    try:
+        os.fsync(fd)
+        os.truncate(pb, 500)
+        os.pwrite(fd, b"end", 2000)
+    finally:
+        os.close(fd)
+    retry(lambda: assert_eq(os.stat(pb).st_size, 2003))
+    with open(pb, "rb") as f:
+        got = f.read()
+    assert got[:500] == data[:500] and got[500:2000] == bytes(1500) and got[2000:] == b"end"
+
+
 def assert_eq(x, y):
     assert x == y, f"{x} != {y}"
