@@ -370,13 +370,13 @@ static int ports_free(const struct bu_local *l)
 static int prepare(void *ctx)
 {
 	struct bu_local *l = ctx;
-	int r = lp_mkdir_p(l->dir);
+	int r = mkdir_p(l->dir, 0755);
 
 	if (r < 0) {
 		cli_err("cannot create %s: %s", l->dir, strerror(-r));
 		return -1;
 	}
-	if (l->c->metrics_log_dir[0] && (r = lp_mkdir_p(l->c->metrics_log_dir)) < 0) {
+	if (l->c->metrics_log_dir[0] && (r = mkdir_p(l->c->metrics_log_dir, 0755)) < 0) {
 		cli_err("cannot create the metrics log directory %s: %s", l->c->metrics_log_dir,
 			strerror(-r));
 		return -1;
@@ -687,7 +687,7 @@ static int mount_client(void *ctx, const struct cc_client *cl, const char *spec,
 	}
 	if (lp_find_program("nacre-mount", prog, sizeof(prog)) < 0)
 		goto fail;
-	int r = lp_mkdir_p(l->mnt);
+	int r = mkdir_p(l->mnt, 0755);
 
 	if (r < 0) {
 		cli_err("cannot create the mount point %s: %s", l->mnt, strerror(-r));

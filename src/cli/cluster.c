@@ -174,7 +174,7 @@ static int hsm_import_at_up(struct bu_local *l, const struct up_opts *o)
 		cli_err("--hsm-import: path too long");
 		return -1;
 	}
-	int r = lp_mkdir_p(dest);
+	int r = mkdir_p(dest, 0755);
 
 	if (r < 0) {
 		cli_err("cannot create %s: %s", dest, strerror(-r));

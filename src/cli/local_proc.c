@@ -48,25 +48,6 @@ int lp_absolute(const char *in, char *out, size_t len)
 	return 0;
 }
 
-int lp_mkdir_p(const char *path)
-{
-	char tmp[PATH_MAX];
-
-	if (str_copy(tmp, path, sizeof(tmp)) >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 /* Finds a program next to this executable, in ../sbin from it (installed: nacre in bin,
  * the daemons in sbin, which a user's PATH may lack), else in PATH. */
 int lp_find_program(const char *name, char *out, size_t len)

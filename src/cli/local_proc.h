@@ -12,8 +12,6 @@
 int lp_path_join(char *out, size_t len, const char *a, const char *b);
 /* Makes in absolute (it may not exist yet), without trailing slashes. 0 or -errno. */
 int lp_absolute(const char *in, char *out, size_t len);
-/* mkdir -p. 0 or -errno. */
-int lp_mkdir_p(const char *path);
 /* Finds a program next to this executable, else in PATH; prints what to do if neither
  * has it. 0 or -ENOENT. */
 int lp_find_program(const char *name, char *out, size_t len);

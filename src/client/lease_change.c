@@ -192,6 +192,8 @@ int cl_lease_change(struct nacre_fs *fs, const struct nacre_cred *cr, struct cl_
 	if (rc == 1)
 		l->made++;
 	pthread_mutex_unlock(&l->lock);
+	if (rc == 1)
+		cl_wbq_durable(fs);
 	return rc;
 }
 
@@ -316,6 +318,8 @@ int cl_lease_setattr(struct nacre_fs *fs, const struct nacre_cred *cr,
 		rc = 1;
 	}
 	pthread_mutex_unlock(&l->lock);
+	if (rc)
+		cl_wbq_durable(fs);
 	/* an explicit mtime is newer than this mount's writes: their close must not undo it
 	 * (as nacre_setattr does at the MDS) */
 	if (rc && (sa->valid & (NACRE_SET_MTIME | NACRE_SET_MTIME_NOW)))

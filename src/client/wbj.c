@@ -65,29 +65,6 @@ int cl_wbj_segments(const char *dir, uint32_t **out)
 	return n;
 }
 
-/* mkdir -p: dir and its missing parents, the new ones with mode. 0 or -1 (errno). */
-static int make_dirs(const char *dir, mode_t mode)
-{
-	char path[NACRE_PATH_MAX];
-
-	if (strlen(dir) >= sizeof(path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	str_copy(path, dir, sizeof(path));
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0755) < 0 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	if (mkdir(path, mode) < 0 && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
 int cl_wbj_lock(const char *dir)
 {
 	char path[NACRE_PATH_MAX + 16];
@@ -178,8 +155,8 @@ int cl_wbj_open(struct nacre_fs *fs, const char *dir, int mode, const char *spec
 		snprintf(err, err_len, "write-back journal directory or spec too long");
 		return -ENAMETOOLONG;
 	}
-	if (make_dirs(dir, 0700) < 0) {
-		rc = -errno;
+	rc = mkdir_p(dir, 0700);
+	if (rc < 0) {
 		snprintf(err, err_len, "cannot create the write-back journal directory %s: %s "
 			 "(give another with -o wb_journal_dir=DIR, or -o wb_journal=off)", dir,
 			 nacre_strerror(rc));

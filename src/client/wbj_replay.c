@@ -355,20 +355,16 @@ out:
 	return rc;
 }
 
-/* How many of recs[0..n) one BATCH carries (request and reply sizes). */
+/* How many of recs[0..n) one BATCH carries. */
 static uint32_t batch_len(const struct rec *recs, size_t n)
 {
-	size_t req = 64 + 16 * 4, rep = 4;
+	struct cl_wbq_room room;
 	uint32_t k = 0;
 
-	while (k < n && k < WIRE_BATCH_MAX) {
-		size_t need = 6 + recs[k].len, back = wire_batch_result_max(recs[k].opcode);
-		if (k && (req + need > WIRE_BODY_MAX || rep + back > WIRE_BODY_MAX))
-			break;
-		req += need;
-		rep += back;
+	cl_wbq_room_init(&room);
+	while (k < n && k < WIRE_BATCH_MAX && cl_wbq_room_take(&room, k, recs[k].opcode,
+								 recs[k].len))
 		k++;
-	}
 	return k;
 }
 

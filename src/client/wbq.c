@@ -207,9 +207,21 @@ int cl_wbq_add(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *b
 	if (q->count == 1 || q->count >= CL_WBQ_MAX)
 		pthread_cond_signal(&q->cond);
 	pthread_mutex_unlock(&q->lock);
-	if (c->seq && cl_wbj_sync(fs->wbj, c->seq) != 0)
-		journal_failed(fs, -EIO); /* written, not on the disk: it goes on, logged */
 	return 0;
+}
+
+void cl_wbq_durable(struct nacre_fs *fs)
+{
+	struct cl_wbq *q = &fs->wbq;
+	uint64_t seq;
+
+	if (!fs->wbj)
+		return;
+	pthread_mutex_lock(&q->lock);
+	seq = q->seq;
+	pthread_mutex_unlock(&q->lock);
+	if (seq && cl_wbj_sync(fs->wbj, seq) != 0)
+		journal_failed(fs, -EIO); /* written, not on the disk: it goes on, logged */
 }
 
 /* Whether c's lease was still good: renewed (or granted) less than WIRE_LEASE_MS ago. On
@@ -242,12 +254,30 @@ static void take_lost(struct nacre_fs *fs, struct cl_wbq *q, struct cl_wbq_chang
 /* Takes the longest prefix of the queue one BATCH can carry (count, request and reply
  * sizes) into b, after the lost ones; returns its changes (chained), or NULL when
  * empty. */
+void cl_wbq_room_init(struct cl_wbq_room *r)
+{
+	r->req = 64 + 16 * 4; /* cred with a group token, count */
+	r->rep = 4;
+}
+
+int cl_wbq_room_take(struct cl_wbq_room *r, uint32_t n, uint16_t opcode, uint32_t len)
+{
+	size_t need = 6 + (size_t)len, back = wire_batch_result_max(opcode);
+
+	if (n > 0 && (r->req + need > WIRE_BODY_MAX || r->rep + back > WIRE_BODY_MAX))
+		return 0;
+	r->req += need;
+	r->rep += back;
+	return 1;
+}
+
 static struct cl_wbq_change *take_batch(struct nacre_fs *fs, struct cl_wbq *q,
 					struct wire_batch_req *b, struct cl_wbq_change **lost)
 {
 	struct cl_wbq_change *first, *c, **last;
-	size_t req = 64 + 16 * 4 /* cred with a group token, count */, rep = 4;
+	struct cl_wbq_room room;
 
+	cl_wbq_room_init(&room);
 	pthread_mutex_lock(&q->lock);
 	take_lost(fs, q, lost);
 	first = q->head;
@@ -256,11 +286,8 @@ static struct cl_wbq_change *take_batch(struct nacre_fs *fs, struct cl_wbq *q,
 	for (c = q->head; c && b->count < WIRE_BATCH_MAX; c = c->next) {
 		if (!in_time(fs, c, net_now_ms()))
 			break; /* lost: the next take finds it at the head */
-		size_t need = 6 + c->len, back = wire_batch_result_max(c->opcode);
-		if (b->count && (req + need > WIRE_BODY_MAX || rep + back > WIRE_BODY_MAX))
+		if (!cl_wbq_room_take(&room, b->count, c->opcode, c->len))
 			break;
-		req += need;
-		rep += back;
 		b->ch[b->count++] = (struct wire_batch_change){c->opcode, c->len, c->body};
 		last = &c->next;
 	}

@@ -86,6 +86,10 @@ void cl_wbq_fini(struct nacre_fs *fs);
  * fails with EIO. */
 int cl_wbq_add(struct nacre_fs *fs, uint16_t opcode, const struct wire_cursor *body,
 	       const struct nacre_fid *parent, const char *name, int64_t granted_ms);
+/* With a journal in sync mode: what was queued so far is on its disk when this returns
+ * (one fdatasync shared by the changes waiting together). Before a change made under a
+ * lease is answered, and after the lease lock is let go: others make changes meanwhile. */
+void cl_wbq_durable(struct nacre_fs *fs);
 /* Sends everything queued (and what is queued meanwhile by others, until it is empty).
  * Returns 0, or the first refusal of this flush. Never with the lease lock held. */
 int cl_wbq_flush(struct nacre_fs *fs);
@@ -100,6 +104,14 @@ int cl_wbq_take_doubts(struct nacre_fs *fs, struct nacre_fid *out, int max, int 
 /* Sends the BATCH b and decodes its answer into r (as many results as changes). 0 or the
  * error. For the queue and the journal's recovery. */
 int cl_wbq_call(struct nacre_fs *fs, const struct wire_batch_req *b, struct wire_batch_rep *r);
+/* What one BATCH request and its reply still hold (WIRE_BODY_MAX each). */
+struct cl_wbq_room {
+	size_t req, rep;
+};
+void cl_wbq_room_init(struct cl_wbq_room *r);
+/* Takes room for one more change (opcode, len bytes of body) after n taken: 1, or 0 when
+ * it does not fit (the first always does: the MDS answers E2BIG if it must). */
+int cl_wbq_room_take(struct cl_wbq_room *r, uint32_t n, uint16_t opcode, uint32_t len);
 /* Whether changes are queued or being sent. */
 int cl_wbq_pending(struct nacre_fs *fs);
 /* The first refusal kept for fid (or, with none, one kept for nothing in particular), or 0;

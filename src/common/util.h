@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "nacre/nacre_types.h"
@@ -24,6 +25,10 @@ int parse_size(const char *s, uint64_t *out);
 struct nacre_time time_now(void);
 /* Checks a file system name: 1..8 of [A-Za-z0-9_-]. 1 if valid. */
 int fsname_valid(const char *s);
+
+/* mkdir -p: makes path and its missing parents (0755), path itself with mode. 0 or -errno
+ * (-ENAMETOOLONG past PATH_MAX). */
+int mkdir_p(const char *path, mode_t mode);
 
 /* *ts = the time ms milliseconds from now on clock (CLOCK_REALTIME for a default
  * pthread_cond_timedwait, CLOCK_MONOTONIC for a condition variable set to it). */

@@ -271,25 +271,6 @@ out:
 	return rc;
 }
 
-static int mkdir_p(const char *path)
-{
-	char tmp[4096];
-
-	if (str_copy(tmp, path, sizeof(tmp)) >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 int fz_fluid_wanted(int argc, char **argv)
 {
 	return argc >= 2 && strcmp(argv[1], "--fluid-config") == 0;
@@ -353,7 +334,7 @@ int fz_fluid_main(int argc, char **argv)
 	/* A previous container that died leaves a dead FUSE mount: clear it first. */
 	if (stat(fl.target, &st) < 0 && errno == ENOTCONN)
 		umount2(fl.target, MNT_DETACH);
-	rc = mkdir_p(fl.target);
+	rc = mkdir_p(fl.target, 0755);
 	if (rc < 0) {
 		fprintf(stderr, "nacre-mount: cannot create targetPath %s: %s\n", fl.target,
 			strerror(-rc));

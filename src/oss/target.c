@@ -124,26 +124,6 @@ static int write_all(int fd, const uint8_t *buf, size_t len)
 	return 0;
 }
 
-/* mkdir -p: creates dir and missing parents. */
-static int mkdir_p(const char *dir)
-{
-	char buf[PATH_MAX];
-
-	if (str_copy(buf, dir, sizeof(buf)) >= sizeof(buf))
-		return -ENAMETOOLONG;
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 /* 1 if dir holds nothing but lost+found (a fresh file system's root is fine to format). */
 static int dir_is_empty(int dir_fd, int *empty)
 {
@@ -347,7 +327,7 @@ int oss_target_open(const char *dir, const char *fsname, uint32_t index, int for
 		}
 		if (!format)
 			goto not_ost;
-		rc = mkdir_p(dir);
+		rc = mkdir_p(dir, 0755);
 		if (rc) {
 			snprintf(err, err_len, "cannot create %s: %s", dir, strerror(-rc));
 			return rc;
