@@ -123,6 +123,7 @@ static int handle_add(struct mds_open_table *t, uint64_t conn_id, const struct n
 	h->conn_id = conn_id;
 	h->fid = *fid;
 	h->restore = 0;
+	h->wrote = 0;
 	h->rights = 0;
 	h->next = t->handles[h->id % NBUCKETS];
 	t->handles[h->id % NBUCKETS] = h;
