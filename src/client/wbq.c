@@ -251,9 +251,6 @@ static void take_lost(struct nacre_fs *fs, struct cl_wbq *q, struct cl_wbq_chang
 		q->tail = NULL;
 }
 
-/* Takes the longest prefix of the queue one BATCH can carry (count, request and reply
- * sizes) into b, after the lost ones; returns its changes (chained), or NULL when
- * empty. */
 void cl_wbq_room_init(struct cl_wbq_room *r)
 {
 	r->req = 64 + 16 * 4; /* cred with a group token, count */
@@ -271,6 +268,9 @@ int cl_wbq_room_take(struct cl_wbq_room *r, uint32_t n, uint16_t opcode, uint32_
 	return 1;
 }
 
+/* Takes the longest prefix of the queue one BATCH can carry (count, request and reply
+ * sizes) into b, after the lost ones; returns its changes (chained), or NULL when
+ * empty. */
 static struct cl_wbq_change *take_batch(struct nacre_fs *fs, struct cl_wbq *q,
 					struct wire_batch_req *b, struct cl_wbq_change **lost)
 {

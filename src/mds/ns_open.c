@@ -192,8 +192,8 @@ static int close_op(struct mds_txn *txn, void *arg)
 		a->destroyed = 1;
 		return mds_ns_destroy_inode(a->m, txn, &ino);
 	}
-	/* Lustre writes CLOSE only for a file that was written: here a close that reports
-	 * a size or an mtime (a reader's reports neither) */
+	/* Lustre writes CLOSE only for a file that was written: here the close of a handle
+	 * that reported a size or an mtime, now or before (a reader's reports neither) */
 	if (a->is_close && a->r && S_ISREG(ino.mode) && !a->restore &&
 	    (a->r->size || a->r->has_mtime || a->wrote)) {
 		rc = mds_changelog_note(a->m->changelog, txn, NACRE_CL_CLOSE, 0, a->fid, NULL,
