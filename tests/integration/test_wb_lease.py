@@ -136,6 +136,7 @@ def test_attributes_of_what_it_made_are_set_here(lc):
         (top / f"f{i}").write_bytes(b"data %d\n" % i)
     os.mkdir(top / "sub")
     before = md_counts(lc)
+    t0 = time.monotonic()
     for i in range(10):
         p = top / f"f{i}"
         os.utime(p, ns=(1_000_000_000 + i, 2_000_000_000 + i))
@@ -154,8 +155,10 @@ def test_attributes_of_what_it_made_are_set_here(lc):
     time.sleep(0.3)
     after = md_counts(lc)
     delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
-    # (the top directory was made where nothing is leased: its attributes the MDS says)
-    assert delta.get("setattr", 0) == 0 and delta.get("getattr", 0) <= 1, delta
+    # (the top directory was made where nothing is leased: its attributes the MDS says,
+    # once per attr_timeout (1 s) that a slow run, the sanitizer build's, takes)
+    getattrs = 1 + int(time.monotonic() - t0)
+    assert delta.get("setattr", 0) == 0 and delta.get("getattr", 0) <= getattrs, delta
     assert delta.get("getxattr", 0) == 0, delta
     # an xattr set here is asked of the MDS again
     os.setxattr(top / "f0", "security.test", b"v")
