@@ -212,6 +212,15 @@ fail:
 	return rc;
 }
 
+void cl_wbj_remove_dir(const char *dir)
+{
+	char lock[NACRE_PATH_MAX + 16];
+
+	snprintf(lock, sizeof(lock), "%s/lock", dir);
+	unlink(lock);
+	rmdir(dir); /* unless something else is there (conflicts/) */
+}
+
 static void remove_segment(struct cl_wbj *j, uint32_t segno)
 {
 	char path[NACRE_PATH_MAX + 16];
@@ -230,13 +239,10 @@ void cl_wbj_close(struct nacre_fs *fs)
 	pthread_mutex_lock(&j->lock);
 	int empty = j->done >= j->appended;
 	if (empty) { /* nothing outstanding: nothing to recover, nothing left behind */
-		char path[NACRE_PATH_MAX + 16];
 		for (int i = 0; i < j->nold; i++)
 			remove_segment(j, j->old[i].segno);
 		remove_segment(j, j->segno);
-		snprintf(path, sizeof(path), "%s/lock", j->dir);
-		unlink(path);
-		rmdir(j->dir); /* unless something else is there */
+		cl_wbj_remove_dir(j->dir);
 	} else {
 		cl_log(fs, CL_LOG_WARN, "write-back journal %s keeps %llu changes the MDS did "
 		       "not answer: the next mount on this mount point sends them (or nacre "

@@ -78,5 +78,8 @@ int cl_wbj_segments(const char *dir, uint32_t **out);
 /* Takes the journal's lock file in dir (created): its fd, -EBUSY (another process has it)
  * or -errno. */
 int cl_wbj_lock(const char *dir);
+/* Removes the journal directory dir once its segments are gone: its lock file, then dir
+ * itself unless something else is left there (a recovery's conflicts/). */
+void cl_wbj_remove_dir(const char *dir);
 
 #endif

@@ -504,12 +504,8 @@ done:
 		str_copy(out->conflicts_file, k.txt_path, sizeof(out->conflicts_file));
 	}
 	journal_free(&j);
-	if (!rc) { /* nothing left to recover: nothing left behind (but conflicts/) */
-		char lock[NACRE_PATH_MAX + 16];
-		snprintf(lock, sizeof(lock), "%s/lock", dir);
-		unlink(lock);
-		rmdir(dir);
-	}
+	if (!rc) /* nothing left to recover: nothing left behind (but conflicts/) */
+		cl_wbj_remove_dir(dir);
 	close(lock_fd);
 	return rc;
 }

@@ -518,9 +518,9 @@ int fz_takeover_replay_init(struct fz_mount *m, struct fz_takeover *t, char *err
 /* Tells the old process to go (status 0: returns 0 once it confirmed, else the session
  * is not ours) or to serve on (a negative errno, msg why). */
 int fz_takeover_ack(struct fz_takeover *t, int status, const char *msg);
-/* Returns once the old process has exited (its end of the socket closed), or after
- * timeout_ms without news (-1: no limit). */
-void fz_takeover_wait_old(struct fz_takeover *t, int timeout_ms);
+/* Waits until the old process has exited (its end of the socket closed: 1), or for
+ * timeout_ms without news (-1: no limit; 0). */
+int fz_takeover_wait_old(struct fz_takeover *t, int timeout_ms);
 void fz_takeover_free(struct fz_takeover *t);
 
 /* ---- ops.c ---- */

@@ -168,11 +168,23 @@ static void *finisher_main(void *arg)
 {
 	struct finisher *f = arg;
 	char err[512];
-	int rc = -1;
+	int rc = -1, gone = 0, journal_ok = 0;
 
 	/* the old process closes its MDS connection and exits right after our ack */
-	for (int waited = 0; waited < 60000 && !finisher_stopped(f); waited += 200)
-		fz_takeover_wait_old(f->t, 200);
+	for (int waited = 0; waited < 60000 && !gone && !finisher_stopped(f); waited += 200)
+		gone = fz_takeover_wait_old(f->t, 200);
+	if (!gone) /* stopped: it may have exited meanwhile all the same */
+		gone = fz_takeover_wait_old(f->t, 0);
+	/* it let go of its journal as it exited: what it holds is sent now, even if this
+	 * process is stopping already, so that no journal is left behind for a later mount */
+	if (f->a->wb && gone) {
+		journal_ok = fz_journal_recover(f->m->journal, f->mo, err, sizeof(err)) == 0;
+		if (!journal_ok)
+			LOG_ERR("main", "write-back stays off after the upgrade: %s", err);
+	} else if (f->a->wb && !finisher_stopped(f)) {
+		LOG_ERR("main", "write-back stays off after the upgrade: the old process did not "
+			"exit within 60 s and keeps its journal");
+	}
 	if (finisher_stopped(f))
 		return NULL;
 	/* its port may linger a moment after it exited */
@@ -186,10 +198,8 @@ static void *finisher_main(void *arg)
 	}
 	if (rc < 0)
 		LOG_ERR("main", "metrics after the upgrade: %s", err);
-	/* the old process gave its leases back and let go of the journal as it exited */
-	if (f->a->wb && !finisher_stopped(f) &&
-	    (fz_journal_recover(f->m->journal, f->mo, err, sizeof(err)) < 0 ||
-	     fz_journal_wb_on(f->m, err, sizeof(err)) < 0))
+	/* the old process gave its leases back: they are this one's to take now */
+	if (journal_ok && !finisher_stopped(f) && fz_journal_wb_on(f->m, err, sizeof(err)) < 0)
 		LOG_ERR("main", "write-back stays off after the upgrade: %s", err);
 	if (!finisher_stopped(f)) {
 		rc = fz_upgrade_listen(f->m, f->conf, f->main_thread);

@@ -300,13 +300,15 @@ int fz_takeover_ack(struct fz_takeover *t, int status, const char *msg)
 	return rc < 0 ? rc : confirmed == 0 ? 0 : -EPROTO;
 }
 
-void fz_takeover_wait_old(struct fz_takeover *t, int timeout_ms)
+int fz_takeover_wait_old(struct fz_takeover *t, int timeout_ms)
 {
 	char c;
+	int rc;
 
 	/* nothing more is sent: EOF (or an error) means the old process exited */
-	while (net_read_full_timeout(t->sock, &c, 1, timeout_ms) == 0)
+	while ((rc = net_read_full_timeout(t->sock, &c, 1, timeout_ms)) == 0)
 		;
+	return rc != -ETIMEDOUT;
 }
 
 void fz_takeover_free(struct fz_takeover *t)

@@ -46,6 +46,16 @@ def writer(c, name, *opts):
     return m
 
 
+def wb_stats(m):
+    """{name: [values]} of the mount's mdc.*.wb_stats."""
+    r = subprocess.run([binary("nacre"), "get_param", "--mount", str(m.path), "mdc.*.wb_stats"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert re.match(r"mdc\.testfs-MDT0000-mdc-[0-9a-f]{16}\.wb_stats=$", lines[0]), lines
+    return {ln.split()[0]: ln.split()[1:] for ln in lines[1:]}
+
+
 def kill_9(c, m):
     """Kills nacre-mount as a crash would and clears the dead mount point."""
     m.proc.kill()
@@ -269,11 +279,12 @@ def test_upgrade_hands_over_what_is_queued_and_journals_on(jc):
         assert time.monotonic() < deadline and p.poll() is None, p.stdout.read()
         time.sleep(0.2)
     try:
-        # the successor journals once the old process is gone
-        d = journal_dir(jc, "upg")
-        while not segments(d):
+        # the successor journals once the old process is gone (the segment the old one
+        # left may be there a moment before the successor recovers it: ask the successor)
+        while wb_stats(m)["journal"] != ["async"]:
             assert time.monotonic() < deadline and p.poll() is None, p.stdout.read()
             time.sleep(0.2)
+        assert segments(journal_dir(jc, "upg"))
         assert sorted(os.listdir(obs / "u")) == sorted(f"before{i}" for i in range(50))
         os.mkdir(m / "v")
         for i in range(5):
@@ -293,12 +304,7 @@ def test_the_mount_counts_what_it_made_queued_and_journaled(jc):
     os.mkdir(m / "c")
     for i in range(40):
         os.mknod(m / "c" / f"f{i}", 0o644 | stat.S_IFREG)
-    r = subprocess.run([binary("nacre"), "get_param", "--mount", str(m.path), "mdc.*.wb_stats"],
-                       capture_output=True, text=True, timeout=30)
-    assert r.returncode == 0, r.stderr
-    lines = r.stdout.splitlines()
-    assert re.match(r"mdc\.testfs-MDT0000-mdc-[0-9a-f]{16}\.wb_stats=$", lines[0]), lines
-    v = {ln.split()[0]: ln.split()[1:] for ln in lines[1:]}
+    v = wb_stats(m)
     assert v["leases_held"] == ["1"], v
     assert v["changes_made"][0] == "40", v
     assert v["journal"] == ["async"] and int(v["journal_bytes"][0]) > 40 * 60, v
