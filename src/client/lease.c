@@ -378,6 +378,84 @@ void cl_lease_recall(struct nacre_fs *fs, const struct nacre_fid *dirs, uint32_t
 	drop(fs, dirs, n, all, 1);
 }
 
+/* The directories to ask back after an MDS restart: every lease held and every directory
+ * with changes queued, once each, into a malloc'ed *out; *from gets the latest renewal or
+ * grant among them. The count, or -ENOMEM. */
+static int reclaim_set(struct nacre_fs *fs, struct nacre_fid **out, int64_t *from)
+{
+	struct cl_leases *l = &fs->leases;
+	int max = CL_LEASE_MAX + CL_WBQ_MAX, n = 0;
+	struct nacre_fid *f = malloc((size_t)max * sizeof(*f));
+
+	if (!f)
+		return -ENOMEM;
+	pthread_mutex_lock(&l->lock);
+	*from = l->renew_sent_ms;
+	for (struct cl_lease_dir *d = l->oldest; d && n < CL_LEASE_MAX; d = d->newer) {
+		f[n++] = d->fid;
+		if (d->granted_sent_ms > *from)
+			*from = d->granted_sent_ms;
+	}
+	pthread_mutex_unlock(&l->lock);
+	*out = f;
+	return cl_wbq_parents(fs, f, n, max);
+}
+
+int cl_lease_reclaim(struct nacre_fs *fs, struct rpc_recovery *r)
+{
+	struct cl_leases *l = &fs->leases;
+	int64_t down = rpc_conn_down_since(fs->mds), from = 0;
+	struct nacre_fid *dirs = NULL;
+	int n = reclaim_set(fs, &dirs, &from), refused = 0, rc = 0;
+
+	if (n <= 0) {
+		free(dirs);
+		return n < 0 ? n : 0;
+	}
+	if (!down || down >= from + WIRE_LEASE_MS - CL_LEASE_MARGIN_MS) {
+		cl_log(fs, CL_LOG_WARN, "MDS %s: this mount's write-back leases had run out before "
+		       "it went away: %d directories are not asked back (what is queued in them "
+		       "is reported lost)", fs->addr, n);
+		free(dirs);
+		return 0;
+	}
+	for (int i = 0; i < n && rc == 0; i++) {
+		struct wire_lease_req q = {.fid = dirs[i], .op = WIRE_LEASE_GET};
+		struct rpc_msg *m = NULL;
+		struct wire_cursor c;
+		uint8_t buf[256];
+
+		wire_cursor_init_write(&c, buf, sizeof(buf));
+		wire_lease_req_encode(&c, &q);
+		rc = rpc_recovery_call(r, WIRE_OP_MDS_LEASE, WIRE_ENV_REPLAY, buf, (uint32_t)c.pos,
+				       NULL, 0, &m);
+		if (rc < 0 && m && rc != -ENOENT) { /* ENOENT: its mkdir is queued still */
+			char f[NACRE_FID_STR_MAX];
+			cl_log(fs, CL_LOG_ERR, "MDS %s: the write-back lease on %s could not be "
+			       "asked back after the MDS restarted: %s", fs->addr,
+			       fid_format(&dirs[i], f, sizeof(f)), nacre_strerror(rc));
+			refused++;
+		}
+		if (m)
+			rc = 0;
+		rpc_msg_free(m);
+	}
+	free(dirs);
+	if (rc)
+		return rc; /* the socket: the hook runs again on the next one */
+	if (!refused) {
+		/* good from the answers on: no other client's request runs before this
+		 * client's recovery is complete, after them */
+		pthread_mutex_lock(&l->lock);
+		l->renew_sent_ms = net_now_ms();
+		pthread_mutex_unlock(&l->lock);
+	}
+	cl_log(fs, refused ? CL_LOG_ERR : CL_LOG_INFO, "MDS %s: %d write-back leases asked back "
+	       "after its restart, %d refused%s", fs->addr, n, refused,
+	       refused ? " (what is queued under them is reported lost)" : "");
+	return 0;
+}
+
 void cl_lease_renewed(struct nacre_fs *fs, uint64_t gen, int64_t sent_ms)
 {
 	struct cl_leases *l = &fs->leases;

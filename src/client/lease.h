@@ -30,6 +30,7 @@
 
 struct cl_lease_dir;
 struct cl_made;
+struct rpc_recovery;
 struct wire_cursor;
 
 struct cl_leases {
@@ -74,6 +75,12 @@ void cl_lease_renamed(struct nacre_fs *fs, const struct nacre_fid *sparent, cons
 		      const struct nacre_fid *dparent, const char *dname, int exchange);
 /* A change in parent failed, and may have changed it: its lease is given back. */
 void cl_lease_doubt(struct nacre_fs *fs, const struct nacre_fid *parent);
+/* In the recovery of a restarted MDS that expects this mount back (recover.c): asks back,
+ * with the re-opens, every lease held and every directory with changes queued, if their
+ * leases were still good when the connection broke; once the MDS gave them all, what is
+ * queued is in time again and goes to it before any other client's request. 0, or a
+ * transport error (the hook fails). */
+int cl_lease_reclaim(struct nacre_fs *fs, struct rpc_recovery *r);
 /* The MDS recalled these directories (all: every lease): forgotten, what was queued under
  * them sent, then given back. From the callback thread. */
 void cl_lease_recall(struct nacre_fs *fs, const struct nacre_fid *dirs, uint32_t n, int all);

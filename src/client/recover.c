@@ -14,6 +14,7 @@
 #include "client/cl_internal.h"
 #include "client/files.h"
 #include "client/groups.h"
+#include "client/lease.h"
 #include "client/lock.h"
 #include "client/mdc.h"
 #include "client/recover.h"
@@ -115,6 +116,8 @@ int cl_recover(void *arg, struct rpc_recovery *r, const struct wire_connect_rep 
 	cl_files_unpin(fs, files, n);
 	if (rc == 0)
 		rc = cl_locks_replay(fs, r);
+	if (rc == 0 && expected)
+		rc = cl_lease_reclaim(fs, r);
 	if (rc == 0 && expected)
 		rc = stage_done(fs, r, WIRE_RECOVERY_COMPLETE);
 	if (rc == 0)

@@ -224,8 +224,19 @@ void cl_wbq_durable(struct nacre_fs *fs)
 		journal_failed(fs, -EIO); /* written, not on the disk: it goes on, logged */
 }
 
-/* Whether c's lease was still good: renewed (or granted) less than WIRE_LEASE_MS ago. On
- * any connection: the changes queued when the MDS restarts are sent after it. */
+/* The moment a change's lease is judged at: now, or while the MDS connection is down or
+ * recovering, the moment it broke (what the lease was then decides; a restarted MDS's
+ * recovery may give it back: cl_lease_reclaim). */
+static int64_t judged_at(struct nacre_fs *fs)
+{
+	int64_t now = net_now_ms(), down = rpc_conn_down_since(fs->mds);
+
+	return down && down < now ? down : now;
+}
+
+/* Whether c's lease was still good at now: renewed (or granted, or asked back after an MDS
+ * restart) less than WIRE_LEASE_MS before. On any connection: the changes queued when the
+ * MDS restarts are sent after it. */
 static int in_time(struct nacre_fs *fs, const struct cl_wbq_change *c, int64_t now)
 {
 	int64_t from = __atomic_load_n(&fs->leases.renew_sent_ms, __ATOMIC_RELAXED);
@@ -235,11 +246,11 @@ static int in_time(struct nacre_fs *fs, const struct cl_wbq_change *c, int64_t n
 	return now < from + WIRE_LEASE_MS - CL_LEASE_MARGIN_MS;
 }
 
-/* Moves the changes at the head whose lease ran out to *lost. With q->lock held. */
-static void take_lost(struct nacre_fs *fs, struct cl_wbq *q, struct cl_wbq_change **lost)
+/* Moves the changes at the head whose lease had run out at now to *lost. With q->lock
+ * held. */
+static void take_lost(struct nacre_fs *fs, struct cl_wbq *q, int64_t now,
+		      struct cl_wbq_change **lost)
 {
-	int64_t now = net_now_ms();
-
 	while (q->head && !in_time(fs, q->head, now)) {
 		struct cl_wbq_change *c = q->head;
 		q->head = c->next;
@@ -276,15 +287,16 @@ static struct cl_wbq_change *take_batch(struct nacre_fs *fs, struct cl_wbq *q,
 {
 	struct cl_wbq_change *first, *c, **last;
 	struct cl_wbq_room room;
+	int64_t now = judged_at(fs);
 
 	cl_wbq_room_init(&room);
 	pthread_mutex_lock(&q->lock);
-	take_lost(fs, q, lost);
+	take_lost(fs, q, now, lost);
 	first = q->head;
 	last = &q->head;
 	b->count = 0;
 	for (c = q->head; c && b->count < WIRE_BATCH_MAX; c = c->next) {
-		if (!in_time(fs, c, net_now_ms()))
+		if (!in_time(fs, c, now))
 			break; /* lost: the next take finds it at the head */
 		if (!cl_wbq_room_take(&room, b->count, c->opcode, c->len))
 			break;
@@ -524,6 +536,22 @@ int cl_wbq_take_doubts(struct nacre_fs *fs, struct nacre_fid *out, int max, int 
 int cl_wbq_pending(struct nacre_fs *fs)
 {
 	return pending(&fs->wbq);
+}
+
+int cl_wbq_parents(struct nacre_fs *fs, struct nacre_fid *out, int n, int max)
+{
+	struct cl_wbq *q = &fs->wbq;
+
+	pthread_mutex_lock(&q->lock);
+	for (const struct cl_wbq_change *c = q->head; c && n < max; c = c->next) {
+		int seen = 0;
+		for (int i = n - 1; i >= 0 && !seen; i--) /* from the end: runs of one parent */
+			seen = fid_eq(&out[i], &c->parent);
+		if (!seen)
+			out[n++] = c->parent;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return n;
 }
 
 int cl_wbq_error(struct nacre_fs *fs, const struct nacre_fid *fid)

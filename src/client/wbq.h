@@ -93,6 +93,9 @@ void cl_wbq_durable(struct nacre_fs *fs);
 /* Sends everything queued (and what is queued meanwhile by others, until it is empty).
  * Returns 0, or the first refusal of this flush. Never with the lease lock held. */
 int cl_wbq_flush(struct nacre_fs *fs);
+/* Adds to out[0..n) the directories of the queued changes not in it yet, up to max in
+ * all; the count. */
+int cl_wbq_parents(struct nacre_fs *fs, struct nacre_fid *out, int n, int max);
 /* Sends the queue from the caller's thread when it holds CL_WBQ_MAX changes or more (the
  * flusher falls behind: the MDS is slow or away), so it never grows without bound. Never
  * with the lease lock held. */

@@ -16,6 +16,7 @@
 #include "mds/acl.h"
 #include "mds/db.h"
 #include "mds/perm.h"
+#include "mds/recovery.h"
 #include "mds/req_fids.h"
 #include "mds/session.h"
 #include "proto/wire.h"
@@ -38,6 +39,8 @@ struct lease {
 	uint64_t owner;          /* mds_owner_of the holder */
 	uint64_t conn_id;        /* where the holder listens for the recall */
 	int64_t recall_ms;       /* when it was recalled; 0: not recalled */
+	int undelivered;         /* the recall found the holder not listening (yet: a
+				  * reclaimer polls after its recovery): sent again each tick */
 	int64_t closed_ms;       /* when the holder's connection closed; 0: open */
 	struct parked *waiters;  /* in arrival order */
 };
@@ -134,8 +137,8 @@ static void sweep_closed(struct mds_leases *l, int64_t now, struct parked **resu
 	}
 }
 
-/* Ends the recalls past their deadline; the owners to evict go to evict (up to max). With
- * l->lock held. */
+/* Ends the recalls past their deadline; the owners to evict go to evict (up to max). A
+ * recall not delivered yet is sent again. With l->lock held. */
 static int expire(struct mds_leases *l, int64_t now, struct parked **resume, uint64_t *evict,
 		  int max)
 {
@@ -144,6 +147,8 @@ static int expire(struct mds_leases *l, int64_t now, struct parked **resume, uin
 
 	while (e) {
 		struct lease *next = e->rnext;
+		if (e->undelivered && !e->closed_ms)
+			e->undelivered = mds_notify_recall(l->m, e->conn_id, &e->fid) != 0;
 		if (now >= deadline_of(e)) {
 			char f[NACRE_FID_STR_MAX];
 			fid_format(&e->fid, f, sizeof(f));
@@ -287,12 +292,17 @@ static int lease_get(struct mds *m, const struct rpc_request *req, const struct 
 {
 	struct mds_leases *l = m->leases;
 	uint64_t owner = mds_owner_of(req);
+	/* a reclaim: what this client held when the MDS went away, asked back in its
+	 * recovery, before any other client's request runs (wire.h, LEASE) */
+	int reclaim = req->env && (req->env->flags & WIRE_ENV_REPLAY);
 	struct mds_inode ino;
 	struct mds_txn *txn;
 	int rc;
 
 	if (!req->client_id)
 		return -EPROTO; /* leases are a client id's (WIRE_FEAT_RECOVERY) */
+	if (reclaim && !mds_recovery_expects(m->recovery, req->client_id))
+		return -ESTALE; /* too late: others may have seen the directory since */
 	if (m->nodemap) {
 		struct nodemap_view v;
 		nodemap_lookup(m->nodemap, req, &v);
@@ -314,10 +324,12 @@ static int lease_get(struct mds *m, const struct rpc_request *req, const struct 
 	rc = mds_perm_check(&r->cred, &ino, MDS_MAY_EXEC);
 	if (rc)
 		return rc;
-	/* the holder knows every name in it: none (a lease on a listing is for later) */
-	if (ino.nentries > 0)
+	/* the holder knows every name in it: none (a lease on a listing is for later); a
+	 * reclaimer knows them from before. Its callback poll starts after its recovery:
+	 * a recall meanwhile waits for it (notify.c). */
+	if (ino.nentries > 0 && !reclaim)
 		return -ENOTEMPTY;
-	if (!mds_notify_listening(m, req->conn_id))
+	if (!reclaim && !mds_notify_listening(m, req->conn_id))
 		return -EAGAIN; /* a recall could not reach it */
 	pthread_mutex_lock(&l->lock);
 	struct lease **pp = slot(l, &r->fid), *e = *pp;
@@ -420,7 +432,8 @@ static int park(struct mds_leases *l, struct lease *e, const struct rpc_request 
 		e->rnext = l->recalling;
 		l->recalling = e;
 		l->st.recalled++;
-		mds_notify_recall(l->m, e->conn_id, &e->fid); /* not listening: the deadline */
+		/* not listening: again each tick, until the deadline */
+		e->undelivered = mds_notify_recall(l->m, e->conn_id, &e->fid) != 0;
 	}
 	p->d = rpc_defer(req);
 	p->conn_id = req->conn_id;

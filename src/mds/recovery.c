@@ -287,6 +287,19 @@ int mds_recovery_admit(struct mds_recovery *r, const struct rpc_request *req)
 	return rc;
 }
 
+int mds_recovery_expects(struct mds_recovery *r, uint64_t client_id)
+{
+	int yes = 0;
+
+	if (!mds_recovery_active(r) || !client_id)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	struct rclient *c = client_of(r, client_id);
+	yes = r->phase != PH_DONE && c && c->st != C_EVICTED && c->st != C_COMPLETE;
+	pthread_mutex_unlock(&r->lock);
+	return yes;
+}
+
 void mds_recovery_replay_done(struct mds_recovery *r, uint64_t client_id, uint64_t xid)
 {
 	struct parked *out = NULL;
@@ -399,16 +412,17 @@ int mds_recovery_active(const struct mds_recovery *r)
 	return r && __atomic_load_n(&r->active, __ATOMIC_ACQUIRE);
 }
 
-/* The window ended with clients missing: evict them, so that the others go on. Called with
- * r->lock held (dropped while evicting). */
-static void window_ended(struct mds_recovery *r)
+/* The window ended with clients missing (missing_only: those that never came back; else
+ * every one not finished too): evict them, so that the others go on. Called with r->lock
+ * held (dropped while evicting). */
+static void window_ended(struct mds_recovery *r, int missing_only)
 {
 	struct parked *out = NULL;
 
 	for (int i = 0; i < r->nc; i++) {
 		struct rclient *c = &r->c[i];
 		uint64_t id;
-		if (c->st == C_COMPLETE || c->st == C_EVICTED)
+		if (c->st == C_COMPLETE || c->st == C_EVICTED || (missing_only && c->st != C_WAITING))
 			continue;
 		c->st = C_EVICTED;
 		c->queued = 0;
@@ -447,9 +461,17 @@ static void *recovery_main(void *arg)
 	while (!r->stop && r->phase != PH_DONE) {
 		int64_t now = net_now_ms();
 		if (now >= r->end_ms) {
-			int working = 0;
-			for (int i = 0; i < r->nc; i++)
+			int working = 0, missing = 0;
+			for (int i = 0; i < r->nc; i++) {
 				working |= r->c[i].st == C_REPLAYING || r->c[i].st == C_REPLAYED;
+				missing |= r->c[i].st == C_WAITING;
+			}
+			/* those that came back may be waiting for the missing ones (their
+			 * re-opens wait for every replay): those go first */
+			if (missing) {
+				window_ended(r, 1);
+				continue;
+			}
 			if (working && now - r->last_progress_ms < EXTEND_MS &&
 			    r->extended < EXTEND_MAX) {
 				r->extended++;
@@ -459,7 +481,7 @@ static void *recovery_main(void *arg)
 					 EXTEND_MS / 1000);
 				continue;
 			}
-			window_ended(r);
+			window_ended(r, 0);
 			continue;
 		}
 		struct timespec ts;

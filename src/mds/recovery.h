@@ -39,6 +39,9 @@ enum { MDS_RECOVERY_PASS = 1 };
 /* During the window: decides what happens to req. Returns MDS_RECOVERY_PASS (run it now),
  * RPC_DEFER (parked; it will be resumed), or a status to answer with at once. */
 int mds_recovery_admit(struct mds_recovery *r, const struct rpc_request *req);
+/* Whether the window is open and client_id is one of the clients it waits for, back or
+ * not, that has not finished (its state may be brought back now). */
+int mds_recovery_expects(struct mds_recovery *r, uint64_t client_id);
 /* A replay that was admitted has been executed (whatever its result). */
 void mds_recovery_replay_done(struct mds_recovery *r, uint64_t client_id, uint64_t xid);
 /* A connection closed: its parked requests are dropped. */

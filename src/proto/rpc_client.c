@@ -376,6 +376,7 @@ static void socket_failed(struct rpc_conn *c, int fd, uint64_t gen, struct sec_s
 		c->sess = NULL; /* freed below, with the socket */
 	if (c->gen == gen && c->fd == fd) {
 		c->fd = -1;
+		c->lost_ms = net_now_ms();
 		LOG_DEBUG(SUBSYS, "connection to %s lost", c->addrs[c->cur_addr]);
 	}
 	for (i = 0; i < PENDING_BUCKETS; i++) {
@@ -998,6 +999,16 @@ uint64_t rpc_conn_gen(struct rpc_conn *c)
 	gen = c->gen;
 	pthread_mutex_unlock(&c->lock);
 	return gen;
+}
+
+int64_t rpc_conn_down_since(struct rpc_conn *c)
+{
+	int64_t ms;
+
+	pthread_mutex_lock(&c->lock);
+	ms = c->fd < 0 || rpc_conn_recovering(c) ? c->lost_ms : 0;
+	pthread_mutex_unlock(&c->lock);
+	return ms;
 }
 
 const char *rpc_conn_server_name(const struct rpc_conn *c)

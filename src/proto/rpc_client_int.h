@@ -118,6 +118,7 @@ struct rpc_conn {
 				    * calls fail at once without dialing; protected by lock */
 	int backoff_ms;            /* pause before the next attempt; protected by lock */
 	int64_t heard_ms;          /* last time the server was heard from; protected by lock */
+	int64_t lost_ms;           /* when the last socket was found broken (0: none); lock */
 	int gave_up;               /* a call waited its whole recovery_ms since heard_ms and
 				    * failed: until the server is heard again, calls fail after
 				    * one connection attempt instead of waiting again; lock */

@@ -221,7 +221,7 @@ static const struct wire_op_info op_table[WIRE_OP_MAX_] = {
 	OP(MDS_NODEMAP, nodemap_req, nodemap_rep, PASS),
 	OP(MDS_FID_GRANT, cred_req, fid_grant_rep, INL | RC | CHG | SPC),
 	OP(MDS_BATCH, batch_req, batch_rep, INL | RC | CHG | OBJ),
-	OP(MDS_LEASE, lease_req, lease_rep, IDEM | INL | CF),
+	OP(MDS_LEASE, lease_req, lease_rep, IDEM | INL | CF | REO),
 };
 #undef OP
 #undef any_empty_encode

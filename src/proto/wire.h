@@ -1022,7 +1022,12 @@ struct wire_notify_rep { /* followed by count fids (and, with WIRE_NOTIFY_RECALL
  * -EBUSY (another client holds it), -EAGAIN (the
  * caller keeps no NOTIFY_WAIT outstanding, or holds too many); PUT of a lease the caller does
  * not hold is a success (a recall and the holder's PUT may cross). Leases live in the MDS's
- * memory only: a restart ends them all (the client's socket changes, and it drops them). */
+ * memory only: a restart ends them all (the client's socket changes, and it drops them).
+ * A GET with WIRE_ENV_REPLAY is a reclaim: a client the restarted MDS's recovery window
+ * waits for asks back, with its re-opens, a lease it held when the MDS went away, so that
+ * what it queued under it reaches the MDS before anyone else's request; granted on a
+ * directory that is not empty, without the callback poll (which comes after the recovery);
+ * -ESTALE outside that client's recovery. */
 #define WIRE_LEASE_MS 5000
 #define WIRE_LEASE_RECALL_MS (WIRE_LEASE_MS + 2000)
 enum { WIRE_LEASE_GET = 1, WIRE_LEASE_PUT = 2 };

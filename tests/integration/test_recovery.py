@@ -502,6 +502,38 @@ OPS = ("stat", "create", "mkdir", "readdir", "write+fsync", "chmod")
 
 @pytest.mark.skipif("sanitized_build()", reason="a 70 s wait that checks timing; the sanitizer "
                     "build runs the same recovery paths in the shorter MDS-down tests")
+class ShortWindowCluster(RecoveryCluster):
+    mds_extra = ("--recovery-window", "4", "--allow-fault-injection")
+
+
+def test_a_client_back_in_the_window_outlives_one_that_never_came(make_cluster):
+    """A client that came back waits for the re-open phase, which waits for every replay:
+    when the window ends, only the client that never came back is evicted, and the other
+    one's open file is back (it was evicted along with the missing one)."""
+    c = make_cluster(cls=ShortWindowCluster, osts=2)
+    a = c.mounts[0]
+    dead = c.mount(name="dead")
+    os.mkdir(dead.path / "d")  # a change: the restarted MDS expects this client back
+    with open(a.path / "held", "w+b") as f:
+        f.write(b"x" * 100)
+        f.flush()
+        os.fsync(f.fileno())
+        dead.proc.kill()
+        subprocess.run(["fusermount3", "-u", "-z", str(dead.path)], capture_output=True)
+        c.mounts.remove(dead)
+        restart_mds(c)
+        t0 = time.monotonic()
+        f.write(b"y" * 100)
+        f.flush()
+        os.fsync(f.fileno())  # waits out the window for the dead client, then succeeds
+        assert time.monotonic() - t0 > 3
+        f.seek(0)
+        assert f.read() == b"x" * 100 + b"y" * 100
+    log = c.mds.text()
+    assert len(re.findall(r"did not finish recovery within the window: evicted", log)) == 1, \
+        log[-3000:]
+
+
 def test_mds_down_70s_blocks_then_succeeds_or_fails_after_recovery_timeout(make_cluster):
     c = make_cluster(cls=RecoveryCluster, osts=2)
     # without write-back: under a lease a mount answers a lookup of a name it knows is not

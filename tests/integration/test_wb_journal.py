@@ -370,3 +370,35 @@ def mds_kill(jc):
     m.unmount()
     jc.mounts.remove(m)
     assert not journal_dir(jc, "mdskill").exists()
+
+
+def test_mds_restart_longer_than_a_lease_gives_the_leases_back_and_loses_nothing():
+    # The restarted MDS waits out its recovery window for a mount killed before it, longer
+    # than a lease lasts. The writer asks its leases back in its recovery, before any other
+    # client's request runs: the observer's listing after the restart waits for the
+    # writer's queued changes (a recall), and none is reported lost.
+    jc = start_cluster(osts=2, mds_args=["--recovery-window", "8"])
+    try:
+        obs = jc.mount(name="observer")
+        dead = jc.mount(name="dead")
+        os.mkdir(dead / "dead")  # a change: the MDS keeps its session and expects it back
+        m = writer(jc, "longrestart")
+        os.mkdir(m / "q")
+        want = {f"f{i:03d}" for i in range(300)}
+        for name in sorted(want):
+            os.mknod(m / "q" / name, 0o644 | stat.S_IFREG)
+        kill_9(jc, dead)
+        jc.mds.kill(signal.SIGKILL)
+        jc.start_mds(fmt=False)
+        t0 = time.monotonic()
+        listing = set(os.listdir(obs / "q"))
+        waited = time.monotonic() - t0
+        assert waited > 5, f"the window ({waited:.1f} s) was not longer than a lease"
+        assert listing == want, (sorted(want - listing)[:10], m.proc.text()[-2000:])
+        text = m.proc.text()
+        assert "lost" not in text, text[-2000:]
+        assert "write-back leases asked back after its restart, 0 refused" in text, text[-2000:]
+        m.unmount()
+        jc.mounts.remove(m)
+    finally:
+        finish(jc)

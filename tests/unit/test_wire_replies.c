@@ -1689,7 +1689,7 @@ static void test_op_table(void)
 		WIRE_OP_MDS_GROUPS_SET, WIRE_OP_MDS_NODEMAP,
 	};
 	static const uint16_t reopen[] = {WIRE_OP_MDS_OPEN, WIRE_OP_MDS_LOCK_SET,
-					  WIRE_OP_MDS_LOCK_WAIT};
+					  WIRE_OP_MDS_LOCK_WAIT, WIRE_OP_MDS_LEASE};
 	static const struct {
 		uint32_t flag;
 		const uint16_t *ops;
