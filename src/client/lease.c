@@ -416,6 +416,7 @@ int cl_lease_reclaim(struct nacre_fs *fs, struct rpc_recovery *r)
 		cl_log(fs, CL_LOG_WARN, "MDS %s: this mount's write-back leases had run out before "
 		       "it went away: %d directories are not asked back (what is queued in them "
 		       "is reported lost)", fs->addr, n);
+		cl_wbq_lose_queued(fs);
 		free(dirs);
 		return 0;
 	}
@@ -449,6 +450,8 @@ int cl_lease_reclaim(struct nacre_fs *fs, struct rpc_recovery *r)
 		pthread_mutex_lock(&l->lock);
 		l->renew_sent_ms = net_now_ms();
 		pthread_mutex_unlock(&l->lock);
+	} else {
+		cl_wbq_lose_queued(fs); /* another client may see those directories first */
 	}
 	cl_log(fs, refused ? CL_LOG_ERR : CL_LOG_INFO, "MDS %s: %d write-back leases asked back "
 	       "after its restart, %d refused%s", fs->addr, n, refused,

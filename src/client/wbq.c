@@ -251,15 +251,23 @@ static int in_time(struct nacre_fs *fs, const struct cl_wbq_change *c, int64_t n
 static void take_lost(struct nacre_fs *fs, struct cl_wbq *q, int64_t now,
 		      struct cl_wbq_change **lost)
 {
-	while (q->head && !in_time(fs, q->head, now)) {
+	while (q->head && (q->lose_all || !in_time(fs, q->head, now))) {
 		struct cl_wbq_change *c = q->head;
 		q->head = c->next;
 		c->next = *lost;
 		*lost = c;
 		__atomic_store_n(&q->count, q->count - 1, __ATOMIC_RELEASE);
 	}
+	q->lose_all = 0;
 	if (!q->head)
 		q->tail = NULL;
+}
+
+void cl_wbq_lose_queued(struct nacre_fs *fs)
+{
+	pthread_mutex_lock(&fs->wbq.lock);
+	fs->wbq.lose_all = fs->wbq.head != NULL;
+	pthread_mutex_unlock(&fs->wbq.lock);
 }
 
 void cl_wbq_room_init(struct cl_wbq_room *r)

@@ -59,6 +59,7 @@ struct cl_wbq {
 	struct nacre_fid doubts[CL_WBQ_DOUBTS]; /* directories of refused changes, whose
 						 * leases the lease layer gives back */
 	int ndoubts, doubt_all;       /* doubt_all: more than fit: every lease goes back */
+	int lose_all;                 /* the next take reports every queued change lost */
 	int has_doubts;               /* atomic reads */
 	int stop, started;
 	pthread_t thread;
@@ -93,6 +94,9 @@ void cl_wbq_durable(struct nacre_fs *fs);
 /* Sends everything queued (and what is queued meanwhile by others, until it is empty).
  * Returns 0, or the first refusal of this flush. Never with the lease lock held. */
 int cl_wbq_flush(struct nacre_fs *fs);
+/* Every change queued now was made under a lease that a restarted MDS did not give back:
+ * the next flush reports them lost (EIO at the next fsync), as after a lease that ran out. */
+void cl_wbq_lose_queued(struct nacre_fs *fs);
 /* Adds to out[0..n) the directories of the queued changes not in it yet, up to max in
  * all; the count. */
 int cl_wbq_parents(struct nacre_fs *fs, struct nacre_fid *out, int n, int max);

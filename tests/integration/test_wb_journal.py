@@ -3,6 +3,7 @@ answered without the MDS is in its journal before the application hears back, so
 of nacre-mount loses none of it: the next nacre-mount on the same mount point (or `nacre
 wb-recover DIR`) sends it. A torn or corrupt record is reported and never applied; a change
 that no longer fits is logged by path and kept under conflicts/."""
+import errno
 import os
 import re
 import signal
@@ -398,6 +399,41 @@ def test_mds_restart_longer_than_a_lease_gives_the_leases_back_and_loses_nothing
         text = m.proc.text()
         assert "lost" not in text, text[-2000:]
         assert "write-back leases asked back after its restart, 0 refused" in text, text[-2000:]
+        m.unmount()
+        jc.mounts.remove(m)
+    finally:
+        finish(jc)
+
+
+def test_mds_restart_after_the_leases_ran_out_reports_what_was_queued_lost():
+    # The writer is stopped past its lease while the MDS dies and comes back: its leases
+    # are not asked back, and what it had queued is reported lost (EIO at fsync), never
+    # made late in a directory others may have seen without it.
+    jc = start_cluster(osts=2, mds_args=["--recovery-window", "30"])
+    try:
+        obs = jc.mount(name="observer")
+        m = writer(jc, "stopped")
+        os.mkdir(m / "s")
+        for i in range(20):
+            os.mknod(m / "s" / f"f{i}", 0o644 | stat.S_IFREG)
+        m.proc.p.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(6)  # longer than a lease
+            jc.mds.kill(signal.SIGKILL)
+            jc.start_mds(fmt=False)
+        finally:
+            m.proc.p.send_signal(signal.SIGCONT)
+        fd = os.open(m / "s", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            with pytest.raises(OSError) as e:
+                os.fsync(fd)
+            assert e.value.errno == errno.EIO
+        finally:
+            os.close(fd)
+        assert os.listdir(obs / "s") == []
+        text = m.proc.text()
+        assert "leases had run out before it went away" in text, text[-2000:]
+        assert "MDS_MKNOD f19 in directory" in text and " lost: " in text, text[-2000:]
         m.unmount()
         jc.mounts.remove(m)
     finally:
