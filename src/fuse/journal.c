@@ -43,9 +43,10 @@ int fz_journal_recover(const char *dir, const struct nacre_mount_opts *mo, char 
 
 	if (stat(dir, &st) < 0)
 		return 0; /* no journal: nothing was left */
-	if (nacre_wb_recover(dir, mo, &rep, err, sizeof(err)) < 0) {
+	int rc = nacre_wb_recover(dir, mo, &rep, err, sizeof(err));
+	if (rc < 0) {
 		snprintf(why, why_len, "recovering the write-back journal %s: %s", dir, err);
-		return -1;
+		return rc;
 	}
 	if (rep.conflicts || rep.unreadable)
 		LOG_WARN("main", "write-back journal %s: %llu changes an earlier process left "

@@ -17,7 +17,8 @@
  * escapes unit names). */
 void fz_journal_dir(const struct fz_args *a, const char *mnt, char *out, size_t len);
 /* Sends what the journal in dir holds (an earlier process died with changes in it);
- * nothing when there is no journal. 0, or -1 with the reason in why. */
+ * nothing when there is no journal. 0, or -errno (-EBUSY: a live process has it) with the
+ * reason in why. */
 int fz_journal_recover(const char *dir, const struct nacre_mount_opts *mo, char *why,
 		       size_t why_len);
 struct fz_mount;

@@ -176,9 +176,15 @@ static void *finisher_main(void *arg)
 	if (!gone) /* stopped: it may have exited meanwhile all the same */
 		gone = fz_takeover_wait_old(f->t, 0);
 	/* it let go of its journal as it exited: what it holds is sent now, even if this
-	 * process is stopping already, so that no journal is left behind for a later mount */
+	 * process is stopping already, so that no journal is left behind for a later mount.
+	 * Its lock goes with its last descriptor, a moment after its control connection. */
 	if (f->a->wb && gone) {
-		journal_ok = fz_journal_recover(f->m->journal, f->mo, err, sizeof(err)) == 0;
+		for (int i = 0; (rc = fz_journal_recover(f->m->journal, f->mo, err,
+							  sizeof(err))) == -EBUSY && i < 50; i++) {
+			struct timespec ts = {0, 200 * 1000000L};
+			nanosleep(&ts, NULL);
+		}
+		journal_ok = rc == 0;
 		if (!journal_ok)
 			LOG_ERR("main", "write-back stays off after the upgrade: %s", err);
 	} else if (f->a->wb && !finisher_stopped(f)) {
