@@ -266,6 +266,18 @@ def test_a_journal_in_use_is_not_recovered_under_the_mount(jc):
     jc.mounts.remove(m)
 
 
+def output_of(p):
+    """What process p printed; a process still running is stopped first (reading its
+    output would wait for it forever)."""
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    return p.stdout.read()
+
+
 def test_upgrade_hands_over_what_is_queued_and_journals_on(jc):
     obs = observer(jc)
     m = writer(jc, "upg", "io_uring=off")  # --upgrade needs /dev/fuse
@@ -277,13 +289,13 @@ def test_upgrade_hands_over_what_is_queued_and_journals_on(jc):
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 60
     while old.alive():
-        assert time.monotonic() < deadline and p.poll() is None, p.stdout.read()
+        assert time.monotonic() < deadline and p.poll() is None, output_of(p)
         time.sleep(0.2)
     try:
         # the successor journals once the old process is gone (the segment the old one
         # left may be there a moment before the successor recovers it: ask the successor)
         while wb_stats(m)["journal"] != ["async"]:
-            assert time.monotonic() < deadline and p.poll() is None, p.stdout.read()
+            assert time.monotonic() < deadline and p.poll() is None, output_of(p)
             time.sleep(0.2)
         assert segments(journal_dir(jc, "upg"))
         assert sorted(os.listdir(obs / "u")) == sorted(f"before{i}" for i in range(50))
