@@ -404,7 +404,7 @@ static int reclaim_set(struct nacre_fs *fs, struct nacre_fid **out, int64_t *fro
 int cl_lease_reclaim(struct nacre_fs *fs, struct rpc_recovery *r)
 {
 	struct cl_leases *l = &fs->leases;
-	int64_t down = rpc_conn_down_since(fs->mds), from = 0;
+	int64_t down = rpc_conn_lost_before_recovery(fs->mds), from = 0;
 	struct nacre_fid *dirs = NULL;
 	int n = reclaim_set(fs, &dirs, &from), refused = 0, rc = 0;
 

@@ -224,12 +224,12 @@ void cl_wbq_durable(struct nacre_fs *fs)
 		journal_failed(fs, -EIO); /* written, not on the disk: it goes on, logged */
 }
 
-/* The moment a change's lease is judged at: now, or while the MDS connection is down or
- * recovering, the moment it broke (what the lease was then decides; a restarted MDS's
- * recovery may give it back: cl_lease_reclaim). */
+/* The moment a change's lease is judged at: now, or while the connection recovers a
+ * restarted MDS, the moment the MDS went away (what the lease was then decides: the
+ * recovery asks it back, cl_lease_reclaim, or reports what is queued lost). */
 static int64_t judged_at(struct nacre_fs *fs)
 {
-	int64_t now = net_now_ms(), down = rpc_conn_down_since(fs->mds);
+	int64_t now = net_now_ms(), down = rpc_conn_lost_before_recovery(fs->mds);
 
 	return down && down < now ? down : now;
 }

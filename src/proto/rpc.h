@@ -259,10 +259,10 @@ const char *rpc_conn_addr(const struct rpc_conn *c);
 /* Bumped for every new socket (a reconnect, maybe to a restarted server or another failover
  * address): a caller that keeps state on the server notices it must send it again. */
 uint64_t rpc_conn_gen(struct rpc_conn *c);
-/* While there is no usable socket (the last one broke, or the new one still recovers):
- * when (net_now_ms) the last one was found broken. 0 while connected (or before the first
- * socket). A recovery hook learns from it when the server went away. Thread-safe. */
-int64_t rpc_conn_down_since(struct rpc_conn *c);
+/* While a new socket recovers a restarted server (its recovery hook runs): when
+ * (net_now_ms) the socket before it was found broken, that is, when the server went away
+ * at the latest; 0 otherwise. Thread-safe. */
+int64_t rpc_conn_lost_before_recovery(struct rpc_conn *c);
 /* The server's name from CONNECT ("" before the first connect). */
 const char *rpc_conn_server_name(const struct rpc_conn *c);
 /* The flavour of the current (or last) socket, WIRE_SEC_*. Thread-safe. */

@@ -1001,12 +1001,12 @@ uint64_t rpc_conn_gen(struct rpc_conn *c)
 	return gen;
 }
 
-int64_t rpc_conn_down_since(struct rpc_conn *c)
+int64_t rpc_conn_lost_before_recovery(struct rpc_conn *c)
 {
 	int64_t ms;
 
 	pthread_mutex_lock(&c->lock);
-	ms = c->fd < 0 || rpc_conn_recovering(c) ? c->lost_ms : 0;
+	ms = rpc_conn_recovering(c) ? c->lost_ms : 0;
 	pthread_mutex_unlock(&c->lock);
 	return ms;
 }
