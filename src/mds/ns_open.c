@@ -46,6 +46,7 @@ int mds_ns_open(struct mds *m, uint64_t conn_id, uint64_t owner, const struct wi
 	int trunc = (r->flags & O_TRUNC) && (mask & MDS_MAY_WRITE);
 	/* a re-open after an MDS restart takes its handle back (in-flight requests name it) */
 	uint64_t id = mds_req_current ? mds_req_current->replay_handle : 0;
+	int reopen = id != 0;
 	/* the handle exists before we look, so a racing unlink keeps the inode as an orphan */
 	int rc = mds_open_handle_add(m->open, owner, &r->fid, &id);
 	if (rc)
@@ -81,6 +82,10 @@ int mds_ns_open(struct mds *m, uint64_t conn_id, uint64_t owner, const struct wi
 	/* what its capabilities will allow, now and at every renewal (caps.h) */
 	mds_open_handle_set_rights(m->open, owner, id, &r->fid,
 				   mds_cap_open_rights(&r->cred, ino, mask));
+	/* a writer's re-open after an MDS restart: whether it wrote before went with the
+	 * old table, so its close is noted as one that did (an HSM policy must see it) */
+	if (reopen && (mask & MDS_MAY_WRITE))
+		mds_open_handle_find(m->open, owner, id, &r->fid, 0, 1);
 	mds_inode_to_attr(ino, &rep->attr);
 	memset(&rep->layout, 0, sizeof(rep->layout));
 	if (S_ISREG(ino->mode) && (ino->hsm_state & NACRE_HS_RELEASED)) {

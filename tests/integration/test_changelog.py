@@ -504,3 +504,20 @@ def test_job_ids(make_cluster, cl, nacre_cli):
     assert recs["b"]["flags"] & 0x4000 == 0  # the low 12 bits only, as lfs prints them
     assert re.search(r" t=\S+ j=mkdir\.60001 ", recs["b"]["line"]), recs["b"]["line"]
     assert recs["c"]["j"] is None, recs["c"]["line"]
+
+
+def test_a_file_written_before_an_mds_restart_is_noted_at_its_close(make_cluster, cl):
+    # the open table that knew the handle wrote went with the MDS: the re-opened writer's
+    # close is noted all the same (an HSM policy finds changed files by their CLOSE)
+    c = cluster(make_cluster, mds_args=["--recovery-window", "10"])
+    m = c.mounts[0].path
+    cl(c, "changelog_register", m)
+    with open(m / "w", "wb") as f:
+        f.write(b"x" * 1000)
+        f.flush()
+        os.fsync(f.fileno())  # its size is at the MDS before the restart
+        c.mds.kill(signal.SIGKILL)
+        c.start_mds(fmt=False)
+        os.fstat(f.fileno())
+    wait_for(lambda: "CLOSE" in [r["type"] for r in records(cl, c)], 20,
+             "the CLOSE record of the file written before the restart")
