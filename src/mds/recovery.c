@@ -470,6 +470,7 @@ static void *recovery_main(void *arg)
 			 * re-opens wait for every replay): those go first */
 			if (missing) {
 				window_ended(r, 1);
+				r->last_progress_ms = net_now_ms(); /* they may go on from now */
 				continue;
 			}
 			if (working && now - r->last_progress_ms < EXTEND_MS &&
