@@ -504,7 +504,7 @@ int nacre_hsm_list(struct nacre_fs *fs, const struct nacre_cred *cr, uint64_t af
  * the library reads and fills only those of the version given, so an older program keeps
  * working, and a version the library does not know is refused (-EINVAL). The page itself
  * is allocated by the library, which can grow its fields freely. */
-#define NACRE_FIND_VERSION 1
+#define NACRE_FIND_VERSION 2 /* 2: -empty, -links, --blocks, --projid, -newerXY */
 #define NACRE_FIND_GLOB_MAX 1024u /* bytes of a name pattern */
 #define NACRE_FIND_OSTS_MAX 256u  /* OST indices in one request */
 #define NACRE_FIND_POOL_MAX 15u   /* bytes of a pool name */
@@ -530,7 +530,18 @@ enum {
 	NACRE_FINDP_FID = 1u << 16,           /* the FID is fid */
 	NACRE_FINDP_MINDEPTH = 1u << 17,      /* depth >= mindepth; not negatable */
 	NACRE_FINDP_MAXDEPTH = 1u << 18,      /* depth <= maxdepth; not negatable */
+	/* since version 2 */
+	NACRE_FINDP_EMPTY = 1u << 19,         /* a regular file of size 0 or a directory
+					       * without entries */
+	NACRE_FINDP_LINKS = 1u << 20,         /* links (units of 1) compares with nlink */
+	NACRE_FINDP_BLOCKS = 1u << 21,        /* blocks compares (bytes: 512 x st_blocks) */
+	NACRE_FINDP_PROJID = 1u << 22,        /* the project id is projid */
+	NACRE_FINDP_NEWER_XY = 1u << 23,      /* every newer_xy[i] holds; not negatable as a
+					       * whole (each item has its own neg) */
 };
+/* -newerXY's X: which time of the entry is compared with the reference */
+enum { NACRE_FIND_TIME_ATIME = 0, NACRE_FIND_TIME_MTIME = 1, NACRE_FIND_TIME_CTIME = 2 };
+#define NACRE_FIND_NEWER_MAX 4u /* -newerXY tests in one request */
 /* perm_kind: the mode is perm, has all of its bits, or any of them (find -perm M, -M, /M) */
 enum { NACRE_FIND_PERM_EXACT = 0, NACRE_FIND_PERM_ALL = 1, NACRE_FIND_PERM_ANY = 2 };
 /* layouts: bits of the layout kinds to match */
@@ -582,6 +593,15 @@ struct nacre_find_req {
 	uint32_t layouts; /* NACRE_FIND_LAYOUT_* */
 	uint32_t hsm;     /* NACRE_HS_* */
 	struct nacre_fid fid;
+	/* since version 2 */
+	struct nacre_find_cmp links, blocks;
+	uint32_t projid;
+	uint32_t nnewer; /* <= NACRE_FIND_NEWER_MAX */
+	struct nacre_find_newer {
+		uint8_t which; /* NACRE_FIND_TIME_* */
+		uint8_t neg;   /* 1: the entry's time is not after t */
+		struct nacre_time t;
+	} newer_xy[NACRE_FIND_NEWER_MAX];
 };
 /* One entry of a page: a match, or (err < 0) the report of a directory that could not be
  * scanned (-EACCES: not entered; a match is also listed, as its own entry). */

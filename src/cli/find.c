@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
@@ -24,6 +25,11 @@ struct opts {
 	const char *fmt;
 	const char *paths[64];
 	int npaths;
+	/* tested here, on the MDS's matches: -path (on the path as printed) and --mdt-index
+	 * (nacre has one MDT, index 0: the test is the same for every entry) */
+	const char *path_glob;
+	int path_icase, path_neg;
+	int none; /* --mdt-index without 0 (or ! with 0): nothing matches */
 };
 
 /* An option: its long name, its lfs short letter (0 none), whether it takes a value, and
@@ -35,6 +41,8 @@ struct opt {
 	uint32_t pred;
 };
 enum { O_NONE = 0 };
+/* options tested here (no MDS predicate bit) or that change nothing */
+enum { OPT_PATH = 1u << 27, OPT_MDT_INDEX = 1u << 28, OPT_LAZY = 1u << 29, OPT_BTIME = 1u << 30 };
 static const struct opt table[] = {
 	{"name", 'n', 1, NACRE_FINDP_NAME},
 	{"iname", 0, 1, NACRE_FINDP_NAME},
@@ -68,11 +76,31 @@ static const struct opt table[] = {
 	{"hsm_state", 0, 1, NACRE_FINDP_HSM},
 	{"hsm", 0, 1, NACRE_FINDP_HSM},
 	{"fid", 0, 1, NACRE_FINDP_FID},
+	{"empty", 0, 0, NACRE_FINDP_EMPTY},
+	{"links", 0, 1, NACRE_FINDP_LINKS},
+	{"blocks", 'b', 1, NACRE_FINDP_BLOCKS},
+	{"projid", 0, 1, NACRE_FINDP_PROJID},
+	{"newerXY", 0, 1, NACRE_FINDP_NEWER_XY}, /* found by is_newer_xy, not by name */
+	{"path", 0, 1, OPT_PATH},
+	{"ipath", 0, 1, OPT_PATH},
+	{"mdt-index", 'm', 1, OPT_MDT_INDEX},
+	{"mdt_index", 0, 1, OPT_MDT_INDEX},
+	{"mdt", 0, 1, OPT_MDT_INDEX},
+	{"lazy", 'l', 0, OPT_LAZY},
+	{"btime", 'B', 1, OPT_BTIME},
+	{"Bmin", 0, 1, OPT_BTIME},
 	{"print", 'P', 0, O_NONE},
 	{"print0", '0', 0, O_NONE},
 	{"ls", 0, 0, O_NONE},
 	{"printf", 0, 1, O_NONE},
 };
+
+/* -newerXY: X and Y each one of a m c B (t for Y: a date) */
+static int is_newer_xy(const char *n)
+{
+	return strncmp(n, "newer", 5) == 0 && n[5] && strchr("amcB", n[5]) && n[6] &&
+	       strchr("amcBt", n[6]) && !n[7];
+}
 
 static const struct opt *lookup(const char *arg)
 {
@@ -81,6 +109,11 @@ static const struct opt *lookup(const char *arg)
 	const char *n = arg + 1;
 	if (n[0] == '-')
 		n++;
+	if (is_newer_xy(n)) {
+		for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+			if (table[i].pred == NACRE_FINDP_NEWER_XY)
+				return &table[i];
+	}
 	else if (n[1] == 0) {
 		for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 			if (table[i].short_name == n[0])
@@ -219,17 +252,18 @@ static char *next_item(char **s)
 	return t;
 }
 
-/* "1,3,fsname-OST0004,5-6" into q->osts */
-static int parse_osts(char *s, struct nacre_find_req *q)
+/* "1,3,fsname-OST0004,5-6" (tag "-OST") into idx (at most max; *n of them) */
+static int parse_targets(char *s, const char *tag, uint32_t *idx, uint32_t max, uint32_t *n)
 {
+	size_t tl = strlen(tag);
 	for (char *t = next_item(&s); t; t = next_item(&s)) {
-		char *ost = strstr(t, "-OST");
+		char *ost = strstr(t, tag);
 		uint64_t a, b;
 		if (ost) {
 			char *end;
 			errno = 0;
-			unsigned long v = strtoul(ost + 4, &end, 16);
-			if (errno || end == ost + 4 || (*end && strcmp(end, "_UUID") != 0))
+			unsigned long v = strtoul(ost + tl, &end, 16);
+			if (errno || end == ost + tl || (*end && strcmp(end, "_UUID") != 0))
 				return -1;
 			a = b = v;
 		} else {
@@ -240,12 +274,92 @@ static int parse_osts(char *s, struct nacre_find_req *q)
 				return -1;
 		}
 		for (uint64_t i = a; i <= b; i++) {
-			if (q->nosts >= NACRE_FIND_OSTS_MAX || i > UINT32_MAX)
+			if (*n >= max || i > UINT32_MAX)
 				return -1;
-			q->osts[q->nosts++] = (uint32_t)i;
+			idx[(*n)++] = (uint32_t)i;
 		}
 	}
-	return q->nosts ? 0 : -1;
+	return *n ? 0 : -1;
+}
+
+/* --mdt-index LIST: nacre's one MDT is index 0, so the test holds for every entry or none */
+static int parse_mdt_index(char *s, struct opts *op, int neg)
+{
+	uint32_t idx[NACRE_FIND_OSTS_MAX], n = 0;
+	if (parse_targets(s, "-MDT", idx, NACRE_FIND_OSTS_MAX, &n))
+		return -1;
+	int has0 = 0;
+	for (uint32_t i = 0; i < n; i++)
+		has0 |= idx[i] == 0;
+	if (has0 == neg)
+		op->none = 1;
+	return 0;
+}
+
+/* -newerXY's reference: Y's time of the file v, or for t the date v (local time:
+ * YYYY-MM-DD[ HH:MM[:SS]], with T for the space too, or @SECONDS) */
+static int newer_reference(char y, const char *v, struct nacre_time *t)
+{
+	if (y != 't') {
+		struct stat st;
+		if (lstat(v, &st) < 0) {
+			cli_err("find: cannot stat '%s' for -newer: %s", v, strerror(errno));
+			return -1;
+		}
+		const struct timespec *ts = y == 'a' ? &st.st_atim : y == 'c' ? &st.st_ctim
+									      : &st.st_mtim;
+		t->sec = ts->tv_sec;
+		t->nsec = (uint32_t)ts->tv_nsec;
+		return 0;
+	}
+	uint64_t secs;
+	if (v[0] == '@' && cli_parse_u64(v + 1, &secs) == 0 && secs <= INT64_MAX) {
+		t->sec = (int64_t)secs;
+		t->nsec = 0;
+		return 0;
+	}
+	static const char *const formats[] = {"%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S",
+					       "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d"};
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+		struct tm tm;
+		memset(&tm, 0, sizeof(tm));
+		const char *end = strptime(v, formats[i], &tm);
+		if (end && !*end) {
+			tm.tm_isdst = -1;
+			time_t when = mktime(&tm);
+			if (when == (time_t)-1)
+				break;
+			t->sec = when;
+			t->nsec = 0;
+			return 0;
+		}
+	}
+	cli_err("find: invalid date '%s': give YYYY-MM-DD[ HH:MM[:SS]] (local time) or "
+		"@SECONDS", v);
+	return -1;
+}
+
+/* One -newerXY test (name the option as typed, without its dashes); neg from a '!' */
+static int add_newer_xy(struct nacre_find_req *q, const char *name, const char *v, int neg)
+{
+	char x = name[5], y = name[6];
+	if (x == 'B' || y == 'B') {
+		cli_err("find: -%s: nacre keeps no birth time (use a, m or c)", name);
+		return -1;
+	}
+	if (q->nnewer == NACRE_FIND_NEWER_MAX) {
+		cli_err("find: at most %u -newerXY tests", NACRE_FIND_NEWER_MAX);
+		return -1;
+	}
+	struct nacre_find_newer *n = &q->newer_xy[q->nnewer];
+	n->which = x == 'a' ? NACRE_FIND_TIME_ATIME
+		   : x == 'c' ? NACRE_FIND_TIME_CTIME
+			      : NACRE_FIND_TIME_MTIME;
+	n->neg = (uint8_t)neg;
+	if (newer_reference(y, v, &n->t) < 0)
+		return -1;
+	q->nnewer++;
+	return 0;
 }
 
 static int parse_layout(char *s, uint32_t *mask)
@@ -296,8 +410,8 @@ static int bad_value(const struct opt *o, const char *v, const char *what)
 static int set_pred(struct opts *op, const struct opt *o, const char *v)
 {
 	struct nacre_find_req *q = &op->q;
-	char tmp[4096];
-	if (str_copy(tmp, v, sizeof(tmp)) >= sizeof(tmp))
+	char tmp[4096] = "";
+	if (v && str_copy(tmp, v, sizeof(tmp)) >= sizeof(tmp))
 		return bad_value(o, v, "too long");
 	const char *n = o->name;
 	switch (o->pred) {
@@ -364,8 +478,29 @@ static int set_pred(struct opts *op, const struct opt *o, const char *v)
 			       : 0;
 	}
 	case NACRE_FINDP_OST:
-		return parse_osts(tmp, q) ? bad_value(o, v, "OST indices or names, comma-separated")
-					  : 0;
+		return parse_targets(tmp, "-OST", q->osts, NACRE_FIND_OSTS_MAX, &q->nosts)
+			       ? bad_value(o, v, "OST indices or names, comma-separated")
+			       : 0;
+	case NACRE_FINDP_LINKS: {
+		static const uint64_t one[] = {1};
+		return parse_cmp(v, NULL, one, 1, &q->links) ? bad_value(o, v, "[+-]N") : 0;
+	}
+	case NACRE_FINDP_BLOCKS: {
+		/* the space used: KiB without a suffix, b 512-byte blocks */
+		static const uint64_t m[] = {512,	  1ull << 10, 1ull << 10, 1ull << 20,
+					     1ull << 30, 1ull << 40, 1ull << 50, 1ull << 60};
+		q->blocks.up = 1;
+		return parse_cmp(v, "bkKMGTPE", m, 1024, &q->blocks)
+			       ? bad_value(o, v, "[+-]N with a unit of b k M G T P E (KiB without)")
+			       : 0;
+	}
+	case NACRE_FINDP_PROJID: {
+		uint64_t id;
+		if (cli_parse_u64(v, &id) || id > UINT32_MAX)
+			return bad_value(o, v, "a project id");
+		q->projid = (uint32_t)id;
+		return 0;
+	}
 	case NACRE_FINDP_POOL:
 		if (strlen(v) > NACRE_FIND_POOL_MAX)
 			return bad_value(o, v, "a pool name is at most 15 bytes");
@@ -386,6 +521,33 @@ static int set_pred(struct opts *op, const struct opt *o, const char *v)
 	}
 	}
 	return 0;
+}
+
+/* The options with no MDS predicate: a (as typed) is o, with the value v. */
+static int here_or_none(struct opts *op, const struct opt *o, const char *a, const char *v,
+			int neg)
+{
+	char tmp[4096];
+	switch (o->pred) {
+	case OPT_PATH:
+		if (op->path_glob) {
+			cli_err("find: '%s' given twice (or with -path / -ipath)", a);
+			return -1;
+		}
+		op->path_glob = v;
+		op->path_icase = strcmp(o->name, "ipath") == 0;
+		op->path_neg = neg;
+		return 0;
+	case OPT_MDT_INDEX:
+		if (str_copy(tmp, v, sizeof(tmp)) >= sizeof(tmp) || parse_mdt_index(tmp, op, neg))
+			return bad_value(o, v, "MDT indices or names, comma-separated");
+		return 0;
+	case OPT_LAZY:
+		return 0; /* sizes come from the MDS whether lazy or not: nothing to skip */
+	default:
+		cli_err("find: '%s': nacre keeps no birth time; test --ctime or --mtime", a);
+		return -1;
+	}
 }
 
 static int parse_args(int argc, char **argv, struct opts *op)
@@ -441,9 +603,23 @@ static int parse_args(int argc, char **argv, struct opts *op)
 			}
 			continue;
 		}
-		if (neg && (o->pred == NACRE_FINDP_MAXDEPTH || o->pred == NACRE_FINDP_MINDEPTH)) {
+		if (neg && (o->pred == NACRE_FINDP_MAXDEPTH || o->pred == NACRE_FINDP_MINDEPTH ||
+			    o->pred == OPT_LAZY)) {
 			cli_err("find: '!' cannot negate '%s'", a);
 			return -1;
+		}
+		if (o->pred >= OPT_PATH) {
+			if (here_or_none(op, o, a, v, neg) < 0)
+				return -1;
+			neg = 0;
+			continue;
+		}
+		if (o->pred == NACRE_FINDP_NEWER_XY) {
+			if (add_newer_xy(&op->q, a + (a[1] == '-' ? 2 : 1), v, neg) < 0)
+				return -1;
+			op->q.preds |= o->pred;
+			neg = 0;
+			continue;
 		}
 		if (op->q.preds & o->pred) {
 			cli_err("find: '%s' given twice (or with an option testing the same thing)",
@@ -490,6 +666,16 @@ static void start_name(const char *path, char *out, size_t len)
 		str_copy(out, "/", len);
 }
 
+/* -path: the glob against the entry's path as printed (PATH/REL; '/' is not special) */
+static int path_matches(const struct opts *op, const char *path, const char *rel)
+{
+	char full[2 * PATH_MAX + 2];
+	size_t n = strlen(path);
+	snprintf(full, sizeof(full), "%s%s%s", path, !*rel || (n && path[n - 1] == '/') ? "" : "/",
+		 rel);
+	return fnmatch(op->path_glob, full, op->path_icase ? FNM_CASEFOLD : 0) == 0;
+}
+
 /* Prints one page's entries; 1 if one of them reported an error. */
 static int print_page(const char *path, struct opts *op, const struct nacre_find_page *page,
 		      long long now)
@@ -509,6 +695,8 @@ static int print_page(const char *path, struct opts *op, const struct nacre_find
 			rc = 1;
 			continue;
 		}
+		if (op->path_glob && path_matches(op, path, e->path) == op->path_neg)
+			continue;
 		cli_find_print(stdout, op->out, op->fmt, path, e, now);
 	}
 	return rc;
@@ -529,6 +717,10 @@ static int find_one(const char *path, struct opts *op)
 		cli_err("find: '%s': %s", path, strerror(errno));
 		free(r);
 		return 1;
+	}
+	if (op->none) { /* no entry is on an MDT of that list */
+		free(r);
+		return 0;
 	}
 	if (S_ISDIR(st.st_mode)) {
 		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

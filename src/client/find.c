@@ -14,7 +14,7 @@
 #include "proto/rpc.h"
 #include "proto/wire.h"
 
-/* The public bits and limits are the wire's (protocol version 1), so masks pass unchanged. */
+/* The public bits and limits are the wire's, so masks pass unchanged. */
 #define SAME(a, b) ((long)(a) == (long)(b))
 _Static_assert(SAME(NACRE_FINDP_NAME, WIRE_FINDP_NAME) &&
 		       SAME(NACRE_FINDP_TYPE, WIRE_FINDP_TYPE) &&
@@ -35,7 +35,12 @@ _Static_assert(SAME(NACRE_FINDP_NAME, WIRE_FINDP_NAME) &&
 		       SAME(NACRE_FINDP_FID, WIRE_FINDP_FID) &&
 		       SAME(NACRE_FINDP_MINDEPTH, WIRE_FINDP_MINDEPTH) &&
 		       SAME(NACRE_FINDP_MAXDEPTH, WIRE_FINDP_MAXDEPTH) &&
-		       SAME((NACRE_FINDP_MAXDEPTH << 1) - 1, WIRE_FINDP_ALL_),
+		       SAME(NACRE_FINDP_EMPTY, WIRE_FINDP_EMPTY) &&
+		       SAME(NACRE_FINDP_LINKS, WIRE_FINDP_LINKS) &&
+		       SAME(NACRE_FINDP_BLOCKS, WIRE_FINDP_BLOCKS) &&
+		       SAME(NACRE_FINDP_PROJID, WIRE_FINDP_PROJID) &&
+		       SAME(NACRE_FINDP_NEWER_XY, WIRE_FINDP_NEWER_XY) &&
+		       SAME((NACRE_FINDP_NEWER_XY << 1) - 1, WIRE_FINDP_ALL_),
 	       "find predicate bits");
 _Static_assert(SAME(NACRE_FIND_PERM_EXACT, WIRE_FIND_PERM_EXACT) &&
 		       SAME(NACRE_FIND_PERM_ALL, WIRE_FIND_PERM_ALL) &&
@@ -45,7 +50,12 @@ _Static_assert(SAME(NACRE_FIND_LAYOUT_RAID0, WIRE_FIND_LAYOUT_RAID0) &&
 		       SAME(NACRE_FIND_LAYOUT_RELEASED, WIRE_FIND_LAYOUT_RELEASED) &&
 		       SAME(NACRE_FIND_LAYOUT_MDT, WIRE_FIND_LAYOUT_MDT),
 	       "find layout kinds");
-_Static_assert(NACRE_FIND_GLOB_MAX == WIRE_FIND_GLOB_MAX &&
+_Static_assert(SAME(NACRE_FIND_TIME_ATIME, WIRE_FIND_TIME_ATIME) &&
+		       SAME(NACRE_FIND_TIME_MTIME, WIRE_FIND_TIME_MTIME) &&
+		       SAME(NACRE_FIND_TIME_CTIME, WIRE_FIND_TIME_CTIME),
+	       "find -newerXY times");
+_Static_assert(NACRE_FIND_NEWER_MAX == WIRE_FIND_NEWER_MAX &&
+		       NACRE_FIND_GLOB_MAX == WIRE_FIND_GLOB_MAX &&
 		       NACRE_FIND_OSTS_MAX == WIRE_FIND_OSTS_MAX &&
 		       NACRE_FIND_POOL_MAX == WIRE_FIND_POOL_MAX,
 	       "find limits");
@@ -75,7 +85,12 @@ static int req_to_wire(struct wire_find_req *w, const struct nacre_find_req *req
 {
 	struct wire_find_query *q = &w->q;
 
-	if (req->version != NACRE_FIND_VERSION || req->nosts > NACRE_FIND_OSTS_MAX)
+	if (req->version < 1 || req->version > NACRE_FIND_VERSION ||
+	    req->nosts > NACRE_FIND_OSTS_MAX)
+		return -EINVAL;
+	/* a version-1 caller's struct ends at fid: the later fields are not read */
+	uint32_t known = req->version == 1 ? NACRE_FINDP_MAXDEPTH * 2 - 1 : WIRE_FINDP_ALL_;
+	if ((req->preds | req->neg) & ~known)
 		return -EINVAL;
 	memset(w, 0, sizeof(*w));
 	w->max_bytes = req->max_bytes && req->max_bytes < WIRE_FIND_MAX_BYTES
@@ -112,6 +127,19 @@ static int req_to_wire(struct wire_find_req *w, const struct nacre_find_req *req
 	q->layouts = req->layouts;
 	q->hsm = req->hsm;
 	q->fid = req->fid;
+	if (req->version < 2)
+		return 0;
+	if (req->nnewer > NACRE_FIND_NEWER_MAX)
+		return -EINVAL;
+	cmp_to_wire(&q->links, &req->links);
+	cmp_to_wire(&q->blocks, &req->blocks);
+	q->projid = req->projid;
+	q->nnewer = req->nnewer;
+	for (uint32_t i = 0; i < req->nnewer; i++) {
+		q->newer_xy[i].which = req->newer_xy[i].which;
+		q->newer_xy[i].neg = req->newer_xy[i].neg;
+		q->newer_xy[i].t = req->newer_xy[i].t;
+	}
 	return 0;
 }
 

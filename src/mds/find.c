@@ -78,8 +78,24 @@ static int layout_of(const struct wire_find_query *q, int has_layout,
 	return (have & q->layouts) != 0;
 }
 
+/* Every -newerXY test: the entry's time X is after the reference (not after, with neg). */
+static int newer_all(const struct wire_find_query *q, const struct nacre_attr *a)
+{
+	for (uint32_t i = 0; i < q->nnewer; i++) {
+		const struct wire_find_newer *n = &q->newer_xy[i];
+		const struct nacre_time *t = n->which == WIRE_FIND_TIME_ATIME	? &a->atime
+					     : n->which == WIRE_FIND_TIME_CTIME ? &a->ctime
+										: &a->mtime;
+		int after = t->sec > n->t.sec || (t->sec == n->t.sec && t->nsec > n->t.nsec);
+		if (after == n->neg)
+			return 0;
+	}
+	return 1;
+}
+
 static int one(const struct wire_find_query *q, uint32_t p, const struct nacre_attr *a,
-	       int has_layout, const struct nacre_layout *l, const char *name)
+	       const struct mds_find_more *more, int has_layout, const struct nacre_layout *l,
+	       const char *name)
 {
 	switch (p) {
 	case WIRE_FINDP_NAME:
@@ -124,14 +140,24 @@ static int one(const struct wire_find_query *q, uint32_t p, const struct nacre_a
 		return S_ISREG(a->mode) && q->hsm && (a->hsm_state & q->hsm) == q->hsm;
 	case WIRE_FINDP_FID:
 		return fid_eq(&a->fid, &q->fid);
+	case WIRE_FINDP_EMPTY:
+		return S_ISREG(a->mode) ? a->size == 0 : S_ISDIR(a->mode) && more->nentries == 0;
+	case WIRE_FINDP_LINKS:
+		return cmp_ceil(&q->links, a->nlink);
+	case WIRE_FINDP_BLOCKS:
+		return cmp_ceil(&q->blocks, a->blocks * 512);
+	case WIRE_FINDP_PROJID:
+		return more->projid == q->projid;
+	case WIRE_FINDP_NEWER_XY:
+		return newer_all(q, a);
 	default:
 		return 1;
 	}
 }
 
 int mds_find_match(const struct wire_find_query *q, const struct nacre_attr *a,
-		   int has_layout, const struct nacre_layout *l, const char *name,
-		   uint32_t depth)
+		   const struct mds_find_more *more, int has_layout,
+		   const struct nacre_layout *l, const char *name, uint32_t depth)
 {
 	if ((q->preds & WIRE_FINDP_MINDEPTH) && depth < q->mindepth)
 		return 0;
@@ -140,7 +166,7 @@ int mds_find_match(const struct wire_find_query *q, const struct nacre_attr *a,
 	for (uint32_t p = 1; p & WIRE_FINDP_ALL_; p <<= 1) {
 		if (!(q->preds & p) || p == WIRE_FINDP_MINDEPTH || p == WIRE_FINDP_MAXDEPTH)
 			continue;
-		int r = one(q, p, a, has_layout, l, name);
+		int r = one(q, p, a, more, has_layout, l, name);
 		if (q->neg & p)
 			r = !r;
 		if (!r)
@@ -160,6 +186,7 @@ struct scan {
 	size_t plen;
 	struct mds_inode ino;  /* scratch: the entry being looked at */
 	struct wire_find_ent ent;
+	struct mds_find_more more; /* of ino */
 	/* the resume path, split: component i is res + res_off[i] */
 	char *res;
 	uint32_t *res_off;
@@ -222,6 +249,8 @@ static void fill_ent(struct scan *s, const char *path, int32_t err)
 	str_copy(e->path, path, sizeof(e->path));
 	e->err = err;
 	mds_inode_to_attr(&s->ino, &e->attr);
+	s->more.projid = s->ino.projid;
+	s->more.nentries = s->ino.nentries;
 	e->has_layout = s->ino.has_layout && (S_ISREG(s->ino.mode) || S_ISDIR(s->ino.mode));
 	if (e->has_layout)
 		e->layout = s->ino.layout;
@@ -257,8 +286,8 @@ static int visit(struct scan *s, const char *name, uint32_t depth, int resume,
 	s->plen += nl;
 	if (!resume) {
 		fill_ent(s, s->path, 0);
-		int match = mds_find_match(q, &s->ent.attr, s->ent.has_layout, &s->ent.layout, name,
-				       depth);
+		int match = mds_find_match(q, &s->ent.attr, &s->more, s->ent.has_layout,
+					   &s->ent.layout, name, depth);
 		size_t err_sz = enter && denied ? WIRE_FIND_ENT_MIN + s->plen : 0;
 		rc = 0;
 		if (match)
@@ -417,7 +446,7 @@ int mds_find(struct mds *m, const struct wire_find_req *r, struct wire_cursor *o
 	if (r->cur.state == WIRE_FIND_CUR_BEGIN) {
 		/* the starting point itself, at depth 0, under the name the caller gave */
 		fill_ent(s, "", 0);
-		if (mds_find_match(s->q, &s->ent.attr, s->ent.has_layout, &s->ent.layout,
+		if (mds_find_match(s->q, &s->ent.attr, &s->more, s->ent.has_layout, &s->ent.layout,
 				   s->q->start_name, 0))
 			rc = emit(s, 0);
 		if (!rc && enter && denied) {

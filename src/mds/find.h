@@ -20,9 +20,15 @@
  * below one entry), -ENOMEM or -EIO. */
 int mds_find(struct mds *m, const struct wire_find_req *r, struct wire_cursor *out);
 
+/* What the predicates read of an inode besides its attributes. */
+struct mds_find_more {
+	uint32_t projid;
+	uint64_t nentries; /* a directory's */
+};
+
 /* 1 if the entry (attributes, layout, name, depth) passes every predicate of q. Pure. */
 int mds_find_match(const struct wire_find_query *q, const struct nacre_attr *a,
-		   int has_layout, const struct nacre_layout *l, const char *name,
-		   uint32_t depth);
+		   const struct mds_find_more *more, int has_layout,
+		   const struct nacre_layout *l, const char *name, uint32_t depth);
 
 #endif

@@ -1299,7 +1299,7 @@ void wire_key_entry_get(struct wire_cursor *c, struct wire_key_entry *e);
 
 /* ---- FIND (since version 1): a scan of the namespace under a directory, in pages ----
  * find_req: cred, fid (the start directory), u32 max_bytes (of entries in the reply, capped
- * at WIRE_FIND_MAX_BYTES, at least WIRE_FIND_ENT_MAX), find_query, find_cursor.
+ * at WIRE_FIND_MAX_BYTES, at least WIRE_FIND_ENT_MAX), find_query, find_cursor [, find_more].
  * find_query: u32 preds (WIRE_FINDP_* present), u32 neg (WIRE_FINDP_* negated), time now
  * (the client's clock: the time predicates' reference), str start_name (the starting
  * point's name as the caller typed it, for -name at depth 0), u8 start_entry (1: the
@@ -1313,6 +1313,12 @@ void wire_key_entry_get(struct wire_cursor *c, struct wire_key_entry *e);
  * A cmp is i8 sign (-1: less than, 0: equal, 1: more than), u64 value, u64 unit (>= 1 if
  * used), u8 up: the entry's value is counted in units rounded up (sizes, always; ages in
  * minutes, as GNU find) or down (ages in days, as lfs and GNU find).
+ * find_more (the tail of a find_req, present exactly when preds has a WIRE_FINDP_MORE_
+ * bit; an MDS before it refuses those bits): links cmp (nlink), blocks cmp (bytes of
+ * 512 x blocks), u32 projid, u8 nnewer (<= WIRE_FIND_NEWER_MAX; >= 1 exactly with
+ * WIRE_FINDP_NEWER_XY) + nnewer x {u8 which (WIRE_FIND_TIME_*), u8 neg, time t}: the entry's
+ * time which is after t (not after, with neg). -empty has no value: a regular file of size
+ * 0, or a directory without entries.
  * find_cursor: u8 state (WIRE_FIND_CUR_*), str path (relative to the start directory, the
  * entry to resume at: every component but the last is a directory the scan was inside).
  * find_rep: u32 count, u8 done, find_cursor (where the next page starts), then count
@@ -1346,8 +1352,18 @@ enum {
 	WIRE_FINDP_FID = 1u << 16,
 	WIRE_FINDP_MINDEPTH = 1u << 17, /* not negatable */
 	WIRE_FINDP_MAXDEPTH = 1u << 18, /* not negatable */
-	WIRE_FINDP_ALL_ = (1u << 19) - 1,
+	/* the find_more predicates (values in the request's tail) */
+	WIRE_FINDP_EMPTY = 1u << 19,
+	WIRE_FINDP_LINKS = 1u << 20,
+	WIRE_FINDP_BLOCKS = 1u << 21,
+	WIRE_FINDP_PROJID = 1u << 22,
+	WIRE_FINDP_NEWER_XY = 1u << 23, /* not negatable: each item has its own neg */
+	WIRE_FINDP_ALL_ = (1u << 24) - 1,
+	WIRE_FINDP_MORE_ = WIRE_FINDP_EMPTY | WIRE_FINDP_LINKS | WIRE_FINDP_BLOCKS |
+			   WIRE_FINDP_PROJID | WIRE_FINDP_NEWER_XY,
 };
+enum { WIRE_FIND_TIME_ATIME = 0, WIRE_FIND_TIME_MTIME = 1, WIRE_FIND_TIME_CTIME = 2 };
+#define WIRE_FIND_NEWER_MAX 4u
 enum { WIRE_FIND_PERM_EXACT = 0, WIRE_FIND_PERM_ALL = 1, WIRE_FIND_PERM_ANY = 2 };
 enum {
 	WIRE_FIND_LAYOUT_RAID0 = 1u << 0,
@@ -1383,6 +1399,14 @@ struct wire_find_query {
 	uint32_t layouts;
 	uint32_t hsm;
 	struct nacre_fid fid;
+	/* find_more: in the request's tail, present when a WIRE_FINDP_MORE_ bit is */
+	struct wire_find_cmp links, blocks;
+	uint32_t projid;
+	uint32_t nnewer;
+	struct wire_find_newer {
+		uint8_t which, neg; /* WIRE_FIND_TIME_*; 1: the time is not after t */
+		struct nacre_time t;
+	} newer_xy[WIRE_FIND_NEWER_MAX];
 };
 struct wire_find_cursor {
 	uint8_t state;

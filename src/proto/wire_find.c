@@ -96,7 +96,7 @@ static void query_get(struct wire_cursor *c, struct wire_find_query *q)
 	q->hsm = wire_get_u32(c);
 	wire_fid_get(c, &q->fid);
 	if ((q->preds | q->neg) & ~(uint32_t)WIRE_FINDP_ALL_ ||
-	    (q->neg & (WIRE_FINDP_MINDEPTH | WIRE_FINDP_MAXDEPTH)) ||
+	    (q->neg & (WIRE_FINDP_MINDEPTH | WIRE_FINDP_MAXDEPTH | WIRE_FINDP_NEWER_XY)) ||
 	    q->perm_kind > WIRE_FIND_PERM_ANY || q->perm > 07777 ||
 	    (q->layouts & ~(uint32_t)WIRE_FIND_LAYOUT_ALL_))
 		wire_cursor_fail(c, -EPROTO);
@@ -107,6 +107,47 @@ static void query_get(struct wire_cursor *c, struct wire_find_query *q)
 	    ((q->preds & WIRE_FINDP_CTIME) && !q->ctime.unit) ||
 	    ((q->preds & WIRE_FINDP_STRIPE_COUNT) && !q->stripe_count.unit) ||
 	    ((q->preds & WIRE_FINDP_STRIPE_SIZE) && !q->stripe_size.unit))
+		wire_cursor_fail(c, -EPROTO);
+}
+
+/* find_more: the values of the WIRE_FINDP_MORE_ predicates */
+static void more_put(struct wire_cursor *c, const struct wire_find_query *q)
+{
+	cmp_put(c, &q->links);
+	cmp_put(c, &q->blocks);
+	wire_put_u32(c, q->projid);
+	if (q->nnewer > WIRE_FIND_NEWER_MAX) {
+		wire_cursor_fail(c, -EINVAL);
+		return;
+	}
+	wire_put_u8(c, (uint8_t)q->nnewer);
+	for (uint32_t i = 0; i < q->nnewer; i++) {
+		wire_put_u8(c, q->newer_xy[i].which);
+		wire_put_u8(c, q->newer_xy[i].neg);
+		wire_time_put(c, &q->newer_xy[i].t);
+	}
+}
+
+static void more_get(struct wire_cursor *c, struct wire_find_query *q)
+{
+	cmp_get(c, &q->links);
+	cmp_get(c, &q->blocks);
+	q->projid = wire_get_u32(c);
+	q->nnewer = wire_get_u8(c);
+	if (q->nnewer > WIRE_FIND_NEWER_MAX ||
+	    !q->nnewer != !(q->preds & WIRE_FINDP_NEWER_XY)) {
+		wire_cursor_fail(c, -EPROTO);
+		return;
+	}
+	for (uint32_t i = 0; i < q->nnewer; i++) {
+		q->newer_xy[i].which = wire_get_u8(c);
+		q->newer_xy[i].neg = wire_get_u8(c);
+		wire_time_get(c, &q->newer_xy[i].t);
+		if (q->newer_xy[i].which > WIRE_FIND_TIME_CTIME || q->newer_xy[i].neg > 1)
+			wire_cursor_fail(c, -EPROTO);
+	}
+	if (((q->preds & WIRE_FINDP_LINKS) && !q->links.unit) ||
+	    ((q->preds & WIRE_FINDP_BLOCKS) && !q->blocks.unit))
 		wire_cursor_fail(c, -EPROTO);
 }
 
@@ -125,7 +166,8 @@ static void cursor_get(struct wire_cursor *c, struct wire_find_cursor *m)
 		wire_cursor_fail(c, -EPROTO);
 }
 
-/* find_req (since version 1): see wire.h. The decoder caps max_bytes. */
+/* find_req (since version 1; find_more after the cursor when a WIRE_FINDP_MORE_ bit is
+ * set): see wire.h. The decoder caps max_bytes. */
 void wire_find_req_encode(struct wire_cursor *c, const struct wire_find_req *m)
 {
 	wire_cred_put(c, &m->cred);
@@ -133,6 +175,8 @@ void wire_find_req_encode(struct wire_cursor *c, const struct wire_find_req *m)
 	wire_put_u32(c, m->max_bytes);
 	query_put(c, &m->q);
 	cursor_put(c, &m->cur);
+	if (m->q.preds & WIRE_FINDP_MORE_)
+		more_put(c, &m->q);
 }
 
 void wire_find_req_decode(struct wire_cursor *c, struct wire_find_req *m)
@@ -145,6 +189,8 @@ void wire_find_req_decode(struct wire_cursor *c, struct wire_find_req *m)
 		m->max_bytes = WIRE_FIND_MAX_BYTES;
 	query_get(c, &m->q);
 	cursor_get(c, &m->cur);
+	if (m->q.preds & WIRE_FINDP_MORE_)
+		more_get(c, &m->q);
 }
 
 /* find_rep (since version 1): u32 count, u8 done, cursor; the decoder checks that count of

@@ -534,3 +534,15 @@ def errno_of(fn, *args, **kw):
         return ("ok", fn(*args, **kw))
     except OSError as e:
         return ("err", errno.errorcode.get(e.errno, e.errno))
+
+
+def dir_fsync_errno(path):
+    """fsync of the directory at path: None when it succeeds, else the errno."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+        return None
+    except OSError as e:
+        return e.errno
+    finally:
+        os.close(fd)

@@ -81,6 +81,7 @@ def tree(cluster):
     os.mknod(top / "dir2" / "blk_dev", stat.S_IFBLK | 0o600, os.makedev(7, 0))
     os.mknod(top / "dir3" / "sock1", stat.S_IFSOCK | 0o644)
     os.link(top / "alpha0.txt", top / "dir4" / "hardlink_alpha")
+    (top / "dir2" / "emptyd").mkdir()
     for d in dirs[1:]:
         os.chmod(d, 0o755)
     os.chmod(top / "dir4", 0o1777)
@@ -145,6 +146,14 @@ CASES = [
     (["-perm", "-4000"], None),
     (["-perm", "/022"], None),
     (["-perm", "-444"], None),
+    (["-empty"], None),
+    (["--empty", "-type", "d"], ["-empty", "-type", "d"]),
+    (["-links", "2"], None),
+    (["-links", "+2"], None),
+    (["-links", "-2"], None),
+    (["-path", "*dir1*"], None),
+    (["-path", "*/sub?x/*.txt"], None),
+    (["-ipath", "*DIR2/*"], None),
 ]
 
 
@@ -166,6 +175,56 @@ def test_newer_and_depth_match_gnu_find(tree):
     assert same(tree, ["-maxdepth", "2", "-mindepth", "2", "-type", "f", "-name", "*a*"],
                 ["-maxdepth", "2", "-mindepth", "2", "-type", "f", "-name", "*a*"])
     assert same(tree, ["-type", "f", "-size", "+511c", "!", "-name", "*.txt", "-user", "root"])
+
+
+def test_newer_xy_matches_gnu_find(tree):
+    ref = tree / "dir0" / "ref"
+    for x in "amc":
+        for y in "amc":
+            assert same(tree, [f"-newer{x}{y}", ref]) is not None
+    t1 = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(NOW - 6 * DAY))
+    t2 = time.strftime("%Y-%m-%d", time.localtime(NOW - DAY))
+    between = same(tree, ["-newermt", t1, "!", "-newermt", t2, "-type", "f"])
+    assert between and len(between) < len(same(tree, ["-type", "f"]))
+    assert same(tree, ["-newerat", f"@{NOW - 100 * DAY}"])
+    same(tree, ["!", "-newerct", f"@{NOW + DAY}"])
+    # a !-newerXY and a -newer together, each kept apart
+    same(tree, ["-newer", ref, "!", "-newermt", t2])
+
+
+def test_blocks_projid_mdt_index_lazy(tree):
+    """The Lustre-only tests: --blocks against st_blocks, --projid against nacre project,
+    --mdt-index (one MDT: index 0), --lazy changes nothing."""
+    def walk():
+        for d, sub, files in os.walk(tree):
+            for n in sub + files:
+                yield os.path.join(d, n)
+    used = {p: os.lstat(p).st_blocks * 512 for p in walk()}
+    used[str(tree)] = os.lstat(tree).st_blocks * 512
+    r = nacre_find(tree, "--blocks", "+4", "-type", "f")
+    assert r.returncode == 0, r.stderr
+    want = sorted(p for p, b in used.items() if b > 4096 and os.path.isfile(p)
+                  and not os.path.islink(p))
+    assert want and lines(r.stdout) == want
+    r = nacre_find(tree, "-b", "-1b", "-type", "f")  # no block at all: empty or sparse
+    assert lines(r.stdout) == sorted(p for p, b in used.items() if b == 0 and
+                                     os.path.isfile(p) and not os.path.islink(p))
+    proj = tree / "dir3"
+    r = run([binary("nacre"), "project", "-p", "4242", "-s", "-r", proj])
+    assert r.returncode == 0, r.stderr
+    r = nacre_find(tree, "--projid", "4242")
+    got = lines(r.stdout)
+    assert got and got == lines(gnu_find(proj).stdout)
+    r = nacre_find(tree, "!", "--projid", "4242", "-type", "f")
+    assert not set(lines(r.stdout)) & set(got)
+    everything = lines(nacre_find(tree).stdout)
+    for args in (["--mdt-index", "0"], ["-m", "nacre-MDT0000"], ["!", "--mdt-index", "1"],
+                 ["--lazy"], ["-l", "--mdt", "0,3"]):
+        r = nacre_find(tree, *args)
+        assert r.returncode == 0 and lines(r.stdout) == everything, (args, r.stderr)
+    for args in (["--mdt-index", "1"], ["!", "-m", "0"]):
+        r = nacre_find(tree, *args)
+        assert r.returncode == 0 and r.stdout == "", (args, r.stdout[:200])
 
 
 def test_outputs_match_gnu_find(tree):
@@ -313,6 +372,24 @@ def test_bad_input(tree):
     assert r.returncode != 0 and "not on a nacre file system" in r.stderr
     r = nacre_find(tree / "nonexistent")
     assert r.returncode != 0 and "No such file or directory" in r.stderr
+    r = nacre_find(tree, "--btime", "-1")
+    assert r.returncode != 0 and "no birth time" in r.stderr
+    r = nacre_find(tree, "-newerBt", "2026-01-01")
+    assert r.returncode != 0 and "no birth time" in r.stderr
+    r = nacre_find(tree, "-newermt", "yesterday-ish")
+    assert r.returncode != 0 and "invalid date 'yesterday-ish'" in r.stderr
+    r = nacre_find(tree, "-newermm", tree / "nonexistent")
+    assert r.returncode != 0 and "cannot stat" in r.stderr
+    r = nacre_find(tree, *sum([["-newermt", "@1"] for _ in range(5)], []))
+    assert r.returncode != 0 and "at most 4 -newerXY" in r.stderr
+    r = nacre_find(tree, "-path", "a", "-ipath", "b")
+    assert r.returncode != 0 and "given twice" in r.stderr
+    r = nacre_find(tree, "--links", "x")
+    assert r.returncode != 0 and "invalid value 'x' for --links" in r.stderr
+    r = nacre_find(tree, "--projid", "-1")
+    assert r.returncode != 0 and "--projid" in r.stderr
+    r = nacre_find(tree, "!", "--lazy")
+    assert r.returncode != 0 and "cannot negate" in r.stderr
     r = nacre_find("--help")
     assert r.returncode == 0 and "--stripe-count" in r.stdout
 

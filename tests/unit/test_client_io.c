@@ -645,8 +645,14 @@ static void test_find(struct nacre_fs *fs)
 		     NACRE_FINDP_NEWER | NACRE_FINDP_UID | NACRE_FINDP_GID | NACRE_FINDP_PERM |
 		     NACRE_FINDP_STRIPE_SIZE | NACRE_FINDP_OST | NACRE_FINDP_POOL |
 		     NACRE_FINDP_LAYOUT | NACRE_FINDP_HSM | NACRE_FINDP_FID |
-		     NACRE_FINDP_MINDEPTH | NACRE_FINDP_MAXDEPTH;
-	req->neg = NACRE_FINDP_UID | NACRE_FINDP_OST;
+		     NACRE_FINDP_MINDEPTH | NACRE_FINDP_MAXDEPTH | NACRE_FINDP_EMPTY |
+		     NACRE_FINDP_LINKS | NACRE_FINDP_PROJID | NACRE_FINDP_NEWER_XY;
+	req->neg = NACRE_FINDP_UID | NACRE_FINDP_OST | NACRE_FINDP_EMPTY;
+	req->links = (struct nacre_find_cmp){.sign = 1, .up = 1, .value = 1, .unit = 1};
+	req->projid = 42;
+	req->nnewer = 2;
+	req->newer_xy[0] = (struct nacre_find_newer){NACRE_FIND_TIME_CTIME, 0, {1500000000, 3}};
+	req->newer_xy[1] = (struct nacre_find_newer){NACRE_FIND_TIME_ATIME, 1, {1500000001, 0}};
 	req->now = (struct nacre_time){1700000000, 7};
 	strcpy(req->start_name, "file");
 	req->start_entry = 1;
@@ -705,8 +711,14 @@ static void test_find(struct nacre_fs *fs)
 	q->preds = WIRE_FINDP_NAME | WIRE_FINDP_TYPE | WIRE_FINDP_SIZE | WIRE_FINDP_MTIME |
 		   WIRE_FINDP_NEWER | WIRE_FINDP_UID | WIRE_FINDP_GID | WIRE_FINDP_PERM |
 		   WIRE_FINDP_STRIPE_SIZE | WIRE_FINDP_OST | WIRE_FINDP_POOL | WIRE_FINDP_LAYOUT |
-		   WIRE_FINDP_HSM | WIRE_FINDP_FID | WIRE_FINDP_MINDEPTH | WIRE_FINDP_MAXDEPTH;
-	q->neg = WIRE_FINDP_UID | WIRE_FINDP_OST;
+		   WIRE_FINDP_HSM | WIRE_FINDP_FID | WIRE_FINDP_MINDEPTH | WIRE_FINDP_MAXDEPTH |
+		   WIRE_FINDP_EMPTY | WIRE_FINDP_LINKS | WIRE_FINDP_PROJID | WIRE_FINDP_NEWER_XY;
+	q->neg = WIRE_FINDP_UID | WIRE_FINDP_OST | WIRE_FINDP_EMPTY;
+	q->links = (struct wire_find_cmp){.sign = 1, .value = 1, .unit = 1, .up = 1};
+	q->projid = 42;
+	q->nnewer = 2;
+	q->newer_xy[0] = (struct wire_find_newer){WIRE_FIND_TIME_CTIME, 0, {1500000000, 3}};
+	q->newer_xy[1] = (struct wire_find_newer){WIRE_FIND_TIME_ATIME, 1, {1500000001, 0}};
 	q->now = req->now;
 	strcpy(q->start_name, "file");
 	q->start_entry = 1;
@@ -766,6 +778,17 @@ static void test_find(struct nacre_fs *fs)
 	req->nosts = NACRE_FIND_OSTS_MAX + 1;
 	CHECK(nacre_find_page(fs, NULL, &sub_fid, req, &page) == -EINVAL, "find: OSTs");
 	req->nosts = 2;
+	req->version = 1; /* a version-1 caller has no -newerXY */
+	CHECK(nacre_find_page(fs, NULL, &sub_fid, req, &page) == -EINVAL, "find: v1 bits");
+	req->version = NACRE_FIND_VERSION;
+	req->nnewer = 0; /* -newerXY without a test */
+	CHECK(nacre_find_page(fs, NULL, &sub_fid, req, &page) == -EINVAL, "find: no newer");
+	req->nnewer = NACRE_FIND_NEWER_MAX + 1;
+	CHECK(nacre_find_page(fs, NULL, &sub_fid, req, &page) == -EINVAL, "find: newers");
+	req->nnewer = 2;
+	req->neg |= NACRE_FINDP_NEWER_XY;
+	CHECK(nacre_find_page(fs, NULL, &sub_fid, req, &page) == -EINVAL, "find: !newerXY");
+	req->neg &= ~(uint32_t)NACRE_FINDP_NEWER_XY;
 	CHECK(F.finds == finds, "find: %d bad requests reached the MDS", F.finds - finds);
 
 	/* a reply that does not hold its count */

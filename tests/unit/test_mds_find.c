@@ -1,5 +1,6 @@
 /* test_mds_find.c - FIND's predicates as the MDS evaluates them (mds_find_match): find's
- * rounding of sizes and ages at their edges, perm forms, negation, depth, layouts, HSM. */
+ * rounding of sizes and ages at their edges, perm forms, negation, depth, layouts, HSM,
+ * emptiness, links, blocks, project ids and -newerXY. */
 #include <string.h>
 #include <sys/stat.h>
 
@@ -9,12 +10,14 @@
 static struct wire_find_query q;
 static struct nacre_attr a;
 static struct nacre_layout l;
+static struct mds_find_more more;
 
 static void reset(void)
 {
 	memset(&q, 0, sizeof(q));
 	memset(&a, 0, sizeof(a));
 	memset(&l, 0, sizeof(l));
+	memset(&more, 0, sizeof(more));
 	a.mode = S_IFREG | 0644;
 	q.now.sec = 1000000;
 	l.pattern = NACRE_PATTERN_RAID0;
@@ -27,7 +30,7 @@ static void reset(void)
 
 static int m(void)
 {
-	return mds_find_match(&q, &a, 1, &l, "name.txt", 1);
+	return mds_find_match(&q, &a, &more, 1, &l, "name.txt", 1);
 }
 
 static void test_size(void)
@@ -137,9 +140,9 @@ static void test_perm_owner_type_depth(void)
 	q.preds = WIRE_FINDP_MINDEPTH | WIRE_FINDP_MAXDEPTH;
 	q.mindepth = 1;
 	q.maxdepth = 1;
-	CHECK(mds_find_match(&q, &a, 1, &l, "x", 1));
-	CHECK(!mds_find_match(&q, &a, 1, &l, "x", 0));
-	CHECK(!mds_find_match(&q, &a, 1, &l, "x", 2));
+	CHECK(mds_find_match(&q, &a, &more, 1, &l, "x", 1));
+	CHECK(!mds_find_match(&q, &a, &more, 1, &l, "x", 0));
+	CHECK(!mds_find_match(&q, &a, &more, 1, &l, "x", 2));
 	reset();
 	q.preds = WIRE_FINDP_NAME;
 	memcpy(q.name, "*.TXT", 6);
@@ -166,7 +169,7 @@ static void test_layout_hsm(void)
 	q.preds = WIRE_FINDP_STRIPE_COUNT;
 	q.stripe_count = (struct wire_find_cmp){.sign = 1, .value = 1, .unit = 1};
 	CHECK(m());
-	CHECK(!mds_find_match(&q, &a, 0, &l, "x", 1)); /* no layout: no stripes */
+	CHECK(!mds_find_match(&q, &a, &more, 0, &l, "x", 1)); /* no layout: no stripes */
 	q.preds = WIRE_FINDP_STRIPE_SIZE;
 	q.stripe_size = (struct wire_find_cmp){.sign = 0, .value = 1, .unit = 1u << 20};
 	CHECK(m());
@@ -191,11 +194,83 @@ static void test_layout_hsm(void)
 	CHECK(m());
 }
 
+static void test_empty_links_blocks_projid(void)
+{
+	reset();
+	q.preds = WIRE_FINDP_EMPTY;
+	CHECK(m()); /* a regular file of size 0 */
+	a.size = 1;
+	CHECK(!m());
+	a.mode = S_IFDIR | 0755;
+	CHECK(m()); /* a directory without entries, whatever its size */
+	more.nentries = 1;
+	CHECK(!m());
+	a.mode = S_IFLNK | 0777;
+	a.size = 0;
+	CHECK(!m()); /* neither a file nor a directory */
+	q.neg = WIRE_FINDP_EMPTY;
+	CHECK(m());
+
+	reset();
+	q.preds = WIRE_FINDP_LINKS;
+	q.links = (struct wire_find_cmp){.sign = 1, .value = 1, .unit = 1, .up = 1};
+	a.nlink = 1;
+	CHECK(!m());
+	a.nlink = 2;
+	CHECK(m());
+	q.links.sign = 0;
+	CHECK(!m());
+
+	reset();
+	q.preds = WIRE_FINDP_BLOCKS; /* +1k of space used: more than 2 blocks */
+	q.blocks = (struct wire_find_cmp){.sign = 1, .value = 1, .unit = 1024, .up = 1};
+	a.blocks = 2;
+	a.size = 1u << 20; /* a sparse file: its size is not what counts */
+	CHECK(!m());
+	a.blocks = 3;
+	CHECK(m());
+
+	reset();
+	q.preds = WIRE_FINDP_PROJID;
+	q.projid = 7;
+	CHECK(!m());
+	more.projid = 7;
+	CHECK(m());
+}
+
+static void test_newer_xy(void)
+{
+	reset();
+	q.preds = WIRE_FINDP_NEWER_XY; /* -newermt T1 ! -newermt T2: T1 < mtime <= T2 */
+	q.nnewer = 2;
+	q.newer_xy[0] = (struct wire_find_newer){WIRE_FIND_TIME_MTIME, 0, {100, 0}};
+	q.newer_xy[1] = (struct wire_find_newer){WIRE_FIND_TIME_MTIME, 1, {200, 0}};
+	a.mtime = (struct nacre_time){100, 0};
+	CHECK(!m()); /* not after T1 */
+	a.mtime.nsec = 1;
+	CHECK(m());
+	a.mtime = (struct nacre_time){200, 0};
+	CHECK(m()); /* not after T2 */
+	a.mtime.nsec = 1;
+	CHECK(!m());
+	a.mtime = (struct nacre_time){150, 0};
+	q.newer_xy[0].which = WIRE_FIND_TIME_CTIME; /* -newerct T1: the ctime counts there */
+	a.ctime = (struct nacre_time){50, 0};
+	CHECK(!m());
+	a.ctime = (struct nacre_time){101, 0};
+	CHECK(m());
+	q.newer_xy[1].which = WIRE_FIND_TIME_ATIME;
+	a.atime = (struct nacre_time){300, 0};
+	CHECK(!m());
+}
+
 int main(void)
 {
 	test_size();
 	test_ages();
 	test_perm_owner_type_depth();
 	test_layout_hsm();
+	test_empty_links_blocks_projid();
+	test_newer_xy();
 	return unit_done();
 }
