@@ -504,7 +504,7 @@ int nacre_hsm_list(struct nacre_fs *fs, const struct nacre_cred *cr, uint64_t af
  * the library reads and fills only those of the version given, so an older program keeps
  * working, and a version the library does not know is refused (-EINVAL). The page itself
  * is allocated by the library, which can grow its fields freely. */
-#define NACRE_FIND_VERSION 2 /* 2: -empty, -links, --blocks, --projid, -newerXY */
+#define NACRE_FIND_VERSION 2 /* 2: -empty, -links, --blocks, --projid, -newerXY, -o */
 #define NACRE_FIND_GLOB_MAX 1024u /* bytes of a name pattern */
 #define NACRE_FIND_OSTS_MAX 256u  /* OST indices in one request */
 #define NACRE_FIND_POOL_MAX 15u   /* bytes of a pool name */
@@ -542,6 +542,13 @@ enum {
 /* -newerXY's X: which time of the entry is compared with the reference */
 enum { NACRE_FIND_TIME_ATIME = 0, NACRE_FIND_TIME_MTIME = 1, NACRE_FIND_TIME_CTIME = 2 };
 #define NACRE_FIND_NEWER_MAX 4u /* -newerXY tests in one request */
+/* An expression (find's -o, ! and parentheses; since version 2): leaves, each a request of
+ * which only the predicates are read (preds, neg and their values; no depth), and a
+ * postfix program over them: a byte below NACRE_FIND_OP_AND pushes whether that leaf holds,
+ * AND and OR pop two and push one, NOT negates the top; it must end with one value. */
+#define NACRE_FIND_LEAVES_MAX 16u
+#define NACRE_FIND_OPS_MAX 64u
+enum { NACRE_FIND_OP_AND = 0x80, NACRE_FIND_OP_OR = 0x81, NACRE_FIND_OP_NOT = 0x82 };
 /* perm_kind: the mode is perm, has all of its bits, or any of them (find -perm M, -M, /M) */
 enum { NACRE_FIND_PERM_EXACT = 0, NACRE_FIND_PERM_ALL = 1, NACRE_FIND_PERM_ANY = 2 };
 /* layouts: bits of the layout kinds to match */
@@ -602,6 +609,12 @@ struct nacre_find_req {
 		uint8_t neg;   /* 1: the entry's time is not after t */
 		struct nacre_time t;
 	} newer_xy[NACRE_FIND_NEWER_MAX];
+	/* an expression: with nleaves > 0 an entry is listed when the predicates above and
+	 * the program both hold */
+	uint32_t nleaves; /* <= NACRE_FIND_LEAVES_MAX */
+	const struct nacre_find_req *leaves;
+	uint32_t nops; /* 1..NACRE_FIND_OPS_MAX with leaves */
+	uint8_t ops[NACRE_FIND_OPS_MAX];
 };
 /* One entry of a page: a match, or (err < 0) the report of a directory that could not be
  * scanned (-EACCES: not entered; a match is also listed, as its own entry). */

@@ -1,14 +1,13 @@
-/* find.c - `nacre find`: lfs find's options, evaluated on the MDS (FIND, through the mount's
- * NACRE_IOC_FIND ioctl on the start directory: nacre_find_ioctl), printed here as lfs find
- * prints them. */
+/* find.c - `nacre find`: lfs find's options and find's expression (-o, !, parentheses),
+ * evaluated on the MDS (FIND, through the mount's NACRE_IOC_FIND ioctl on the start
+ * directory: nacre_find_ioctl) as one request, or as leaves and a program when it is more
+ * than an AND of different tests; printed here as lfs find prints them. */
 #include "cli/find.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <grp.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,11 +15,28 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/find_values.h"
 #include "common/util.h"
 #include "nacre/nacre.h"
 
+/* A test of the expression as typed: its option, the option as typed, value and '!'. */
+struct opt;
+struct find_test {
+	const struct opt *o;
+	const char *arg, *v;
+	int neg;
+};
+#define FIND_TESTS_MAX 64u
+struct find_expr {
+	struct find_test tests[FIND_TESTS_MAX];
+	uint32_t ntests, nops;
+	uint8_t ops[NACRE_FIND_OPS_MAX];
+	struct nacre_find_req leaves[NACRE_FIND_LEAVES_MAX];
+};
+
 struct opts {
 	struct nacre_find_req q; /* the predicates; each starting point's request copies it */
+	struct find_expr expr;
 	int out;
 	const char *fmt;
 	const char *paths[64];
@@ -126,167 +142,11 @@ static const struct opt *lookup(const char *arg)
 	return NULL;
 }
 
-/* [+-]N with an optional unit suffix from units (chars) and mult (their multipliers);
- * without a suffix the unit is def. */
-static int parse_cmp(const char *s, const char *units, const uint64_t *mult, uint64_t def,
-		     struct nacre_find_cmp *c)
-{
-	char buf[64];
-	c->sign = 0;
-	c->unit = def;
-	if (*s == '+')
-		c->sign = 1, s++;
-	else if (*s == '-')
-		c->sign = -1, s++;
-	size_t n = strlen(s);
-	if (n == 0 || n >= sizeof(buf))
-		return -1;
-	memcpy(buf, s, n + 1);
-	c->unit = def;
-	if (units && n > 1 && !(buf[n - 1] >= '0' && buf[n - 1] <= '9')) {
-		const char *u = strchr(units, buf[n - 1]);
-		if (!u)
-			return -1;
-		c->unit = mult[u - units];
-		buf[n - 1] = 0;
-	}
-	return cli_parse_u64(buf, &c->value);
-}
-
-static int find_parse_size(const char *s, struct nacre_find_cmp *c)
-{
-	c->up = 1;
-	/* lfs's units: bytes without a suffix; c bytes, b 512-byte blocks, k M G T P E base 2
-	 * (K too, as lfs) */
-	static const uint64_t m[] = {1, 512, 1ull << 10, 1ull << 10, 1ull << 20, 1ull << 30,
-				     1ull << 40, 1ull << 50, 1ull << 60};
-	return parse_cmp(s, "cbkKMGTPE", m, 1, c);
-}
-
-static int find_parse_time(const char *s, int minutes, struct nacre_find_cmp *c)
-{
-	/* lfs's suffixes: s m h d w y; days (minutes for -Xmin) without one */
-	static const uint64_t m[] = {1, 60, 3600, 86400, 604800, 31536000};
-	c->up = minutes != 0; /* GNU: -mmin +1 is more than 60 s, -mtime +1 at least 2 days */
-	return parse_cmp(s, minutes ? NULL : "smhdwy", m, minutes ? 60 : 86400, c);
-}
-
-static int parse_type(const char *s, uint32_t *mask)
-{
-	*mask = 0;
-	for (; *s; s++) {
-		uint32_t t;
-		switch (*s) {
-		case 'f': t = S_IFREG; break;
-		case 'd': t = S_IFDIR; break;
-		case 'l': t = S_IFLNK; break;
-		case 'p': t = S_IFIFO; break;
-		case 's': t = S_IFSOCK; break;
-		case 'b': t = S_IFBLK; break;
-		case 'c': t = S_IFCHR; break;
-		default: return -1;
-		}
-		*mask |= 1u << (t >> 12);
-		if (s[1] == ',' && s[2])
-			s++;
-		else if (s[1])
-			return -1;
-	}
-	return *mask ? 0 : -1;
-}
-
-static int parse_user(const char *s, int group, uint32_t *out)
-{
-	uint64_t v;
-	if (cli_parse_u64(s, &v) == 0 && v <= UINT32_MAX) {
-		*out = (uint32_t)v;
-		return 0;
-	}
-	if (group) {
-		struct group *g = getgrnam(s);
-		if (!g)
-			return -1;
-		*out = g->gr_gid;
-	} else {
-		struct passwd *p = getpwnam(s);
-		if (!p)
-			return -1;
-		*out = p->pw_uid;
-	}
-	return 0;
-}
-
-static int parse_perm(const char *s, struct nacre_find_req *q)
-{
-	q->perm_kind = NACRE_FIND_PERM_EXACT;
-	if (*s == '-')
-		q->perm_kind = NACRE_FIND_PERM_ALL, s++;
-	else if (*s == '/')
-		q->perm_kind = NACRE_FIND_PERM_ANY, s++;
-	char *end;
-	if (!*s)
-		return -1;
-	errno = 0;
-	unsigned long v = strtoul(s, &end, 8);
-	if (errno || *end || v > 07777)
-		return -1;
-	q->perm = (uint32_t)v;
-	return 0;
-}
-
-/* The next comma-separated item of *s (cut in place), or NULL at the end; empty items are
- * skipped. */
-static char *next_item(char **s)
-{
-	while (**s == ',')
-		(*s)++;
-	if (!**s)
-		return NULL;
-	char *t = *s, *c = strchr(t, ',');
-	if (c) {
-		*c = 0;
-		*s = c + 1;
-	} else {
-		*s += strlen(t);
-	}
-	return t;
-}
-
-/* "1,3,fsname-OST0004,5-6" (tag "-OST") into idx (at most max; *n of them) */
-static int parse_targets(char *s, const char *tag, uint32_t *idx, uint32_t max, uint32_t *n)
-{
-	size_t tl = strlen(tag);
-	for (char *t = next_item(&s); t; t = next_item(&s)) {
-		char *ost = strstr(t, tag);
-		uint64_t a, b;
-		if (ost) {
-			char *end;
-			errno = 0;
-			unsigned long v = strtoul(ost + tl, &end, 16);
-			if (errno || end == ost + tl || (*end && strcmp(end, "_UUID") != 0))
-				return -1;
-			a = b = v;
-		} else {
-			char *dash = strchr(t, '-');
-			if (dash)
-				*dash = 0;
-			if (cli_parse_u64(t, &a) || (dash ? cli_parse_u64(dash + 1, &b) : (b = a, 0)) || b < a)
-				return -1;
-		}
-		for (uint64_t i = a; i <= b; i++) {
-			if (*n >= max || i > UINT32_MAX)
-				return -1;
-			idx[(*n)++] = (uint32_t)i;
-		}
-	}
-	return *n ? 0 : -1;
-}
-
 /* --mdt-index LIST: nacre's one MDT is index 0, so the test holds for every entry or none */
 static int parse_mdt_index(char *s, struct opts *op, int neg)
 {
 	uint32_t idx[NACRE_FIND_OSTS_MAX], n = 0;
-	if (parse_targets(s, "-MDT", idx, NACRE_FIND_OSTS_MAX, &n))
+	if (find_parse_targets(s, "-MDT", idx, NACRE_FIND_OSTS_MAX, &n))
 		return -1;
 	int has0 = 0;
 	for (uint32_t i = 0; i < n; i++)
@@ -294,49 +154,6 @@ static int parse_mdt_index(char *s, struct opts *op, int neg)
 	if (has0 == neg)
 		op->none = 1;
 	return 0;
-}
-
-/* -newerXY's reference: Y's time of the file v, or for t the date v (local time:
- * YYYY-MM-DD[ HH:MM[:SS]], with T for the space too, or @SECONDS) */
-static int newer_reference(char y, const char *v, struct nacre_time *t)
-{
-	if (y != 't') {
-		struct stat st;
-		if (lstat(v, &st) < 0) {
-			cli_err("find: cannot stat '%s' for -newer: %s", v, strerror(errno));
-			return -1;
-		}
-		const struct timespec *ts = y == 'a' ? &st.st_atim : y == 'c' ? &st.st_ctim
-									      : &st.st_mtim;
-		t->sec = ts->tv_sec;
-		t->nsec = (uint32_t)ts->tv_nsec;
-		return 0;
-	}
-	uint64_t secs;
-	if (v[0] == '@' && cli_parse_u64(v + 1, &secs) == 0 && secs <= INT64_MAX) {
-		t->sec = (int64_t)secs;
-		t->nsec = 0;
-		return 0;
-	}
-	static const char *const formats[] = {"%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S",
-					       "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d"};
-	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
-		struct tm tm;
-		memset(&tm, 0, sizeof(tm));
-		const char *end = strptime(v, formats[i], &tm);
-		if (end && !*end) {
-			tm.tm_isdst = -1;
-			time_t when = mktime(&tm);
-			if (when == (time_t)-1)
-				break;
-			t->sec = when;
-			t->nsec = 0;
-			return 0;
-		}
-	}
-	cli_err("find: invalid date '%s': give YYYY-MM-DD[ HH:MM[:SS]] (local time) or "
-		"@SECONDS", v);
-	return -1;
 }
 
 /* One -newerXY test (name the option as typed, without its dashes); neg from a '!' */
@@ -356,48 +173,10 @@ static int add_newer_xy(struct nacre_find_req *q, const char *name, const char *
 		   : x == 'c' ? NACRE_FIND_TIME_CTIME
 			      : NACRE_FIND_TIME_MTIME;
 	n->neg = (uint8_t)neg;
-	if (newer_reference(y, v, &n->t) < 0)
+	if (find_parse_reference(y, v, &n->t) < 0)
 		return -1;
 	q->nnewer++;
 	return 0;
-}
-
-static int parse_layout(char *s, uint32_t *mask)
-{
-	*mask = 0;
-	for (char *t = next_item(&s); t; t = next_item(&s)) {
-		if (strcmp(t, "raid0") == 0)
-			*mask |= NACRE_FIND_LAYOUT_RAID0;
-		else if (strcmp(t, "released") == 0)
-			*mask |= NACRE_FIND_LAYOUT_RELEASED;
-		else if (strcmp(t, "mdt") == 0 || strcmp(t, "dom") == 0)
-			*mask |= NACRE_FIND_LAYOUT_MDT;
-		else
-			return -1;
-	}
-	return *mask ? 0 : -1;
-}
-
-static int parse_hsm(char *s, uint32_t *mask)
-{
-	static const struct {
-		const char *n;
-		uint32_t bit;
-	} st[] = {{"exists", NACRE_HS_EXISTS},	   {"dirty", NACRE_HS_DIRTY},
-		  {"released", NACRE_HS_RELEASED}, {"archived", NACRE_HS_ARCHIVED},
-		  {"norelease", NACRE_HS_NORELEASE}, {"noarchive", NACRE_HS_NOARCHIVE},
-		  {"lost", NACRE_HS_LOST}};
-	*mask = 0;
-	for (char *t = next_item(&s); t; t = next_item(&s)) {
-		size_t i;
-		for (i = 0; i < sizeof(st) / sizeof(st[0]); i++)
-			if (strcmp(t, st[i].n) == 0)
-				break;
-		if (i == sizeof(st) / sizeof(st[0]))
-			return -1;
-		*mask |= st[i].bit;
-	}
-	return *mask ? 0 : -1;
 }
 
 static int bad_value(const struct opt *o, const char *v, const char *what)
@@ -407,9 +186,8 @@ static int bad_value(const struct opt *o, const char *v, const char *what)
 }
 
 /* Sets the predicate of option o from its value v. */
-static int set_pred(struct opts *op, const struct opt *o, const char *v)
+static int set_pred(struct nacre_find_req *q, const struct opt *o, const char *v)
 {
-	struct nacre_find_req *q = &op->q;
 	char tmp[4096] = "";
 	if (v && str_copy(tmp, v, sizeof(tmp)) >= sizeof(tmp))
 		return bad_value(o, v, "too long");
@@ -422,7 +200,7 @@ static int set_pred(struct opts *op, const struct opt *o, const char *v)
 		q->name_icase = strcmp(n, "iname") == 0;
 		return 0;
 	case NACRE_FINDP_TYPE:
-		return parse_type(v, &q->types) ? bad_value(o, v, "give letters of f d l p s b c") : 0;
+		return find_parse_type(v, &q->types) ? bad_value(o, v, "give letters of f d l p s b c") : 0;
 	case NACRE_FINDP_SIZE:
 		return find_parse_size(v, &q->size)
 			       ? bad_value(o, v, "[+-]N with a unit of c b k M G T P E (bytes without)")
@@ -450,11 +228,11 @@ static int set_pred(struct opts *op, const struct opt *o, const char *v)
 		return 0;
 	}
 	case NACRE_FINDP_UID:
-		return parse_user(v, 0, &q->uid) ? bad_value(o, v, "no such user") : 0;
+		return find_parse_user(v, 0, &q->uid) ? bad_value(o, v, "no such user") : 0;
 	case NACRE_FINDP_GID:
-		return parse_user(v, 1, &q->gid) ? bad_value(o, v, "no such group") : 0;
+		return find_parse_user(v, 1, &q->gid) ? bad_value(o, v, "no such group") : 0;
 	case NACRE_FINDP_PERM:
-		return parse_perm(v, q) ? bad_value(o, v, "an octal MODE, -MODE or /MODE") : 0;
+		return find_parse_perm(v, q) ? bad_value(o, v, "an octal MODE, -MODE or /MODE") : 0;
 	case NACRE_FINDP_MAXDEPTH:
 	case NACRE_FINDP_MINDEPTH: {
 		uint64_t d;
@@ -468,29 +246,29 @@ static int set_pred(struct opts *op, const struct opt *o, const char *v)
 	}
 	case NACRE_FINDP_STRIPE_COUNT: {
 		static const uint64_t one[] = {1};
-		return parse_cmp(v, NULL, one, 1, &q->stripe_count) ? bad_value(o, v, "[+-]N")
+		return find_parse_cmp(v, NULL, one, 1, &q->stripe_count) ? bad_value(o, v, "[+-]N")
 								     : 0;
 	}
 	case NACRE_FINDP_STRIPE_SIZE: {
 		static const uint64_t m[] = {1ull << 10, 1ull << 10, 1ull << 20, 1ull << 30};
-		return parse_cmp(v, "kKMG", m, 1, &q->stripe_size)
+		return find_parse_cmp(v, "kKMG", m, 1, &q->stripe_size)
 			       ? bad_value(o, v, "[+-]N with a unit of k M G")
 			       : 0;
 	}
 	case NACRE_FINDP_OST:
-		return parse_targets(tmp, "-OST", q->osts, NACRE_FIND_OSTS_MAX, &q->nosts)
+		return find_parse_targets(tmp, "-OST", q->osts, NACRE_FIND_OSTS_MAX, &q->nosts)
 			       ? bad_value(o, v, "OST indices or names, comma-separated")
 			       : 0;
 	case NACRE_FINDP_LINKS: {
 		static const uint64_t one[] = {1};
-		return parse_cmp(v, NULL, one, 1, &q->links) ? bad_value(o, v, "[+-]N") : 0;
+		return find_parse_cmp(v, NULL, one, 1, &q->links) ? bad_value(o, v, "[+-]N") : 0;
 	}
 	case NACRE_FINDP_BLOCKS: {
 		/* the space used: KiB without a suffix, b 512-byte blocks */
 		static const uint64_t m[] = {512,	  1ull << 10, 1ull << 10, 1ull << 20,
 					     1ull << 30, 1ull << 40, 1ull << 50, 1ull << 60};
 		q->blocks.up = 1;
-		return parse_cmp(v, "bkKMGTPE", m, 1024, &q->blocks)
+		return find_parse_cmp(v, "bkKMGTPE", m, 1024, &q->blocks)
 			       ? bad_value(o, v, "[+-]N with a unit of b k M G T P E (KiB without)")
 			       : 0;
 	}
@@ -507,10 +285,10 @@ static int set_pred(struct opts *op, const struct opt *o, const char *v)
 		str_copy(q->pool, v, sizeof(q->pool));
 		return 0;
 	case NACRE_FINDP_LAYOUT:
-		return parse_layout(tmp, &q->layouts) ? bad_value(o, v, "raid0, released or mdt")
+		return find_parse_layout(tmp, &q->layouts) ? bad_value(o, v, "raid0, released or mdt")
 						      : 0;
 	case NACRE_FINDP_HSM:
-		return parse_hsm(tmp, &q->hsm)
+		return find_parse_hsm(tmp, &q->hsm)
 			       ? bad_value(o, v, "exists, archived, released, dirty, lost, "
 						 "noarchive, norelease (comma-separated)")
 			       : 0;
@@ -520,6 +298,22 @@ static int set_pred(struct opts *op, const struct opt *o, const char *v)
 							: 0;
 	}
 	}
+	return 0;
+}
+
+/* Test t into q: its predicate, value and negation (a -newerXY's own). */
+static int apply_test(struct nacre_find_req *q, const struct find_test *t)
+{
+	const struct opt *o = t->o;
+	if (o->pred == NACRE_FINDP_NEWER_XY) {
+		if (add_newer_xy(q, t->arg + (t->arg[1] == '-' ? 2 : 1), t->v, t->neg) < 0)
+			return -1;
+	} else if (set_pred(q, o, t->v) < 0) {
+		return -1;
+	}
+	q->preds |= o->pred;
+	if (t->neg && o->pred != NACRE_FINDP_NEWER_XY)
+		q->neg |= o->pred;
 	return 0;
 }
 
@@ -542,105 +336,317 @@ static int here_or_none(struct opts *op, const struct opt *o, const char *a, con
 		if (str_copy(tmp, v, sizeof(tmp)) >= sizeof(tmp) || parse_mdt_index(tmp, op, neg))
 			return bad_value(o, v, "MDT indices or names, comma-separated");
 		return 0;
-	case OPT_LAZY:
-		return 0; /* sizes come from the MDS whether lazy or not: nothing to skip */
 	default:
 		cli_err("find: '%s': nacre keeps no birth time; test --ctime or --mtime", a);
 		return -1;
 	}
 }
 
+/* The expression after the paths, as find parses it: OR of ANDs of unary terms, '!' and
+ * parentheses, -a implied. Tests become leaves (a test: its option, value and '!'); the
+ * rest (actions, depth, --lazy, -path, --mdt-index) are options of the whole command. */
+struct parser {
+	struct opts *op;
+	int argc, i;
+	char **argv;
+	int paren;   /* depth of parentheses */
+	int top_or;  /* an -o outside parentheses */
+	int outputs; /* actions given */
+	int here_tests; /* -path, --mdt-index */
+};
+
+static const char *peek(const struct parser *p)
+{
+	return p->i < p->argc ? p->argv[p->i] : NULL;
+}
+
+static int is_tok(const char *a, const char *x, const char *y, const char *z)
+{
+	return a && (!strcmp(a, x) || (y && !strcmp(a, y)) || (z && !strcmp(a, z)));
+}
+
+static int is_not(const char *a)
+{
+	return is_tok(a, "!", "-not", "--not");
+}
+
+static int is_or(const char *a)
+{
+	return is_tok(a, "-o", "-or", "--or");
+}
+
+static int is_and(const char *a)
+{
+	return is_tok(a, "-a", "-and", "--and");
+}
+
+/* An action: the output of the whole command. */
+static int set_action(struct parser *p, const struct opt *o, const char *v)
+{
+	struct opts *op = p->op;
+	if (p->paren) {
+		cli_err("find: put the action '%s' after the tests, not inside parentheses",
+			o->name);
+		return -1;
+	}
+	p->outputs++;
+	if (strcmp(o->name, "print") == 0)
+		op->out = FIND_OUT_PRINT;
+	else if (strcmp(o->name, "print0") == 0)
+		op->out = FIND_OUT_PRINT0;
+	else if (strcmp(o->name, "ls") == 0)
+		op->out = FIND_OUT_LS;
+	else {
+		char err[160];
+		if (cli_find_check_format(v, err, sizeof(err)) < 0) {
+			cli_err("find: bad --printf format '%s': %s", v, err);
+			return -1;
+		}
+		op->out = FIND_OUT_PRINTF;
+		op->fmt = v;
+	}
+	return 0;
+}
+
+/* Appends op to the program (a leaf's index, or FIND_OP_*). */
+static int emit_op(struct parser *p, uint8_t code)
+{
+	struct find_expr *e = &p->op->expr;
+	if (e->nops == NACRE_FIND_OPS_MAX) {
+		cli_err("find: the expression is too long (at most %u tests and operators)",
+			NACRE_FIND_OPS_MAX);
+		return -1;
+	}
+	e->ops[e->nops++] = code;
+	return 0;
+}
+
+/* A leaf for the test o with the value v, as typed a, negated when neg. */
+static int emit_test(struct parser *p, const struct opt *o, const char *a, const char *v,
+		     int neg)
+{
+	struct find_expr *e = &p->op->expr;
+	if (e->ntests == FIND_TESTS_MAX) {
+		cli_err("find: at most %u tests", FIND_TESTS_MAX);
+		return -1;
+	}
+	e->tests[e->ntests] = (struct find_test){.o = o, .arg = a, .v = v, .neg = neg};
+	return emit_op(p, (uint8_t)e->ntests++);
+}
+
+static int parse_or(struct parser *p);
+
+/* A term, negated when neg: 1 if it left a value in the program, 0 if it was an option of
+ * the whole command or a starting point (always true), -1 on error. */
+static int parse_unary(struct parser *p, int neg)
+{
+	const char *a = peek(p);
+	if (!a) {
+		cli_err("find: the expression ends where a test was expected");
+		return -1;
+	}
+	p->i++;
+	if (is_not(a))
+		return parse_unary(p, !neg);
+	if (!strcmp(a, "(")) {
+		p->paren++;
+		int r = parse_or(p);
+		if (r < 0)
+			return -1;
+		if (!is_tok(peek(p), ")", NULL, NULL)) {
+			cli_err("find: a '(' without its ')'");
+			return -1;
+		}
+		p->i++;
+		p->paren--;
+		if (neg && r == 0) {
+			cli_err("find: '!' before parentheses without a test");
+			return -1;
+		}
+		return neg ? (emit_op(p, NACRE_FIND_OP_NOT) < 0 ? -1 : 1) : r;
+	}
+	if (!strcmp(a, ")")) {
+		cli_err("find: a ')' without its '(' (or an empty pair)");
+		return -1;
+	}
+	if (a[0] != '-' && !neg) { /* lfs takes starting points after the options too */
+		if (p->op->npaths == 64) {
+			cli_err("find: at most 64 starting points");
+			return -1;
+		}
+		p->op->paths[p->op->npaths++] = a;
+		return 0;
+	}
+	const struct opt *o = lookup(a);
+	if (!o) {
+		cli_err("find: unknown option '%s' (see nacre find --help)", a);
+		return -1;
+	}
+	if (o->arg && p->i >= p->argc) {
+		cli_err("find: option '%s' needs a value", a);
+		return -1;
+	}
+	const char *v = o->arg ? p->argv[p->i++] : NULL;
+	int whole = o->pred == O_NONE || o->pred == NACRE_FINDP_MAXDEPTH ||
+		    o->pred == NACRE_FINDP_MINDEPTH || o->pred == OPT_LAZY;
+	if (neg && whole) {
+		cli_err("find: '!' cannot negate '%s'", a);
+		return -1;
+	}
+	if (o->pred == O_NONE)
+		return set_action(p, o, v) < 0 ? -1 : 0;
+	if (o->pred == NACRE_FINDP_MAXDEPTH || o->pred == NACRE_FINDP_MINDEPTH) {
+		if (set_pred(&p->op->q, o, v) < 0)
+			return -1;
+		p->op->q.preds |= o->pred;
+		return 0;
+	}
+	if (o->pred == OPT_LAZY)
+		return 0; /* sizes come from the MDS whether lazy or not: nothing to skip */
+	if (o->pred >= OPT_PATH) { /* tested here, on what the MDS found */
+		p->here_tests++;
+		if (p->paren) {
+			cli_err("find: '%s' is tested here, not on the MDS: give it outside "
+				"parentheses and -o", a);
+			return -1;
+		}
+		return here_or_none(p->op, o, a, v, neg) < 0 ? -1 : 0;
+	}
+	return emit_test(p, o, a, v, neg) < 0 ? -1 : 1;
+}
+
+static int parse_and(struct parser *p)
+{
+	int have = parse_unary(p, 0);
+	if (have < 0)
+		return -1;
+	for (;;) {
+		const char *a = peek(p);
+		if (!a || is_or(a) || !strcmp(a, ")"))
+			return have;
+		if (is_and(a))
+			p->i++;
+		int r = parse_unary(p, 0);
+		if (r < 0)
+			return -1;
+		if (have == 1 && r == 1 && emit_op(p, NACRE_FIND_OP_AND) < 0)
+			return -1;
+		have = have == 1 || r == 1 ? 1 : have;
+	}
+}
+
+static int parse_or(struct parser *p)
+{
+	int have = parse_and(p);
+	if (have < 0)
+		return -1;
+	while (is_or(peek(p))) {
+		if (!p->paren)
+			p->top_or = 1;
+		p->i++;
+		int r = parse_and(p);
+		if (r < 0)
+			return -1;
+		if (r != 1 || have != 1) {
+			/* an option of the whole command is true: so would be the -o */
+			if (p->here_tests)
+				cli_err("find: -path and --mdt-index are tested here, not on the "
+					"MDS: they cannot be alternatives of -o");
+			else
+				cli_err("find: '-o' needs a test on each side");
+			return -1;
+		}
+		if (emit_op(p, NACRE_FIND_OP_OR) < 0)
+			return -1;
+	}
+	return have;
+}
+
+/* Every test into one request when the program is a plain AND of tests of different kinds
+ * (as an MDS before expressions understands); 0, or 1 when it is not that. */
+static int fold_conjunction(struct opts *op)
+{
+	struct find_expr *e = &op->expr;
+	uint32_t seen = 0, newer = 0;
+	for (uint32_t i = 0; i < e->nops; i++)
+		if (e->ops[i] == NACRE_FIND_OP_OR || e->ops[i] == NACRE_FIND_OP_NOT)
+			return 1;
+	for (uint32_t i = 0; i < e->ntests; i++) {
+		uint32_t b = e->tests[i].o->pred;
+		if (b == NACRE_FINDP_NEWER_XY)
+			newer++;
+		else if (seen & b)
+			return 1;
+		seen |= b;
+	}
+	if (newer > NACRE_FIND_NEWER_MAX)
+		return 1;
+	for (uint32_t i = 0; i < e->ntests; i++)
+		if (apply_test(&op->q, &e->tests[i]) < 0)
+			return -1;
+	return 0;
+}
+
+/* The program and one leaf per test. */
+static int make_leaves(struct opts *op)
+{
+	struct find_expr *e = &op->expr;
+	if (e->ntests > NACRE_FIND_LEAVES_MAX) {
+		cli_err("find: at most %u tests with -o, '!' before '(', or a test given twice",
+			NACRE_FIND_LEAVES_MAX);
+		return -1;
+	}
+	for (uint32_t i = 0; i < e->ntests; i++) {
+		e->leaves[i].version = NACRE_FIND_VERSION;
+		if (apply_test(&e->leaves[i], &e->tests[i]) < 0)
+			return -1;
+	}
+	op->q.nleaves = e->ntests;
+	op->q.leaves = e->leaves;
+	op->q.nops = e->nops;
+	memcpy(op->q.ops, e->ops, e->nops);
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct opts *op)
 {
-	int i = 1, neg = 0, outputs = 0;
-	for (; i < argc && argv[i][0] != '-' && strcmp(argv[i], "!") != 0; i++) {
+	struct parser p = {.op = op, .argc = argc, .argv = argv, .i = 1};
+	for (; p.i < argc && argv[p.i][0] != '-' && !is_not(argv[p.i]) &&
+	       strcmp(argv[p.i], "(") != 0;
+	     p.i++) {
 		if (op->npaths == (int)(sizeof(op->paths) / sizeof(op->paths[0]))) {
 			cli_err("find: at most 64 starting points");
 			return -1;
 		}
-		op->paths[op->npaths++] = argv[i];
+		op->paths[op->npaths++] = argv[p.i];
 	}
-	for (; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "!") == 0 || strcmp(a, "--not") == 0 || strcmp(a, "-not") == 0) {
-			neg = 1;
-			continue;
-		}
-		const struct opt *o = lookup(a);
-		if (!o) {
-			if (a[0] != '-' && op->npaths < 64) {
-				op->paths[op->npaths++] = a; /* lfs takes paths after options too */
-				continue;
-			}
-			cli_err("find: unknown option '%s' (see nacre find --help)", a);
+	if (p.i < p.argc) {
+		int r = parse_or(&p);
+		if (r < 0)
+			return -1;
+		if (p.i < p.argc) {
+			cli_err("find: a ')' without its '('");
 			return -1;
 		}
-		if (o->arg && i + 1 >= argc) {
-			cli_err("find: option '%s' needs a value", a);
-			return -1;
-		}
-		const char *v = o->arg ? argv[++i] : NULL;
-		if (o->pred == O_NONE) {
-			if (neg) {
-				cli_err("find: '!' cannot negate the action '%s'", a);
-				return -1;
-			}
-			outputs++;
-			if (strcmp(o->name, "print") == 0)
-				op->out = FIND_OUT_PRINT;
-			else if (strcmp(o->name, "print0") == 0)
-				op->out = FIND_OUT_PRINT0;
-			else if (strcmp(o->name, "ls") == 0)
-				op->out = FIND_OUT_LS;
-			else {
-				char err[160];
-				if (cli_find_check_format(v, err, sizeof(err)) < 0) {
-					cli_err("find: bad --printf format '%s': %s", v, err);
-					return -1;
-				}
-				op->out = FIND_OUT_PRINTF;
-				op->fmt = v;
-			}
-			continue;
-		}
-		if (neg && (o->pred == NACRE_FINDP_MAXDEPTH || o->pred == NACRE_FINDP_MINDEPTH ||
-			    o->pred == OPT_LAZY)) {
-			cli_err("find: '!' cannot negate '%s'", a);
-			return -1;
-		}
-		if (o->pred >= OPT_PATH) {
-			if (here_or_none(op, o, a, v, neg) < 0)
-				return -1;
-			neg = 0;
-			continue;
-		}
-		if (o->pred == NACRE_FINDP_NEWER_XY) {
-			if (add_newer_xy(&op->q, a + (a[1] == '-' ? 2 : 1), v, neg) < 0)
-				return -1;
-			op->q.preds |= o->pred;
-			neg = 0;
-			continue;
-		}
-		if (op->q.preds & o->pred) {
-			cli_err("find: '%s' given twice (or with an option testing the same thing)",
-				a);
-			return -1;
-		}
-		if (set_pred(op, o, v) < 0)
-			return -1;
-		op->q.preds |= o->pred;
-		if (neg)
-			op->q.neg |= o->pred;
-		neg = 0;
 	}
-	if (neg) {
-		cli_err("find: '!' at the end negates nothing");
-		return -1;
-	}
-	if (outputs > 1) {
+	if (p.outputs > 1) {
 		cli_err("find: give one of --print, --print0, -ls, --printf");
 		return -1;
 	}
+	if (p.here_tests && p.top_or) {
+		cli_err("find: -path and --mdt-index are tested here, not on the MDS: they "
+			"cannot be alternatives of -o");
+		return -1;
+	}
+	if (p.outputs && p.top_or) {
+		/* find would bind the action to the last alternative only */
+		cli_err("find: with -o, put the tests in parentheses before the action: "
+			"\\( A -o B \\) -print");
+		return -1;
+	}
+	int fold = fold_conjunction(op);
+	if (fold < 0 || (fold && make_leaves(op) < 0))
+		return -1;
 	if (op->npaths == 0) {
 		cli_err("find: no directory given");
 		cli_usage(stderr, "find");

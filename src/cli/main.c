@@ -78,9 +78,11 @@ static const struct cli_cmd commands[] = {
 	 "quotas (nacre setquota -p) count what carries the id; df in a directory with\n"
 	 "the inherit flag shows its project's limit as the size.\n"},
 	{"find", cli_find, "find files by name, type, size, times, owner, striping, HSM state",
-	 "usage: nacre find PATH... [[!] OPTION VALUE]... [ACTION]\n"
+	 "usage: nacre find PATH... [EXPRESSION] [ACTION]\n"
 	 "Runs on the MDS as one scan of the tree (pages through the mount), not a walk.\n"
-	 "Tests (each may be negated by a preceding '!'; all must hold):\n"
+	 "EXPRESSION: tests, all of which must hold, or combined as find does: ! T (or -not),\n"
+	 "T1 -o T2 (or -or), T1 -a T2 (or -and, or nothing), \\( ... \\); -a binds tighter\n"
+	 "than -o; with -o, up to 16 tests and the action after the parentheses. Tests:\n"
 	 "  --name|-n|-name GLOB, --iname GLOB   base name matches (fnmatch)\n"
 	 "  --type|-t|-type f,d,l,p,s,b,c        file type (one letter or a comma list)\n"
 	 "  --size|-s|-size [+-]N[cbkMGTPE]      size, rounded up to the unit (bytes without)\n"
@@ -94,7 +96,8 @@ static const struct cli_cmd commands[] = {
 	 "  --links [+-]N                        hard links\n"
 	 "  --blocks|-b [+-]N[bkMGTPE]           space used (KiB without a unit, b: 512 bytes)\n"
 	 "  --projid N                           project id (nacre project)\n"
-	 "  -path GLOB, -ipath GLOB              the path as printed matches ('/' not special)\n"
+	 "  -path GLOB, -ipath GLOB              the path as printed matches ('/' not special;\n"
+	 "                                       tested here: not inside ( ) or with -o)\n"
 	 "  --mdt-index|-m LIST                  on one of these MDTs (nacre has one: 0)\n"
 	 "  --lazy|-l                            accepted: sizes are the MDS's either way\n"
 	 "  --uid|-u N, --user|-U NAME, --gid|-g N, --group|-G NAME   owner and group\n"

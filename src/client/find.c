@@ -54,6 +54,11 @@ _Static_assert(SAME(NACRE_FIND_TIME_ATIME, WIRE_FIND_TIME_ATIME) &&
 		       SAME(NACRE_FIND_TIME_MTIME, WIRE_FIND_TIME_MTIME) &&
 		       SAME(NACRE_FIND_TIME_CTIME, WIRE_FIND_TIME_CTIME),
 	       "find -newerXY times");
+_Static_assert(SAME(NACRE_FIND_OP_AND, WIRE_FIND_OP_AND) && SAME(NACRE_FIND_OP_OR, WIRE_FIND_OP_OR) &&
+		       SAME(NACRE_FIND_OP_NOT, WIRE_FIND_OP_NOT) &&
+		       NACRE_FIND_LEAVES_MAX == WIRE_FIND_LEAVES_MAX &&
+		       NACRE_FIND_OPS_MAX == WIRE_FIND_OPS_MAX,
+	       "find expressions");
 _Static_assert(NACRE_FIND_NEWER_MAX == WIRE_FIND_NEWER_MAX &&
 		       NACRE_FIND_GLOB_MAX == WIRE_FIND_GLOB_MAX &&
 		       NACRE_FIND_OSTS_MAX == WIRE_FIND_OSTS_MAX &&
@@ -79,32 +84,16 @@ static void cursor_to_wire(struct wire_find_cursor *w, const struct nacre_find_c
 	w->path[sizeof(w->path) - 1] = 0;
 }
 
-/* req as a find_req (cred and FID left zero, max_bytes 0 as the most), field by field so
- * that the public type and the wire may part. */
-static int req_to_wire(struct wire_find_req *w, const struct nacre_find_req *req)
+/* The predicates of req (preds, neg and their values) into q. */
+static int preds_to_wire(struct wire_find_query *q, const struct nacre_find_req *req,
+			 uint32_t version)
 {
-	struct wire_find_query *q = &w->q;
-
-	if (req->version < 1 || req->version > NACRE_FIND_VERSION ||
-	    req->nosts > NACRE_FIND_OSTS_MAX)
-		return -EINVAL;
 	/* a version-1 caller's struct ends at fid: the later fields are not read */
-	uint32_t known = req->version == 1 ? NACRE_FINDP_MAXDEPTH * 2 - 1 : WIRE_FINDP_ALL_;
-	if ((req->preds | req->neg) & ~known)
+	uint32_t known = version == 1 ? NACRE_FINDP_MAXDEPTH * 2 - 1 : WIRE_FINDP_ALL_;
+	if ((req->preds | req->neg) & ~known || req->nosts > NACRE_FIND_OSTS_MAX)
 		return -EINVAL;
-	memset(w, 0, sizeof(*w));
-	w->max_bytes = req->max_bytes && req->max_bytes < WIRE_FIND_MAX_BYTES
-			       ? req->max_bytes
-			       : WIRE_FIND_MAX_BYTES;
-	cursor_to_wire(&w->cur, &req->cursor);
 	q->preds = req->preds;
 	q->neg = req->neg;
-	q->now = req->now;
-	memcpy(q->start_name, req->start_name, sizeof(q->start_name));
-	q->start_name[sizeof(q->start_name) - 1] = 0;
-	q->start_entry = req->start_entry;
-	q->mindepth = req->mindepth;
-	q->maxdepth = req->maxdepth;
 	memcpy(q->name, req->name, sizeof(q->name));
 	q->name[sizeof(q->name) - 1] = 0;
 	q->name_icase = req->name_icase;
@@ -127,7 +116,7 @@ static int req_to_wire(struct wire_find_req *w, const struct nacre_find_req *req
 	q->layouts = req->layouts;
 	q->hsm = req->hsm;
 	q->fid = req->fid;
-	if (req->version < 2)
+	if (version < 2)
 		return 0;
 	if (req->nnewer > NACRE_FIND_NEWER_MAX)
 		return -EINVAL;
@@ -140,6 +129,44 @@ static int req_to_wire(struct wire_find_req *w, const struct nacre_find_req *req
 		q->newer_xy[i].neg = req->newer_xy[i].neg;
 		q->newer_xy[i].t = req->newer_xy[i].t;
 	}
+	return 0;
+}
+
+/* req as a find_req (cred and FID left zero, max_bytes 0 as the most), field by field so
+ * that the public type and the wire may part. */
+static int req_to_wire(struct wire_find_req *w, const struct nacre_find_req *req)
+{
+	struct wire_find_query *q = &w->q;
+
+	if (req->version < 1 || req->version > NACRE_FIND_VERSION)
+		return -EINVAL;
+	memset(w, 0, sizeof(*w));
+	w->max_bytes = req->max_bytes && req->max_bytes < WIRE_FIND_MAX_BYTES
+			       ? req->max_bytes
+			       : WIRE_FIND_MAX_BYTES;
+	cursor_to_wire(&w->cur, &req->cursor);
+	q->now = req->now;
+	memcpy(q->start_name, req->start_name, sizeof(q->start_name));
+	q->start_name[sizeof(q->start_name) - 1] = 0;
+	q->start_entry = req->start_entry;
+	q->mindepth = req->mindepth;
+	q->maxdepth = req->maxdepth;
+	int rc = preds_to_wire(q, req, req->version);
+	if (rc || req->version < 2 || !req->nleaves)
+		return rc;
+	/* the expression: its leaves' ages count from the request's now */
+	if (req->nleaves > NACRE_FIND_LEAVES_MAX || !req->leaves || !req->nops ||
+	    req->nops > NACRE_FIND_OPS_MAX)
+		return -EINVAL;
+	w->nleaves = req->nleaves;
+	for (uint32_t i = 0; i < req->nleaves; i++) {
+		w->leaves[i].now = req->now;
+		rc = preds_to_wire(&w->leaves[i], &req->leaves[i], req->version);
+		if (rc)
+			return rc;
+	}
+	w->nops = req->nops;
+	memcpy(w->ops, req->ops, req->nops);
 	return 0;
 }
 

@@ -175,9 +175,44 @@ int mds_find_match(const struct wire_find_query *q, const struct nacre_attr *a,
 	return 1;
 }
 
+/* The program of find_expr over the leaves (the decoder checked it is well formed). */
+static int expr_match(const struct wire_find_req *r, const struct nacre_attr *a,
+		      const struct mds_find_more *more, int has_layout,
+		      const struct nacre_layout *l, const char *name)
+{
+	uint8_t stack[WIRE_FIND_OPS_MAX];
+	uint32_t sp = 0;
+
+	for (uint32_t i = 0; i < r->nops && i < WIRE_FIND_OPS_MAX; i++) {
+		uint8_t op = r->ops[i];
+		if (op < WIRE_FIND_OP_AND && op < r->nleaves)
+			stack[sp++] =
+				(uint8_t)mds_find_match(&r->leaves[op], a, more, has_layout, l, name, 0);
+		else if (op == WIRE_FIND_OP_NOT && sp >= 1)
+			stack[sp - 1] = !stack[sp - 1];
+		else if (op == WIRE_FIND_OP_AND && sp >= 2)
+			sp--, stack[sp - 1] = stack[sp - 1] && stack[sp];
+		else if (op == WIRE_FIND_OP_OR && sp >= 2)
+			sp--, stack[sp - 1] = stack[sp - 1] || stack[sp];
+		else
+			return 0;
+	}
+	return sp == 1 && stack[0];
+}
+
+int mds_find_match_req(const struct wire_find_req *r, const struct nacre_attr *a,
+		       const struct mds_find_more *more, int has_layout,
+		       const struct nacre_layout *l, const char *name, uint32_t depth)
+{
+	if (!mds_find_match(&r->q, a, more, has_layout, l, name, depth))
+		return 0;
+	return !r->nleaves || expr_match(r, a, more, has_layout, l, name);
+}
+
 struct scan {
 	struct mds_txn *txn;
 	const struct nacre_cred *cr;
+	const struct wire_find_req *r;
 	const struct wire_find_query *q;
 	struct wire_cursor *ents; /* the page's entries */
 	size_t max, used;
@@ -286,8 +321,8 @@ static int visit(struct scan *s, const char *name, uint32_t depth, int resume,
 	s->plen += nl;
 	if (!resume) {
 		fill_ent(s, s->path, 0);
-		int match = mds_find_match(q, &s->ent.attr, &s->more, s->ent.has_layout,
-					   &s->ent.layout, name, depth);
+		int match = mds_find_match_req(s->r, &s->ent.attr, &s->more, s->ent.has_layout,
+					       &s->ent.layout, name, depth);
 		size_t err_sz = enter && denied ? WIRE_FIND_ENT_MIN + s->plen : 0;
 		rc = 0;
 		if (match)
@@ -414,6 +449,7 @@ int mds_find(struct mds *m, const struct wire_find_req *r, struct wire_cursor *o
 	wire_cursor_init_dyn(&ents, WIRE_BODY_MAX);
 	s->ents = &ents;
 	s->cr = &r->cred;
+	s->r = r;
 	s->q = &r->q;
 	s->max = r->max_bytes;
 	if (r->cur.state == WIRE_FIND_CUR_RESUME) {
@@ -446,8 +482,8 @@ int mds_find(struct mds *m, const struct wire_find_req *r, struct wire_cursor *o
 	if (r->cur.state == WIRE_FIND_CUR_BEGIN) {
 		/* the starting point itself, at depth 0, under the name the caller gave */
 		fill_ent(s, "", 0);
-		if (mds_find_match(s->q, &s->ent.attr, &s->more, s->ent.has_layout, &s->ent.layout,
-				   s->q->start_name, 0))
+		if (mds_find_match_req(r, &s->ent.attr, &s->more, s->ent.has_layout,
+				       &s->ent.layout, s->q->start_name, 0))
 			rc = emit(s, 0);
 		if (!rc && enter && denied) {
 			fill_ent(s, "", denied);

@@ -31,4 +31,9 @@ int mds_find_match(const struct wire_find_query *q, const struct nacre_attr *a,
 		   const struct mds_find_more *more, int has_layout,
 		   const struct nacre_layout *l, const char *name, uint32_t depth);
 
+/* The same for the whole request: its query and, when it has one, its find_expr. Pure. */
+int mds_find_match_req(const struct wire_find_req *r, const struct nacre_attr *a,
+		       const struct mds_find_more *more, int has_layout,
+		       const struct nacre_layout *l, const char *name, uint32_t depth);
+
 #endif

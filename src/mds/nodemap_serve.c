@@ -77,6 +77,16 @@ static int check_fileset(struct mds *m, const struct rpc_request *req,
 	return rc;
 }
 
+/* The owner and group a FIND query tests for are the client's ids too; an id whose owner
+ * the client would not see as that id matches nothing (-1 owns no file). */
+static void map_find_owner(const struct nodemap_ids *ids, struct wire_find_query *q)
+{
+	uint32_t u = nodemap_ids_map_uid(ids, q->uid);
+	uint32_t g = nodemap_ids_map_gid(ids, q->gid);
+	q->uid = nodemap_ids_unmap_uid(ids, u) == q->uid ? u : UINT32_MAX;
+	q->gid = nodemap_ids_unmap_gid(ids, g) == q->gid ? g : UINT32_MAX;
+}
+
 /* The body with the credentials (and a SETATTR's new owner) mapped, if anything changes. */
 static int map_body(struct nodemap_req *nr, const struct rpc_request *req)
 {
@@ -122,12 +132,9 @@ static int map_body(struct nodemap_req *nr, const struct rpc_request *req)
 			return 0;
 		}
 		f->cred = mapped;
-		/* an id whose owner the client would not see as that id matches nothing:
-		 * -1 owns no file */
-		uint32_t u = nodemap_ids_map_uid(&v->ids, f->q.uid);
-		uint32_t g = nodemap_ids_map_gid(&v->ids, f->q.gid);
-		f->q.uid = nodemap_ids_unmap_uid(&v->ids, u) == f->q.uid ? u : UINT32_MAX;
-		f->q.gid = nodemap_ids_unmap_gid(&v->ids, g) == f->q.gid ? g : UINT32_MAX;
+		map_find_owner(&v->ids, &f->q);
+		for (uint32_t i = 0; i < f->nleaves; i++)
+			map_find_owner(&v->ids, &f->leaves[i]);
 		wire_find_req_encode(&nr->body, f);
 		free(f);
 	} else {

@@ -1299,7 +1299,8 @@ void wire_key_entry_get(struct wire_cursor *c, struct wire_key_entry *e);
 
 /* ---- FIND (since version 1): a scan of the namespace under a directory, in pages ----
  * find_req: cred, fid (the start directory), u32 max_bytes (of entries in the reply, capped
- * at WIRE_FIND_MAX_BYTES, at least WIRE_FIND_ENT_MAX), find_query, find_cursor [, find_more].
+ * at WIRE_FIND_MAX_BYTES, at least WIRE_FIND_ENT_MAX), find_query, find_cursor [, find_more]
+ * [, find_expr].
  * find_query: u32 preds (WIRE_FINDP_* present), u32 neg (WIRE_FINDP_* negated), time now
  * (the client's clock: the time predicates' reference), str start_name (the starting
  * point's name as the caller typed it, for -name at depth 0), u8 start_entry (1: the
@@ -1319,6 +1320,13 @@ void wire_key_entry_get(struct wire_cursor *c, struct wire_key_entry *e);
  * WIRE_FINDP_NEWER_XY) + nnewer x {u8 which (WIRE_FIND_TIME_*), u8 neg, time t}: the entry's
  * time which is after t (not after, with neg). -empty has no value: a regular file of size
  * 0, or a directory without entries.
+ * find_expr (the rest of a find_req, when bytes are left after the cursor and find_more;
+ * an MDS before it refuses the bytes): find's -o, ! and parentheses. u8 nleaves
+ * (1..WIRE_FIND_LEAVES_MAX), each a find_query [+ its find_more] without depth bits (its
+ * start fields unused), then u8 nops (1..WIRE_FIND_OPS_MAX) and the ops, a postfix program:
+ * a leaf's index pushes whether it holds, AND and OR pop two and push one, NOT negates the
+ * top; it must end with one value. An entry matches when the find_query and the program
+ * both hold.
  * find_cursor: u8 state (WIRE_FIND_CUR_*), str path (relative to the start directory, the
  * entry to resume at: every component but the last is a directory the scan was inside).
  * find_rep: u32 count, u8 done, find_cursor (where the next page starts), then count
@@ -1364,6 +1372,11 @@ enum {
 };
 enum { WIRE_FIND_TIME_ATIME = 0, WIRE_FIND_TIME_MTIME = 1, WIRE_FIND_TIME_CTIME = 2 };
 #define WIRE_FIND_NEWER_MAX 4u
+/* find_expr: leaves and a postfix program over them (a byte below WIRE_FIND_OP_AND is a
+ * leaf's index) */
+#define WIRE_FIND_LEAVES_MAX 16u
+#define WIRE_FIND_OPS_MAX 64u
+enum { WIRE_FIND_OP_AND = 0x80, WIRE_FIND_OP_OR = 0x81, WIRE_FIND_OP_NOT = 0x82 };
 enum { WIRE_FIND_PERM_EXACT = 0, WIRE_FIND_PERM_ALL = 1, WIRE_FIND_PERM_ANY = 2 };
 enum {
 	WIRE_FIND_LAYOUT_RAID0 = 1u << 0,
@@ -1418,6 +1431,10 @@ struct wire_find_req {
 	uint32_t max_bytes;
 	struct wire_find_query q;
 	struct wire_find_cursor cur;
+	/* find_expr (0 leaves: none) */
+	uint32_t nleaves, nops;
+	uint8_t ops[WIRE_FIND_OPS_MAX];
+	struct wire_find_query leaves[WIRE_FIND_LEAVES_MAX];
 };
 struct wire_find_rep {
 	uint32_t count;

@@ -151,6 +151,71 @@ static void more_get(struct wire_cursor *c, struct wire_find_query *q)
 		wire_cursor_fail(c, -EPROTO);
 }
 
+/* find_expr: the leaves and the program over them */
+static void expr_put(struct wire_cursor *c, const struct wire_find_req *m)
+{
+	if (m->nleaves > WIRE_FIND_LEAVES_MAX || !m->nops || m->nops > WIRE_FIND_OPS_MAX) {
+		wire_cursor_fail(c, -EINVAL);
+		return;
+	}
+	wire_put_u8(c, (uint8_t)m->nleaves);
+	for (uint32_t i = 0; i < m->nleaves; i++) {
+		query_put(c, &m->leaves[i]);
+		if (m->leaves[i].preds & WIRE_FINDP_MORE_)
+			more_put(c, &m->leaves[i]);
+	}
+	wire_put_u8(c, (uint8_t)m->nops);
+	wire_put_bytes(c, m->ops, m->nops);
+}
+
+/* 0 if ops is a postfix program over nleaves leaves that leaves one value */
+static int program_ok(const uint8_t *ops, uint32_t nops, uint32_t nleaves)
+{
+	uint32_t depth = 0;
+	for (uint32_t i = 0; i < nops; i++) {
+		if (ops[i] < WIRE_FIND_OP_AND) {
+			if (ops[i] >= nleaves)
+				return -1;
+			depth++;
+		} else if (ops[i] == WIRE_FIND_OP_NOT) {
+			if (depth < 1)
+				return -1;
+		} else if (ops[i] == WIRE_FIND_OP_AND || ops[i] == WIRE_FIND_OP_OR) {
+			if (depth < 2)
+				return -1;
+			depth--;
+		} else {
+			return -1;
+		}
+	}
+	return depth == 1 ? 0 : -1;
+}
+
+static void expr_get(struct wire_cursor *c, struct wire_find_req *m)
+{
+	m->nleaves = wire_get_u8(c);
+	if (!m->nleaves || m->nleaves > WIRE_FIND_LEAVES_MAX) {
+		wire_cursor_fail(c, -EPROTO);
+		return;
+	}
+	for (uint32_t i = 0; i < m->nleaves && wire_cursor_ok(c); i++) {
+		struct wire_find_query *q = &m->leaves[i];
+		query_get(c, q);
+		if (q->preds & (WIRE_FINDP_MINDEPTH | WIRE_FINDP_MAXDEPTH))
+			wire_cursor_fail(c, -EPROTO); /* depth is the scan's, not a leaf's */
+		if (q->preds & WIRE_FINDP_MORE_)
+			more_get(c, q);
+	}
+	m->nops = wire_get_u8(c);
+	if (!m->nops || m->nops > WIRE_FIND_OPS_MAX) {
+		wire_cursor_fail(c, -EPROTO);
+		return;
+	}
+	wire_get_bytes(c, m->ops, m->nops);
+	if (wire_cursor_ok(c) && program_ok(m->ops, m->nops, m->nleaves))
+		wire_cursor_fail(c, -EPROTO);
+}
+
 static void cursor_put(struct wire_cursor *c, const struct wire_find_cursor *m)
 {
 	wire_put_u8(c, m->state);
@@ -167,7 +232,7 @@ static void cursor_get(struct wire_cursor *c, struct wire_find_cursor *m)
 }
 
 /* find_req (since version 1; find_more after the cursor when a WIRE_FINDP_MORE_ bit is
- * set): see wire.h. The decoder caps max_bytes. */
+ * set, then find_expr when there are leaves): see wire.h. The decoder caps max_bytes. */
 void wire_find_req_encode(struct wire_cursor *c, const struct wire_find_req *m)
 {
 	wire_cred_put(c, &m->cred);
@@ -177,6 +242,8 @@ void wire_find_req_encode(struct wire_cursor *c, const struct wire_find_req *m)
 	cursor_put(c, &m->cur);
 	if (m->q.preds & WIRE_FINDP_MORE_)
 		more_put(c, &m->q);
+	if (m->nleaves)
+		expr_put(c, m);
 }
 
 void wire_find_req_decode(struct wire_cursor *c, struct wire_find_req *m)
@@ -191,6 +258,8 @@ void wire_find_req_decode(struct wire_cursor *c, struct wire_find_req *m)
 	cursor_get(c, &m->cur);
 	if (m->q.preds & WIRE_FINDP_MORE_)
 		more_get(c, &m->q);
+	if (wire_cursor_ok(c) && wire_cursor_left(c) > 0)
+		expr_get(c, m);
 }
 
 /* find_rep (since version 1): u32 count, u8 done, cursor; the decoder checks that count of

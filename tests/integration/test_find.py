@@ -192,6 +192,40 @@ def test_newer_xy_matches_gnu_find(tree):
     same(tree, ["-newer", ref, "!", "-newermt", t2])
 
 
+EXPRESSIONS = [
+    ["-name", "*.txt", "-o", "-name", "*.dat"],
+    ["!", "(", "-name", "*.txt", "-o", "-name", "*.dat", ")"],
+    ["(", "-name", "alpha*", "-o", "-type", "d", ")", "-size", "-1"],
+    ["-type", "f", "-a", "(", "-user", "root", "-o", "-perm", "-4000", ")", "!", "-empty"],
+    ["-size", "+1k", "-size", "-5k"],
+    ["-name", "*x*", "-or", "-not", "-name", "*a*", "-and", "-type", "f"],
+    ["-maxdepth", "1", "(", "-type", "d", "-o", "-name", "x*", ")"],
+    ["(", "(", "-name", "*1*", "-o", "-name", "*2*", ")", "!", "(", "-type", "d", ")", ")",
+     "-o", "-empty"],
+    ["!", "!", "-name", "*x*", "-newermt", "@1", "!", "-newermt", "@1"],
+    ["-type", "l", "-o", "-type", "p", "-o", "-type", "s", "-o", "-links", "+1", "-type", "f"],
+]
+
+
+@pytest.mark.parametrize("expr", EXPRESSIONS, ids=[" ".join(e) for e in EXPRESSIONS])
+def test_expressions_match_gnu_find(tree, expr):
+    """-o, -a, !, parentheses and a test given twice: evaluated on the MDS as find would."""
+    got = same(tree, expr)
+    assert got or "-newermt" in expr, f"{expr} matched nothing: the tree does not exercise it"
+    same(tree, ["!", "(", *expr, ")"])
+
+
+def test_expression_with_action_and_a_file_start(tree):
+    same(tree, ["(", "-name", "a*", "-o", "-name", "B*", ")", "-print0"], sep="\0")
+    same(tree / "alpha0.txt", ["-name", "zz", "-o", "-size", "-1"])
+    r = nacre_find(tree, "-name", "alpha1*", "-o", "-name", "Beta_x1*", tree / "dir0")
+    assert r.returncode == 0
+    assert lines(r.stdout) == sorted(lines(gnu_find(tree, "-name", "alpha1*", "-o", "-name",
+                                                    "Beta_x1*").stdout) +
+                                     lines(gnu_find(tree / "dir0", "-name", "alpha1*", "-o",
+                                                    "-name", "Beta_x1*").stdout))
+
+
 def test_blocks_projid_mdt_index_lazy(tree):
     """The Lustre-only tests: --blocks against st_blocks, --projid against nacre project,
     --mdt-index (one MDT: index 0), --lazy changes nothing."""
@@ -380,8 +414,19 @@ def test_bad_input(tree):
     assert r.returncode != 0 and "invalid date 'yesterday-ish'" in r.stderr
     r = nacre_find(tree, "-newermm", tree / "nonexistent")
     assert r.returncode != 0 and "cannot stat" in r.stderr
-    r = nacre_find(tree, *sum([["-newermt", "@1"] for _ in range(5)], []))
-    assert r.returncode != 0 and "at most 4 -newerXY" in r.stderr
+    r = nacre_find(tree, "-newermt", "@1", "-o", *sum([["-name", "x"] for _ in range(16)], []))
+    assert r.returncode != 0 and "at most 16 tests" in r.stderr
+    for args, why in [(["(", "-name", "a"], "without its ')'"),
+                      (["-name", "a", ")"], "without its '('"),
+                      (["(", ")"], "without its '('"),
+                      (["-name", "a", "-o"], "ends where a test was expected"),
+                      (["-name", "a", "-o", "-name", "b", "-print"], "in parentheses"),
+                      (["(", "-path", "x", ")"], "tested here"),
+                      (["-path", "x", "-o", "-name", "y"], "cannot be alternatives"),
+                      (["(", "-name", "a", "-print", ")"], "after the tests"),
+                      (["!", "(", "-maxdepth", "1", ")"], "without a test")]:
+        r = nacre_find(tree, *args)
+        assert r.returncode != 0 and why in r.stderr, (args, r.stderr)
     r = nacre_find(tree, "-path", "a", "-ipath", "b")
     assert r.returncode != 0 and "given twice" in r.stderr
     r = nacre_find(tree, "--links", "x")
@@ -439,6 +484,10 @@ def test_nodemap_squash_and_id_maps(cluster, tree):
         r = nacre_find(p, "-uid", "1003", "-gid", "1004", "--printf", "%f %U %G\\n")
         assert r.returncode == 0 and r.stdout == "m 1003 1004\n", r
         assert nacre_find(p, "-uid", "5003").stdout == ""
+        # the tests of an expression are the client's ids too
+        r = nacre_find(p, "(", "-uid", "1003", "-o", "-uid", "5003", ")", "-type", "f")
+        assert r.returncode == 0 and r.stdout == f"{p}/m\n", r
+        assert nacre_find(p, "-gid", "6004", "-o", "-uid", "5003").stdout == ""
     finally:
         m.unmount()
         nodemap("del", "fmapped")

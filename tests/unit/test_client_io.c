@@ -789,7 +789,53 @@ static void test_find(struct nacre_fs *fs)
 	req->neg |= NACRE_FINDP_NEWER_XY;
 	CHECK(nacre_find_page(fs, NULL, &sub_fid, req, &page) == -EINVAL, "find: !newerXY");
 	req->neg &= ~(uint32_t)NACRE_FINDP_NEWER_XY;
+	/* an expression: a program that does not leave one value, a leaf out of range, a
+	 * leaf with a depth */
+	struct nacre_find_req *leaves = calloc(2, sizeof(*leaves));
+	leaves[0].preds = NACRE_FINDP_UID;
+	leaves[1].preds = NACRE_FINDP_MAXDEPTH;
+	req->nleaves = 2;
+	req->leaves = leaves;
+	const uint8_t bad_progs[][3] = {{0, 0, 0}, {0, 2, NACRE_FIND_OP_OR}, {0, 1, 0x90}};
+	for (size_t k = 0; k < sizeof(bad_progs) / sizeof(bad_progs[0]); k++) {
+		leaves[1].preds = NACRE_FINDP_GID;
+		memcpy(req->ops, bad_progs[k], 3);
+		req->nops = 3;
+		CHECK(nacre_find_page(fs, NULL, &sub_fid, req, &page) == -EINVAL,
+		      "find: bad program %zu", k);
+	}
+	req->ops[2] = NACRE_FIND_OP_AND;
+	leaves[1].preds = NACRE_FINDP_MAXDEPTH;
+	CHECK(nacre_find_page(fs, NULL, &sub_fid, req, &page) == -EINVAL, "find: leaf depth");
+	req->nleaves = NACRE_FIND_LEAVES_MAX + 1;
+	CHECK(nacre_find_page(fs, NULL, &sub_fid, req, &page) == -EINVAL, "find: leaves");
 	CHECK(F.finds == finds, "find: %d bad requests reached the MDS", F.finds - finds);
+	/* a good one goes out as the find_expr it stands for, the leaves' ages from now */
+	leaves[1].preds = NACRE_FINDP_NEWER_XY;
+	leaves[1].nnewer = 1;
+	leaves[1].newer_xy[0] = (struct nacre_find_newer){NACRE_FIND_TIME_MTIME, 1, {77, 0}};
+	leaves[0].uid = 4;
+	req->nleaves = 2;
+	const uint8_t prog[] = {0, NACRE_FIND_OP_NOT, 1, NACRE_FIND_OP_OR};
+	memcpy(req->ops, prog, sizeof(prog));
+	req->nops = sizeof(prog);
+	rc = nacre_find_page(fs, NULL, &sub_fid, req, &page);
+	CHECK(rc == 0, "find with an expression: %d", rc);
+	nacre_find_page_free(page);
+	pthread_mutex_lock(&F.lock);
+	wire_cursor_init_read(&c, F.find_req, F.find_req_len);
+	wire_find_req_decode(&c, got);
+	CHECK(wire_cursor_ok(&c) && !wire_cursor_left(&c) && got->nleaves == 2 &&
+		      got->nops == 4 && !memcmp(got->ops, prog, 4) &&
+		      got->leaves[0].preds == WIRE_FINDP_UID && got->leaves[0].uid == 4 &&
+		      got->leaves[0].now.sec == req->now.sec && got->leaves[1].nnewer == 1 &&
+		      got->leaves[1].newer_xy[0].neg == 1 && got->leaves[1].newer_xy[0].t.sec == 77,
+	      "find expression sent");
+	pthread_mutex_unlock(&F.lock);
+	req->nleaves = 0;
+	req->leaves = NULL;
+	req->nops = 0;
+	free(leaves);
 
 	/* a reply that does not hold its count */
 	F.find_bad = 1;

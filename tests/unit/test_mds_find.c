@@ -1,6 +1,6 @@
 /* test_mds_find.c - FIND's predicates as the MDS evaluates them (mds_find_match): find's
  * rounding of sizes and ages at their edges, perm forms, negation, depth, layouts, HSM,
- * emptiness, links, blocks, project ids and -newerXY. */
+ * emptiness, links, blocks, project ids, -newerXY and expressions. */
 #include <string.h>
 #include <sys/stat.h>
 
@@ -264,6 +264,43 @@ static void test_newer_xy(void)
 	CHECK(!m());
 }
 
+/* find_expr: leaves and a postfix program, on top of the request's own query */
+static void test_expression(void)
+{
+	static struct wire_find_req r;
+	reset();
+	memset(&r, 0, sizeof(r));
+	r.nleaves = 3;
+	r.leaves[0].preds = WIRE_FINDP_NAME;
+	strcpy(r.leaves[0].name, "*.c");
+	r.leaves[1].preds = WIRE_FINDP_NAME;
+	strcpy(r.leaves[1].name, "*.h");
+	r.leaves[2].preds = WIRE_FINDP_SIZE; /* -size +1k */
+	r.leaves[2].size = (struct wire_find_cmp){.sign = 1, .value = 1, .unit = 1024, .up = 1};
+	/* \( -name *.c -o -name *.h \) ! -size +1k */
+	const uint8_t prog[] = {0, 1, WIRE_FIND_OP_OR, 2, WIRE_FIND_OP_NOT, WIRE_FIND_OP_AND};
+	memcpy(r.ops, prog, sizeof(prog));
+	r.nops = sizeof(prog);
+	a.size = 10;
+	CHECK(mds_find_match_req(&r, &a, &more, 1, &l, "x.c", 1));
+	CHECK(mds_find_match_req(&r, &a, &more, 1, &l, "x.h", 1));
+	CHECK(!mds_find_match_req(&r, &a, &more, 1, &l, "x.o", 1));
+	a.size = 5000;
+	CHECK(!mds_find_match_req(&r, &a, &more, 1, &l, "x.c", 1));
+	/* the request's own query still holds too: depth, and its tests */
+	a.size = 10;
+	r.q.preds = WIRE_FINDP_MAXDEPTH;
+	r.q.maxdepth = 1;
+	CHECK(!mds_find_match_req(&r, &a, &more, 1, &l, "x.c", 2));
+	r.q.preds |= WIRE_FINDP_TYPE;
+	r.q.types = 1u << (S_IFDIR >> 12);
+	CHECK(!mds_find_match_req(&r, &a, &more, 1, &l, "x.c", 1));
+	r.q.preds = 0;
+	/* a malformed program (the decoder refuses it) matches nothing */
+	r.ops[r.nops++] = WIRE_FIND_OP_OR;
+	CHECK(!mds_find_match_req(&r, &a, &more, 1, &l, "x.c", 1));
+}
+
 int main(void)
 {
 	test_size();
@@ -272,5 +309,6 @@ int main(void)
 	test_layout_hsm();
 	test_empty_links_blocks_projid();
 	test_newer_xy();
+	test_expression();
 	return unit_done();
 }
