@@ -107,6 +107,10 @@ struct cli_scrape {
 	int ok;        /* 1 once fetched; else err says why not */
 	char err[256];
 };
+/* http_fetch.c: METHOD http://addr/path (2 s timeout, 8 MiB at most, libcurl): the body
+ * of a 200 answer (malloc'd, NUL-terminated), or NULL with the reason in err. */
+char *cli_http(const char *addr, const char *method, const char *path, char *err,
+	       size_t err_len);
 /* GETs http://addr/metrics (2 s timeout) into sc (emptied first). */
 void cli_scrape_fetch(const char *addr, struct cli_scrape *sc);
 void cli_scrape_free(struct cli_scrape *sc);

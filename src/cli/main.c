@@ -237,21 +237,24 @@ static const struct cli_cmd commands[] = {
 	 "  PATTERN is a dotted lctl name with shell wildcards ('*' stays within one part):\n"
 	 "  osc.*.max_rpcs_in_flight, llite.*.max_read_ahead_mb, osc.*.active,\n"
 	 "  osc.*.kbytesfree, mdt.*.hsm.actions, obdfilter.*.kbytesavail, obdfilter.*.stats,\n"
-	 "  mdt.*.md_stats\n"
+	 "  mdt.*.md_stats, mdt.*.job_stats\n"
 	 "  -n  print values only     -N  print names only     -R  also every name below\n"
 	 "  -F  with -N: a writable name ends in '='\n"
 	 "  --metrics HOST:PORT  an OSS's or the MDS's metrics endpoint, for\n"
-	 "                       obdfilter.*.stats and mdt.*.md_stats (repeatable)\n"
+	 "                       obdfilter.*.stats, mdt.*.md_stats, mdt.*.job_stats\n"
+	 "                       (repeatable)\n"
 	 "  -c CONFIG            the server endpoints of a cluster config (metrics_addr keys)\n"
 	 "  --mount PATH         only the mount PATH is on (default: every nacre mount)\n"
 	 "Prints NAME=VALUE, or NAME= and then the value when it has several lines or is long\n"
 	 "(as lctl). Exit status: 0, or\n"
 	 "the errno of the first failure (2: no such parameter). See docs/params.md.\n"},
 	{"set_param", cli_set_param, "change a mount's tunables, as lctl set_param",
-	 "usage: nacre set_param [-n] [--mount PATH] NAME=VALUE...\n"
+	 "usage: nacre set_param [-n] [--mount PATH] [--metrics HOST:PORT]... NAME=VALUE...\n"
 	 "  NAME may hold wildcards; every match is set and printed as NAME=VALUE (-n: not).\n"
 	 "  osc.FS-OSTxxxx-osc-INSTANCE.max_rpcs_in_flight   1..256 (per OST)\n"
 	 "  llite.FS-INSTANCE.max_read_ahead_mb               0..65536 (0: no readahead)\n"
+	 "  mdt.FS-MDT0000.job_stats                          clear (with --metrics, on the\n"
+	 "                                                    MDS's own machine)\n"
 	 "Needs root. Exit status: 0, or the errno of the first failure: 2 no such parameter,\n"
 	 "13 read-only parameter or not root, 22 not a number, 34 out of range.\n"},
 	{"list_param", cli_list_param, "list parameter names, as lctl list_param",

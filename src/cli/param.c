@@ -38,6 +38,7 @@ enum prm_src {
 	SRC_MOUNT, /* nacre.param.NAME of root */
 	SRC_TEXT,  /* value already known (read-only) */
 	SRC_HSM,   /* mdt.*.hsm.actions: nacre.hsm_list of root, read when asked */
+	SRC_JOBS,  /* mdt.*.job_stats: GET /job_stats of the metrics endpoint ep */
 };
 
 struct prm {
@@ -46,6 +47,7 @@ struct prm {
 	enum prm_src src;
 	char root[PATH_MAX];
 	char *value; /* SRC_TEXT: owned */
+	char ep[CC_ADDR_MAX]; /* SRC_JOBS */
 };
 
 struct prm_set {
@@ -213,6 +215,11 @@ static void stats_params(struct prm_set *ps, const struct opts *o)
 			if (strbuf_ok(&sb))
 				add_text(ps, "", strbuf_cstr(&sb), "mdt.%s.md_stats", mdt);
 			strbuf_fini(&sb);
+			char name[256];
+			snprintf(name, sizeof(name), "mdt.%s.job_stats", mdt);
+			struct prm *p = add(ps, name, 1, SRC_JOBS, "");
+			if (p)
+				str_copy(p->ep, o->eps[e], sizeof(p->ep));
 		}
 		int nt = cli_scrape_targets(&sc, tgts, 64);
 
@@ -362,6 +369,17 @@ static int read_value(const struct prm *p, struct strbuf *out)
 	}
 	if (p->src == SRC_HSM)
 		return hsm_actions(p->root, out);
+	if (p->src == SRC_JOBS) {
+		char err[256];
+		char *text = cli_http(p->ep, "GET", "/job_stats", err, sizeof(err));
+		if (!text) {
+			cli_err("metrics endpoint %s: %s", p->ep, err);
+			return -EIO;
+		}
+		strbuf_str(out, text);
+		free(text);
+		return 0;
+	}
 
 	char xname[300], buf[4096];
 
@@ -371,6 +389,21 @@ static int read_value(const struct prm *p, struct strbuf *out)
 	if (n < 0)
 		return n;
 	strbuf_str(out, buf);
+	return 0;
+}
+
+/* job_stats=clear, as Lustre's: the endpoint forgets every job (from the server only). */
+static int clear_jobs(const struct prm *p, const char *value)
+{
+	char err[256];
+	if (strcmp(value, "clear") != 0)
+		return -EINVAL;
+	char *text = cli_http(p->ep, "POST", "/job_stats/clear", err, sizeof(err));
+	if (!text) {
+		cli_err("metrics endpoint %s: %s", p->ep, err);
+		return -EIO;
+	}
+	free(text);
 	return 0;
 }
 
@@ -574,6 +607,8 @@ int cli_set_param(int argc, char **argv)
 			found = 1;
 			if (!p->rw) {
 				r = -EACCES;
+			} else if (p->src == SRC_JOBS) {
+				r = clear_jobs(p, value);
 			} else {
 				char xname[300];
 

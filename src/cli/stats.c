@@ -5,14 +5,11 @@
  * The CLI has no other way to per-server counters: path-based commands only see the FUSE
  * mount, so a daemon without --metrics-addr shows nothing here (docs/cluster.md). */
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,8 +21,6 @@
 #include "common/util.h"
 
 #define MAX_EPS 64
-#define FETCH_TIMEOUT_MS 2000
-#define BODY_MAX (8 << 20)
 
 
 static int64_t now_ms(void)
@@ -34,135 +29,6 @@ static int64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Connects to host:port with a timeout; returns the fd or -errno. */
-static int dial(const char *addr, char *err, size_t err_len)
-{
-	char host[CC_HOST_MAX + 1], portstr[8];
-	struct addrinfo hints, *res = NULL;
-	int port, fd = -1, rc;
-
-	if (cc_split_addr(addr, host, sizeof(host), &port) < 0) {
-		snprintf(err, err_len, "not HOST:PORT");
-		return -EINVAL;
-	}
-	snprintf(portstr, sizeof(portstr), "%d", port);
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_socktype = SOCK_STREAM;
-	rc = getaddrinfo(host, portstr, &hints, &res);
-	if (rc != 0) {
-		snprintf(err, err_len, "%s", gai_strerror(rc));
-		return -EHOSTUNREACH;
-	}
-	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (connect(fd, res->ai_addr, res->ai_addrlen) < 0 && errno != EINPROGRESS) {
-		rc = -errno;
-		goto out_close;
-	}
-	struct pollfd p = {.fd = fd, .events = POLLOUT};
-	int soerr = 0;
-	socklen_t sl = sizeof(soerr);
-
-	if (poll(&p, 1, FETCH_TIMEOUT_MS) != 1) {
-		rc = -ETIMEDOUT;
-		goto out_close;
-	}
-	getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-	if (soerr) {
-		rc = -soerr;
-		goto out_close;
-	}
-	freeaddrinfo(res);
-	return fd;
-out_close:
-	close(fd);
-out:
-	freeaddrinfo(res);
-	snprintf(err, err_len, "%s", strerror(-rc));
-	return rc;
-}
-
-/* GET /metrics; returns the malloc'd body or NULL with a reason in err. */
-static char *http_get(const char *addr, char *err, size_t err_len)
-{
-	char req[512];
-	int fd = dial(addr, err, err_len);
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	int64_t end = now_ms() + FETCH_TIMEOUT_MS;
-
-	if (fd < 0)
-		return NULL;
-	snprintf(req, sizeof(req), "GET /metrics HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n",
-		 addr);
-	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
-		snprintf(err, err_len, "cannot send the request");
-		close(fd);
-		return NULL;
-	}
-	for (;;) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		int left = (int)(end - now_ms());
-
-		if (left <= 0 || poll(&p, 1, left) != 1) {
-			snprintf(err, err_len, "no answer within %d s", FETCH_TIMEOUT_MS / 1000);
-			goto fail;
-		}
-		if (len + 65536 + 1 > cap) {
-			if (cap >= BODY_MAX) {
-				snprintf(err, err_len, "answer too large");
-				goto fail;
-			}
-			char *nb = realloc(buf, cap ? cap * 2 : 131072);
-
-			if (!nb) {
-				snprintf(err, err_len, "out of memory");
-				goto fail;
-			}
-			buf = nb;
-			cap = cap ? cap * 2 : 131072;
-		}
-		ssize_t n = read(fd, buf + len, cap - len - 1);
-
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n < 0) {
-			snprintf(err, err_len, "%s", strerror(errno));
-			goto fail;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	if (!buf) {
-		snprintf(err, err_len, "empty answer");
-		return NULL;
-	}
-	buf[len] = '\0';
-	if (strncmp(buf, "HTTP/1.", 7) != 0 || strncmp(buf + 8, " 200", 4) != 0) {
-		snprintf(err, err_len, "HTTP error: %.40s", buf);
-		free(buf);
-		return NULL;
-	}
-	char *body = strstr(buf, "\r\n\r\n");
-
-	if (!body) {
-		free(buf);
-		snprintf(err, err_len, "malformed HTTP answer");
-		return NULL;
-	}
-	memmove(buf, body + 4, len - (size_t)(body + 4 - buf) + 1);
-	return buf;
-fail:
-	close(fd);
-	free(buf);
-	return NULL;
 }
 
 void cli_scrape_free(struct cli_scrape *sc)
@@ -219,7 +85,7 @@ void cli_scrape_fetch(const char *addr, struct cli_scrape *sc)
 	char *body;
 
 	cli_scrape_free(sc);
-	body = http_get(addr, sc->err, sizeof(sc->err));
+	body = cli_http(addr, "GET", "/metrics", sc->err, sizeof(sc->err));
 	if (!body)
 		return;
 	parse_text(sc, body);

@@ -1,17 +1,75 @@
-/* metrics_http.c - GET /metrics in Prometheus text format, served by libmicrohttpd on its
- * own thread. Anything else is 404. */
+/* metrics_http.c - GET /metrics in Prometheus text format, and the pages a daemon adds
+ * (job_stats), served by libmicrohttpd on its own thread. Anything else is 404. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 
 #include "common/metrics.h"
 #include "common/net.h"
 
 static struct MHD_Daemon *httpd; /* set at start, cleared at stop; main thread only */
+
+#define PAGES_MAX 4
+static struct page {
+	char path[64];
+	char *(*get)(void *arg);
+	void (*clear)(void *arg);
+	void *arg;
+} pages[PAGES_MAX]; /* set before the start, read by the server thread */
+static unsigned npages;
+
+void metrics_http_page(const char *path, char *(*get)(void *arg), void (*clear)(void *arg),
+		       void *arg)
+{
+	if (npages == PAGES_MAX || strlen(path) >= sizeof(pages[0].path))
+		return;
+	struct page *p = &pages[npages++];
+	snprintf(p->path, sizeof(p->path), "%s", path);
+	p->get = get;
+	p->clear = clear;
+	p->arg = arg;
+}
+
+static int from_loopback(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	if (sa && sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa && sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+	return 0;
+}
+
+/* The page's text for GET url, or the clear of POST url/clear: an HTTP code, *text set
+ * (malloc'd) for 200 on GET. */
+static unsigned int serve_page(struct MHD_Connection *conn, const char *url, int post,
+			       char **text)
+{
+	for (unsigned i = 0; i < npages; i++) {
+		const struct page *p = &pages[i];
+		size_t n = strlen(p->path);
+		if (strncmp(url, p->path, n) != 0)
+			continue;
+		if (!post && !url[n])
+			return (*text = p->get(p->arg)) ? MHD_HTTP_OK
+							 : MHD_HTTP_INTERNAL_SERVER_ERROR;
+		if (post && strcmp(url + n, "/clear") == 0) {
+			if (!from_loopback(conn))
+				return MHD_HTTP_FORBIDDEN;
+			p->clear(p->arg);
+			return MHD_HTTP_OK;
+		}
+	}
+	return MHD_HTTP_NOT_FOUND;
+}
 
 static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload,
@@ -21,23 +79,35 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 	enum MHD_Result ret;
 	unsigned int code = MHD_HTTP_OK;
 	char *text = NULL;
-	static const char not_found[] = "not found: try /metrics\n";
+	static const char failed[] = "not found, not allowed or failed: try /metrics\n";
+	static const char cleared[] = "cleared\n";
+	int post = strcmp(method, "POST") == 0;
 
 	(void)cls;
 	(void)version;
 	(void)upload;
-	(void)upload_len;
-	(void)state;
-	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+	if (post && !*state) {
+		*state = (void *)1; /* the headers: answered once the (ignored) body is read */
+		return MHD_YES;
+	}
+	if (post && *upload_len) {
+		*upload_len = 0;
+		return MHD_YES;
+	}
+	if (!post && strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 		code = MHD_HTTP_METHOD_NOT_ALLOWED;
-	else if (strcmp(url, "/metrics") != 0)
-		code = MHD_HTTP_NOT_FOUND;
-	else if (!(text = metrics_render_prometheus()))
-		code = MHD_HTTP_INTERNAL_SERVER_ERROR;
-	if (code == MHD_HTTP_OK)
-		rsp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+	else if (!post && strcmp(url, "/metrics") == 0)
+		code = (text = metrics_render_prometheus()) ? MHD_HTTP_OK
+							     : MHD_HTTP_INTERNAL_SERVER_ERROR;
 	else
-		rsp = MHD_create_response_from_buffer(sizeof(not_found) - 1, (void *)not_found,
+		code = serve_page(conn, url, post, &text);
+	if (text)
+		rsp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+	else if (code == MHD_HTTP_OK)
+		rsp = MHD_create_response_from_buffer(sizeof(cleared) - 1, (void *)cleared,
+						      MHD_RESPMEM_PERSISTENT);
+	else
+		rsp = MHD_create_response_from_buffer(sizeof(failed) - 1, (void *)failed,
 						      MHD_RESPMEM_PERSISTENT);
 	if (!rsp) {
 		free(text);

@@ -158,6 +158,8 @@ struct fz_mount {
 	int lock_mode;        /* FZ_LOCK_* */
 	int atime_mode;       /* FZ_ATIME_* */
 	int jobid;            /* requests carry the caller's job id (jobid=procname_uid) */
+	const char *jobid_var; /* ... the value of this variable of its environment (jobid=VAR;
+				* NULL: procname_uid) */
 	char *connect;        /* nacre.connect's text (heap), built at start */
 	struct fuse_session *se; /* set once the session exists, for cache invalidations */
 	struct fz_itable itab;

@@ -318,6 +318,7 @@ static int run(const struct fz_args *a, const char *mnt, const char *addr, int *
 	m.kernel_ra_kb = a->readahead_max_mb < 0 ? 0 : FZ_KERNEL_RA_KB;
 	m.attr_timeout = a->attr_timeout;
 	m.jobid = !a->no_jobid;
+	m.jobid_var = a->jobid_var;
 	m.entry_timeout = a->entry_timeout;
 	m.ro = a->ro;
 	m.lock_mode = a->lock_mode;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/jobid.h"
 #include "common/metrics_opts.h"
 #include "common/util.h"
 #include "fuse/fz.h"
@@ -81,8 +82,11 @@ static void usage(FILE *out, const char *prog)
 		"  -o metrics_azure=WORKSPACE, metrics_azure_key_file=FILE, metrics_azure_log_type=,\n"
 		"     metrics_azure_url=, metrics_azure_batch=, metrics_azure_queue=   post them to\n"
 		"     Azure Log Analytics (as the daemons' --metrics-azure* options)\n"
-		"  -o jobid=procname_uid|disable  the job id requests carry (changelog j=):\n"
-		"                    the caller's command name and uid, \"cp.1000\" (the default)\n"
+		"  -o jobid=procname_uid|disable|VAR  the job id requests carry (changelog j=,\n"
+		"                    job_stats): the caller's command name and uid, \"cp.1000\"\n"
+		"                    (the default), or the value of the caller's environment\n"
+		"                    variable VAR (SLURM_JOB_ID, PBS_JOBID; Lustre's jobid_var),\n"
+		"                    the command name and uid for a caller without it\n"
 		"  -o io_uring=on|off  FUSE requests through io_uring where the kernel offers it\n"
 		"                    (Linux 6.14+, /sys/module/fuse/parameters/enable_uring; the\n"
 		"                    default), else /dev/fuse; a mount on io_uring has no --upgrade\n"
@@ -226,13 +230,17 @@ static int parse_opts(struct fz_args *a, char *opts)
 				return -1;
 			}
 			a->control_socket = val;
-		} else if (val && strcmp(opt, "jobid") == 0) {
-			if (strcmp(val, "procname_uid") && strcmp(val, "disable")) {
-				fprintf(stderr, "%s: jobid=%s: use procname_uid (the command name "
-						"and uid, the default) or disable\n", a->prog, val);
+		} else if (val && (strcmp(opt, "jobid") == 0 || strcmp(opt, "jobid_var") == 0)) {
+			if (strcmp(val, "procname_uid") && strcmp(val, "disable") &&
+			    !jobid_var_valid(val)) {
+				fprintf(stderr, "%s: %s=%s: use procname_uid (the command name "
+						"and uid, the default), disable, or the name of an "
+						"environment variable such as SLURM_JOB_ID\n", a->prog,
+					opt, val);
 				return -1;
 			}
 			a->no_jobid = strcmp(val, "disable") == 0;
+			a->jobid_var = a->no_jobid || !strcmp(val, "procname_uid") ? NULL : val;
 		} else if (val && strcmp(opt, "io_uring") == 0) {
 			if (strcmp(val, "on") && strcmp(val, "off")) {
 				fprintf(stderr, "%s: io_uring=%s: use on (the default: FUSE over "

@@ -36,6 +36,8 @@ struct fz_args {
 	int lock_mode;          /* flock / localflock / noflock: FZ_LOCK_* */
 	int atime_mode;         /* relatime / strictatime / noatime: FZ_ATIME_* */
 	int no_jobid;           /* jobid=disable: requests carry no job id */
+	const char *jobid_var;  /* jobid=VAR: the caller's environment variable VAR's value
+				 * (NULL: procname_uid) */
 	int no_io_uring;        /* io_uring=off: serve through /dev/fuse only */
 	int wb;                 /* wb=on: metadata write-back (NACRE_TUNE_WB) */
 	int wb_journal;         /* wb_journal=async|sync|off: NACRE_WB_JOURNAL_* (the caller

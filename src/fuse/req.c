@@ -139,7 +139,9 @@ void fz_cred(fuse_req_t req, struct nacre_cred *cr)
 			keep = 0; /* asked again at the next request */
 		}
 	}
-	if (job)
+	if (job && m->jobid_var)
+		jobid_from_env(ctx->pid, ctx->uid, m->jobid_var, c.jobid);
+	else if (job)
 		jobid_procname_uid(ctx->pid, ctx->uid, c.jobid);
 	*cr = c;
 	if (!keep)

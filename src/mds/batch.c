@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "mds/destroy.h"
 #include "mds/groups.h"
+#include "mds/jobs.h"
 #include "mds/lease.h"
 #include "mds/notify.h"
 #include "mds/ns.h"
@@ -281,9 +282,15 @@ int mds_batch_serve(struct mds *m, const struct rpc_request *req, struct wire_cu
 		rc = -ENOMEM;
 		goto out;
 	}
+	uint64_t start = m->jobs ? mds_jobs_now_us() : 0;
 	rc = mds_writer_submit(m->writer, batch_op, &a);
 	if (rc)
 		goto out;
+	/* each change made counts for its job, with its share of the batch's time */
+	uint64_t share = m->jobs && b->count ? (mds_jobs_now_us() - start) / b->count : 0;
+	for (uint32_t i = 0; m->jobs && i < b->count; i++)
+		if (!a.out[i].status)
+			mds_jobs_note(m, b->ch[i].opcode, b->ch[i].body, b->ch[i].len, share);
 	if (a.destroys)
 		mds_destroyer_kick(m->destroyer);
 	for (uint32_t i = 0; i < b->count; i++) {

@@ -21,6 +21,7 @@
 #include "mds/fid_grant.h"
 #include "mds/hsm.h"
 #include "mds/keys.h"
+#include "mds/jobs.h"
 #include "mds/mds_metrics.h"
 #include "mds/lock.h"
 #include "mds/lock_rpc.h"
@@ -525,6 +526,10 @@ int main(int argc, char **argv)
 	}
 
 	mds_metrics_register(&m);
+	if ((rc = mds_jobs_create(&m, MDS_JOBS_MAX, MDS_JOB_CLEANUP_S))) {
+		fprintf(stderr, "nacre-mds: cannot start: %s\n", nacre_strerror(rc));
+		goto out;
+	}
 	if ((rc = metrics_opts_start(&o.metrics, "mds", err, sizeof(err)))) {
 		fprintf(stderr, "nacre-mds: %s\n", err);
 		goto out;
@@ -574,6 +579,7 @@ out:
 	mds_space_destroy(m.space);
 	mds_keys_destroy(m.keys);
 	mds_changelog_destroy(m.changelog);
+	mds_jobs_destroy(&m);
 	mds_db_close(m.db);
 	cap_key_fini(&m.capkey);
 	if (mdt_lock >= 0)

@@ -27,6 +27,8 @@ struct mds_nodemap;
 struct mds_changelog;
 struct mds_leases;
 
+struct jobstats;
+
 struct mds {
 	struct mds_db *db;
 	struct mds_writer *writer;
@@ -50,6 +52,7 @@ struct mds {
 	struct mds_nodemap *nodemap;       /* client rules (nodemap.h); NULL: nothing mapped */
 	struct mds_changelog *changelog;   /* changelog.h; NULL in unit tests: none written */
 	struct mds_leases *leases;         /* write-back leases (lease.h); NULL: none granted */
+	struct jobstats *jobs;             /* job_stats (jobs.h); NULL: none kept */
 	const char *data_dir;
 	char addr[NACRE_ADDR_MAX + 1];     /* "host:port" we serve on, for the TARGETS reply */
 	char fsname[NACRE_FSNAME_MAX + 1];

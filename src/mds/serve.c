@@ -11,6 +11,7 @@
 #include "mds/dispatch.h"
 #include "mds/groups.h"
 #include "mds/inode.h"
+#include "mds/jobs.h"
 #include "mds/lease.h"
 #include "mds/lock_rpc.h"
 #include "mds/notify.h"
@@ -278,6 +279,7 @@ static int serve_mapped(struct mds *m, const struct rpc_request *req, struct rpc
 int mds_serve(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
 {
 	struct mds *m = arg;
+	uint64_t start = m->jobs ? mds_jobs_now_us() : 0;
 
 	/* a change of permissions is answered once the other clients dropped their caches */
 	mds_notify_request_begin();
@@ -286,7 +288,11 @@ int mds_serve(void *arg, const struct rpc_request *req, struct rpc_reply *rep)
 	/* refused for want of a group list we do not hold: the client registers it, retries */
 	if (rc < 0 && rc != RPC_DEFER && mds_groups_missing())
 		rc = -NACRE_EGROUPS;
-	return mds_notify_request_end(m, req, rep, rc);
+	rc = mds_notify_request_end(m, req, rep, rc);
+	if (rc == 0 && m->jobs) /* answered now: the request is still ours */
+		mds_jobs_note(m, req->hdr->opcode, req->body, req->body_len,
+			      mds_jobs_now_us() - start);
+	return rc;
 }
 
 static int serve_one(struct mds *m, const struct rpc_request *req, struct rpc_reply *rep)
