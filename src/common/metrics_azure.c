@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -30,6 +31,11 @@
 #define STOP_GRACE_S 2   /* a POST under way at stop, or the last one, gets this long */
 #define CONNECT_TIMEOUT_S 10
 #define POST_TIMEOUT_S 30
+#define SECRET_MAX 1024
+#define TOKEN_MAX 16384
+#define TOKEN_MARGIN_S 300 /* a token is renewed this long before it expires */
+#define INGEST_API "2023-01-01"
+#define MONITOR_SCOPE "https://monitor.azure.com/.default"
 
 int metrics_azure_workspace_valid(const char *s)
 {
@@ -53,6 +59,101 @@ int metrics_azure_log_type_valid(const char *s)
 		if (!isalnum((unsigned char)*s) && *s != '_')
 			return 0;
 	return 1;
+}
+
+int metrics_azure_name_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > 128)
+		return 0;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_' && *s != '.')
+			return 0;
+	return 1;
+}
+
+static int is_url(const char *s)
+{
+	return s && (strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0);
+}
+
+/* The client secret of secret_file (whitespace around it ignored) into out: its length, or
+ * -errno with a sentence in err. */
+static int secret_load(const char *path, char *out, size_t len, char *err, size_t err_len)
+{
+	char buf[SECRET_MAX + 2], *p, *e;
+	int fd = secret_file_open(path, "Entra ID client secret file", err, err_len);
+
+	if (fd < 0)
+		return fd;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0 || (size_t)n > SECRET_MAX) {
+		snprintf(err, err_len, "cannot read the client secret file %s: %s", path,
+			 n < 0 ? strerror(errno) : "larger than 1 KiB");
+		return n < 0 ? -EIO : -EINVAL;
+	}
+	buf[n] = '\0';
+	for (p = buf; isspace((unsigned char)*p); p++) {
+	}
+	for (e = p + strlen(p); e > p && isspace((unsigned char)e[-1]); e--) {
+	}
+	*e = '\0';
+	if (!*p || (size_t)(e - p) >= len) {
+		snprintf(err, err_len, "the client secret file %s is empty: put the application's "
+			 "client secret in it, alone", path);
+		return -EINVAL;
+	}
+	memcpy(out, p, (size_t)(e - p) + 1);
+	OPENSSL_cleanse(buf, sizeof(buf));
+	return (int)(e - p);
+}
+
+int metrics_azure_check(const struct metrics_azure_conf *c, char *err, size_t err_len)
+{
+	int ingest_part = c->dcr || c->stream || c->tenant || c->client_id || c->secret_file ||
+			  c->authority;
+	if (!c->dce) {
+		if (ingest_part) {
+			snprintf(err, err_len, "the Logs Ingestion options need --metrics-azure-dce "
+				 "URL (the data collection endpoint)");
+			return -EINVAL;
+		}
+		return 0; /* the Data Collector API (metrics_azure_start checks it) or none */
+	}
+	if (c->workspace || c->key_file || c->log_type) {
+		snprintf(err, err_len, "give either --metrics-azure-dce (the Logs Ingestion API) or "
+			 "--metrics-azure WORKSPACE (the retired HTTP Data Collector API), not both");
+		return -EINVAL;
+	}
+	const char *missing = !c->dcr ? "--metrics-azure-dcr ID (the rule's immutable ID)"
+			      : !c->tenant ? "--metrics-azure-tenant ID (the Entra ID tenant)"
+			      : !c->client_id ? "--metrics-azure-client-id ID (the application)"
+			      : !c->secret_file ? "--metrics-azure-secret-file FILE (its client "
+						  "secret, mode 0600)"
+						: NULL;
+	if (missing) {
+		snprintf(err, err_len, "--metrics-azure-dce needs %s", missing);
+		return -EINVAL;
+	}
+	if (!is_url(c->dce) || (c->authority && !is_url(c->authority))) {
+		snprintf(err, err_len, "--metrics-azure-%s '%s': give an http:// or https:// URL",
+			 !is_url(c->dce) ? "dce" : "authority", !is_url(c->dce) ? c->dce : c->authority);
+		return -EINVAL;
+	}
+	const char *names[] = {c->dcr, c->stream ? c->stream : METRICS_AZURE_STREAM, c->tenant,
+			       c->client_id};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!metrics_azure_name_valid(names[i])) {
+			snprintf(err, err_len, "'%s' is no Azure ID or stream name (letters, digits, "
+				 "'-', '_' and '.')", names[i]);
+			return -EINVAL;
+		}
+	char secret[SECRET_MAX + 1];
+	int rc = secret_load(c->secret_file, secret, sizeof(secret), err, err_len);
+	OPENSSL_cleanse(secret, sizeof(secret));
+	return rc < 0 ? rc : 0;
 }
 
 int metrics_azure_key_load(const char *path, uint8_t *key, size_t len, char *err,
@@ -147,6 +248,12 @@ static struct {
 	char workspace[65];
 	char log_type[101];
 	char *url;
+	/* the Logs Ingestion API (ingest 1) */
+	int ingest;
+	char client_id[129], secret[SECRET_MAX + 1];
+	char *token_url;
+	char token[TOKEN_MAX]; /* the sender thread's only */
+	time_t token_until;
 	int batch, queue_max;
 	atomic_int active;
 	atomic_long stop_at; /* wall time stop was asked (0 = not yet) */
@@ -245,40 +352,149 @@ static size_t discard(char *p, size_t size, size_t n, void *arg)
 
 enum post_result { POST_OK, POST_RETRY, POST_REJECTED };
 
+struct text {
+	char *p;
+	size_t len;
+};
+
+static size_t keep(char *p, size_t size, size_t n, void *arg)
+{
+	struct text *t = arg;
+	size_t add = size * n;
+	if (t->len + add > TOKEN_MAX * 2)
+		return 0;
+	char *np = realloc(t->p, t->len + add + 1);
+	if (!np)
+		return 0;
+	memcpy(np + t->len, p, add);
+	t->p = np;
+	t->len += add;
+	t->p[t->len] = '\0';
+	return add;
+}
+
+/* A token from Entra ID by client credentials into az.token, unless the one held is good
+ * for TOKEN_MARGIN_S more. 0, or -1 with why. */
+static int token_get(CURL *h, char *why, size_t why_len)
+{
+	time_t now = time(NULL);
+	if (az.token[0] && now < az.token_until)
+		return 0;
+	az.token[0] = '\0';
+	char *id = curl_easy_escape(h, az.client_id, 0), *sec = curl_easy_escape(h, az.secret, 0);
+	char *form = NULL;
+	struct text t = {0};
+	long status = 0;
+	int rc = -1;
+	if (!id || !sec || asprintf(&form, "grant_type=client_credentials&client_id=%s&"
+				    "client_secret=%s&scope=%s", id, sec,
+				    "https%3A%2F%2Fmonitor.azure.com%2F.default") < 0) {
+		form = NULL;
+		snprintf(why, why_len, "out of memory");
+		goto out;
+	}
+	curl_easy_reset(h);
+	curl_easy_setopt(h, CURLOPT_URL, az.token_url);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, form);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, (long)CONNECT_TIMEOUT_S);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)POST_TIMEOUT_S);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, keep);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
+	CURLcode cc = curl_easy_perform(h);
+	if (cc != CURLE_OK) {
+		snprintf(why, why_len, "token from %s: %s", az.token_url, curl_easy_strerror(cc));
+		goto out;
+	}
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	cJSON *j = t.p ? cJSON_Parse(t.p) : NULL;
+	const cJSON *tok = cJSON_GetObjectItemCaseSensitive(j, "access_token");
+	const cJSON *exp = cJSON_GetObjectItemCaseSensitive(j, "expires_in");
+	const cJSON *desc = cJSON_GetObjectItemCaseSensitive(j, "error_description");
+	double secs = cJSON_IsNumber(exp) ? exp->valuedouble
+		      : cJSON_IsString(exp) ? atof(exp->valuestring) : 0;
+	if (status == 200 && cJSON_IsString(tok) && strlen(tok->valuestring) < sizeof(az.token) &&
+	    secs > 0) {
+		str_copy(az.token, tok->valuestring, sizeof(az.token));
+		az.token_until = now + (time_t)(secs > 2 * TOKEN_MARGIN_S ? secs - TOKEN_MARGIN_S
+									  : secs / 2);
+		rc = 0;
+	} else {
+		snprintf(why, why_len, "no token from %s (HTTP %ld%s%.160s)", az.token_url, status,
+			 cJSON_IsString(desc) ? ": " : "",
+			 cJSON_IsString(desc) ? desc->valuestring : "");
+	}
+	cJSON_Delete(j);
+out:
+	if (form)
+		OPENSSL_cleanse(form, strlen(form));
+	free(form);
+	curl_free(id);
+	if (sec)
+		OPENSSL_cleanse(sec, strlen(sec));
+	curl_free(sec);
+	free(t.p);
+	return rc;
+}
+
+/* The headers of a POST of len bytes: the Logs Ingestion API's bearer token, or the Data
+ * Collector API's signature. NULL with why. */
+static struct curl_slist *post_headers(CURL *h, size_t len, char *why, size_t why_len)
+{
+	struct curl_slist *hl = NULL, *t;
+	char lt[160], xd[96], au[TOKEN_MAX + 32];
+	const char *hdrs[6];
+	size_t n = 0;
+
+	hdrs[n++] = "Content-Type: application/json";
+	hdrs[n++] = "Expect:";
+	if (az.ingest) {
+		if (token_get(h, why, why_len) < 0)
+			return NULL;
+		snprintf(au, sizeof(au), "Authorization: Bearer %s", az.token);
+	} else {
+		char date[64], auth[256];
+		time_t now = time(NULL);
+		struct tm tm;
+		gmtime_r(&now, &tm);
+		strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+		if (metrics_azure_sign(az.key, az.key_len, az.workspace, len, date, auth,
+				       sizeof(auth)) < 0) {
+			snprintf(why, why_len, "cannot sign the request");
+			return NULL;
+		}
+		snprintf(lt, sizeof(lt), "Log-Type: %s", az.log_type);
+		snprintf(xd, sizeof(xd), "x-ms-date: %s", date);
+		snprintf(au, sizeof(au), "Authorization: %s", auth);
+		hdrs[n++] = lt;
+		hdrs[n++] = xd;
+		hdrs[n++] = "time-generated-field: " METRICS_AZURE_TIME_FIELD;
+	}
+	hdrs[n++] = au;
+	for (size_t i = 0; i < n; i++) {
+		if (!(t = curl_slist_append(hl, hdrs[i]))) {
+			curl_slist_free_all(hl);
+			snprintf(why, why_len, "out of memory");
+			return NULL;
+		}
+		hl = t;
+	}
+	OPENSSL_cleanse(au, sizeof(au));
+	return hl;
+}
+
 /* POSTs body. *retry_after gets the service's Retry-After (seconds) or 0; why a sentence. */
 static enum post_result post(CURL *h, const char *body, size_t len, long *retry_after,
 			     char *why, size_t why_len)
 {
-	char date[64], auth[256];
-	struct curl_slist *hl = NULL, *t;
-	struct tm tm;
-	time_t now = time(NULL);
 	long status = 0;
 	curl_off_t ra = -1;
 	CURLcode cc;
 
 	*retry_after = 0;
-	gmtime_r(&now, &tm);
-	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-	if (metrics_azure_sign(az.key, az.key_len, az.workspace, len, date, auth,
-			       sizeof(auth)) < 0) {
-		snprintf(why, why_len, "cannot sign the request");
-		return POST_REJECTED;
-	}
-	char lt[160], xd[96], au[300];
-	snprintf(lt, sizeof(lt), "Log-Type: %s", az.log_type);
-	snprintf(xd, sizeof(xd), "x-ms-date: %s", date);
-	snprintf(au, sizeof(au), "Authorization: %s", auth);
-	const char *hdrs[] = { "Content-Type: application/json", lt, xd,
-			       "time-generated-field: " METRICS_AZURE_TIME_FIELD, au, "Expect:" };
-	for (size_t i = 0; i < sizeof(hdrs) / sizeof(hdrs[0]); i++) {
-		if (!(t = curl_slist_append(hl, hdrs[i]))) {
-			curl_slist_free_all(hl);
-			snprintf(why, why_len, "out of memory");
-			return POST_RETRY;
-		}
-		hl = t;
-	}
+	struct curl_slist *hl = post_headers(h, len, why, why_len);
+	if (!hl)
+		return POST_RETRY; /* no token yet, or out of memory: the records wait */
 	curl_easy_reset(h);
 	curl_easy_setopt(h, CURLOPT_URL, az.url);
 	curl_easy_setopt(h, CURLOPT_POST, 1L);
@@ -300,6 +516,11 @@ static enum post_result post(CURL *h, const char *body, size_t len, long *retry_
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	if (status >= 200 && status < 300)
 		return POST_OK;
+	if (status == 401 && az.ingest) {
+		az.token[0] = '\0'; /* expired or revoked: the next POST asks for another */
+		snprintf(why, why_len, "HTTP 401 (the token was refused; asking for a new one)");
+		return POST_RETRY;
+	}
 	if (curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
 		*retry_after = ra > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S : (long)ra;
 	snprintf(why, why_len, "HTTP %ld", status);
@@ -404,8 +625,11 @@ static void *sender_main(void *arg)
 			if (now - said_fail >= SAY_EVERY_S) {
 				said_fail = now;
 				LOG_WARN("metrics", "Log Analytics refused %d record%s at %s: %s; "
-					 "dropped (check the workspace ID, key and Log-Type)",
-					 k, k == 1 ? "" : "s", az.url, why);
+					 "dropped (check %s)", k, k == 1 ? "" : "s", az.url, why,
+					 az.ingest ? "the rule, the stream's columns and that the "
+						     "application has the Monitoring Metrics "
+						     "Publisher role on the rule"
+						   : "the workspace ID, key and Log-Type");
 			}
 			backoff = 0;
 			next = 0;
@@ -439,15 +663,73 @@ static void curl_global(void)
 	curl_init_rc = curl_global_init(CURL_GLOBAL_ALL);
 }
 
+static int ingest_setup(const struct metrics_azure_conf *c, char *err, size_t err_len);
+static int collector_setup(const struct metrics_azure_conf *c, char *err, size_t err_len);
+static int sender_start(const struct metrics_azure_conf *c, char *err, size_t err_len);
+
 int metrics_azure_start(const struct metrics_azure_conf *c, char *err, size_t err_len)
 {
-	const char *lt = c->log_type ? c->log_type : METRICS_AZURE_LOG_TYPE;
 	int rc;
 
 	if (atomic_load(&az.active)) {
 		snprintf(err, err_len, "the Log Analytics sink is already running");
 		return -EBUSY;
 	}
+	if ((rc = metrics_azure_check(c, err, err_len)) < 0)
+		return rc;
+	pthread_once(&curl_once, curl_global);
+	if (curl_init_rc != CURLE_OK) {
+		snprintf(err, err_len, "cannot initialize libcurl for Log Analytics");
+		return -EIO;
+	}
+	if (c->dce)
+		rc = ingest_setup(c, err, err_len);
+	else
+		rc = collector_setup(c, err, err_len);
+	if (rc < 0)
+		return rc;
+	return sender_start(c, err, err_len);
+}
+
+/* The Logs Ingestion API: the secret, the token's and the stream's URLs. */
+static int ingest_setup(const struct metrics_azure_conf *c, char *err, size_t err_len)
+{
+	const char *auth = c->authority ? c->authority : METRICS_AZURE_AUTHORITY;
+	int al = (int)strlen(auth), dl = (int)strlen(c->dce);
+	int rc = secret_load(c->secret_file, az.secret, sizeof(az.secret), err, err_len);
+
+	if (rc < 0)
+		return rc;
+	while (al > 0 && auth[al - 1] == '/')
+		al--;
+	while (dl > 0 && c->dce[dl - 1] == '/')
+		dl--;
+	az.ingest = 1;
+	az.token[0] = '\0';
+	str_copy(az.client_id, c->client_id, sizeof(az.client_id));
+	str_copy(az.log_type, c->stream ? c->stream : METRICS_AZURE_STREAM, sizeof(az.log_type));
+	az.workspace[0] = '\0';
+	if (asprintf(&az.token_url, "%.*s/%s/oauth2/v2.0/token", al, auth, c->tenant) < 0)
+		az.token_url = NULL;
+	if (asprintf(&az.url, "%.*s/dataCollectionRules/%s/streams/%s?api-version=" INGEST_API,
+		     dl, c->dce, c->dcr, az.log_type) < 0)
+		az.url = NULL;
+	if (!az.token_url || !az.url) {
+		free(az.token_url);
+		free(az.url);
+		az.token_url = az.url = NULL;
+		snprintf(err, err_len, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The HTTP Data Collector API: the workspace, its key and the URL. */
+static int collector_setup(const struct metrics_azure_conf *c, char *err, size_t err_len)
+{
+	const char *lt = c->log_type ? c->log_type : METRICS_AZURE_LOG_TYPE;
+	int rc;
+
 	if (!c->workspace || !metrics_azure_workspace_valid(c->workspace)) {
 		snprintf(err, err_len, "--metrics-azure '%s' is no workspace ID: give the "
 			 "workspace's ID (letters, digits and '-')", c->workspace ? c->workspace : "");
@@ -467,11 +749,7 @@ int metrics_azure_start(const struct metrics_azure_conf *c, char *err, size_t er
 	if (rc < 0)
 		return rc;
 	az.key_len = (size_t)rc;
-	pthread_once(&curl_once, curl_global);
-	if (curl_init_rc != CURLE_OK) {
-		snprintf(err, err_len, "cannot initialize libcurl for Log Analytics");
-		return -EIO;
-	}
+	az.ingest = 0;
 	str_copy(az.workspace, c->workspace, sizeof(az.workspace));
 	str_copy(az.log_type, lt, sizeof(az.log_type));
 	if (c->url)
@@ -479,16 +757,25 @@ int metrics_azure_start(const struct metrics_azure_conf *c, char *err, size_t er
 	else if (asprintf(&az.url, "https://%s.ods.opinsights.azure.com/api/logs?"
 			  "api-version=2016-04-01", c->workspace) < 0)
 		az.url = NULL;
+	if (!az.url) {
+		snprintf(err, err_len, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The queue, the sink's metrics and the sender thread. */
+static int sender_start(const struct metrics_azure_conf *c, char *err, size_t err_len)
+{
 	az.batch = c->batch > 0 ? c->batch : 1;
 	az.queue_max = c->queue_max > 0 ? c->queue_max : 1000;
 	if (az.queue_max < az.batch)
 		az.queue_max = az.batch;
 	az.ring = calloc((size_t)az.queue_max, sizeof(*az.ring));
-	if (!az.url || !az.ring) {
+	if (!az.ring) {
 		free(az.url);
-		free(az.ring);
-		az.url = NULL;
-		az.ring = NULL;
+		free(az.token_url);
+		az.url = az.token_url = NULL;
 		snprintf(err, err_len, "out of memory");
 		return -ENOMEM;
 	}
@@ -510,14 +797,20 @@ int metrics_azure_start(const struct metrics_azure_conf *c, char *err, size_t er
 		atomic_store(&az.active, 0);
 		az.running = 0;
 		free(az.url);
+		free(az.token_url);
 		free(az.ring);
-		az.url = NULL;
+		az.url = az.token_url = NULL;
 		az.ring = NULL;
 		snprintf(err, err_len, "cannot start the Log Analytics sender thread");
 		return -EAGAIN;
 	}
-	LOG_INFO("metrics", "posting metrics to Log Analytics workspace %s (Log-Type %s) at %s",
-		 az.workspace, az.log_type, az.url);
+	if (az.ingest)
+		LOG_INFO("metrics", "posting metrics to Log Analytics (Logs Ingestion API, stream "
+			 "%s) at %s", az.log_type, az.url);
+	else
+		LOG_INFO("metrics", "posting metrics to Log Analytics workspace %s (Log-Type %s, "
+			 "the retired HTTP Data Collector API) at %s", az.workspace, az.log_type,
+			 az.url);
 	return 0;
 }
 
@@ -539,7 +832,10 @@ void metrics_azure_stop(void)
 	az.ring = NULL;
 	az.n = 0;
 	free(az.url);
-	az.url = NULL;
+	free(az.token_url);
+	az.url = az.token_url = NULL;
 	pthread_mutex_unlock(&az.lock);
 	OPENSSL_cleanse(az.key, sizeof(az.key));
+	OPENSSL_cleanse(az.secret, sizeof(az.secret));
+	OPENSSL_cleanse(az.token, sizeof(az.token));
 }

@@ -1,11 +1,18 @@
-/* metrics_azure.h - the Azure Log Analytics sink of the metrics log: each JSON record the
- * metrics log makes (metrics_render_json) is queued here and POSTed, as a JSON array, to the
- * workspace's HTTP Data Collector API (a custom log table named by Log-Type), signed with
- * the workspace's shared key:
+/* metrics_azure.h - the Azure Log Analytics sink of the metrics log: each record the metrics
+ * log makes for it (one per target: metrics_render_rows) is queued here and POSTed, as a
+ * JSON array, to one of two APIs:
  *
- *   Authorization: SharedKey WORKSPACE:base64(HMAC-SHA256(base64decode(KEY),
+ * - the Logs Ingestion API (dce set): to DCE/dataCollectionRules/DCR/streams/STREAM?
+ *   api-version=2023-01-01 with "Authorization: Bearer TOKEN", the token obtained from
+ *   Entra ID by client credentials (POST AUTHORITY/TENANT/oauth2/v2.0/token,
+ *   grant_type=client_credentials, scope https://monitor.azure.com/.default) and kept until
+ *   five minutes before it expires; a 401 drops it and the records are posted again with a
+ *   new one;
+ * - the HTTP Data Collector API, which Azure retired on 2026-09-14 (workspace set): signed
+ *   with the workspace's shared key,
+ *     Authorization: SharedKey WORKSPACE:base64(HMAC-SHA256(base64decode(KEY),
  *       "POST\n" CONTENT_LENGTH "\napplication/json\nx-ms-date:" RFC1123_DATE "\n/api/logs"))
- *   Log-Type: NAME   x-ms-date: RFC1123_DATE   time-generated-field: timestamp
+ *     Log-Type: NAME   x-ms-date: RFC1123_DATE   time-generated-field: timestamp
  *
  * One sender thread does every POST (libcurl), so the daemon never waits on the network:
  * metrics_azure_push() only takes a mutex. Records are posted when `batch` of them are
@@ -30,7 +37,19 @@
 #define METRICS_AZURE_BATCH_MAX 1000
 #define METRICS_AZURE_QUEUE_MAX 100000
 
+#define METRICS_AZURE_STREAM "Custom-NacreMetrics_CL"
+#define METRICS_AZURE_AUTHORITY "https://login.microsoftonline.com"
+
 struct metrics_azure_conf {
+	/* the Logs Ingestion API: all of dce, dcr, tenant, client_id, secret_file */
+	const char *dce;         /* the data collection endpoint, http(s)://... */
+	const char *dcr;         /* the data collection rule's immutable ID (dcr-...) */
+	const char *stream;      /* NULL = METRICS_AZURE_STREAM */
+	const char *tenant;      /* Entra ID tenant (directory) ID */
+	const char *client_id;   /* the application's (client) ID */
+	const char *secret_file; /* its client secret, in a file only its owner may read */
+	const char *authority;   /* NULL = METRICS_AZURE_AUTHORITY */
+	/* or the retired HTTP Data Collector API: workspace and key_file */
 	const char *workspace; /* workspace (customer) ID: [A-Za-z0-9-], 1..64 */
 	const char *key_file;  /* the shared key, base64, in a file only its owner may read */
 	const char *log_type;  /* NULL = METRICS_AZURE_LOG_TYPE; [A-Za-z0-9_], 1..100 */
@@ -40,9 +59,14 @@ struct metrics_azure_conf {
 	int queue_max;         /* records kept while the service does not take them, 0 = 1000 */
 };
 
-/* 1 if s may be a workspace ID, a Log-Type name. */
+/* 1 if s may be a workspace ID, a Log-Type name; a DCR immutable ID, a stream name, a
+ * tenant or client ID (letters, digits, '-', '_', '.'). */
 int metrics_azure_workspace_valid(const char *s);
 int metrics_azure_log_type_valid(const char *s);
+int metrics_azure_name_valid(const char *s);
+/* Checks c as a whole (one API, everything it needs, the key or secret file readable):
+ * 0, or -errno with a sentence in err. */
+int metrics_azure_check(const struct metrics_azure_conf *c, char *err, size_t err_len);
 
 /* Reads the key file: base64 of the shared key (whitespace around it ignored), refusing a
  * file group or others may read. Returns the key's length in bytes (<= len), or -errno with
@@ -56,7 +80,7 @@ int metrics_azure_key_load(const char *path, uint8_t *key, size_t len, char *err
 int metrics_azure_sign(const uint8_t *key, size_t key_len, const char *workspace,
 		       size_t content_len, const char *date, char *out, size_t out_len);
 
-/* Loads the key and starts the sender thread. Returns 0 or -errno with a sentence in err.
+/* Loads the key (or the client secret) and starts the sender thread. Returns 0 or -errno with a sentence in err.
  * c's strings are copied. */
 int metrics_azure_start(const struct metrics_azure_conf *c, char *err, size_t err_len);
 /* 1 between a successful start and stop. */

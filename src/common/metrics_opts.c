@@ -68,6 +68,27 @@ int metrics_opts_handle(struct metrics_opts *o, int c, const char *arg, char *er
 	case METRICS_OPT_AZURE_QUEUE:
 		return number("--metrics-azure-queue", arg, 1, METRICS_AZURE_QUEUE_MAX,
 			      &o->azure.queue_max, err, err_len);
+	case METRICS_OPT_AZURE_DCE:
+		o->azure.dce = arg;
+		return 1;
+	case METRICS_OPT_AZURE_DCR:
+		o->azure.dcr = arg;
+		return 1;
+	case METRICS_OPT_AZURE_STREAM:
+		o->azure.stream = arg;
+		return 1;
+	case METRICS_OPT_AZURE_TENANT:
+		o->azure.tenant = arg;
+		return 1;
+	case METRICS_OPT_AZURE_CLIENT_ID:
+		o->azure.client_id = arg;
+		return 1;
+	case METRICS_OPT_AZURE_SECRET_FILE:
+		o->azure.secret_file = arg;
+		return 1;
+	case METRICS_OPT_AZURE_AUTHORITY:
+		o->azure.authority = arg;
+		return 1;
 	default:
 		return 0;
 	}
@@ -89,6 +110,13 @@ int metrics_opts_handle_kv(struct metrics_opts *o, const char *key, const char *
 		{ "metrics_azure_url", METRICS_OPT_AZURE_URL },
 		{ "metrics_azure_batch", METRICS_OPT_AZURE_BATCH },
 		{ "metrics_azure_queue", METRICS_OPT_AZURE_QUEUE },
+		{ "metrics_azure_dce", METRICS_OPT_AZURE_DCE },
+		{ "metrics_azure_dcr", METRICS_OPT_AZURE_DCR },
+		{ "metrics_azure_stream", METRICS_OPT_AZURE_STREAM },
+		{ "metrics_azure_tenant", METRICS_OPT_AZURE_TENANT },
+		{ "metrics_azure_client_id", METRICS_OPT_AZURE_CLIENT_ID },
+		{ "metrics_azure_secret_file", METRICS_OPT_AZURE_SECRET_FILE },
+		{ "metrics_azure_authority", METRICS_OPT_AZURE_AUTHORITY },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(map); i++)
@@ -102,10 +130,15 @@ int metrics_opts_check(const struct metrics_opts *o, char *err, size_t err_len)
 	uint8_t key[512];
 	int rc;
 
+	if (o->azure.dce)
+		return metrics_azure_check(&o->azure, err, err_len);
+	if ((rc = metrics_azure_check(&o->azure, err, err_len)) < 0)
+		return rc;
 	if (!o->azure.workspace && (o->azure.key_file || o->azure.log_type || o->azure.url ||
 				    o->azure.batch || o->azure.queue_max)) {
-		snprintf(err, err_len, "the --metrics-azure-* options need --metrics-azure "
-			 "WORKSPACE (the Log Analytics workspace ID)");
+		snprintf(err, err_len, "the --metrics-azure-* options need --metrics-azure-dce URL "
+			 "(the Logs Ingestion API) or --metrics-azure WORKSPACE (the retired HTTP "
+			 "Data Collector API)");
 		return -EINVAL;
 	}
 	if (!o->azure.workspace)
@@ -134,12 +167,13 @@ int metrics_opts_start(const struct metrics_opts *o, const char *daemon, char *e
 			return rc;
 		LOG_INFO("metrics", "serving Prometheus metrics on %s (port %u)", o->addr, port);
 	}
-	if (o->azure.workspace) {
+	int azure = o->azure.workspace || o->azure.dce;
+	if (azure) {
 		rc = metrics_azure_start(&o->azure, err, err_len);
 		if (rc < 0)
 			goto out_http;
 	}
-	if (o->log || o->azure.workspace) {
+	if (o->log || azure) {
 		rc = metrics_log_start(o->log, daemon, o->interval_s, err, err_len);
 		if (rc < 0)
 			goto out_azure;

@@ -380,6 +380,167 @@ def test_log_analytics_sink(tmp_path):
     assert not bad, c.logs(200)
 
 
+# ---- Azure Log Analytics (Logs Ingestion API) --------------------------------------------
+
+AZ_TENANT = "72f988bf-86f1-41af-91ab-2d7cd011db47"
+AZ_CLIENT = "5f6e7d8c-0000-4000-8000-000000000001"
+AZ_DCR = "dcr-00112233445566778899aabbccddeeff"
+AZ_STREAM = "Custom-NacreMetrics_CL"
+
+
+class Ingestion:
+    """A local stand-in for Entra ID's token endpoint and a data collection endpoint:
+    checks the client-credentials form, hands out tokens tok-1, tok-2..., and takes
+    records only with the last token handed out (the first ingestion POST is answered 401,
+    as an expired token is)."""
+
+    def __init__(self, secret):
+        self.secret = secret
+        self.tokens = []   # handed out
+        self.problems = []
+        self.posts = []    # (token, records) taken
+        self.refused_once = False
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"] or 0))
+                status, answer = outer.answer(self.path, self.headers, body)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *a):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def answer(self, path, h, body):
+        with self.lock:
+            if path == f"/{AZ_TENANT}/oauth2/v2.0/token":
+                form = urllib.parse.parse_qs(body.decode())
+                want = {"grant_type": ["client_credentials"], "client_id": [AZ_CLIENT],
+                        "client_secret": [self.secret],
+                        "scope": ["https://monitor.azure.com/.default"]}
+                if form != want or h.get("Content-Type") != \
+                        "application/x-www-form-urlencoded":
+                    self.problems.append(("token form", form, h.get("Content-Type")))
+                    return 400, b'{"error":"invalid_client"}'
+                self.tokens.append(f"tok-{len(self.tokens) + 1}")
+                return 200, json.dumps({"token_type": "Bearer", "expires_in": 3599,
+                                        "access_token": self.tokens[-1]}).encode()
+            want = f"/dataCollectionRules/{AZ_DCR}/streams/{AZ_STREAM}?api-version=2023-01-01"
+            if path != want:
+                self.problems.append(("path", path))
+                return 404, b"{}"
+            if h.get("Content-Type") != "application/json":
+                self.problems.append(("content type", h.get("Content-Type")))
+            auth = h.get("Authorization", "")
+            if not self.refused_once:
+                self.refused_once = True
+                return 401, b'{"error":{"code":"InvalidToken"}}'
+            if not self.tokens or auth != f"Bearer {self.tokens[-1]}":
+                self.problems.append(("authorization", auth, list(self.tokens)))
+                return 403, b"{}"
+            self.posts.append((auth, json.loads(body)))
+            return 204, b""
+
+    def records(self, daemon):
+        with self.lock:
+            return [r for _, recs in self.posts for r in recs if r.get("daemon") == daemon]
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_log_analytics_ingestion_api(tmp_path):
+    """The MDS, both OSSes and the mount post to the Logs Ingestion API with a token they got
+    by client credentials (a refused token is replaced); each record is one target's, with
+    its file system name."""
+    secret = "s3cr3t+&=/value"
+    sf = tmp_path / "la.secret"
+    sf.write_text(secret + "\n")
+    os.chmod(sf, 0o600)
+    ing = Ingestion(secret)
+    az = ["--metrics-azure-dce", ing.base + "/", "--metrics-azure-dcr", AZ_DCR,
+          "--metrics-azure-tenant", AZ_TENANT, "--metrics-azure-client-id", AZ_CLIENT,
+          "--metrics-azure-secret-file", str(sf), "--metrics-azure-authority", ing.base,
+          "--metrics-interval", "1"]
+    c = Cluster(osts=2, oss=1, fsname="lafs", mds_args=az, oss_args=az)
+    try:
+        c.start()
+        c.mount(opts=[f"metrics_azure_dce={ing.base}", f"metrics_azure_dcr={AZ_DCR}",
+                      f"metrics_azure_tenant={AZ_TENANT}", f"metrics_azure_client_id={AZ_CLIENT}",
+                      f"metrics_azure_secret_file={sf}", f"metrics_azure_authority={ing.base}",
+                      "metrics_interval=1"])
+        c.wait_osts_up()
+        wait_for(lambda: ing.records("mds") and len({r["target"] for r in ing.records("oss")})
+                 == 2 and ing.records("mount"), 20, "records of every daemon")
+        assert not ing.problems, ing.problems
+        assert len(ing.tokens) >= 2  # the refused one was replaced
+        mds = ing.records("mds")
+        assert {r["target"] for r in mds} == {"lafs-MDT0000"}, mds[0]
+        for r in mds + ing.records("oss") + ing.records("mount"):
+            for k in ("TimeGenerated", "hostname", "daemon", "fsname", "target", "loadavg",
+                      "kbytesfree", "bytessend"):
+                assert k in r, (k, r)
+            assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", r["TimeGenerated"])
+            assert all(re.fullmatch(r"\w+", k) for k in r), r  # column names
+        assert all(r["fsname"] == "lafs" for r in mds + ing.records("oss"))
+        assert "nacre_mds_open_files" in mds[0]
+        oss = {r["target"]: r for r in ing.records("oss")}
+        assert set(oss) == {"lafs-OST0000", "lafs-OST0001"}, list(oss)
+        # one row per target: each OST's counters under the same column names
+        cols = [k for k in oss["lafs-OST0000"] if k.startswith("nacre_oss_kbytes_free")]
+        assert cols == ["nacre_oss_kbytes_free"], cols
+        assert "nacre_oss_kbytes_free" in oss["lafs-OST0001"]
+    except BaseException:
+        print(c.logs())
+        raise
+    finally:
+        bad = c.stop()
+        ing.stop()
+    assert not bad, c.logs(200)
+
+
+def test_log_analytics_ingestion_options_checked(tmp_path):
+    ckey = tmp_path / "cluster.key"
+    ckey.write_text(os.urandom(32).hex() + "\n")
+    os.chmod(ckey, 0o600)
+    sf = tmp_path / "open.secret"
+    sf.write_text("x\n")
+    os.chmod(sf, 0o644)
+
+    def mds(n, *args):
+        return subprocess.run([binary("nacre-mds"), "--fsname", "la", "--data",
+                               str(tmp_path / f"mdt{n}"), "--key-file", str(ckey), "--listen",
+                               f"127.0.0.1:{free_port()}", "--format", *args],
+                              capture_output=True, text=True, timeout=30)
+    full = ["--metrics-azure-dce", "https://x.ingest.monitor.azure.com", "--metrics-azure-dcr",
+            AZ_DCR, "--metrics-azure-tenant", AZ_TENANT, "--metrics-azure-client-id", AZ_CLIENT]
+    r = mds(0, *full)
+    assert r.returncode != 0 and "needs --metrics-azure-secret-file" in r.stderr, r.stderr
+    r = mds(1, *full, "--metrics-azure-secret-file", str(sf))
+    assert r.returncode != 0 and f"chmod 600 {sf}" in r.stderr, r.stderr
+    r = mds(2, "--metrics-azure-dcr", AZ_DCR)
+    assert r.returncode != 0 and "need --metrics-azure-dce" in r.stderr, r.stderr
+    r = mds(3, *full, "--metrics-azure", AZ_WS)
+    assert r.returncode != 0 and "not both" in r.stderr, r.stderr
+    good = tmp_path / "good.secret"
+    good.write_text("x\n")
+    os.chmod(good, 0o600)
+    bad_dcr = [a if a != AZ_DCR else "dcr/../x" for a in full]
+    r = mds(4, *bad_dcr, "--metrics-azure-secret-file", str(good))
+    assert r.returncode != 0 and "'dcr/../x' is no Azure ID" in r.stderr, r.stderr
+    assert not any((tmp_path / f"mdt{n}").exists() for n in range(5))
+
+
 def test_log_analytics_key_file_checked(tmp_path):
     """A key file others may read is refused, as every key file of nacre; so is a missing
     key file option."""
@@ -401,7 +562,8 @@ def test_log_analytics_key_file_checked(tmp_path):
     assert r.returncode != 0
     assert "--metrics-azure needs --metrics-azure-key-file" in r.stderr, r.stderr
     r = mds(2, "--metrics-azure-url", "http://x/")
-    assert r.returncode != 0 and "need --metrics-azure WORKSPACE" in r.stderr, r.stderr
+    assert r.returncode != 0 and "need --metrics-azure-dce URL" in r.stderr, r.stderr
+    assert "or --metrics-azure WORKSPACE" in r.stderr, r.stderr
 
 
 def _free_ports(n):
