@@ -87,10 +87,16 @@ static void metrics_args(struct daemons *ds, struct bu_daemon *d, const struct c
 		arg(ds, d, "--metrics-log");
 		arg(ds, d, "%s/%s-%s.jsonl", c->metrics_log_dir, c->fsname, d->role);
 	}
-	if (c->metrics_interval && (c->metrics_log_dir[0] || c->metrics_azure[0])) {
+	if (c->metrics_interval &&
+	    (c->metrics_log_dir[0] || c->metrics_azure[0] || c->metrics_azure_ingest[CC_AZ_DCE][0])) {
 		arg(ds, d, "--metrics-interval");
 		arg(ds, d, "%d", c->metrics_interval);
 	}
+	for (int i = 0; i < CC_AZ_N; i++)
+		if (c->metrics_azure_ingest[i][0]) {
+			arg(ds, d, "--metrics-azure-%s", cc_az_names[i]);
+			arg(ds, d, "%s", c->metrics_azure_ingest[i]);
+		}
 	if (c->metrics_azure[0]) {
 		opt(ds, d, "--metrics-azure", c->metrics_azure);
 		opt(ds, d, "--metrics-azure-key-file", c->metrics_azure_key_file);
@@ -260,8 +266,16 @@ static void mount_opts(const struct cc_conf *c, const struct cc_client *cl, char
 	if (c->metrics_log_dir[0])
 		strbuf_printf(&b, ",metrics_log=%s/%s-client-%s.jsonl", c->metrics_log_dir,
 			      c->fsname, cl->name);
-	if (c->metrics_interval && (c->metrics_log_dir[0] || c->metrics_azure[0]))
+	if (c->metrics_interval &&
+	    (c->metrics_log_dir[0] || c->metrics_azure[0] || c->metrics_azure_ingest[CC_AZ_DCE][0]))
 		strbuf_printf(&b, ",metrics_interval=%d", c->metrics_interval);
+	for (int i = 0; i < CC_AZ_N; i++)
+		if (c->metrics_azure_ingest[i][0]) {
+			strbuf_str(&b, ",metrics_azure_");
+			for (const char *n = cc_az_names[i]; *n; n++)
+				strbuf_char(&b, *n == '-' ? '_' : *n);
+			strbuf_printf(&b, "=%s", c->metrics_azure_ingest[i]);
+		}
 	if (c->metrics_azure[0]) {
 		strbuf_printf(&b, ",metrics_azure=%s,metrics_azure_key_file=%s", c->metrics_azure,
 			      c->metrics_azure_key_file);

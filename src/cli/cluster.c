@@ -24,6 +24,8 @@
 #define UP_CLIENT_OPTIONS "client_name=nacre-up"
 
 /* What `nacre up` was asked for. */
+#define UP_OPT_AZ 0x200 /* + CC_AZ_*: the --metrics-azure-* of the Logs Ingestion API */
+
 struct up_opts {
 	char dir[PATH_MAX];
 	char mnt[PATH_MAX];
@@ -40,6 +42,8 @@ struct up_opts {
 	int metrics_interval;
 	char metrics_azure_key_file[PATH_MAX];
 	const char *metrics_azure, *metrics_azure_log_type, *metrics_azure_url;
+	const char *metrics_azure_ingest[CC_AZ_N]; /* --metrics-azure-dce...: passed on */
+	char metrics_azure_secret_file[PATH_MAX];  /* ... its secret file, absolute */
 };
 
 /* The k-th metrics address of `nacre up`: the MDS 0, OSS j 1 + j, the mount 1 + noss, the
@@ -96,6 +100,11 @@ static int up_conf(const struct up_opts *o, struct cc_conf *c)
 						"--metrics-azure-url", o->metrics_azure_url) < 0)
 			return -1;
 	}
+	for (int i = 0; i < CC_AZ_N; i++)
+		if (o->metrics_azure_ingest[i] &&
+		    set(c->metrics_azure_ingest[i], sizeof(c->metrics_azure_ingest[i]),
+			cc_az_names[i], o->metrics_azure_ingest[i]) < 0)
+			return -1;
 	for (int j = 0; j < o->oss; j++) {
 		struct cc_oss *s = &c->oss[c->noss++];
 
@@ -255,6 +264,14 @@ static int parse_up(int argc, char **argv, struct up_opts *o, const char **dir)
 		{"metrics-azure-key-file", required_argument, NULL, 'K'},
 		{"metrics-azure-log-type", required_argument, NULL, 'Y'},
 		{"metrics-azure-url", required_argument, NULL, 'U'},
+		{"metrics-azure-dce", required_argument, NULL, UP_OPT_AZ + CC_AZ_DCE},
+		{"metrics-azure-dcr", required_argument, NULL, UP_OPT_AZ + CC_AZ_DCR},
+		{"metrics-azure-stream", required_argument, NULL, UP_OPT_AZ + CC_AZ_STREAM},
+		{"metrics-azure-tenant", required_argument, NULL, UP_OPT_AZ + CC_AZ_TENANT},
+		{"metrics-azure-client-id", required_argument, NULL, UP_OPT_AZ + CC_AZ_CLIENT_ID},
+		{"metrics-azure-secret-file", required_argument, NULL,
+		 UP_OPT_AZ + CC_AZ_SECRET_FILE},
+		{"metrics-azure-authority", required_argument, NULL, UP_OPT_AZ + CC_AZ_AUTHORITY},
 		{NULL, 0, NULL, 0},
 	};
 	char host[CC_HOST_MAX + 1];
@@ -271,6 +288,26 @@ static int parse_up(int argc, char **argv, struct up_opts *o, const char **dir)
 		case 'C': o->hsm_credentials = optarg; break;
 		case 'I': o->hsm_import = optarg; break;
 		case 'W': o->metrics_azure = optarg; break;
+		case UP_OPT_AZ + CC_AZ_SECRET_FILE:
+			if (lp_absolute(optarg, o->metrics_azure_secret_file, PATH_MAX) < 0) {
+				cli_err("path too long: %s", optarg);
+				return -1;
+			}
+			o->metrics_azure_ingest[CC_AZ_SECRET_FILE] = o->metrics_azure_secret_file;
+			break;
+		case UP_OPT_AZ + CC_AZ_DCE:
+		case UP_OPT_AZ + CC_AZ_DCR:
+		case UP_OPT_AZ + CC_AZ_STREAM:
+		case UP_OPT_AZ + CC_AZ_TENANT:
+		case UP_OPT_AZ + CC_AZ_CLIENT_ID:
+		case UP_OPT_AZ + CC_AZ_AUTHORITY:
+			if (strchr(optarg, ',')) {
+				cli_err("--metrics-azure-%s '%s': a value without ','",
+					cc_az_names[opt - UP_OPT_AZ], optarg);
+				return -1;
+			}
+			o->metrics_azure_ingest[opt - UP_OPT_AZ] = optarg;
+			break;
 		case 'Y': o->metrics_azure_log_type = optarg; break;
 		case 'U': o->metrics_azure_url = optarg; break;
 		case 'A':
@@ -388,6 +425,10 @@ static int write_options(const struct up_opts *o)
 		fprintf(f, "--metrics-azure-log-type=%s\n", o->metrics_azure_log_type);
 	if (o->metrics_azure_url)
 		fprintf(f, "--metrics-azure-url=%s\n", o->metrics_azure_url);
+	for (int i = 0; i < CC_AZ_N; i++)
+		if (o->metrics_azure_ingest[i])
+			fprintf(f, "--metrics-azure-%s=%s\n", cc_az_names[i],
+				o->metrics_azure_ingest[i]);
 	return fclose(f) == 0 ? 0 : -1;
 }
 
@@ -432,6 +473,14 @@ static int same_str(const char *a, const char *b)
 	return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
+static int same_az(const struct up_opts *a, const struct up_opts *b)
+{
+	for (int i = 0; i < CC_AZ_N; i++)
+		if (!same_str(a->metrics_azure_ingest[i], b->metrics_azure_ingest[i]))
+			return 0;
+	return 1;
+}
+
 /* Whether two option sets make the same cluster (--hsm-import only matters at creation). */
 static int same_cluster(const struct up_opts *a, const struct up_opts *b)
 {
@@ -447,7 +496,7 @@ static int same_cluster(const struct up_opts *a, const struct up_opts *b)
 	       same_str(a->metrics_azure, b->metrics_azure) &&
 	       strcmp(a->metrics_azure_key_file, b->metrics_azure_key_file) == 0 &&
 	       same_str(a->metrics_azure_log_type, b->metrics_azure_log_type) &&
-	       same_str(a->metrics_azure_url, b->metrics_azure_url);
+	       same_str(a->metrics_azure_url, b->metrics_azure_url) && same_az(a, b);
 }
 
 /* --oss defaults to one per OST; the mount point to DIR/mnt. */
@@ -515,6 +564,9 @@ static void print_metrics(const struct up_opts *o, const struct cc_conf *c)
 		printf("metrics logs: %s/%s-*.jsonl\n", o->metrics_log, o->fsname);
 	if (o->metrics_azure)
 		printf("metrics to Log Analytics workspace %s\n", o->metrics_azure);
+	if (o->metrics_azure_ingest[CC_AZ_DCE])
+		printf("metrics to Log Analytics (Logs Ingestion API) at %s, rule %s\n",
+		       o->metrics_azure_ingest[CC_AZ_DCE], o->metrics_azure_ingest[CC_AZ_DCR]);
 }
 
 /* `nacre up` on a directory with a cluster.pids (asked: the options recorded there, then the
@@ -612,6 +664,11 @@ int cli_up(int argc, char **argv)
 	    (!o.metrics_azure && (o.metrics_azure_log_type || o.metrics_azure_url))) {
 		cli_err("up: --metrics-azure WORKSPACE needs --metrics-azure-key-file FILE, and "
 			"--metrics-azure-log-type and --metrics-azure-url need --metrics-azure");
+		return 1;
+	}
+	char why[256];
+	if (cc_az_check(o.metrics_azure_ingest, o.metrics_azure != NULL, why, sizeof(why)) < 0) {
+		cli_err("up: %s (--metrics-azure-NAME)", why);
 		return 1;
 	}
 	if (up_finish_opts(&o) < 0)

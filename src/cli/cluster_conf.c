@@ -458,9 +458,67 @@ static int on_hsm(struct parse_state *ps, const char *name, const char *v)
 	return 0;
 }
 
+const char *const cc_az_names[CC_AZ_N] = {"dce",	  "dcr",	 "stream",   "tenant",
+					   "client-id", "secret-file", "authority"};
+
+int cc_az_check(const char *const *v, int workspace_set, char *err, size_t err_len)
+{
+	int any = 0;
+	for (int i = 0; i < CC_AZ_N; i++)
+		any |= v[i] && v[i][0];
+	if (!any)
+		return 0;
+	if (workspace_set) {
+		snprintf(err, err_len, "give either the Logs Ingestion API's options (azure dce...) "
+			 "or a Log Analytics workspace (the retired HTTP Data Collector API), not "
+			 "both");
+		return -1;
+	}
+	static const int needed[] = {CC_AZ_DCE, CC_AZ_DCR, CC_AZ_TENANT, CC_AZ_CLIENT_ID,
+				     CC_AZ_SECRET_FILE};
+	for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
+		if (!v[needed[i]] || !v[needed[i]][0]) {
+			snprintf(err, err_len, "the Logs Ingestion API needs azure %s too (dce, dcr, "
+				 "tenant, client-id and secret-file go together)",
+				 cc_az_names[needed[i]]);
+			return -1;
+		}
+	return 0;
+}
+
+/* [metrics] azure_NAME of the Logs Ingestion API: 1 if name is one (taken), else 0. */
+static int on_metrics_az(struct parse_state *ps, const char *name, const char *v)
+{
+	for (int i = 0; i < CC_AZ_N; i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "azure_%s", cc_az_names[i]);
+		for (char *c = key; *c; c++)
+			if (*c == '-')
+				*c = '_';
+		if (strcmp(name, key) != 0)
+			continue;
+		char *out = ps->c->metrics_azure_ingest[i];
+		size_t len = sizeof(ps->c->metrics_azure_ingest[i]);
+		if (i == CC_AZ_SECRET_FILE) {
+			take_path(ps, name, v, out, len);
+		} else if (take_str(ps, name, v, out, len) == 0) {
+			if (strchr(v, ','))
+				fail(ps, "%s = %s: a value without ','", name, v);
+			else if ((i == CC_AZ_DCE || i == CC_AZ_AUTHORITY) &&
+				 strncmp(v, "http://", 7) && strncmp(v, "https://", 8))
+				fail(ps, "%s = %s: give an http:// or https:// URL", name, v);
+		}
+		return 1;
+	}
+	return 0;
+}
+
 static int on_metrics(struct parse_state *ps, const char *name, const char *v)
 {
 	int64_t n;
+
+	if (on_metrics_az(ps, name, v))
+		return 0;
 
 	if (strcmp(name, "log_dir") == 0) {
 		take_path(ps, name, v, ps->c->metrics_log_dir, sizeof(ps->c->metrics_log_dir));
@@ -490,8 +548,10 @@ static int on_metrics(struct parse_state *ps, const char *name, const char *v)
 		    ((strncmp(v, "http://", 7) && strncmp(v, "https://", 8)) || strchr(v, ',')))
 			fail(ps, "azure_url = %s: give an http:// or https:// URL without ','", v);
 	} else {
-		return unknown_key(ps, name, "log_dir, interval, azure_workspace, azure_key_file, "
-					     "azure_log_type, azure_url");
+		return unknown_key(ps, name, "log_dir, interval, azure_dce, azure_dcr, "
+					     "azure_stream, azure_tenant, azure_client_id, "
+					     "azure_secret_file, azure_authority, azure_workspace, "
+					     "azure_key_file, azure_log_type, azure_url");
 	}
 	return 0;
 }
@@ -723,6 +783,14 @@ static int check_required(struct parse_state *ps)
 	}
 	if (!c->metrics_azure[0] && (c->metrics_azure_log_type[0] || c->metrics_azure_url[0])) {
 		fail(ps, "[metrics] azure_log_type and azure_url need azure_workspace");
+		return -1;
+	}
+	const char *az[CC_AZ_N];
+	char why[256];
+	for (int i = 0; i < CC_AZ_N; i++)
+		az[i] = c->metrics_azure_ingest[i];
+	if (cc_az_check(az, c->metrics_azure[0] != 0, why, sizeof(why)) < 0) {
+		fail(ps, "[metrics] %s", why);
 		return -1;
 	}
 	if (!c->remote_shell[0])

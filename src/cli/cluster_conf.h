@@ -76,6 +76,25 @@ struct cc_archive {
 	char backend[1100]; /* the copytool's --backend for url; "" = the copytool has none */
 };
 
+/* The Logs Ingestion options a cluster passes on to every daemon and mount as they are
+ * (--metrics-azure-NAME, -o metrics_azure_NAME=; [metrics] azure_NAME), NAME as in
+ * cc_az_names. */
+enum {
+	CC_AZ_DCE,
+	CC_AZ_DCR,
+	CC_AZ_STREAM,
+	CC_AZ_TENANT,
+	CC_AZ_CLIENT_ID,
+	CC_AZ_SECRET_FILE,
+	CC_AZ_AUTHORITY,
+	CC_AZ_N
+};
+extern const char *const cc_az_names[CC_AZ_N]; /* "dce", ..., "client-id", "secret-file" */
+/* 0 if the options set in v (CC_AZ_N strings, NULL or "" = not set) are a whole Logs
+ * Ingestion configuration or none, and not given with a workspace (workspace_set); else -1
+ * with a sentence in err. */
+int cc_az_check(const char *const *v, int workspace_set, char *err, size_t err_len);
+
 struct cc_conf {
 	char path[PATH_MAX]; /* the file, for messages */
 	/* [cluster] */
@@ -118,6 +137,8 @@ struct cc_conf {
 	char metrics_azure_key_file[PATH_MAX];
 	char metrics_azure_log_type[101];
 	char metrics_azure_url[1024];
+	/* the Logs Ingestion API's options, CC_AZ_* (metrics_azure.h; "" = not set) */
+	char metrics_azure_ingest[CC_AZ_N][1024];
 };
 
 /* Parses path into *c (caller's storage, zeroed here). Returns 0, or -1 with a message

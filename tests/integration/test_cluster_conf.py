@@ -324,6 +324,16 @@ def test_cluster_config_errors(tmp_path):
         ("[cluster]\nfsname=a\nkey_file=/k\n[mds]\nhost=h\nlisten=10.0.0.1:1\ndata=/d\n"
          "[oss a]\nhost=h\nlisten=10.0.0.1:2\nosts=0:/a\n[metrics]\nazure_workspace=ws1\n"):
             ":13: [metrics] azure_workspace and azure_key_file go together",
+        ("[cluster]\nfsname=a\nkey_file=/k\n[mds]\nhost=h\nlisten=10.0.0.1:1\ndata=/d\n"
+         "[oss a]\nhost=h\nlisten=10.0.0.1:2\nosts=0:/a\n[metrics]\n"
+         "azure_dce=https://x.ingest.monitor.azure.com\nazure_dcr=dcr-1\n"):
+            ":14: [metrics] the Logs Ingestion API needs azure tenant too",
+        ("[cluster]\nfsname=a\nkey_file=/k\n[mds]\nhost=h\nlisten=10.0.0.1:1\ndata=/d\n"
+         "[metrics]\nazure_dce=ftp://x\n"):
+            ":9: azure_dce = ftp://x: give an http:// or https:// URL",
+        ("[cluster]\nfsname=a\nkey_file=/k\n[mds]\nhost=h\nlisten=10.0.0.1:1\ndata=/d\n"
+         "[metrics]\nazure_secret_file=rel/path\n"):
+            ":9: azure_secret_file = rel/path: give an absolute path",
     }
     for text, want in cases.items():
         p = tmp_path / "bad.conf"

@@ -627,3 +627,40 @@ def test_up_metrics_options(nacre_cli, tmp_path):
                        capture_output=True)
         subprocess.run(["rm", "-rf", d])
         la.stop()
+
+
+def test_up_passes_the_ingestion_options(nacre_cli, tmp_path):
+    """nacre up's --metrics-azure-dce and the options with it reach the MDS, the OSS and the
+    mount, and are kept in up.options."""
+    secret = "upsecret"
+    sf = tmp_path / "la.secret"
+    sf.write_text(secret + "\n")
+    os.chmod(sf, 0o600)
+    ing = Ingestion(secret)
+    d = tempfile.mkdtemp(prefix="nacre-upi-")
+    port = _free_ports(3)
+    try:
+        r = nacre_cli("up", "--dir", d, "--osts", 1, "--port", port, "--fsname", "upi",
+                      "--metrics-interval", 1, "--metrics-azure-dce", ing.base,
+                      "--metrics-azure-dcr", AZ_DCR, "--metrics-azure-tenant", AZ_TENANT,
+                      "--metrics-azure-client-id", AZ_CLIENT, "--metrics-azure-secret-file",
+                      sf, "--metrics-azure-authority", ing.base, timeout=90)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert f"metrics to Log Analytics (Logs Ingestion API) at {ing.base}, rule {AZ_DCR}" \
+            in r.stdout, r.stdout
+        wait_for(lambda: ing.records("mds") and ing.records("oss") and ing.records("mount"),
+                 20, "the MDS, the OSS and the mount to post")
+        assert not ing.problems, ing.problems
+        assert {x["target"] for x in ing.records("oss")} == {"upi-OST0000"}
+        opts = open(os.path.join(d, "up.options")).read()
+        assert f"--metrics-azure-secret-file={sf}\n" in opts, opts
+        r = nacre_cli("up", "--dir", str(tmp_path / "other"), "--metrics-azure-dcr", AZ_DCR,
+                      timeout=30)
+        assert r.returncode != 0 and "needs azure dce too" in r.stderr, r.stderr
+        assert not (tmp_path / "other" / "mdt").exists()
+    finally:
+        nacre_cli("down", "--dir", d, timeout=60)
+        subprocess.run(["fusermount3", "-u", "-z", os.path.join(d, "mnt")],
+                       capture_output=True)
+        subprocess.run(["rm", "-rf", d])
+        ing.stop()
