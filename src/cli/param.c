@@ -47,7 +47,8 @@ struct prm {
 	enum prm_src src;
 	char root[PATH_MAX];
 	char *value; /* SRC_TEXT: owned */
-	char ep[CC_ADDR_MAX]; /* SRC_JOBS */
+	char ep[CC_ADDR_MAX]; /* SRC_JOBS: the endpoint, and its page */
+	char page[96];
 };
 
 struct prm_set {
@@ -195,8 +196,22 @@ static void target_params(struct prm_set *ps, const char *root, char *buf, int s
 	}
 }
 
-/* obdfilter.TARGET.stats of every OST, and mdt.TARGET.md_stats of the MDT, that the given
- * metrics endpoints serve. */
+/* PREFIX.TARGET.job_stats: the page /job_stats/TARGET of endpoint ep (the MDS answers
+ * /job_stats/FS-MDT0000 as /job_stats). */
+static void jobs_param(struct prm_set *ps, const char *ep, const char *prefix,
+		       const char *target)
+{
+	char name[256];
+	snprintf(name, sizeof(name), "%s.%s.job_stats", prefix, target);
+	struct prm *p = add(ps, name, 1, SRC_JOBS, "");
+	if (!p)
+		return;
+	str_copy(p->ep, ep, sizeof(p->ep));
+	snprintf(p->page, sizeof(p->page), "/job_stats/%s", target);
+}
+
+/* obdfilter.TARGET.stats and .job_stats of every OST, and mdt.TARGET.md_stats and
+ * .job_stats of the MDT, that the given metrics endpoints serve. */
 static void stats_params(struct prm_set *ps, const struct opts *o)
 {
 	for (int e = 0; e < o->neps; e++) {
@@ -215,11 +230,7 @@ static void stats_params(struct prm_set *ps, const struct opts *o)
 			if (strbuf_ok(&sb))
 				add_text(ps, "", strbuf_cstr(&sb), "mdt.%s.md_stats", mdt);
 			strbuf_fini(&sb);
-			char name[256];
-			snprintf(name, sizeof(name), "mdt.%s.job_stats", mdt);
-			struct prm *p = add(ps, name, 1, SRC_JOBS, "");
-			if (p)
-				str_copy(p->ep, o->eps[e], sizeof(p->ep));
+			jobs_param(ps, o->eps[e], "mdt", mdt);
 		}
 		int nt = cli_scrape_targets(&sc, tgts, 64);
 
@@ -230,6 +241,7 @@ static void stats_params(struct prm_set *ps, const struct opts *o)
 			if (strbuf_ok(&sb))
 				add_text(ps, "", strbuf_cstr(&sb), "obdfilter.%s.stats", tgts[i]);
 			strbuf_fini(&sb);
+			jobs_param(ps, o->eps[e], "obdfilter", tgts[i]);
 		}
 		cli_scrape_free(&sc);
 	}
@@ -371,7 +383,7 @@ static int read_value(const struct prm *p, struct strbuf *out)
 		return hsm_actions(p->root, out);
 	if (p->src == SRC_JOBS) {
 		char err[256];
-		char *text = cli_http(p->ep, "GET", "/job_stats", err, sizeof(err));
+		char *text = cli_http(p->ep, "GET", p->page, err, sizeof(err));
 		if (!text) {
 			cli_err("metrics endpoint %s: %s", p->ep, err);
 			return -EIO;
@@ -398,7 +410,9 @@ static int clear_jobs(const struct prm *p, const char *value)
 	char err[256];
 	if (strcmp(value, "clear") != 0)
 		return -EINVAL;
-	char *text = cli_http(p->ep, "POST", "/job_stats/clear", err, sizeof(err));
+	char path[128];
+	snprintf(path, sizeof(path), "%s/clear", p->page);
+	char *text = cli_http(p->ep, "POST", path, err, sizeof(err));
 	if (!text) {
 		cli_err("metrics endpoint %s: %s", p->ep, err);
 		return -EIO;

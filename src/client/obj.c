@@ -181,7 +181,12 @@ static int batch_build(struct io_batch *b, const struct nacre_layout *l, uint16_
 
 /* ---- running RPCs ---- */
 
-/* Encodes op's request body, with the file's current capability. 0 or -EPROTO. */
+/* How long the first request to an OSS waits for its connection before it goes without a
+ * job id. */
+#define JOBID_CONNECT_MS 2000
+
+/* Encodes op's request body, with the file's current capability (and its opener's job id
+ * for an OSS that counts jobs). 0 or -EPROTO. */
 static int op_encode(struct nacre_file *f, struct io_op *op)
 {
 	struct wire_ost_io_req req;
@@ -197,6 +202,8 @@ static int op_encode(struct nacre_file *f, struct io_op *op)
 	op->has_cap = cl_cap_get(f, &op->cap);
 	req.has_cap = (uint8_t)op->has_cap;
 	req.cap = op->cap;
+	if (rpc_conn_features(op->conn) & WIRE_FEAT_OST_JOBID)
+		memcpy(req.jobid, f->cred.jobid, sizeof(req.jobid));
 	wire_cursor_init_write(&c, op->body, sizeof(op->body));
 	if (op->opcode == WIRE_OP_OST_FALLOCATE) {
 		struct wire_ost_falloc_req fa = {.mode = op->arg, .io = req};
@@ -219,6 +226,17 @@ static void op_start(struct nacre_file *f, struct io_op *op)
 	int rc;
 
 	memset(a, 0, sizeof(*a));
+	rc = cl_oss_get(f->fs, f->layout.ost_idx[op->stripe], &op->conn);
+	if (rc) {
+		op->rc = rc;
+		return;
+	}
+	if (f->cred.jobid[0] && !rpc_conn_features(op->conn)) {
+		/* never connected: whether the OSS takes a job id is known once it is (a failure
+		 * here is the call's to retry and report) */
+		char err[160];
+		(void)rpc_conn_connect(op->conn, JOBID_CONNECT_MS, err, sizeof(err));
+	}
 	if (op_encode(f, op)) {
 		op->rc = -EPROTO;
 		return;
@@ -241,11 +259,6 @@ static void op_start(struct nacre_file *f, struct io_op *op)
 			a->reply_bulk = op->tmp;
 		}
 		a->reply_bulk_cap = (uint32_t)op->len;
-	}
-	rc = cl_oss_get(f->fs, f->layout.ost_idx[op->stripe], &op->conn);
-	if (rc) {
-		op->rc = rc;
-		return;
 	}
 	rc = rpc_start(op->conn, a, &op->pend);
 	if (rc) {
@@ -306,8 +319,8 @@ static int op_finish(struct nacre_file *f, struct io_op *op)
 	    cl_oss_moved(f->fs, idx, op->conn)) {
 		rpc_msg_free(m);
 		m = NULL;
-		if (cl_oss_get(f->fs, idx, &op->conn) == 0)
-			rc = rpc_call(op->conn, &op->args, &m);
+		if (cl_oss_get(f->fs, idx, &op->conn) == 0 && op_encode(f, op) == 0)
+			rc = rpc_call(op->conn, &op->args, &m); /* re-encoded: its features */
 	}
 	/* Refused: the capability expired (or the clocks disagree): renew it once, resend. */
 	if (rc == -EACCES && op->conn && op->args.opcode &&

@@ -70,11 +70,12 @@ char *metrics_render_json(const char *daemon);
  * Returns 0 and writes the bound port, or -errno with a sentence in err. */
 int metrics_http_start(const char *addr, uint16_t *port, char *err, size_t err_len);
 void metrics_http_stop(void);
-/* Another page of that endpoint, added before it starts (at most 4): GET path answers
- * get(arg)'s malloc'd text (NULL: 500); POST path/clear runs clear(arg), from a loopback
- * peer only (as lctl set_param runs on the server itself; 403 from elsewhere). */
-void metrics_http_page(const char *path, char *(*get)(void *arg), void (*clear)(void *arg),
-		       void *arg);
+/* Another page of that endpoint, added before it starts (at most 4): GET path[/NAME]
+ * answers get(arg, "" or "/NAME")'s malloc'd text (NULL: 404); POST path[/NAME]/clear runs
+ * clear(arg, "" or "/NAME") (-1: 404), from a loopback peer only (as lctl set_param runs on
+ * the server itself; 403 from elsewhere). */
+void metrics_http_page(const char *path, char *(*get)(void *arg, const char *rest),
+		       int (*clear)(void *arg, const char *rest), void *arg);
 /* Starts a thread making one JSON record every interval seconds: appended as a line to
  * path (NULL: no file), and queued for Log Analytics when metrics_azure runs. */
 int metrics_log_start(const char *path, const char *daemon, int interval_s, char *err,

@@ -18,14 +18,14 @@ static struct MHD_Daemon *httpd; /* set at start, cleared at stop; main thread o
 #define PAGES_MAX 4
 static struct page {
 	char path[64];
-	char *(*get)(void *arg);
-	void (*clear)(void *arg);
+	char *(*get)(void *arg, const char *rest);
+	int (*clear)(void *arg, const char *rest);
 	void *arg;
 } pages[PAGES_MAX]; /* set before the start, read by the server thread */
 static unsigned npages;
 
-void metrics_http_page(const char *path, char *(*get)(void *arg), void (*clear)(void *arg),
-		       void *arg)
+void metrics_http_page(const char *path, char *(*get)(void *arg, const char *rest),
+		       int (*clear)(void *arg, const char *rest), void *arg)
 {
 	if (npages == PAGES_MAX || strlen(path) >= sizeof(pages[0].path))
 		return;
@@ -55,18 +55,24 @@ static unsigned int serve_page(struct MHD_Connection *conn, const char *url, int
 {
 	for (unsigned i = 0; i < npages; i++) {
 		const struct page *p = &pages[i];
-		size_t n = strlen(p->path);
-		if (strncmp(url, p->path, n) != 0)
+		size_t n = strlen(p->path), len = strlen(url);
+		char rest[128];
+		if (strncmp(url, p->path, n) != 0 || (url[n] && url[n] != '/'))
 			continue;
-		if (!post && !url[n])
-			return (*text = p->get(p->arg)) ? MHD_HTTP_OK
-							 : MHD_HTTP_INTERNAL_SERVER_ERROR;
-		if (post && strcmp(url + n, "/clear") == 0) {
-			if (!from_loopback(conn))
-				return MHD_HTTP_FORBIDDEN;
-			p->clear(p->arg);
-			return MHD_HTTP_OK;
+		if (!post) {
+			if (len - n >= sizeof(rest))
+				return MHD_HTTP_NOT_FOUND;
+			memcpy(rest, url + n, len - n + 1);
+			return (*text = p->get(p->arg, rest)) ? MHD_HTTP_OK : MHD_HTTP_NOT_FOUND;
 		}
+		if (len - n < 6 || strcmp(url + len - 6, "/clear") != 0 ||
+		    len - n - 6 >= sizeof(rest))
+			return MHD_HTTP_NOT_FOUND;
+		if (!from_loopback(conn))
+			return MHD_HTTP_FORBIDDEN;
+		memcpy(rest, url + n, len - n - 6);
+		rest[len - n - 6] = '\0';
+		return p->clear(p->arg, rest) == 0 ? MHD_HTTP_OK : MHD_HTTP_NOT_FOUND;
 	}
 	return MHD_HTTP_NOT_FOUND;
 }

@@ -2,7 +2,9 @@
 #include "mds/jobs.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "common/jobstats.h"
@@ -67,10 +69,21 @@ static int job_op(uint16_t opcode)
 	}
 }
 
-static char *page_get(void *arg)
+/* /job_stats, or /job_stats/FS-MDT0000: the only MDT's */
+static int is_ours(const struct mds *m, const char *rest)
 {
+	char name[NACRE_FSNAME_MAX + 16];
+	snprintf(name, sizeof(name), "/%s-MDT0000", m->fsname);
+	return !rest[0] || strcmp(rest, name) == 0;
+}
+
+static char *page_get(void *arg, const char *rest)
+{
+	struct mds *m = arg;
 	struct strbuf sb = STRBUF_INIT;
-	jobstats_yaml(arg, &sb);
+	if (!is_ours(m, rest))
+		return NULL;
+	jobstats_yaml(m->jobs, &sb);
 	if (!strbuf_ok(&sb)) {
 		strbuf_fini(&sb);
 		return NULL;
@@ -78,9 +91,13 @@ static char *page_get(void *arg)
 	return strbuf_take(&sb);
 }
 
-static void page_clear(void *arg)
+static int page_clear(void *arg, const char *rest)
 {
-	jobstats_clear(arg);
+	struct mds *m = arg;
+	if (!is_ours(m, rest))
+		return -1;
+	jobstats_clear(m->jobs);
+	return 0;
 }
 
 int mds_jobs_create(struct mds *m, unsigned max_jobs, unsigned cleanup_s)
@@ -88,7 +105,7 @@ int mds_jobs_create(struct mds *m, unsigned max_jobs, unsigned cleanup_s)
 	m->jobs = jobstats_new(job_ops, JOB_OPS_, max_jobs, cleanup_s);
 	if (!m->jobs)
 		return -ENOMEM;
-	metrics_http_page("/job_stats", page_get, page_clear, m->jobs);
+	metrics_http_page("/job_stats", page_get, page_clear, m);
 	return 0;
 }
 

@@ -11,6 +11,7 @@
 #include "common/lprocfs.h"
 #include "nacre/nacre_errno.h"
 #include "oss/cap_check.h"
+#include "oss/jobs.h"
 #include "oss/store.h"
 #include "proto/cursor.h"
 #include "proto/wire.h"
@@ -254,6 +255,7 @@ int oss_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 	}
 	struct oss_obj_id id = { .fid = m.fid, .stripe = m.stripe_idx, .gen = m.layout_gen };
 	const struct oss_obj_id *idp = &id;
+	uint64_t start = t->jobs && m.jobid[0] ? oss_jobs_now_us() : 0;
 	switch (op) {
 	case WIRE_OP_OST_WRITE:
 		rc = do_write(t, idp, &m, req);
@@ -286,6 +288,9 @@ int oss_dispatch(void *arg, const struct rpc_request *req, struct rpc_reply *rep
 		rc = oss_store_sync(t, idp);
 		break;
 	}
+	if (!rc && start)
+		oss_jobs_note(t, op, m.jobid, op == WIRE_OP_OST_READ ? rep->bulk_len : m.len,
+			      oss_jobs_now_us() - start);
 	/* ENXIO: no data after the offset; EOPNOTSUPP: the disk file system cannot (the
 	 * client falls back); neither is the store's failure */
 	if (rc && rc != -EINVAL && rc != -ENXIO && rc != -EOPNOTSUPP)

@@ -23,6 +23,7 @@
 #include "nacre/nacre_errno.h"
 #include "nacre/nacre_types.h"
 #include "oss/dispatch.h"
+#include "oss/jobs.h"
 #include "oss/oss_metrics.h"
 #include "oss/keys.h"
 #include "oss/register.h"
@@ -504,6 +505,10 @@ int main(int argc, char **argv)
 		goto out_close;
 	}
 	oss_metrics_register(targets, ntargets);
+	if ((rc = oss_jobs_create(targets, ntargets))) {
+		fail("cannot start: %s", strerror(-rc));
+		goto out_close;
+	}
 	rc = metrics_opts_start(&o.metrics, "oss", err, sizeof(err));
 	if (rc) {
 		fail("%s", err);
@@ -532,6 +537,7 @@ out_close:
 	g_server = NULL;
 	rpc_server_destroy(srv);
 	oss_keys_fini(&keys);
+	oss_jobs_destroy(targets, ntargets);
 	for (int i = 0; i < ntargets; i++)
 		oss_target_close(targets[i]);
 	cap_key_fini(&ctx_capkey);

@@ -59,6 +59,8 @@ struct oss_stats {
 	atomic_uint_fast64_t errors[OSS_NOPS]; /* requests answered with a negative status */
 };
 
+struct jobstats;
+
 struct oss_target {
 	uint32_t index;
 	char fsname[NACRE_FSNAME_MAX + 1];
@@ -74,6 +76,7 @@ struct oss_target {
 				* (O_DIRECT, store.c); off by default, cleared when the
 				* file system refuses O_DIRECT */
 	struct oss_stats stats;
+	struct jobstats *jobs; /* job_stats (jobs.h); NULL: none kept */
 };
 
 /* Opens the OST in dir for fsname/index; with format, first creates dir (and its parents)

@@ -1951,7 +1951,9 @@ void wire_hsm_progress_rep_decode(struct wire_cursor *c, struct wire_hsm_progres
  *   u32 ost_idx (0..65535), fid, u32 stripe_idx (< NACRE_MAX_STRIPES), u32 layout_gen,
  *   u64 offset, u64 len; offset + len must fit in an off_t. Per-opcode limits on len (READ
  *   <= WIRE_BULK_MAX, WRITE == bulk length) are the server's to check. Then, with
- *   has_cap, the object's cap (any byte after len starts it). */
+ *   has_cap, the object's cap (any byte after len starts it), and after it, with
+ *   WIRE_FEAT_OST_JOBID, u8 length (1..NACRE_JOBID_MAX) and the job id (wire_jobid_valid;
+ *   any byte after the cap starts it). */
 void wire_ost_io_req_encode(struct wire_cursor *c, const struct wire_ost_io_req *m)
 {
 	wire_put_u32(c, m->ost_idx);
@@ -1961,6 +1963,15 @@ void wire_ost_io_req_encode(struct wire_cursor *c, const struct wire_ost_io_req 
 	wire_put_u64(c, m->offset);
 	wire_put_u64(c, m->len);
 	cap_opt_put(c, m->has_cap, &m->cap);
+	size_t jl = strnlen(m->jobid, sizeof(m->jobid));
+	if (m->has_cap && jl) {
+		if (!wire_jobid_valid(m->jobid, jl) || jl > NACRE_JOBID_MAX) {
+			wire_cursor_fail(c, -EINVAL);
+			return;
+		}
+		wire_put_u8(c, (uint8_t)jl);
+		wire_put_bytes(c, m->jobid, jl);
+	}
 }
 
 void wire_ost_io_req_decode(struct wire_cursor *c, struct wire_ost_io_req *m)
@@ -1973,6 +1984,16 @@ void wire_ost_io_req_decode(struct wire_cursor *c, struct wire_ost_io_req *m)
 	m->offset = wire_get_u64(c);
 	m->len = wire_get_u64(c);
 	cap_opt_get(c, &m->has_cap, &m->cap);
+	if (m->has_cap && wire_cursor_ok(c) && wire_cursor_left(c) > 0) {
+		uint8_t jl = wire_get_u8(c);
+		if (jl == 0 || jl > NACRE_JOBID_MAX) {
+			wire_cursor_fail(c, -EPROTO);
+			return;
+		}
+		wire_get_bytes(c, m->jobid, jl);
+		if (wire_cursor_ok(c) && !wire_jobid_valid(m->jobid, jl))
+			wire_cursor_fail(c, -EPROTO);
+	}
 	if (m->ost_idx > 65535 || m->stripe_idx >= NACRE_MAX_STRIPES ||
 	    m->offset > (uint64_t)INT64_MAX || m->len > (uint64_t)INT64_MAX - m->offset)
 		wire_cursor_fail(c, -EPROTO);

@@ -78,10 +78,13 @@ enum {
 #define WIRE_FEAT_WB_LEASE (1ull << 11) /* the MDS grants write-back leases on directories
 					 * (MDS_LEASE) and recalls them in NOTIFY_WAIT
 					 * replies (WIRE_NOTIFY_RECALL) */
+#define WIRE_FEAT_OST_JOBID (1ull << 12) /* an ost_io_req may carry the job id of the
+					  * handle's opener after its cap (job_stats) */
 #define WIRE_FEATURES_SUPPORTED (WIRE_FEAT_RECOVERY | WIRE_FEAT_SEC | WIRE_FEAT_CAPS | \
 				 WIRE_FEAT_KEY_ID | WIRE_FEAT_JOBID | WIRE_FEAT_XATTR_64K | \
 				 WIRE_FEAT_ATIME | WIRE_FEAT_BLOCKS | WIRE_FEAT_FID_GRANT | \
-				 WIRE_FEAT_BATCH | WIRE_FEAT_READDIR_PLUS | WIRE_FEAT_WB_LEASE)
+				 WIRE_FEAT_BATCH | WIRE_FEAT_READDIR_PLUS | WIRE_FEAT_WB_LEASE | \
+				 WIRE_FEAT_OST_JOBID)
 
 /* Opcodes. Never renumber; add at the end of a family. Each has a row in the opcode table
  * (wire.c, read through wire_op_info): its request and reply messages, named here too. */
@@ -1074,6 +1077,8 @@ struct wire_ost_io_req {
 	/* the capability for the object (trailing; an OSS refuses object requests without) */
 	uint8_t has_cap;
 	struct wire_cap cap;
+	/* with has_cap and WIRE_FEAT_OST_JOBID: the job of the handle's opener ("" = none) */
+	char jobid[NACRE_JOBID_MAX + 1];
 };
 struct wire_ost_attr_rep {
 	uint64_t size;

@@ -18,9 +18,13 @@ class JobCluster(Cluster):
     def __init__(self, **kw):
         super().__init__(fsname=FS, **kw)
         self.mds_mport = free_port()
+        self.oss_mport = free_port()
 
     def mds_argv(self, fmt):
         return super().mds_argv(fmt) + ["--metrics-addr", f"127.0.0.1:{self.mds_mport}"]
+
+    def oss_argv(self, j, fmt):
+        return super().oss_argv(j, fmt) + ["--metrics-addr", f"127.0.0.1:{self.oss_mport}"]
 
 
 @pytest.fixture(scope="module")
@@ -32,18 +36,19 @@ def jc():
 
 def nacre(c, *args):
     return subprocess.run([binary("nacre"), *args[:1], "--mount", str(c.mounts[-1].path),
-                           "--metrics", f"127.0.0.1:{c.mds_mport}", *args[1:]],
+                           "--metrics", f"127.0.0.1:{c.mds_mport}",
+                           "--metrics", f"127.0.0.1:{c.oss_mport}", *args[1:]],
                           capture_output=True, text=True, timeout=60)
 
 
-def job_stats(c):
-    """{job_id: {op: (samples, line)}} from get_param mdt.*.job_stats."""
-    r = nacre(c, "get_param", "mdt.*.job_stats")
+def job_stats(c, param=f"mdt.{FS}-MDT0000.job_stats"):
+    """{job_id: {op: samples}} (and {job_id: {op + "_sum": sum}}) from get_param PARAM."""
+    r = nacre(c, "get_param", param)
     assert r.returncode == 0, r.stderr
-    if r.stdout == f"mdt.{FS}-MDT0000.job_stats=job_stats:\n":
+    if r.stdout == f"{param}=job_stats:\n":
         return {}  # one line: lctl prints it after the name
     lines = r.stdout.splitlines()
-    assert lines[0] == f"mdt.{FS}-MDT0000.job_stats=" and lines[1] == "job_stats:", r.stdout
+    assert lines[0] == f"{param}=" and lines[1] == "job_stats:", r.stdout
     jobs, cur = {}, None
     for ln in lines[2:]:
         m = re.fullmatch(r"- job_id: {10}(\S+)", ln)
@@ -52,11 +57,12 @@ def job_stats(c):
             continue
         if re.fullmatch(r"  snapshot_time: {3}\d+", ln):
             continue
-        m = re.fullmatch(r"  (\w+): +\{ samples: +(\d+), unit: usecs"
-                         r"(, min: +\d+, max: +\d+, sum: +\d+, sumsq: +\d+)? \}", ln)
+        m = re.fullmatch(r"  (\w+): +\{ samples: +(\d+), unit: (usecs|bytes)"
+                         r"(, min: +\d+, max: +\d+, sum: +(\d+), sumsq: +\d+)? \}", ln)
         assert m and cur is not None, f"not Lustre's job_stats line: {ln!r}\n{r.stdout}"
-        assert (int(m.group(2)) > 0) == (m.group(3) is not None), ln
+        assert (int(m.group(2)) > 0) == (m.group(4) is not None), ln
         cur[m.group(1)] = int(m.group(2))
+        cur[m.group(1) + "_sum"] = int(m.group(5) or 0)
     return jobs
 
 
@@ -95,8 +101,9 @@ def test_two_jobs_counted_apart_then_cleared(jc):
     assert (t["mknod"], t["mkdir"], t["unlink"], t["rename"]) == (3, 0, 0, 0), t
     assert t["open"] >= 3 and t["close"] >= 3 and t["setattr"] >= 3, t  # touch sets times
     # Lustre's operation list, in its order, for each job
-    assert list(a) == ["open", "close", "mknod", "link", "unlink", "mkdir", "rmdir", "rename",
-                       "getattr", "setattr", "getxattr", "setxattr", "statfs", "sync"]
+    assert [k for k in a if not k.endswith("_sum")] == [
+        "open", "close", "mknod", "link", "unlink", "mkdir", "rmdir", "rename", "getattr",
+        "setattr", "getxattr", "setxattr", "statfs", "sync"]
     r = nacre(jc, "set_param", "mdt.*.job_stats=bogus")
     assert r.returncode == 22, r
     r = nacre(jc, "set_param", "mdt.*.job_stats=clear")
@@ -104,6 +111,37 @@ def test_two_jobs_counted_apart_then_cleared(jc):
     assert job_stats(jc) == {}
     m.unmount()
     jc.mounts.remove(m)
+
+
+def test_object_io_is_counted_per_job_on_the_ost(jc):
+    """obdfilter.*.job_stats: the bytes a job wrote and another read, each under the job of
+    the process that opened the file."""
+    w = jc.mount(opts=["jobid=SLURM_JOB_ID"])
+    r_ = jc.mount(opts=["jobid=SLURM_JOB_ID"])
+    ost = f"obdfilter.{FS}-OST0000.job_stats"
+    assert nacre(jc, "set_param", f"{ost}=clear").returncode == 0
+    path = w.path / "data"
+    size = 3 * 1024 * 1024 + 123
+    run_job([sys.executable, "-c",
+             f"import os\nfd = os.open({str(path)!r}, os.O_WRONLY | os.O_CREAT, 0o644)\n"
+             f"os.write(fd, b'j' * {size}); os.fsync(fd); os.close(fd)\n"],
+            {"SLURM_JOB_ID": "777"})
+    run_job([sys.executable, "-c",
+             f"data = open({str(r_.path / 'data')!r}, 'rb').read()\nassert len(data) == {size}\n"],
+            {"SLURM_JOB_ID": "778"})
+    jobs = job_stats(jc, ost)
+    assert "777" in jobs and "778" in jobs, jobs
+    assert jobs["777"]["write_bytes_sum"] == size and jobs["777"]["write"] >= 1, jobs
+    assert jobs["777"]["read_bytes"] == 0, jobs["777"]
+    assert jobs["778"]["read_bytes_sum"] == size and jobs["778"]["write_bytes"] == 0, jobs
+    assert [k for k in jobs["777"] if not k.endswith("_sum")] == [
+        "read_bytes", "write_bytes", "read", "write", "getattr", "punch", "sync", "prealloc",
+        "get_info"]
+    assert nacre(jc, "set_param", f"{ost}=clear").returncode == 0
+    assert job_stats(jc, ost) == {}
+    for m in (w, r_):
+        m.unmount()
+        jc.mounts.remove(m)
 
 
 def test_jobid_option_is_checked(jc):

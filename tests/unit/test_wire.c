@@ -440,6 +440,30 @@ static void test_golden_ost_io_req(void)
 		bad[sizeof(golden) + 8] = 0x13;
 		CHECK(!DECODE_OK(wire_ost_io_req_decode, bad, sizeof(bad), &d));
 	}
+
+	/* with the opener's job id after the cap (WIRE_FEAT_OST_JOBID) */
+	uint8_t gjob[sizeof(gcap) + 5];
+	memcpy(gjob, gcap, sizeof(gcap));
+	memcpy(gjob + sizeof(gcap), "\x04" "4242", 5);
+	strcpy(m.jobid, "4242");
+	ENCODE(&c, wire_ost_io_req_encode, &m);
+	CHECK_EQ(wire_cursor_pos(&c), sizeof(gjob));
+	CHECK_MEM(c.buf, gjob, sizeof(gjob));
+	wire_cursor_fini(&c);
+	CHECK(DECODE_OK(wire_ost_io_req_decode, gjob, sizeof(gjob), &d));
+	CHECK(memcmp(&m, &d, sizeof(m)) == 0);
+	/* cut short, empty, a space in it */
+	CHECK(!DECODE_OK(wire_ost_io_req_decode, gjob, sizeof(gjob) - 1, &d));
+	gjob[sizeof(gcap)] = 0;
+	CHECK(!DECODE_OK(wire_ost_io_req_decode, gjob, sizeof(gcap) + 1, &d));
+	gjob[sizeof(gcap)] = 4;
+	gjob[sizeof(gcap) + 2] = ' ';
+	CHECK(!DECODE_OK(wire_ost_io_req_decode, gjob, sizeof(gjob), &d));
+	/* no job id without a cap: the bytes after len are the cap's */
+	m.has_cap = 0;
+	ENCODE(&c, wire_ost_io_req_encode, &m);
+	CHECK_EQ(wire_cursor_pos(&c), sizeof(golden));
+	wire_cursor_fini(&c);
 }
 
 /* OST_FALLOCATE, OST_SEEK: a field of their own, then an ost_io_req; the seek's answer. */
