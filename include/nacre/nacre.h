@@ -139,10 +139,36 @@ enum {
 	/* milliseconds a change made under a write-back lease may wait before it is sent to
 	 * the MDS with others (1..NACRE_WB_DELAY_MS_MAX; default 50). ost is ignored. */
 	NACRE_TUNE_WB_DELAY_MS = 5,
+	/* the mount's write-behind limit in MiB (osc.*.max_dirty_mb; nacre has one for the
+	 * whole mount, whichever OST is named): 1..NACRE_DIRTY_MB_MAX while write-behind is on;
+	 * a mount without it (-o max_dirty_mb=0) refuses (-EPERM). */
+	NACRE_TUNE_MAX_DIRTY_MB = 6,
 };
+#define NACRE_DIRTY_MB_MAX 65536
 #define NACRE_WB_DELAY_MS_MAX 60000
 #define NACRE_RPCS_IN_FLIGHT_MAX 256
 #define NACRE_READ_AHEAD_MB_MAX 65536
+/* The largest RPC of this mount in bytes (its -o max_rpc_size; osc.*.max_pages_per_rpc
+ * is this over 4096). Set at mount: the buffers are sized for it. */
+uint32_t nacre_fs_rpc_max(const struct nacre_fs *fs);
+
+/* A connection of this mount as lctl's import file shows it (a snapshot). */
+struct nacre_import {
+	char state[16];                    /* NEW, CONNECTING, REPLAY, FULL, DISCONN, CLOSED */
+	char current[NACRE_ADDR_MAX + 1];  /* the address in use, or tried next */
+	char addrs[NACRE_ADDR_LIST_MAX];   /* every address it may use, comma-separated */
+	char server[NACRE_NAME_MAX + 1];   /* the server's name ("" before the first) */
+	char connect_flags[512];           /* the features agreed, comma-separated */
+	uint64_t connect_bits;             /* ... as the protocol's bits */
+	uint64_t generation;               /* sockets so far */
+	uint64_t last_committed;           /* the server's last commit it told us of */
+	char sec[16];                      /* the wire security flavour: null, integrity... */
+	int64_t heard_ms_ago;              /* since the server was last heard; -1 never */
+};
+/* The connection to the MDT (ost -1) or to OST index ost. 0, or -ENOENT (no such OST in
+ * the registry). Thread-safe. */
+int nacre_fs_import(struct nacre_fs *fs, int ost, struct nacre_import *out);
+
 /* Reads a tunable into *val. Returns 0 or -EINVAL (unknown tunable). Thread-safe. */
 int nacre_fs_tunable_get(struct nacre_fs *fs, int tunable, int ost, int64_t *val);
 /* Changes a tunable; it applies to RPCs and reads from then on. Returns 0, -EINVAL (unknown

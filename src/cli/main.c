@@ -5,9 +5,6 @@
 #include "cli/cli.h"
 #include "common/util.h"
 
-#ifndef NACRE_VERSION
-#define NACRE_VERSION "0.1.0"
-#endif
 
 static int cmd_help(int argc, char **argv);
 

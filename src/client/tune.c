@@ -1,5 +1,6 @@
 /* tune.c - the tunables a mount may change while mounted (nacre_fs_tunable_get/_set):
- * the pool's RPCs in flight per OST, the readahead window limit, FID grants and write-back. */
+ * the pool's RPCs in flight per OST, the readahead window limit, FID grants, write-back and
+ * the write-behind limit. */
 #include <errno.h>
 #include <stdint.h>
 
@@ -33,9 +34,30 @@ NACRE_API int nacre_fs_tunable_get(struct nacre_fs *fs, int tunable, int ost, in
 	case NACRE_TUNE_WB_DELAY_MS:
 		*val = __atomic_load_n(&fs->wbq.delay_ms, __ATOMIC_RELAXED);
 		return 0;
+	case NACRE_TUNE_MAX_DIRTY_MB:
+		*val = (int64_t)(__atomic_load_n(&fs->dirty_max, __ATOMIC_RELAXED) / MIB);
+		return 0;
 	default:
 		return -EINVAL;
 	}
+}
+
+/* The write-behind limits: the mount's, and a file's (a quarter of it, within
+ * CL_FILE_DIRTY_MB_MAX, at least one RPC), as at mount. Writers read them as they go. */
+static int set_dirty_mb(struct nacre_fs *fs, int64_t val)
+{
+	if (__atomic_load_n(&fs->dirty_max, __ATOMIC_RELAXED) == 0)
+		return -EPERM; /* write-through mount: its write path has no write-behind */
+	if (val < 1 || val > NACRE_DIRTY_MB_MAX)
+		return -ERANGE;
+	uint64_t all = (uint64_t)val * MIB, file = all / 4;
+	if (file > CL_FILE_DIRTY_MB_MAX * MIB)
+		file = CL_FILE_DIRTY_MB_MAX * MIB;
+	if (file < fs->rpc_max)
+		file = fs->rpc_max;
+	__atomic_store_n(&fs->file_dirty_max, file, __ATOMIC_RELAXED);
+	__atomic_store_n(&fs->dirty_max, all, __ATOMIC_RELAXED);
+	return 0;
 }
 
 NACRE_API int nacre_fs_tunable_set(struct nacre_fs *fs, int tunable, int ost, int64_t val)
@@ -79,6 +101,8 @@ NACRE_API int nacre_fs_tunable_set(struct nacre_fs *fs, int tunable, int ost, in
 			return -ERANGE;
 		__atomic_store_n(&fs->wbq.delay_ms, (uint32_t)val, __ATOMIC_RELAXED);
 		return 0;
+	case NACRE_TUNE_MAX_DIRTY_MB:
+		return set_dirty_mb(fs, val);
 	default:
 		return -EINVAL;
 	}

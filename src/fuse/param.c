@@ -22,25 +22,100 @@
 
 #define PARAM_NAME_MAX 200
 
-/* Where a parameter lives: on the llite device (one per mount), the MDT's MDC, or each
- * OST's OSC. */
-enum { ON_LLITE, ON_MDC, ON_OSC };
+/* Where a parameter lives: on no device (lctl's top level), the llite device (one per
+ * mount), the MDT's MDC, or each OST's OSC. */
+enum { ON_TOP, ON_LLITE, ON_MDC, ON_OSC };
 
 struct param {
 	int on;
 	const char *name; /* the last part of the dotted name */
 	int tunable;      /* NACRE_TUNE_*, read-write; or 0 and: */
-	void (*text)(struct nacre_fs *fs, struct strbuf *out); /* a read-only one's value */
+	/* a read-only one's value; ost: the OSC's OST, or -1 */
+	void (*text)(struct nacre_fs *fs, int ost, struct strbuf *out);
 };
 
+static void llite_stats(struct nacre_fs *fs, int ost, struct strbuf *out)
+{
+	(void)ost;
+	fz_metrics_llite_stats(fs, out);
+}
+
+static void wb_stats(struct nacre_fs *fs, int ost, struct strbuf *out)
+{
+	(void)ost;
+	fz_metrics_wb_stats(fs, out);
+}
+
+static void version(struct nacre_fs *fs, int ost, struct strbuf *out)
+{
+	(void)fs, (void)ost;
+	strbuf_str(out, NACRE_VERSION "\n");
+}
+
+/* max_pages_per_rpc: the mount's RPC size in 4 KiB pages (set at mount: -o max_rpc_size) */
+static void pages_per_rpc(struct nacre_fs *fs, int ost, struct strbuf *out)
+{
+	(void)ost;
+	strbuf_printf(out, "%u\n", nacre_fs_rpc_max(fs) / 4096u);
+}
+
+/* checksums: bulk data is always checked, by CRC-32C or by the flavour's tag */
+static void checksums(struct nacre_fs *fs, int ost, struct strbuf *out)
+{
+	(void)fs, (void)ost;
+	strbuf_str(out, "1\n");
+}
+
+/* import: the connection, in the shape of Lustre's import file */
+static void import(struct nacre_fs *fs, int ost, struct strbuf *out)
+{
+	struct nacre_import im;
+	char target[NACRE_FSNAME_MAX + 16];
+	char name[PARAM_NAME_MAX];
+
+	if (nacre_fs_import(fs, ost, &im) < 0)
+		return;
+	if (ost < 0)
+		snprintf(target, sizeof(target), "%s-MDT0000", nacre_fs_name(fs));
+	else
+		snprintf(target, sizeof(target), "%s-OST%04x", nacre_fs_name(fs), ost);
+	snprintf(name, sizeof(name), "%s-%s-%016llx", target, ost < 0 ? "mdc" : "osc",
+		 (unsigned long long)nacre_fs_client_id(fs));
+	strbuf_printf(out, "import:\n    name: %s\n    target: %s_UUID\n    state: %s\n", name,
+		      target, im.state);
+	strbuf_printf(out, "    connect_flags: [ %s ]\n", im.connect_flags);
+	strbuf_printf(out, "    connect_data:\n       flags: 0x%llx\n",
+		      (unsigned long long)im.connect_bits);
+	strbuf_printf(out, "    connection:\n       failover_nids: [ ");
+	for (const char *a = im.addrs; *a;) {
+		size_t n = strcspn(a, ",");
+		strbuf_printf(out, "%.*s%s", (int)n, a, a[n] ? ", " : "");
+		a += n + (a[n] == ',');
+	}
+	strbuf_printf(out, " ]\n       current_connection: %s\n       generation: %llu\n",
+		      im.current, (unsigned long long)im.generation);
+	if (im.heard_ms_ago >= 0)
+		strbuf_printf(out, "       last_heard_ms_ago: %lld\n", (long long)im.heard_ms_ago);
+	strbuf_printf(out, "       server: %s\n       sec: %s\n", im.server[0] ? im.server : "-",
+		      im.sec);
+	strbuf_printf(out, "    transactions:\n       last_committed: %llu\n",
+		      (unsigned long long)im.last_committed);
+}
+
 static const struct param params[] = {
+	{ON_TOP, "version", 0, version},
 	{ON_LLITE, "max_read_ahead_mb", NACRE_TUNE_READ_AHEAD_MB, NULL},
 	{ON_LLITE, "fid_grant", NACRE_TUNE_FID_GRANT, NULL},
 	{ON_LLITE, "wb", NACRE_TUNE_WB, NULL},
 	{ON_LLITE, "wb_delay_ms", NACRE_TUNE_WB_DELAY_MS, NULL},
-	{ON_LLITE, "stats", 0, fz_metrics_llite_stats},
-	{ON_MDC, "wb_stats", 0, fz_metrics_wb_stats},
+	{ON_LLITE, "stats", 0, llite_stats},
+	{ON_MDC, "wb_stats", 0, wb_stats},
+	{ON_MDC, "import", 0, import},
 	{ON_OSC, "max_rpcs_in_flight", NACRE_TUNE_RPCS_IN_FLIGHT, NULL},
+	{ON_OSC, "max_dirty_mb", NACRE_TUNE_MAX_DIRTY_MB, NULL},
+	{ON_OSC, "max_pages_per_rpc", 0, pages_per_rpc},
+	{ON_OSC, "checksums", 0, checksums},
+	{ON_OSC, "import", 0, import},
 };
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
 
@@ -75,7 +150,9 @@ static void full_name(struct nacre_fs *fs, const struct param *p, uint32_t ost, 
 	unsigned long long inst = (unsigned long long)nacre_fs_client_id(fs);
 	const char *fsname = nacre_fs_name(fs);
 
-	if (p->on == ON_LLITE)
+	if (p->on == ON_TOP)
+		snprintf(buf, len, "%s", p->name);
+	else if (p->on == ON_LLITE)
 		snprintf(buf, len, "llite.%s-%016llx.%s", fsname, inst, p->name);
 	else if (p->on == ON_MDC)
 		snprintf(buf, len, "mdc.%s-MDT0000-mdc-%016llx.%s", fsname, inst, p->name);
@@ -182,7 +259,7 @@ int fz_param_getxattr(fuse_req_t req, struct fz_inode *in, const char *name, siz
 	if (rc == 0 && p->text) {
 		struct strbuf sb = STRBUF_INIT;
 
-		p->text(m->fs, &sb);
+		p->text(m->fs, ost, &sb);
 		if (!strbuf_ok(&sb))
 			fuse_reply_err(req, ENOMEM);
 		else

@@ -273,6 +273,30 @@ uint64_t rpc_conn_features(struct rpc_conn *c);
  * wait until that server's recovery ends. Thread-safe. */
 int rpc_conn_recovering(struct rpc_conn *c);
 
+/* A connection's state, as Lustre names an import's. */
+enum {
+	RPC_STATE_NEW,        /* never connected */
+	RPC_STATE_CONNECTING, /* a thread is connecting */
+	RPC_STATE_REPLAY,     /* replaying to a restarted server */
+	RPC_STATE_FULL,       /* connected */
+	RPC_STATE_DISCONN,    /* was connected; the next call connects again */
+	RPC_STATE_CLOSED,     /* our key was revoked or replaced: calls fail at once */
+};
+/* A snapshot of a connection for lctl's import file. */
+struct rpc_conn_info {
+	int state;                       /* RPC_STATE_* */
+	char current[NACRE_ADDR_MAX + 1]; /* the address in use, or tried next */
+	char addrs[NACRE_ADDR_LIST_MAX]; /* every address, comma-separated */
+	char server[NACRE_NAME_MAX + 1]; /* the server's name from CONNECT */
+	uint64_t features;               /* WIRE_FEAT_* agreed on the current or last socket */
+	uint64_t gen;                    /* sockets so far */
+	uint64_t last_committed;         /* from the server's replies */
+	int sec;                         /* WIRE_SEC_* of the current or last socket */
+	int64_t heard_ms;                /* net_now_ms when the server was last heard; 0 never */
+};
+/* Thread-safe. */
+void rpc_conn_info(struct rpc_conn *c, struct rpc_conn_info *out);
+
 /* A reply. body is a heap copy owned by the reply; bulk is either the caller's buffer (see
  * rpc_call_args.reply_bulk) or a heap copy owned by the reply. */
 struct rpc_msg {

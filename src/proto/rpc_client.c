@@ -1021,6 +1021,28 @@ int rpc_conn_recovering(struct rpc_conn *c)
 	return __atomic_load_n(&c->recovering, __ATOMIC_ACQUIRE);
 }
 
+void rpc_conn_info(struct rpc_conn *c, struct rpc_conn_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&c->lock);
+	out->state = c->key_dead		? RPC_STATE_CLOSED
+		     : rpc_conn_recovering(c) ? RPC_STATE_REPLAY
+		     : c->fd >= 0		? RPC_STATE_FULL
+		     : c->connecting		? RPC_STATE_CONNECTING
+		     : c->gen == 0		? RPC_STATE_NEW
+						: RPC_STATE_DISCONN;
+	str_copy(out->current, c->addrs[c->cur_addr < c->naddrs ? c->cur_addr : 0],
+		 sizeof(out->current));
+	str_copy(out->addrs, c->addr_list, sizeof(out->addrs));
+	str_copy(out->server, c->server_name, sizeof(out->server));
+	out->features = c->cur_features;
+	out->gen = c->gen;
+	out->last_committed = c->last_committed;
+	out->sec = c->cur_sec;
+	out->heard_ms = c->heard_ms;
+	pthread_mutex_unlock(&c->lock);
+}
+
 uint64_t rpc_conn_features(struct rpc_conn *c)
 {
 	return __atomic_load_n(&c->cur_features, __ATOMIC_ACQUIRE);

@@ -2717,3 +2717,15 @@ void wire_cl_rec_get(struct wire_cursor *c, struct nacre_changelog_rec *r)
 	if (wire_cursor_ok(c) && r->type >= NACRE_CL_LAST)
 		wire_cursor_fail(c, -EPROTO);
 }
+
+const char *wire_feature_name(unsigned bit)
+{
+	static const char *const names[] = {
+		"recovery", "sec",	    "caps",	      "key_id",	  "jobid",
+		"xattr_64k", "atime",	    "blocks",	      "fid_grant", "batch",
+		"readdir_plus", "wb_lease", "ost_jobid",
+	};
+	_Static_assert(sizeof(names) / sizeof(names[0]) == 13, "a name per WIRE_FEAT_ bit");
+	_Static_assert(WIRE_FEATURES_SUPPORTED == (1ull << 13) - 1, "the bits named");
+	return bit < sizeof(names) / sizeof(names[0]) ? names[bit] : NULL;
+}

@@ -80,6 +80,9 @@ enum {
 					 * replies (WIRE_NOTIFY_RECALL) */
 #define WIRE_FEAT_OST_JOBID (1ull << 12) /* an ost_io_req may carry the job id of the
 					  * handle's opener after its cap (job_stats) */
+/* The name of feature bit (0..63), for lctl's connect_flags ("recovery", "wb_lease"), or
+ * NULL for a bit without one. */
+const char *wire_feature_name(unsigned bit);
 #define WIRE_FEATURES_SUPPORTED (WIRE_FEAT_RECOVERY | WIRE_FEAT_SEC | WIRE_FEAT_CAPS | \
 				 WIRE_FEAT_KEY_ID | WIRE_FEAT_JOBID | WIRE_FEAT_XATTR_64K | \
 				 WIRE_FEAT_ATIME | WIRE_FEAT_BLOCKS | WIRE_FEAT_FID_GRANT | \

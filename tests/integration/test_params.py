@@ -211,6 +211,45 @@ def test_set_param_errors(pc):
                  "llite.*.max_read_ahead_mb").stdout == before
 
 
+def test_connection_parameters(pc):
+    """lctl's version, osc/mdc import, max_pages_per_rpc, checksums and max_dirty_mb."""
+    m, inst = pc.mounts[0].path, instance(pc)
+    # a connection is made at its first request: one to each OST
+    assert nacre("setstripe", "-c", "2", m / "both").returncode == 0
+    (m / "both").write_bytes(b"b" * (9 << 20))
+    ver = subprocess.run([binary("nacre"), "--version"], capture_output=True, text=True)
+    r = nacre("get_param", "--mount", m, "version")
+    assert r.returncode == 0 and r.stdout == f"version={ver.stdout.split()[-1]}\n", r
+    r = nacre("get_param", "-n", "--mount", m, f"osc.{FS}-OST0001-osc-*.import")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[:4] == ["import:", f"    name: {FS}-OST0001-osc-{inst}",
+                         f"    target: {FS}-OST0001_UUID", "    state: FULL"], lines
+    flags = re.search(r"connect_flags: \[ (.*) \]", r.stdout).group(1).split(", ")
+    assert "recovery" in flags and "ost_jobid" in flags, flags
+    assert f"       current_connection: 127.0.0.1:" in r.stdout, r.stdout
+    assert re.search(r"failover_nids: \[ 127\.0\.0\.1:\d+ \]", r.stdout), r.stdout
+    r = nacre("get_param", "-n", "--mount", m, "mdc.*.import")
+    assert "    state: FULL\n" in r.stdout and "wb_lease" in r.stdout, r.stdout
+    assert re.search(r"last_committed: \d+\n", r.stdout), r.stdout
+    r = nacre("get_param", "-n", "--mount", m, "osc.*.max_pages_per_rpc", "osc.*.checksums")
+    assert r.stdout == "1024\n1024\n1\n1\n", r.stdout
+    r = nacre("set_param", "--mount", m, "osc.*.max_pages_per_rpc=256")
+    assert r.returncode == 13 and "read-only" in r.stderr, r
+    # max_dirty_mb: one limit for the mount, whichever OSC is named
+    before = nacre("get_param", "-n", "--mount", m, f"osc.{FS}-OST0000-osc-*.max_dirty_mb")
+    r = nacre("set_param", "--mount", m, f"osc.{FS}-OST0000-osc-*.max_dirty_mb=48")
+    assert r.returncode == 0, r.stderr
+    r = nacre("get_param", "-n", "--mount", m, "osc.*.max_dirty_mb")
+    assert r.stdout == "48\n48\n", r.stdout
+    (pc.mounts[0].path / "dirty").write_bytes(os.urandom(3 << 20))  # still writes, reads back
+    assert len((pc.mounts[1].path / "dirty").read_bytes()) == 3 << 20
+    r = nacre("set_param", "--mount", m, "osc.*.max_dirty_mb=0")
+    assert r.returncode == 34, r
+    r = nacre("set_param", "--mount", m, f"osc.*.max_dirty_mb={before.stdout.strip()}")
+    assert r.returncode == 0, r.stderr
+
+
 def test_hsm_actions(pc):
     m = pc.mounts[0].path
     f = m / "to_archive"
