@@ -491,7 +491,7 @@ static int do_target(struct mds *m, const struct rpc_request *req, int heartbeat
 	if (rc)
 		return rc;
 	DECODE(target_reg, r);
-	rc = mds_targets_register(m, &r, heartbeat);
+	rc = mds_targets_register(m, &r, heartbeat, req->conn_id);
 	if (!rc)
 		mds_ost_wait_kick(m->ost_wait); /* creates may be waiting for this one */
 	return rc;
@@ -637,4 +637,5 @@ void mds_on_disconnect(void *arg, uint64_t conn_id)
 	if (mds_hsm_disconnect(m, conn_id) && m->sessions)
 		mds_session_evict_conn(m->sessions, conn_id, "its HSM agent's connection closed");
 	mds_lock_disconnect(m, conn_id);
+	mds_targets_disconnect(m, conn_id);
 }

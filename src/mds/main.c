@@ -23,6 +23,7 @@
 #include "mds/keys.h"
 #include "mds/jobs.h"
 #include "mds/mds_metrics.h"
+#include "mds/probe.h"
 #include "mds/lock.h"
 #include "mds/lock_rpc.h"
 #include "mds/mds.h"
@@ -394,6 +395,7 @@ int main(int argc, char **argv)
 	struct nacre_key key;
 	struct rpc_server *srv = NULL;
 	struct mds_syncer *syncer = NULL;
+	struct mds_probe *probe = NULL;
 	struct mds_lock_reaper *lock_reaper = NULL;
 	int rc, status = 1;
 
@@ -519,6 +521,11 @@ int main(int argc, char **argv)
 			nacre_strerror(rc));
 		goto out;
 	}
+	if ((rc = mds_probe_start(&m, &probe))) {
+		fprintf(stderr, "nacre-mds: cannot start the OSS probe thread: %s\n",
+			nacre_strerror(rc));
+		goto out;
+	}
 	if ((rc = mds_hsm_start(&m, &o.hsm, &m.hsm))) {
 		fprintf(stderr, "nacre-mds: cannot start the HSM coordinator: %s\n",
 			nacre_strerror(rc));
@@ -568,6 +575,7 @@ out:
 	nodemap_destroy(m.nodemap);
 	mds_hsm_stop(m.hsm);
 	mds_destroyer_stop(m.destroyer);
+	mds_probe_stop(probe); /* before the pool it pings through */
 	mds_syncer_stop(syncer); /* it syncs through the writer */
 	mds_writer_destroy(m.writer);
 	mds_oss_pool_destroy(m.oss);

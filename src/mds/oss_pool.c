@@ -88,6 +88,24 @@ out:
 	return rc;
 }
 
+int mds_oss_ping(struct mds *m, const char *addr, int timeout_ms)
+{
+	struct rpc_conn *conn = m->oss ? get_conn(m->oss, addr) : NULL;
+	struct rpc_msg *rep = NULL;
+	char err[256];
+
+	if (!conn)
+		return -ENOMEM;
+	int rc = rpc_conn_connect(conn, timeout_ms, err, sizeof(err));
+	if (rc == 0) {
+		struct rpc_call_args a = {.opcode = WIRE_OP_PING, .flags = RPC_IDEMPOTENT,
+					  .timeout_ms = timeout_ms};
+		rc = rpc_call(conn, &a, &rep);
+		rpc_msg_free(rep);
+	}
+	return rc < 0 ? rc : 0;
+}
+
 /* An object operation's request body (an ost_io_req), kept until its reply. */
 #define OBJ_BODY_MAX 96
 

@@ -40,6 +40,10 @@ struct mds_oss_obj {
  * during the call. Thread-safe. */
 void mds_oss_destroy_batch(struct mds *m, struct mds_oss_obj *objs, size_t n);
 
+/* Whether the OSS at addr answers a PING within timeout_ms (connecting first if need be):
+ * 0, or the error (-ECONNREFUSED, -ETIMEDOUT...). Thread-safe. */
+int mds_oss_ping(struct mds *m, const char *addr, int timeout_ms);
+
 struct keytab_entry;
 /* OST_KEY_UPDATE of entries e[0..n) to every OSS that has an OST up, all at once; waits for
  * the answers at most MDS_OSS_KEYS_PUSH_MS. An OSS that misses it pulls the table

@@ -18,6 +18,8 @@ struct tgt {
 	char addr[NACRE_ADDR_MAX + 1];
 	int64_t last_hb_ms; /* 0 = no heartbeat since start */
 	struct nacre_statfs st;
+	uint64_t conn_id;   /* the connection its heartbeats come on (0: none yet) */
+	int unreachable;    /* the MDS's probe of addr failed (probe.h): no new stripes */
 };
 
 struct mds_targets {
@@ -57,8 +59,16 @@ static int is_up(const struct tgt *g, int64_t now)
  * its OSS heartbeats again (clients' I/O waits for an OSS that is away). */
 static int is_usable(const struct mds_targets *t, const struct tgt *g, int64_t now)
 {
+	if (g->unreachable)
+		return 0;
 	return is_up(g, now) || (g->addr[0] && t->grace_ms && g->last_hb_ms < t->grace_ms &&
 				 now - t->grace_ms <= MDS_TARGET_UP_MS);
+}
+
+/* Up as clients see it: heartbeating, and answering the MDS's probe. */
+static int is_active(const struct tgt *g, int64_t now)
+{
+	return is_up(g, now) && !g->unreachable;
 }
 
 void mds_targets_grace(struct mds_targets *t)
@@ -141,7 +151,8 @@ static int persist_op(struct mds_txn *txn, void *arg)
 	return mds_db_target_put(txn, NACRE_TGT_OST, p->index, p->addr);
 }
 
-int mds_targets_register(struct mds *m, const struct wire_target_reg *r, int heartbeat)
+int mds_targets_register(struct mds *m, const struct wire_target_reg *r, int heartbeat,
+			 uint64_t conn_id)
 {
 	struct mds_targets *t = m->targets;
 	if (strcmp(r->fsname, m->fsname)) {
@@ -178,6 +189,9 @@ int mds_targets_register(struct mds *m, const struct wire_target_reg *r, int hea
 	}
 	g->last_hb_ms = now;
 	g->st = r->st;
+	g->conn_id = conn_id;
+	if (changed)
+		g->unreachable = 0; /* a new address: the probe judges it afresh */
 	pthread_mutex_unlock(&t->lock);
 
 	if (!was_up || !heartbeat)
@@ -245,7 +259,7 @@ int mds_targets_list(struct mds_targets *t, struct nacre_target **out)
 	for (size_t i = 0; i < t->n; i++) {
 		v[i].type = NACRE_TGT_OST;
 		v[i].index = t->v[i].index;
-		v[i].up = (uint32_t)is_up(&t->v[i], now);
+		v[i].up = (uint32_t)is_active(&t->v[i], now);
 		str_copy(v[i].addr, t->v[i].addr, sizeof(v[i].addr));
 		v[i].st = t->v[i].st;
 	}
@@ -253,6 +267,75 @@ int mds_targets_list(struct mds_targets *t, struct nacre_target **out)
 	pthread_mutex_unlock(&t->lock);
 	*out = v;
 	return n;
+}
+
+void mds_targets_disconnect(struct mds *m, uint64_t conn_id)
+{
+	struct mds_targets *t = m->targets;
+	uint32_t gone[64];
+	int n = 0;
+
+	if (!t || !conn_id)
+		return;
+	pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < t->n; i++) {
+		struct tgt *g = &t->v[i];
+		if (g->conn_id != conn_id)
+			continue;
+		g->conn_id = 0;
+		if (g->last_hb_ms && n < 64)
+			gone[n++] = g->index;
+		g->last_hb_ms = 0; /* down now, not when its heartbeats are missed */
+	}
+	pthread_mutex_unlock(&t->lock);
+	for (int i = 0; i < n; i++)
+		LOG_WARN("targets", "%s-OST%04x is down: its server's connection closed", m->fsname,
+			 gone[i]);
+}
+
+void mds_targets_reachable(struct mds *m, const char *addr, int ok)
+{
+	struct mds_targets *t = m->targets;
+	uint32_t changed[64];
+	int n = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < t->n; i++) {
+		struct tgt *g = &t->v[i];
+		if (strcmp(g->addr, addr) != 0 || g->unreachable == !ok)
+			continue;
+		g->unreachable = !ok;
+		if (n < 64)
+			changed[n++] = g->index;
+	}
+	pthread_mutex_unlock(&t->lock);
+	for (int i = 0; i < n; i++) {
+		if (ok)
+			LOG_INFO("targets", "%s-OST%04x at %s answers the MDS again: new files may "
+				 "use it", m->fsname, changed[i], addr);
+		else
+			LOG_WARN("targets", "%s-OST%04x at %s does not answer the MDS: inactive, no "
+				 "new file is striped on it until it does", m->fsname, changed[i],
+				 addr);
+	}
+}
+
+int mds_targets_addrs(struct mds_targets *t, char (*out)[NACRE_ADDR_MAX + 1], int max)
+{
+	int64_t now = net_now_ms(), n = 0;
+	pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < t->n && n < max; i++) {
+		const struct tgt *g = &t->v[i];
+		int dup = 0;
+		if (!is_up(g, now))
+			continue;
+		for (int64_t k = 0; k < n && !dup; k++)
+			dup = strcmp(out[k], g->addr) == 0;
+		if (!dup)
+			str_copy(out[n++], g->addr, NACRE_ADDR_MAX + 1);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return (int)n;
 }
 
 void mds_targets_space(struct mds_targets *t, struct nacre_statfs *sum)

@@ -74,7 +74,7 @@ static int mds_up(struct mds *m, const char *dir, int format)
 	str_copy(reg.addr, "127.0.0.1:1", sizeof(reg.addr));
 	reg.st.kb_total = 1000000;
 	reg.st.kb_avail = 500000;
-	return mds_targets_register(m, &reg, 0);
+	return mds_targets_register(m, &reg, 0, 0);
 }
 
 static void mds_down(struct mds *m)
