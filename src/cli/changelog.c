@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@ struct target {
 	char addr[NACRE_ADDR_LIST_MAX];
 	char fsname[NACRE_FSNAME_MAX + 1];
 	char device[NACRE_FSNAME_MAX + 16]; /* "fsname-MDT0000" */
+	char mount_key[PATH_MAX];           /* the key of the mount it was found by, or "" */
 };
 
 /* ARG is a mount (or a directory in one), a file system name of a mounted nacre, or an
@@ -41,6 +43,7 @@ static int find_target(const char *verb, const char *arg, struct target *t)
 	struct cli_mount here;
 	struct stat st;
 
+	t->mount_key[0] = '\0';
 	if (strstr(arg, ":/")) {
 		spec = arg;
 	} else if (stat(arg, &st) == 0 || arg[0] == '/' || arg[0] == '.') {
@@ -49,10 +52,13 @@ static int find_target(const char *verb, const char *arg, struct target *t)
 			return -1;
 		}
 		spec = here.source;
+		cli_mount_key_file(here.dir, t->mount_key, sizeof(t->mount_key));
 	} else {
 		int rc = cli_mount_by_name(verb, arg, &here);
-		if (rc == 0)
+		if (rc == 0) {
 			spec = here.source;
+			cli_mount_key_file(here.dir, t->mount_key, sizeof(t->mount_key));
+		}
 		else if (rc != -ENOENT)
 			return -1; /* ambiguous: said so */
 		if (!spec) {
@@ -124,6 +130,7 @@ int cli_changelog_register(int argc, char **argv)
 	}
 	if (find_target("changelog_register", argv[optind], &t))
 		return 1;
+	key_file = cli_key_file_or(key_file, t.mount_key);
 	if (nacre_changelog_register(t.addr, t.fsname, key_file, user, sizeof(user), err,
 				     sizeof(err)) < 0) {
 		cli_err("changelog_register: %s", err);
@@ -147,6 +154,7 @@ int cli_changelog_deregister(int argc, char **argv)
 	}
 	if (find_target("changelog_deregister", argv[optind], &t))
 		return 1;
+	key_file = cli_key_file_or(key_file, t.mount_key);
 	const char *user = argv[optind + 1];
 	char name[NACRE_CL_USER_MAX + 8];
 	/* lctl takes ID or clID */
@@ -181,6 +189,7 @@ int cli_changelog_clear(int argc, char **argv)
 	}
 	if (find_target("changelog_clear", argv[optind], &t))
 		return 1;
+	key_file = cli_key_file_or(key_file, t.mount_key);
 	if (nacre_changelog_clear(t.addr, t.fsname, key_file, argv[optind + 1], end, err,
 				  sizeof(err)) < 0) {
 		cli_err("changelog_clear: %s", err);
@@ -255,6 +264,7 @@ int cli_changelog(int argc, char **argv)
 	}
 	if (find_target("changelog", argv[optind], &t))
 		return 1;
+	key_file = cli_key_file_or(key_file, t.mount_key);
 	struct nacre_changelog_rec *recs = calloc(PAGE_RECS, sizeof(*recs));
 	if (!recs) {
 		cli_err("changelog: out of memory");
@@ -361,6 +371,7 @@ int cli_changelog_mask(int argc, char **argv)
 	}
 	if (find_target("changelog_mask", argv[optind], &t))
 		return 1;
+	key_file = cli_key_file_or(key_file, t.mount_key);
 	int nwords = argc - optind - 1;
 	if (nacre_changelog_mask(t.addr, t.fsname, key_file, &info, 0, 0, err, sizeof(err)) < 0) {
 		cli_err("changelog_mask: %s", err);

@@ -47,6 +47,12 @@ double cli_now_s(void);
 /* Reads a virtual xattr of path into buf as a NUL-terminated string (trailing newline
  * kept). Returns the length or -errno. */
 int cli_getxattr(const char *path, const char *name, char *buf, size_t len);
+/* The key file the nacre mount at root uses (the key_file line of its nacre.connect), into
+ * out: 0, or -1 (none, not a nacre mount). */
+int cli_mount_key_file(const char *root, char *out, size_t len);
+/* The key an admin verb uses: --key-file (given), else $NACRE_KEY_FILE, else the key of the
+ * mount it names or runs in (mount_key; "" or NULL: none). NULL when there is none. */
+const char *cli_key_file_or(const char *given, const char *mount_key);
 /* Checks that path exists and is on a nacre mount (reads nacre.fid). On failure prints a
  * message naming path ("... is not on a nacre file system") and returns -errno. The FID
  * text is written to fid (NACRE_FID_STR_MAX bytes) when fid is not NULL. */

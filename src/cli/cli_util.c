@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "common/util.h"
 #include "nacre/nacre.h"
+#include "nacre/nacre_vxattr.h"
 
 const char *cli_prog = "nacre";
 
@@ -59,6 +60,33 @@ int cli_getxattr(const char *path, const char *name, char *buf, size_t len)
 		return -errno;
 	buf[n] = '\0';
 	return (int)n;
+}
+
+int cli_mount_key_file(const char *root, char *out, size_t len)
+{
+	char text[4096];
+	if (cli_getxattr(root, NACRE_VXATTR_CONNECT, text, sizeof(text)) < 0)
+		return -1;
+	for (char *line = text; line && *line;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		if (strncmp(line, "key_file=", 9) == 0 && line[9] &&
+		    str_copy(out, line + 9, len) < len)
+			return 0;
+		line = nl ? nl + 1 : NULL;
+	}
+	return -1;
+}
+
+const char *cli_key_file_or(const char *given, const char *mount_key)
+{
+	const char *env = getenv("NACRE_KEY_FILE");
+	if (given && given[0])
+		return given;
+	if (env && env[0])
+		return env;
+	return mount_key && mount_key[0] ? mount_key : NULL;
 }
 
 int cli_check_nacre(const char *path, char *fid, size_t fid_len)

@@ -149,15 +149,18 @@ int cli_fault(int argc, char **argv)
 		cli_usage(stderr, "fault");
 		return 1;
 	}
-	if (!o.key_file)
-		o.key_file = getenv("NACRE_KEY_FILE");
-	if (!o.key_file || !o.key_file[0]) {
-		cli_err("fault: no cluster key: give --key-file FILE (the servers' --key-file) or "
-			"set NACRE_KEY_FILE");
-		return 1;
-	}
 	if (complete_target(&o, &a) < 0)
 		return 1;
+	char mount_key[PATH_MAX] = "";
+	struct cli_mount here;
+	if (!cli_key_file_or(o.key_file, NULL) && mount_here(&here) == 0)
+		cli_mount_key_file(here.dir, mount_key, sizeof(mount_key));
+	o.key_file = cli_key_file_or(o.key_file, mount_key);
+	if (!o.key_file) {
+		cli_err("fault: no cluster key: give --key-file FILE (the servers' --key-file), "
+			"set NACRE_KEY_FILE, or run it in a mount made with the cluster key");
+		return 1;
+	}
 	if (nacre_fault_set(a.addr, a.fsname, o.key_file, a.spec, armed, sizeof(armed), err,
 			    sizeof(err)) < 0) {
 		cli_err("fault %s: %s", verb, err);

@@ -199,6 +199,12 @@ def test_register_clear_deregister(make_cluster, cl, nacre_cli):
               check=True)
     r = nacre_cli("changelog_register", "--key-file", key, m)
     assert r.returncode != 0 and "cluster key or an admin key" in r.stderr
+    # no key given: the key of the mount named (or run in) is used
+    env = {k: v for k, v in os.environ.items() if k != "NACRE_KEY_FILE"}
+    r = nacre_cli("changelog_register", m, env=env)
+    assert r.returncode == 0 and r.stdout.endswith("'cl4'\n"), r.stderr
+    r = nacre_cli("changelog_deregister", c.fsname, "cl4", env=env)
+    assert r.returncode == 0, r.stderr
 
 
 def test_size_cap_evicts_the_oldest_user(make_cluster, cl):

@@ -42,6 +42,12 @@ def test_set_list_clear_on_mds_and_oss(make_cluster, nacre_cli):
     assert r.stdout == "mds.commit_after=once\n"
     assert fault(nacre_cli, c, "list", cwd=m, check=True).stdout == "mds.commit_after=once\n"
     assert fault(nacre_cli, c, "clear", cwd=m, check=True).stdout == ""
+    # no key given: the key of the mount it runs in
+    env = {k: v for k, v in os.environ.items() if k != "NACRE_KEY_FILE"}
+    r = nacre_cli("fault", "list", cwd=m, env=env)
+    assert r.returncode == 0 and r.stdout == "", r.stderr
+    r = nacre_cli("fault", "list", c.mds_addr, "--fsname", c.fsname, cwd="/", env=env)
+    assert r.returncode != 0 and "run it in a mount made with the cluster key" in r.stderr
     assert fault(nacre_cli, c, "list", c.mds_addr, "--fsname", c.fsname, check=True).stdout == ""
     # An OSS, named with its file system; the settings come back as they were given.
     oss = f"{oss_addr(c)}:/{c.fsname}"
