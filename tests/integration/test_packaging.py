@@ -150,6 +150,8 @@ def test_every_verb_has_a_man_page_with_its_usage(nacre_cli):
     for v in names:
         assert f"nacre-{v}(1)" in top, f"nacre(1) does not list nacre-{v}"
     assert (man1 / "lfs.1").read_text() == ".so man1/nacre.1\n"
+    for v in names:  # `man lfs-getstripe`, as on Lustre
+        assert (man1 / f"lfs-{v}.1").read_text() == f".so man1/nacre-{v}.1\n"
 
 
 def test_program_man_pages_have_their_help():
@@ -364,9 +366,10 @@ def test_deb_contents(debs):
             "/usr/sbin/nacre-mount", "/usr/sbin/nacre-copytool",
             "/usr/share/bash-completion/completions/nacre", "/usr/share/man/man1/nacre.1.gz",
             "/usr/share/man/man1/lfs.1.gz", "/usr/share/man/man8/nacre-mds.8.gz",
-            "/usr/share/man/man8/mount.nacre.8.gz", "/usr/include/nacre/nacre.h"]
+            "/usr/share/man/man8/mount.nacre.8.gz"]
     want += [f"/lib/systemd/system/{u}" for u in UNITS]
     want += [f"/usr/share/man/man1/nacre-{v}.1.gz" for v in verbs()]
+    want += [f"/usr/share/man/man1/lfs-{v}.1.gz" for v in verbs()]
     missing = [p for p in want if p not in entries]
     assert not missing, f"the package lacks {missing}:\n{listing}"
     assert entries["/usr/bin/lfs"] == "nacre"
@@ -380,6 +383,14 @@ def test_deb_contents(debs):
         assert re.search(rf"(^|, ){lib}( |,|$)", depends), f"Depends lacks {lib}: {depends}"
     assert "openmpi" not in depends
     assert deb_field(deb, "Package") == "nacre"
+    assert deb_field(deb, "Conflicts") == "lustre-client-utils"  # /usr/bin/lfs is theirs too
+    assert not any(p.startswith("/usr/include") for p in entries), "headers go to nacre-dev"
+    assert any(re.fullmatch(r"/usr/lib/\S*libnacre\.so\.0", p) for p in entries), listing
+    assert not any(p.endswith("/libnacre.so") for p in entries), "the .so link is nacre-dev's"
+    dev = debs / "nacre-dev_0.1.0_amd64.deb"
+    listing = run(["dpkg-deb", "-c", dev], check=True).stdout
+    assert "./usr/include/nacre/nacre.h" in listing and "libnacre.so -> " in listing, listing
+    assert deb_field(dev, "Depends") == "nacre (= 0.1.0)"
     bench = debs / "nacre-bench_0.1.0_amd64.deb"
     listing = run(["dpkg-deb", "-c", bench], check=True).stdout
     assert "./usr/bin/nacre-bench" in listing
@@ -436,7 +447,7 @@ cat /tmp/data > /tmp/x/mnt/striped
 sync
 cmp /tmp/data /tmp/x/mnt/data && cmp /tmp/data /tmp/x/mnt/striped && echo "== data ok"
 echo "== lfs getstripe -c: $(lfs getstripe -c /tmp/x/mnt/striped)"
-echo "== man: $(man -w nacre-getstripe) $(man -w lfs) $(man -w 8 mount.nacre)"
+echo "== man: $(man -w nacre-getstripe) $(man -w lfs) $(man -w 8 mount.nacre) $(man -w lfs-getstripe)"
 man nacre-getstripe 2>/dev/null | grep -q -- '--stripe-count' && echo "== man page shows"
 echo "== completion: $(bash -c 'source /usr/share/bash-completion/bash_completion
 	_completion_loader lfs; complete -p lfs')"
@@ -469,7 +480,8 @@ def test_deb_installs_on_clean_debian12(debs, tmp_path):
     assert "== lfs getstripe -c: 2" in out
     # lfs(1) and mount.nacre(8) are .so links: man -w names the page they show
     assert ("== man: /usr/share/man/man1/nacre-getstripe.1.gz /usr/share/man/man1/nacre.1.gz "
-            "/usr/share/man/man8/nacre-mount.8.gz") in out
+            "/usr/share/man/man8/nacre-mount.8.gz /usr/share/man/man1/nacre-getstripe.1.gz"
+            ) in out
     assert "== man page shows" in out
     assert "== completion: complete -o default -F _nacre lfs" in out
     assert "== down" in out
