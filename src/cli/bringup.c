@@ -261,6 +261,8 @@ static void mount_opts(const struct cc_conf *c, const struct cc_client *cl, char
 
 	strbuf_printf(&b, "key_file=%s%s%s", c->key_file, cl->options[0] ? "," : "",
 		      cl->options);
+	if (cl->admin) /* the local-admin nodemap rule matches this name */
+		strbuf_str(&b, ",client_name=nacre-admin");
 	if (cl->metrics_addr[0])
 		strbuf_printf(&b, ",metrics_addr=%s", cl->metrics_addr);
 	if (c->metrics_log_dir[0])

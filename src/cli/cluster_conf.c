@@ -351,8 +351,16 @@ static int on_client(struct parse_state *ps, const char *name, const char *v)
 			take_str(ps, name, v, cl->options, sizeof(cl->options));
 	} else if (strcmp(name, "metrics_addr") == 0)
 		take_addr(ps, name, v, cl->metrics_addr, sizeof(cl->metrics_addr), 1);
-	else
-		return unknown_key(ps, name, "host, mountpoint, options, metrics_addr");
+	else if (strcmp(name, "admin") == 0) {
+		if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "1"))
+			cl->admin = 1;
+		else if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "0"))
+			cl->admin = 0;
+		else
+			fail(ps, "admin = %s: give yes (root on this client is root on the file "
+				 "system: the local-admin nodemap rule) or no", v);
+	} else
+		return unknown_key(ps, name, "host, mountpoint, options, metrics_addr, admin");
 	return 0;
 }
 
@@ -775,6 +783,12 @@ static int check_required(struct parse_state *ps)
 			return missing(ps, cl->line, sec, "host", "client1");
 		if (!cl->mountpoint[0])
 			return missing(ps, cl->line, sec, "mountpoint", "/mnt/nacre");
+		if (cl->admin && strstr(cl->options, "client_name=")) {
+			ps->line = cl->line;
+			fail(ps, "[%s] admin = yes names the client nacre-admin: drop client_name "
+				 "from its options", sec);
+			return -1;
+		}
 	}
 	if (!!c->metrics_azure[0] != !!c->metrics_azure_key_file[0]) {
 		fail(ps, "[metrics] azure_workspace and azure_key_file go together (the key file, "

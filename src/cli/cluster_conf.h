@@ -67,6 +67,8 @@ struct cc_client {
 	char mountpoint[PATH_MAX];
 	char options[512];
 	char metrics_addr[CC_ADDR_MAX];
+	int admin; /* admin = yes: mounted as client nacre-admin (the local-admin nodemap rule:
+		    * root is root there) */
 	int line;
 };
 

@@ -329,6 +329,13 @@ def test_cluster_config_errors(tmp_path):
          "azure_dce=https://x.ingest.monitor.azure.com\nazure_dcr=dcr-1\n"):
             ":14: [metrics] the Logs Ingestion API needs azure tenant too",
         ("[cluster]\nfsname=a\nkey_file=/k\n[mds]\nhost=h\nlisten=10.0.0.1:1\ndata=/d\n"
+         "[client c]\nhost=h\nmountpoint=/m\nadmin=maybe\n"):
+            ":11: admin = maybe: give yes",
+        ("[cluster]\nfsname=a\nkey_file=/k\n[mds]\nhost=h\nlisten=10.0.0.1:1\ndata=/d\n"
+         "[oss a]\nhost=h\nlisten=10.0.0.1:2\nosts=0:/a\n"
+         "[client c]\nhost=h\nmountpoint=/m\nadmin=yes\noptions=client_name=x\n"):
+            ":12: [client c] admin = yes names the client nacre-admin",
+        ("[cluster]\nfsname=a\nkey_file=/k\n[mds]\nhost=h\nlisten=10.0.0.1:1\ndata=/d\n"
          "[metrics]\nazure_dce=ftp://x\n"):
             ":9: azure_dce = ftp://x: give an http:// or https:// URL",
         ("[cluster]\nfsname=a\nkey_file=/k\n[mds]\nhost=h\nlisten=10.0.0.1:1\ndata=/d\n"
