@@ -28,6 +28,7 @@
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "common/vxattr.h"
+#include "nacre/nacre.h"
 
 #define PARAM_MOUNTS_MAX 64
 #define PARAM_TARGETS_MAX 1024
@@ -252,6 +253,53 @@ static int by_name(const void *a, const void *b)
 	return strcmp(((const struct prm *)a)->name, ((const struct prm *)b)->name);
 }
 
+/* The file system name of a mount source ("" when it is none). */
+static void fsname_of(const char *source, char *out, size_t len)
+{
+	char addr[NACRE_ADDR_LIST_MAX], sub[NACRE_PATH_MAX + 1], why[160];
+	if (nacre_parse_spec(source, addr, sizeof(addr), out, len, sub, sizeof(sub), why,
+			     sizeof(why)) < 0)
+		out[0] = '\0';
+}
+
+/* 1 if mount i's file system name is also another cluster's (another source) mounted here,
+ * and the working directory is not in mount i: its server-side names (the same dotted names
+ * for both) are left out, and the candidates said once. */
+static int shared_name(const struct cli_mount *m, int n, int i)
+{
+	char fs[NACRE_FSNAME_MAX + 1], other[NACRE_FSNAME_MAX + 1];
+	struct cli_mount here;
+	int shared = 0;
+
+	fsname_of(m[i].source, fs, sizeof(fs));
+	for (int j = 0; j < n && fs[0]; j++) {
+		fsname_of(m[j].source, other, sizeof(other));
+		shared |= strcmp(other, fs) == 0 && strcmp(m[j].source, m[i].source) != 0;
+	}
+	if (!shared)
+		return 0;
+	if (cli_mount_of(".", &here) == 0) {
+		fsname_of(here.source, other, sizeof(other));
+		if (strcmp(other, fs) == 0)
+			return strcmp(here.source, m[i].source) != 0; /* the one we are in */
+	}
+	for (int j = 0; j < i; j++) { /* said once, at the first of them */
+		fsname_of(m[j].source, other, sizeof(other));
+		if (strcmp(other, fs) == 0)
+			return 1;
+	}
+	fprintf(stderr, "%s: file system name '%s' is mounted from several clusters:", cli_prog,
+		fs);
+	for (int j = 0; j < n; j++) {
+		fsname_of(m[j].source, other, sizeof(other));
+		if (strcmp(other, fs) == 0)
+			fprintf(stderr, " %s (on %s)", m[j].source, m[j].dir);
+	}
+	fprintf(stderr, "; its servers' parameters are left out: run in one of the mounts or "
+			"give --mount PATH\n");
+	return 1;
+}
+
 /* Every parameter this machine offers, sorted by name as lctl's glob sorts its paths.
  * 0, or -1 after a message (no mount, no memory). */
 static int collect(struct prm_set *ps, const struct opts *o)
@@ -277,6 +325,8 @@ static int collect(struct prm_set *ps, const struct opts *o)
 		for (int k = 0; k < nseen; k++)
 			if (strcmp(seen[k], m[i].source) == 0)
 				server = 0;
+		if (server && !o->mount[0] && shared_name(m, n, i))
+			server = 0; /* said: whose obdfilter.FS-OST0000 would it be? */
 		if (server && nseen < PARAM_MOUNTS_MAX)
 			str_copy(seen[nseen++], m[i].source, sizeof(seen[0]));
 		mount_params(ps, m[i].dir, buf);

@@ -285,6 +285,14 @@ def test_a_name_two_mounts_share_is_refused_unless_inside_one(make_cluster, nacr
     r = nacre_cli("hsm", "list", cwd="/")
     assert r.returncode == 1 and "file systems are mounted" in r.stderr, r.stderr
     assert ma in r.stderr and mb in r.stderr
+    # get_param: the servers' names (obdfilter.twin-OST0000...) are the mount's one is in,
+    # and left out elsewhere, with the candidates said
+    r = nacre_cli("get_param", "-n", "obdfilter.twin-OST0000.kbytestotal", cwd=mb)
+    assert r.returncode == 0 and r.stdout.count("\n") == 1, r
+    r = nacre_cli("get_param", "obdfilter.twin-OST0000.kbytestotal", cwd="/")
+    assert r.returncode == 2, r
+    assert "file system name 'twin' is mounted from several clusters" in r.stderr, r.stderr
+    assert ma in r.stderr and mb in r.stderr, r.stderr
 
 
 def _free_base_port(n):
