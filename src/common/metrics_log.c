@@ -39,16 +39,17 @@ static void json_key(const struct metric *m, char *out, size_t len)
 	}
 }
 
-char *metrics_render_json(const char *daemon)
+/* The host's figures every record starts with: hostname, daemon, time (seconds, with
+ * epoch_time), timestamp (ISO 8601 UTC), loadavg, kbytesfree, kbytestotal, bytessend,
+ * bytesrecv. NULL when out of memory. */
+static cJSON *host_record(const char *daemon, int epoch_time)
 {
 	cJSON *o = cJSON_CreateObject();
-	char host[256] = "", key[256], iso[32];
+	char host[256] = "", iso[32];
 	double load[3] = { 0, 0, 0 };
 	time_t now = time(NULL);
 	struct tm tm;
 	uint64_t kb_free, kb_total;
-	struct metric *head, *m;
-	char *out;
 
 	if (!o)
 		return NULL;
@@ -57,17 +58,30 @@ char *metrics_render_json(const char *daemon)
 	metrics_space(&kb_free, &kb_total);
 	cJSON_AddStringToObject(o, "hostname", host);
 	cJSON_AddStringToObject(o, "daemon", daemon ? daemon : "");
-	cJSON_AddNumberToObject(o, "time", (double)now);
+	if (epoch_time)
+		cJSON_AddNumberToObject(o, "time", (double)now);
 	gmtime_r(&now, &tm);
 	strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	cJSON_AddStringToObject(o, METRICS_AZURE_TIME_FIELD, iso);
+	if (!epoch_time)
+		cJSON_AddStringToObject(o, "TimeGenerated", iso); /* Log Analytics' column */
 	cJSON_AddNumberToObject(o, "loadavg", load[0]);
 	cJSON_AddNumberToObject(o, "kbytesfree", (double)kb_free);
 	cJSON_AddNumberToObject(o, "kbytestotal", (double)kb_total);
 	cJSON_AddNumberToObject(o, "bytessend", metrics_value(metrics_net_sent()));
 	cJSON_AddNumberToObject(o, "bytesrecv", metrics_value(metrics_net_recv()));
-	head = metrics_first();
-	for (m = head; m; m = metrics_next(m)) {
+	return o;
+}
+
+char *metrics_render_json(const char *daemon)
+{
+	cJSON *o = host_record(daemon, 1);
+	char key[256];
+	char *out;
+
+	if (!o)
+		return NULL;
+	for (struct metric *m = metrics_first(); m; m = metrics_next(m)) {
 		if (metrics_kind(m) == METRIC_HISTOGRAM)
 			continue;
 		json_key(m, key, sizeof(key));
@@ -120,40 +134,22 @@ static void row_key(const struct metric *m, char *out, size_t len)
 	out[o] = '\0';
 }
 
-/* The figures every row has: the host's, and the file system and target it is of. */
+/* A row's start: the host's figures, and the file system and target it is of. */
 static cJSON *row_base(const char *daemon, const char *target)
 {
-	cJSON *o = cJSON_CreateObject();
-	char host[256] = "", iso[32], fsname[128];
-	double load[3] = { 0, 0, 0 };
-	time_t now = time(NULL);
-	struct tm tm;
-	uint64_t kb_free, kb_total;
+	cJSON *o = host_record(daemon, 0);
+	char fsname[128];
 
 	if (!o)
 		return NULL;
-	gethostname(host, sizeof(host) - 1);
-	getloadavg(load, 3);
-	metrics_space(&kb_free, &kb_total);
-	gmtime_r(&now, &tm);
-	strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	str_copy(fsname, target, sizeof(fsname));
 	char *dash = strrchr(fsname, '-'); /* FS-OST0000, FS-MDT0000 */
 	if (dash)
 		*dash = '\0';
 	else
 		fsname[0] = '\0';
-	cJSON_AddStringToObject(o, "TimeGenerated", iso);
-	cJSON_AddStringToObject(o, METRICS_AZURE_TIME_FIELD, iso);
-	cJSON_AddStringToObject(o, "hostname", host);
-	cJSON_AddStringToObject(o, "daemon", daemon);
 	cJSON_AddStringToObject(o, "fsname", fsname);
 	cJSON_AddStringToObject(o, "target", target);
-	cJSON_AddNumberToObject(o, "loadavg", load[0]);
-	cJSON_AddNumberToObject(o, "kbytesfree", (double)kb_free);
-	cJSON_AddNumberToObject(o, "kbytestotal", (double)kb_total);
-	cJSON_AddNumberToObject(o, "bytessend", metrics_value(metrics_net_sent()));
-	cJSON_AddNumberToObject(o, "bytesrecv", metrics_value(metrics_net_recv()));
 	return o;
 }
 

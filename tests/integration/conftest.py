@@ -546,3 +546,24 @@ def dir_fsync_errno(path):
         return e.errno
     finally:
         os.close(fd)
+
+
+def run_bench_script(argv, timeout):
+    """Runs a bench/ script as a user would (without the fixtures' admin client name) and
+    returns (returncode, stdout, stderr, pid). On a timeout it is stopped with SIGTERM, so its
+    trap removes what it made (SIGKILL would not)."""
+    env = {k: v for k, v in os.environ.items() if k != "NACRE_CLIENT_NAME"}
+    p = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    out = err = ""
+    try:
+        out, err = p.communicate(timeout=timeout)
+    finally:
+        if p.poll() is None:
+            p.terminate()
+            try:
+                out, err = p.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, err = p.communicate()
+    return p.returncode, out, err, p.pid

@@ -147,7 +147,7 @@ def test_setstripe_index_checked_against_the_osts(mnt, nacre_cli):
             os.mkdir(path)
         r = nacre_cli("setstripe", "-i", 7, path)
         assert r.returncode != 0, r.stdout
-        assert f"stripe index 7 is not an OST of this file system" in r.stderr, r.stderr
+        assert "stripe index 7 is not an OST of this file system" in r.stderr, r.stderr
         if mk is None:
             assert not os.path.exists(path), "a refused setstripe left its new file behind"
         if mk == "dir":
@@ -221,7 +221,7 @@ def test_df_inactive_ost(make_cluster, nacre_cli):
     c.wait_ost_down(1)
     out = nacre_cli("df", m, check=True).stdout
     assert "OST0001             : inactive device\n" in out, out
-    assert f"testfs-OST0000_UUID" in out
+    assert "testfs-OST0000_UUID" in out
     # lfs osts / lfs mdts
     assert nacre_cli("osts", m, check=True).stdout == \
         "OBDS:\n0: testfs-OST0000_UUID ACTIVE\n1: testfs-OST0001_UUID INACTIVE\n"

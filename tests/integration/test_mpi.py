@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, REPO, binary, mounted_dirs, require_fuse
+from conftest import BUILD, REPO, binary, mounted_dirs, require_fuse, run_bench_script
 
 MPIRUN = shutil.which("mpirun")
 
@@ -113,21 +113,8 @@ def test_btio_run_smoke(tmp_path):
     # two rows of four: OMPIO with nothing set, and ROMIO with the hints and their layout
     argv = [str(script), "--build", str(BUILD), "--no-build", "--grid", "16,16,16", "--reps", "1",
             "--settings", "default hint+agg2", "--workdir", str(work)]
-    # not the test fixtures' admin client name: the script must stand on its own
-    env = {k: v for k, v in os.environ.items() if k != "NACRE_CLIENT_NAME"}
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=env)
-    try:
-        out, err = p.communicate(timeout=150)
-    finally:
-        if p.poll() is None:
-            p.terminate()  # the script's trap removes what it made; SIGKILL would not
-            try:
-                p.communicate(timeout=60)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.communicate()
-    assert p.returncode == 0, f"{' '.join(argv)} failed:\n{out}\n{err}"
+    rc, out, err, pid = run_bench_script(argv, 150)
+    assert rc == 0, f"{' '.join(argv)} failed:\n{out}\n{err}"
     rows = [l.split("|")[1:-1] for l in out.splitlines() if l.startswith("| pnetcdf")]
     assert len(rows) == 4, out
     for r in rows:
@@ -135,6 +122,6 @@ def test_btio_run_smoke(tmp_path):
     assert "| max network | 100 Mbit/s per OSS link | 11.9 |" in out, out
     # nothing left behind: namespaces (prefix nbt<pid>), mounts, the temporary directory
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    assert f"nbt{p.pid}-" not in netns, netns
+    assert f"nbt{pid}-" not in netns, netns
     assert not any(str(work) in d for d in mounted_dirs()), mounted_dirs()
     assert list(work.iterdir()) == []

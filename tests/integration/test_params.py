@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import Cluster, binary, free_port, wait_for
+from conftest import Cluster, binary, free_port
 
 FS = "prmfs"
 INST = r"[0-9a-f]{16}"
@@ -83,7 +83,7 @@ def test_get_param_shapes_and_wildcards(pc):
     # '*' stays within one component, as lctl's path glob: this matches nothing.
     r = nacre("get_param", "--mount", m, "osc.*")
     assert r.returncode == 2 and r.stdout == ""
-    assert f"error: get_param: param_path 'osc.*': No such file or directory" in r.stderr
+    assert "error: get_param: param_path 'osc.*': No such file or directory" in r.stderr
     # -R takes every name below a matching prefix.
     r = nacre("get_param", "-N", "-R", "--mount", m, f"osc.{FS}-OST0001-osc-*")
     names = r.stdout.split()
@@ -227,7 +227,7 @@ def test_connection_parameters(pc):
                          f"    target: {FS}-OST0001_UUID", "    state: FULL"], lines
     flags = re.search(r"connect_flags: \[ (.*) \]", r.stdout).group(1).split(", ")
     assert "recovery" in flags and "ost_jobid" in flags, flags
-    assert f"       current_connection: 127.0.0.1:" in r.stdout, r.stdout
+    assert "       current_connection: 127.0.0.1:" in r.stdout, r.stdout
     assert re.search(r"failover_nids: \[ 127\.0\.0\.1:\d+ \]", r.stdout), r.stdout
     r = nacre("get_param", "-n", "--mount", m, "mdc.*.import")
     assert "    state: FULL\n" in r.stdout and "wb_lease" in r.stdout, r.stdout
