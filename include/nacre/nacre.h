@@ -530,7 +530,8 @@ int nacre_hsm_list(struct nacre_fs *fs, const struct nacre_cred *cr, uint64_t af
  * the library reads and fills only those of the version given, so an older program keeps
  * working, and a version the library does not know is refused (-EINVAL). The page itself
  * is allocated by the library, which can grow its fields freely. */
-#define NACRE_FIND_VERSION 2 /* 2: -empty, -links, --blocks, --projid, -newerXY, -o */
+#define NACRE_FIND_VERSION 2 /* 2: -empty, -links, --blocks, --projid, --btime, -newerXY,
+			      * -o */
 #define NACRE_FIND_GLOB_MAX 1024u /* bytes of a name pattern */
 #define NACRE_FIND_OSTS_MAX 256u  /* OST indices in one request */
 #define NACRE_FIND_POOL_MAX 15u   /* bytes of a pool name */
@@ -564,9 +565,16 @@ enum {
 	NACRE_FINDP_PROJID = 1u << 22,        /* the project id is projid */
 	NACRE_FINDP_NEWER_XY = 1u << 23,      /* every newer_xy[i] holds; not negatable as a
 					       * whole (each item has its own neg) */
+	NACRE_FINDP_BTIME = 1u << 24,         /* now - birth time compares (an inode made by
+					       * an MDS that kept none: its ctime) */
 };
 /* -newerXY's X: which time of the entry is compared with the reference */
-enum { NACRE_FIND_TIME_ATIME = 0, NACRE_FIND_TIME_MTIME = 1, NACRE_FIND_TIME_CTIME = 2 };
+enum {
+	NACRE_FIND_TIME_ATIME = 0,
+	NACRE_FIND_TIME_MTIME = 1,
+	NACRE_FIND_TIME_CTIME = 2,
+	NACRE_FIND_TIME_BTIME = 3,
+};
 #define NACRE_FIND_NEWER_MAX 4u /* -newerXY tests in one request */
 /* An expression (find's -o, ! and parentheses; since version 2): leaves, each a request of
  * which only the predicates are read (preds, neg and their values; no depth), and a
@@ -627,7 +635,7 @@ struct nacre_find_req {
 	uint32_t hsm;     /* NACRE_HS_* */
 	struct nacre_fid fid;
 	/* since version 2 */
-	struct nacre_find_cmp links, blocks;
+	struct nacre_find_cmp links, blocks, btime;
 	uint32_t projid;
 	uint32_t nnewer; /* <= NACRE_FIND_NEWER_MAX */
 	struct nacre_find_newer {

@@ -58,7 +58,7 @@ struct opt {
 };
 enum { O_NONE = 0 };
 /* options tested here (no MDS predicate bit) or that change nothing */
-enum { OPT_PATH = 1u << 27, OPT_MDT_INDEX = 1u << 28, OPT_LAZY = 1u << 29, OPT_BTIME = 1u << 30 };
+enum { OPT_PATH = 1u << 27, OPT_MDT_INDEX = 1u << 28, OPT_LAZY = 1u << 29 };
 static const struct opt table[] = {
 	{"name", 'n', 1, NACRE_FINDP_NAME},
 	{"iname", 0, 1, NACRE_FINDP_NAME},
@@ -103,8 +103,8 @@ static const struct opt table[] = {
 	{"mdt_index", 0, 1, OPT_MDT_INDEX},
 	{"mdt", 0, 1, OPT_MDT_INDEX},
 	{"lazy", 'l', 0, OPT_LAZY},
-	{"btime", 'B', 1, OPT_BTIME},
-	{"Bmin", 0, 1, OPT_BTIME},
+	{"btime", 'B', 1, NACRE_FINDP_BTIME},
+	{"Bmin", 0, 1, NACRE_FINDP_BTIME},
 	{"print", 'P', 0, O_NONE},
 	{"print0", '0', 0, O_NONE},
 	{"ls", 0, 0, O_NONE},
@@ -160,10 +160,6 @@ static int parse_mdt_index(char *s, struct opts *op, int neg)
 static int add_newer_xy(struct nacre_find_req *q, const char *name, const char *v, int neg)
 {
 	char x = name[5], y = name[6];
-	if (x == 'B' || y == 'B') {
-		cli_err("find: -%s: nacre keeps no birth time (use a, m or c)", name);
-		return -1;
-	}
 	if (q->nnewer == NACRE_FIND_NEWER_MAX) {
 		cli_err("find: at most %u -newerXY tests", NACRE_FIND_NEWER_MAX);
 		return -1;
@@ -171,6 +167,7 @@ static int add_newer_xy(struct nacre_find_req *q, const char *name, const char *
 	struct nacre_find_newer *n = &q->newer_xy[q->nnewer];
 	n->which = x == 'a' ? NACRE_FIND_TIME_ATIME
 		   : x == 'c' ? NACRE_FIND_TIME_CTIME
+		   : x == 'B' ? NACRE_FIND_TIME_BTIME
 			      : NACRE_FIND_TIME_MTIME;
 	n->neg = (uint8_t)neg;
 	if (find_parse_reference(y, v, &n->t) < 0)
@@ -207,9 +204,11 @@ static int set_pred(struct nacre_find_req *q, const struct opt *o, const char *v
 			       : 0;
 	case NACRE_FINDP_ATIME:
 	case NACRE_FINDP_MTIME:
-	case NACRE_FINDP_CTIME: {
+	case NACRE_FINDP_CTIME:
+	case NACRE_FINDP_BTIME: {
 		struct nacre_find_cmp *c = o->pred == NACRE_FINDP_ATIME	? &q->atime
 					  : o->pred == NACRE_FINDP_MTIME ? &q->mtime
+					  : o->pred == NACRE_FINDP_BTIME ? &q->btime
 									: &q->ctime;
 		int minutes = strstr(n, "min") != NULL;
 		return find_parse_time(v, minutes, c)
@@ -332,13 +331,10 @@ static int here_or_none(struct opts *op, const struct opt *o, const char *a, con
 		op->path_icase = strcmp(o->name, "ipath") == 0;
 		op->path_neg = neg;
 		return 0;
-	case OPT_MDT_INDEX:
+	default: /* OPT_MDT_INDEX */
 		if (str_copy(tmp, v, sizeof(tmp)) >= sizeof(tmp) || parse_mdt_index(tmp, op, neg))
 			return bad_value(o, v, "MDT indices or names, comma-separated");
 		return 0;
-	default:
-		cli_err("find: '%s': nacre keeps no birth time; test --ctime or --mtime", a);
-		return -1;
 	}
 }
 

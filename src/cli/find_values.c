@@ -3,6 +3,7 @@
 #include "cli/find_values.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdlib.h>
@@ -169,15 +170,23 @@ int find_parse_targets(char *s, const char *tag, uint32_t *idx, uint32_t max, ui
 int find_parse_reference(char y, const char *v, struct nacre_time *t)
 {
 	if (y != 't') {
-		struct stat st;
-		if (lstat(v, &st) < 0) {
+		struct statx st;
+		if (statx(AT_FDCWD, v, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME,
+			  &st) < 0) {
 			cli_err("find: cannot stat '%s' for -newer: %s", v, strerror(errno));
 			return -1;
 		}
-		const struct timespec *ts = y == 'a' ? &st.st_atim : y == 'c' ? &st.st_ctim
-									      : &st.st_mtim;
+		if (y == 'B' && !(st.stx_mask & STATX_BTIME)) {
+			cli_err("find: the file system of '%s' does not give its birth time: give "
+				"another reference (-newerBt DATE, -newerBm FILE)", v);
+			return -1;
+		}
+		const struct statx_timestamp *ts = y == 'a'   ? &st.stx_atime
+						   : y == 'c' ? &st.stx_ctime
+						   : y == 'B' ? &st.stx_btime
+							      : &st.stx_mtime;
 		t->sec = ts->tv_sec;
-		t->nsec = (uint32_t)ts->tv_nsec;
+		t->nsec = ts->tv_nsec;
 		return 0;
 	}
 	uint64_t secs;

@@ -26,7 +26,8 @@ int find_parse_perm(const char *s, struct nacre_find_req *q);
  * hexadecimal, an _UUID suffix allowed) into idx (at most max; *n counts them). s is cut in
  * place. */
 int find_parse_targets(char *s, const char *tag, uint32_t *idx, uint32_t max, uint32_t *n);
-/* -newerXY's reference: the time y (a m c) of the file v (lstat), or for y 't' the date v
+/* -newerXY's reference: the time y (a m c B) of the file v (statx, not followed), or for y
+ * 't' the date v
  * in local time (YYYY-MM-DD[ HH:MM[:SS]], T for the space too) or @SECONDS. Prints why it
  * failed. */
 int find_parse_reference(char y, const char *v, struct nacre_time *t);

@@ -40,7 +40,8 @@ _Static_assert(SAME(NACRE_FINDP_NAME, WIRE_FINDP_NAME) &&
 		       SAME(NACRE_FINDP_BLOCKS, WIRE_FINDP_BLOCKS) &&
 		       SAME(NACRE_FINDP_PROJID, WIRE_FINDP_PROJID) &&
 		       SAME(NACRE_FINDP_NEWER_XY, WIRE_FINDP_NEWER_XY) &&
-		       SAME((NACRE_FINDP_NEWER_XY << 1) - 1, WIRE_FINDP_ALL_),
+		       SAME(NACRE_FINDP_BTIME, WIRE_FINDP_BTIME) &&
+		       SAME((NACRE_FINDP_BTIME << 1) - 1, WIRE_FINDP_ALL_),
 	       "find predicate bits");
 _Static_assert(SAME(NACRE_FIND_PERM_EXACT, WIRE_FIND_PERM_EXACT) &&
 		       SAME(NACRE_FIND_PERM_ALL, WIRE_FIND_PERM_ALL) &&
@@ -52,7 +53,8 @@ _Static_assert(SAME(NACRE_FIND_LAYOUT_RAID0, WIRE_FIND_LAYOUT_RAID0) &&
 	       "find layout kinds");
 _Static_assert(SAME(NACRE_FIND_TIME_ATIME, WIRE_FIND_TIME_ATIME) &&
 		       SAME(NACRE_FIND_TIME_MTIME, WIRE_FIND_TIME_MTIME) &&
-		       SAME(NACRE_FIND_TIME_CTIME, WIRE_FIND_TIME_CTIME),
+		       SAME(NACRE_FIND_TIME_CTIME, WIRE_FIND_TIME_CTIME) &&
+		       SAME(NACRE_FIND_TIME_BTIME, WIRE_FIND_TIME_BTIME),
 	       "find -newerXY times");
 _Static_assert(SAME(NACRE_FIND_OP_AND, WIRE_FIND_OP_AND) && SAME(NACRE_FIND_OP_OR, WIRE_FIND_OP_OR) &&
 		       SAME(NACRE_FIND_OP_NOT, WIRE_FIND_OP_NOT) &&
@@ -122,6 +124,7 @@ static int preds_to_wire(struct wire_find_query *q, const struct nacre_find_req 
 		return -EINVAL;
 	cmp_to_wire(&q->links, &req->links);
 	cmp_to_wire(&q->blocks, &req->blocks);
+	cmp_to_wire(&q->btime, &req->btime);
 	q->projid = req->projid;
 	q->nnewer = req->nnewer;
 	for (uint32_t i = 0; i < req->nnewer; i++) {

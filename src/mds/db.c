@@ -133,7 +133,8 @@ static int format_tables(struct mds_db *db, MDB_txn *t, const char *fsname)
 	root->fid.oid = NACRE_ROOT_OID;
 	root->mode = S_IFDIR | 0755;
 	root->nlink = 2;
-	root->atime = root->mtime = root->ctime = time_now();
+	root->atime = root->mtime = root->ctime = root->btime = time_now();
+	root->has_btime = 1;
 	rc = db_put_inode_raw(t, db->inodes, root);
 	free(root);
 	return rc;

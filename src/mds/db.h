@@ -86,6 +86,8 @@ struct mds_inode {
 	uint8_t has_blocks;   /* files: blocks is known (a client reported it) */
 	uint64_t blocks;      /* files: 512-byte blocks the objects hold, as last reported at
 			       * a close or size update (st_blocks); else estimated from size */
+	uint8_t has_btime;    /* btime is known: made by an MDS that keeps it */
+	struct nacre_time btime; /* when the inode was made (find --btime) */
 };
 
 enum {

@@ -41,9 +41,11 @@ int db_put_raw(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl, const void *v,
 
 static int encode_inode(const struct mds_inode *ino, struct wire_cursor *c)
 {
+	int bt = ino->has_btime != 0;
 	int blk = ino->has_blocks != 0;
-	int prj = ino->projid || ino->proj_inherit || blk;
-	wire_put_u16(c, blk ? INODE_REC_VERSION_BLOCKS
+	int prj = ino->projid || ino->proj_inherit || blk || bt;
+	wire_put_u16(c, bt ? INODE_REC_VERSION_BTIME
+		     : blk ? INODE_REC_VERSION_BLOCKS
 		     : prj ? INODE_REC_VERSION_PRJ
 		     : ino->acl.count ? INODE_REC_VERSION_ACL : INODE_REC_VERSION);
 	wire_put_u32(c, ino->mode);
@@ -76,8 +78,15 @@ static int encode_inode(const struct mds_inode *ino, struct wire_cursor *c)
 		wire_put_u32(c, ino->projid);
 		wire_put_u8(c, ino->proj_inherit ? 1 : 0);
 	}
-	if (blk)
+	if (bt) {
+		wire_put_u8(c, (uint8_t)blk);
+		if (blk)
+			wire_put_u64(c, ino->blocks);
+		wire_put_i64(c, ino->btime.sec);
+		wire_put_u32(c, ino->btime.nsec);
+	} else if (blk) {
 		wire_put_u64(c, ino->blocks);
+	}
 	return c->err;
 }
 
@@ -86,8 +95,7 @@ int db_decode_inode(const void *buf, size_t len, struct mds_inode *ino)
 	struct wire_cursor c;
 	wire_cursor_init_read(&c, buf, len);
 	uint16_t ver = wire_get_u16(&c);
-	if (wire_cursor_ok(&c) && ver != INODE_REC_VERSION && ver != INODE_REC_VERSION_ACL &&
-	    ver != INODE_REC_VERSION_PRJ && ver != INODE_REC_VERSION_BLOCKS)
+	if (wire_cursor_ok(&c) && (ver < INODE_REC_VERSION || ver > INODE_REC_VERSION_BTIME))
 		return -NACRE_EFORMAT;
 	ino->mode = wire_get_u32(&c);
 	ino->nlink = wire_get_u32(&c);
@@ -113,6 +121,8 @@ int db_decode_inode(const void *buf, size_t len, struct mds_inode *ino)
 	ino->proj_inherit = 0;
 	ino->has_blocks = 0;
 	ino->blocks = 0;
+	ino->has_btime = 0;
+	memset(&ino->btime, 0, sizeof(ino->btime));
 	if (ver >= INODE_REC_VERSION_ACL) {
 		uint16_t n = wire_get_u16(&c);
 		if ((n == 0 && ver == INODE_REC_VERSION_ACL) || n > MDS_ACL_MAX_ENTRIES)
@@ -133,6 +143,15 @@ int db_decode_inode(const void *buf, size_t len, struct mds_inode *ino)
 	if (ver == INODE_REC_VERSION_BLOCKS) {
 		ino->has_blocks = 1;
 		ino->blocks = wire_get_u64(&c);
+	} else if (ver == INODE_REC_VERSION_BTIME) {
+		ino->has_blocks = wire_get_u8(&c);
+		if (ino->has_blocks > 1)
+			return -EIO;
+		if (ino->has_blocks)
+			ino->blocks = wire_get_u64(&c);
+		ino->has_btime = 1;
+		ino->btime.sec = wire_get_i64(&c);
+		ino->btime.nsec = wire_get_u32(&c);
 	}
 	if (!wire_cursor_ok(&c) || wire_cursor_left(&c) != 0)
 		return -EIO;

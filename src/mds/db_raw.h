@@ -17,6 +17,8 @@
 				 * inherit flag; written only with a project id or the flag */
 #define INODE_REC_VERSION_BLOCKS 4 /* version 3 + u64 blocks; written only for a file
 				    * whose objects' allocated blocks a client reported */
+#define INODE_REC_VERSION_BTIME 5 /* version 3 + u8 has blocks [+ u64 blocks] + the birth
+				   * time (i64 s, u32 ns); every inode made since */
 #define MAPSIZE (8ull << 30)
 
 struct mds_db {

@@ -79,12 +79,14 @@ static int layout_of(const struct wire_find_query *q, int has_layout,
 }
 
 /* Every -newerXY test: the entry's time X is after the reference (not after, with neg). */
-static int newer_all(const struct wire_find_query *q, const struct nacre_attr *a)
+static int newer_all(const struct wire_find_query *q, const struct nacre_attr *a,
+		     const struct mds_find_more *more)
 {
 	for (uint32_t i = 0; i < q->nnewer; i++) {
 		const struct wire_find_newer *n = &q->newer_xy[i];
 		const struct nacre_time *t = n->which == WIRE_FIND_TIME_ATIME	? &a->atime
 					     : n->which == WIRE_FIND_TIME_CTIME ? &a->ctime
+					     : n->which == WIRE_FIND_TIME_BTIME ? &more->btime
 										: &a->mtime;
 		int after = t->sec > n->t.sec || (t->sec == n->t.sec && t->nsec > n->t.nsec);
 		if (after == n->neg)
@@ -149,7 +151,9 @@ static int one(const struct wire_find_query *q, uint32_t p, const struct nacre_a
 	case WIRE_FINDP_PROJID:
 		return more->projid == q->projid;
 	case WIRE_FINDP_NEWER_XY:
-		return newer_all(q, a);
+		return newer_all(q, a, more);
+	case WIRE_FINDP_BTIME:
+		return cmp_age(&q->btime, &q->now, &more->btime);
 	default:
 		return 1;
 	}
@@ -286,6 +290,7 @@ static void fill_ent(struct scan *s, const char *path, int32_t err)
 	mds_inode_to_attr(&s->ino, &e->attr);
 	s->more.projid = s->ino.projid;
 	s->more.nentries = s->ino.nentries;
+	s->more.btime = s->ino.has_btime ? s->ino.btime : s->ino.ctime;
 	e->has_layout = s->ino.has_layout && (S_ISREG(s->ino.mode) || S_ISDIR(s->ino.mode));
 	if (e->has_layout)
 		e->layout = s->ino.layout;

@@ -23,7 +23,8 @@ int mds_find(struct mds *m, const struct wire_find_req *r, struct wire_cursor *o
 /* What the predicates read of an inode besides its attributes. */
 struct mds_find_more {
 	uint32_t projid;
-	uint64_t nentries; /* a directory's */
+	uint64_t nentries;      /* a directory's */
+	struct nacre_time btime; /* its birth time (an older inode's: its ctime) */
 };
 
 /* 1 if the entry (attributes, layout, name, depth) passes every predicate of q. Pure. */

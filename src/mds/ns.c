@@ -590,6 +590,8 @@ static int create_op(struct mds_txn *txn, void *arg)
 		return copy_default;
 	ino->nlink = S_ISDIR(mode) ? 2 : 1;
 	ino->atime = ino->mtime = ino->ctime = now;
+	ino->btime = now;
+	ino->has_btime = 1;
 	if (S_ISREG(mode) && rq && rq->has_replay_layout) {
 		ino->layout = rq->replay_layout; /* where its data already is */
 		ino->has_layout = 1;

@@ -48,7 +48,8 @@ static int import_op(struct mds_txn *txn, void *arg)
 	ino->nlink = 1;
 	ino->size = r->size;
 	ino->atime = ino->mtime = r->mtime;
-	ino->ctime = now;
+	ino->ctime = ino->btime = now;
+	ino->has_btime = 1;
 	ino->has_layout = 1;
 	/* a stub: the data is only in the archive until its first open */
 	ino->hsm_state = NACRE_HS_EXISTS | NACRE_HS_ARCHIVED | NACRE_HS_RELEASED;

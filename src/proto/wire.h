@@ -1324,7 +1324,8 @@ void wire_key_entry_get(struct wire_cursor *c, struct wire_key_entry *e);
  * minutes, as GNU find) or down (ages in days, as lfs and GNU find).
  * find_more (the tail of a find_req, present exactly when preds has a WIRE_FINDP_MORE_
  * bit; an MDS before it refuses those bits): links cmp (nlink), blocks cmp (bytes of
- * 512 x blocks), u32 projid, u8 nnewer (<= WIRE_FIND_NEWER_MAX; >= 1 exactly with
+ * 512 x blocks), btime cmp (an age, as atime's; the birth time, or the ctime of an inode
+ * made before the MDS kept it), u32 projid, u8 nnewer (<= WIRE_FIND_NEWER_MAX; >= 1 exactly with
  * WIRE_FINDP_NEWER_XY) + nnewer x {u8 which (WIRE_FIND_TIME_*), u8 neg, time t}: the entry's
  * time which is after t (not after, with neg). -empty has no value: a regular file of size
  * 0, or a directory without entries.
@@ -1374,11 +1375,17 @@ enum {
 	WIRE_FINDP_BLOCKS = 1u << 21,
 	WIRE_FINDP_PROJID = 1u << 22,
 	WIRE_FINDP_NEWER_XY = 1u << 23, /* not negatable: each item has its own neg */
-	WIRE_FINDP_ALL_ = (1u << 24) - 1,
+	WIRE_FINDP_BTIME = 1u << 24,
+	WIRE_FINDP_ALL_ = (1u << 25) - 1,
 	WIRE_FINDP_MORE_ = WIRE_FINDP_EMPTY | WIRE_FINDP_LINKS | WIRE_FINDP_BLOCKS |
-			   WIRE_FINDP_PROJID | WIRE_FINDP_NEWER_XY,
+			   WIRE_FINDP_PROJID | WIRE_FINDP_NEWER_XY | WIRE_FINDP_BTIME,
 };
-enum { WIRE_FIND_TIME_ATIME = 0, WIRE_FIND_TIME_MTIME = 1, WIRE_FIND_TIME_CTIME = 2 };
+enum {
+	WIRE_FIND_TIME_ATIME = 0,
+	WIRE_FIND_TIME_MTIME = 1,
+	WIRE_FIND_TIME_CTIME = 2,
+	WIRE_FIND_TIME_BTIME = 3,
+};
 #define WIRE_FIND_NEWER_MAX 4u
 /* find_expr: leaves and a postfix program over them (a byte below WIRE_FIND_OP_AND is a
  * leaf's index) */
@@ -1421,7 +1428,7 @@ struct wire_find_query {
 	uint32_t hsm;
 	struct nacre_fid fid;
 	/* find_more: in the request's tail, present when a WIRE_FINDP_MORE_ bit is */
-	struct wire_find_cmp links, blocks;
+	struct wire_find_cmp links, blocks, btime;
 	uint32_t projid;
 	uint32_t nnewer;
 	struct wire_find_newer {

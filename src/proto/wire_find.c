@@ -115,6 +115,7 @@ static void more_put(struct wire_cursor *c, const struct wire_find_query *q)
 {
 	cmp_put(c, &q->links);
 	cmp_put(c, &q->blocks);
+	cmp_put(c, &q->btime);
 	wire_put_u32(c, q->projid);
 	if (q->nnewer > WIRE_FIND_NEWER_MAX) {
 		wire_cursor_fail(c, -EINVAL);
@@ -132,6 +133,7 @@ static void more_get(struct wire_cursor *c, struct wire_find_query *q)
 {
 	cmp_get(c, &q->links);
 	cmp_get(c, &q->blocks);
+	cmp_get(c, &q->btime);
 	q->projid = wire_get_u32(c);
 	q->nnewer = wire_get_u8(c);
 	if (q->nnewer > WIRE_FIND_NEWER_MAX ||
@@ -143,11 +145,12 @@ static void more_get(struct wire_cursor *c, struct wire_find_query *q)
 		q->newer_xy[i].which = wire_get_u8(c);
 		q->newer_xy[i].neg = wire_get_u8(c);
 		wire_time_get(c, &q->newer_xy[i].t);
-		if (q->newer_xy[i].which > WIRE_FIND_TIME_CTIME || q->newer_xy[i].neg > 1)
+		if (q->newer_xy[i].which > WIRE_FIND_TIME_BTIME || q->newer_xy[i].neg > 1)
 			wire_cursor_fail(c, -EPROTO);
 	}
 	if (((q->preds & WIRE_FINDP_LINKS) && !q->links.unit) ||
-	    ((q->preds & WIRE_FINDP_BLOCKS) && !q->blocks.unit))
+	    ((q->preds & WIRE_FINDP_BLOCKS) && !q->blocks.unit) ||
+	    ((q->preds & WIRE_FINDP_BTIME) && !q->btime.unit))
 		wire_cursor_fail(c, -EPROTO);
 }
 

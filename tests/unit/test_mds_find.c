@@ -238,6 +238,24 @@ static void test_empty_links_blocks_projid(void)
 	CHECK(m());
 }
 
+static void test_btime(void)
+{
+	reset();
+	q.preds = WIRE_FINDP_BTIME; /* --btime -2: born less than two days ago */
+	q.btime = (struct wire_find_cmp){.sign = -1, .value = 2, .unit = 86400};
+	more.btime = (struct nacre_time){q.now.sec - 86400 - 5, 0};
+	a.ctime = a.mtime = (struct nacre_time){q.now.sec, 0}; /* changed since: not born */
+	CHECK(m());
+	more.btime.sec = q.now.sec - 2 * 86400 - 5;
+	CHECK(!m());
+	q.preds = WIRE_FINDP_NEWER_XY; /* -newerBt T */
+	q.nnewer = 1;
+	q.newer_xy[0] = (struct wire_find_newer){WIRE_FIND_TIME_BTIME, 0, {q.now.sec - 100, 0}};
+	CHECK(!m());
+	more.btime.sec = q.now.sec - 99;
+	CHECK(m());
+}
+
 static void test_newer_xy(void)
 {
 	reset();
@@ -309,6 +327,7 @@ int main(void)
 	test_layout_hsm();
 	test_empty_links_blocks_projid();
 	test_newer_xy();
+	test_btime();
 	test_expression();
 	return unit_done();
 }
