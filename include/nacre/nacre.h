@@ -143,15 +143,15 @@ enum {
 	 * whole mount, whichever OST is named): 1..NACRE_DIRTY_MB_MAX while write-behind is on;
 	 * a mount without it (-o max_dirty_mb=0) refuses (-EPERM). */
 	NACRE_TUNE_MAX_DIRTY_MB = 6,
+	/* 4 KiB pages per OST RPC (osc.*.max_pages_per_rpc; one for the whole mount): 1 up to
+	 * the mount's largest RPC (-o max_rpc_size, default 4 MiB = 1024 pages), which is the
+	 * most: the mount's buffers are sized for it. */
+	NACRE_TUNE_MAX_PAGES_PER_RPC = 7,
 };
 #define NACRE_DIRTY_MB_MAX 65536
 #define NACRE_WB_DELAY_MS_MAX 60000
 #define NACRE_RPCS_IN_FLIGHT_MAX 256
 #define NACRE_READ_AHEAD_MB_MAX 65536
-/* The largest RPC of this mount in bytes (its -o max_rpc_size; osc.*.max_pages_per_rpc
- * is this over 4096). Set at mount: the buffers are sized for it. */
-uint32_t nacre_fs_rpc_max(const struct nacre_fs *fs);
-
 /* A connection of this mount as lctl's import file shows it (a snapshot). */
 struct nacre_import {
 	char state[16];                    /* NEW, CONNECTING, REPLAY, FULL, DISCONN, CLOSED */

@@ -68,7 +68,10 @@ struct nacre_fs {
 
 	/* data path tunables, immutable after mount (see cl_data.h) but ra_max and ra_mb,
 	 * which nacre_fs_tunable_set changes: atomics, read with cl_ra_max */
-	uint32_t rpc_max;         /* bytes per OST RPC */
+	uint32_t rpc_max;         /* bytes per OST RPC at most (set at mount: buffers and
+				   * write-behind windows are sized for it) */
+	uint32_t rpc_cap;         /* bytes per OST RPC now (osc.*.max_pages_per_rpc), <=
+				   * rpc_max; atomic: read once per I/O */
 	uint64_t dirty_max;       /* write-behind bytes per client; 0 = write-through */
 	uint64_t file_dirty_max;  /* write-behind bytes per file */
 	uint64_t ra_max;          /* atomic: readahead window limit; 0 = no readahead */

@@ -170,6 +170,7 @@ static void set_tunables(struct nacre_fs *fs, const struct nacre_mount_opts *opt
 	if (rpc > WIRE_BULK_MAX)
 		rpc = WIRE_BULK_MAX;
 	fs->rpc_max = (uint32_t)rpc;
+	fs->rpc_cap = (uint32_t)rpc;
 	if (opts->max_dirty_mb < 0)
 		fs->dirty_max = 0;
 	else

@@ -1,5 +1,4 @@
-/* import.c - a mount's connections as lctl's import files show them (nacre_fs_import), and
- * the RPC size they were set up with. */
+/* import.c - a mount's connections as lctl's import files show them (nacre_fs_import). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,11 +11,6 @@
 #include "proto/rpc.h"
 #include "proto/sec.h"
 #include "proto/wire.h"
-
-NACRE_API uint32_t nacre_fs_rpc_max(const struct nacre_fs *fs)
-{
-	return fs->rpc_max;
-}
 
 static const char *state_name(int state)
 {

@@ -179,6 +179,12 @@ static int batch_build(struct io_batch *b, const struct nacre_layout *l, uint16_
 	return 0;
 }
 
+/* The largest RPC of an I/O starting now (the mount's, or lower: max_pages_per_rpc). */
+static uint64_t rpc_now(const struct nacre_fs *fs)
+{
+	return __atomic_load_n(&fs->rpc_cap, __ATOMIC_RELAXED);
+}
+
 /* ---- running RPCs ---- */
 
 /* How long the first request to an OSS waits for its connection before it goes without a
@@ -377,12 +383,36 @@ static int batch_run(struct nacre_file *f, struct io_batch *b)
 	return cl_io_errno(first);
 }
 
+/* A read or write of one object range longer than an RPC may be now
+ * (osc.*.max_pages_per_rpc below the mount's): RPCs of at most cap bytes, all at once. */
+static int obj_io_split(struct nacre_file *f, uint16_t opcode, uint32_t stripe,
+			uint64_t obj_off, struct iovec *iov, int niov, uint64_t len, uint64_t cap)
+{
+	struct io_batch b;
+	int rc = 0;
+
+	batch_init(&b, cap);
+	for (int i = 0; i < niov && len > 0 && rc == 0; i++) {
+		uint64_t n = iov[i].iov_len < len ? iov[i].iov_len : len;
+		rc = batch_add(&b, opcode, stripe, obj_off, iov[i].iov_base, n);
+		obj_off += n;
+		len -= n;
+	}
+	if (rc == 0)
+		rc = batch_run(f, &b);
+	batch_fini(&b);
+	return rc;
+}
+
 int cl_obj_io(struct nacre_file *f, uint16_t opcode, uint32_t stripe, uint64_t obj_off,
 	      struct iovec *iov, int niov, uint64_t len)
 {
+	uint64_t cap = rpc_now(f->fs);
 	struct io_op op;
 	int rc;
 
+	if ((opcode == WIRE_OP_OST_READ || opcode == WIRE_OP_OST_WRITE) && len > cap)
+		return obj_io_split(f, opcode, stripe, obj_off, iov, niov, len, cap);
 	memset(&op, 0, sizeof(op));
 	op.opcode = opcode;
 	op.stripe = stripe;
@@ -414,7 +444,7 @@ int cl_obj_file_io(struct nacre_file *f, uint16_t opcode, uint8_t *buf, uint64_t
 		struct io_batch b;
 		uint64_t n = len - done < batch ? len - done : batch;
 
-		batch_init(&b, f->fs->rpc_max);
+		batch_init(&b, rpc_now(f->fs));
 		rc = batch_build(&b, l, opcode, buf + done, n, off + done);
 		if (rc == 0)
 			rc = batch_run(f, &b);
@@ -429,7 +459,7 @@ int cl_obj_sync(struct nacre_file *f)
 	struct io_batch b;
 	int rc = 0;
 
-	batch_init(&b, f->fs->rpc_max);
+	batch_init(&b, rpc_now(f->fs));
 	for (uint32_t i = 0; i < f->layout.nosts && rc == 0; i++) {
 		struct io_op *op = batch_new_op(&b, WIRE_OP_OST_SYNC, i, 0);
 		if (!op)
@@ -448,7 +478,7 @@ int cl_obj_sync(struct nacre_file *f)
 static int stripe_ops(struct nacre_file *f, struct io_batch *b, uint16_t opcode, uint32_t arg,
 		       const uint64_t *off, const uint64_t *len, int skip_empty)
 {
-	batch_init(b, f->fs->rpc_max);
+	batch_init(b, rpc_now(f->fs));
 	for (uint32_t i = 0; i < f->layout.nosts; i++) {
 		if (skip_empty && len[i] == 0)
 			continue;

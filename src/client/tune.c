@@ -1,6 +1,6 @@
 /* tune.c - the tunables a mount may change while mounted (nacre_fs_tunable_get/_set):
- * the pool's RPCs in flight per OST, the readahead window limit, FID grants, write-back and
- * the write-behind limit. */
+ * the pool's RPCs in flight per OST, the readahead window limit, FID grants, write-back, the
+ * write-behind limit and the RPC size. */
 #include <errno.h>
 #include <stdint.h>
 
@@ -36,6 +36,9 @@ NACRE_API int nacre_fs_tunable_get(struct nacre_fs *fs, int tunable, int ost, in
 		return 0;
 	case NACRE_TUNE_MAX_DIRTY_MB:
 		*val = (int64_t)(__atomic_load_n(&fs->dirty_max, __ATOMIC_RELAXED) / MIB);
+		return 0;
+	case NACRE_TUNE_MAX_PAGES_PER_RPC:
+		*val = __atomic_load_n(&fs->rpc_cap, __ATOMIC_RELAXED) / 4096u;
 		return 0;
 	default:
 		return -EINVAL;
@@ -103,6 +106,11 @@ NACRE_API int nacre_fs_tunable_set(struct nacre_fs *fs, int tunable, int ost, in
 		return 0;
 	case NACRE_TUNE_MAX_DIRTY_MB:
 		return set_dirty_mb(fs, val);
+	case NACRE_TUNE_MAX_PAGES_PER_RPC:
+		if (val < 1 || val > fs->rpc_max / 4096u)
+			return -ERANGE;
+		__atomic_store_n(&fs->rpc_cap, (uint32_t)val * 4096u, __ATOMIC_RELAXED);
+		return 0;
 	default:
 		return -EINVAL;
 	}

@@ -52,13 +52,6 @@ static void version(struct nacre_fs *fs, int ost, struct strbuf *out)
 	strbuf_str(out, NACRE_VERSION "\n");
 }
 
-/* max_pages_per_rpc: the mount's RPC size in 4 KiB pages (set at mount: -o max_rpc_size) */
-static void pages_per_rpc(struct nacre_fs *fs, int ost, struct strbuf *out)
-{
-	(void)ost;
-	strbuf_printf(out, "%u\n", nacre_fs_rpc_max(fs) / 4096u);
-}
-
 /* checksums: bulk data is always checked, by CRC-32C or by the flavour's tag */
 static void checksums(struct nacre_fs *fs, int ost, struct strbuf *out)
 {
@@ -113,7 +106,7 @@ static const struct param params[] = {
 	{ON_MDC, "import", 0, import},
 	{ON_OSC, "max_rpcs_in_flight", NACRE_TUNE_RPCS_IN_FLIGHT, NULL},
 	{ON_OSC, "max_dirty_mb", NACRE_TUNE_MAX_DIRTY_MB, NULL},
-	{ON_OSC, "max_pages_per_rpc", 0, pages_per_rpc},
+	{ON_OSC, "max_pages_per_rpc", NACRE_TUNE_MAX_PAGES_PER_RPC, NULL},
 	{ON_OSC, "checksums", 0, checksums},
 	{ON_OSC, "import", 0, import},
 };

@@ -234,8 +234,28 @@ def test_connection_parameters(pc):
     assert re.search(r"last_committed: \d+\n", r.stdout), r.stdout
     r = nacre("get_param", "-n", "--mount", m, "osc.*.max_pages_per_rpc", "osc.*.checksums")
     assert r.stdout == "1024\n1024\n1\n1\n", r.stdout
-    r = nacre("set_param", "--mount", m, "osc.*.max_pages_per_rpc=256")
+    r = nacre("set_param", "--mount", m, "osc.*.checksums=0")
     assert r.returncode == 13 and "read-only" in r.stderr, r
+    # max_pages_per_rpc: the RPCs of the whole mount get smaller (at most its own size)
+    before = ost_stats(pc, 0)["write_bytes"][0]
+    r = nacre("set_param", "--mount", m, f"osc.{FS}-OST0000-osc-*.max_pages_per_rpc=64")
+    assert r.returncode == 0, r.stderr
+    assert nacre("get_param", "-n", "--mount", m, "osc.*.max_pages_per_rpc").stdout == \
+        "64\n64\n"
+    assert nacre("setstripe", "-c", "1", "-i", "0", m / "small_rpcs").returncode == 0
+    with open(m / "small_rpcs", "wb") as f:
+        f.write(b"r" * (8 << 20))
+        os.fsync(f.fileno())
+    assert ost_stats(pc, 0)["write_bytes"][0] - before >= 32  # 8 MiB in 256 KiB RPCs
+    other = pc.mounts[1].path  # reads in 64 KiB RPCs, every byte right
+    assert nacre("set_param", "--mount", other, "osc.*.max_pages_per_rpc=16").returncode == 0
+    reads = ost_stats(pc, 0)["read_bytes"][0]
+    assert (other / "small_rpcs").read_bytes() == b"r" * (8 << 20)
+    assert ost_stats(pc, 0)["read_bytes"][0] - reads >= 128
+    assert nacre("set_param", "--mount", other, "osc.*.max_pages_per_rpc=1024").returncode == 0
+    r = nacre("set_param", "--mount", m, "osc.*.max_pages_per_rpc=2048")
+    assert r.returncode == 34, r  # above the mount's -o max_rpc_size
+    assert nacre("set_param", "--mount", m, "osc.*.max_pages_per_rpc=1024").returncode == 0
     # max_dirty_mb: one limit for the mount, whichever OSC is named
     before = nacre("get_param", "-n", "--mount", m, f"osc.{FS}-OST0000-osc-*.max_dirty_mb")
     r = nacre("set_param", "--mount", m, f"osc.{FS}-OST0000-osc-*.max_dirty_mb=48")
